@@ -1,0 +1,238 @@
+// Package testregistry runs go-containerregistry's in-process registry on
+// loopback for tests, benchmarks and the demo: real HTTP, real registry
+// protocol, with request counting, injected latency and injected faults.
+package testregistry
+
+import (
+	"fmt"
+	"io"
+	"log"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/google/go-containerregistry/pkg/name"
+	"github.com/google/go-containerregistry/pkg/registry"
+	v1 "github.com/google/go-containerregistry/pkg/v1"
+	"github.com/google/go-containerregistry/pkg/v1/empty"
+	"github.com/google/go-containerregistry/pkg/v1/mutate"
+	"github.com/google/go-containerregistry/pkg/v1/random"
+	"github.com/google/go-containerregistry/pkg/v1/remote"
+)
+
+// TB is the part of testing.TB the registry needs.
+type TB interface {
+	Helper()
+	Fatalf(format string, args ...any)
+	Cleanup(func())
+}
+
+// Registry is a running loopback registry. Its methods are safe for
+// concurrent use.
+type Registry struct {
+	// Server is the running server; Server.URL is its address.
+	Server *httptest.Server
+
+	latency atomic.Int64 // nanoseconds added to every request
+
+	mu       sync.Mutex
+	counts   map[string]int // "METHOD /v2/<kind>" → requests
+	total    int
+	handlers []Handler
+}
+
+// Handler may answer a request instead of the registry: it returns true
+// when it wrote a response. Handlers run in the order they were added.
+type Handler func(w http.ResponseWriter, r *http.Request) bool
+
+// New starts a registry that is closed when the test ends.
+func New(t TB) *Registry {
+	t.Helper()
+	reg := &Registry{counts: map[string]int{}}
+	inner := registry.New(registry.Logger(log.New(io.Discard, "", 0)))
+	reg.Server = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		reg.count(r)
+		if d := time.Duration(reg.latency.Load()); d > 0 {
+			time.Sleep(d)
+		}
+		reg.mu.Lock()
+		hs := reg.handlers
+		reg.mu.Unlock()
+		for _, h := range hs {
+			if h(w, r) {
+				return
+			}
+		}
+		inner.ServeHTTP(w, r)
+	}))
+	t.Cleanup(reg.Server.Close)
+	return reg
+}
+
+// Host returns the registry's "127.0.0.1:port".
+func (r *Registry) Host() string { return strings.TrimPrefix(r.Server.URL, "http://") }
+
+// SetLatency makes every request wait d before it is answered.
+func (r *Registry) SetLatency(d time.Duration) { r.latency.Store(int64(d)) }
+
+// Handle adds a handler that may answer requests first.
+func (r *Registry) Handle(h Handler) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.handlers = append(r.handlers, h)
+}
+
+func (r *Registry) count(req *http.Request) {
+	kind := "other"
+	switch p := req.URL.Path; {
+	case p == "/v2/" || p == "/v2":
+		kind = "ping"
+	case strings.Contains(p, "/manifests/"):
+		kind = "manifests"
+	case strings.Contains(p, "/blobs/"):
+		kind = "blobs"
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.counts[req.Method+" "+kind]++
+	r.total++
+}
+
+// Count returns how many requests of a kind were made, e.g.
+// Count("HEAD manifests") or Count("GET ping").
+func (r *Registry) Count(key string) int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.counts[key]
+}
+
+// Manifests returns how many manifest requests (any method) were made.
+func (r *Registry) Manifests() int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	n := 0
+	for k, v := range r.counts {
+		if strings.HasSuffix(k, " manifests") {
+			n += v
+		}
+	}
+	return n
+}
+
+// Total returns how many requests were made.
+func (r *Registry) Total() int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.total
+}
+
+// ResetCounts forgets the requests counted so far.
+func (r *Registry) ResetCounts() {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.counts = map[string]int{}
+	r.total = 0
+}
+
+// Ref returns the full reference of repo (e.g. "app:1.0") on the registry.
+func (r *Registry) Ref(repo string) string { return r.Host() + "/" + repo }
+
+// PushImage pushes a small random image as repo:tag (e.g. "app:1.0") and
+// returns its digest. Pushing again moves the tag to a new image.
+func (r *Registry) PushImage(t TB, repoTag string) v1.Hash {
+	t.Helper()
+	img, err := random.Image(64, 1)
+	if err != nil {
+		t.Fatalf("random image: %v", err)
+	}
+	return r.Push(t, repoTag, img)
+}
+
+// Push pushes img as repo:tag and returns its digest.
+func (r *Registry) Push(t TB, repoTag string, img v1.Image) v1.Hash {
+	t.Helper()
+	ref := r.parse(t, repoTag)
+	if err := remote.Write(ref, img); err != nil {
+		t.Fatalf("pushing %s: %v", ref, err)
+	}
+	d, err := img.Digest()
+	if err != nil {
+		t.Fatalf("digest of %s: %v", ref, err)
+	}
+	return d
+}
+
+// PushIndex pushes a multi-platform image, one random image per platform
+// ("linux/amd64", "linux/arm64/v8"), as repo:tag. It returns the index
+// digest and the digest of each platform's image.
+func (r *Registry) PushIndex(t TB, repoTag string, platforms ...string) (v1.Hash, map[string]v1.Hash) {
+	t.Helper()
+	ref := r.parse(t, repoTag)
+	var idx v1.ImageIndex = empty.Index
+	children := map[string]v1.Hash{}
+	for _, p := range platforms {
+		plat, err := v1.ParsePlatform(p)
+		if err != nil {
+			t.Fatalf("platform %q: %v", p, err)
+		}
+		img, err := random.Image(64, 1)
+		if err != nil {
+			t.Fatalf("random image: %v", err)
+		}
+		cf, err := img.ConfigFile()
+		if err != nil {
+			t.Fatalf("config: %v", err)
+		}
+		cf = cf.DeepCopy()
+		cf.OS, cf.Architecture, cf.Variant = plat.OS, plat.Architecture, plat.Variant
+		if img, err = mutate.ConfigFile(img, cf); err != nil {
+			t.Fatalf("config: %v", err)
+		}
+		d, err := img.Digest()
+		if err != nil {
+			t.Fatalf("digest: %v", err)
+		}
+		children[p] = d
+		idx = mutate.AppendManifests(idx, mutate.IndexAddendum{Add: img, Descriptor: v1.Descriptor{Platform: plat}})
+	}
+	if err := remote.WriteIndex(ref, idx); err != nil {
+		t.Fatalf("pushing index %s: %v", ref, err)
+	}
+	d, err := idx.Digest()
+	if err != nil {
+		t.Fatalf("index digest: %v", err)
+	}
+	return d, children
+}
+
+func (r *Registry) parse(t TB, repoTag string) name.Reference {
+	t.Helper()
+	ref, err := name.ParseReference(r.Ref(repoTag))
+	if err != nil {
+		t.Fatalf("parsing %q: %v", repoTag, err)
+	}
+	return ref
+}
+
+// Fatal is a TB for programs outside tests: Fatalf panics, Cleanup is
+// deferred to the caller.
+type Fatal struct{ cleanups []func() }
+
+// Helper implements TB.
+func (*Fatal) Helper() {}
+
+// Fatalf implements TB by panicking.
+func (*Fatal) Fatalf(format string, args ...any) { panic(fmt.Sprintf(format, args...)) }
+
+// Cleanup implements TB.
+func (f *Fatal) Cleanup(fn func()) { f.cleanups = append(f.cleanups, fn) }
+
+// Close runs the cleanups.
+func (f *Fatal) Close() {
+	for i := len(f.cleanups) - 1; i >= 0; i-- {
+		f.cleanups[i]()
+	}
+}

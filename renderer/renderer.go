@@ -1,0 +1,454 @@
+package renderer
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"regexp"
+	"slices"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+
+	"github.com/google/go-containerregistry/pkg/name"
+	v1 "github.com/google/go-containerregistry/pkg/v1"
+	"sigs.k8s.io/kustomize/kyaml/yaml"
+)
+
+// DefaultChecksumAnnotation is the pod-template annotation that holds the
+// checksum of the template's pinned images, after Helm's checksum/config
+// idiom.
+const DefaultChecksumAnnotation = "checksum/images"
+
+// Resolver turns an image reference into the digest its registry serves for
+// it now. The renderer calls Resolve concurrently, once for each distinct
+// reference without a digest, so implementations must be safe for
+// concurrent use and should bound their own concurrency.
+type Resolver interface {
+	Resolve(ctx context.Context, ref name.Reference) (v1.Hash, error)
+}
+
+// Renderer pins the images of a manifest stream. Its fields are read-only
+// during Render, so one Renderer may serve concurrent calls.
+type Renderer struct {
+	// Resolver resolves references without a digest. It may be nil when
+	// every image already carries a digest.
+	Resolver Resolver
+	// Mode is the form images are written in; "" means ModePin.
+	Mode Mode
+	// ChecksumAnnotation names the pod-template annotation; "" means
+	// DefaultChecksumAnnotation.
+	ChecksumAnnotation string
+	// PodSpecPaths says where each kind keeps its pod specs; nil means
+	// DefaultPodSpecPaths. The first entry that matches a kind wins.
+	PodSpecPaths []PodSpecPath
+	// KeepUnresolved keeps an image that cannot be resolved as it is,
+	// with a warning, instead of failing the render.
+	KeepUnresolved bool
+	// Warnf receives warnings; nil discards them.
+	Warnf func(format string, args ...any)
+}
+
+// Source says where an image's digest came from.
+type Source string
+
+// The sources of an Image's digest.
+const (
+	SourceResolver Source = "resolver"
+	SourcePinned   Source = "pinned"
+	SourceNone     Source = "unresolved"
+)
+
+// Workload is one container that uses an image.
+type Workload struct {
+	Kind      string `json:"kind"`
+	Namespace string `json:"namespace,omitempty"`
+	Name      string `json:"name"`
+	Container string `json:"container"`
+}
+
+// Image is one distinct image reference of a stream.
+type Image struct {
+	// Reference is the fully qualified reference, e.g.
+	// "index.docker.io/library/nginx:1.27".
+	Reference string
+	// Digest is the resolved digest, or "" when it could not be resolved.
+	Digest string
+	// Source says where Digest came from.
+	Source Source
+	// Err is why the image could not be resolved, when KeepUnresolved
+	// kept it.
+	Err error
+	// Workloads are the containers that use the image, in stream order.
+	Workloads []Workload
+}
+
+// Result is the outcome of a Render.
+type Result struct {
+	// Output is the rewritten stream.
+	Output []byte
+	// Images lists every distinct image, sorted by Reference.
+	Images []Image
+}
+
+// use is one image field found in a document.
+type use struct {
+	image    string // as written
+	ref      name.Reference
+	workload Workload
+	where    string
+}
+
+// Render rewrites the stream in. On error the Result is empty: no partial
+// output is ever returned.
+func (r *Renderer) Render(ctx context.Context, in []byte) (Result, error) {
+	docs := splitStream(in)
+	out := make([][]byte, len(docs))
+
+	// First, walk every document and collect its images. A document whose
+	// images all carry digests is final already; the others wait for the
+	// resolver. Every reference is validated before any network call.
+	pending := map[string][]use{} // by ref.Name()
+	var order []string
+	var errs []error
+	var waiting []int
+	for i, d := range docs {
+		var uses []use
+		b, err := r.edit(d, func(u use) (string, bool) {
+			uses = append(uses, u)
+			if dg, ok := u.ref.(name.Digest); ok {
+				return dg.DigestStr(), true
+			}
+			return "", false
+		})
+		if err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		out[i] = b
+		for _, u := range uses {
+			k := u.ref.Name()
+			if _, seen := pending[k]; !seen {
+				order = append(order, k)
+			}
+			pending[k] = append(pending[k], u)
+		}
+		if b == nil {
+			waiting = append(waiting, i)
+		}
+	}
+	if err := errors.Join(errs...); err != nil {
+		return Result{}, err
+	}
+
+	// Next, resolve the distinct references without a digest concurrently.
+	// Results land in a slice by index; no goroutine touches a node.
+	images := make([]Image, len(order))
+	var wg sync.WaitGroup
+	for i, k := range order {
+		u := pending[k][0]
+		images[i] = Image{Reference: k}
+		if d, ok := u.ref.(name.Digest); ok {
+			images[i].Digest, images[i].Source = d.DigestStr(), SourcePinned
+			continue
+		}
+		if r.Resolver == nil {
+			images[i].Source, images[i].Err = SourceNone, errors.New("no resolver")
+			continue
+		}
+		wg.Go(func() {
+			h, err := r.Resolver.Resolve(ctx, u.ref)
+			if err != nil {
+				images[i].Source, images[i].Err = SourceNone, err
+				return
+			}
+			images[i].Digest, images[i].Source = h.String(), SourceResolver
+		})
+	}
+	wg.Wait()
+	digests := make(map[string]string, len(order))
+	for i, k := range order {
+		for _, u := range pending[k] {
+			images[i].Workloads = append(images[i].Workloads, u.workload)
+		}
+		if err := images[i].Err; err != nil {
+			u := pending[k][0]
+			err = fmt.Errorf("%s: %s: resolving %s: %w", u.where, u.workload, u.image, err)
+			if !r.KeepUnresolved {
+				errs = append(errs, err)
+				continue
+			}
+			r.warnf("keeping %s unpinned: %v", u.image, err)
+		}
+		digests[k] = images[i].Digest
+	}
+	if err := errors.Join(errs...); err != nil {
+		return Result{}, err
+	}
+
+	// Finally, rewrite the documents that waited for the resolver, one at a
+	// time and in stream order, parsing each again rather than holding
+	// every parsed document in memory.
+	for _, i := range waiting {
+		b, err := r.edit(docs[i], func(u use) (string, bool) {
+			d := digests[u.ref.Name()]
+			return d, true
+		})
+		if err != nil {
+			return Result{}, err
+		}
+		out[i] = b
+	}
+	sort.Slice(images, func(a, b int) bool { return images[a].Reference < images[b].Reference })
+	return Result{Output: bytes.Join(out, nil), Images: images}, nil
+}
+
+// String formats a workload as "Deployment/ns/web container app".
+func (w Workload) String() string {
+	obj := w.Kind + "/" + w.Name
+	if w.Namespace != "" {
+		obj = w.Kind + "/" + w.Namespace + "/" + w.Name
+	}
+	return fmt.Sprintf("%s container %q", obj, w.Container)
+}
+
+func (r *Renderer) warnf(format string, args ...any) {
+	if r.Warnf != nil {
+		r.Warnf(format, args...)
+	}
+}
+
+func (r *Renderer) mode() Mode {
+	if r.Mode == "" {
+		return ModePin
+	}
+	return r.Mode
+}
+
+func (r *Renderer) annotation() string {
+	if r.ChecksumAnnotation == "" {
+		return DefaultChecksumAnnotation
+	}
+	return r.ChecksumAnnotation
+}
+
+func (r *Renderer) paths() []PodSpecPath {
+	if r.PodSpecPaths == nil {
+		return DefaultPodSpecPaths
+	}
+	return r.PodSpecPaths
+}
+
+// imageKey is the cheap test for a document that may hold an image field:
+// one without the word cannot, and is never parsed.
+var imageKey = []byte("image")
+
+// edit parses document d and rewrites its image fields and checksums. It
+// calls digest for each image field; digest returns the digest to pin to
+// ("" to keep the image as written) and false when it is not known yet.
+// edit returns the document's new bytes (its raw bytes when nothing
+// changed), or nil when a digest is not known yet.
+func (r *Renderer) edit(d *document, digest func(use) (string, bool)) ([]byte, error) {
+	if !bytes.Contains(d.body(), imageKey) {
+		return d.raw, nil
+	}
+	var root yaml.Node
+	if err := yaml.NewDecoder(bytes.NewReader(d.body())).Decode(&root); err != nil {
+		if errors.Is(err, io.EOF) {
+			return d.raw, nil // only comments
+		}
+		return nil, yamlError(d, err)
+	}
+	obj := deref(rootContent(&root))
+	if obj == nil || (obj.Kind == yaml.ScalarNode && obj.Tag == "!!null") {
+		return d.raw, nil
+	}
+	if obj.Kind != yaml.MappingNode {
+		return nil, fmt.Errorf("%s: want a Kubernetes object (a mapping), found %s", d.at(obj.Line), kindName(obj))
+	}
+	e := editor{r: r, d: d, digest: digest, complete: true}
+	if err := e.object(obj, 0); err != nil {
+		return nil, err
+	}
+	switch {
+	case !e.complete:
+		return nil, nil
+	case !e.changed:
+		return d.raw, nil
+	}
+	return encode(d, &root)
+}
+
+// maxListDepth bounds List objects nested in List objects.
+const maxListDepth = 16
+
+// editor rewrites the image fields of one parsed document.
+type editor struct {
+	r        *Renderer
+	d        *document
+	digest   func(use) (string, bool)
+	complete bool // every digest was known
+	changed  bool // a node was changed
+}
+
+// object edits a Kubernetes object, or the items of a List.
+func (e *editor) object(obj *yaml.Node, depth int) error {
+	kind := scalar(lookup(obj, "kind"))
+	if items := lookup(obj, "items"); strings.HasSuffix(kind, "List") && items != nil && items.Kind == yaml.SequenceNode {
+		if depth >= maxListDepth {
+			return fmt.Errorf("%s: List objects nested more than %d deep", e.d.at(obj.Line), maxListDepth)
+		}
+		for _, item := range items.Content {
+			if item = deref(item); item.Kind == yaml.MappingNode {
+				if err := e.object(item, depth+1); err != nil {
+					return err
+				}
+			}
+		}
+		return nil
+	}
+	meta := lookup(obj, "metadata")
+	w := Workload{Kind: kind, Namespace: scalar(lookup(meta, "namespace")), Name: scalar(lookup(meta, "name"))}
+	for _, t := range findPodTemplates(obj, e.r.paths()) {
+		if err := e.template(t, w); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// template pins the images of one pod template and sets its checksum.
+func (e *editor) template(t podTemplate, w Workload) error {
+	var lines []string
+	for _, field := range containerFields {
+		list := lookup(t.spec, field)
+		if list == nil || list.Kind != yaml.SequenceNode {
+			continue
+		}
+		for _, c := range list.Content {
+			w.Container = scalar(lookup(c, "name"))
+			img := lookup(c, "image")
+			if img == nil {
+				continue // no image: nothing to pin
+			}
+			where := e.d.at(img.Line)
+			if img.Kind != yaml.ScalarNode || img.Tag != "!!str" || strings.TrimSpace(img.Value) == "" {
+				return fmt.Errorf("%s: %s: image is %s, want a reference such as registry/name:tag", where, w, describe(img))
+			}
+			ref, err := name.ParseReference(img.Value)
+			if err != nil {
+				return fmt.Errorf("%s: %s: parsing image %q: %w", where, w, img.Value, err)
+			}
+			dg, ok := e.digest(use{image: img.Value, ref: ref, workload: w, where: where})
+			if !ok {
+				e.complete = false
+				continue
+			}
+			value := img.Value
+			if dg != "" {
+				value = pinnedForm(img.Value, dg, e.r.mode())
+				if e.r.mode() != ModeAnnotate && value != img.Value {
+					img.Value = value
+					e.changed = true
+				}
+			}
+			lines = append(lines, w.Container+"="+value)
+		}
+	}
+	if t.holder == nil || len(lines) == 0 || !e.complete {
+		return nil
+	}
+	sum := Checksum(lines)
+	if scalar(lookup(lookup(lookup(t.holder, "metadata"), "annotations"), e.r.annotation())) == sum {
+		return nil
+	}
+	holder := yaml.NewRNode(t.holder)
+	if _, err := holder.Pipe(yaml.SetAnnotation(e.r.annotation(), sum)); err != nil {
+		return fmt.Errorf("%s: %s: setting annotation %s: %w", e.d.at(t.holder.Line), w, e.r.annotation(), err)
+	}
+	e.changed = true
+	return nil
+}
+
+// Checksum returns the hex SHA-256 of a pod template's images, given as
+// "container=reference" lines: the lines are sorted and each ends in a
+// newline, so the checksum depends on nothing but the set of lines.
+func Checksum(lines []string) string {
+	lines = slices.Clone(lines)
+	slices.Sort(lines)
+	h := sha256.New()
+	for _, l := range lines {
+		io.WriteString(h, l+"\n")
+	}
+	return hex.EncodeToString(h.Sum(nil))
+}
+
+// rootContent returns the top node of a parsed document.
+func rootContent(doc *yaml.Node) *yaml.Node {
+	if doc.Kind == yaml.DocumentNode {
+		if len(doc.Content) == 0 {
+			return nil
+		}
+		return doc.Content[0]
+	}
+	return doc
+}
+
+// encode writes a changed document back: its "---" line as it was, then the
+// re-encoded body in the sequence indentation the document used.
+func encode(d *document, root *yaml.Node) ([]byte, error) {
+	var buf bytes.Buffer
+	buf.Grow(len(d.raw) + 256)
+	buf.Write(d.raw[:d.head])
+	style := yaml.SequenceIndentStyle(yaml.DeriveSeqIndentStyle(string(d.body())))
+	enc := yaml.NewEncoderWithOptions(&buf, &yaml.EncoderOptions{SeqIndent: style})
+	if err := enc.Encode(root); err != nil {
+		return nil, fmt.Errorf("%s: encoding: %w", d.where(), err)
+	}
+	if err := enc.Close(); err != nil {
+		return nil, fmt.Errorf("%s: encoding: %w", d.where(), err)
+	}
+	// Keep an explicit end marker: the next document may rely on it.
+	if body := bytes.TrimRight(d.body(), " \t\r\n"); bytes.HasSuffix(body, []byte("\n...")) || bytes.Equal(body, []byte("...")) {
+		buf.WriteString("...\n")
+	}
+	return buf.Bytes(), nil
+}
+
+var yamlLine = regexp.MustCompile(`^yaml: line (\d+): (.*)$`)
+
+// yamlError rewrites a parser error to name the stream line.
+func yamlError(d *document, err error) error {
+	if m := yamlLine.FindStringSubmatch(err.Error()); m != nil {
+		n, _ := strconv.Atoi(m[1])
+		return fmt.Errorf("%s: malformed YAML: %s", d.at(n), m[2])
+	}
+	return fmt.Errorf("%s: malformed YAML: %s", d.where(), strings.TrimPrefix(err.Error(), "yaml: "))
+}
+
+// kindName names a node's kind for messages.
+func kindName(n *yaml.Node) string {
+	switch n.Kind {
+	case yaml.SequenceNode:
+		return "a sequence"
+	case yaml.ScalarNode:
+		return "a scalar"
+	}
+	return "a mapping"
+}
+
+// describe names what an image field holds, for messages.
+func describe(n *yaml.Node) string {
+	switch {
+	case n.Kind != yaml.ScalarNode:
+		return kindName(n)
+	case n.Tag == "!!null" || strings.TrimSpace(n.Value) == "":
+		return "empty"
+	}
+	return fmt.Sprintf("%s %s", strings.TrimPrefix(n.Tag, "!!"), n.Value)
+}

@@ -1,0 +1,130 @@
+package renderer
+
+import (
+	"bytes"
+	"fmt"
+)
+
+// document is one document of a YAML stream, kept as the bytes it was read
+// from so that an unchanged document can be written back exactly.
+type document struct {
+	// index is the 1-based number of the document in the stream.
+	index int
+	// line is the 1-based stream line of the document's first byte.
+	line int
+	// raw holds every byte of the document, including its "---" line.
+	raw []byte
+	// head is the length of the part of raw written back before a
+	// re-encoded body: the "---" line, when it carries nothing but a comment.
+	head int
+	// source is the file named by Helm's "# Source:" comment, if any.
+	source string
+}
+
+// body returns the part of the document that is YAML content to parse.
+func (d *document) body() []byte { return d.raw[d.head:] }
+
+// where describes the document for error messages, e.g.
+// `document 3 (chart/templates/deploy.yaml)`.
+func (d *document) where() string {
+	if d.source != "" {
+		return fmt.Sprintf("document %d (%s)", d.index, d.source)
+	}
+	return fmt.Sprintf("document %d", d.index)
+}
+
+// at describes a position inside the document, given a 1-based line
+// relative to the document body, as `document 3 (file), line 17`.
+func (d *document) at(bodyLine int) string {
+	if bodyLine <= 0 {
+		return d.where()
+	}
+	return fmt.Sprintf("%s, line %d", d.where(), d.line+d.headLines()+bodyLine-1)
+}
+
+// headLines is the number of lines in the head of the document.
+func (d *document) headLines() int { return bytes.Count(d.raw[:d.head], []byte("\n")) }
+
+var sourcePrefix = []byte("# Source: ")
+
+// splitStream cuts a YAML stream into documents at "---" lines (and after
+// "..." end markers), without parsing it. Cutting at line starts is exact:
+// YAML forbids a line that starts with "---" or "..." followed by a blank
+// or a line break inside a document's content. The documents' raw bytes,
+// concatenated, are the input.
+func splitStream(in []byte) []*document {
+	var docs []*document
+	start, startLine, line := 0, 1, 1
+	flush := func(end int) {
+		if end > start {
+			docs = append(docs, newDocument(len(docs)+1, startLine, in[start:end]))
+		}
+		start, startLine = end, line
+	}
+	for pos := 0; pos < len(in); {
+		next := bytes.IndexByte(in[pos:], '\n')
+		if next < 0 {
+			next = len(in)
+		} else {
+			next += pos + 1
+		}
+		text := in[pos:next]
+		switch {
+		case isMarker(text, "---"):
+			flush(pos)
+		case isMarker(text, "..."):
+			line++
+			flush(next)
+			pos = next
+			continue
+		}
+		pos = next
+		line++
+	}
+	flush(len(in))
+	return docs
+}
+
+// isMarker reports whether a line is the document marker m ("---" or
+// "..."), alone or followed by a blank.
+func isMarker(line []byte, m string) bool {
+	if !bytes.HasPrefix(line, []byte(m)) {
+		return false
+	}
+	rest := line[len(m):]
+	return len(rest) == 0 || rest[0] == ' ' || rest[0] == '\t' || rest[0] == '\n' || rest[0] == '\r'
+}
+
+// newDocument records where the document's content begins and which Helm
+// template it came from.
+func newDocument(index, line int, raw []byte) *document {
+	d := &document{index: index, line: line, raw: raw}
+	if isMarker(raw, "---") {
+		eol := bytes.IndexByte(raw, '\n') + 1
+		if eol == 0 {
+			eol = len(raw)
+		}
+		// Keep the marker line as the head only when it holds nothing the
+		// parser needs: a bare "---", perhaps with a comment.
+		rest := bytes.TrimSpace(raw[3:eol])
+		if len(rest) == 0 || rest[0] == '#' {
+			d.head = eol
+		}
+	}
+	for b := d.body(); len(b) > 0; {
+		eol := bytes.IndexByte(b, '\n')
+		if eol < 0 {
+			eol = len(b)
+		}
+		text := bytes.TrimRight(b[:eol], " \t\r")
+		if bytes.HasPrefix(text, sourcePrefix) {
+			d.source = string(text[len(sourcePrefix):])
+			break
+		}
+		if len(text) > 0 && text[0] != '#' {
+			break // the first content line ends the header comments
+		}
+		b = b[min(eol+1, len(b)):]
+	}
+	return d
+}
