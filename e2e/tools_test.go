@@ -1,0 +1,81 @@
+package e2e
+
+import (
+	"bytes"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"testing"
+)
+
+// tool returns the path of the executable named by env. Outside CI a
+// missing tool skips the test with a hint; in CI (CI=true) it fails it,
+// because CI must run everything.
+func tool(t *testing.T, env string) string {
+	t.Helper()
+	p := os.Getenv(env)
+	if p != "" {
+		if _, err := os.Stat(p); err == nil {
+			return p
+		}
+	}
+	msg := env + " does not name an executable; run the tests with `make test`, which builds it"
+	if os.Getenv("CI") != "" {
+		t.Fatal(msg)
+	}
+	t.Skip(msg)
+	return ""
+}
+
+// digestpinBin returns the digestpin binary under test.
+func digestpinBin(t *testing.T) string { return tool(t, "DIGESTPIN_TEST_BIN") }
+
+// helm3 returns the Helm v3 CLI.
+func helm3(t *testing.T) string { return tool(t, "DIGESTPIN_TEST_HELM3") }
+
+// helm4 returns the Helm v4 CLI.
+func helm4(t *testing.T) string { return tool(t, "DIGESTPIN_TEST_HELM4") }
+
+// repoRoot returns the repository's root folder.
+func repoRoot(t *testing.T) string {
+	t.Helper()
+	_, file, _, _ := runtime.Caller(0)
+	return filepath.Dir(filepath.Dir(file))
+}
+
+// cleanEnv returns the environment without DIGESTPIN_* settings (so that a
+// developer's own settings cannot change a test) and with the given
+// settings added.
+func cleanEnv(extra ...string) []string {
+	var env []string
+	for _, kv := range os.Environ() {
+		if strings.HasPrefix(kv, "DIGESTPIN_") && !strings.HasPrefix(kv, "DIGESTPIN_TEST_") {
+			continue
+		}
+		env = append(env, kv)
+	}
+	return append(env, extra...)
+}
+
+// result is what a command printed and how it ended.
+type result struct {
+	stdout, stderr string
+	err            error
+}
+
+// runCmd runs name with args, stdin and env (added to cleanEnv) in dir.
+func runCmd(t *testing.T, dir string, stdin []byte, env []string, name string, args ...string) result {
+	t.Helper()
+	cmd := exec.Command(name, args...)
+	cmd.Dir = dir
+	cmd.Env = cleanEnv(env...)
+	if stdin != nil {
+		cmd.Stdin = bytes.NewReader(stdin)
+	}
+	var out, errb bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errb
+	err := cmd.Run()
+	return result{stdout: out.String(), stderr: errb.String(), err: err}
+}
