@@ -3,6 +3,7 @@ module github.com/digestpin/digestpin
 go 1.26.0
 
 require (
+	github.com/google/go-cmp v0.7.0
 	github.com/google/go-containerregistry v0.22.1
 	github.com/spf13/pflag v1.1.0
 	sigs.k8s.io/kustomize/kyaml v0.21.2

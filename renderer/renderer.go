@@ -367,13 +367,58 @@ func (e *editor) template(t podTemplate, w Workload) error {
 	if scalar(lookup(lookup(lookup(t.holder, "metadata"), "annotations"), e.r.annotation())) == sum {
 		return nil
 	}
-	holder := yaml.NewRNode(t.holder)
-	if _, err := holder.Pipe(yaml.SetAnnotation(e.r.annotation(), sum)); err != nil {
-		return fmt.Errorf("%s: %s: setting annotation %s: %w", e.d.at(t.holder.Line), w, e.r.annotation(), err)
-	}
+	setAnnotation(t.holder, e.r.annotation(), sum)
 	e.changed = true
 	return nil
 }
+
+// setAnnotation sets metadata.annotations[key] of a pod template to a
+// single-quoted value, the way kyaml's AnnotationSetter writes it (tools
+// then never mistake the checksum for a number). Unlike AnnotationSetter,
+// it puts a missing metadata just before the spec, where people expect it,
+// instead of after it.
+func setAnnotation(holder *yaml.Node, key, value string) {
+	meta := lookup(holder, "metadata")
+	if meta == nil || meta.Kind != yaml.MappingNode {
+		at := len(holder.Content)
+		for i := 0; i+1 < len(holder.Content); i += 2 {
+			if holder.Content[i].Value == "spec" {
+				at = i
+				break
+			}
+		}
+		meta = &yaml.Node{Kind: yaml.MappingNode, Tag: "!!map"}
+		holder.Content = slices.Insert(holder.Content, at, newScalar("metadata"), meta)
+	}
+	annotations := lookup(meta, "annotations")
+	if annotations == nil || annotations.Kind != yaml.MappingNode {
+		annotations = &yaml.Node{Kind: yaml.MappingNode, Tag: "!!map"}
+		setField(meta, "annotations", annotations)
+	}
+	v := newScalar(value)
+	v.Style = yaml.SingleQuotedStyle
+	setField(annotations, key, v)
+	// An empty flow mapping ("metadata: {}") would keep the annotation on
+	// one line; a block mapping reads as usual.
+	for _, m := range []*yaml.Node{meta, annotations} {
+		if len(m.Content) == 2 {
+			m.Style &^= yaml.FlowStyle
+		}
+	}
+}
+
+// setField sets key in mapping m to v, replacing its value or appending it.
+func setField(m *yaml.Node, key string, v *yaml.Node) {
+	for i := 0; i+1 < len(m.Content); i += 2 {
+		if m.Content[i].Value == key {
+			m.Content[i+1] = v
+			return
+		}
+	}
+	m.Content = append(m.Content, newScalar(key), v)
+}
+
+func newScalar(s string) *yaml.Node { return &yaml.Node{Kind: yaml.ScalarNode, Tag: "!!str", Value: s} }
 
 // Checksum returns the hex SHA-256 of a pod template's images, given as
 // "container=reference" lines: the lines are sorted and each ends in a

@@ -1,0 +1,78 @@
+package renderer
+
+import (
+	"bytes"
+	"context"
+	"flag"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+)
+
+var update = flag.Bool("update", false, "rewrite the golden files in testdata/")
+
+// TestGolden renders each testdata/NAME.input.yaml and compares it with
+// NAME.golden.yaml, then renders the golden file again to prove that
+// digestpin on its own output changes nothing.
+func TestGolden(t *testing.T) {
+	custom, err := ParsePodSpecPath("example.com/Worker=spec.pools.*.template.spec")
+	if err != nil {
+		t.Fatal(err)
+	}
+	renderers := map[string]*Renderer{
+		"helm-all-kinds": {},
+		"odd-syntax":     {},
+		"digest-mode":    {Mode: ModeDigest},
+		"annotate-mode":  {Mode: ModeAnnotate, ChecksumAnnotation: "example.com/images"},
+		"custom-path":    {PodSpecPaths: append(DefaultPodSpecPaths[:len(DefaultPodSpecPaths):len(DefaultPodSpecPaths)], custom)},
+	}
+	inputs, err := filepath.Glob("testdata/*.input.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(inputs) != len(renderers) {
+		t.Fatalf("found %d inputs, want one for each of the %d renderers", len(inputs), len(renderers))
+	}
+	for _, in := range inputs {
+		base := strings.TrimSuffix(filepath.Base(in), ".input.yaml")
+		t.Run(base, func(t *testing.T) {
+			r, ok := renderers[base]
+			if !ok {
+				t.Fatalf("no renderer for %s", in)
+			}
+			r.Resolver = newFixed()
+			src, err := os.ReadFile(in)
+			if err != nil {
+				t.Fatal(err)
+			}
+			res, err := r.Render(context.Background(), src)
+			if err != nil {
+				t.Fatalf("Render(%s) = %v", in, err)
+			}
+			golden := filepath.Join("testdata", base+".golden.yaml")
+			if *update {
+				if err := os.WriteFile(golden, res.Output, 0o644); err != nil {
+					t.Fatal(err)
+				}
+			}
+			want, err := os.ReadFile(golden)
+			if err != nil {
+				t.Fatalf("reading golden file (run go test -update): %v", err)
+			}
+			if diff := cmp.Diff(string(want), string(res.Output)); diff != "" {
+				t.Errorf("Render(%s) (-%s +got):\n%s", in, golden, diff)
+			}
+			// Idempotence: the golden file is a fixed point.
+			again, err := r.Render(context.Background(), want)
+			if err != nil {
+				t.Fatalf("Render(%s) = %v", golden, err)
+			}
+			if !bytes.Equal(want, again.Output) {
+				t.Errorf("Render(%s) changed its own output:\n%s", golden, cmp.Diff(string(want), string(again.Output)))
+			}
+		})
+	}
+}

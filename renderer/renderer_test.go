@@ -1,0 +1,346 @@
+package renderer
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-containerregistry/pkg/name"
+	v1 "github.com/google/go-containerregistry/pkg/v1"
+)
+
+// fixed is a map-backed Resolver: the digest of a reference is the
+// SHA-256 of its fully qualified name, unless the map says otherwise.
+// References listed in fail return that error.
+type fixed struct {
+	mu     sync.Mutex
+	calls  map[string]int
+	moved  map[string]string
+	failed map[string]error
+}
+
+var _ Resolver = (*fixed)(nil)
+
+func newFixed() *fixed {
+	return &fixed{calls: map[string]int{}, moved: map[string]string{}, failed: map[string]error{}}
+}
+
+func (f *fixed) Resolve(_ context.Context, ref name.Reference) (v1.Hash, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.calls[ref.Name()]++
+	if err, ok := f.failed[ref.Name()]; ok {
+		return v1.Hash{}, err
+	}
+	return fakeDigest(ref.Name() + f.moved[ref.Name()]), nil
+}
+
+// fakeDigest is the digest fixed gives a reference.
+func fakeDigest(s string) v1.Hash {
+	sum := sha256.Sum256([]byte(s))
+	return v1.Hash{Algorithm: "sha256", Hex: hex.EncodeToString(sum[:])}
+}
+
+// dg is the digest string of a fully qualified reference, for expectations.
+func dg(ref string) string { return fakeDigest(ref).String() }
+
+const deployment = `apiVersion: apps/v1
+kind: Deployment
+metadata:
+  name: web
+spec:
+  template:
+    spec:
+      containers:
+      - name: app
+        image: IMAGE
+`
+
+func TestRenderImageForms(t *testing.T) {
+	nginx := "index.docker.io/library/nginx:1.27"
+	for _, tc := range []struct {
+		desc, image, want string
+		mode             Mode
+	}{
+		{desc: "pin keeps the short name", image: "nginx:1.27", want: "nginx:1.27@" + dg(nginx)},
+		{desc: "pin keeps the long name", image: "docker.io/library/nginx:1.27", want: "docker.io/library/nginx:1.27@" + dg(nginx)},
+		{desc: "pin names the implicit tag", image: "nginx", want: "nginx:latest@" + dg("index.docker.io/library/nginx:latest")},
+		{desc: "pin with a registry port", image: "localhost:5000/team/app:2", want: "localhost:5000/team/app:2@" + dg("localhost:5000/team/app:2")},
+		{desc: "digest drops the tag", image: "nginx:1.27", mode: ModeDigest, want: "nginx@" + dg(nginx)},
+		{desc: "digest with a registry port", image: "localhost:5000/app:2", mode: ModeDigest, want: "localhost:5000/app@" + dg("localhost:5000/app:2")},
+		{desc: "annotate leaves the field", image: "nginx:1.27", mode: ModeAnnotate, want: "nginx:1.27"},
+		{desc: "a digest is kept", image: "nginx:1.27@" + dg("x"), want: "nginx:1.27@" + dg("x")},
+		{desc: "digest mode shortens a pinned image", image: "nginx:1.27@" + dg("x"), mode: ModeDigest, want: "nginx@" + dg("x")},
+		{desc: "a bare digest is kept", image: "nginx@" + dg("x"), want: "nginx@" + dg("x")},
+	} {
+		t.Run(tc.desc, func(t *testing.T) {
+			r := &Renderer{Resolver: newFixed(), Mode: tc.mode}
+			res, err := r.Render(context.Background(), []byte(strings.Replace(deployment, "IMAGE", tc.image, 1)))
+			if err != nil {
+				t.Fatalf("Render() = %v", err)
+			}
+			got := imageOf(t, string(res.Output))
+			if got != tc.want {
+				t.Errorf("image = %s, want %s", got, tc.want)
+			}
+		})
+	}
+}
+
+// imageOf returns the value of the first image field of a rendered stream.
+func imageOf(t *testing.T, out string) string {
+	t.Helper()
+	for _, l := range strings.Split(out, "\n") {
+		if v, ok := strings.CutPrefix(strings.TrimSpace(l), "image: "); ok {
+			return strings.Trim(v, `"'`)
+		}
+	}
+	t.Fatalf("no image in %q", out)
+	return ""
+}
+
+func TestRenderUnchanged(t *testing.T) {
+	pinned := "nginx:1.27@" + dg("x")
+	sum := Checksum([]string{"app=" + pinned})
+	for _, tc := range []struct{ desc, in string }{
+		{desc: "empty stream", in: ""},
+		{desc: "only a separator", in: "---\n"},
+		{desc: "only comments", in: "# just a comment\n---\n# Source: x.yaml\n"},
+		{desc: "no image field", in: "---\n# Source: c/templates/svc.yaml\napiVersion: v1\nkind: Service\nmetadata:\n    name: \"web\"   # odd spacing\nspec: {ports: [{port: 80}]}\n"},
+		{desc: "image key in a ConfigMap", in: "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: c\ndata:\n  image: nginx:1.27\n"},
+		{desc: "containers in an unknown kind", in: "apiVersion: example.com/v1\nkind: Widget\nspec:\n  template:\n    spec:\n      containers:\n      - name: a\n        image: nginx:1\n"},
+		{desc: "a Deployment of another API group", in: "apiVersion: example.com/v1\nkind: Deployment\nspec:\n  template:\n    spec:\n      containers:\n      - name: a\n        image: nginx:1\n"},
+		{desc: "already pinned with its checksum", in: "---\n# Source: c/templates/d.yaml\napiVersion: apps/v1\nkind: Deployment\nmetadata:\n    name: web\nspec:\n    template:\n        metadata:\n            annotations:\n                checksum/images: \"" + sum + "\"\n        spec:\n            containers:\n              -   name: app\n                  image: " + pinned + "\n"},
+		{desc: "a container without image", in: "apiVersion: v1\nkind: Pod\nmetadata:\n  name: p\nspec:\n  containers:\n  - name: a\n    imagePullPolicy: Always\n"},
+		{desc: "no trailing newline", in: "apiVersion: v1\nkind: ConfigMap\ndata:\n  image: x"},
+		{desc: "CRD schema mentioning image", in: "apiVersion: apiextensions.k8s.io/v1\nkind: CustomResourceDefinition\nspec:\n  versions:\n  - schema:\n      properties:\n        image: {type: string}\n"},
+	} {
+		t.Run(tc.desc, func(t *testing.T) {
+			f := newFixed()
+			r := &Renderer{Resolver: f}
+			res, err := r.Render(context.Background(), []byte(tc.in))
+			if err != nil {
+				t.Fatalf("Render() = %v", err)
+			}
+			if diff := cmp.Diff(tc.in, string(res.Output)); diff != "" {
+				t.Errorf("Render() changed the stream (-want +got):\n%s", diff)
+			}
+			if len(f.calls) != 0 {
+				t.Errorf("Render() asked the resolver %v, want no calls", f.calls)
+			}
+		})
+	}
+}
+
+func TestRenderResolvesEachReferenceOnce(t *testing.T) {
+	in := strings.Repeat(strings.Replace(deployment, "IMAGE", "nginx:1.27", 1)+"---\n", 3) +
+		strings.Replace(deployment, "IMAGE", "docker.io/library/nginx:1.27", 1) + "---\n" +
+		strings.Replace(deployment, "IMAGE", "index.docker.io/library/nginx:1.27", 1) + "---\n" +
+		strings.Replace(deployment, "IMAGE", "ghcr.io/org/tool:v2", 1)
+	f := newFixed()
+	res, err := (&Renderer{Resolver: f}).Render(context.Background(), []byte(in))
+	if err != nil {
+		t.Fatalf("Render() = %v", err)
+	}
+	want := map[string]int{"index.docker.io/library/nginx:1.27": 1, "ghcr.io/org/tool:v2": 1}
+	if diff := cmp.Diff(want, f.calls); diff != "" {
+		t.Errorf("resolver calls (-want +got):\n%s", diff)
+	}
+	if len(res.Images) != 2 || len(res.Images[1].Workloads) != 5 {
+		t.Errorf("Images = %+v, want 2 images, the second used 5 times", res.Images)
+	}
+	for _, want := range []string{"image: nginx:1.27@", "image: docker.io/library/nginx:1.27@", "image: index.docker.io/library/nginx:1.27@"} {
+		if !strings.Contains(string(res.Output), want) {
+			t.Errorf("output lacks %q: the user's spelling must stay", want)
+		}
+	}
+}
+
+func TestChecksum(t *testing.T) {
+	a := Checksum([]string{"app=nginx:1@sha256:aa", "sidecar=envoy:2@sha256:bb"})
+	b := Checksum([]string{"sidecar=envoy:2@sha256:bb", "app=nginx:1@sha256:aa"})
+	if a != b {
+		t.Errorf("Checksum depends on order: %s != %s", a, b)
+	}
+	// The definition, spelt out: sorted lines, each ending in a newline.
+	sum := sha256.Sum256([]byte("app=nginx:1@sha256:aa\nsidecar=envoy:2@sha256:bb\n"))
+	if want := hex.EncodeToString(sum[:]); a != want {
+		t.Errorf("Checksum = %s, want %s", a, want)
+	}
+	if c := Checksum([]string{"app=nginx:1@sha256:ab", "sidecar=envoy:2@sha256:bb"}); c == a {
+		t.Errorf("Checksum ignores a digest change")
+	}
+}
+
+func TestRenderMovedTagChangesOnlyItsTemplates(t *testing.T) {
+	in := strings.Replace(deployment, "IMAGE", "app:1", 1) + "---\n" +
+		strings.Replace(strings.Replace(deployment, "IMAGE", "db:1", 1), "name: web", "name: db", 1)
+	f := newFixed()
+	r := &Renderer{Resolver: f}
+	before, err := r.Render(context.Background(), []byte(in))
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.moved["index.docker.io/library/app:1"] = "v2"
+	after, err := r.Render(context.Background(), []byte(in))
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, a := splitStream(before.Output), splitStream(after.Output)
+	if len(a) != 2 || len(b) != 2 {
+		t.Fatalf("want 2 documents, got %d and %d", len(b), len(a))
+	}
+	if string(a[0].raw) == string(b[0].raw) {
+		t.Errorf("the app Deployment did not change after its tag moved")
+	}
+	if string(a[1].raw) != string(b[1].raw) {
+		t.Errorf("the db Deployment changed although its image did not:\n%s\n%s", b[1].raw, a[1].raw)
+	}
+}
+
+func TestRenderErrors(t *testing.T) {
+	notFound := errors.New("MANIFEST_UNKNOWN: manifest unknown")
+	for _, tc := range []struct {
+		desc, in string
+		want     []string // substrings of the error
+	}{
+		{
+			desc: "malformed YAML",
+			in:   "---\n# Source: c/templates/a.yaml\napiVersion: v1\nkind: ConfigMap\n---\n# Source: c/templates/b.yaml\napiVersion: v1\nkind: Pod\nspec:\n  containers:\n  - name: a\n    image: [x\n",
+			want: []string{"document 2 (c/templates/b.yaml)", "line 1", "malformed YAML"},
+		},
+		{
+			desc: "a sequence where an object belongs",
+			in:   "- image: nginx\n",
+			want: []string{"document 1", "line 1", "want a Kubernetes object (a mapping), found a sequence"},
+		},
+		{
+			desc: "an image that is a number",
+			in:   strings.Replace(deployment, "IMAGE", "42", 1),
+			want: []string{"document 1, line 10", `Deployment/web container "app"`, "image is int 42"},
+		},
+		{
+			desc: "an empty image",
+			in:   strings.Replace(deployment, "IMAGE", `""`, 1),
+			want: []string{"line 10", "image is empty"},
+		},
+		{
+			desc: "a map as image",
+			in:   strings.Replace(deployment, "IMAGE", "{repo: x}", 1),
+			want: []string{"line 10", "image is a mapping"},
+		},
+		{
+			desc: "an invalid reference",
+			in:   strings.Replace(deployment, "IMAGE", "Nginx:1", 1),
+			want: []string{"line 10", `parsing image "Nginx:1"`},
+		},
+		{
+			desc: "an invalid digest",
+			in:   strings.Replace(deployment, "IMAGE", "nginx@sha256:abc", 1),
+			want: []string{"line 10", `parsing image "nginx@sha256:abc"`},
+		},
+		{
+			desc: "every unresolvable image is listed",
+			in: "# Source: c/templates/d.yaml\n" + strings.Replace(deployment, "IMAGE", "gone:1", 1) + "---\n" +
+				strings.Replace(strings.Replace(deployment, "IMAGE", "ghcr.io/x/missing:2", 1), "name: web", "name: api", 1),
+			want: []string{
+				`document 1 (c/templates/d.yaml), line 11: Deployment/web container "app": resolving gone:1: MANIFEST_UNKNOWN`,
+				`document 2, line 22: Deployment/api container "app": resolving ghcr.io/x/missing:2: MANIFEST_UNKNOWN`,
+			},
+		},
+	} {
+		t.Run(tc.desc, func(t *testing.T) {
+			f := newFixed()
+			f.failed["index.docker.io/library/gone:1"] = notFound
+			f.failed["ghcr.io/x/missing:2"] = notFound
+			res, err := (&Renderer{Resolver: f}).Render(context.Background(), []byte(tc.in))
+			if err == nil {
+				t.Fatalf("Render() = nil error, want one mentioning %q", tc.want)
+			}
+			for _, w := range tc.want {
+				if !strings.Contains(err.Error(), w) {
+					t.Errorf("Render() error = %q, want it to contain %q", err, w)
+				}
+			}
+			if res.Output != nil {
+				t.Errorf("Render() returned output with an error: %q", res.Output)
+			}
+		})
+	}
+}
+
+func TestRenderKeepUnresolved(t *testing.T) {
+	in := strings.Replace(deployment, "IMAGE", "gone:1", 1) + "---\n" +
+		strings.Replace(strings.Replace(deployment, "IMAGE", "here:1", 1), "name: web", "name: api", 1)
+	f := newFixed()
+	f.failed["index.docker.io/library/gone:1"] = errors.New("unauthorized")
+	var warnings []string
+	r := &Renderer{Resolver: f, KeepUnresolved: true, Warnf: func(format string, args ...any) {
+		warnings = append(warnings, fmt.Sprintf(format, args...))
+	}}
+	res, err := r.Render(context.Background(), []byte(in))
+	if err != nil {
+		t.Fatalf("Render() = %v", err)
+	}
+	docs := splitStream(res.Output)
+	if got := imageOf(t, string(docs[0].raw)); got != "gone:1" {
+		t.Errorf("unresolved image = %s, want it kept as gone:1", got)
+	}
+	if got := imageOf(t, string(docs[1].raw)); !strings.HasPrefix(got, "here:1@sha256:") {
+		t.Errorf("resolved image = %s, want it pinned", got)
+	}
+	if len(warnings) != 1 || !strings.Contains(warnings[0], "gone:1") || !strings.Contains(warnings[0], "unauthorized") {
+		t.Errorf("warnings = %q, want one naming gone:1 and the cause", warnings)
+	}
+}
+
+func TestParsePodSpecPath(t *testing.T) {
+	for _, tc := range []struct {
+		in      string
+		want    PodSpecPath
+		wantErr bool
+	}{
+		{in: "Worker=spec.template.spec", want: PodSpecPath{Group: "*", Kind: "Worker", Fields: []string{"spec", "template", "spec"}}},
+		{in: "example.com/Worker=spec.pods.*.spec", want: PodSpecPath{Group: "example.com", Kind: "Worker", Fields: []string{"spec", "pods", "*", "spec"}}},
+		{in: "Worker", wantErr: true},
+		{in: "=spec", wantErr: true},
+		{in: "Worker=spec..x", wantErr: true},
+		{in: "a/b/C=spec", wantErr: true},
+	} {
+		got, err := ParsePodSpecPath(tc.in)
+		if (err != nil) != tc.wantErr {
+			t.Errorf("ParsePodSpecPath(%q) error = %v, want error %v", tc.in, err, tc.wantErr)
+			continue
+		}
+		if diff := cmp.Diff(tc.want, got); diff != "" {
+			t.Errorf("ParsePodSpecPath(%q) (-want +got):\n%s", tc.in, diff)
+		}
+	}
+}
+
+func TestRenderConcurrentCallsAgree(t *testing.T) {
+	// One Renderer serves concurrent renders; the output never depends on
+	// scheduling.
+	in := []byte(strings.Replace(deployment, "IMAGE", "a:1", 1) + "---\n" + strings.Replace(deployment, "IMAGE", "b:1", 1))
+	r := &Renderer{Resolver: newFixed()}
+	want, err := r.Render(context.Background(), in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var wg sync.WaitGroup
+	for range 8 {
+		wg.Go(func() {
+			got, err := r.Render(context.Background(), in)
+			if err != nil || string(got.Output) != string(want.Output) {
+				t.Errorf("concurrent Render() = %v, output differs: %v", err, string(got.Output) != string(want.Output))
+			}
+		})
+	}
+	wg.Wait()
+}
