@@ -66,7 +66,7 @@ func TestRenderImageForms(t *testing.T) {
 	nginx := "index.docker.io/library/nginx:1.27"
 	for _, tc := range []struct {
 		desc, image, want string
-		mode             Mode
+		mode              Mode
 	}{
 		{desc: "pin keeps the short name", image: "nginx:1.27", want: "nginx:1.27@" + dg(nginx)},
 		{desc: "pin keeps the long name", image: "docker.io/library/nginx:1.27", want: "docker.io/library/nginx:1.27@" + dg(nginx)},
