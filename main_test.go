@@ -1,0 +1,323 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"testing"
+
+	"github.com/digestpin/digestpin/internal/testregistry"
+)
+
+// runIn runs the command with args on stdin and returns stdout, stderr and
+// the error.
+func runIn(t *testing.T, stdin string, args ...string) (string, string, error) {
+	t.Helper()
+	var out, errb bytes.Buffer
+	err := run(context.Background(), args, strings.NewReader(stdin), &out, &errb)
+	return out.String(), errb.String(), err
+}
+
+// workloads is a stream with 12 containers over 4 distinct tags, one of
+// them a multi-platform index and one written in two spellings.
+const workloads = `---
+# Source: shop/templates/web.yaml
+apiVersion: apps/v1
+kind: Deployment
+metadata:
+  name: web
+spec:
+  template:
+    spec:
+      initContainers:
+      - name: migrate
+        image: REG/shop/migrate:1.4
+      containers:
+      - name: web
+        image: REG/shop/web:1.4
+      - name: proxy
+        image: REG/shop/proxy:2
+---
+# Source: shop/templates/worker.yaml
+apiVersion: apps/v1
+kind: StatefulSet
+metadata:
+  name: worker
+spec:
+  template:
+    spec:
+      containers:
+      - name: worker
+        image: REG/shop/web:1.4
+      - name: proxy
+        image: REG/shop/proxy:2
+      - name: tool
+        image: REG/shop/multi:1
+---
+# Source: shop/templates/cron.yaml
+apiVersion: batch/v1
+kind: CronJob
+metadata:
+  name: nightly
+spec:
+  jobTemplate:
+    spec:
+      template:
+        spec:
+          containers:
+          - name: report
+            image: REG/shop/web:1.4
+          - name: proxy
+            image: "REG/shop/proxy:2"
+---
+# Source: shop/templates/pod.yaml
+apiVersion: v1
+kind: Pod
+metadata:
+  name: debug
+spec:
+  containers:
+  - name: a
+    image: REG/shop/multi:1
+  - name: b
+    image: REG/shop/migrate:1.4
+  - name: c
+    image: REG/shop/web:1.4
+  - name: d
+    image: REG/shop/proxy:2
+---
+# Source: shop/templates/svc.yaml
+apiVersion: v1
+kind: Service
+metadata:
+  name: web
+spec:
+  ports:
+  - port: 80
+`
+
+// shop starts a registry with the images of workloads and returns it with
+// the stream pointing at it.
+func shop(t *testing.T) (*testregistry.Registry, string) {
+	t.Helper()
+	reg := testregistry.New(t)
+	for _, img := range []string{"shop/migrate:1.4", "shop/web:1.4", "shop/proxy:2"} {
+		reg.PushImage(t, img)
+	}
+	reg.PushIndex(t, "shop/multi:1", "linux/amd64", "linux/arm64/v8")
+	reg.ResetCounts()
+	return reg, strings.ReplaceAll(workloads, "REG", reg.Host())
+}
+
+func TestRunPinsEveryWorkload(t *testing.T) {
+	reg, in := shop(t)
+	out, stderr, err := runIn(t, in)
+	if err != nil {
+		t.Fatalf("run() = %v; stderr:\n%s", err, stderr)
+	}
+	if n := strings.Count(out, "@sha256:"); n != 12 {
+		t.Errorf("output has %d pinned images, want 12:\n%s", n, out)
+	}
+	if n := strings.Count(out, "checksum/images: '"); n != 4 {
+		t.Errorf("output has %d checksum annotations, want 4", n)
+	}
+	// One manifest request per distinct reference, and one ping for the
+	// registry: nothing per image or per repository.
+	if got := reg.Count("HEAD manifests"); got != 4 {
+		t.Errorf("HEAD manifest requests = %d, want 4", got)
+	}
+	if got := reg.Count("GET manifests"); got != 0 {
+		t.Errorf("GET manifest requests = %d, want 0", got)
+	}
+	if got := reg.Total(); got > 5 {
+		t.Errorf("requests in all = %d, want at most 5 (4 HEADs, 1 ping)", got)
+	}
+	if stderr != "" {
+		t.Errorf("stderr = %q, want nothing without -v", stderr)
+	}
+
+	// Stability: the same input and registry give the same bytes, and the
+	// output is a fixed point that costs no request.
+	again, _, err := runIn(t, in)
+	if err != nil || again != out {
+		t.Errorf("second run differs (err %v)", err)
+	}
+	reg.ResetCounts()
+	fixed, _, err := runIn(t, out)
+	if err != nil || fixed != out {
+		t.Errorf("run on its own output changed it (err %v)", err)
+	}
+	if got := reg.Total(); got != 0 {
+		t.Errorf("run on pinned output made %d requests, want 0", got)
+	}
+}
+
+func TestRunPlatform(t *testing.T) {
+	reg := testregistry.New(t)
+	index, children := reg.PushIndex(t, "multi:1", "linux/amd64", "linux/arm64/v8")
+	single := reg.PushImage(t, "single:1")
+	pod := func(img string) string {
+		return fmt.Sprintf("apiVersion: v1\nkind: Pod\nmetadata:\n  name: p\nspec:\n  containers:\n  - name: a\n    image: %s\n", reg.Ref(img))
+	}
+	for _, tc := range []struct {
+		desc, image string
+		args        []string
+		want        string // digest in the output, or error substring
+		wantErr     bool
+	}{
+		{desc: "index digest by default", image: "multi:1", want: index.String()},
+		{desc: "one platform", image: "multi:1", args: []string{"--platform", "linux/arm64/v8"}, want: children["linux/arm64/v8"].String()},
+		{desc: "missing platform names the available ones", image: "multi:1", args: []string{"--platform", "linux/s390x"}, wantErr: true, want: "linux/amd64, linux/arm64/v8"},
+		{desc: "single-platform image without a platform", image: "single:1", want: single.String()},
+	} {
+		t.Run(tc.desc, func(t *testing.T) {
+			out, stderr, err := runIn(t, pod(tc.image), tc.args...)
+			if tc.wantErr {
+				if err == nil || !strings.Contains(stderr, tc.want) || out != "" {
+					t.Errorf("run() = %v, stdout %q, stderr %q; want an error naming %q and no output", err, out, stderr, tc.want)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatalf("run() = %v; stderr:\n%s", err, stderr)
+			}
+			if !strings.Contains(out, tc.want) {
+				t.Errorf("output lacks digest %s:\n%s", tc.want, out)
+			}
+		})
+	}
+}
+
+func TestRunMovedTag(t *testing.T) {
+	reg, in := shop(t)
+	before, _, err := runIn(t, in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	reg.PushImage(t, "shop/proxy:2")
+	after, _, err := runIn(t, in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, a := strings.Split(before, "\n---\n"), strings.Split(after, "\n---\n")
+	if len(a) != len(b) {
+		t.Fatalf("document count changed: %d → %d", len(b), len(a))
+	}
+	// proxy:2 is used by web, worker, nightly and debug; the Service does
+	// not change.
+	for i, changed := range []bool{true, true, true, true, false} {
+		if got := a[i] != b[i]; got != changed {
+			t.Errorf("document %d changed = %v, want %v", i+1, got, changed)
+		}
+	}
+}
+
+func TestRunErrors(t *testing.T) {
+	reg, in := shop(t)
+	missing := strings.Replace(strings.Replace(in, "shop/proxy:2", "shop/gone:1", 1), "shop/multi:1", "shop/absent:3", 1)
+	for _, tc := range []struct {
+		desc, in string
+		args     []string
+		env      map[string]string
+		want     []string
+		usage    bool
+	}{
+		{desc: "every missing image is named with its workload",
+			in: missing, want: []string{"shop/gone:1", `Deployment/web container "proxy"`, "shop/absent:3", `StatefulSet/worker container "tool"`, "404"}},
+		{desc: "malformed YAML names document, source and line",
+			in:   "---\n# Source: shop/templates/bad.yaml\napiVersion: v1\nkind: Pod\nspec:\n  containers:\n  - name: a\n    image: x\n  bad: [\n",
+			want: []string{"document 1 (shop/templates/bad.yaml)", "line ", "malformed YAML"}},
+		{desc: "unknown flag", args: []string{"--no-such-flag"}, want: []string{"unknown flag"}, usage: true},
+		{desc: "bad mode", args: []string{"--mode", "sideways"}, want: []string{`parsing mode "sideways"`}, usage: true},
+		{desc: "bad mode from the environment", env: map[string]string{"DIGESTPIN_MODE": "sideways"}, want: []string{`parsing mode "sideways"`}, usage: true},
+		{desc: "bad concurrency", args: []string{"--concurrency", "0"}, want: []string{"jobs must be positive"}, usage: true},
+		{desc: "an argument", args: []string{"chart/"}, want: []string{`unexpected argument "chart/"`}, usage: true},
+		{desc: "missing file", args: []string{"-f", "/nonexistent.yaml"}, want: []string{"reading manifests", "/nonexistent.yaml"}},
+	} {
+		t.Run(tc.desc, func(t *testing.T) {
+			for k, v := range tc.env {
+				t.Setenv(k, v)
+			}
+			stdin := tc.in
+			if stdin == "" {
+				stdin = in
+			}
+			out, stderr, err := runIn(t, stdin, tc.args...)
+			if err == nil {
+				t.Fatalf("run() = nil, want an error")
+			}
+			if out != "" {
+				t.Errorf("stdout = %q, want nothing on error", out)
+			}
+			for _, w := range tc.want {
+				if !strings.Contains(stderr, w) {
+					t.Errorf("stderr = %q, want it to contain %q", stderr, w)
+				}
+			}
+			var ue *usageError
+			if errors.As(err, &ue) != tc.usage {
+				t.Errorf("run() = %v, usage error %v, want %v", err, !tc.usage, tc.usage)
+			}
+			if !strings.HasPrefix(stderr, "digestpin: ") {
+				t.Errorf("stderr = %q, want each message to start with digestpin:", stderr)
+			}
+		})
+	}
+	_ = reg
+}
+
+func TestRunFlagsAndEnvironment(t *testing.T) {
+	_, in := shop(t)
+	t.Setenv("DIGESTPIN_MODE", "digest")
+	out, _, err := runIn(t, in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(out, ":1.4@sha256:") || !strings.Contains(out, "/shop/web@sha256:") {
+		t.Errorf("DIGESTPIN_MODE=digest was not applied:\n%s", out)
+	}
+	// A flag wins over the environment.
+	out, _, err = runIn(t, in, "--mode", "pin")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(out, "/shop/web:1.4@sha256:") {
+		t.Errorf("--mode pin did not win over DIGESTPIN_MODE:\n%s", out)
+	}
+}
+
+func TestRunKeepsUnresolved(t *testing.T) {
+	_, in := shop(t)
+	in = strings.Replace(in, "shop/proxy:2", "shop/gone:1", -1)
+	out, stderr, err := runIn(t, in, "--on-error", "keep")
+	if err != nil {
+		t.Fatalf("run() = %v", err)
+	}
+	if !strings.Contains(out, "/shop/gone:1\n") || !strings.Contains(out, "/shop/web:1.4@sha256:") {
+		t.Errorf("want gone:1 kept and the rest pinned:\n%s", out)
+	}
+	if !strings.Contains(stderr, "warning") || !strings.Contains(stderr, "shop/gone:1") {
+		t.Errorf("stderr = %q, want a warning naming shop/gone:1", stderr)
+	}
+}
+
+func TestRunVersion(t *testing.T) {
+	out, _, err := runIn(t, "", "--version")
+	if err != nil || out != "digestpin "+version+"\n" {
+		t.Errorf("--version = %q, %v", out, err)
+	}
+}
+
+func TestRunHelp(t *testing.T) {
+	out, stderr, err := runIn(t, "", "--help")
+	if exitCode(err) != 0 || out != "" {
+		t.Errorf("--help: exit %d, stdout %q; want 0 and nothing on stdout", exitCode(err), out)
+	}
+	for _, w := range []string{"--mode", "--post-renderer digestpin", "DIGESTPIN_"} {
+		if !strings.Contains(stderr, w) {
+			t.Errorf("help lacks %q", w)
+		}
+	}
+}
