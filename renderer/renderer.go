@@ -9,11 +9,13 @@ import (
 	"fmt"
 	"io"
 	"regexp"
+	"runtime"
 	"slices"
 	"sort"
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 
 	"github.com/google/go-containerregistry/pkg/name"
 	v1 "github.com/google/go-containerregistry/pkg/v1"
@@ -31,6 +33,16 @@ const DefaultChecksumAnnotation = "checksum/images"
 // concurrent use and should bound their own concurrency.
 type Resolver interface {
 	Resolve(ctx context.Context, ref name.Reference) (v1.Hash, error)
+}
+
+// SourcedResolver is a Resolver that also says where each digest came from
+// ("registry", "lock", "cache", …). When the Renderer's Resolver implements
+// it, Render calls ResolveSource instead of Resolve and records the source
+// in Image.Source; otherwise the source is SourceResolver. The same
+// concurrency rules apply.
+type SourcedResolver interface {
+	Resolver
+	ResolveSource(ctx context.Context, ref name.Reference) (v1.Hash, string, error)
 }
 
 // Renderer pins the images of a manifest stream. Its fields are read-only
@@ -77,6 +89,9 @@ type Image struct {
 	// Reference is the fully qualified reference, e.g.
 	// "index.docker.io/library/nginx:1.27".
 	Reference string
+	// Written is the reference as the stream first spells it, e.g.
+	// "nginx:1.27".
+	Written string
 	// Digest is the resolved digest, or "" when it could not be resolved.
 	Digest string
 	// Source says where Digest came from.
@@ -113,25 +128,29 @@ func (r *Renderer) Render(ctx context.Context, in []byte) (Result, error) {
 	// First, walk every document and collect its images. A document whose
 	// images all carry digests is final already; the others wait for the
 	// resolver. Every reference is validated before any network call.
-	pending := map[string][]use{} // by ref.Name()
-	var order []string
-	var errs []error
-	var waiting []int
-	for i, d := range docs {
-		var uses []use
-		b, err := r.edit(d, func(u use) (string, bool) {
-			uses = append(uses, u)
+	// Documents are independent, so they are parsed on every core; the
+	// results are merged in stream order.
+	uses := make([][]use, len(docs))
+	docErrs := make([]error, len(docs))
+	eachDoc(len(docs), func(i int) {
+		out[i], docErrs[i] = r.edit(docs[i], func(u use) (string, bool) {
+			uses[i] = append(uses[i], u)
 			if dg, ok := u.ref.(name.Digest); ok {
 				return dg.DigestStr(), true
 			}
 			return "", false
 		})
-		if err != nil {
-			errs = append(errs, err)
+	})
+	pending := map[string][]use{} // by ref.Name()
+	var order []string
+	var errs []error
+	var waiting []int
+	for i, b := range out {
+		if docErrs[i] != nil {
+			errs = append(errs, docErrs[i])
 			continue
 		}
-		out[i] = b
-		for _, u := range uses {
+		for _, u := range uses[i] {
 			k := u.ref.Name()
 			if _, seen := pending[k]; !seen {
 				order = append(order, k)
@@ -152,7 +171,7 @@ func (r *Renderer) Render(ctx context.Context, in []byte) (Result, error) {
 	var wg sync.WaitGroup
 	for i, k := range order {
 		u := pending[k][0]
-		images[i] = Image{Reference: k}
+		images[i] = Image{Reference: k, Written: u.image}
 		if d, ok := u.ref.(name.Digest); ok {
 			images[i].Digest, images[i].Source = d.DigestStr(), SourcePinned
 			continue
@@ -162,12 +181,12 @@ func (r *Renderer) Render(ctx context.Context, in []byte) (Result, error) {
 			continue
 		}
 		wg.Go(func() {
-			h, err := r.Resolver.Resolve(ctx, u.ref)
+			h, src, err := resolveSource(ctx, r.Resolver, u.ref)
 			if err != nil {
 				images[i].Source, images[i].Err = SourceNone, err
 				return
 			}
-			images[i].Digest, images[i].Source = h.String(), SourceResolver
+			images[i].Digest, images[i].Source = h.String(), src
 		})
 	}
 	wg.Wait()
@@ -191,21 +210,53 @@ func (r *Renderer) Render(ctx context.Context, in []byte) (Result, error) {
 		return Result{}, err
 	}
 
-	// Finally, rewrite the documents that waited for the resolver, one at a
-	// time and in stream order, parsing each again rather than holding
-	// every parsed document in memory.
-	for _, i := range waiting {
-		b, err := r.edit(docs[i], func(u use) (string, bool) {
-			d := digests[u.ref.Name()]
-			return d, true
+	// Finally, rewrite the documents that waited for the resolver, parsing
+	// each again rather than holding every parsed document in memory.
+	eachDoc(len(waiting), func(j int) {
+		i := waiting[j]
+		out[i], docErrs[i] = r.edit(docs[i], func(u use) (string, bool) {
+			return digests[u.ref.Name()], true
 		})
-		if err != nil {
-			return Result{}, err
+	})
+	for _, i := range waiting {
+		if docErrs[i] != nil {
+			return Result{}, docErrs[i]
 		}
-		out[i] = b
 	}
 	sort.Slice(images, func(a, b int) bool { return images[a].Reference < images[b].Reference })
 	return Result{Output: bytes.Join(out, nil), Images: images}, nil
+}
+
+// eachDoc calls fn(i) for every i in [0, n) on GOMAXPROCS goroutines. fn
+// must touch only what belongs to index i.
+func eachDoc(n int, fn func(i int)) {
+	workers := min(runtime.GOMAXPROCS(0), n)
+	if workers <= 1 {
+		for i := range n {
+			fn(i)
+		}
+		return
+	}
+	var next atomic.Int64
+	var wg sync.WaitGroup
+	for range workers {
+		wg.Go(func() {
+			for i := int(next.Add(1) - 1); i < n; i = int(next.Add(1) - 1) {
+				fn(i)
+			}
+		})
+	}
+	wg.Wait()
+}
+
+// resolveSource asks res, and where the digest came from when res says.
+func resolveSource(ctx context.Context, res Resolver, ref name.Reference) (v1.Hash, Source, error) {
+	if sr, ok := res.(SourcedResolver); ok {
+		h, src, err := sr.ResolveSource(ctx, ref)
+		return h, Source(src), err
+	}
+	h, err := res.Resolve(ctx, ref)
+	return h, SourceResolver, err
 }
 
 // String formats a workload as "Deployment/ns/web container app".
@@ -278,8 +329,21 @@ func (r *Renderer) edit(d *document, digest func(use) (string, bool)) ([]byte, e
 	switch {
 	case !e.complete:
 		return nil, nil
-	case !e.changed:
+	case len(e.images) == 0 && len(e.annotations) == 0:
 		return d.raw, nil
+	}
+	// Splice the new values into the document's own bytes, which keeps
+	// every other byte as it was and costs no encoding. Where the syntax is
+	// too unusual for that (flow style, block scalars, anchors), change the
+	// nodes and encode the document instead.
+	if b, ok := splice(d, e.images, e.annotations, e.r.annotation()); ok {
+		return b, nil
+	}
+	for _, c := range e.images {
+		c.node.Value = c.value
+	}
+	for _, a := range e.annotations {
+		setAnnotation(a.holder, e.r.annotation(), a.value)
 	}
 	return encode(d, &root)
 }
@@ -293,7 +357,22 @@ type editor struct {
 	d        *document
 	digest   func(use) (string, bool)
 	complete bool // every digest was known
-	changed  bool // a node was changed
+	// images and annotations are the changes to make, in stream order.
+	images      []imageChange
+	annotations []annotationChange
+	seen        map[*yaml.Node]bool // image nodes with a change, once each
+}
+
+// imageChange sets an image scalar to a new value.
+type imageChange struct {
+	node  *yaml.Node
+	value string
+}
+
+// annotationChange sets the checksum annotation of a pod template.
+type annotationChange struct {
+	holder *yaml.Node // the template: the mapping with metadata and spec
+	value  string
 }
 
 // object edits a Kubernetes object, or the items of a List.
@@ -352,9 +431,13 @@ func (e *editor) template(t podTemplate, w Workload) error {
 			value := img.Value
 			if dg != "" {
 				value = pinnedForm(img.Value, dg, e.r.mode())
-				if e.r.mode() != ModeAnnotate && value != img.Value {
-					img.Value = value
-					e.changed = true
+				if e.r.mode() != ModeAnnotate && value != img.Value && !e.seen[img] {
+					// An alias names the same node twice: change it once.
+					if e.seen == nil {
+						e.seen = map[*yaml.Node]bool{}
+					}
+					e.seen[img] = true
+					e.images = append(e.images, imageChange{node: img, value: value})
 				}
 			}
 			lines = append(lines, w.Container+"="+value)
@@ -367,8 +450,7 @@ func (e *editor) template(t podTemplate, w Workload) error {
 	if scalar(lookup(lookup(lookup(t.holder, "metadata"), "annotations"), e.r.annotation())) == sum {
 		return nil
 	}
-	setAnnotation(t.holder, e.r.annotation(), sum)
-	e.changed = true
+	e.annotations = append(e.annotations, annotationChange{holder: t.holder, value: sum})
 	return nil
 }
 

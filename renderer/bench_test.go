@@ -1,0 +1,92 @@
+package renderer
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"testing"
+
+	"github.com/digestpin/digestpin/internal/gen"
+)
+
+// stream generates a benchmark stream once per configuration.
+func stream(b *testing.B, o gen.Options) []byte {
+	b.Helper()
+	var buf bytes.Buffer
+	if err := gen.Stream(&buf, o); err != nil {
+		b.Fatal(err)
+	}
+	return buf.Bytes()
+}
+
+// BenchmarkRender measures the YAML work alone (a map-backed resolver, no
+// network) on streams of n Deployments plus n/3 Services and n/3
+// ConfigMaps.
+func BenchmarkRender(b *testing.B) {
+	for _, tc := range []struct {
+		name string
+		o    gen.Options
+		// fixedPoint renders digestpin's own output: nothing to change.
+		fixedPoint bool
+	}{
+		{name: "pinned/1k", o: gen.Options{Deployments: 1000, Pinned: true}},
+		{name: "pinned/5k", o: gen.Options{Deployments: 5000, Pinned: true}},
+		{name: "pinned/10k", o: gen.Options{Deployments: 10000, Pinned: true}},
+		{name: "pinned/20k", o: gen.Options{Deployments: 20000, Pinned: true}},
+		{name: "tags/10k", o: gen.Options{Deployments: 10000}},
+		{name: "fixed-point/10k", o: gen.Options{Deployments: 10000}, fixedPoint: true},
+	} {
+		b.Run(tc.name, func(b *testing.B) {
+			in := stream(b, tc.o)
+			r := &Renderer{Resolver: newFixed()}
+			if tc.fixedPoint {
+				res, err := r.Render(context.Background(), in)
+				if err != nil {
+					b.Fatal(err)
+				}
+				in = res.Output
+			}
+			b.SetBytes(int64(len(in)))
+			b.ReportAllocs()
+			for b.Loop() {
+				if _, err := r.Render(context.Background(), in); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}
+
+// BenchmarkPassThrough compares documents without images with copying
+// their bytes: the renderer should cost little more than the copy.
+func BenchmarkPassThrough(b *testing.B) {
+	full := stream(b, gen.Options{Deployments: 30000})
+	// Keep only the Services and ConfigMaps.
+	var in bytes.Buffer
+	for _, d := range splitStream(full) {
+		if !bytes.Contains(d.raw, imageKey) {
+			in.Write(d.raw)
+		}
+	}
+	b.Run("render", func(b *testing.B) {
+		r := &Renderer{Resolver: newFixed()}
+		b.SetBytes(int64(in.Len()))
+		b.ReportAllocs()
+		for b.Loop() {
+			if _, err := r.Render(context.Background(), in.Bytes()); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("copy", func(b *testing.B) {
+		b.SetBytes(int64(in.Len()))
+		b.ReportAllocs()
+		for b.Loop() {
+			var out bytes.Buffer
+			out.Write(in.Bytes())
+			if out.Len() != in.Len() {
+				b.Fatal(fmt.Sprint(out.Len()))
+			}
+		}
+	})
+}

@@ -1,0 +1,278 @@
+package renderer
+
+import (
+	"bytes"
+	"regexp"
+	"slices"
+	"strings"
+	"unicode/utf8"
+
+	"sigs.k8s.io/kustomize/kyaml/yaml"
+)
+
+// An edit replaces body[start:end] of a document with text.
+type edit struct {
+	start, end int
+	text       string
+}
+
+// splice applies image and annotation changes to a document's own bytes:
+// it replaces scalar tokens in place and inserts annotation lines in block
+// mappings. Every byte it does not change stays as it was, and nothing is
+// encoded. It returns false when some change needs syntax it does not
+// handle (flow style, block or multi-line scalars, escapes, anchors, an
+// unusual annotation name); the caller then encodes the document instead.
+func splice(d *document, images []imageChange, annotations []annotationChange, key string) ([]byte, bool) {
+	s := spliceState{body: d.body()}
+	s.eol = "\n"
+	if bytes.Contains(s.body, []byte("\r\n")) {
+		s.eol = "\r\n"
+	}
+	var edits []edit
+	for _, c := range images {
+		e, ok := s.replaceScalar(c.node, c.value, c.node.Style)
+		if !ok {
+			return nil, false
+		}
+		edits = append(edits, e)
+	}
+	for _, a := range annotations {
+		e, ok := s.setAnnotation(a.holder, key, a.value)
+		if !ok {
+			return nil, false
+		}
+		edits = append(edits, e)
+	}
+	slices.SortFunc(edits, func(a, b edit) int { return a.start - b.start })
+	var out bytes.Buffer
+	out.Grow(len(d.raw) + 128*len(edits))
+	out.Write(d.raw[:d.head])
+	pos := 0
+	for _, e := range edits {
+		if e.start < pos {
+			return nil, false // overlapping edits: let the encoder handle it
+		}
+		out.Write(s.body[pos:e.start])
+		out.WriteString(e.text)
+		pos = e.end
+	}
+	out.Write(s.body[pos:])
+	return out.Bytes(), true
+}
+
+// spliceState finds byte offsets of nodes in one document body.
+type spliceState struct {
+	body       []byte
+	lineStarts []int // computed on first use
+	eol        string
+}
+
+// offset returns the byte offset of a node's first character, and the
+// offset of the start of its line.
+func (s *spliceState) offset(n *yaml.Node) (at, lineStart int, ok bool) {
+	if s.lineStarts == nil {
+		s.lineStarts = append(s.lineStarts, 0)
+		for i, c := range s.body {
+			if c == '\n' {
+				s.lineStarts = append(s.lineStarts, i+1)
+			}
+		}
+	}
+	if n.Line < 1 || n.Line > len(s.lineStarts) || n.Column < 1 {
+		return 0, 0, false
+	}
+	lineStart = s.lineStarts[n.Line-1]
+	at = lineStart
+	// Columns count characters, not bytes.
+	for range n.Column - 1 {
+		if at >= len(s.body) || s.body[at] == '\n' {
+			return 0, 0, false
+		}
+		_, size := utf8.DecodeRune(s.body[at:])
+		at += size
+	}
+	return at, lineStart, true
+}
+
+// replaceScalar replaces the token of scalar node n with value, written
+// in the given style (plain, single- or double-quoted).
+func (s *spliceState) replaceScalar(n *yaml.Node, value string, style yaml.Style) (edit, bool) {
+	if n.Kind != yaml.ScalarNode || n.Anchor != "" {
+		return edit{}, false
+	}
+	at, _, ok := s.offset(n)
+	if !ok {
+		return edit{}, false
+	}
+	var token string
+	switch n.Style {
+	case 0:
+		token = n.Value
+	case yaml.DoubleQuotedStyle:
+		if strings.ContainsAny(n.Value, "\\\"\n") {
+			return edit{}, false
+		}
+		token = `"` + n.Value + `"`
+	case yaml.SingleQuotedStyle:
+		if strings.ContainsAny(n.Value, "'\n") {
+			return edit{}, false
+		}
+		token = "'" + n.Value + "'"
+	default:
+		return edit{}, false
+	}
+	end := at + len(token)
+	if !bytes.HasPrefix(s.body[at:], []byte(token)) || (end < len(s.body) && !isSpace(s.body[end])) {
+		return edit{}, false // not the token we expect, or not followed by a blank: flow or multi-line
+	}
+	text, ok := quote(value, style)
+	return edit{start: at, end: end, text: text}, ok
+}
+
+// setAnnotation sets key to value in the metadata.annotations of holder,
+// which must be a block mapping: it replaces an existing value, or inserts
+// a line before the first annotation, or an annotations mapping before the
+// first metadata field, or a metadata mapping before the spec.
+func (s *spliceState) setAnnotation(holder *yaml.Node, key, value string) (edit, bool) {
+	if !plainKey.MatchString(key) {
+		return edit{}, false
+	}
+	line := key + ": '" + value + "'" + s.eol
+	metaKey, meta := field(holder, "metadata")
+	_, ann := field(meta, "annotations")
+	_, old := field(ann, key)
+	switch {
+	case old != nil:
+		return s.replaceScalar(old, value, yaml.SingleQuotedStyle)
+	case isBlockMapping(ann):
+		// After the last annotation, at the annotations' indentation.
+		indent := ann.Content[0].Column - 1
+		return s.insertAt(s.entryEnd(holder, meta, "annotations"), indent, line)
+	case ann == nil && isBlockMapping(meta):
+		// An annotations mapping after the last metadata field.
+		indent := meta.Content[0].Column - 1
+		step := indent - (metaKey.Column - 1)
+		return s.insertAt(s.entryEnd(holder, meta, ""), indent, "annotations:"+s.eol, indent+step, line)
+	case meta == nil && isBlockMapping(holder):
+		// A metadata mapping just before the spec.
+		specKey, spec := field(holder, "spec")
+		if specKey == nil || !isBlockMapping(spec) {
+			return edit{}, false
+		}
+		at, lineStart, ok := s.offset(specKey)
+		if !ok || len(bytes.TrimLeft(s.body[lineStart:at], " ")) != 0 {
+			return edit{}, false // the spec does not start its line, e.g. "- spec:"
+		}
+		indent := at - lineStart
+		step := spec.Content[0].Column - specKey.Column
+		return s.insertAt(lineStart, indent, "metadata:"+s.eol, indent+step, "annotations:"+s.eol, indent+2*step, line)
+	}
+	return edit{}, false
+}
+
+// entryEnd returns the offset where the entry of key in meta ends (or,
+// with key "", where the entry of metadata in holder ends): the start of
+// the line of the next key. It returns -1 when the entry ends the mapping
+// and the holder too, or the next key does not start its line.
+func (s *spliceState) entryEnd(holder, meta *yaml.Node, key string) int {
+	if key != "" {
+		if next := nextKey(meta, key); next != nil {
+			return s.lineOf(next)
+		}
+	}
+	if next := nextKey(holder, "metadata"); next != nil {
+		return s.lineOf(next)
+	}
+	return -1
+}
+
+// nextKey returns the key node after key in mapping m, or nil.
+func nextKey(m *yaml.Node, key string) *yaml.Node {
+	for i := 0; i+3 < len(m.Content); i += 2 {
+		if m.Content[i].Value == key {
+			return m.Content[i+2]
+		}
+	}
+	return nil
+}
+
+// lineOf returns the offset of the start of the line of node n, which must
+// begin that line, or -1.
+func (s *spliceState) lineOf(n *yaml.Node) int {
+	at, lineStart, ok := s.offset(n)
+	if !ok || len(bytes.TrimLeft(s.body[lineStart:at], " ")) != 0 {
+		return -1
+	}
+	return lineStart
+}
+
+// insertAt inserts lines at offset at (a line start; -1 fails). The
+// arguments after it alternate: an indentation, then the line's text.
+func (s *spliceState) insertAt(at int, parts ...any) (edit, bool) {
+	if at < 0 {
+		return edit{}, false
+	}
+	var b strings.Builder
+	for i := 0; i+1 < len(parts); i += 2 {
+		indent, text := parts[i].(int), parts[i+1].(string)
+		if indent < 0 || (i > 0 && indent <= parts[i-2].(int)) {
+			return edit{}, false // nested lines must be indented deeper
+		}
+		b.WriteString(strings.Repeat(" ", indent))
+		b.WriteString(text)
+	}
+	return edit{start: at, end: at, text: b.String()}, true
+}
+
+// field returns the key and value nodes of key in mapping m.
+func field(m *yaml.Node, key string) (*yaml.Node, *yaml.Node) {
+	if m == nil || m.Kind != yaml.MappingNode {
+		return nil, nil
+	}
+	for i := 0; i+1 < len(m.Content); i += 2 {
+		if k := m.Content[i]; k.Kind == yaml.ScalarNode && k.Value == key {
+			return k, m.Content[i+1]
+		}
+	}
+	return nil, nil
+}
+
+// isBlockMapping reports whether n is a non-empty mapping in block style.
+func isBlockMapping(n *yaml.Node) bool {
+	return n != nil && n.Kind == yaml.MappingNode && n.Style&yaml.FlowStyle == 0 && len(n.Content) > 0
+}
+
+// plainKey matches annotation names that need no quoting as a YAML key.
+var plainKey = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._/-]*$`)
+
+// quote writes value as a scalar token of the given style, if it can be
+// written so without escapes.
+func quote(value string, style yaml.Style) (string, bool) {
+	switch style {
+	case 0:
+		// Image references never need quotes, but check for what would.
+		if value == "" || strings.ContainsAny(value, " #:\t\n'\"{}[],&*!|>%@`") && !isReference(value) {
+			return "", false
+		}
+		return value, true
+	case yaml.DoubleQuotedStyle:
+		if strings.ContainsAny(value, "\\\"\n") {
+			return "", false
+		}
+		return `"` + value + `"`, true
+	case yaml.SingleQuotedStyle:
+		if strings.ContainsAny(value, "'\n") {
+			return "", false
+		}
+		return "'" + value + "'", true
+	}
+	return "", false
+}
+
+// reference matches what a pinned reference looks like; such a value is
+// safe as a plain scalar (":" and "@" inside it need no quoting).
+var reference = regexp.MustCompile(`^[a-z0-9][a-z0-9._:/-]*(:[A-Za-z0-9_][A-Za-z0-9_.-]*)?(@[a-z0-9]+:[a-f0-9]+)?$`)
+
+func isReference(value string) bool { return reference.MatchString(value) }
+
+func isSpace(c byte) bool { return c == ' ' || c == '\t' || c == '\r' || c == '\n' }
