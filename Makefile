@@ -38,6 +38,12 @@ $(HELM3):
 $(HELM4):
 	GOBIN=$(dir $@) go install helm.sh/helm/v4/cmd/helm@$(HELM4_VERSION)
 
+# Benchmarks: the renderer and resolver in-process, then the whole binary
+# on growing streams and against a loopback registry with 50 ms latency.
+bench: build
+	go test -run '^$$' -bench . -benchmem -benchtime 3x ./renderer/ ./resolve/
+	go run ./internal/cmd/bench $(BIN)
+
 lint:
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt: $$out"; exit 1; fi
 	go vet ./...

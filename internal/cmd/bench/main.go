@@ -1,0 +1,149 @@
+// Command bench measures the digestpin binary as users run it: whole
+// process, wall time and peak memory, on generated streams of growing size
+// and against a loopback registry with injected latency. It prints
+// Markdown tables for the README.
+//
+// Usage: go run ./internal/cmd/bench [-runs 3] DIGESTPIN-BINARY
+package main
+
+import (
+	"bytes"
+	"flag"
+	"fmt"
+	"os"
+	"os/exec"
+	"slices"
+	"syscall"
+	"time"
+
+	"github.com/digestpin/digestpin/internal/gen"
+	"github.com/digestpin/digestpin/internal/testregistry"
+)
+
+func main() {
+	runs := flag.Int("runs", 3, "runs of each measurement; the median is shown")
+	flag.Parse()
+	if flag.NArg() != 1 {
+		fmt.Fprintln(os.Stderr, "usage: bench [-runs N] DIGESTPIN-BINARY")
+		os.Exit(2)
+	}
+	if err := bench(flag.Arg(0), *runs); err != nil {
+		fmt.Fprintf(os.Stderr, "bench: %v\n", err)
+		os.Exit(1)
+	}
+}
+
+// sample is one run of the binary.
+type sample struct {
+	wall   time.Duration
+	maxRSS int64 // bytes
+}
+
+// run runs the binary on in and measures it.
+func run(bin string, in []byte, args ...string) (sample, []byte, error) {
+	cmd := exec.Command(bin, args...)
+	cmd.Stdin = bytes.NewReader(in)
+	var out, errb bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errb
+	start := time.Now()
+	err := cmd.Run()
+	wall := time.Since(start)
+	if err != nil {
+		return sample{}, nil, fmt.Errorf("%s: %w: %s", bin, err, errb.String())
+	}
+	ru := cmd.ProcessState.SysUsage().(*syscall.Rusage)
+	return sample{wall: wall, maxRSS: ru.Maxrss * 1024}, out.Bytes(), nil
+}
+
+// median runs the binary n times and returns the median wall time and
+// the largest peak memory.
+func median(n int, bin string, in []byte, args ...string) (sample, []byte, error) {
+	var walls []time.Duration
+	var s sample
+	var out []byte
+	for range n {
+		r, o, err := run(bin, in, args...)
+		if err != nil {
+			return sample{}, nil, err
+		}
+		walls = append(walls, r.wall)
+		s.maxRSS = max(s.maxRSS, r.maxRSS)
+		out = o
+	}
+	slices.Sort(walls)
+	s.wall = walls[len(walls)/2]
+	return s, out, nil
+}
+
+func bench(bin string, runs int) (err error) {
+	tb := &testregistry.Fatal{}
+	defer tb.Close()
+	defer func() {
+		if r := recover(); r != nil {
+			err = fmt.Errorf("%v", r)
+		}
+	}()
+
+	// Growth with the stream: already-pinned Deployments (two containers
+	// each) plus a Service and a ConfigMap per three Deployments; and the
+	// same streams as digestpin's own output (nothing to change).
+	fmt.Println("| Deployments (documents) | input | pinned input: wall | MB/s | peak memory | digestpin's own output: wall | peak memory |")
+	fmt.Println("|---|---|---|---|---|---|---|")
+	for _, n := range []int{1000, 5000, 10000, 20000} {
+		var buf bytes.Buffer
+		if err := gen.Stream(&buf, gen.Options{Deployments: n, Pinned: true}); err != nil {
+			return err
+		}
+		in := buf.Bytes()
+		s, out, err := median(runs, bin, in)
+		if err != nil {
+			return err
+		}
+		f, _, err := median(runs, bin, out)
+		if err != nil {
+			return err
+		}
+		docs := n + 2*((n+2)/3)
+		fmt.Printf("| %d (%d) | %.1f MB | %s | %.1f | %d MB | %s | %d MB |\n",
+			n, docs, mb(len(in)), round(s.wall), mb(len(in))/s.wall.Seconds(), s.maxRSS>>20, round(f.wall), f.maxRSS>>20)
+	}
+	fmt.Println()
+
+	// Registry round trips: N distinct images at 50 ms latency, 400
+	// Deployments, default concurrency.
+	fmt.Println("| distinct images (400 Deployments) | latency | wall | manifest requests | all requests | per image |")
+	fmt.Println("|---|---|---|---|---|---|")
+	for _, n := range []int{10, 40, 160} {
+		reg := testregistry.New(tb)
+		imgs := gen.Images(reg.Host(), n)
+		for _, img := range imgs {
+			reg.PushImage(tb, img[len(reg.Host())+1:]+":1.0")
+		}
+		var buf bytes.Buffer
+		if err := gen.Stream(&buf, gen.Options{Deployments: 400, Images: imgs}); err != nil {
+			return err
+		}
+		reg.SetLatency(50 * time.Millisecond)
+		var walls []time.Duration
+		var manifests, total int
+		for range runs {
+			reg.ResetCounts()
+			s, out, err := run(bin, buf.Bytes())
+			if err != nil {
+				return err
+			}
+			if c := bytes.Count(out, []byte("@sha256:")); c != 800 {
+				return fmt.Errorf("%d images pinned, want 800", c)
+			}
+			walls = append(walls, s.wall)
+			manifests, total = reg.Manifests(), reg.Total()
+		}
+		slices.Sort(walls)
+		fmt.Printf("| %d | 50 ms | %s | %d | %d | %.2f |\n", n, round(walls[len(walls)/2]), manifests, total, float64(total)/float64(n))
+	}
+	return nil
+}
+
+func mb(n int) float64 { return float64(n) / (1 << 20) }
+
+func round(d time.Duration) time.Duration { return d.Round(time.Millisecond) }
