@@ -6,7 +6,20 @@
 // only when HEAD gives no digest. Without a platform it returns the digest
 // of what the tag names, the index of a multi-platform image included, so
 // every node still pulls its own platform. Each distinct reference is asked
-// for once, and one ping per registry is shared by every repository on it.
+// for once, concurrently with the others up to a bound.
+//
+// Registry access is shared per registry: one ping, one credential lookup
+// (the keychain: docker config, credential helpers, pull secrets), and one
+// bearer token for all the repositories being resolved at the time. Mirrors
+// are asked before the registry itself. Transient failures (429, 5xx, reset
+// connections, TLS handshake timeouts) are retried with exponential backoff
+// and jitter, honouring Retry-After; each request is bounded by a timeout,
+// and a registry that runs into it is not asked again in the same run.
+// TLS is always verified except for the hosts named insecure, and plain
+// HTTP is used only for those and loopback.
+//
+// Errors are one line naming the image, each registry or mirror asked, its
+// answer and the attempts made. Credentials never appear in errors or logs.
 //
 // The package never parses or writes YAML; see package renderer for that.
 package resolve

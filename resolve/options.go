@@ -20,6 +20,10 @@ type options struct {
 	jobs           int
 	requestTimeout time.Duration
 	insecure       map[string]bool
+	caFiles        []string
+	mirrors        map[string][]mirror // normalised registry → mirrors, in order
+	mirrorOnly     bool
+	retry          retryPolicy
 	userAgent      string
 	logf           func(format string, args ...any)
 }
@@ -79,9 +83,12 @@ func WithJobs(n int) Option {
 	}
 }
 
-// WithRequestTimeout bounds each registry request. It must be positive;
-// the default is DefaultRequestTimeout. The context passed to Resolve
-// bounds the whole resolution, retries included.
+// WithRequestTimeout bounds each registry request: each attempt of it,
+// reading the answer included. It must be positive; the default is
+// DefaultRequestTimeout. A registry that lets a request run into the
+// bound is not asked again during the Resolver's lifetime: later requests
+// to it fail at once. The context passed to Resolve bounds the whole
+// resolution, retries and backoff included.
 func WithRequestTimeout(d time.Duration) Option {
 	return func(o *options) error {
 		if d <= 0 {
@@ -121,6 +128,66 @@ func WithUserAgent(ua string) Option {
 func WithLogf(logf func(format string, args ...any)) Option {
 	return func(o *options) error {
 		o.logf = logf
+		return nil
+	}
+}
+
+// WithCAFiles adds the PEM certificates in files to the system's roots for
+// verifying registries. Each file must hold at least one certificate. The
+// default is the system's roots only. It needs the default transport or
+// an *http.Transport from WithTransport.
+func WithCAFiles(files ...string) Option {
+	return func(o *options) error {
+		for _, f := range files {
+			if f == "" {
+				return errors.New("CA file name is empty")
+			}
+			o.caFiles = append(o.caFiles, f)
+		}
+		return nil
+	}
+}
+
+// WithMirror asks mirror to instead of registry from. from is a registry
+// host as go-containerregistry normalises it ("docker.io" is Docker Hub);
+// to is host[:port][/path-prefix], without a scheme (name it with
+// WithInsecureRegistries for plain HTTP). A reference's repository keeps
+// its path under the prefix, Docker Hub's library/ included:
+// docker.io/nginx:1.27 through mirror.example/hub is asked as
+// mirror.example/hub/library/nginx:1.27. The digest comes from the mirror;
+// the caller keeps the original name. Several mirrors of one registry are
+// tried in the order given, then the registry itself unless
+// WithMirrorOnly. By default there are no mirrors. Credentials for a
+// mirror are the keychain's for the mirror's host.
+func WithMirror(from, to string) Option {
+	return func(o *options) error {
+		reg, m, err := parseMirror(from, to)
+		if err != nil {
+			return err
+		}
+		o.mirrors[reg] = append(o.mirrors[reg], m)
+		return nil
+	}
+}
+
+// WithMirrorOnly, when true, never asks a registry that has mirrors
+// itself: if no mirror answers, the reference fails. Registries without a
+// mirror are still asked. The default is false. It needs a WithMirror.
+func WithMirrorOnly(only bool) Option {
+	return func(o *options) error {
+		o.mirrorOnly = only
+		return nil
+	}
+}
+
+// withRetry sets the retry policy: attempts per request, and the backoff
+// base and cap. Tests use it for millisecond backoffs.
+func withRetry(attempts int, base, max time.Duration) Option {
+	return func(o *options) error {
+		if attempts < 1 || base <= 0 || max < base {
+			return fmt.Errorf("invalid retry policy: %d attempts, backoff %s to %s", attempts, base, max)
+		}
+		o.retry.attempts, o.retry.base, o.retry.max = attempts, base, max
 		return nil
 	}
 }

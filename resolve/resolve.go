@@ -2,10 +2,10 @@ package resolve
 
 import (
 	"context"
-	"crypto/tls"
 	"errors"
 	"fmt"
 	"net/http"
+	"net/url"
 	"strings"
 	"sync"
 
@@ -20,12 +20,15 @@ import (
 // concurrent use; it resolves each distinct reference once for its
 // lifetime (a failure is not remembered, so a later call asks again) and
 // bounds how many registry requests run at once. Use one Resolver per run,
-// so that registries are pinged once and tokens are shared.
+// so that each registry is pinged once, its tokens are shared, and a hung
+// registry is given up on once.
 type Resolver struct {
-	o      options
-	puller *remote.Puller
-	sem    chan struct{}
-	calls  sync.Map // ref.Name() → *call
+	o        options
+	red      *redactor
+	base     http.RoundTripper
+	sem      chan struct{}
+	calls    sync.Map // ref.Name() → *call
+	sessions sync.Map // scheme://registry → *session
 }
 
 // call is one resolution in flight or done.
@@ -42,40 +45,41 @@ func New(opts ...Option) (*Resolver, error) {
 		jobs:           DefaultJobs,
 		requestTimeout: DefaultRequestTimeout,
 		insecure:       map[string]bool{},
-		logf:           func(string, ...any) {},
+		mirrors:        map[string][]mirror{},
+		retry: retryPolicy{
+			attempts:      DefaultAttempts,
+			base:          defaultBackoffBase,
+			max:           defaultBackoffMax,
+			maxRetryAfter: DefaultMaxRetryAfter,
+		},
+		logf: func(string, ...any) {},
 	}
 	for _, opt := range opts {
 		if err := opt(&o); err != nil {
 			return nil, fmt.Errorf("configuring resolver: %w", err)
 		}
 	}
-	if o.transport == nil {
-		o.transport = http.DefaultTransport.(*http.Transport).Clone()
+	if o.mirrorOnly && len(o.mirrors) == 0 {
+		return nil, errors.New("configuring resolver: mirror-only without any mirror")
 	}
-	t := o.transport
-	if len(o.insecure) > 0 {
-		t = newInsecureTransport(t, o.insecure)
-	}
-	t = newPingCache(t)
-	ropts := []remote.Option{
-		remote.WithTransport(t),
-		remote.WithAuthFromKeychain(o.keychain),
-	}
-	if o.userAgent != "" {
-		ropts = append(ropts, remote.WithUserAgent(o.userAgent))
-	}
-	if o.platform != nil {
-		ropts = append(ropts, remote.WithPlatform(*o.platform))
-	}
-	p, err := remote.NewPuller(ropts...)
+	// Every message goes through the redactor, those of the retries too.
+	red := newRedactor()
+	logf := o.logf
+	o.logf = func(format string, args ...any) { logf("%s", red.redact(fmt.Sprintf(format, args...))) }
+	base, err := newBaseTransport(&o, red)
 	if err != nil {
-		return nil, fmt.Errorf("configuring registry client: %w", err)
+		return nil, fmt.Errorf("configuring resolver: %w", err)
 	}
-	return &Resolver{o: o, puller: p, sem: make(chan struct{}, o.jobs)}, nil
+	// go-containerregistry appends its own User-Agent to ours, and wraps
+	// nothing more around a transport that already sets one.
+	base = transport.NewUserAgent(base, o.userAgent)
+	return &Resolver{o: o, red: red, base: base, sem: make(chan struct{}, o.jobs)}, nil
 }
 
 // Resolve returns the digest the registry serves for ref now. A reference
-// that carries a digest returns it without a request.
+// that carries a digest returns it without a request. An error is one
+// line that names the image, each registry or mirror asked, its answer
+// and the attempts made; errors.As finds the registry's *transport.Error.
 func (r *Resolver) Resolve(ctx context.Context, ref name.Reference) (v1.Hash, error) {
 	if d, ok := ref.(name.Digest); ok {
 		return v1.NewHash(d.DigestStr())
@@ -89,7 +93,7 @@ func (r *Resolver) Resolve(ctx context.Context, ref name.Reference) (v1.Hash, er
 		case <-c.done:
 			return c.hash, c.err
 		case <-ctx.Done():
-			return v1.Hash{}, ctx.Err()
+			return v1.Hash{}, fmt.Errorf("%s: %w", ref, ctx.Err())
 		}
 	}
 	c.hash, c.err = r.resolve(ctx, ref)
@@ -100,48 +104,134 @@ func (r *Resolver) Resolve(ctx context.Context, ref name.Reference) (v1.Hash, er
 	return c.hash, c.err
 }
 
-// resolve asks the registry, within the concurrency bound.
+// candidate is one registry to ask about a reference: a mirror, or the
+// reference's own registry.
+type candidate struct {
+	ref    name.Reference
+	mirror bool
+	sess   *session
+}
+
+// resolve asks the mirrors and the registry in turn, within the
+// concurrency bound.
 func (r *Resolver) resolve(ctx context.Context, ref name.Reference) (v1.Hash, error) {
+	cands, err := r.candidates(ref)
+	if err != nil {
+		return v1.Hash{}, err
+	}
+	// First, announce the repositories before waiting for a slot, so that
+	// a registry's first token covers every reference waiting for it.
+	for _, c := range cands {
+		repo := c.ref.Context().RepositoryStr()
+		c.sess.want(repo)
+		defer c.sess.done(repo)
+	}
 	select {
 	case r.sem <- struct{}{}:
 		defer func() { <-r.sem }()
 	case <-ctx.Done():
-		return v1.Hash{}, ctx.Err()
+		return v1.Hash{}, fmt.Errorf("%s: not asked before the deadline: %w", ref, ctx.Err())
 	}
+	// Then ask each candidate in turn until one answers. A platform
+	// mismatch is an answer: no other candidate is asked.
+	var fails []tryFailure
+	for _, c := range cands {
+		tr := &trace{}
+		h, err := r.resolveAt(withTrace(ctx, tr), c)
+		if err == nil {
+			if c.mirror {
+				r.o.logf("resolved %s to %s through mirror %s", ref, h, c.ref)
+			}
+			return h, nil
+		}
+		fails = append(fails, tryFailure{c: c, err: err, tr: tr})
+		var pe *platformError
+		if errors.As(err, &pe) || ctx.Err() != nil {
+			break
+		}
+		if c.mirror {
+			r.o.logf("mirror %s failed: %s", c.ref, describe(err))
+		}
+	}
+	return v1.Hash{}, newError(ref, fails, r.red)
+}
+
+// candidates lists where to ask about ref: its registry's mirrors in
+// order, then the registry unless mirror-only.
+func (r *Resolver) candidates(ref name.Reference) ([]candidate, error) {
 	ref = r.withScheme(ref)
+	var cands []candidate
+	ms := r.o.mirrors[ref.Context().RegistryStr()]
+	for _, m := range ms {
+		mref, err := m.ref(ref, r.o.insecure[m.host])
+		if err != nil {
+			return nil, fmt.Errorf("naming %s on mirror %s: %w", ref, m, err)
+		}
+		cands = append(cands, candidate{ref: mref, mirror: true, sess: r.session(mref.Context().Registry)})
+	}
+	if len(ms) == 0 || !r.o.mirrorOnly {
+		cands = append(cands, candidate{ref: ref, sess: r.session(ref.Context().Registry)})
+	}
+	return cands, nil
+}
+
+// session returns the session of a registry, creating it.
+func (r *Resolver) session(reg name.Registry) *session {
+	key := reg.Scheme() + "://" + reg.RegistryStr()
+	if v, ok := r.sessions.Load(key); ok {
+		return v.(*session)
+	}
+	var popts []remote.Option
 	if r.o.platform != nil {
-		return r.platformDigest(ctx, ref)
+		popts = append(popts, remote.WithPlatform(*r.o.platform))
 	}
-	rctx, cancel := context.WithTimeout(ctx, r.o.requestTimeout)
-	defer cancel()
-	desc, err := r.puller.Head(rctx, ref)
-	if err == nil {
-		r.o.logf("resolved %s to %s (HEAD)", ref, desc.Digest)
-		return desc.Digest, nil
-	}
-	if permanent(err) || ctx.Err() != nil {
-		return v1.Hash{}, err
-	}
-	// Some registries give no digest on HEAD; GET the manifest instead.
-	r.o.logf("HEAD %s gave no digest (%v); trying GET", ref, err)
-	gctx, gcancel := context.WithTimeout(ctx, r.o.requestTimeout)
-	defer gcancel()
-	d, err := r.puller.Get(gctx, ref)
+	v, _ := r.sessions.LoadOrStore(key, &session{
+		reg:     reg,
+		base:    r.base,
+		kc:      r.o.keychain,
+		red:     r.red,
+		popts:   popts,
+		prep:    make(chan struct{}, 1),
+		pending: map[string]int{},
+	})
+	return v.(*session)
+}
+
+// resolveAt asks one registry: HEAD first, GET only when HEAD gives no
+// digest, or GET straight away to pick a platform.
+func (r *Resolver) resolveAt(ctx context.Context, c candidate) (v1.Hash, error) {
+	p, err := c.sess.puller(ctx, c.ref.Context().RepositoryStr())
 	if err != nil {
 		return v1.Hash{}, err
 	}
-	r.o.logf("resolved %s to %s (GET)", ref, d.Digest)
+	if r.o.platform != nil {
+		return r.platformDigest(ctx, p, c.ref)
+	}
+	desc, err := p.Head(ctx, c.ref)
+	if err == nil {
+		r.o.logf("resolved %s to %s (HEAD)", c.ref, desc.Digest)
+		return desc.Digest, nil
+	}
+	if !headGaveNoDigest(err) {
+		return v1.Hash{}, err
+	}
+	// Some registries give no digest on HEAD, or refuse HEAD; GET the
+	// manifest instead.
+	r.o.logf("HEAD %s gave no digest (%s); trying GET", c.ref, describe(err))
+	d, err := p.Get(ctx, c.ref)
+	if err != nil {
+		return v1.Hash{}, err
+	}
+	r.o.logf("resolved %s to %s (GET)", c.ref, d.Digest)
 	return d.Digest, nil
 }
 
 // platformDigest returns the digest of the manifest for the configured
 // platform: the matching child of an index, or a single-platform image
 // whose config matches.
-func (r *Resolver) platformDigest(ctx context.Context, ref name.Reference) (v1.Hash, error) {
+func (r *Resolver) platformDigest(ctx context.Context, p *remote.Puller, ref name.Reference) (v1.Hash, error) {
 	want := *r.o.platform
-	rctx, cancel := context.WithTimeout(ctx, r.o.requestTimeout)
-	defer cancel()
-	d, err := r.puller.Get(rctx, ref)
+	d, err := p.Get(ctx, ref)
 	if err != nil {
 		return v1.Hash{}, err
 	}
@@ -166,7 +256,7 @@ func (r *Resolver) platformDigest(ctx context.Context, ref name.Reference) (v1.H
 			}
 			have = append(have, c.Platform.String())
 		}
-		return v1.Hash{}, fmt.Errorf("no manifest for platform %s (the index has %s)", want, strings.Join(have, ", "))
+		return v1.Hash{}, &platformError{fmt.Sprintf("no manifest for platform %s: the index has %s", want, strings.Join(have, ", "))}
 	case d.MediaType.IsImage():
 		img, err := d.Image()
 		if err != nil {
@@ -177,7 +267,7 @@ func (r *Resolver) platformDigest(ctx context.Context, ref name.Reference) (v1.H
 			return v1.Hash{}, fmt.Errorf("reading image config: %w", err)
 		}
 		if p := cf.Platform(); p == nil || !p.Satisfies(want) {
-			return v1.Hash{}, fmt.Errorf("image is for platform %s, not %s", cf.Platform(), want)
+			return v1.Hash{}, &platformError{fmt.Sprintf("a single-platform image for %s, not %s", cf.Platform(), want)}
 		}
 		return d.Digest, nil
 	}
@@ -196,40 +286,18 @@ func (r *Resolver) withScheme(ref name.Reference) name.Reference {
 	return ref
 }
 
-// permanent reports whether err is a registry answer that asking again, or
-// with GET, cannot change.
-func permanent(err error) bool {
+// headGaveNoDigest reports whether a failed HEAD is worth a GET: the
+// registry answered, but without a usable digest, or it does not do HEAD
+// (405, 501). Failures that a GET would meet again are not: statuses such
+// as 401, 404, 429 or 5xx (those were retried already), network errors,
+// timeouts.
+func headGaveNoDigest(err error) bool {
 	var te *transport.Error
-	if !errors.As(err, &te) {
-		return false
+	if errors.As(err, &te) {
+		return te.StatusCode == http.StatusMethodNotAllowed || te.StatusCode == http.StatusNotImplemented
 	}
-	switch te.StatusCode {
-	case http.StatusUnauthorized, http.StatusForbidden, http.StatusNotFound:
-		return true
-	}
-	return false
+	var ue *url.Error
+	var he *hungError
+	return !errors.As(err, &ue) && !errors.As(err, &he) &&
+		!errors.Is(err, context.Canceled) && !errors.Is(err, context.DeadlineExceeded)
 }
-
-// newInsecureTransport skips certificate verification for the insecure
-// hosts only.
-func newInsecureTransport(base http.RoundTripper, hosts map[string]bool) http.RoundTripper {
-	ht, ok := base.(*http.Transport)
-	if !ok {
-		return base
-	}
-	unverified := ht.Clone()
-	if unverified.TLSClientConfig == nil {
-		unverified.TLSClientConfig = &tls.Config{}
-	}
-	unverified.TLSClientConfig.InsecureSkipVerify = true //nolint:gosec // only for hosts named with --insecure-registry
-	return roundTripFunc(func(req *http.Request) (*http.Response, error) {
-		if hosts[req.URL.Host] {
-			return unverified.RoundTrip(req)
-		}
-		return base.RoundTrip(req)
-	})
-}
-
-type roundTripFunc func(*http.Request) (*http.Response, error)
-
-func (f roundTripFunc) RoundTrip(req *http.Request) (*http.Response, error) { return f(req) }

@@ -1,0 +1,167 @@
+package testregistry
+
+import (
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"sort"
+	"strings"
+	"sync"
+)
+
+// BasicAuth returns a Handler that makes the registry ask for HTTP basic
+// auth (user, password): a request without them, or with others, gets
+// 401 with a Basic challenge; a request with them goes on to the registry.
+func BasicAuth(user, password string) Handler {
+	return func(w http.ResponseWriter, r *http.Request) bool {
+		u, p, ok := r.BasicAuth()
+		if ok && u == user && p == password {
+			return false
+		}
+		w.Header().Set("WWW-Authenticate", `Basic realm="testregistry"`)
+		writeError(w, http.StatusUnauthorized, "UNAUTHORIZED", "authentication required")
+		return true
+	}
+}
+
+// TokenServer is a small bearer token server, after the distribution token
+// spec: GET /token?service=…&scope=… returns a token that grants the
+// scopes asked for. Its Guard makes a registry accept only its tokens.
+// Its methods are safe for concurrent use.
+type TokenServer struct {
+	// Server is the running server; its realm is Realm().
+	Server *httptest.Server
+	// Service is the service name in challenges and token requests.
+	Service string
+
+	user, password string // "" accepts anonymous requests
+
+	mu        sync.Mutex
+	tokens    map[string]map[string]bool // token → scopes granted
+	exchanges [][]string                 // scopes of each token request
+	refused   int
+}
+
+// NewTokenServer starts a token server that is closed when the test ends.
+// With a non-empty user, token requests need basic auth with user and
+// password; without, anyone gets a token.
+func NewTokenServer(t TB, user, password string) *TokenServer {
+	t.Helper()
+	ts := &TokenServer{Service: "testregistry", user: user, password: password, tokens: map[string]map[string]bool{}}
+	ts.Server = httptest.NewServer(http.HandlerFunc(ts.serveToken))
+	t.Cleanup(ts.Server.Close)
+	return ts
+}
+
+// Realm is the token endpoint. It names the host "localhost" (not the
+// loopback address) because go-containerregistry refuses realms on
+// private addresses other than the registry's own.
+func (ts *TokenServer) Realm() string {
+	return "http://localhost:" + ts.Server.URL[strings.LastIndex(ts.Server.URL, ":")+1:] + "/token"
+}
+
+func (ts *TokenServer) serveToken(w http.ResponseWriter, r *http.Request) {
+	if r.URL.Path != "/token" {
+		http.NotFound(w, r)
+		return
+	}
+	scopes := r.URL.Query()["scope"]
+	ts.mu.Lock()
+	ts.exchanges = append(ts.exchanges, scopes)
+	ts.mu.Unlock()
+	if ts.user != "" {
+		u, p, ok := r.BasicAuth()
+		if !ok || u != ts.user || p != ts.password {
+			ts.mu.Lock()
+			ts.refused++
+			ts.mu.Unlock()
+			writeError(w, http.StatusUnauthorized, "UNAUTHORIZED", "bad credentials")
+			return
+		}
+	}
+	b := make([]byte, 16)
+	_, _ = rand.Read(b)
+	tok := "tok-" + hex.EncodeToString(b)
+	granted := map[string]bool{}
+	for _, s := range scopes {
+		for _, one := range strings.Fields(s) {
+			granted[one] = true
+		}
+	}
+	ts.mu.Lock()
+	ts.tokens[tok] = granted
+	ts.mu.Unlock()
+	w.Header().Set("Content-Type", "application/json")
+	_ = json.NewEncoder(w).Encode(map[string]any{"token": tok, "expires_in": 300})
+}
+
+// Exchanges returns how many token requests were made.
+func (ts *TokenServer) Exchanges() int {
+	ts.mu.Lock()
+	defer ts.mu.Unlock()
+	return len(ts.exchanges)
+}
+
+// Scopes returns the scopes of each token request, sorted within each.
+func (ts *TokenServer) Scopes() [][]string {
+	ts.mu.Lock()
+	defer ts.mu.Unlock()
+	out := make([][]string, len(ts.exchanges))
+	for i, s := range ts.exchanges {
+		out[i] = append([]string(nil), s...)
+		sort.Strings(out[i])
+	}
+	return out
+}
+
+// Guard returns a Handler that makes the registry accept only tokens of
+// ts that grant pull on the repository asked for. Other requests get 401
+// with a Bearer challenge naming the scope they need; the ping gets one
+// without a scope.
+func (ts *TokenServer) Guard() Handler {
+	return func(w http.ResponseWriter, r *http.Request) bool {
+		scope := ""
+		if repo, ok := repository(r.URL.Path); ok {
+			scope = "repository:" + repo + ":pull"
+		}
+		if tok, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer "); ok {
+			ts.mu.Lock()
+			granted, known := ts.tokens[tok]
+			ts.mu.Unlock()
+			if known && (scope == "" || granted[scope]) {
+				return false
+			}
+		}
+		ch := fmt.Sprintf(`Bearer realm=%q,service=%q`, ts.Realm(), ts.Service)
+		if scope != "" {
+			ch += fmt.Sprintf(`,scope=%q`, scope)
+		}
+		w.Header().Set("WWW-Authenticate", ch)
+		writeError(w, http.StatusUnauthorized, "UNAUTHORIZED", "authentication required")
+		return true
+	}
+}
+
+// repository returns the repository of a /v2/<name>/(manifests|blobs|tags)/… path.
+func repository(path string) (string, bool) {
+	rest, ok := strings.CutPrefix(path, "/v2/")
+	if !ok {
+		return "", false
+	}
+	for _, kind := range []string{"/manifests/", "/blobs/", "/tags/"} {
+		if i := strings.LastIndex(rest, kind); i > 0 {
+			return rest[:i], true
+		}
+	}
+	return "", false
+}
+
+// writeError writes a registry error answer.
+func writeError(w http.ResponseWriter, status int, code, msg string) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	_ = json.NewEncoder(w).Encode(map[string]any{"errors": []map[string]string{{"code": code, "message": msg}}})
+}

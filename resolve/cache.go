@@ -1,0 +1,228 @@
+package resolve
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/google/go-containerregistry/pkg/name"
+	v1 "github.com/google/go-containerregistry/pkg/v1"
+)
+
+// The sources a CachingResolver reports through ResolveSource.
+const (
+	// SourceRegistry is a digest that the registry was asked for.
+	SourceRegistry = "registry"
+	// SourceCache is a digest that came from the on-disk cache.
+	SourceCache = "cache"
+)
+
+// Interface resolves image references to digests; *Resolver implements
+// it, and a CachingResolver wraps one. It has the method set of
+// renderer.Resolver, without this package depending on the renderer.
+// Implementations must be safe for concurrent use.
+type Interface interface {
+	Resolve(ctx context.Context, ref name.Reference) (v1.Hash, error)
+}
+
+// sourced is implemented by resolvers that say where a digest came from.
+type sourced interface {
+	ResolveSource(ctx context.Context, ref name.Reference) (v1.Hash, string, error)
+}
+
+// Cache is an on-disk cache of resolutions: one small JSON file per
+// reference and platform in one folder. Entries expire after the TTL; an
+// expired, unreadable or foreign entry counts as a miss and is overwritten
+// by the next resolution.
+//
+// Several processes may share one folder at once: each entry is written to
+// a temporary file and renamed into place, so a reader sees a whole entry
+// or none, and the last writer wins. A Cache is safe for concurrent use.
+type Cache struct {
+	dir string
+	ttl time.Duration
+	now func() time.Time
+}
+
+// cacheEntry is the content of one cache file.
+type cacheEntry struct {
+	Reference string    `json:"reference"`
+	Platform  string    `json:"platform,omitempty"`
+	Digest    string    `json:"digest"`
+	Resolved  time.Time `json:"resolved"`
+}
+
+// DefaultCacheDir returns the cache folder used when only a TTL is given:
+// "digestpin" in os.UserCacheDir ($XDG_CACHE_HOME or ~/.cache on Linux).
+func DefaultCacheDir() (string, error) {
+	d, err := os.UserCacheDir()
+	if err != nil {
+		return "", fmt.Errorf("finding the user cache folder: %w", err)
+	}
+	return filepath.Join(d, "digestpin"), nil
+}
+
+// NewCache returns a cache in dir whose entries are valid for ttl, which
+// must be positive. It creates dir (mode 0700) when missing and checks
+// that it can write there.
+func NewCache(dir string, ttl time.Duration) (*Cache, error) {
+	if dir == "" {
+		return nil, errors.New("cache folder is empty")
+	}
+	if ttl <= 0 {
+		return nil, fmt.Errorf("cache TTL must be positive, got %s", ttl)
+	}
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return nil, fmt.Errorf("creating cache folder: %w", err)
+	}
+	// A folder that cannot be written would make every run a miss,
+	// silently; say so now.
+	probe, err := os.CreateTemp(dir, ".probe-*")
+	if err != nil {
+		return nil, fmt.Errorf("checking cache folder %s: %w", dir, err)
+	}
+	probe.Close()
+	os.Remove(probe.Name())
+	return &Cache{dir: dir, ttl: ttl, now: time.Now}, nil
+}
+
+// Dir returns the cache folder.
+func (c *Cache) Dir() string { return c.dir }
+
+// path returns the file of the entry for ref and platform.
+func (c *Cache) path(ref name.Reference, platform string) string {
+	sum := sha256.Sum256([]byte(ref.Name() + "\n" + platform))
+	return filepath.Join(c.dir, hex.EncodeToString(sum[:])+".json")
+}
+
+// Get returns the cached digest of ref for platform ("" for none, else as
+// v1.Platform.String formats it) when an entry younger than the TTL
+// exists.
+func (c *Cache) Get(ref name.Reference, platform string) (v1.Hash, bool) {
+	b, err := os.ReadFile(c.path(ref, platform))
+	if err != nil {
+		return v1.Hash{}, false
+	}
+	var e cacheEntry
+	if err := json.Unmarshal(b, &e); err != nil {
+		return v1.Hash{}, false
+	}
+	// The file name is a hash: check that the entry is really ours.
+	if e.Reference != ref.Name() || e.Platform != platform {
+		return v1.Hash{}, false
+	}
+	// An entry from the future (a clock that went back) is not trusted.
+	if age := c.now().Sub(e.Resolved); age < 0 || age >= c.ttl {
+		return v1.Hash{}, false
+	}
+	h, err := v1.NewHash(e.Digest)
+	if err != nil {
+		return v1.Hash{}, false
+	}
+	return h, true
+}
+
+// Put stores the digest of ref for platform, resolved now.
+func (c *Cache) Put(ref name.Reference, platform string, h v1.Hash) error {
+	b, err := json.Marshal(cacheEntry{Reference: ref.Name(), Platform: platform, Digest: h.String(), Resolved: c.now().UTC()})
+	if err != nil {
+		return fmt.Errorf("encoding cache entry for %s: %w", ref.Name(), err)
+	}
+	if err := writeFileAtomic(c.path(ref, platform), b); err != nil {
+		return fmt.Errorf("writing cache entry for %s: %w", ref.Name(), err)
+	}
+	return nil
+}
+
+// writeFileAtomic writes data to a temporary file in the same folder and
+// renames it over path.
+func writeFileAtomic(path string, data []byte) (err error) {
+	tmp, err := os.CreateTemp(filepath.Dir(path), ".tmp-*")
+	if err != nil {
+		return err
+	}
+	defer func() {
+		if err != nil {
+			tmp.Close()
+			os.Remove(tmp.Name())
+		}
+	}()
+	if _, err = tmp.Write(data); err != nil {
+		return err
+	}
+	if err = tmp.Close(); err != nil {
+		return err
+	}
+	return os.Rename(tmp.Name(), path)
+}
+
+// CachingResolver answers from a Cache and asks the resolver it wraps on
+// a miss, storing the answer. It is safe for concurrent use when the
+// wrapped resolver is.
+type CachingResolver struct {
+	next     Interface
+	cache    *Cache
+	platform string
+	warnf    func(format string, args ...any)
+}
+
+var (
+	_ Interface = (*Resolver)(nil)
+	_ Interface = (*CachingResolver)(nil)
+	_ sourced   = (*CachingResolver)(nil)
+)
+
+// NewCachingResolver returns a resolver that consults c before next.
+// platform is the platform next pins to, as v1.Platform.String formats
+// it, or "" when next keeps index digests; it is part of the cache key.
+// warnf receives a failure to store an entry, which does not fail the
+// resolution; nil discards it.
+func NewCachingResolver(next Interface, c *Cache, platform string, warnf func(format string, args ...any)) *CachingResolver {
+	if warnf == nil {
+		warnf = func(string, ...any) {}
+	}
+	return &CachingResolver{next: next, cache: c, platform: platform, warnf: warnf}
+}
+
+// Resolve implements Interface.
+func (r *CachingResolver) Resolve(ctx context.Context, ref name.Reference) (v1.Hash, error) {
+	h, _, err := r.ResolveSource(ctx, ref)
+	return h, err
+}
+
+// ResolveSource resolves ref and says where the digest came from:
+// SourceCache on a hit; on a miss, the source the wrapped resolver
+// reports, or SourceRegistry when it reports none. A reference that
+// carries a digest is passed to the wrapped resolver as it is.
+func (r *CachingResolver) ResolveSource(ctx context.Context, ref name.Reference) (v1.Hash, string, error) {
+	if _, ok := ref.(name.Digest); !ok {
+		if h, ok := r.cache.Get(ref, r.platform); ok {
+			return h, SourceCache, nil
+		}
+	}
+	h, src, err := resolveSource(ctx, r.next, ref)
+	if err != nil {
+		return v1.Hash{}, "", err
+	}
+	if _, ok := ref.(name.Digest); !ok {
+		if err := r.cache.Put(ref, r.platform, h); err != nil {
+			r.warnf("%v", err)
+		}
+	}
+	return h, src, nil
+}
+
+// resolveSource asks next, and its source when it reports one.
+func resolveSource(ctx context.Context, next Interface, ref name.Reference) (v1.Hash, string, error) {
+	if s, ok := next.(sourced); ok {
+		return s.ResolveSource(ctx, ref)
+	}
+	h, err := next.Resolve(ctx, ref)
+	return h, SourceRegistry, err
+}

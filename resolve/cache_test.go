@@ -1,0 +1,314 @@
+package resolve
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/google/go-containerregistry/pkg/name"
+	v1 "github.com/google/go-containerregistry/pkg/v1"
+
+	"github.com/digestpin/digestpin/internal/testregistry"
+)
+
+// mustRef parses a reference.
+func mustRef(t *testing.T, s string) name.Reference {
+	t.Helper()
+	ref, err := name.ParseReference(s)
+	if err != nil {
+		t.Fatalf("parsing %q: %v", s, err)
+	}
+	return ref
+}
+
+// clock is a settable time source for cache tests.
+type clock struct {
+	mu sync.Mutex
+	t  time.Time
+}
+
+func (c *clock) now() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.t
+}
+
+func (c *clock) add(d time.Duration) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.t = c.t.Add(d)
+}
+
+// newTestCache returns a cache in a temporary folder on a fake clock.
+func newTestCache(t *testing.T, ttl time.Duration) (*Cache, *clock) {
+	t.Helper()
+	c, err := NewCache(filepath.Join(t.TempDir(), "cache"), ttl)
+	if err != nil {
+		t.Fatalf("NewCache: %v", err)
+	}
+	clk := &clock{t: time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)}
+	c.now = clk.now
+	return c, clk
+}
+
+// cachedRun resolves ref as one digestpin run does: with a fresh registry
+// Resolver (which remembers nothing) behind the shared cache.
+func cachedRun(t *testing.T, c *Cache, platform, ref string) (v1.Hash, string, error) {
+	t.Helper()
+	var opts []Option
+	if platform != "" {
+		p, err := v1.ParsePlatform(platform)
+		if err != nil {
+			t.Fatal(err)
+		}
+		opts = append(opts, WithPlatform(p))
+	}
+	reg, err := New(opts...)
+	if err != nil {
+		t.Fatalf("New: %v", err)
+	}
+	var warnings []string
+	cr := NewCachingResolver(reg, c, platform, func(f string, args ...any) { warnings = append(warnings, f) })
+	h, src, err := cr.ResolveSource(context.Background(), mustRef(t, ref))
+	if len(warnings) > 0 {
+		t.Errorf("warnings: %v", warnings)
+	}
+	return h, src, err
+}
+
+func TestCacheHitAndExpiry(t *testing.T) {
+	reg := testregistry.New(t)
+	current := reg.PushImage(t, "app:1.0")
+	cached := current
+	c, clk := newTestCache(t, 10*time.Minute)
+	ref := reg.Ref("app:1.0")
+
+	for _, step := range []struct {
+		desc     string
+		advance  time.Duration
+		push     bool // move the tag before the step
+		stale    bool // want the digest cached before the push
+		src      string
+		requests int // requests to the registry
+	}{
+		{desc: "first run asks the registry", src: SourceRegistry, requests: 1},
+		{desc: "a run within the TTL asks nothing", advance: 5 * time.Minute, src: SourceCache},
+		{desc: "a moved tag is not seen within the TTL", advance: 4 * time.Minute, push: true, stale: true, src: SourceCache},
+		{desc: "after the TTL the registry is asked again", advance: time.Minute, src: SourceRegistry, requests: 1},
+		{desc: "and the new answer is cached", advance: time.Second, src: SourceCache},
+	} {
+		clk.add(step.advance)
+		if step.push {
+			current = reg.PushImage(t, "app:1.0")
+		}
+		reg.ResetCounts()
+		h, src, err := cachedRun(t, c, "", ref)
+		if err != nil {
+			t.Fatalf("%s: ResolveSource: %v", step.desc, err)
+		}
+		want := current
+		if step.stale {
+			want = cached
+		}
+		if h != want || src != step.src {
+			t.Errorf("%s: ResolveSource = %s, %s; want %s, %s", step.desc, h, src, want, step.src)
+		}
+		if got := reg.Count("HEAD manifests"); got != step.requests {
+			t.Errorf("%s: %d HEAD manifest requests, want %d", step.desc, got, step.requests)
+		}
+		if step.requests == 0 && reg.Total() != 0 {
+			t.Errorf("%s: %d requests to the registry on a cache hit, want 0", step.desc, reg.Total())
+		}
+		cached = h
+	}
+}
+
+func TestCacheKeyedByPlatform(t *testing.T) {
+	reg := testregistry.New(t)
+	index, children := reg.PushIndex(t, "multi:1", "linux/amd64", "linux/arm64")
+	c, _ := newTestCache(t, time.Hour)
+	ref := reg.Ref("multi:1")
+	for _, tc := range []struct {
+		platform string
+		want     v1.Hash
+		src      string
+	}{
+		{platform: "", want: index, src: SourceRegistry},
+		{platform: "linux/amd64", want: children["linux/amd64"], src: SourceRegistry},
+		{platform: "linux/arm64", want: children["linux/arm64"], src: SourceRegistry},
+		{platform: "", want: index, src: SourceCache},
+		{platform: "linux/amd64", want: children["linux/amd64"], src: SourceCache},
+	} {
+		h, src, err := cachedRun(t, c, tc.platform, ref)
+		if err != nil || h != tc.want || src != tc.src {
+			t.Errorf("platform %q: ResolveSource = %s, %s, %v; want %s, %s", tc.platform, h, src, err, tc.want, tc.src)
+		}
+	}
+}
+
+func TestCacheBadEntries(t *testing.T) {
+	reg := testregistry.New(t)
+	want := reg.PushImage(t, "app:1.0")
+	ref := mustRef(t, reg.Ref("app:1.0"))
+	other := mustRef(t, reg.Ref("other:1.0"))
+	for _, tc := range []struct {
+		desc  string
+		entry func(c *Cache) []byte
+	}{
+		{desc: "truncated", entry: func(*Cache) []byte { return []byte(`{"reference":`) }},
+		{desc: "bad digest", entry: func(c *Cache) []byte {
+			return []byte(`{"reference":"` + ref.Name() + `","digest":"sha256:00","resolved":"` + c.now().Format(time.RFC3339) + `"}`)
+		}},
+		{desc: "another reference's entry", entry: func(c *Cache) []byte {
+			return []byte(`{"reference":"` + other.Name() + `","digest":"` + want.String() + `","resolved":"` + c.now().Format(time.RFC3339) + `"}`)
+		}},
+		{desc: "another platform's entry", entry: func(c *Cache) []byte {
+			return []byte(`{"reference":"` + ref.Name() + `","platform":"linux/amd64","digest":"` + want.String() + `","resolved":"` + c.now().Format(time.RFC3339) + `"}`)
+		}},
+		{desc: "from the future", entry: func(c *Cache) []byte {
+			return []byte(`{"reference":"` + ref.Name() + `","digest":"` + want.String() + `","resolved":"` + c.now().Add(time.Hour).Format(time.RFC3339) + `"}`)
+		}},
+	} {
+		t.Run(tc.desc, func(t *testing.T) {
+			c, _ := newTestCache(t, time.Hour)
+			if err := os.WriteFile(c.path(ref, ""), tc.entry(c), 0o600); err != nil {
+				t.Fatal(err)
+			}
+			if h, ok := c.Get(ref, ""); ok {
+				t.Fatalf("Get = %s, true; want a miss", h)
+			}
+			// The next resolution replaces the bad entry.
+			if h, src, err := cachedRun(t, c, "", ref.String()); err != nil || h != want || src != SourceRegistry {
+				t.Fatalf("ResolveSource = %s, %s, %v; want %s from the registry", h, src, err, want)
+			}
+			if h, ok := c.Get(ref, ""); !ok || h != want {
+				t.Errorf("Get after resolving = %s, %v; want %s, true", h, ok, want)
+			}
+		})
+	}
+}
+
+func TestCacheDoesNotKeepErrors(t *testing.T) {
+	reg := testregistry.New(t)
+	c, _ := newTestCache(t, time.Hour)
+	ref := reg.Ref("missing:1")
+	for range 2 {
+		if _, _, err := cachedRun(t, c, "", ref); err == nil {
+			t.Fatal("ResolveSource(missing image) = nil error")
+		}
+	}
+	if got := reg.Count("HEAD manifests"); got != 2 {
+		t.Errorf("HEAD manifests = %d, want 2: a failure must not be cached", got)
+	}
+	des, err := os.ReadDir(c.Dir())
+	if err != nil || len(des) != 0 {
+		t.Errorf("cache folder holds %d entries (%v), want none", len(des), err)
+	}
+}
+
+// fixed resolves every reference to one digest and counts its calls.
+type fixed struct {
+	mu    sync.Mutex
+	h     v1.Hash
+	calls int
+}
+
+func (f *fixed) Resolve(_ context.Context, ref name.Reference) (v1.Hash, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.calls++
+	if d, ok := ref.(name.Digest); ok {
+		return v1.NewHash(d.DigestStr())
+	}
+	return f.h, nil
+}
+
+func TestCacheSharedConcurrently(t *testing.T) {
+	// Many resolvers on one folder at once, as concurrent runs are: every
+	// answer is a whole entry, and no temporary file is left behind.
+	dir := t.TempDir()
+	h := v1.Hash{Algorithm: "sha256", Hex: strings.Repeat("ab", 32)}
+	refs := []string{"a:1", "b:1", "c:1", "d:1"}
+	var wg sync.WaitGroup
+	for range 8 {
+		c, err := NewCache(dir, time.Hour)
+		if err != nil {
+			t.Fatal(err)
+		}
+		cr := NewCachingResolver(&fixed{h: h}, c, "", func(f string, args ...any) { t.Errorf(f, args...) })
+		for range 20 {
+			for _, r := range refs {
+				wg.Go(func() {
+					got, err := cr.Resolve(context.Background(), mustRef(t, "registry.example/"+r))
+					if err != nil || got != h {
+						t.Errorf("Resolve(%s) = %s, %v; want %s", r, got, err, h)
+					}
+				})
+			}
+		}
+	}
+	wg.Wait()
+	des, err := os.ReadDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(des) != len(refs) {
+		var names []string
+		for _, d := range des {
+			names = append(names, d.Name())
+		}
+		t.Errorf("cache folder holds %v, want %d entries and nothing else", names, len(refs))
+	}
+}
+
+func TestCachingResolverPassesDigests(t *testing.T) {
+	c, _ := newTestCache(t, time.Hour)
+	f := &fixed{}
+	cr := NewCachingResolver(f, c, "", nil)
+	d := "sha256:" + strings.Repeat("cd", 32)
+	h, src, err := cr.ResolveSource(context.Background(), mustRef(t, "registry.example/a@"+d))
+	if err != nil || h.String() != d || src != SourceRegistry {
+		t.Errorf("ResolveSource(digest) = %s, %s, %v; want %s", h, src, err, d)
+	}
+	if des, _ := os.ReadDir(c.Dir()); len(des) != 0 {
+		t.Errorf("a digest reference was cached: %d entries", len(des))
+	}
+}
+
+func TestNewCacheErrors(t *testing.T) {
+	file := filepath.Join(t.TempDir(), "file")
+	if err := os.WriteFile(file, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		desc string
+		dir  string
+		ttl  time.Duration
+		want string
+	}{
+		{desc: "no folder", dir: "", ttl: time.Minute, want: "cache folder is empty"},
+		{desc: "zero TTL", dir: t.TempDir(), ttl: 0, want: "cache TTL must be positive, got 0s"},
+		{desc: "negative TTL", dir: t.TempDir(), ttl: -time.Second, want: "cache TTL must be positive, got -1s"},
+		{desc: "folder under a file", dir: filepath.Join(file, "sub"), ttl: time.Minute, want: "creating cache folder"},
+	} {
+		t.Run(tc.desc, func(t *testing.T) {
+			_, err := NewCache(tc.dir, tc.ttl)
+			if err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Errorf("NewCache(%q, %s) = %v, want an error containing %q", tc.dir, tc.ttl, err, tc.want)
+			}
+		})
+	}
+}
+
+func TestDefaultCacheDir(t *testing.T) {
+	home := t.TempDir()
+	t.Setenv("XDG_CACHE_HOME", home)
+	got, err := DefaultCacheDir()
+	if want := filepath.Join(home, "digestpin"); err != nil || got != want {
+		t.Errorf("DefaultCacheDir() = %q, %v; want %q", got, err, want)
+	}
+}

@@ -1,0 +1,236 @@
+package resolve
+
+import (
+	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"net/url"
+	"strings"
+	"syscall"
+	"unicode"
+
+	"github.com/google/go-containerregistry/pkg/name"
+	"github.com/google/go-containerregistry/pkg/v1/remote/transport"
+)
+
+// maxDetail caps the registry's own words (an error body) in a message.
+const maxDetail = 160
+
+// resolveError is a reference that could not be resolved. Its message is
+// one line that names the image, each registry or mirror tried and what it
+// answered (the HTTP status, or the network cause), and how often it was
+// asked. It unwraps to the failure of each try, so errors.As finds a
+// *transport.Error and its StatusCode.
+type resolveError struct {
+	msg  string
+	errs []error
+}
+
+func (e *resolveError) Error() string   { return e.msg }
+func (e *resolveError) Unwrap() []error { return e.errs }
+
+// tryFailure is a try with what the trace saw, before it is formatted.
+type tryFailure struct {
+	c   candidate
+	err error
+	tr  *trace
+}
+
+// newError formats the failures of ref as one line, masking credentials.
+func newError(ref name.Reference, fails []tryFailure, red *redactor) *resolveError {
+	e := &resolveError{}
+	var parts []string
+	for _, f := range fails {
+		e.errs = append(e.errs, f.err)
+		s := f.c.ref.String()
+		if f.c.mirror {
+			s += " (mirror)"
+		}
+		s += ": " + describe(f.err)
+		if sum := f.tr.summary(); sum != "" {
+			s += " (" + sum + ")"
+		}
+		parts = append(parts, s)
+	}
+	msg := strings.Join(parts, "; then ")
+	if len(fails) == 0 {
+		msg = ref.String() + ": nothing tried"
+	}
+	e.msg = red.redact(oneLine(msg, 0))
+	return e
+}
+
+// describe says in a few words what went wrong in one try: the step and
+// the HTTP status with the registry's own message, or the network cause.
+func describe(err error) string {
+	// A TLS failure first: the ping of a loopback registry also tries
+	// plain HTTP, whose answer (400) would hide the cause.
+	if c := tlsCause(err); c != "" {
+		return c
+	}
+	var te *transport.Error
+	if errors.As(err, &te) {
+		s := fmt.Sprintf("%d %s", te.StatusCode, http.StatusText(te.StatusCode))
+		if d := registrySays(te); d != "" {
+			s += " (" + d + ")"
+		}
+		if step := stepOf(te.Request); step != "" {
+			s = step + ": " + s
+		}
+		return s
+	}
+	var pe *platformError
+	if errors.As(err, &pe) {
+		return pe.Error()
+	}
+	switch {
+	case errors.Is(err, context.DeadlineExceeded):
+		return "deadline exceeded before an answer"
+	case errors.Is(err, context.Canceled):
+		return "canceled"
+	}
+	var ue *url.Error
+	if errors.As(err, &ue) {
+		step := ""
+		if u, perr := url.Parse(ue.URL); perr == nil {
+			step = stepOf(&http.Request{Method: strings.ToUpper(ue.Op), URL: u})
+		}
+		if step != "" {
+			return step + ": " + netCause(ue.Err)
+		}
+		return netCause(ue.Err)
+	}
+	return netCause(err)
+}
+
+// registrySays returns the registry's own words from an error answer.
+func registrySays(te *transport.Error) string {
+	var ds []string
+	for _, d := range te.Errors {
+		s := string(d.Code)
+		if d.Message != "" {
+			s += ": " + d.Message
+		}
+		ds = append(ds, s)
+	}
+	if len(ds) > 0 {
+		return oneLine(strings.Join(ds, "; "), maxDetail)
+	}
+	// An unstructured body (an HTML error page, say) follows the status
+	// text in the error message.
+	msg := te.Error()
+	marker := fmt.Sprintf("%d %s: ", te.StatusCode, http.StatusText(te.StatusCode))
+	if i := strings.Index(msg, marker); i >= 0 {
+		return oneLine(msg[i+len(marker):], maxDetail)
+	}
+	return ""
+}
+
+// stepOf names the registry request that failed, e.g. "HEAD manifest".
+func stepOf(req *http.Request) string {
+	if req == nil || req.URL == nil {
+		return ""
+	}
+	p := req.URL.Path
+	switch {
+	case p == "/v2/" || p == "/v2":
+		return "ping " + req.URL.Host
+	case strings.Contains(p, "/manifests/"):
+		return req.Method + " manifest"
+	case strings.Contains(p, "/blobs/"):
+		return req.Method + " config blob"
+	}
+	return "token request to " + req.URL.Host
+}
+
+// netCause names the network failure in err, without URLs.
+func netCause(err error) string {
+	var he *hungError
+	if errors.As(err, &he) {
+		return he.Error()
+	}
+	if c := tlsCause(err); c != "" {
+		return c
+	}
+	switch {
+	case errors.Is(err, syscall.ECONNRESET):
+		return "connection reset by peer"
+	case errors.Is(err, syscall.ECONNREFUSED):
+		return "connection refused"
+	case errors.Is(err, context.DeadlineExceeded):
+		return "deadline exceeded before an answer"
+	}
+	var dns *net.DNSError
+	if errors.As(err, &dns) {
+		return "DNS: " + dns.Error()
+	}
+	var ne net.Error
+	if errors.As(err, &ne) && ne.Timeout() {
+		return "timeout: " + innermost(err).Error()
+	}
+	// Strip URLs that wrappers put in front: keep the innermost message
+	// that is not an *url.Error.
+	var ue *url.Error
+	for errors.As(err, &ue) {
+		err = ue.Err
+	}
+	return oneLine(err.Error(), 2*maxDetail)
+}
+
+// tlsCause describes a certificate that failed verification, or "".
+func tlsCause(err error) string {
+	var ua x509.UnknownAuthorityError
+	if errors.As(err, &ua) {
+		return "TLS: certificate signed by an unknown authority (add its CA with --ca-file, or name the host with --insecure-registry)"
+	}
+	var hn x509.HostnameError
+	if errors.As(err, &hn) {
+		return "TLS: " + hn.Error()
+	}
+	var ci x509.CertificateInvalidError
+	if errors.As(err, &ci) {
+		return "TLS: " + ci.Error()
+	}
+	var ve *tls.CertificateVerificationError
+	if errors.As(err, &ve) {
+		return "TLS: " + oneLine(ve.Error(), maxDetail)
+	}
+	return ""
+}
+
+// innermost unwraps err as far as it goes.
+func innermost(err error) error {
+	for {
+		u := errors.Unwrap(err)
+		if u == nil {
+			return err
+		}
+		err = u
+	}
+}
+
+// oneLine collapses whitespace and control characters, and cuts s to max
+// runes (0: no limit).
+func oneLine(s string, limit int) string {
+	s = strings.Map(func(r rune) rune {
+		if unicode.IsSpace(r) || unicode.IsControl(r) {
+			return ' '
+		}
+		return r
+	}, s)
+	s = strings.Join(strings.Fields(s), " ")
+	if r := []rune(s); limit > 0 && len(r) > limit {
+		s = string(r[:limit]) + "…"
+	}
+	return s
+}
+
+// platformError is an image that exists but not for the platform asked.
+// It is an answer, not a failure: no other mirror is asked.
+type platformError struct{ msg string }
+
+func (e *platformError) Error() string { return e.msg }

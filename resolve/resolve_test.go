@@ -1,0 +1,299 @@
+package resolve
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-containerregistry/pkg/authn"
+	"github.com/google/go-containerregistry/pkg/name"
+	v1 "github.com/google/go-containerregistry/pkg/v1"
+	"github.com/google/go-containerregistry/pkg/v1/mutate"
+	"github.com/google/go-containerregistry/pkg/v1/random"
+
+	"github.com/digestpin/digestpin/internal/testregistry"
+)
+
+// anonymous is a keychain with no credentials, so that parallel tests do
+// not read the environment.
+var anonymous = authn.NewMultiKeychain()
+
+// logBuffer collects a Resolver's log lines.
+type logBuffer struct {
+	mu    sync.Mutex
+	lines []string
+}
+
+func (l *logBuffer) logf(format string, args ...any) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.lines = append(l.lines, fmt.Sprintf(format, args...))
+}
+
+func (l *logBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return strings.Join(l.lines, "\n")
+}
+
+// newTestResolver returns a Resolver with millisecond backoffs, no
+// credentials unless opts say otherwise, and its log.
+func newTestResolver(t *testing.T, opts ...Option) (*Resolver, *logBuffer) {
+	t.Helper()
+	logs := &logBuffer{}
+	base := []Option{WithKeychain(anonymous), withRetry(DefaultAttempts, time.Millisecond, 4*time.Millisecond), WithLogf(logs.logf)}
+	r, err := New(append(base, opts...)...)
+	if err != nil {
+		t.Fatalf("New: %v", err)
+	}
+	t.Cleanup(func() {
+		if t.Failed() {
+			t.Logf("resolver log:\n%s", logs)
+		}
+	})
+	return r, logs
+}
+
+// parseRef parses a reference.
+func parseRef(t *testing.T, s string) name.Reference {
+	t.Helper()
+	ref, err := name.ParseReference(s)
+	if err != nil {
+		t.Fatalf("parsing %q: %v", s, err)
+	}
+	return ref
+}
+
+// resolveString resolves s and returns the digest or the error message.
+func resolveString(t *testing.T, r *Resolver, s string) (string, error) {
+	t.Helper()
+	h, err := r.Resolve(context.Background(), parseRef(t, s))
+	if err != nil {
+		return "", err
+	}
+	return h.String(), nil
+}
+
+// pushPlatformImage pushes a single-platform image for platform p.
+func pushPlatformImage(t *testing.T, reg *testregistry.Registry, repoTag, p string) v1.Hash {
+	t.Helper()
+	plat, err := v1.ParsePlatform(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	img, err := random.Image(64, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cf, err := img.ConfigFile()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cf = cf.DeepCopy()
+	cf.OS, cf.Architecture, cf.Variant = plat.OS, plat.Architecture, plat.Variant
+	if img, err = mutate.ConfigFile(img, cf); err != nil {
+		t.Fatal(err)
+	}
+	return reg.Push(t, repoTag, img)
+}
+
+// wantErr checks that err is one line that contains every part.
+func wantErr(t *testing.T, err error, parts ...string) {
+	t.Helper()
+	if err == nil {
+		t.Fatalf("error = nil, want one containing %q", parts)
+	}
+	msg := err.Error()
+	if strings.ContainsAny(msg, "\r\n") {
+		t.Errorf("error is not one line: %q", msg)
+	}
+	for _, p := range parts {
+		if !strings.Contains(msg, p) {
+			t.Errorf("error = %q, want it to contain %q", msg, p)
+		}
+	}
+}
+
+func TestResolveHeadOncePerReference(t *testing.T) {
+	t.Parallel()
+	reg := testregistry.New(t)
+	want := map[string]string{}
+	for _, repo := range []string{"a:1", "b:1", "c:1"} {
+		want[reg.Ref(repo)] = reg.PushImage(t, repo).String()
+	}
+	reg.ResetCounts()
+	r, _ := newTestResolver(t, WithJobs(2))
+
+	// Ten callers per reference, as concurrent as they come.
+	var mu sync.Mutex
+	got := map[string]string{}
+	var wg sync.WaitGroup
+	for ref := range want {
+		for range 10 {
+			wg.Go(func() {
+				h, err := resolveString(t, r, ref)
+				if err != nil {
+					t.Errorf("Resolve(%s): %v", ref, err)
+				}
+				mu.Lock()
+				got[ref] = h
+				mu.Unlock()
+			})
+		}
+	}
+	wg.Wait()
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("digests (-want +got):\n%s", diff)
+	}
+	counts := map[string]int{"HEAD manifests": reg.Count("HEAD manifests"), "GET manifests": reg.Count("GET manifests"), "GET ping": reg.Count("GET ping"), "total": reg.Total()}
+	if diff := cmp.Diff(map[string]int{"HEAD manifests": 3, "GET manifests": 0, "GET ping": 1, "total": 4}, counts); diff != "" {
+		t.Errorf("requests (-want +got):\n%s", diff)
+	}
+}
+
+func TestResolveDigestCostsNothing(t *testing.T) {
+	t.Parallel()
+	reg := testregistry.New(t)
+	d := reg.PushImage(t, "app:1")
+	reg.ResetCounts()
+	r, _ := newTestResolver(t)
+	got, err := resolveString(t, r, reg.Ref("app@"+d.String()))
+	if err != nil || got != d.String() {
+		t.Fatalf("Resolve = %s, %v, want %s", got, err, d)
+	}
+	if n := reg.Total(); n != 0 {
+		t.Errorf("requests = %d, want 0", n)
+	}
+}
+
+func TestResolvePlatform(t *testing.T) {
+	t.Parallel()
+	reg := testregistry.New(t)
+	index, children := reg.PushIndex(t, "multi:1", "linux/amd64", "linux/arm64/v8")
+	single := pushPlatformImage(t, reg, "single:1", "linux/amd64")
+	for _, tc := range []struct {
+		desc     string
+		repo     string
+		platform string
+		want     string
+		wantErr  []string
+	}{
+		{desc: "index without platform", repo: "multi:1", want: index.String()},
+		{desc: "index with platform", repo: "multi:1", platform: "linux/arm64/v8", want: children["linux/arm64/v8"].String()},
+		{desc: "index without the platform", repo: "multi:1", platform: "linux/s390x", wantErr: []string{"multi:1", "no manifest for platform linux/s390x", "linux/amd64, linux/arm64/v8"}},
+		{desc: "single image without platform", repo: "single:1", want: single.String()},
+		{desc: "single image matching", repo: "single:1", platform: "linux/amd64", want: single.String()},
+		{desc: "single image not matching", repo: "single:1", platform: "linux/arm64", wantErr: []string{"single:1", "single-platform image for linux/amd64, not linux/arm64"}},
+	} {
+		t.Run(tc.desc, func(t *testing.T) {
+			var opts []Option
+			if tc.platform != "" {
+				p, err := v1.ParsePlatform(tc.platform)
+				if err != nil {
+					t.Fatal(err)
+				}
+				opts = append(opts, WithPlatform(p))
+			}
+			r, _ := newTestResolver(t, opts...)
+			got, err := resolveString(t, r, reg.Ref(tc.repo))
+			if tc.wantErr != nil {
+				wantErr(t, err, tc.wantErr...)
+				return
+			}
+			if err != nil || got != tc.want {
+				t.Errorf("Resolve(%s) = %s, %v, want %s", tc.repo, got, err, tc.want)
+			}
+		})
+	}
+}
+
+func TestResolveGetOnlyWhenHeadGivesNoDigest(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		desc     string
+		head     func(w http.ResponseWriter)
+		wantHEAD int
+		wantGET  int
+		wantErr  []string
+	}{
+		{
+			desc: "no Docker-Content-Digest",
+			head: func(w http.ResponseWriter) {
+				w.Header().Set("Content-Type", "application/json")
+				w.WriteHeader(http.StatusOK)
+			},
+			wantHEAD: 1, wantGET: 1,
+		},
+		{
+			desc:     "HEAD not allowed",
+			head:     func(w http.ResponseWriter) { w.WriteHeader(http.StatusMethodNotAllowed) },
+			wantHEAD: 1, wantGET: 1,
+		},
+		{
+			desc:     "not found is not asked again",
+			head:     func(w http.ResponseWriter) { w.WriteHeader(http.StatusNotFound) },
+			wantHEAD: 1, wantGET: 0,
+			wantErr: []string{"HEAD manifest: 404 Not Found"},
+		},
+		{
+			desc:     "forbidden is not asked again",
+			head:     func(w http.ResponseWriter) { w.WriteHeader(http.StatusForbidden) },
+			wantHEAD: 1, wantGET: 0,
+			wantErr: []string{"HEAD manifest: 403 Forbidden"},
+		},
+	} {
+		t.Run(tc.desc, func(t *testing.T) {
+			t.Parallel()
+			reg := testregistry.New(t)
+			want := reg.PushImage(t, "app:1")
+			reg.ResetCounts()
+			reg.Handle(func(w http.ResponseWriter, r *http.Request) bool {
+				if r.Method != http.MethodHead {
+					return false
+				}
+				tc.head(w)
+				return true
+			})
+			r, _ := newTestResolver(t)
+			got, err := resolveString(t, r, reg.Ref("app:1"))
+			if tc.wantErr != nil {
+				wantErr(t, err, append(tc.wantErr, reg.Ref("app:1"))...)
+			} else if err != nil || got != want.String() {
+				t.Errorf("Resolve = %s, %v, want %s", got, err, want)
+			}
+			if h, g := reg.Count("HEAD manifests"), reg.Count("GET manifests"); h != tc.wantHEAD || g != tc.wantGET {
+				t.Errorf("HEAD, GET manifests = %d, %d, want %d, %d", h, g, tc.wantHEAD, tc.wantGET)
+			}
+		})
+	}
+}
+
+func TestNewValidates(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		desc    string
+		opts    []Option
+		wantErr string
+	}{
+		{"zero jobs", []Option{WithJobs(0)}, "jobs must be positive"},
+		{"zero request timeout", []Option{WithRequestTimeout(0)}, "request timeout must be positive"},
+		{"nil keychain", []Option{WithKeychain(nil)}, "keychain is nil"},
+		{"empty insecure host", []Option{WithInsecureRegistries("")}, "insecure registry host is empty"},
+		{"mirror-only without mirrors", []Option{WithMirrorOnly(true)}, "mirror-only without any mirror"},
+		{"bad mirror", []Option{WithMirror("docker.io", "https://mirror.example")}, "without a scheme"},
+		{"missing CA file", []Option{WithCAFiles("/nonexistent/ca.pem")}, "reading CA file"},
+		{"bad retry policy", []Option{withRetry(0, time.Second, time.Second)}, "invalid retry policy"},
+	} {
+		t.Run(tc.desc, func(t *testing.T) {
+			_, err := New(tc.opts...)
+			if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
+				t.Errorf("New() error = %v, want one containing %q", err, tc.wantErr)
+			}
+		})
+	}
+}

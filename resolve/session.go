@@ -1,0 +1,325 @@
+package resolve
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"slices"
+	"strings"
+	"sync"
+
+	"github.com/google/go-containerregistry/pkg/authn"
+	"github.com/google/go-containerregistry/pkg/name"
+	"github.com/google/go-containerregistry/pkg/v1/remote"
+	"github.com/google/go-containerregistry/pkg/v1/remote/transport"
+)
+
+// maxScopes caps the repositories asked for in one token request. Both
+// the request URL (about 50 bytes a scope) and the token, which travels in
+// every request header and often lists its grants (about 100 bytes each),
+// grow with it; 32 keeps both well within the 8 KiB that proxies accept.
+const maxScopes = 32
+
+// session is everything a Resolver shares for one registry: its
+// credentials, the ping, and the bearer tokens.
+//
+// go-containerregistry asks the token server for a token per repository.
+// A session asks for one token for all the repositories of the registry
+// that are being resolved at the time: every Resolve call announces its
+// repository (want) before it waits for a slot, so the first token
+// request of a run carries all of them, and the registry costs one token
+// exchange. A repository announced later gets a token of its own (with
+// every other repository still waiting). Token servers grant the subset
+// of the scopes the credentials allow (the distribution token spec), so
+// asking for more never loses access; a server that refuses the whole
+// request instead is asked again for the one repository.
+type session struct {
+	reg   name.Registry
+	base  http.RoundTripper // the shared HTTP layer, with the ping cache
+	kc    authn.Keychain
+	red   *redactor
+	popts []remote.Option
+
+	prep      chan struct{} // held while preparing
+	auth      authn.Authenticator
+	challenge *transport.Challenge // nil until prepared
+	prepGen   int                  // failed preparations so far; under mu
+	prepErr   error                // the last one's error; under mu
+
+	mu       sync.Mutex
+	pending  map[string]int // repository → resolutions that may need it
+	open     *remote.Puller // when the registry needs no token: serves all
+	tokens   []*token
+	inflight []*exchange
+}
+
+// token is a bearer token and the repositories it was asked for.
+type token struct {
+	repos  map[string]bool
+	puller *remote.Puller
+}
+
+// exchange is a token request in flight; callers whose repository it
+// covers wait for it instead of asking again.
+type exchange struct {
+	repos  map[string]bool // nil: every repository (not a bearer registry)
+	done   chan struct{}
+	err    error
+	failed map[string]bool // repositories err applies to; nil: all
+}
+
+func (e *exchange) covers(repo string) bool { return e.repos == nil || e.repos[repo] }
+
+func (e *exchange) failedFor(repo string) bool {
+	return e.err != nil && (e.failed == nil || e.failed[repo])
+}
+
+// want announces that repo may be asked for soon.
+func (s *session) want(repo string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.pending[repo]++
+}
+
+// done withdraws an announcement of want.
+func (s *session) done(repo string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.pending[repo]--; s.pending[repo] <= 0 {
+		delete(s.pending, repo)
+	}
+}
+
+// puller returns a puller authorised for repo, exchanging a token first
+// if none covers it.
+func (s *session) puller(ctx context.Context, repo string) (*remote.Puller, error) {
+	for {
+		s.mu.Lock()
+		if p := s.lookup(repo); p != nil {
+			s.mu.Unlock()
+			return p, nil
+		}
+		if ex := s.inflightFor(repo); ex != nil {
+			s.mu.Unlock()
+			select {
+			case <-ex.done:
+			case <-ctx.Done():
+				return nil, ctx.Err()
+			}
+			if ex.failedFor(repo) {
+				return nil, ex.err
+			}
+			continue
+		}
+		s.mu.Unlock()
+
+		// Credentials and the ping first, once for all: while the ping
+		// travels, the other resolutions announce their repositories, so
+		// the token request below can carry them all.
+		auth, ch, err := s.prepare(ctx)
+		if err != nil {
+			return nil, err
+		}
+		s.mu.Lock()
+		if s.lookup(repo) != nil || s.inflightFor(repo) != nil {
+			s.mu.Unlock()
+			continue
+		}
+		ex := &exchange{repos: s.scopesFor(repo), done: make(chan struct{})}
+		if !strings.EqualFold(ch.Scheme, "bearer") {
+			ex.repos = nil // no token: every repository is served alike
+		}
+		s.inflight = append(s.inflight, ex)
+		s.mu.Unlock()
+
+		p, granted, failed, err := s.exchange(ctx, auth, repo, ex.repos)
+		s.mu.Lock()
+		s.inflight = slices.DeleteFunc(s.inflight, func(e *exchange) bool { return e == ex })
+		switch {
+		case err != nil:
+			ex.err, ex.failed = err, failed
+		case granted == nil:
+			s.open = p
+		default:
+			s.tokens = append(s.tokens, &token{repos: granted, puller: p})
+		}
+		s.mu.Unlock()
+		close(ex.done)
+		if err != nil {
+			return nil, err
+		}
+	}
+}
+
+// prepare resolves the registry's credentials and pings it, once for the
+// session. Concurrent callers wait for one; when it fails, those that were
+// waiting get its error (a registry that fails after its retries is not
+// asked again by each of them in turn), and later callers try again.
+func (s *session) prepare(ctx context.Context) (authn.Authenticator, *transport.Challenge, error) {
+	s.mu.Lock()
+	gen := s.prepGen
+	s.mu.Unlock()
+	select {
+	case s.prep <- struct{}{}:
+		defer func() { <-s.prep }()
+	case <-ctx.Done():
+		return nil, nil, ctx.Err()
+	}
+	if s.challenge != nil {
+		return s.auth, s.challenge, nil
+	}
+	s.mu.Lock()
+	if s.prepGen != gen {
+		err := s.prepErr
+		s.mu.Unlock()
+		return nil, nil, err
+	}
+	s.mu.Unlock()
+	auth, ch, err := s.connect(ctx)
+	if err != nil {
+		if ctx.Err() == nil { // the registry's failure, not this caller's deadline
+			s.mu.Lock()
+			s.prepGen++
+			s.prepErr = err
+			s.mu.Unlock()
+		}
+		return nil, nil, err
+	}
+	s.auth, s.challenge = auth, ch
+	return auth, ch, nil
+}
+
+// connect looks up the registry's credentials and pings it.
+func (s *session) connect(ctx context.Context) (authn.Authenticator, *transport.Challenge, error) {
+	auth, err := authn.Resolve(ctx, s.kc, s.reg)
+	if err != nil {
+		return nil, nil, credentialError{s.reg.RegistryStr(), err}
+	}
+	cfg, err := authn.Authorization(ctx, auth)
+	if err != nil {
+		return nil, nil, credentialError{s.reg.RegistryStr(), err}
+	}
+	s.red.addAuth(cfg)
+	ch, err := transport.Ping(ctx, s.reg, s.base)
+	if err != nil {
+		return nil, nil, err
+	}
+	return auth, ch, nil
+}
+
+// lookup finds a puller that covers repo. s.mu is held.
+func (s *session) lookup(repo string) *remote.Puller {
+	if s.open != nil {
+		return s.open
+	}
+	for _, t := range s.tokens {
+		if t.repos[repo] {
+			return t.puller
+		}
+	}
+	return nil
+}
+
+// inflightFor finds a token request that covers repo. s.mu is held.
+func (s *session) inflightFor(repo string) *exchange {
+	for _, e := range s.inflight {
+		if e.covers(repo) {
+			return e
+		}
+	}
+	return nil
+}
+
+// scopesFor picks the repositories of a new token request: repo, then the
+// other announced ones that no token or request covers yet, in order, up
+// to maxScopes. s.mu is held.
+func (s *session) scopesFor(repo string) map[string]bool {
+	repos := map[string]bool{repo: true}
+	others := make([]string, 0, len(s.pending))
+	for r := range s.pending {
+		if r != repo && s.lookup(r) == nil && s.inflightFor(r) == nil {
+			others = append(others, r)
+		}
+	}
+	slices.Sort(others)
+	for _, r := range others {
+		if len(repos) >= maxScopes {
+			break
+		}
+		repos[r] = true
+	}
+	return repos
+}
+
+// exchange builds the registry's transport: with basic auth or none
+// (repos is nil) it serves every repository; with bearer auth it holds a
+// token for repos. It returns the puller and the repositories it serves
+// (nil: all of them); on error, the repositories the error applies to
+// (nil: all of them).
+func (s *session) exchange(ctx context.Context, auth authn.Authenticator, repo string, repos map[string]bool) (*remote.Puller, map[string]bool, map[string]bool, error) {
+	if repos == nil {
+		t, err := transport.NewWithContext(ctx, s.reg, auth, s.base, nil)
+		if err != nil {
+			return nil, nil, nil, err
+		}
+		p, err := s.newPuller(t)
+		return p, nil, nil, err
+	}
+	scopes := scopeList(repo, repos)
+	t, err := transport.NewWithContext(ctx, s.reg, auth, s.base, scopes)
+	if err != nil && len(scopes) > 1 && refused(err) {
+		// A token server that refuses the whole request for one scope it
+		// will not grant: ask for this repository alone; the others ask
+		// for themselves.
+		repos = map[string]bool{repo: true}
+		t, err = transport.NewWithContext(ctx, s.reg, auth, s.base, scopes[:1])
+		if err != nil && !refused(err) {
+			return nil, nil, repos, err
+		}
+		// Refused again: the credentials are wrong, for everyone.
+	}
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	p, err := s.newPuller(t)
+	return p, repos, nil, err
+}
+
+func (s *session) newPuller(t http.RoundTripper) (*remote.Puller, error) {
+	return remote.NewPuller(append([]remote.Option{remote.WithTransport(t)}, s.popts...)...)
+}
+
+// scopeList lists the pull scopes of repos, repo first: some token servers
+// look at the first scope only.
+func scopeList(repo string, repos map[string]bool) []string {
+	scopes := []string{pullScope(repo)}
+	rest := make([]string, 0, len(repos))
+	for r := range repos {
+		if r != repo {
+			rest = append(rest, pullScope(r))
+		}
+	}
+	slices.Sort(rest)
+	return append(scopes, rest...)
+}
+
+func pullScope(repo string) string { return "repository:" + repo + ":" + transport.PullScope }
+
+// refused reports whether err is a 401 or 403 answer.
+func refused(err error) bool {
+	var te *transport.Error
+	return errors.As(err, &te) && (te.StatusCode == http.StatusUnauthorized || te.StatusCode == http.StatusForbidden)
+}
+
+// credentialError is a keychain that failed (a credential helper that
+// exited non-zero, say).
+type credentialError struct {
+	registry string
+	err      error
+}
+
+func (e credentialError) Error() string {
+	return "reading credentials for " + e.registry + ": " + oneLine(e.err.Error(), maxDetail)
+}
+
+func (e credentialError) Unwrap() error { return e.err }

@@ -1,0 +1,108 @@
+package resolve
+
+import (
+	"errors"
+	"net/http"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/digestpin/digestpin/internal/testregistry"
+)
+
+func TestTLSRegistry(t *testing.T) {
+	t.Parallel()
+	reg := testregistry.NewTLS(t)
+	want := reg.PushImage(t, "app:1")
+	ca := filepath.Join(t.TempDir(), "ca.pem")
+	if err := os.WriteFile(ca, reg.CertPEM(), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		desc    string
+		opts    []Option
+		wantErr []string
+	}{
+		{desc: "unknown CA", wantErr: []string{reg.TLSRef("app:1"), "TLS: certificate signed by an unknown authority"}},
+		{desc: "with --ca-file", opts: []Option{WithCAFiles(ca)}},
+		{desc: "with --insecure-registry", opts: []Option{WithInsecureRegistries(reg.TLSHost())}},
+	} {
+		t.Run(tc.desc, func(t *testing.T) {
+			t.Parallel()
+			r, _ := newTestResolver(t, tc.opts...)
+			got, err := resolveString(t, r, reg.TLSRef("app:1"))
+			if tc.wantErr != nil {
+				wantErr(t, err, tc.wantErr...)
+				return
+			}
+			if err != nil || got != want.String() {
+				t.Errorf("Resolve = %s, %v, want %s", got, err, want)
+			}
+		})
+	}
+}
+
+func TestCAFileWithoutCertificates(t *testing.T) {
+	t.Parallel()
+	f := filepath.Join(t.TempDir(), "empty.pem")
+	if err := os.WriteFile(f, []byte("not a certificate\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	_, err := New(WithCAFiles(f))
+	wantErr(t, err, "no PEM certificate")
+}
+
+func TestPlainHTTPOnlyToLoopbackAndInsecure(t *testing.T) {
+	t.Parallel()
+	ok := roundTripFunc(func(*http.Request) (*http.Response, error) { return &http.Response{StatusCode: http.StatusOK}, nil })
+	g := &plainHTTPGuard{next: ok, insecure: map[string]bool{"registry.example:5000": true}}
+	got := map[string]bool{}
+	for _, u := range []string{
+		"http://127.0.0.1:5000/v2/",
+		"http://localhost:5000/v2/",
+		"http://[::1]:5000/v2/",
+		"http://registry.example:5000/v2/",
+		"http://registry.example/v2/",
+		"http://10.1.2.3:5000/v2/",
+		"http://printer.local/v2/",
+		"https://10.1.2.3:5000/v2/",
+	} {
+		req, err := http.NewRequest(http.MethodGet, u, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, err = g.RoundTrip(req)
+		got[u] = err == nil
+	}
+	want := map[string]bool{
+		"http://127.0.0.1:5000/v2/":        true,
+		"http://localhost:5000/v2/":        true,
+		"http://[::1]:5000/v2/":            true,
+		"http://registry.example:5000/v2/": true,
+		"http://registry.example/v2/":      false,
+		"http://10.1.2.3:5000/v2/":         false,
+		"http://printer.local/v2/":         false,
+		"https://10.1.2.3:5000/v2/":        true,
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("allowed (-want +got):\n%s", diff)
+	}
+}
+
+func TestDescribeNetworkCauses(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		err  error
+		want string
+	}{
+		{&hungError{host: "registry.example", timeout: 30e9}, "no answer from registry.example within 30s"},
+		{&hungError{host: "registry.example", timeout: 30e9, earlier: true}, "skipped: registry.example gave no answer within 30s earlier in this run"},
+		{errors.New("line one\nline two\t\tend"), "line one line two end"},
+	} {
+		if got := describe(tc.err); got != tc.want {
+			t.Errorf("describe(%v) = %q, want %q", tc.err, got, tc.want)
+		}
+	}
+}

@@ -1,0 +1,104 @@
+package resolve
+
+import (
+	"crypto/tls"
+	"crypto/x509"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"strings"
+)
+
+// newBaseTransport builds the HTTP layer under the registry protocol, from
+// the bottom up: TLS verification (with the extra CA bundles, skipped only
+// for insecure hosts), a refusal of plain HTTP except to loopback and
+// insecure hosts, retries with per-request timeouts, and the shared ping.
+func newBaseTransport(o *options, red *redactor) (http.RoundTripper, error) {
+	t := o.transport
+	if t == nil {
+		t = http.DefaultTransport.(*http.Transport).Clone()
+	}
+	if len(o.caFiles) > 0 {
+		ht, ok := t.(*http.Transport)
+		if !ok {
+			return nil, errors.New("extra CA files need an *http.Transport")
+		}
+		pool, err := x509.SystemCertPool()
+		if err != nil {
+			pool = x509.NewCertPool()
+		}
+		for _, f := range o.caFiles {
+			pem, err := os.ReadFile(f)
+			if err != nil {
+				return nil, fmt.Errorf("reading CA file: %w", err)
+			}
+			if !pool.AppendCertsFromPEM(pem) {
+				return nil, fmt.Errorf("reading CA file %s: no PEM certificate in it", f)
+			}
+		}
+		ht = ht.Clone()
+		if ht.TLSClientConfig == nil {
+			ht.TLSClientConfig = &tls.Config{MinVersion: tls.VersionTLS12}
+		}
+		ht.TLSClientConfig.RootCAs = pool
+		t = ht
+	}
+	if len(o.insecure) > 0 {
+		t = newInsecureTransport(t, o.insecure)
+	}
+	t = &plainHTTPGuard{next: t, insecure: o.insecure}
+	rt := &retryTransport{next: &redactingTransport{next: t, red: red}, policy: o.retry, timeout: o.requestTimeout, logf: o.logf}
+	return newPingCache(rt), nil
+}
+
+// plainHTTPGuard refuses plain HTTP to hosts that are neither loopback nor
+// named insecure. go-containerregistry also falls back to HTTP for private
+// (RFC 1918) addresses and .local names; credentials must not travel there
+// in clear text unless the user asked for it.
+type plainHTTPGuard struct {
+	next     http.RoundTripper
+	insecure map[string]bool
+}
+
+// RoundTrip implements http.RoundTripper.
+func (g *plainHTTPGuard) RoundTrip(req *http.Request) (*http.Response, error) {
+	if req.URL.Scheme == "http" && !g.insecure[req.URL.Host] && !isLoopback(req.URL.Hostname()) {
+		return nil, fmt.Errorf("plain HTTP to %s refused: it is not loopback; name it with --insecure-registry to allow it", req.URL.Host)
+	}
+	return g.next.RoundTrip(req)
+}
+
+// isLoopback reports whether host is localhost or a loopback address.
+func isLoopback(host string) bool {
+	if strings.EqualFold(host, "localhost") {
+		return true
+	}
+	ip := net.ParseIP(strings.Trim(host, "[]"))
+	return ip != nil && ip.IsLoopback()
+}
+
+// newInsecureTransport skips certificate verification for the insecure
+// hosts only.
+func newInsecureTransport(base http.RoundTripper, hosts map[string]bool) http.RoundTripper {
+	ht, ok := base.(*http.Transport)
+	if !ok {
+		return base
+	}
+	unverified := ht.Clone()
+	if unverified.TLSClientConfig == nil {
+		unverified.TLSClientConfig = &tls.Config{}
+	}
+	unverified.TLSClientConfig.InsecureSkipVerify = true //nolint:gosec // only for hosts named with --insecure-registry
+	return roundTripFunc(func(req *http.Request) (*http.Response, error) {
+		if hosts[req.URL.Host] {
+			return unverified.RoundTrip(req)
+		}
+		return base.RoundTrip(req)
+	})
+}
+
+type roundTripFunc func(*http.Request) (*http.Response, error)
+
+func (f roundTripFunc) RoundTrip(req *http.Request) (*http.Response, error) { return f(req) }
