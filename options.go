@@ -21,7 +21,13 @@ type options struct {
 	requestTimeout     time.Duration
 	onError            string
 	insecureRegistries []string
+	caFiles            []string
+	pullSecrets        []string
+	registryMirrors    []string
+	mirrorOnly         bool
+	gitops             gitopsOptions // lock, cache and report flags (gitops.go)
 	logFile            string
+	ttyErrors          bool
 	verbose            bool
 	version            bool
 }
@@ -41,7 +47,13 @@ func (o *options) bind(fs *pflag.FlagSet) {
 	fs.DurationVar(&o.requestTimeout, "request-timeout", 30*time.Second, "bound on one registry request")
 	fs.StringVar(&o.onError, "on-error", "fail", "an image that cannot be resolved: fail the run, or keep it unpinned with a warning")
 	fs.StringSliceVar(&o.insecureRegistries, "insecure-registry", nil, "allow plain HTTP and unverified TLS for `HOST[:PORT]` only (repeatable)")
+	fs.StringSliceVar(&o.caFiles, "ca-file", nil, "also trust the PEM CA certificates in `FILE` for registries (repeatable)")
+	fs.StringSliceVar(&o.pullSecrets, "pull-secret", nil, "registry credentials from `FILE`: a Kubernetes image pull secret's .dockerconfigjson (as mounted) or the Secret as JSON; tried before the docker config (repeatable)")
+	fs.StringSliceVar(&o.registryMirrors, "registry-mirror", nil, "ask mirror TO about the images of registry FROM (`FROM=TO`): FROM as docker.io for Docker Hub, TO as host[:port][/path-prefix]; the output keeps the original name (repeatable; mirrors in order, then FROM)")
+	fs.BoolVar(&o.mirrorOnly, "mirror-only", false, "never ask a registry that has a --registry-mirror itself")
+	o.gitops.bind(fs)
 	fs.StringVar(&o.logFile, "log-file", "", "also append messages to `FILE`")
+	fs.BoolVar(&o.ttyErrors, "tty-errors", false, "also write the reason of a failure to the controlling terminal when stderr is not a terminal (the Helm 4 plugin sets it: Helm 4 discards a post-renderer's stderr)")
 	fs.BoolVarP(&o.verbose, "verbose", "v", false, "log each resolution to stderr")
 	fs.BoolVar(&o.version, "version", false, "print the version and exit")
 }

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"strings"
 
 	"github.com/google/go-containerregistry/pkg/authn"
 	v1 "github.com/google/go-containerregistry/pkg/v1"
@@ -20,6 +21,10 @@ func pin(ctx context.Context, o *options, stdin io.Reader, stdout io.Writer, rep
 	if err != nil {
 		return &usageError{err}
 	}
+	g, err := o.gitops.start(r, o.platform, rep)
+	if err != nil {
+		return err
+	}
 	ctx, cancel := context.WithTimeout(ctx, o.timeout)
 	defer cancel()
 	in, err := o.read(stdin)
@@ -28,6 +33,9 @@ func pin(ctx context.Context, o *options, stdin io.Reader, stdout io.Writer, rep
 	}
 	res, err := r.Render(ctx, in)
 	if err != nil {
+		return err
+	}
+	if err := g.finish(res); err != nil {
 		return err
 	}
 	if _, err := stdout.Write(res.Output); err != nil {
@@ -80,13 +88,32 @@ func (o *options) renderer(rep *reporter) (*renderer.Renderer, error) {
 		}
 		paths = append(paths[:len(paths):len(paths)], p)
 	}
+	// Credentials: the pull secrets in the order given, then the docker
+	// config with its credential helpers.
+	var keychains []authn.Keychain
+	for _, f := range o.pullSecrets {
+		kc, err := resolve.ReadPullSecret(f)
+		if err != nil {
+			return nil, fmt.Errorf("--pull-secret: %w", err)
+		}
+		keychains = append(keychains, kc)
+	}
 	ropts := []resolve.Option{
-		resolve.WithKeychain(authn.DefaultKeychain),
+		resolve.WithKeychain(authn.NewMultiKeychain(append(keychains, authn.DefaultKeychain)...)),
 		resolve.WithJobs(o.concurrency),
 		resolve.WithRequestTimeout(o.requestTimeout),
 		resolve.WithInsecureRegistries(o.insecureRegistries...),
+		resolve.WithCAFiles(o.caFiles...),
+		resolve.WithMirrorOnly(o.mirrorOnly),
 		resolve.WithUserAgent("digestpin/" + version),
 		resolve.WithLogf(rep.debugf),
+	}
+	for _, m := range o.registryMirrors {
+		from, to, ok := strings.Cut(m, "=")
+		if !ok {
+			return nil, fmt.Errorf("parsing --registry-mirror %q: want FROM=TO", m)
+		}
+		ropts = append(ropts, resolve.WithMirror(from, to))
 	}
 	if o.platform != "" {
 		p, err := v1.ParsePlatform(o.platform)

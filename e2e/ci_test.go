@@ -1,0 +1,159 @@
+package e2e
+
+import (
+	"errors"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/digestpin/digestpin/internal/testregistry"
+	"github.com/digestpin/digestpin/lockfile"
+)
+
+// exitStatus returns a command's exit status, 0 for success and -1 when
+// it did not run.
+func exitStatus(err error) int {
+	var ee *exec.ExitError
+	switch {
+	case err == nil:
+		return 0
+	case errors.As(err, &ee):
+		return ee.ExitCode()
+	}
+	return -1
+}
+
+// ciChart copies the shop chart of testdata/argocd-app and builds its
+// dependencies, as a CI job does before rendering. It returns the chart
+// folder.
+func ciChart(t *testing.T, sc *sidecar, reg *testregistry.Registry) string {
+	t.Helper()
+	chart := argoApp(t, registryValues(reg))
+	if r := runCmd(t, chart, nil, sc.env(), helm4(t), "dependency", "build", "."); r.err != nil {
+		t.Fatalf("helm dependency build: %v\n%s", r.err, r.stderr)
+	}
+	return chart
+}
+
+func TestCIStep(t *testing.T) {
+	reg := testregistry.New(t)
+	digests := pushShop(t, reg)
+	sc := newSidecar(t)
+	chart := ciChart(t, sc, reg)
+	work := filepath.Dir(chart)
+	step := filepath.Join(repoRoot(t), "scripts", "ci", "digestpin-lock.sh")
+	lock := filepath.Join(chart, "digests.lock")
+	// The CI job's environment: the sidecar's, without Argo CD's variables.
+	var env []string
+	for _, kv := range sc.env() {
+		if !strings.HasPrefix(kv, "ARGOCD_") && !strings.HasPrefix(kv, "KUBE_") {
+			env = append(env, kv)
+		}
+	}
+	env = append(env, "RELEASE=shop")
+	values := []string{"--values", filepath.Join("web", "values-e2e.yaml"), "--namespace", "prod"}
+
+	// lockDigests reads the lock file as repository:tag → digest.
+	lockDigests := func() map[string]string {
+		t.Helper()
+		l, err := lockfile.Read(lock)
+		if err != nil {
+			t.Fatal(err)
+		}
+		m := map[string]string{}
+		for _, e := range l.Entries() {
+			m[strings.TrimPrefix(e.Reference, reg.Host()+"/")] = e.Digest
+		}
+		return m
+	}
+
+	for _, s := range []struct {
+		desc   string
+		args   []string
+		push   string // push this repository:tag again first
+		status int
+		stderr []string
+		noLock bool // the lock file must not exist after the step
+	}{
+		{desc: "usage", args: nil, status: 2, stderr: []string{"Usage:", "digestpin-lock.sh [--check]"}, noLock: true},
+		{desc: "check before anything is recorded", args: []string{"--check", "web"}, status: 1, stderr: []string{"lock file web/digests.lock not found"}, noLock: true},
+		{desc: "record", args: []string{"--output", "manifests.yaml", "web"}, stderr: []string{"web/digests.lock updated: commit it"}},
+		{desc: "record again", args: []string{"web"}, stderr: []string{"web/digests.lock unchanged"}},
+		{desc: "check", args: []string{"--check", "web"}, stderr: []string{"web/digests.lock matches the registry"}},
+		{
+			desc: "check after a push", args: []string{"--check", "--output", "manifests.yaml", "web"}, push: "shop/web:1.4", status: 1,
+			stderr: []string{reg.Ref("shop/web:1.4") + ": moved from " + digests["shop/web:1.4"].String(), "run this step without --check and commit the lock file"},
+		},
+		{desc: "record the push", args: []string{"web"}, stderr: []string{"web/digests.lock updated"}},
+		{desc: "check again", args: []string{"--check", "web"}, stderr: []string{"matches the registry"}},
+	} {
+		if s.push != "" {
+			digests[s.push] = pushFixed(t, reg, s.push, "2")
+		}
+		args := s.args
+		if len(args) > 0 {
+			args = append(append([]string(nil), args...), values...)
+		}
+		r := runCmd(t, work, nil, env, step, args...)
+		if got := exitStatus(r.err); got != s.status {
+			t.Fatalf("%s: exit status %d, want %d\nstderr:\n%s", s.desc, got, s.status, r.stderr)
+		}
+		for _, w := range s.stderr {
+			if !strings.Contains(r.stderr, w) {
+				t.Errorf("%s: stderr does not contain %q:\n%s", s.desc, w, r.stderr)
+			}
+		}
+		if r.stdout != "" {
+			t.Errorf("%s: stdout = %q, want nothing", s.desc, r.stdout)
+		}
+		if _, err := os.Stat(lock); s.noLock != os.IsNotExist(err) {
+			t.Errorf("%s: lock file: %v, want it to exist: %v", s.desc, err, !s.noLock)
+		}
+		if s.noLock || s.status != 0 {
+			continue
+		}
+		// After every successful step the lock holds what the registry
+		// serves, one entry per distinct image.
+		got := lockDigests()
+		if len(got) != len(shopImages) {
+			t.Errorf("%s: lock has %d entries, want %d: %v", s.desc, len(got), len(shopImages), got)
+		}
+		for im, d := range digests {
+			if got[im] != d.String() {
+				t.Errorf("%s: lock has %s for %s, want %s", s.desc, got[im], im, d)
+			}
+		}
+	}
+	// A failed check leaves no manifests in --output.
+	b, err := os.ReadFile(filepath.Join(work, "manifests.yaml"))
+	if err != nil || len(b) != 0 {
+		t.Errorf("manifests.yaml after a failed check: %d bytes (%v), want empty", len(b), err)
+	}
+}
+
+func TestCIStepOutput(t *testing.T) {
+	reg := testregistry.New(t)
+	digests := pushShop(t, reg)
+	sc := newSidecar(t)
+	chart := ciChart(t, sc, reg)
+	step := filepath.Join(repoRoot(t), "scripts", "ci", "digestpin-lock.sh")
+	out := filepath.Join(t.TempDir(), "manifests.yaml")
+	r := runCmd(t, chart, nil, sc.env(), step, "--output", out, "--lock", "pinned.lock", ".", "--values", "values-e2e.yaml")
+	if r.err != nil {
+		t.Fatalf("digestpin-lock.sh: %v\n%s", r.err, r.stderr)
+	}
+	b, err := os.ReadFile(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for im, d := range digests {
+		if want := "image: " + reg.Ref(im) + "@" + d.String(); !strings.Contains(string(b), want) {
+			t.Errorf("--output manifests lack %q", want)
+		}
+	}
+	if _, err := os.Stat(filepath.Join(chart, "pinned.lock")); err != nil {
+		t.Errorf("--lock pinned.lock: %v", err)
+	}
+}

@@ -1,0 +1,244 @@
+package lockfile
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"sort"
+
+	"github.com/google/go-containerregistry/pkg/name"
+	v1 "github.com/google/go-containerregistry/pkg/v1"
+	"sigs.k8s.io/kustomize/kyaml/yaml"
+)
+
+// Version is the lock file format this package reads and writes.
+const Version = 1
+
+// header starts every lock file this package writes.
+const header = "# digestpin lock file: image references and the digests they resolve to.\n" +
+	"# Written by `digestpin --write-lock FILE`; read by `digestpin --lock FILE`.\n"
+
+// Entry is one resolution: the digest Reference resolved to, for Platform.
+type Entry struct {
+	// Reference is the image reference without a digest, e.g.
+	// "index.docker.io/library/nginx:1.27".
+	Reference string `yaml:"reference"`
+	// Platform is "os/arch[/variant]" when Digest is that platform's
+	// manifest, or "" when Digest is what the tag names (an index for a
+	// multi-platform image).
+	Platform string `yaml:"platform,omitempty"`
+	// Digest is "sha256:…".
+	Digest string `yaml:"digest"`
+}
+
+// file is the YAML document.
+type file struct {
+	Version int     `yaml:"version"`
+	Images  []Entry `yaml:"images"`
+}
+
+// key identifies an entry: the fully qualified reference and the platform.
+type key struct{ ref, platform string }
+
+// Lock is a validated set of entries, indexed for lookups. The zero value
+// is an empty lock. A Lock is not changed after it is made, so it is safe
+// for concurrent use.
+type Lock struct {
+	entries []Entry // normalised, sorted by Reference then Platform
+	index   map[key]v1.Hash
+}
+
+// New returns a Lock of entries. It normalises each entry (the reference
+// fully qualified, the platform in its canonical form) and rejects an
+// entry whose reference, platform or digest does not parse, a reference
+// that already carries a digest, and two different digests for the same
+// reference and platform. Exact duplicates are merged.
+func New(entries []Entry) (*Lock, error) {
+	l := &Lock{index: make(map[key]v1.Hash, len(entries))}
+	var errs []error
+	for i, e := range entries {
+		n, h, err := normalise(e)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("entry %d: %w", i+1, err))
+			continue
+		}
+		k := key{n.Reference, n.Platform}
+		if old, ok := l.index[k]; ok {
+			if old != h {
+				errs = append(errs, fmt.Errorf("entry %d: %s%s is locked twice, to %s and %s", i+1, n.Reference, forPlatform(n.Platform), old, h))
+			}
+			continue
+		}
+		l.index[k] = h
+		l.entries = append(l.entries, n)
+	}
+	if err := errors.Join(errs...); err != nil {
+		return nil, err
+	}
+	sort.Slice(l.entries, func(a, b int) bool {
+		ea, eb := l.entries[a], l.entries[b]
+		if ea.Reference != eb.Reference {
+			return ea.Reference < eb.Reference
+		}
+		return ea.Platform < eb.Platform
+	})
+	return l, nil
+}
+
+// normalise validates e and returns it in its canonical form.
+func normalise(e Entry) (Entry, v1.Hash, error) {
+	ref, err := name.ParseReference(e.Reference)
+	if err != nil {
+		return Entry{}, v1.Hash{}, fmt.Errorf("parsing reference %q: %w", e.Reference, err)
+	}
+	if _, ok := ref.(name.Digest); ok {
+		return Entry{}, v1.Hash{}, fmt.Errorf("reference %q already carries a digest: lock the tag instead", e.Reference)
+	}
+	h, err := v1.NewHash(e.Digest)
+	if err != nil {
+		return Entry{}, v1.Hash{}, fmt.Errorf("parsing digest %q of %s: %w", e.Digest, e.Reference, err)
+	}
+	n := Entry{Reference: ref.Name(), Digest: h.String()}
+	if e.Platform != "" {
+		p, err := v1.ParsePlatform(e.Platform)
+		if err == nil && (p.OS == "" || p.Architecture == "") {
+			err = errors.New("want os/arch[/variant]")
+		}
+		if err != nil {
+			return Entry{}, v1.Hash{}, fmt.Errorf("parsing platform %q of %s: %w", e.Platform, e.Reference, err)
+		}
+		n.Platform = p.String()
+	}
+	return n, h, nil
+}
+
+func forPlatform(p string) string {
+	if p == "" {
+		return ""
+	}
+	return " for " + p
+}
+
+// Parse reads a lock file's bytes. Unknown fields, an unknown version and
+// invalid entries are errors.
+func Parse(data []byte) (*Lock, error) {
+	dec := yaml.NewDecoder(bytes.NewReader(data))
+	dec.KnownFields(true)
+	var f file
+	if err := dec.Decode(&f); err != nil {
+		if errors.Is(err, io.EOF) {
+			return nil, errors.New("lock file is empty")
+		}
+		return nil, fmt.Errorf("malformed lock file: %w", err)
+	}
+	if f.Version != Version {
+		return nil, fmt.Errorf("unsupported lock file version %d, want %d", f.Version, Version)
+	}
+	return New(f.Images)
+}
+
+// Read reads and parses the lock file at path.
+func Read(path string) (*Lock, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("reading lock file: %w", err)
+	}
+	l, err := Parse(b)
+	if err != nil {
+		return nil, fmt.Errorf("reading lock file %s: %w", path, err)
+	}
+	return l, nil
+}
+
+// Lookup returns the digest locked for ref and platform, as
+// v1.Platform.String formats it ("" for none). ref is matched by its fully
+// qualified name, so any spelling of it finds the entry. A nil Lock has no
+// entries.
+func (l *Lock) Lookup(ref name.Reference, platform string) (v1.Hash, bool) {
+	if l == nil {
+		return v1.Hash{}, false
+	}
+	h, ok := l.index[key{ref.Name(), platform}]
+	return h, ok
+}
+
+// Entries returns the entries, normalised and sorted by reference, then
+// platform. The caller may modify the slice.
+func (l *Lock) Entries() []Entry {
+	if l == nil {
+		return nil
+	}
+	return append([]Entry(nil), l.entries...)
+}
+
+// Len returns the number of entries.
+func (l *Lock) Len() int {
+	if l == nil {
+		return 0
+	}
+	return len(l.entries)
+}
+
+// Marshal returns the lock file's bytes. They depend only on the set of
+// entries: the same entries in any order give the same bytes.
+func (l *Lock) Marshal() ([]byte, error) {
+	f := file{Version: Version, Images: l.Entries()}
+	if f.Images == nil {
+		f.Images = []Entry{}
+	}
+	var buf bytes.Buffer
+	buf.WriteString(header)
+	enc := yaml.NewEncoderWithOptions(&buf, &yaml.EncoderOptions{SeqIndent: yaml.WideSequenceStyle})
+	if err := enc.Encode(f); err != nil {
+		return nil, fmt.Errorf("encoding lock file: %w", err)
+	}
+	if err := enc.Close(); err != nil {
+		return nil, fmt.Errorf("encoding lock file: %w", err)
+	}
+	return buf.Bytes(), nil
+}
+
+// WriteFile writes the lock file to path atomically: readers, and runs
+// that write the same file at once, see the old file or the new one,
+// never a mix. The file gets mode 0644, as it is meant to be committed.
+func (l *Lock) WriteFile(path string) error {
+	b, err := l.Marshal()
+	if err != nil {
+		return err
+	}
+	if err := writeAtomic(path, b, 0o644); err != nil {
+		return fmt.Errorf("writing lock file: %w", err)
+	}
+	return nil
+}
+
+// writeAtomic writes data to a temporary file beside path and renames it
+// over path, so that path never holds a partial file.
+func writeAtomic(path string, data []byte, perm os.FileMode) (err error) {
+	tmp, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".*.tmp")
+	if err != nil {
+		return err
+	}
+	defer func() {
+		if err != nil {
+			tmp.Close()
+			os.Remove(tmp.Name())
+		}
+	}()
+	if _, err = tmp.Write(data); err != nil {
+		return err
+	}
+	if err = tmp.Chmod(perm); err != nil {
+		return err
+	}
+	if err = tmp.Sync(); err != nil {
+		return err
+	}
+	if err = tmp.Close(); err != nil {
+		return err
+	}
+	return os.Rename(tmp.Name(), path)
+}

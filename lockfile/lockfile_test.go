@@ -1,0 +1,210 @@
+package lockfile
+
+import (
+	"flag"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-containerregistry/pkg/name"
+)
+
+var update = flag.Bool("update", false, "rewrite the golden files in testdata/")
+
+const (
+	d1 = "sha256:1111111111111111111111111111111111111111111111111111111111111111"
+	d2 = "sha256:2222222222222222222222222222222222222222222222222222222222222222"
+	d3 = "sha256:3333333333333333333333333333333333333333333333333333333333333333"
+)
+
+// entries are the golden file's entries, deliberately out of order and in
+// short spellings.
+var entries = []Entry{
+	{Reference: "registry.example:5000/team/app:1.4", Digest: d2},
+	{Reference: "nginx:1.27", Digest: d1},
+	{Reference: "registry.example:5000/team/app:1.4", Platform: "linux/arm64/v8", Digest: d3},
+	{Reference: "docker.io/library/nginx:1.27", Digest: d1}, // the same entry again
+}
+
+func TestMarshalGolden(t *testing.T) {
+	l, err := New(entries)
+	if err != nil {
+		t.Fatalf("New: %v", err)
+	}
+	got, err := l.Marshal()
+	if err != nil {
+		t.Fatalf("Marshal: %v", err)
+	}
+	golden := filepath.Join("testdata", "example.lock")
+	if *update {
+		if err := os.WriteFile(golden, got, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	want, err := os.ReadFile(golden)
+	if err != nil {
+		t.Fatalf("reading golden file (run go test -update to create it): %v", err)
+	}
+	if diff := cmp.Diff(string(want), string(got)); diff != "" {
+		t.Errorf("Marshal() mismatch (-want +got):\n%s", diff)
+	}
+
+	// The same entries in any order give the same bytes, and the bytes
+	// parse back to the same lock.
+	rev := append([]Entry(nil), entries...)
+	for i, j := 0, len(rev)-1; i < j; i, j = i+1, j-1 {
+		rev[i], rev[j] = rev[j], rev[i]
+	}
+	l2, err := New(rev)
+	if err != nil {
+		t.Fatalf("New(reversed): %v", err)
+	}
+	if got2, _ := l2.Marshal(); string(got2) != string(got) {
+		t.Errorf("Marshal depends on entry order:\n%s\nvs\n%s", got2, got)
+	}
+	back, err := Parse(got)
+	if err != nil {
+		t.Fatalf("Parse(Marshal()): %v", err)
+	}
+	if diff := cmp.Diff(l.Entries(), back.Entries()); diff != "" {
+		t.Errorf("Parse(Marshal()) mismatch (-want +got):\n%s", diff)
+	}
+}
+
+func TestMarshalEmpty(t *testing.T) {
+	var l Lock
+	b, err := l.Marshal()
+	if err != nil {
+		t.Fatal(err)
+	}
+	back, err := Parse(b)
+	if err != nil {
+		t.Fatalf("Parse(%q): %v", b, err)
+	}
+	if back.Len() != 0 {
+		t.Errorf("Parse(%q).Len() = %d, want 0", b, back.Len())
+	}
+}
+
+func TestLookup(t *testing.T) {
+	l, err := New(entries)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		ref, platform string
+		want          string // "" for a miss
+	}{
+		{ref: "nginx:1.27", want: d1},
+		{ref: "docker.io/nginx:1.27", want: d1},
+		{ref: "index.docker.io/library/nginx:1.27", want: d1},
+		{ref: "nginx:1.27", platform: "linux/amd64"},
+		{ref: "nginx:1.28"},
+		{ref: "nginx"},
+		{ref: "registry.example:5000/team/app:1.4", want: d2},
+		{ref: "registry.example:5000/team/app:1.4", platform: "linux/arm64/v8", want: d3},
+		{ref: "registry.example:5000/team/app:1.4", platform: "linux/arm64"},
+	} {
+		ref, err := name.ParseReference(tc.ref)
+		if err != nil {
+			t.Fatal(err)
+		}
+		h, ok := l.Lookup(ref, tc.platform)
+		got := ""
+		if ok {
+			got = h.String()
+		}
+		if got != tc.want {
+			t.Errorf("Lookup(%s, %q) = %q, want %q", tc.ref, tc.platform, got, tc.want)
+		}
+	}
+	var nilLock *Lock
+	if _, ok := nilLock.Lookup(name.MustParseReference("nginx"), ""); ok {
+		t.Error("nil Lock: Lookup found an entry")
+	}
+}
+
+func TestParseErrors(t *testing.T) {
+	for _, tc := range []struct {
+		desc, in, want string
+	}{
+		{desc: "empty", in: "", want: "lock file is empty"},
+		{desc: "only a comment", in: "# nothing\n", want: "lock file is empty"},
+		{desc: "not YAML", in: "version: [1\n", want: "malformed lock file"},
+		{desc: "no version", in: "images: []\n", want: "unsupported lock file version 0, want 1"},
+		{desc: "future version", in: "version: 2\nimages: []\n", want: "unsupported lock file version 2"},
+		{desc: "unknown field", in: "version: 1\nimages:\n- reference: nginx:1\n  digest: " + d1 + "\n  tag: x\n", want: "field tag not found"},
+		{desc: "bad reference", in: "version: 1\nimages:\n- reference: Nginx:1\n  digest: " + d1 + "\n", want: `entry 1: parsing reference "Nginx:1"`},
+		{desc: "digest reference", in: "version: 1\nimages:\n- reference: nginx@" + d1 + "\n  digest: " + d1 + "\n", want: "already carries a digest"},
+		{desc: "bad digest", in: "version: 1\nimages:\n- reference: nginx:1\n  digest: sha256:abc\n", want: `parsing digest "sha256:abc" of nginx:1`},
+		{desc: "bad platform", in: "version: 1\nimages:\n- reference: nginx:1\n  platform: /\n  digest: " + d1 + "\n", want: `parsing platform "/" of nginx:1`},
+		{desc: "conflict", in: "version: 1\nimages:\n- reference: nginx:1\n  digest: " + d1 + "\n- reference: docker.io/nginx:1\n  digest: " + d2 + "\n", want: "entry 2: index.docker.io/library/nginx:1 is locked twice"},
+		{desc: "every bad entry", in: "version: 1\nimages:\n- reference: A:1\n  digest: " + d1 + "\n- reference: B:1\n  digest: " + d1 + "\n", want: "entry 1: parsing reference \"A:1\": could not parse reference: A:1\nentry 2: parsing reference \"B:1\""},
+	} {
+		t.Run(tc.desc, func(t *testing.T) {
+			_, err := Parse([]byte(tc.in))
+			if err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Errorf("Parse(%q) = %v, want an error containing %q", tc.in, err, tc.want)
+			}
+		})
+	}
+}
+
+func TestReadMissing(t *testing.T) {
+	_, err := Read(filepath.Join(t.TempDir(), "none.lock"))
+	if err == nil || !strings.Contains(err.Error(), "reading lock file") || !strings.Contains(err.Error(), "none.lock") {
+		t.Errorf("Read(missing) = %v, want an error naming the file", err)
+	}
+}
+
+func TestWriteFileConcurrent(t *testing.T) {
+	// Writers racing on one path leave one complete file and no temporary
+	// files behind.
+	dir := t.TempDir()
+	path := filepath.Join(dir, "digests.lock")
+	locks := make([]*Lock, 8)
+	for i := range locks {
+		l, err := New(entries[:1+i%3])
+		if err != nil {
+			t.Fatal(err)
+		}
+		locks[i] = l
+	}
+	var wg sync.WaitGroup
+	for _, l := range locks {
+		wg.Go(func() {
+			if err := l.WriteFile(path); err != nil {
+				t.Errorf("WriteFile: %v", err)
+			}
+		})
+	}
+	wg.Wait()
+	l, err := Read(path)
+	if err != nil {
+		t.Fatalf("Read after concurrent writes: %v", err)
+	}
+	if n := l.Len(); n < 1 || n > 3 {
+		t.Errorf("Len() = %d, want one writer's 1 to 3 entries", n)
+	}
+	des, err := os.ReadDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(des) != 1 {
+		t.Errorf("dir holds %d files, want only digests.lock", len(des))
+	}
+	if fi, err := os.Stat(path); err != nil || fi.Mode().Perm() != 0o644 {
+		t.Errorf("Stat(%s) = %v, %v, want mode 0644", path, fi, err)
+	}
+}
+
+func TestWriteFileNoDir(t *testing.T) {
+	var l Lock
+	err := l.WriteFile(filepath.Join(t.TempDir(), "missing", "digests.lock"))
+	if err == nil || !strings.Contains(err.Error(), "writing lock file") {
+		t.Errorf("WriteFile(missing dir) = %v, want a writing error", err)
+	}
+}
