@@ -461,7 +461,12 @@ func (e *editor) template(t podTemplate, w Workload) error {
 // instead of after it.
 func setAnnotation(holder *yaml.Node, key, value string) {
 	meta := lookup(holder, "metadata")
-	if meta == nil || meta.Kind != yaml.MappingNode {
+	switch {
+	case meta != nil && meta.Kind != yaml.MappingNode:
+		// "metadata:" with no value, or something odd: replace it.
+		meta = &yaml.Node{Kind: yaml.MappingNode, Tag: "!!map"}
+		setField(holder, "metadata", meta)
+	case meta == nil:
 		at := len(holder.Content)
 		for i := 0; i+1 < len(holder.Content); i += 2 {
 			if holder.Content[i].Value == "spec" {

@@ -1,0 +1,124 @@
+package renderer
+
+import (
+	"bytes"
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/google/go-containerregistry/pkg/name"
+	"sigs.k8s.io/kustomize/kyaml/yaml"
+)
+
+// addSeeds adds the golden inputs and a few small streams to a fuzz
+// corpus (testdata/fuzz/ holds the crashers found so far).
+func addSeeds(f *testing.F) {
+	f.Helper()
+	inputs, _ := filepath.Glob("testdata/*.input.yaml")
+	for _, p := range inputs {
+		b, err := os.ReadFile(p)
+		if err != nil {
+			f.Fatal(err)
+		}
+		f.Add(b)
+	}
+	for _, s := range []string{
+		"",
+		"---\n",
+		strings.Replace(deployment, "IMAGE", "nginx:1", 1),
+		"\xef\xbb\xbf" + strings.Replace(deployment, "IMAGE", "nginx:1", 1),
+		strings.ReplaceAll(strings.Replace(deployment, "IMAGE", "nginx:1", 1), "\n", "\r\n"),
+		"apiVersion: v1\nkind: Pod\nspec: {containers: [{name: a, image: nginx}]}\n...\nkind: Pod\n",
+		"kind: List\nitems:\n- kind: List\n  items:\n  - apiVersion: v1\n    kind: Pod\n    spec:\n      containers:\n      - {name: a, image: 'a:1'}\n",
+		"apiVersion: v1\nkind: Pod\nspec:\n  containers:\n  - &c {name: a, image: &i x:1}\n  - *c\n  initContainers:\n  - name: b\n    image: *i\n",
+	} {
+		f.Add([]byte(s))
+	}
+}
+
+// FuzzRender renders arbitrary streams. Whatever the input, Render must
+// not panic; when it succeeds, every document it wrote must parse, it must
+// be a fixed point, and documents without an image must be unchanged.
+func FuzzRender(f *testing.F) {
+	addSeeds(f)
+	f.Fuzz(func(t *testing.T, in []byte) {
+		r := &Renderer{Resolver: newFixed()}
+		res, err := r.Render(context.Background(), in)
+		if err != nil {
+			if res.Output != nil {
+				t.Fatalf("Render() returned output with error %v", err)
+			}
+			return
+		}
+		docs := splitStream(res.Output)
+		for _, d := range docs {
+			if err := yaml.NewDecoder(bytes.NewReader(d.body())).Decode(new(yaml.Node)); err != nil && err.Error() != "EOF" && bytes.Contains(d.body(), imageKey) {
+				t.Fatalf("output document %d does not parse: %v\n%s", d.index, err, d.raw)
+			}
+		}
+		again, err := r.Render(context.Background(), res.Output)
+		if err != nil {
+			t.Fatalf("Render(output) = %v\ninput:\n%q\noutput:\n%q", err, in, res.Output)
+		}
+		if !bytes.Equal(again.Output, res.Output) {
+			t.Fatalf("Render is not idempotent\ninput:\n%q\nfirst:\n%q\nsecond:\n%q", in, res.Output, again.Output)
+		}
+		inDocs := splitStream(in)
+		if len(inDocs) == len(docs) {
+			for i, d := range inDocs {
+				if !bytes.Contains(d.raw, imageKey) && !bytes.Equal(d.raw, docs[i].raw) {
+					t.Fatalf("document %d without image changed: %q → %q", i+1, d.raw, docs[i].raw)
+				}
+			}
+		} else {
+			t.Fatalf("Render changed the number of documents: %d → %d", len(inDocs), len(docs))
+		}
+	})
+}
+
+// FuzzSplitStream checks that splitting a stream loses no byte.
+func FuzzSplitStream(f *testing.F) {
+	addSeeds(f)
+	f.Fuzz(func(t *testing.T, in []byte) {
+		var joined []byte
+		for i, d := range splitStream(in) {
+			if d.index != i+1 || d.head > len(d.raw) {
+				t.Fatalf("document %d: index %d, head %d of %d bytes", i+1, d.index, d.head, len(d.raw))
+			}
+			joined = append(joined, d.raw...)
+		}
+		if !bytes.Equal(joined, in) {
+			t.Fatalf("documents do not add up to the input")
+		}
+	})
+}
+
+// FuzzPinnedForm checks that every form of a valid reference is a valid
+// reference to the same repository with the digest, and a fixed point.
+func FuzzPinnedForm(f *testing.F) {
+	for _, s := range []string{"nginx", "nginx:1", "localhost:5000/a/b:c", "ghcr.io/x/y@" + dg("z"), "a:1@" + dg("z")} {
+		f.Add(s)
+	}
+	digest := dg("fuzz")
+	f.Fuzz(func(t *testing.T, image string) {
+		ref, err := name.ParseReference(image)
+		if err != nil {
+			return
+		}
+		for _, m := range []Mode{ModePin, ModeDigest} {
+			got := pinnedForm(image, digest, m)
+			pinned, err := name.ParseReference(got)
+			if err != nil {
+				t.Fatalf("pinnedForm(%q, %s) = %q, which does not parse: %v", image, m, got, err)
+			}
+			if pinned.Context().Name() != ref.Context().Name() {
+				t.Fatalf("pinnedForm(%q, %s) = %q names %s, want %s", image, m, got, pinned.Context(), ref.Context())
+			}
+			if again := pinnedForm(got, digest, m); again != got {
+				t.Fatalf("pinnedForm is not a fixed point: %q → %q → %q", image, got, again)
+			}
+		}
+	})
+}
