@@ -233,7 +233,7 @@ func (l *lockResolver) ResolveSource(ctx context.Context, ref name.Reference) (v
 		l.run.mu.Lock()
 		l.run.missing = append(l.run.missing, ref.String())
 		l.run.mu.Unlock()
-		return v1.Hash{}, "", errNotLocked
+		return v1.Hash{}, "", fmt.Errorf("%s: %w", ref, errNotLocked)
 	}
 	return sourceOf(ctx, l.next, ref)
 }

@@ -162,8 +162,8 @@ func TestFrozenMiss(t *testing.T) {
 			desc: "every missing reference is named where it is used",
 			args: []string{"--lock", lock, "--frozen"},
 			want: []string{
-				"w1.yaml", "resolving " + reg.Ref("b:1") + ": not in the lock file, and --frozen asks no registry",
-				"w2.yaml", "resolving " + reg.Ref("c:1") + ": not in the lock file",
+				"w1.yaml", `container "app": ` + reg.Ref("b:1") + ": not in the lock file, and --frozen asks no registry",
+				"w2.yaml", `container "app": ` + reg.Ref("c:1") + ": not in the lock file",
 			},
 		},
 		{

@@ -303,7 +303,7 @@ func TestArgoCDGenerateFailures(t *testing.T) {
 			env:    []string{"VALUES_FILES=values-e2e.yaml"},
 			want: []string{
 				"digestpin: error:", "web/templates/deployment.yaml",
-				"resolving " + reg.Ref("shop/migrate:9.9"), "resolving " + reg.Ref("shop/web:9.9"),
+				": " + reg.Ref("shop/migrate:9.9") + ": ", ": " + reg.Ref("shop/web:9.9") + ": ",
 			},
 		},
 		{
@@ -404,7 +404,7 @@ func TestArgoCDLockMode(t *testing.T) {
 	if miss.err == nil {
 		t.Fatal("generate with an incomplete lock succeeded")
 	}
-	if want := "resolving " + reg.Ref("shop/worker:2.0") + ": not in the lock file"; !strings.Contains(miss.stderr, want) {
+	if want := ": " + reg.Ref("shop/worker:2.0") + ": not in the lock file"; !strings.Contains(miss.stderr, want) {
 		t.Errorf("stderr does not contain %q:\n%s", want, miss.stderr)
 	}
 	if miss.stdout != "" {

@@ -30,7 +30,9 @@ const DefaultChecksumAnnotation = "checksum/images"
 // Resolver turns an image reference into the digest its registry serves for
 // it now. The renderer calls Resolve concurrently, once for each distinct
 // reference without a digest, so implementations must be safe for
-// concurrent use and should bound their own concurrency.
+// concurrent use and should bound their own concurrency. An error names the
+// reference (as os.Open names its file): the renderer adds only where the
+// image is used.
 type Resolver interface {
 	Resolve(ctx context.Context, ref name.Reference) (v1.Hash, error)
 }
@@ -197,7 +199,8 @@ func (r *Renderer) Render(ctx context.Context, in []byte) (Result, error) {
 		}
 		if err := images[i].Err; err != nil {
 			u := pending[k][0]
-			err = fmt.Errorf("%s: %s: resolving %s: %w", u.where, u.workload, u.image, err)
+			// The resolver names the reference, as the callee does in Go.
+			err = fmt.Errorf("%s: %s: %w", u.where, u.workload, err)
 			if !r.KeepUnresolved {
 				errs = append(errs, err)
 				continue

@@ -36,7 +36,7 @@ func (f *fixed) Resolve(_ context.Context, ref name.Reference) (v1.Hash, error) 
 	defer f.mu.Unlock()
 	f.calls[ref.Name()]++
 	if err, ok := f.failed[ref.Name()]; ok {
-		return v1.Hash{}, err
+		return v1.Hash{}, fmt.Errorf("resolving %s: %w", ref, err)
 	}
 	return fakeDigest(ref.Name() + f.moved[ref.Name()]), nil
 }
