@@ -100,11 +100,11 @@ func (g *gitopsOptions) start(r *renderer.Renderer, platform string, rep *report
 		}
 		run.lock = l
 	}
-	registry := r.Resolver
-	if registry == nil {
+	registry, ok := r.Resolver.(resolve.Interface)
+	if !ok {
 		return run, nil
 	}
-	var live renderer.Resolver = registrySource{registry}
+	var live resolve.Interface = registry
 	if g.cacheTTL > 0 && !g.frozen && !g.check {
 		dir := g.cacheDir
 		if dir == "" {
@@ -125,7 +125,7 @@ func (g *gitopsOptions) start(r *renderer.Renderer, platform string, rep *report
 	case g.frozen:
 		r.Resolver = &lockResolver{run: run}
 	case g.check:
-		r.Resolver = &checkResolver{run: run, next: registrySource{registry}}
+		r.Resolver = &checkResolver{run: run, next: registry}
 	case g.lock != "":
 		r.Resolver = &lockResolver{run: run, next: live}
 	default:
@@ -192,21 +192,12 @@ func (run *gitopsRun) writeLock(images []renderer.Image) error {
 	return nil
 }
 
-// registrySource reports the registry as the source of its digests.
-type registrySource struct{ renderer.Resolver }
-
-// ResolveSource implements renderer.SourcedResolver.
-func (r registrySource) ResolveSource(ctx context.Context, ref name.Reference) (v1.Hash, string, error) {
-	h, err := r.Resolve(ctx, ref)
-	return h, resolve.SourceRegistry, err
-}
-
 // lockResolver answers from the lock file. A reference missing from it is
 // asked of next, or, when next is nil (--frozen), is an error. It is safe
 // for concurrent use when next is.
 type lockResolver struct {
 	run  *gitopsRun
-	next renderer.Resolver
+	next resolve.Interface
 }
 
 // errNotLocked is the reason of a --frozen miss.
@@ -215,7 +206,6 @@ var errNotLocked = errors.New("not in the lock file, and --frozen asks no regist
 var (
 	_ renderer.SourcedResolver = (*lockResolver)(nil)
 	_ renderer.SourcedResolver = (*checkResolver)(nil)
-	_ renderer.SourcedResolver = registrySource{}
 )
 
 // Resolve implements renderer.Resolver.
@@ -235,7 +225,7 @@ func (l *lockResolver) ResolveSource(ctx context.Context, ref name.Reference) (v
 		l.run.mu.Unlock()
 		return v1.Hash{}, "", fmt.Errorf("%s: %w", ref, errNotLocked)
 	}
-	return sourceOf(ctx, l.next, ref)
+	return l.next.ResolveSource(ctx, ref)
 }
 
 // checkResolver asks the registry and notes every digest that differs
@@ -243,7 +233,7 @@ func (l *lockResolver) ResolveSource(ctx context.Context, ref name.Reference) (v
 // answer, so the render goes on and every difference is found.
 type checkResolver struct {
 	run  *gitopsRun
-	next renderer.Resolver
+	next resolve.Interface
 }
 
 // Resolve implements renderer.Resolver.
@@ -254,7 +244,7 @@ func (c *checkResolver) Resolve(ctx context.Context, ref name.Reference) (v1.Has
 
 // ResolveSource implements renderer.SourcedResolver.
 func (c *checkResolver) ResolveSource(ctx context.Context, ref name.Reference) (v1.Hash, string, error) {
-	h, src, err := sourceOf(ctx, c.next, ref)
+	h, src, err := c.next.ResolveSource(ctx, ref)
 	if err != nil {
 		return h, src, err
 	}
@@ -271,13 +261,4 @@ func (c *checkResolver) ResolveSource(ctx context.Context, ref name.Reference) (
 		c.run.mu.Unlock()
 	}
 	return h, src, nil
-}
-
-// sourceOf asks res, and where the digest came from when res says.
-func sourceOf(ctx context.Context, res renderer.Resolver, ref name.Reference) (v1.Hash, string, error) {
-	if s, ok := res.(renderer.SourcedResolver); ok {
-		return s.ResolveSource(ctx, ref)
-	}
-	h, err := res.Resolve(ctx, ref)
-	return h, resolve.SourceRegistry, err
 }

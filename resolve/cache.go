@@ -23,16 +23,13 @@ const (
 	SourceCache = "cache"
 )
 
-// Interface resolves image references to digests; *Resolver implements
-// it, and a CachingResolver wraps one. It has the method set of
-// renderer.Resolver, without this package depending on the renderer.
-// Implementations must be safe for concurrent use.
+// Interface resolves image references to digests and says where each
+// came from; *Resolver implements it, and a CachingResolver wraps one. It
+// has the method set of renderer.SourcedResolver, without this package
+// depending on the renderer. Implementations must be safe for concurrent
+// use.
 type Interface interface {
 	Resolve(ctx context.Context, ref name.Reference) (v1.Hash, error)
-}
-
-// sourced is implemented by resolvers that say where a digest came from.
-type sourced interface {
 	ResolveSource(ctx context.Context, ref name.Reference) (v1.Hash, string, error)
 }
 
@@ -175,7 +172,6 @@ type CachingResolver struct {
 var (
 	_ Interface = (*Resolver)(nil)
 	_ Interface = (*CachingResolver)(nil)
-	_ sourced   = (*CachingResolver)(nil)
 )
 
 // NewCachingResolver returns a resolver that consults c before next.
@@ -198,7 +194,7 @@ func (r *CachingResolver) Resolve(ctx context.Context, ref name.Reference) (v1.H
 
 // ResolveSource resolves ref and says where the digest came from:
 // SourceCache on a hit; on a miss, the source the wrapped resolver
-// reports, or SourceRegistry when it reports none. A reference that
+// reports. A reference that
 // carries a digest is passed to the wrapped resolver as it is.
 func (r *CachingResolver) ResolveSource(ctx context.Context, ref name.Reference) (v1.Hash, string, error) {
 	if _, ok := ref.(name.Digest); !ok {
@@ -206,7 +202,7 @@ func (r *CachingResolver) ResolveSource(ctx context.Context, ref name.Reference)
 			return h, SourceCache, nil
 		}
 	}
-	h, src, err := resolveSource(ctx, r.next, ref)
+	h, src, err := r.next.ResolveSource(ctx, ref)
 	if err != nil {
 		return v1.Hash{}, "", err
 	}
@@ -216,13 +212,4 @@ func (r *CachingResolver) ResolveSource(ctx context.Context, ref name.Reference)
 		}
 	}
 	return h, src, nil
-}
-
-// resolveSource asks next, and its source when it reports one.
-func resolveSource(ctx context.Context, next Interface, ref name.Reference) (v1.Hash, string, error) {
-	if s, ok := next.(sourced); ok {
-		return s.ResolveSource(ctx, ref)
-	}
-	h, err := next.Resolve(ctx, ref)
-	return h, SourceRegistry, err
 }

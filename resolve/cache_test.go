@@ -227,6 +227,11 @@ func (f *fixed) Resolve(_ context.Context, ref name.Reference) (v1.Hash, error) 
 	return f.h, nil
 }
 
+func (f *fixed) ResolveSource(ctx context.Context, ref name.Reference) (v1.Hash, string, error) {
+	h, err := f.Resolve(ctx, ref)
+	return h, SourceRegistry, err
+}
+
 func TestCacheSharedConcurrently(t *testing.T) {
 	// Many resolvers on one folder at once, as concurrent runs are: every
 	// answer is a whole entry, and no temporary file is left behind.

@@ -112,6 +112,13 @@ type candidate struct {
 	sess   *session
 }
 
+// ResolveSource is Resolve that also says where the digest came from:
+// always SourceRegistry.
+func (r *Resolver) ResolveSource(ctx context.Context, ref name.Reference) (v1.Hash, string, error) {
+	h, err := r.Resolve(ctx, ref)
+	return h, SourceRegistry, err
+}
+
 // resolve asks the mirrors and the registry in turn, within the
 // concurrency bound.
 func (r *Resolver) resolve(ctx context.Context, ref name.Reference) (v1.Hash, error) {
