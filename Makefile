@@ -17,7 +17,7 @@ export DIGESTPIN_TEST_BIN := $(CURDIR)/$(BIN)
 export DIGESTPIN_TEST_HELM3 := $(HELM3)
 export DIGESTPIN_TEST_HELM4 := $(HELM4)
 
-.PHONY: all build test demo helm lint bench clean
+.PHONY: all build test demo helm lint bench clean install dist
 
 all: build
 
@@ -26,6 +26,10 @@ build:
 
 test: build helm
 	go test -race -cover ./...
+	# The Helm SDK example is its own module; without -race it reuses most of
+	# the Helm CLI builds above, where -race would compile Helm and Kubernetes
+	# again (minutes). Our own code in it is race-tested in ./postrender.
+	cd examples/helmsdk && go test ./...
 
 demo: build
 	go run ./internal/cmd/demo -- $(BIN) testdata/example.yaml
@@ -47,6 +51,36 @@ bench: build
 lint:
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt: $$out"; exit 1; fi
 	go vet ./...
+
+# install copies the binary and the Helm 3 plugin into Helm's plugin folder.
+# HELM names the Helm CLI; for Helm 4, install the post-renderer plugin
+# instead (see the README).
+HELM ?= helm
+install: build
+	dir="$$($(HELM) env HELM_PLUGINS | cut -d: -f1)/digestpin"; \
+	mkdir -p "$$dir/bin" "$$dir/scripts"; \
+	cp $(BIN) "$$dir/bin/"; cp plugin.yaml "$$dir/"; cp scripts/install-binary.sh "$$dir/scripts/"; \
+	echo "installed the digestpin plugin into $$dir"
+
+# dist packages the Helm 4 post-renderer plugin with a binary for each of
+# PLATFORMS (default: this machine) as dist/OS-ARCH/digestpin-postrenderer-
+# VERSION.tgz, for `helm plugin install FILE --verify=false`. To sign, pass
+# e.g. DIST_SIGN='--key "Your Name" --keyring ~/.gnupg/secring.gpg'.
+H4_PLUGIN := plugin/digestpin-postrenderer
+PLATFORMS ?= $(shell go env GOOS)/$(shell go env GOARCH)
+DIST_SIGN ?= --sign=false
+dist: $(HELM4)
+	@test "$$(sed -n 's/^version: *//p' $(H4_PLUGIN)/plugin.yaml)" = "$(VERSION)" || \
+		{ echo "$(H4_PLUGIN)/plugin.yaml: version is not $(VERSION)" >&2; exit 1; }
+	rm -rf dist
+	for p in $(PLATFORMS); do \
+		os=$${p%/*}; arch=$${p#*/}; stage=dist/stage/$$os-$$arch/digestpin-postrenderer; \
+		mkdir -p $$stage/bin $$stage/scripts; \
+		cp $(H4_PLUGIN)/plugin.yaml $$stage/; cp scripts/install-binary.sh $$stage/scripts/; \
+		GOOS=$$os GOARCH=$$arch CGO_ENABLED=0 go build -trimpath -ldflags "$(LDFLAGS)" -o $$stage/bin/digestpin .; \
+		$(HELM4) plugin package $(DIST_SIGN) -d dist/$$os-$$arch $$stage; \
+	done
+	rm -rf dist/stage
 
 clean:
 	rm -rf bin dist

@@ -9,12 +9,18 @@ import (
 )
 
 // reporter sends messages to stderr and, when --log-file is set, to that
-// file as well. It is safe for concurrent use.
+// file as well. With --tty-errors the reason of a failure also goes to the
+// controlling terminal, for callers that swallow stderr (Helm 4 discards a
+// post-renderer plugin's stderr even when it fails). It is safe for
+// concurrent use.
 type reporter struct {
 	mu      sync.Mutex
 	stderr  io.Writer
 	file    *os.File
 	verbose bool
+	// tty opens the terminal that fail writes to; nil means fail writes
+	// to stderr and the log file only.
+	tty func() (io.WriteCloser, error)
 }
 
 func newReporter(stderr io.Writer, o *options) *reporter {
@@ -27,12 +33,45 @@ func newReporter(stderr io.Writer, o *options) *reporter {
 			r.file = f
 		}
 	}
+	// A stderr that is a terminal (or /dev/null, which someone chose) is
+	// seen or dismissed already: writing to the terminal as well would show
+	// the message twice. Helm 3 prints a post-renderer's stderr in its own
+	// error, which is why only the Helm 4 plugin asks for --tty-errors.
+	if o.ttyErrors && !isCharDevice(stderr) {
+		r.tty = openTTY
+	}
 	return r
 }
 
-func (r *reporter) printf(prefix, format string, args ...any) {
+// openTTY opens the controlling terminal. It fails when the process has
+// none (CI, Argo CD, a detached session) or on systems without /dev/tty.
+func openTTY() (io.WriteCloser, error) {
+	return os.OpenFile("/dev/tty", os.O_WRONLY, 0)
+}
+
+// isCharDevice reports whether w is a terminal or another character device
+// such as /dev/null.
+func isCharDevice(w io.Writer) bool {
+	f, ok := w.(*os.File)
+	if !ok {
+		return false
+	}
+	fi, err := f.Stat()
+	return err == nil && fi.Mode()&os.ModeCharDevice != 0
+}
+
+// line formats one message: "digestpin: <prefix><message>\n".
+func line(prefix, format string, args ...any) string {
 	msg := "digestpin: " + prefix + fmt.Sprintf(format, args...)
-	msg = strings.TrimRight(msg, "\n") + "\n"
+	return strings.TrimRight(msg, "\n") + "\n"
+}
+
+func (r *reporter) printf(prefix, format string, args ...any) {
+	r.write(line(prefix, format, args...))
+}
+
+// write sends msg to stderr and the log file.
+func (r *reporter) write(msg string) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	io.WriteString(r.stderr, msg)
@@ -51,8 +90,24 @@ func (r *reporter) debugf(format string, args ...any) {
 // warnf logs a warning.
 func (r *reporter) warnf(format string, args ...any) { r.printf("warning: ", format, args...) }
 
-// fail reports the error that ends the run.
-func (r *reporter) fail(err error) { r.printf("error: ", "%v", err) }
+// fail reports the error that ends the run: to stderr, the log file and,
+// with --tty-errors, the controlling terminal when there is one.
+func (r *reporter) fail(err error) {
+	msg := line("error: ", "%v", err)
+	r.write(msg)
+	if r.tty == nil {
+		return
+	}
+	// No terminal is not an error: the message is on stderr and in the log
+	// file already, which is all there is to do.
+	t, terr := r.tty()
+	if terr != nil {
+		return
+	}
+	defer t.Close()
+	// A terminal in raw mode does not turn \n into \r\n.
+	io.WriteString(t, strings.ReplaceAll(msg, "\n", "\r\n"))
+}
 
 func (r *reporter) close() {
 	if r.file != nil {
