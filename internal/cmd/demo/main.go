@@ -61,15 +61,16 @@ func demo(args []string) (err error) {
 		return fmt.Errorf("%s names no image on %s", example, exampleRegistry)
 	}
 	note("started a registry on %s with %d images: %s", reg.Host(), len(repos), strings.Join(repos, ", "))
-	mirror := "--registry-mirror=" + exampleRegistry + "=" + reg.Host()
-	note("running: %s %s < %s", bin, mirror, example)
+	// --mirror-only: registry.example itself is never asked.
+	flags := []string{"--registry-mirror=" + exampleRegistry + "=" + reg.Host(), "--mirror-only"}
+	note("running: %s %s < %s", bin, strings.Join(flags, " "), example)
 
-	first, err := pin(bin, in, mirror)
+	first, err := pin(bin, in, flags...)
 	if err != nil {
 		return err
 	}
 	os.Stdout.Write(first)
-	second, err := pin(bin, in, mirror)
+	second, err := pin(bin, in, flags...)
 	if err != nil {
 		return err
 	}
@@ -77,7 +78,7 @@ func demo(args []string) (err error) {
 
 	moved := repos[0]
 	reg.PushImage(tb, moved)
-	third, err := pin(bin, in, mirror)
+	third, err := pin(bin, in, flags...)
 	if err != nil {
 		return err
 	}
