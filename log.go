@@ -60,10 +60,16 @@ func isCharDevice(w io.Writer) bool {
 	return err == nil && fi.Mode()&os.ModeCharDevice != 0
 }
 
-// line formats one message: "digestpin: <prefix><message>\n".
+// line formats one message: "digestpin: <prefix><message>\n". A message
+// of several lines (every image that failed, say) gets the prefix on each,
+// so that each line stands alone in a log.
 func line(prefix, format string, args ...any) string {
-	msg := "digestpin: " + prefix + fmt.Sprintf(format, args...)
-	return strings.TrimRight(msg, "\n") + "\n"
+	msg := strings.TrimRight(fmt.Sprintf(format, args...), "\n")
+	var b strings.Builder
+	for l := range strings.SplitSeq(msg, "\n") {
+		b.WriteString("digestpin: " + prefix + l + "\n")
+	}
+	return b.String()
 }
 
 func (r *reporter) printf(prefix, format string, args ...any) {

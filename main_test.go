@@ -260,8 +260,10 @@ func TestRunErrors(t *testing.T) {
 			if errors.As(err, &ue) != tc.usage {
 				t.Errorf("run() = %v, usage error %v, want %v", err, !tc.usage, tc.usage)
 			}
-			if !strings.HasPrefix(stderr, "digestpin: ") {
-				t.Errorf("stderr = %q, want each message to start with digestpin:", stderr)
+			for _, l := range strings.Split(strings.TrimSuffix(stderr, "\n"), "\n") {
+				if !strings.HasPrefix(l, "digestpin: ") {
+					t.Errorf("stderr line %q does not start with digestpin:", l)
+				}
 			}
 		})
 	}
