@@ -24,11 +24,11 @@ all: build
 build:
 	go build -trimpath -ldflags "$(LDFLAGS)" -o $(BIN) .
 
+# The Helm SDK example is its own module; without -race it reuses most of
+# the Helm CLI builds, where -race would compile Helm and Kubernetes again
+# (minutes). Our own code in it is race-tested in ./postrender.
 test: build helm
 	go test -race -cover ./...
-	# The Helm SDK example is its own module; without -race it reuses most of
-	# the Helm CLI builds above, where -race would compile Helm and Kubernetes
-	# again (minutes). Our own code in it is race-tested in ./postrender.
 	cd examples/helmsdk && go test ./...
 
 demo: build
