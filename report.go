@@ -3,9 +3,8 @@ package main
 import (
 	"encoding/json"
 	"fmt"
-	"os"
-	"path/filepath"
 
+	"github.com/digestpin/digestpin/internal/atomicfile"
 	"github.com/digestpin/digestpin/renderer"
 )
 
@@ -77,34 +76,8 @@ func writeReport(path string, images []renderer.Image, platform string) error {
 	if err != nil {
 		return fmt.Errorf("encoding report: %w", err)
 	}
-	if err := writeFileAtomic(path, append(b, '\n')); err != nil {
+	if err := atomicfile.WriteFile(path, append(b, '\n'), 0o644); err != nil {
 		return fmt.Errorf("writing report: %w", err)
 	}
 	return nil
-}
-
-// writeFileAtomic writes data to a temporary file beside path and renames
-// it over path, so that a reader never sees a partial file. The file gets
-// mode 0644.
-func writeFileAtomic(path string, data []byte) (err error) {
-	tmp, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".*.tmp")
-	if err != nil {
-		return err
-	}
-	defer func() {
-		if err != nil {
-			tmp.Close()
-			os.Remove(tmp.Name())
-		}
-	}()
-	if _, err = tmp.Write(data); err != nil {
-		return err
-	}
-	if err = tmp.Chmod(0o644); err != nil {
-		return err
-	}
-	if err = tmp.Close(); err != nil {
-		return err
-	}
-	return os.Rename(tmp.Name(), path)
 }

@@ -6,12 +6,13 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"path/filepath"
 	"sort"
 
 	"github.com/google/go-containerregistry/pkg/name"
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 	"sigs.k8s.io/kustomize/kyaml/yaml"
+
+	"github.com/digestpin/digestpin/internal/atomicfile"
 )
 
 // Version is the lock file format this package reads and writes.
@@ -209,36 +210,8 @@ func (l *Lock) WriteFile(path string) error {
 	if err != nil {
 		return err
 	}
-	if err := writeAtomic(path, b, 0o644); err != nil {
+	if err := atomicfile.WriteFile(path, b, 0o644); err != nil {
 		return fmt.Errorf("writing lock file: %w", err)
 	}
 	return nil
-}
-
-// writeAtomic writes data to a temporary file beside path and renames it
-// over path, so that path never holds a partial file.
-func writeAtomic(path string, data []byte, perm os.FileMode) (err error) {
-	tmp, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".*.tmp")
-	if err != nil {
-		return err
-	}
-	defer func() {
-		if err != nil {
-			tmp.Close()
-			os.Remove(tmp.Name())
-		}
-	}()
-	if _, err = tmp.Write(data); err != nil {
-		return err
-	}
-	if err = tmp.Chmod(perm); err != nil {
-		return err
-	}
-	if err = tmp.Sync(); err != nil {
-		return err
-	}
-	if err = tmp.Close(); err != nil {
-		return err
-	}
-	return os.Rename(tmp.Name(), path)
 }

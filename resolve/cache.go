@@ -13,6 +13,8 @@ import (
 
 	"github.com/google/go-containerregistry/pkg/name"
 	v1 "github.com/google/go-containerregistry/pkg/v1"
+
+	"github.com/digestpin/digestpin/internal/atomicfile"
 )
 
 // The sources a CachingResolver reports through ResolveSource.
@@ -131,32 +133,10 @@ func (c *Cache) Put(ref name.Reference, platform string, h v1.Hash) error {
 	if err != nil {
 		return fmt.Errorf("encoding cache entry for %s: %w", ref.Name(), err)
 	}
-	if err := writeFileAtomic(c.path(ref, platform), b); err != nil {
+	if err := atomicfile.WriteFile(c.path(ref, platform), b, 0o644); err != nil {
 		return fmt.Errorf("writing cache entry for %s: %w", ref.Name(), err)
 	}
 	return nil
-}
-
-// writeFileAtomic writes data to a temporary file in the same folder and
-// renames it over path.
-func writeFileAtomic(path string, data []byte) (err error) {
-	tmp, err := os.CreateTemp(filepath.Dir(path), ".tmp-*")
-	if err != nil {
-		return err
-	}
-	defer func() {
-		if err != nil {
-			tmp.Close()
-			os.Remove(tmp.Name())
-		}
-	}()
-	if _, err = tmp.Write(data); err != nil {
-		return err
-	}
-	if err = tmp.Close(); err != nil {
-		return err
-	}
-	return os.Rename(tmp.Name(), path)
 }
 
 // CachingResolver answers from a Cache and asks the resolver it wraps on
