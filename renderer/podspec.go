@@ -96,7 +96,7 @@ func findPodTemplates(obj *yaml.Node, paths []PodSpecPath) []podTemplate {
 		if p.Kind != kind || (p.Group != "*" && p.Group != group) {
 			continue
 		}
-		walk(obj, p.Fields, func(holder, spec *yaml.Node, last string) {
+		walk(obj, p.Fields, map[walkStep]bool{}, func(holder, spec *yaml.Node, last string) {
 			if spec.Kind != yaml.MappingNode {
 				return
 			}
@@ -110,13 +110,22 @@ func findPodTemplates(obj *yaml.Node, paths []PodSpecPath) []podTemplate {
 	return found
 }
 
+// walkStep is a node reached with some fields left to follow.
+type walkStep struct {
+	n    *yaml.Node
+	left int
+}
+
 // walk follows fields from n and calls fn with every node reached, the
-// mapping that holds it and the last field name.
-func walk(n *yaml.Node, fields []string, fn func(holder, node *yaml.Node, last string)) {
+// mapping that holds it and the last field name. It steps from a node
+// with the same fields left once (seen remembers), so that "*" fields
+// over aliases cannot make it exponential.
+func walk(n *yaml.Node, fields []string, seen map[walkStep]bool, fn func(holder, node *yaml.Node, last string)) {
 	n = deref(n)
-	if n == nil || len(fields) == 0 {
+	if n == nil || len(fields) == 0 || seen[walkStep{n, len(fields)}] {
 		return
 	}
+	seen[walkStep{n, len(fields)}] = true
 	f, rest := fields[0], fields[1:]
 	var next []*yaml.Node
 	switch {
@@ -135,7 +144,7 @@ func walk(n *yaml.Node, fields []string, fn func(holder, node *yaml.Node, last s
 		if len(rest) == 0 {
 			fn(n, deref(c), f)
 		} else {
-			walk(c, rest, fn)
+			walk(c, rest, seen, fn)
 		}
 	}
 }
@@ -157,16 +166,62 @@ func deref(n *yaml.Node) *yaml.Node {
 	return n
 }
 
-// lookup returns the value of key in mapping m, or nil.
+// lookup returns the value of key in mapping m, or nil. A key that m
+// does not hold itself is looked up in the mappings that m merges ("<<:
+// *base"), in order, as Kubernetes' YAML decoder does. checkAliases
+// refused the documents whose merges are cyclic or too costly to follow.
 func lookup(m *yaml.Node, key string) *yaml.Node {
 	m = deref(m)
 	if m == nil || m.Kind != yaml.MappingNode {
 		return nil
 	}
+	merges := false
 	for i := 0; i+1 < len(m.Content); i += 2 {
-		if k := m.Content[i]; k.Kind == yaml.ScalarNode && k.Value == key {
+		k := m.Content[i]
+		if isMergeKey(k) {
+			merges = true
+		} else if k.Kind == yaml.ScalarNode && k.Value == key {
 			return deref(m.Content[i+1])
 		}
+	}
+	if !merges {
+		return nil
+	}
+	for i := 0; i+1 < len(m.Content); i += 2 {
+		if !isMergeKey(m.Content[i]) {
+			continue
+		}
+		for _, src := range mergeSources(m.Content[i+1]) {
+			if v := lookup(src, key); v != nil {
+				return v
+			}
+		}
+	}
+	return nil
+}
+
+// isMergeKey reports whether a mapping key is the merge key "<<".
+func isMergeKey(k *yaml.Node) bool {
+	return k.Kind == yaml.ScalarNode && k.Tag == "!!merge"
+}
+
+// mergeSources returns the mappings a merge key's value names: one
+// mapping, or a sequence of them.
+func mergeSources(v *yaml.Node) []*yaml.Node {
+	v = deref(v)
+	switch {
+	case v == nil:
+		return nil
+	case v.Kind == yaml.MappingNode:
+		return []*yaml.Node{v}
+	case v.Kind == yaml.SequenceNode:
+		var out []*yaml.Node
+		for _, c := range v.Content {
+			if c = deref(c); c.Kind == yaml.MappingNode {
+				out = append(out, c)
+			}
+		}
+		return out
 	}
 	return nil
 }

@@ -16,6 +16,8 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"unicode"
+	"unicode/utf8"
 
 	"github.com/google/go-containerregistry/pkg/name"
 	v1 "github.com/google/go-containerregistry/pkg/v1"
@@ -124,6 +126,12 @@ type use struct {
 // Render rewrites the stream in. On error the Result is empty: no partial
 // output is ever returned.
 func (r *Renderer) Render(ctx context.Context, in []byte) (Result, error) {
+	// A stream in UTF-16 or UTF-32 hides its "---" lines and image fields
+	// from the byte-level scan: refuse it rather than pass it through
+	// unpinned.
+	if enc := wideEncoding(in); enc != "" {
+		return Result{}, fmt.Errorf("document 1, line 1: the stream is %s; digestpin reads UTF-8 only", enc)
+	}
 	docs := splitStream(in)
 	out := make([][]byte, len(docs))
 
@@ -184,6 +192,14 @@ func (r *Renderer) Render(ctx context.Context, in []byte) (Result, error) {
 		}
 		wg.Go(func() {
 			h, src, err := resolveSource(ctx, r.Resolver, u.ref)
+			if err == nil {
+				// What goes into the manifest must be a digest, whatever
+				// the resolver (or the registry behind it) says.
+				_, err = v1.NewHash(h.String())
+				if err != nil {
+					err = fmt.Errorf("resolving %s: resolver gave an invalid digest: %w", u.ref, err)
+				}
+			}
 			if err != nil {
 				images[i].Source, images[i].Err = SourceNone, err
 				return
@@ -230,6 +246,21 @@ func (r *Renderer) Render(ctx context.Context, in []byte) (Result, error) {
 	return Result{Output: bytes.Join(out, nil), Images: images}, nil
 }
 
+// wideEncoding names the encoding of a stream in UTF-16 or UTF-32, told
+// by its byte order mark or, as YAML does without one, by the zero bytes
+// of its first ASCII character; it returns "" for UTF-8.
+func wideEncoding(in []byte) string {
+	switch {
+	case bytes.HasPrefix(in, []byte{0, 0, 0xfe, 0xff}), bytes.HasPrefix(in, []byte{0xff, 0xfe, 0, 0}),
+		len(in) >= 4 && in[0] == 0 && in[1] == 0 && in[2] == 0, len(in) >= 4 && in[1] == 0 && in[2] == 0 && in[3] == 0:
+		return "UTF-32"
+	case bytes.HasPrefix(in, []byte{0xfe, 0xff}), bytes.HasPrefix(in, []byte{0xff, 0xfe}),
+		len(in) >= 2 && (in[0] == 0) != (in[1] == 0):
+		return "UTF-16"
+	}
+	return ""
+}
+
 // eachDoc calls fn(i) for every i in [0, n) on GOMAXPROCS goroutines. fn
 // must touch only what belongs to index i.
 func eachDoc(n int, fn func(i int)) {
@@ -264,11 +295,15 @@ func resolveSource(ctx context.Context, res Resolver, ref name.Reference) (v1.Ha
 
 // String formats a workload as "Deployment/ns/web container app".
 func (w Workload) String() string {
-	obj := w.Kind + "/" + w.Name
+	return fmt.Sprintf("%s container %q", w.object(), w.Container)
+}
+
+// object formats the workload's object as "Deployment/ns/web".
+func (w Workload) object() string {
 	if w.Namespace != "" {
-		obj = w.Kind + "/" + w.Namespace + "/" + w.Name
+		return w.Kind + "/" + w.Namespace + "/" + w.Name
 	}
-	return fmt.Sprintf("%s container %q", obj, w.Container)
+	return w.Kind + "/" + w.Name
 }
 
 func (r *Renderer) warnf(format string, args ...any) {
@@ -299,8 +334,15 @@ func (r *Renderer) paths() []PodSpecPath {
 }
 
 // imageKey is the cheap test for a document that may hold an image field:
-// one without the word cannot, and is never parsed.
+// one without the word cannot, and is never parsed, unless it holds a
+// backslash: a double-quoted key may spell the word with escapes
+// ("\x69mage").
 var imageKey = []byte("image")
+
+// mayHoldImage reports whether a document body may hold an image field.
+func mayHoldImage(body []byte) bool {
+	return bytes.Contains(body, imageKey) || bytes.IndexByte(body, '\\') >= 0
+}
 
 // edit parses document d and rewrites its image fields and checksums. It
 // calls digest for each image field; digest returns the digest to pin to
@@ -308,15 +350,35 @@ var imageKey = []byte("image")
 // edit returns the document's new bytes (its raw bytes when nothing
 // changed), or nil when a digest is not known yet.
 func (r *Renderer) edit(d *document, digest func(use) (string, bool)) ([]byte, error) {
-	if !bytes.Contains(d.body(), imageKey) {
+	if !mayHoldImage(d.body()) {
 		return d.raw, nil
 	}
+	// CRLF line breaks are parsed as LF, so that comments carry no CR
+	// into a re-encoded document; lines and columns stay the same.
+	body, crlf := d.body(), bytes.Contains(d.body(), []byte("\r\n"))
+	if crlf {
+		body = bytes.ReplaceAll(body, []byte("\r\n"), []byte("\n"))
+	}
 	var root yaml.Node
-	if err := yaml.NewDecoder(bytes.NewReader(d.body())).Decode(&root); err != nil {
+	dec := yaml.NewDecoder(bytes.NewReader(body))
+	if err := dec.Decode(&root); err != nil {
 		if errors.Is(err, io.EOF) {
 			return d.raw, nil // only comments
 		}
 		return nil, yamlError(d, err)
+	}
+	// The stream was split at "---" lines ending in LF; a parser that
+	// finds a second document in this one (after a "---" between lone CR
+	// or Unicode line breaks) would see images that the split did not.
+	var next yaml.Node
+	if err := dec.Decode(&next); err == nil {
+		return nil, fmt.Errorf("%s: a second YAML document starts here: digestpin splits documents at \"---\" lines ending in LF or CRLF", d.at(next.Line))
+	} else if !errors.Is(err, io.EOF) {
+		return nil, yamlError(d, err)
+	}
+	// Refuse aliases that would never end or cost more than the document.
+	if line, err := checkAliases(&root); err != nil {
+		return nil, fmt.Errorf("%s: %w", d.at(line), err)
 	}
 	obj := deref(rootContent(&root))
 	if obj == nil || (obj.Kind == yaml.ScalarNode && obj.Tag == "!!null") {
@@ -348,7 +410,7 @@ func (r *Renderer) edit(d *document, digest func(use) (string, bool)) ([]byte, e
 	for _, a := range e.annotations {
 		setAnnotation(a.holder, e.r.annotation(), a.value)
 	}
-	return encode(d, &root)
+	return encode(d, &root, crlf)
 }
 
 // maxListDepth bounds List objects nested in List objects.
@@ -364,6 +426,25 @@ type editor struct {
 	images      []imageChange
 	annotations []annotationChange
 	seen        map[*yaml.Node]bool // image nodes with a change, once each
+	// An alias names a node again. Objects, pod specs and templates are
+	// edited once each, so that aliases can neither make the work grow
+	// exponentially (a List of aliases of Lists of aliases) nor write a
+	// template's annotation twice.
+	objects   map[*yaml.Node]bool     // objects edited
+	specLines map[*yaml.Node][]string // pod spec → its checksum lines
+	holders   map[*yaml.Node]bool     // templates annotated
+}
+
+// once reports whether n is not in seen yet, and adds it.
+func once(seen *map[*yaml.Node]bool, n *yaml.Node) bool {
+	if (*seen)[n] {
+		return false
+	}
+	if *seen == nil {
+		*seen = map[*yaml.Node]bool{}
+	}
+	(*seen)[n] = true
+	return true
 }
 
 // imageChange sets an image scalar to a new value.
@@ -380,6 +461,9 @@ type annotationChange struct {
 
 // object edits a Kubernetes object, or the items of a List.
 func (e *editor) object(obj *yaml.Node, depth int) error {
+	if !once(&e.objects, obj) {
+		return nil
+	}
 	kind := scalar(lookup(obj, "kind"))
 	if items := lookup(obj, "items"); strings.HasSuffix(kind, "List") && items != nil && items.Kind == yaml.SequenceNode {
 		if depth >= maxListDepth {
@@ -406,11 +490,17 @@ func (e *editor) object(obj *yaml.Node, depth int) error {
 
 // template pins the images of one pod template and sets its checksum.
 func (e *editor) template(t podTemplate, w Workload) error {
-	var lines []string
+	lines, done := e.specLines[t.spec]
 	for _, field := range containerFields {
+		if done {
+			break // a pod spec shared through an alias: edited already
+		}
 		list := lookup(t.spec, field)
 		if list == nil || list.Kind != yaml.SequenceNode {
 			continue
+		}
+		if k := duplicateKey(t.spec, field); k != nil {
+			return fmt.Errorf("%s: %s: %s is given twice", e.d.at(k.Line), w.object(), field)
 		}
 		for _, c := range list.Content {
 			w.Container = scalar(lookup(c, "name"))
@@ -419,8 +509,17 @@ func (e *editor) template(t podTemplate, w Workload) error {
 				continue // no image: nothing to pin
 			}
 			where := e.d.at(img.Line)
+			// YAML decoders disagree on which of two equal keys wins:
+			// pinning one could leave the other in force.
+			if k := duplicateKey(c, "image"); k != nil {
+				return fmt.Errorf("%s: %s: image is given twice", e.d.at(k.Line), w)
+			}
 			if img.Kind != yaml.ScalarNode || img.Tag != "!!str" || strings.TrimSpace(img.Value) == "" {
 				return fmt.Errorf("%s: %s: image is %s, want a reference such as registry/name:tag", where, w, describe(img))
+			}
+			if strings.ContainsFunc(img.Value, unicode.IsControl) {
+				// go-containerregistry's error would repeat it raw.
+				return fmt.Errorf("%s: %s: image %q holds a control character, want a reference such as registry/name:tag", where, w, img.Value)
 			}
 			ref, err := name.ParseReference(img.Value)
 			if err != nil {
@@ -446,15 +545,68 @@ func (e *editor) template(t podTemplate, w Workload) error {
 			lines = append(lines, w.Container+"="+value)
 		}
 	}
-	if t.holder == nil || len(lines) == 0 || !e.complete {
+	if !done {
+		if e.specLines == nil {
+			e.specLines = map[*yaml.Node][]string{}
+		}
+		e.specLines[t.spec] = lines
+	}
+	if t.holder == nil || len(lines) == 0 || !e.complete || !once(&e.holders, t.holder) {
 		return nil
 	}
 	sum := Checksum(lines)
 	if scalar(lookup(lookup(lookup(t.holder, "metadata"), "annotations"), e.r.annotation())) == sum {
 		return nil
 	}
+	if n, why := sharedMetadata(t.holder); n != nil {
+		return fmt.Errorf("%s: %s: cannot write the %s annotation: the pod template's %s", e.d.at(n.Line), w.object(), e.r.annotation(), why)
+	}
 	e.annotations = append(e.annotations, annotationChange{holder: t.holder, value: sum})
 	return nil
+}
+
+// duplicateKey returns the second key node of key in mapping m, or nil
+// when m holds key at most once.
+func duplicateKey(m *yaml.Node, key string) *yaml.Node {
+	m = deref(m)
+	if m == nil || m.Kind != yaml.MappingNode {
+		return nil
+	}
+	found := false
+	for i := 0; i+1 < len(m.Content); i += 2 {
+		if k := m.Content[i]; k.Kind == yaml.ScalarNode && k.Value == key && !isMergeKey(k) {
+			if found {
+				return k
+			}
+			found = true
+		}
+	}
+	return nil
+}
+
+// sharedMetadata reports why the checksum annotation cannot be written
+// into a pod template's own metadata.annotations: because the mapping it
+// would go into is shared with other nodes through an anchor, an alias or
+// a merge key, so writing it would change them too. It returns the node
+// at fault and the reason, or nil.
+func sharedMetadata(holder *yaml.Node) (*yaml.Node, string) {
+	owner := holder
+	for _, key := range []string{"metadata", "annotations"} {
+		_, v := field(owner, key)
+		switch {
+		case v == nil:
+			if m := lookup(owner, key); m != nil {
+				return m, key + " comes from a merge key (<<); write it out"
+			}
+			return nil, ""
+		case v.Kind == yaml.AliasNode:
+			return v, key + " is an alias (*" + v.Value + "); write it out"
+		case v.Anchor != "":
+			return v, key + " has an anchor (&" + v.Anchor + ") that other nodes may share; write it out"
+		}
+		owner = v
+	}
+	return nil, ""
 }
 
 // setAnnotation sets metadata.annotations[key] of a pod template to a
@@ -536,7 +688,7 @@ func rootContent(doc *yaml.Node) *yaml.Node {
 
 // encode writes a changed document back: its "---" line as it was, then the
 // re-encoded body in the sequence indentation the document used.
-func encode(d *document, root *yaml.Node) ([]byte, error) {
+func encode(d *document, root *yaml.Node, crlf bool) ([]byte, error) {
 	var buf bytes.Buffer
 	buf.Grow(len(d.raw) + 256)
 	buf.Write(d.raw[:d.head])
@@ -552,6 +704,11 @@ func encode(d *document, root *yaml.Node) ([]byte, error) {
 	if body := bytes.TrimRight(d.body(), " \t\r\n"); bytes.HasSuffix(body, []byte("\n...")) || bytes.Equal(body, []byte("...")) {
 		buf.WriteString("...\n")
 	}
+	if crlf {
+		// The document's line breaks were CRLF: so are the new ones.
+		out := buf.Bytes()
+		return append(out[:d.head:d.head], bytes.ReplaceAll(out[d.head:], []byte("\n"), []byte("\r\n"))...), nil
+	}
 	return buf.Bytes(), nil
 }
 
@@ -562,6 +719,24 @@ func yamlError(d *document, err error) error {
 	if m := yamlLine.FindStringSubmatch(err.Error()); m != nil {
 		n, _ := strconv.Atoi(m[1])
 		return fmt.Errorf("%s: malformed YAML: %s", d.at(n), m[2])
+	}
+	// The parser names no line for bytes that are not UTF-8 or control
+	// characters: find the first.
+	body := d.body()
+	for at := 0; at < len(body); {
+		r, size := utf8.DecodeRune(body[at:])
+		bad := ""
+		switch {
+		case r == utf8.RuneError && size <= 1:
+			bad = fmt.Sprintf("byte 0x%02x is not UTF-8 (digestpin reads UTF-8 only)", body[at])
+		case unicode.IsControl(r) && r != '\t' && r != '\n' && r != '\r' && r != '\u0085':
+			bad = fmt.Sprintf("control character %U is not allowed", r)
+		}
+		if bad != "" {
+			n := bytes.Count(body[:at], []byte("\n")) + 1
+			return fmt.Errorf("%s: malformed YAML: %s", d.at(n), bad)
+		}
+		at += size
 	}
 	return fmt.Errorf("%s: malformed YAML: %s", d.where(), strings.TrimPrefix(err.Error(), "yaml: "))
 }
@@ -584,6 +759,8 @@ func describe(n *yaml.Node) string {
 		return kindName(n)
 	case n.Tag == "!!null" || strings.TrimSpace(n.Value) == "":
 		return "empty"
+	case strings.ContainsFunc(n.Value, unicode.IsControl):
+		return fmt.Sprintf("%s %q", strings.TrimPrefix(n.Tag, "!!"), n.Value)
 	}
 	return fmt.Sprintf("%s %s", strings.TrimPrefix(n.Tag, "!!"), n.Value)
 }

@@ -24,6 +24,9 @@ type edit struct {
 // unusual annotation name); the caller then encodes the document instead.
 func splice(d *document, images []imageChange, annotations []annotationChange, key string) ([]byte, bool) {
 	s := spliceState{body: d.body()}
+	if hasOtherBreaks(s.body) {
+		return nil, false // the parser's lines are not the LF-separated ones
+	}
 	s.eol = "\n"
 	if bytes.Contains(s.body, []byte("\r\n")) {
 		s.eol = "\r\n"
@@ -65,6 +68,10 @@ type spliceState struct {
 	body       []byte
 	lineStarts []int // computed on first use
 	eol        string
+	// The last position offset found: a later node on the same line
+	// continues from it, so that many nodes on one very long line (flow
+	// style) cost the line's length once, not once per node.
+	lastLine, lastColumn, lastAt int
 }
 
 // offset returns the byte offset of a node's first character, and the
@@ -82,15 +89,19 @@ func (s *spliceState) offset(n *yaml.Node) (at, lineStart int, ok bool) {
 		return 0, 0, false
 	}
 	lineStart = s.lineStarts[n.Line-1]
-	at = lineStart
+	at, column := lineStart, 1
+	if s.lastLine == n.Line && s.lastColumn <= n.Column {
+		at, column = s.lastAt, s.lastColumn
+	}
 	// Columns count characters, not bytes.
-	for range n.Column - 1 {
+	for ; column < n.Column; column++ {
 		if at >= len(s.body) || s.body[at] == '\n' {
 			return 0, 0, false
 		}
 		_, size := utf8.DecodeRune(s.body[at:])
 		at += size
 	}
+	s.lastLine, s.lastColumn, s.lastAt = n.Line, column, at
 	return at, lineStart, true
 }
 
@@ -274,5 +285,22 @@ func quote(value string, style yaml.Style) (string, bool) {
 var reference = regexp.MustCompile(`^[a-z0-9][a-z0-9._:/-]*(:[A-Za-z0-9_][A-Za-z0-9_.-]*)?(@[a-z0-9]+:[a-f0-9]+)?$`)
 
 func isReference(value string) bool { return reference.MatchString(value) }
+
+// hasOtherBreaks reports whether b holds a line break that YAML counts
+// but a search for LF does not: a CR not before an LF, or the Unicode
+// line breaks NEL, LS and PS.
+func hasOtherBreaks(b []byte) bool {
+	for rest := b; ; {
+		i := bytes.IndexByte(rest, '\r')
+		if i < 0 {
+			break
+		}
+		if i+1 == len(rest) || rest[i+1] != '\n' {
+			return true
+		}
+		rest = rest[i+2:]
+	}
+	return bytes.Contains(b, []byte("\u0085")) || bytes.Contains(b, []byte("\u2028")) || bytes.Contains(b, []byte("\u2029"))
+}
 
 func isSpace(c byte) bool { return c == ' ' || c == '\t' || c == '\r' || c == '\n' }

@@ -3,6 +3,8 @@ package renderer
 import (
 	"bytes"
 	"fmt"
+	"strings"
+	"unicode"
 )
 
 // document is one document of a YAML stream, kept as the bytes it was read
@@ -118,7 +120,13 @@ func newDocument(index, line int, raw []byte) *document {
 		}
 		text := bytes.TrimRight(b[:eol], " \t\r")
 		if bytes.HasPrefix(text, sourcePrefix) {
-			d.source = string(text[len(sourcePrefix):])
+			// The name goes into messages: no control characters.
+			d.source = strings.Map(func(r rune) rune {
+				if unicode.IsControl(r) {
+					return '?'
+				}
+				return r
+			}, string(text[len(sourcePrefix):]))
 			break
 		}
 		if len(text) > 0 && text[0] != '#' {

@@ -51,7 +51,9 @@ func (r *redactor) addAuth(c *authn.AuthConfig) {
 		return
 	}
 	r.add(c.Password, c.Auth, c.IdentityToken, c.RegistryToken)
-	if c.Username != "" && c.Password != "" {
+	// The basic auth header, also for an empty user name (a token as
+	// the password).
+	if c.Password != "" {
 		r.add(base64.StdEncoding.EncodeToString([]byte(c.Username + ":" + c.Password)))
 	}
 }

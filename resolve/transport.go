@@ -5,6 +5,7 @@ import (
 	"crypto/x509"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"os"
@@ -49,8 +50,57 @@ func newBaseTransport(o *options, red *redactor) (http.RoundTripper, error) {
 		t = newInsecureTransport(t, o.insecure)
 	}
 	t = &plainHTTPGuard{next: t, insecure: o.insecure}
+	t = &bodyCap{next: t, max: maxResponseBody}
 	rt := &retryTransport{next: &redactingTransport{next: t, red: red}, policy: o.retry, timeout: o.requestTimeout, logf: o.logf}
 	return newPingCache(rt), nil
+}
+
+// maxResponseBody caps what a Resolver reads of one registry answer. The
+// largest answers it reads are manifests and indexes (and, with a
+// platform, an image config), a few kilobytes each; registries commonly
+// refuse to store manifests over 4 MiB. go-containerregistry's own cap is
+// 100 MiB, times the concurrency: a hostile registry could make a run
+// hold gigabytes.
+const maxResponseBody = 8 << 20
+
+// bodyCap fails the reading of a response body that goes on past max
+// bytes, however the reader reads it.
+type bodyCap struct {
+	next http.RoundTripper
+	max  int64
+}
+
+// RoundTrip implements http.RoundTripper.
+func (c *bodyCap) RoundTrip(req *http.Request) (*http.Response, error) {
+	resp, err := c.next.RoundTrip(req)
+	if err != nil {
+		return nil, err
+	}
+	// A HEAD answer's length is that of the GET answer, which is not read.
+	if req.Method != http.MethodHead && resp.ContentLength > c.max {
+		resp.Body.Close()
+		return nil, fmt.Errorf("%s %s%s: the answer is %d bytes, more than the %d a registry answer may have", req.Method, req.URL.Host, req.URL.Path, resp.ContentLength, c.max)
+	}
+	resp.Body = &cappedBody{ReadCloser: resp.Body, left: c.max, req: req}
+	return resp, nil
+}
+
+// cappedBody reads at most left more bytes: reading one more fails.
+type cappedBody struct {
+	io.ReadCloser
+	left int64
+	req  *http.Request
+}
+
+func (b *cappedBody) Read(p []byte) (int, error) {
+	if int64(len(p)) > b.left+1 {
+		p = p[:b.left+1]
+	}
+	n, err := b.ReadCloser.Read(p)
+	if b.left -= int64(n); b.left < 0 {
+		return 0, fmt.Errorf("%s %s%s: the answer goes on past %d bytes, more than a registry answer may have", b.req.Method, b.req.URL.Host, b.req.URL.Path, maxResponseBody)
+	}
+	return n, err
 }
 
 // plainHTTPGuard refuses plain HTTP to hosts that are neither loopback nor

@@ -1,0 +1,204 @@
+package e2e
+
+import (
+	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime/debug"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// hostileImage is the one image of the hostile streams. The lock file
+// pins it and --frozen keeps every run off the network.
+const hostileImage = "registry.example/app:1"
+
+// hostileRun is how one run of the binary ended.
+type hostileRun struct {
+	stdout, stderr []byte
+	exit           int
+	took           time.Duration
+	maxRSS         int64 // bytes
+}
+
+// runHostile runs the binary on the stream in, offline, with the image
+// pinned by a lock file.
+func runHostile(t *testing.T, in []byte) hostileRun {
+	t.Helper()
+	dir := t.TempDir()
+	sum := sha256.Sum256([]byte(hostileImage))
+	lock := fmt.Sprintf("version: 1\nimages:\n  - reference: %s\n    digest: sha256:%s\n", hostileImage, hex.EncodeToString(sum[:]))
+	input := filepath.Join(dir, "in.yaml")
+	for f, b := range map[string][]byte{"digests.lock": []byte(lock), input: in} {
+		if err := os.WriteFile(filepath.Join(dir, filepath.Base(f)), b, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// The child's peak RSS starts at this process's RSS (Linux keeps the
+	// high-water mark across the exec): give back what is free first.
+	debug.FreeOSMemory()
+	cmd := exec.Command(digestpinBin(t), "--lock", filepath.Join(dir, "digests.lock"), "--frozen", "-f", input)
+	cmd.Env = cleanEnv()
+	var out, errb bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errb
+	start := time.Now()
+	err := cmd.Run()
+	r := hostileRun{stdout: out.Bytes(), stderr: errb.Bytes(), took: time.Since(start)}
+	if err != nil {
+		if _, ok := err.(*exec.ExitError); !ok {
+			t.Fatalf("running digestpin: %v", err)
+		}
+	}
+	r.exit = cmd.ProcessState.ExitCode()
+	if ru, ok := cmd.ProcessState.SysUsage().(*syscall.Rusage); ok {
+		r.maxRSS = ru.Maxrss << 10 // Linux reports KiB
+	}
+	t.Logf("%d bytes in, exit %d in %s, peak RSS %d MiB", len(in), r.exit, r.took.Round(time.Millisecond), r.maxRSS>>20)
+	return r
+}
+
+// checkRefused checks that a run failed as Helm needs it to: exit 1,
+// nothing on stdout, one error line on stderr naming the document and
+// line, and no Go panic or stack trace.
+func checkRefused(t *testing.T, r hostileRun, want string) {
+	t.Helper()
+	if r.exit != 1 {
+		t.Errorf("exit status %d, want 1", r.exit)
+	}
+	if len(r.stdout) != 0 {
+		t.Errorf("stdout has %d bytes, want none: %.200q", len(r.stdout), r.stdout)
+	}
+	stderr := string(r.stderr)
+	if strings.Count(stderr, "\n") != 1 || !strings.HasPrefix(stderr, "digestpin: error: document ") || !strings.Contains(stderr, want) {
+		t.Errorf("stderr = %q, want one line \"digestpin: error: document …\" with %q", stderr, want)
+	}
+	for _, s := range []string{"panic", "goroutine ", ".go:"} {
+		if strings.Contains(stderr, s) {
+			t.Errorf("stderr holds %q, a stack trace:\n%s", s, stderr)
+		}
+	}
+}
+
+// pod is a Pod document with the hostile image, then extra at the end.
+func podWith(extra string) string {
+	return "apiVersion: v1\nkind: Pod\nmetadata:\n  name: p\nspec:\n  containers:\n  - name: app\n    image: " + hostileImage + "\n" + extra
+}
+
+// laughs returns n levels of anchors, each nine aliases of the one before.
+func laughs(n int) string {
+	var b strings.Builder
+	b.WriteString("l0: &l0 [lol, lol, lol, lol, lol, lol, lol, lol, lol]\n")
+	for i := 1; i <= n; i++ {
+		fmt.Fprintf(&b, "l%d: &l%d [%s]\n", i, i, strings.TrimSuffix(strings.Repeat(fmt.Sprintf("*l%d, ", i-1), 9), ", "))
+	}
+	return b.String()
+}
+
+// TestBinaryHostileInputRefused runs the binary on broken or hostile
+// streams that must be refused.
+func TestBinaryHostileInputRefused(t *testing.T) {
+	merges := "m0: &m0 {a: 1}\n"
+	for i := 1; i <= 60; i++ {
+		merges += fmt.Sprintf("m%d: &m%d {<<: [*m%d, *m%d]}\n", i, i, i-1, i-1)
+	}
+	for _, tc := range []struct {
+		desc, in, want string
+	}{
+		{desc: "a scalar document", in: "---\nkind: ConfigMap\n---\nimage\n", want: "document 2, line 4: want a Kubernetes object (a mapping), found a scalar"},
+		{desc: "a sequence document", in: "- image: x\n", want: "document 1, line 1: want a Kubernetes object (a mapping), found a sequence"},
+		{desc: "image is a number", in: strings.Replace(podWith(""), hostileImage, "1.5", 1), want: "line 8: Pod/p container \"app\": image is float 1.5"},
+		{desc: "image is a mapping", in: strings.Replace(podWith(""), hostileImage, "{name: x}", 1), want: "line 8: Pod/p container \"app\": image is a mapping"},
+		{desc: "image is null", in: strings.Replace(podWith(""), hostileImage, "~", 1), want: "line 8: Pod/p container \"app\": image is empty"},
+		{desc: "image is empty", in: strings.Replace(podWith(""), hostileImage, "''", 1), want: "line 8: Pod/p container \"app\": image is empty"},
+		{desc: "image with spaces", in: strings.Replace(podWith(""), hostileImage, "registry.example/my app:1", 1), want: `line 8: Pod/p container "app": parsing image "registry.example/my app:1"`},
+		{desc: "uppercase repository", in: strings.Replace(podWith(""), hostileImage, "registry.example/App:1", 1), want: `line 8: Pod/p container "app": parsing image "registry.example/App:1"`},
+		{desc: "an invalid digest", in: strings.Replace(podWith(""), hostileImage, "registry.example/app@sha256:xyz", 1), want: `line 8: Pod/p container "app": parsing image "registry.example/app@sha256:xyz"`},
+		{desc: "bytes that are not UTF-8", in: podWith("x: \"\xc3\x28\"\n"), want: "document 1, line 9: malformed YAML: byte 0xc3 is not UTF-8"},
+		{desc: "a UTF-16 stream", in: "\xfe\xff\x00a\x00p\x00i", want: "document 1, line 1: the stream is UTF-16"},
+		{desc: "nesting 50000 levels deep", in: podWith("x: " + strings.Repeat("[", 50000) + strings.Repeat("]", 50000) + "\n"), want: "document 1, line 9: malformed YAML: exceeded max depth"},
+		{desc: "a merge-key bomb", in: podWith(merges), want: "merge keys (<<) expand to more than"},
+		{desc: "a cyclic alias", in: "apiVersion: v1\nkind: Pod\nspec: &s\n  containers:\n  - {name: app, image: " + hostileImage + "}\n  self: *s\n", want: "document 1, line 6: alias *s is inside the node it names"},
+	} {
+		t.Run(tc.desc, func(t *testing.T) {
+			r := runHostile(t, []byte(tc.in))
+			checkRefused(t, r, tc.want)
+		})
+	}
+}
+
+// TestBinaryHostileInputBounded runs the binary on large and hostile
+// streams that must be rendered, in bounded time and memory. The bounds
+// are generous (a shared 2-core CI machine): they catch expansion and
+// quadratic work, which would take minutes and gigabytes, not slowness.
+func TestBinaryHostileInputBounded(t *testing.T) {
+	const mib = 1 << 20
+	// An alias bomb of 9^30 strings in a Pod.
+	bomb := func() string { return podWith(laughs(30)) }
+	// Lists of aliases of Lists (9^15 Pods), which hung digestpin before
+	// the walker edited each node once.
+	lists := func() string {
+		var b strings.Builder
+		b.WriteString("apiVersion: v1\nkind: List\nitems:\n- &p0 {apiVersion: v1, kind: Pod, metadata: {name: p}, spec: {containers: [{name: app, image: " + hostileImage + "}]}}\n")
+		for i := 1; i <= 15; i++ {
+			fmt.Fprintf(&b, "- &p%d {kind: List, items: [%s]}\n", i, strings.TrimSuffix(strings.Repeat(fmt.Sprintf("*p%d, ", i-1), 9), ", "))
+		}
+		return b.String()
+	}
+	// Twenty thousand containers on one flow-style line, which took
+	// minutes when each splice scanned its line from the start.
+	long := func() string {
+		var line []string
+		for i := range 20000 {
+			line = append(line, fmt.Sprintf("{name: c%d, image: %s }", i, hostileImage))
+		}
+		return "apiVersion: v1\nkind: Pod\nmetadata:\n  name: p\nspec: {containers: [" + strings.Join(line, ", ") + "]}\n"
+	}
+	// A 50 MB Deployment: one container with a million env entries.
+	big := func() string {
+		var b strings.Builder
+		b.WriteString("apiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: big\nspec:\n  template:\n    spec:\n      containers:\n      - name: app\n        image: " + hostileImage + "\n        env:\n")
+		for i := 0; b.Len() < 50*mib; i++ {
+			fmt.Fprintf(&b, "        - name: VAR_%08d\n          value: \"%040d\"\n", i, i)
+		}
+		return b.String()
+	}
+	// Smallest first: the runs' peak RSS includes this process's.
+	for _, tc := range []struct {
+		desc    string
+		in      func() string
+		maxTime time.Duration
+		maxRSS  int64
+	}{
+		{desc: "an alias bomb", in: bomb, maxTime: 30 * time.Second, maxRSS: 256 * mib},
+		{desc: "Lists of aliases of Lists", in: lists, maxTime: 30 * time.Second, maxRSS: 256 * mib},
+		{desc: "a very long line", in: long, maxTime: time.Minute, maxRSS: 1024 * mib},
+		{desc: "a 50 MB document", in: big, maxTime: 3 * time.Minute, maxRSS: 4096 * mib},
+	} {
+		t.Run(tc.desc, func(t *testing.T) {
+			in := tc.in()
+			r := runHostile(t, []byte(in))
+			if r.exit != 0 {
+				t.Fatalf("exit status %d, stderr:\n%s", r.exit, r.stderr)
+			}
+			if !bytes.Contains(r.stdout, []byte(hostileImage+"@sha256:")) {
+				t.Errorf("the output does not pin %s", hostileImage)
+			}
+			// Nothing was expanded: the output is the input and the pins.
+			if n, max := len(r.stdout), len(in)+bytes.Count(r.stdout, []byte("@sha256:"))*72+1024; n > max {
+				t.Errorf("output is %d bytes, more than the %d of the input and its pins", n, max)
+			}
+			if r.took > tc.maxTime {
+				t.Errorf("took %s, more than %s", r.took, tc.maxTime)
+			}
+			if r.maxRSS > tc.maxRSS {
+				t.Errorf("peak RSS %d MiB, more than %d MiB", r.maxRSS>>20, tc.maxRSS>>20)
+			}
+		})
+	}
+}

@@ -1,0 +1,140 @@
+package renderer
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+)
+
+// TestOddInput renders streams that are odd but valid YAML, as Helm
+// templates or hand-written manifests can produce them, each from
+// testdata/oddinput/NAME.input.yaml, and compares the output with
+// NAME.golden.yaml (go test -update rewrites it). The golden file must be
+// a fixed point, and documents without an image must come out as they
+// came in.
+func TestOddInput(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		// images are the references the output must pin, with the
+		// number of workload containers that use each.
+		images map[string]int
+	}{
+		{name: "crlf", images: map[string]int{"registry.example/app:1": 2}},
+		{name: "bom", images: map[string]int{"registry.example/app:1": 1, "registry.example/app:2": 1}},
+		{name: "tabs", images: map[string]int{"registry.example/app:1": 1}},
+		{name: "separator-comments", images: map[string]int{"registry.example/app:1": 1, "registry.example/app:2": 1}},
+		{name: "end-markers", images: map[string]int{"registry.example/app:1": 1, "registry.example/app:2": 1}},
+		{name: "flow-containers", images: map[string]int{"registry.example/init:1": 1, "registry.example/app:1": 2, "registry.example/side:1": 1}},
+		// An alias of a container or image is one node: the shared pod
+		// template of the List counts once.
+		{name: "anchors", images: map[string]int{"registry.example/app:1": 5, "registry.example/app:2": 1}},
+		{name: "duplicate-source", images: map[string]int{"registry.example/app:1": 1, "registry.example/app:2": 1}},
+		{name: "list-in-list", images: map[string]int{"registry.example/app:1": 1, "registry.example/app:2": 1}},
+		{name: "empty-documents", images: map[string]int{"registry.example/app:1": 1}},
+		{name: "comments-only", images: map[string]int{"registry.example/app:1": 1}},
+		{name: "quoted-image", images: map[string]int{
+			"registry.example/app:1": 2, "registry.example/app:2": 2, "registry.example/app:3": 1,
+			"registry.example/side:1": 1, "registry.example/init:1": 1,
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			in := filepath.Join("testdata", "oddinput", tc.name+".input.yaml")
+			golden := filepath.Join("testdata", "oddinput", tc.name+".golden.yaml")
+			src, err := os.ReadFile(in)
+			if err != nil {
+				t.Fatal(err)
+			}
+			r := &Renderer{Resolver: newFixed()}
+			res, err := r.Render(context.Background(), src)
+			if err != nil {
+				t.Fatalf("Render(%s) = %v", in, err)
+			}
+			if *update {
+				if err := os.WriteFile(golden, res.Output, 0o644); err != nil {
+					t.Fatal(err)
+				}
+			}
+			want, err := os.ReadFile(golden)
+			if err != nil {
+				t.Fatalf("reading golden file (run go test -update): %v", err)
+			}
+			if diff := cmp.Diff(string(want), string(res.Output)); diff != "" {
+				t.Errorf("Render(%s) (-%s +got):\n%s", in, golden, diff)
+			}
+			got := map[string]int{}
+			for _, img := range res.Images {
+				got[img.Written] = len(img.Workloads)
+				if pin := img.Written + "@" + dg(img.Reference); !bytes.Contains(res.Output, []byte(pin)) {
+					t.Errorf("output lacks %s", pin)
+				}
+			}
+			if diff := cmp.Diff(tc.images, got); diff != "" {
+				t.Errorf("Render(%s) images (-want +got):\n%s", in, diff)
+			}
+			checkUntouched(t, src, res.Output)
+
+			// Idempotence: the golden file is a fixed point.
+			again, err := r.Render(context.Background(), want)
+			if err != nil {
+				t.Fatalf("Render(%s) = %v", golden, err)
+			}
+			if diff := cmp.Diff(string(want), string(again.Output)); diff != "" {
+				t.Errorf("Render(%s) changed its own output (-want +got):\n%s", golden, diff)
+			}
+		})
+	}
+}
+
+// checkUntouched checks that the documents of in without a pod spec image
+// come out byte for byte in out.
+func checkUntouched(t *testing.T, in, out []byte) {
+	t.Helper()
+	a, b := splitStream(in), splitStream(out)
+	if len(a) != len(b) {
+		t.Fatalf("Render() made %d documents of %d", len(b), len(a))
+	}
+	for i := range a {
+		if !bytes.Contains(a[i].raw, []byte("registry.example/app")) && !bytes.Equal(a[i].raw, b[i].raw) {
+			t.Errorf("document %d has no image to pin but changed: %q → %q", i+1, a[i].raw, b[i].raw)
+		}
+	}
+}
+
+// TestOddInputLongLines renders documents with very long lines: a
+// megabyte annotation, and thousands of containers on one flow-style
+// line, each of which is spliced in place.
+func TestOddInputLongLines(t *testing.T) {
+	const n = 20000
+	var containers []string
+	for i := range n {
+		containers = append(containers, fmt.Sprintf("{name: c%d, image: registry.example/app:1 }", i))
+	}
+	long := strings.Repeat("x", 1<<20)
+	in := "apiVersion: v1\nkind: Pod\nmetadata:\n  name: long\n  annotations:\n    note: " + long + "\n" +
+		"spec: {containers: [" + strings.Join(containers, ", ") + "]}\n"
+	r := &Renderer{Resolver: newFixed()}
+	res, err := r.Render(context.Background(), []byte(in))
+	if err != nil {
+		t.Fatalf("Render() = %v", err)
+	}
+	pinned := "image: registry.example/app:1@" + dg("registry.example/app:1") + " }"
+	if got := strings.Count(string(res.Output), pinned); got != n {
+		t.Errorf("Render() pinned %d containers in place, want %d", got, n)
+	}
+	if !strings.Contains(string(res.Output), "    note: "+long+"\n") {
+		t.Errorf("Render() changed the long annotation")
+	}
+	again, err := r.Render(context.Background(), res.Output)
+	if err != nil {
+		t.Fatalf("Render(output) = %v", err)
+	}
+	if !bytes.Equal(again.Output, res.Output) {
+		t.Errorf("Render() changed its own output")
+	}
+}

@@ -1,0 +1,70 @@
+package resolve
+
+import (
+	"encoding/base64"
+	"strings"
+	"testing"
+	"unicode"
+	"unicode/utf8"
+
+	"github.com/google/go-containerregistry/pkg/authn"
+)
+
+// FuzzRedact checks that a password the redactor was shown never comes
+// out of it, alone, in a basic auth header, or in a message around it.
+func FuzzRedact(f *testing.F) {
+	f.Add("user", "SENTINEL-p4ssw0rd", "you sent ", " back")
+	f.Add("u", "abcd", "Basic ", "\n")
+	f.Fuzz(func(t *testing.T, user, password, before, after string) {
+		secret := strings.TrimSpace(password)
+		if len(secret) < minSecret || strings.Contains("[REDACTED]", secret) {
+			return // too short to mask, or the mask itself spells it
+		}
+		red := newRedactor()
+		red.addAuth(&authn.AuthConfig{Username: user, Password: password})
+		basic := base64.StdEncoding.EncodeToString([]byte(user + ":" + password))
+		for _, msg := range []string{before + password + after, before + "Basic " + basic + after} {
+			if got := red.redact(msg); strings.Contains(got, secret) || strings.Contains(got, basic) {
+				t.Fatalf("redact(%q) = %q, which shows the password", msg, got)
+			}
+		}
+	})
+}
+
+// TestRedactBasicHeader checks that the basic auth header of a credential
+// is masked before it is ever sent, whatever the user name.
+func TestRedactBasicHeader(t *testing.T) {
+	for _, tc := range []struct{ desc, user, password string }{
+		{desc: "a user and a password", user: "user", password: "SENTINEL-p4ss"},
+		// Found by FuzzRedact (testdata/fuzz/FuzzRedact/389b2f31bf6ee072).
+		{desc: "no user name", user: "", password: "0000"},
+	} {
+		t.Run(tc.desc, func(t *testing.T) {
+			red := newRedactor()
+			red.addAuth(&authn.AuthConfig{Username: tc.user, Password: tc.password})
+			basic := base64.StdEncoding.EncodeToString([]byte(tc.user + ":" + tc.password))
+			if got := red.redact("Authorization: Basic " + basic); got != "Authorization: Basic [REDACTED]" {
+				t.Errorf("redact() = %q, want the header masked", got)
+			}
+		})
+	}
+}
+
+// FuzzOneLine checks that a registry's words become one line of printable
+// text of bounded length, whatever they are.
+func FuzzOneLine(f *testing.F) {
+	f.Add("<html>\n<body>error\r\n</body></html>", 160)
+	f.Add("\x1b[31mred\x00\u2028", 0)
+	f.Fuzz(func(t *testing.T, s string, limit int) {
+		limit = max(0, min(limit, 1000))
+		got := oneLine(s, limit)
+		for _, r := range got {
+			if unicode.IsControl(r) || (unicode.IsSpace(r) && r != ' ') {
+				t.Fatalf("oneLine(%q) = %q holds %U", s, got, r)
+			}
+		}
+		if n := utf8.RuneCountInString(got); limit > 0 && n > limit+1 {
+			t.Fatalf("oneLine(%q, %d) has %d runes", s, limit, n)
+		}
+	})
+}
