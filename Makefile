@@ -17,7 +17,7 @@ export DIGESTPIN_TEST_BIN := $(CURDIR)/$(BIN)
 export DIGESTPIN_TEST_HELM3 := $(HELM3)
 export DIGESTPIN_TEST_HELM4 := $(HELM4)
 
-.PHONY: all build test demo helm lint bench clean install dist
+.PHONY: all build test demo helm lint bench fuzz clean install dist
 
 all: build
 
@@ -47,6 +47,10 @@ $(HELM4):
 bench: build
 	go test -run '^$$' -bench . -benchmem -benchtime 3x ./renderer/ ./resolve/
 	go run ./internal/cmd/bench $(BIN)
+
+# Every fuzz target briefly (FUZZTIME each, default 15s); CI runs this too.
+fuzz:
+	FUZZTIME=$${FUZZTIME:-15s} scripts/fuzz.sh
 
 lint:
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt: $$out"; exit 1; fi
