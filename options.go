@@ -7,6 +7,8 @@ import (
 	"time"
 
 	"github.com/spf13/pflag"
+
+	"github.com/digestpin/digestpin/resolve"
 )
 
 // options are the command line, after flags and environment.
@@ -42,7 +44,7 @@ func (o *options) bind(fs *pflag.FlagSet) {
 	fs.StringVar(&o.checksumAnnotation, "checksum-annotation", "checksum/images", "pod-template annotation that holds the checksum of its images")
 	fs.StringVar(&o.platform, "platform", "", "pin one platform's manifest (`os/arch[/variant]`) instead of the multi-platform index")
 	fs.StringSliceVar(&o.podSpecPaths, "pod-spec-path", nil, "also scan pod specs at `[GROUP/]KIND=FIELD.PATH` (repeatable; \"*\" steps into every list item)")
-	fs.IntVar(&o.concurrency, "concurrency", 16, "distinct references resolved at once")
+	fs.IntVar(&o.concurrency, "concurrency", resolve.DefaultJobs, "distinct references resolved at once")
 	fs.DurationVar(&o.timeout, "timeout", 2*time.Minute, "bound on the whole run")
 	fs.DurationVar(&o.requestTimeout, "request-timeout", 30*time.Second, "bound on one registry request")
 	fs.StringVar(&o.onError, "on-error", "fail", "an image that cannot be resolved: fail the run, or keep it unpinned with a warning")

@@ -140,16 +140,30 @@ func (r *Renderer) Render(ctx context.Context, in []byte) (Result, error) {
 	// resolver. Every reference is validated before any network call.
 	// Documents are independent, so they are parsed on every core; the
 	// results are merged in stream order.
+	// The parse of a document that waits is kept for the last phase while
+	// the kept documents are small (a chart's worth); beyond that they are
+	// parsed again, so that memory does not grow with a node tree for
+	// every document of a huge stream.
 	uses := make([][]use, len(docs))
 	docErrs := make([]error, len(docs))
+	kept := make([]*parsed, len(docs))
+	var keptBytes atomic.Int64
 	eachDoc(len(docs), func(i int) {
-		out[i], docErrs[i] = r.edit(docs[i], func(u use) (string, bool) {
+		p, err := r.parse(docs[i])
+		if p == nil || err != nil {
+			out[i], docErrs[i] = docs[i].raw, err
+			return
+		}
+		out[i], docErrs[i] = r.rewrite(docs[i], p, func(u use) (string, bool) {
 			uses[i] = append(uses[i], u)
 			if dg, ok := u.ref.(name.Digest); ok {
 				return dg.DigestStr(), true
 			}
 			return "", false
 		})
+		if out[i] == nil && docErrs[i] == nil && keptBytes.Add(int64(len(docs[i].raw))) <= maxKeptBytes {
+			kept[i] = p
+		}
 	})
 	pending := map[string][]use{} // by ref.Name()
 	var order []string
@@ -229,13 +243,16 @@ func (r *Renderer) Render(ctx context.Context, in []byte) (Result, error) {
 		return Result{}, err
 	}
 
-	// Finally, rewrite the documents that waited for the resolver, parsing
-	// each again rather than holding every parsed document in memory.
+	// Finally, rewrite the documents that waited for the resolver.
 	eachDoc(len(waiting), func(j int) {
 		i := waiting[j]
-		out[i], docErrs[i] = r.edit(docs[i], func(u use) (string, bool) {
-			return digests[u.ref.Name()], true
-		})
+		known := func(u use) (string, bool) { return digests[u.ref.Name()], true }
+		if kept[i] != nil {
+			out[i], docErrs[i] = r.rewrite(docs[i], kept[i], known)
+			kept[i] = nil
+			return
+		}
+		out[i], docErrs[i] = r.edit(docs[i], known)
 	})
 	for _, i := range waiting {
 		if docErrs[i] != nil {
@@ -350,8 +367,25 @@ func mayHoldImage(body []byte) bool {
 // edit returns the document's new bytes (its raw bytes when nothing
 // changed), or nil when a digest is not known yet.
 func (r *Renderer) edit(d *document, digest func(use) (string, bool)) ([]byte, error) {
+	p, err := r.parse(d)
+	if p == nil || err != nil {
+		return d.raw, err
+	}
+	return r.rewrite(d, p, digest)
+}
+
+// parsed is a parsed document that may hold images.
+type parsed struct {
+	root yaml.Node
+	obj  *yaml.Node // the object: a mapping
+	crlf bool       // the document's line breaks are CRLF
+}
+
+// parse parses document d. It returns nil and no error for a document
+// that cannot hold an image field: no "image" in it, only comments, null.
+func (r *Renderer) parse(d *document) (*parsed, error) {
 	if !mayHoldImage(d.body()) {
-		return d.raw, nil
+		return nil, nil
 	}
 	// CRLF line breaks are parsed as LF, so that comments carry no CR
 	// into a re-encoded document; lines and columns stay the same.
@@ -359,11 +393,11 @@ func (r *Renderer) edit(d *document, digest func(use) (string, bool)) ([]byte, e
 	if crlf {
 		body = bytes.ReplaceAll(body, []byte("\r\n"), []byte("\n"))
 	}
-	var root yaml.Node
+	p := &parsed{crlf: crlf}
 	dec := yaml.NewDecoder(bytes.NewReader(body))
-	if err := dec.Decode(&root); err != nil {
+	if err := dec.Decode(&p.root); err != nil {
 		if errors.Is(err, io.EOF) {
-			return d.raw, nil // only comments
+			return nil, nil // only comments
 		}
 		return nil, yamlError(d, err)
 	}
@@ -377,18 +411,25 @@ func (r *Renderer) edit(d *document, digest func(use) (string, bool)) ([]byte, e
 		return nil, yamlError(d, err)
 	}
 	// Refuse aliases that would never end or cost more than the document.
-	if line, err := checkAliases(&root); err != nil {
+	if line, err := checkAliases(&p.root); err != nil {
 		return nil, fmt.Errorf("%s: %w", d.at(line), err)
 	}
-	obj := deref(rootContent(&root))
-	if obj == nil || (obj.Kind == yaml.ScalarNode && obj.Tag == "!!null") {
-		return d.raw, nil
+	p.obj = deref(rootContent(&p.root))
+	if p.obj == nil || (p.obj.Kind == yaml.ScalarNode && p.obj.Tag == "!!null") {
+		return nil, nil
 	}
-	if obj.Kind != yaml.MappingNode {
-		return nil, fmt.Errorf("%s: want a Kubernetes object (a mapping), found %s", d.at(obj.Line), kindName(obj))
+	if p.obj.Kind != yaml.MappingNode {
+		return nil, fmt.Errorf("%s: want a Kubernetes object (a mapping), found %s", d.at(p.obj.Line), kindName(p.obj))
 	}
+	return p, nil
+}
+
+// rewrite rewrites the image fields and checksums of parsed document p, as
+// edit does. When a digest is not known yet it returns nil and leaves p as
+// it was, so that p can be rewritten again later.
+func (r *Renderer) rewrite(d *document, p *parsed, digest func(use) (string, bool)) ([]byte, error) {
 	e := editor{r: r, d: d, digest: digest, complete: true}
-	if err := e.object(obj, 0); err != nil {
+	if err := e.object(p.obj, 0); err != nil {
 		return nil, err
 	}
 	switch {
@@ -410,8 +451,13 @@ func (r *Renderer) edit(d *document, digest func(use) (string, bool)) ([]byte, e
 	for _, a := range e.annotations {
 		setAnnotation(a.holder, e.r.annotation(), a.value)
 	}
-	return encode(d, &root, crlf)
+	return encode(d, &p.root, p.crlf)
 }
+
+// maxKeptBytes bounds the documents (in input bytes) whose parse is kept
+// between the first and the last phase of a Render: a parsed document
+// takes some 30 times its size.
+const maxKeptBytes = 1 << 20
 
 // maxListDepth bounds List objects nested in List objects.
 const maxListDepth = 16

@@ -1,6 +1,7 @@
 package renderer
 
 import (
+	"bytes"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
@@ -13,6 +14,8 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-containerregistry/pkg/name"
 	v1 "github.com/google/go-containerregistry/pkg/v1"
+
+	"github.com/digestpin/digestpin/internal/gen"
 )
 
 // fixed is a map-backed Resolver: the digest of a reference is the
@@ -343,4 +346,31 @@ func TestRenderConcurrentCallsAgree(t *testing.T) {
 		})
 	}
 	wg.Wait()
+}
+
+func TestRenderLargeStream(t *testing.T) {
+	// More than maxKeptBytes of documents wait for the resolver: the first
+	// keep their parse, the rest are parsed again; both must agree.
+	var buf bytes.Buffer
+	if err := gen.Stream(&buf, gen.Options{Deployments: 3000}); err != nil {
+		t.Fatal(err)
+	}
+	if buf.Len() < 2*maxKeptBytes {
+		t.Fatalf("stream of %d bytes is too small to need parsing twice", buf.Len())
+	}
+	r := &Renderer{Resolver: newFixed()}
+	res, err := r.Render(context.Background(), buf.Bytes())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := bytes.Count(res.Output, []byte("@sha256:")); n != 6000 {
+		t.Errorf("%d images pinned, want 6000", n)
+	}
+	if n := bytes.Count(res.Output, []byte("checksum/images: '")); n != 3000 {
+		t.Errorf("%d checksums, want 3000", n)
+	}
+	again, err := r.Render(context.Background(), res.Output)
+	if err != nil || !bytes.Equal(again.Output, res.Output) {
+		t.Errorf("the output of a large stream is not a fixed point (err %v)", err)
+	}
 }

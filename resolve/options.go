@@ -29,8 +29,10 @@ type options struct {
 }
 
 // DefaultJobs is how many references a Resolver asks about at once unless
-// WithJobs says otherwise.
-const DefaultJobs = 16
+// WithJobs says otherwise. The requests are small HEADs, and over HTTP/2
+// they share one connection; 32 resolves a chart's images in one or two
+// round trips.
+const DefaultJobs = 32
 
 // DefaultRequestTimeout bounds one registry request unless
 // WithRequestTimeout says otherwise.
