@@ -89,12 +89,34 @@ func FuzzSplitStream(f *testing.F) {
 			if d.index != i+1 || d.head > len(d.raw) {
 				t.Fatalf("document %d: index %d, head %d of %d bytes", i+1, d.index, d.head, len(d.raw))
 			}
+			if want := 1 + bytes.Count(joined, []byte("\n")); d.line != want {
+				t.Fatalf("document %d starts at line %d, want %d", d.index, d.line, want)
+			}
+			// A "---" line only ever starts a document, and a "..." line
+			// only ever ends one.
+			lines := bytes.SplitAfter(d.raw, []byte("\n"))
+			for j, l := range lines {
+				if j > 0 && isMarker(l, "---") {
+					t.Fatalf("document %d has a --- line inside: %q", d.index, d.raw)
+				}
+				if isMarker(l, "...") && j != len(lines)-1 && !(j == len(lines)-2 && len(lines[j+1]) == 0) {
+					t.Fatalf("document %d goes on after a ... line: %q", d.index, d.raw)
+				}
+			}
+			if i > 0 && !isMarker(d.raw, "---") && !isMarker(lastLine(joined), "...") {
+				t.Fatalf("document %d starts neither with --- nor after ...: %q", d.index, d.raw)
+			}
 			joined = append(joined, d.raw...)
 		}
 		if !bytes.Equal(joined, in) {
 			t.Fatalf("documents do not add up to the input")
 		}
 	})
+}
+
+// lastLine returns the last line of b, with its line break.
+func lastLine(b []byte) []byte {
+	return b[bytes.LastIndexByte(bytes.TrimSuffix(b, []byte("\n")), '\n')+1:]
 }
 
 // FuzzPinnedForm checks that every form of a valid reference is a valid

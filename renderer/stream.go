@@ -56,35 +56,76 @@ var sourcePrefix = []byte("# Source: ")
 // concatenated, are the input.
 func splitStream(in []byte) []*document {
 	var docs []*document
-	start, startLine, line := 0, 1, 1
+	start, startLine := 0, 1
 	flush := func(end int) {
 		if end > start {
 			docs = append(docs, newDocument(len(docs)+1, startLine, in[start:end]))
+			startLine += bytes.Count(in[start:end], newline)
 		}
-		start, startLine = end, line
+		start = end
 	}
+	// Jump from one marker to the next with the (vectorised) substring
+	// search rather than line by line: a stream is mostly content.
+	dash, dot := newMarkerFinder(in, "---"), newMarkerFinder(in, "...")
 	for pos := 0; pos < len(in); {
-		next := bytes.IndexByte(in[pos:], '\n')
-		if next < 0 {
-			next = len(in)
-		} else {
-			next += pos + 1
-		}
-		text := in[pos:next]
+		d, e := dash.next(pos), dot.next(pos)
 		switch {
-		case isMarker(text, "---"):
-			flush(pos)
-		case isMarker(text, "..."):
-			line++
-			flush(next)
-			pos = next
-			continue
+		case d < 0 && e < 0:
+			pos = len(in)
+		case e < 0 || (d >= 0 && d < e):
+			flush(d) // "---" starts the next document
+			pos = d + len("---")
+		default:
+			eol := bytes.IndexByte(in[e:], '\n')
+			if eol < 0 {
+				eol = len(in)
+			} else {
+				eol += e + 1
+			}
+			flush(eol) // "..." ends this one
+			pos = eol
 		}
-		pos = next
-		line++
 	}
 	flush(len(in))
 	return docs
+}
+
+var newline = []byte("\n")
+
+// markerFinder finds the lines of a stream that are the marker m. It
+// remembers the occurrence it found last, so that no search runs twice over
+// the same bytes.
+type markerFinder struct {
+	in       []byte
+	m        string
+	searched int // where the last search started; -1: none yet
+	cand     int // the first occurrence of m at or after searched; -1: none
+}
+
+func newMarkerFinder(in []byte, m string) *markerFinder {
+	return &markerFinder{in: in, m: m, searched: -1, cand: -1}
+}
+
+// next returns the offset of the first line at or after pos that is the
+// marker, or -1.
+func (f *markerFinder) next(pos int) int {
+	for {
+		if f.searched < 0 || (f.cand >= 0 && f.cand < pos) {
+			f.searched, f.cand = pos, -1
+			if i := bytes.Index(f.in[pos:], []byte(f.m)); i >= 0 {
+				f.cand = pos + i
+			}
+		}
+		// No occurrence after an earlier start means none after pos.
+		if f.cand < 0 {
+			return -1
+		}
+		c := f.cand
+		if (c == 0 || f.in[c-1] == '\n') && isMarker(f.in[c:], f.m) {
+			return c
+		}
+		pos = c + 1 // inside a line: look further
+	}
 }
 
 // isMarker reports whether a line is the document marker m ("---" or
