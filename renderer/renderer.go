@@ -288,12 +288,21 @@ func eachDoc(n int, fn func(i int)) {
 		}
 		return
 	}
+	// Workers take batches of documents: most documents cost next to
+	// nothing, and one shared counter per document would cost more.
+	const batch = 32
 	var next atomic.Int64
 	var wg sync.WaitGroup
 	for range workers {
 		wg.Go(func() {
-			for i := int(next.Add(1) - 1); i < n; i = int(next.Add(1) - 1) {
-				fn(i)
+			for {
+				start := int(next.Add(batch) - batch)
+				if start >= n {
+					return
+				}
+				for i := start; i < min(start+batch, n); i++ {
+					fn(i)
+				}
 			}
 		})
 	}
