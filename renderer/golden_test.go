@@ -44,35 +44,44 @@ func TestGolden(t *testing.T) {
 				t.Fatalf("no renderer for %s", in)
 			}
 			r.Resolver = newFixed()
-			src, err := os.ReadFile(in)
-			if err != nil {
-				t.Fatal(err)
-			}
-			res, err := r.Render(context.Background(), src)
-			if err != nil {
-				t.Fatalf("Render(%s) = %v", in, err)
-			}
-			golden := filepath.Join("testdata", base+".golden.yaml")
-			if *update {
-				if err := os.WriteFile(golden, res.Output, 0o644); err != nil {
-					t.Fatal(err)
-				}
-			}
-			want, err := os.ReadFile(golden)
-			if err != nil {
-				t.Fatalf("reading golden file (run go test -update): %v", err)
-			}
-			if diff := cmp.Diff(string(want), string(res.Output)); diff != "" {
-				t.Errorf("Render(%s) (-%s +got):\n%s", in, golden, diff)
-			}
-			// Idempotence: the golden file is a fixed point.
-			again, err := r.Render(context.Background(), want)
-			if err != nil {
-				t.Fatalf("Render(%s) = %v", golden, err)
-			}
-			if !bytes.Equal(want, again.Output) {
-				t.Errorf("Render(%s) changed its own output:\n%s", golden, cmp.Diff(string(want), string(again.Output)))
-			}
+			checkGolden(t, r, in, filepath.Join("testdata", base+".golden.yaml"))
 		})
 	}
+}
+
+// checkGolden renders the file in with r and compares the output with the
+// file golden (go test -update rewrites it), then renders the golden file
+// again to prove that it is a fixed point. It returns the input and the
+// result.
+func checkGolden(t *testing.T, r *Renderer, in, golden string) ([]byte, Result) {
+	t.Helper()
+	src, err := os.ReadFile(in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := r.Render(context.Background(), src)
+	if err != nil {
+		t.Fatalf("Render(%s) = %v", in, err)
+	}
+	if *update {
+		if err := os.WriteFile(golden, res.Output, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	want, err := os.ReadFile(golden)
+	if err != nil {
+		t.Fatalf("reading golden file (run go test -update): %v", err)
+	}
+	if diff := cmp.Diff(string(want), string(res.Output)); diff != "" {
+		t.Errorf("Render(%s) (-%s +got):\n%s", in, golden, diff)
+	}
+	// Idempotence: the golden file is a fixed point.
+	again, err := r.Render(context.Background(), want)
+	if err != nil {
+		t.Fatalf("Render(%s) = %v", golden, err)
+	}
+	if !bytes.Equal(want, again.Output) {
+		t.Errorf("Render(%s) changed its own output (-want +got):\n%s", golden, cmp.Diff(string(want), string(again.Output)))
+	}
+	return src, res
 }
