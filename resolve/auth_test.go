@@ -114,20 +114,7 @@ func TestBearerOneTokenExchangePerRegistry(t *testing.T) {
 
 	// First, every reference at once, as the renderer asks: their
 	// repositories are announced before the first ping returns.
-	var mu sync.Mutex
-	got := map[string]string{}
-	var wg sync.WaitGroup
-	for ref := range want {
-		wg.Go(func() {
-			h, err := resolveString(t, r, ref)
-			if err != nil {
-				t.Errorf("Resolve(%s): %v", ref, err)
-			}
-			mu.Lock()
-			got[ref] = h
-			mu.Unlock()
-		})
-	}
+	wait := resolveAsync(t, r, want, 1)
 	for deadline := time.Now().Add(5 * time.Second); pendingRepos(r) < len(repos); {
 		if time.Now().After(deadline) {
 			t.Fatalf("only %d of %d repositories announced", pendingRepos(r), len(repos))
@@ -135,8 +122,7 @@ func TestBearerOneTokenExchangePerRegistry(t *testing.T) {
 		time.Sleep(time.Millisecond)
 	}
 	close(release)
-	wg.Wait()
-	if diff := cmp.Diff(want, got); diff != "" {
+	if diff := cmp.Diff(want, wait()); diff != "" {
 		t.Errorf("digests (-want +got):\n%s", diff)
 	}
 	var scopes []string

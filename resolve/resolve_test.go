@@ -79,6 +79,33 @@ func resolveString(t *testing.T, r *Resolver, s string) (string, error) {
 	return h.String(), nil
 }
 
+// resolveAsync starts callers concurrent resolutions of each reference
+// that is a key of refs, as the renderer asks, and returns a function that
+// waits for them and returns the digests by reference.
+func resolveAsync(t *testing.T, r *Resolver, refs map[string]string, callers int) func() map[string]string {
+	t.Helper()
+	var mu sync.Mutex
+	got := map[string]string{}
+	var wg sync.WaitGroup
+	for ref := range refs {
+		for range callers {
+			wg.Go(func() {
+				h, err := resolveString(t, r, ref)
+				if err != nil {
+					t.Errorf("Resolve(%s): %v", ref, err)
+				}
+				mu.Lock()
+				got[ref] = h
+				mu.Unlock()
+			})
+		}
+	}
+	return func() map[string]string {
+		wg.Wait()
+		return got
+	}
+}
+
 // pushPlatformImage pushes a single-platform image for platform p.
 func pushPlatformImage(t *testing.T, reg *testregistry.Registry, repoTag, p string) v1.Hash {
 	t.Helper()
@@ -130,23 +157,7 @@ func TestResolveHeadOncePerReference(t *testing.T) {
 	r, _ := newTestResolver(t, WithJobs(2))
 
 	// Ten callers per reference, as concurrent as they come.
-	var mu sync.Mutex
-	got := map[string]string{}
-	var wg sync.WaitGroup
-	for ref := range want {
-		for range 10 {
-			wg.Go(func() {
-				h, err := resolveString(t, r, ref)
-				if err != nil {
-					t.Errorf("Resolve(%s): %v", ref, err)
-				}
-				mu.Lock()
-				got[ref] = h
-				mu.Unlock()
-			})
-		}
-	}
-	wg.Wait()
+	got := resolveAsync(t, r, want, 10)()
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("digests (-want +got):\n%s", diff)
 	}
