@@ -1,0 +1,38 @@
+package main
+
+import (
+	"os/exec"
+	"strings"
+	"testing"
+)
+
+// TestLayering keeps the architecture honest: the renderer never imports
+// the registry client or credentials, the resolver never touches YAML, and
+// nothing in the binary pulls in the Helm SDK (the embedding example is a
+// module of its own).
+func TestLayering(t *testing.T) {
+	for _, tc := range []struct {
+		pkg       string
+		forbidden []string // import path prefixes
+	}{
+		{pkg: "./renderer", forbidden: []string{"github.com/google/go-containerregistry/pkg/v1/remote", "github.com/google/go-containerregistry/pkg/authn", "github.com/digestpin/digestpin/resolve"}},
+		{pkg: "./resolve", forbidden: []string{"sigs.k8s.io/kustomize/kyaml", "go.yaml.in/yaml", "gopkg.in/yaml", "github.com/digestpin/digestpin/renderer"}},
+		{pkg: ".", forbidden: []string{"helm.sh/", "k8s.io/client-go"}},
+	} {
+		out, err := exec.Command("go", "list", "-deps", "-f", "{{.ImportPath}}", tc.pkg).Output()
+		if err != nil {
+			t.Fatalf("go list -deps %s: %v", tc.pkg, err)
+		}
+		deps := strings.Fields(string(out))
+		if len(deps) < 10 {
+			t.Fatalf("go list -deps %s listed %d packages: not a real listing", tc.pkg, len(deps))
+		}
+		for _, d := range deps {
+			for _, f := range tc.forbidden {
+				if d == f || strings.HasPrefix(d, f+"/") || (strings.HasSuffix(f, "/") && strings.HasPrefix(d, f)) {
+					t.Errorf("%s depends on %s, which it must not", tc.pkg, d)
+				}
+			}
+		}
+	}
+}
