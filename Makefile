@@ -10,6 +10,8 @@ HELM3_VERSION := v3.22.0
 HELM4_VERSION := v4.3.1
 HELM3 := $(CACHE)/helm-$(HELM3_VERSION)/helm
 HELM4 := $(CACHE)/helm-$(HELM4_VERSION)/helm
+GOLANGCI_VERSION := v2.15.0
+GOLANGCI := $(CACHE)/golangci-lint-$(GOLANGCI_VERSION)/golangci-lint
 LDFLAGS := -X main.version=$(VERSION)
 
 # Tests that drive the real binary and Helm CLIs find them here.
@@ -52,9 +54,13 @@ bench: build
 fuzz:
 	FUZZTIME=$${FUZZTIME:-15s} scripts/fuzz.sh
 
-lint:
+lint: $(GOLANGCI)
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt: $$out"; exit 1; fi
 	go vet ./...
+	$(GOLANGCI) run ./...
+
+$(GOLANGCI):
+	GOBIN=$(dir $@) go install github.com/golangci/golangci-lint/v2/cmd/golangci-lint@$(GOLANGCI_VERSION)
 
 # install copies the binary and the Helm 3 plugin into Helm's plugin folder.
 # HELM names the Helm CLI; for Helm 4, install the post-renderer plugin

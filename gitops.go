@@ -104,7 +104,7 @@ func (g *gitopsOptions) start(r *renderer.Renderer, platform string, rep *report
 	if !ok {
 		return run, nil
 	}
-	var live resolve.Interface = registry
+	live := registry
 	if g.cacheTTL > 0 && !g.frozen && !g.check {
 		dir := g.cacheDir
 		if dir == "" {
@@ -152,7 +152,7 @@ func (run *gitopsRun) finish(res renderer.Result) error {
 		return fmt.Errorf("%d image(s) not in lock file %s (--frozen asks no registry): %s", len(missing), run.opts.lock, strings.Join(missing, ", "))
 	}
 	if len(moved) > 0 {
-		errs := []error{fmt.Errorf("the registry differs from lock file %s for %d image(s):", run.opts.lock, len(moved))}
+		errs := []error{fmt.Errorf("the registry differs from lock file %s for %d image(s)", run.opts.lock, len(moved))}
 		for _, m := range moved {
 			errs = append(errs, errors.New("  "+m))
 		}

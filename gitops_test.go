@@ -263,7 +263,7 @@ func TestCheck(t *testing.T) {
 		t.Fatalf("--check with a moved tag = %v, want exit 1", r.err)
 	}
 	for _, w := range []string{
-		"the registry differs from lock file " + lock + " for 2 image(s):",
+		"the registry differs from lock file " + lock + " for 2 image(s)\n",
 		reg.Ref("app:1.0") + ": moved from sha256:",
 		"to " + moved.String() + " (registry)",
 		reg.Ref("new:1") + ": not in the lock file; the registry serves sha256:",

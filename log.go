@@ -80,9 +80,10 @@ func (r *reporter) printf(prefix, format string, args ...any) {
 func (r *reporter) write(msg string) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	io.WriteString(r.stderr, msg)
+	// A message that cannot be written has nowhere else to go.
+	_, _ = io.WriteString(r.stderr, msg)
 	if r.file != nil {
-		io.WriteString(r.file, msg)
+		_, _ = io.WriteString(r.file, msg)
 	}
 }
 
@@ -112,11 +113,11 @@ func (r *reporter) fail(err error) {
 	}
 	defer t.Close()
 	// A terminal in raw mode does not turn \n into \r\n.
-	io.WriteString(t, strings.ReplaceAll(msg, "\n", "\r\n"))
+	_, _ = io.WriteString(t, strings.ReplaceAll(msg, "\n", "\r\n"))
 }
 
 func (r *reporter) close() {
 	if r.file != nil {
-		r.file.Close()
+		_ = r.file.Close() // appends only; nothing to lose on close
 	}
 }

@@ -292,7 +292,7 @@ func TestRunFlagsAndEnvironment(t *testing.T) {
 
 func TestRunKeepsUnresolved(t *testing.T) {
 	_, in := shop(t)
-	in = strings.Replace(in, "shop/proxy:2", "shop/gone:1", -1)
+	in = strings.ReplaceAll(in, "shop/proxy:2", "shop/gone:1")
 	out, stderr, err := runIn(t, in, "--on-error", "keep")
 	if err != nil {
 		t.Fatalf("run() = %v", err)

@@ -146,9 +146,8 @@ func registryValues(reg *testregistry.Registry) string {
 
 // sidecar is the environment Argo CD's repo server gives the plugin.
 type sidecar struct {
-	path   string // PATH with helm and digestpin
-	home   string // HOME, Helm's homes and the cache folder live under it
-	appEnv []string
+	path string // PATH with helm and digestpin
+	home string // HOME, Helm's homes and the cache folder live under it
 }
 
 func newSidecar(t *testing.T) *sidecar {

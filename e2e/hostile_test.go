@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"crypto/sha256"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -51,7 +52,7 @@ func runHostile(t *testing.T, in []byte) hostileRun {
 	err := cmd.Run()
 	r := hostileRun{stdout: out.Bytes(), stderr: errb.Bytes(), took: time.Since(start)}
 	if err != nil {
-		if _, ok := err.(*exec.ExitError); !ok {
+		if ee := (*exec.ExitError)(nil); !errors.As(err, &ee) {
 			t.Fatalf("running digestpin: %v", err)
 		}
 	}
@@ -190,8 +191,8 @@ func TestBinaryHostileInputBounded(t *testing.T) {
 				t.Errorf("the output does not pin %s", hostileImage)
 			}
 			// Nothing was expanded: the output is the input and the pins.
-			if n, max := len(r.stdout), len(in)+bytes.Count(r.stdout, []byte("@sha256:"))*72+1024; n > max {
-				t.Errorf("output is %d bytes, more than the %d of the input and its pins", n, max)
+			if n, limit := len(r.stdout), len(in)+bytes.Count(r.stdout, []byte("@sha256:"))*72+1024; n > limit {
+				t.Errorf("output is %d bytes, more than the %d of the input and its pins", n, limit)
 			}
 			if r.took > tc.maxTime {
 				t.Errorf("took %s, more than %s", r.took, tc.maxTime)

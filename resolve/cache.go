@@ -86,8 +86,8 @@ func NewCache(dir string, ttl time.Duration) (*Cache, error) {
 	if err != nil {
 		return nil, fmt.Errorf("checking cache folder %s: %w", dir, err)
 	}
-	probe.Close()
-	os.Remove(probe.Name())
+	_ = probe.Close()
+	_ = os.Remove(probe.Name()) // a probe left behind costs nothing
 	return &Cache{dir: dir, ttl: ttl, now: time.Now}, nil
 }
 

@@ -172,8 +172,8 @@ func WithMirror(from, to string) Option {
 	}
 }
 
-// WithMirrorOnly, when true, never asks a registry that has mirrors
-// itself: if no mirror answers, the reference fails. Registries without a
+// WithMirrorOnly makes a Resolver, when only is true, never ask a registry
+// that has mirrors itself: if no mirror answers, the reference fails. Registries without a
 // mirror are still asked. The default is false. It needs a WithMirror.
 func WithMirrorOnly(only bool) Option {
 	return func(o *options) error {
@@ -184,12 +184,12 @@ func WithMirrorOnly(only bool) Option {
 
 // withRetry sets the retry policy: attempts per request, and the backoff
 // base and cap. Tests use it for millisecond backoffs.
-func withRetry(attempts int, base, max time.Duration) Option {
+func withRetry(attempts int, base, most time.Duration) Option {
 	return func(o *options) error {
-		if attempts < 1 || base <= 0 || max < base {
-			return fmt.Errorf("invalid retry policy: %d attempts, backoff %s to %s", attempts, base, max)
+		if attempts < 1 || base <= 0 || most < base {
+			return fmt.Errorf("invalid retry policy: %d attempts, backoff %s to %s", attempts, base, most)
 		}
-		o.retry.attempts, o.retry.base, o.retry.max = attempts, base, max
+		o.retry.attempts, o.retry.base, o.retry.max = attempts, base, most
 		return nil
 	}
 }

@@ -135,19 +135,19 @@ func secretData(secret map[string]json.RawMessage) ([]byte, error) {
 		var data map[string]string
 		if raw, ok := secret["data"]; ok {
 			if err := decodeJSON(raw, &data); err != nil {
-				return nil, fmt.Errorf("Secret data: %w", err)
+				return nil, fmt.Errorf("reading the secret's data: %w", err)
 			}
 			if v, ok := data[key]; ok {
 				b, err := base64.StdEncoding.DecodeString(v)
 				if err != nil {
-					return nil, fmt.Errorf("Secret data %s: not base64", key)
+					return nil, fmt.Errorf("reading the secret's data %s: not base64", key)
 				}
 				return b, nil
 			}
 		}
 		if raw, ok := secret["stringData"]; ok {
 			if err := decodeJSON(raw, &data); err != nil {
-				return nil, fmt.Errorf("Secret stringData: %w", err)
+				return nil, fmt.Errorf("reading the secret's stringData: %w", err)
 			}
 			if v, ok := data[key]; ok {
 				return []byte(v), nil

@@ -50,7 +50,7 @@ func (p retryPolicy) backoff(n int) time.Duration {
 		return d
 	}
 	half := d / 2
-	return half + rand.N(d-half+1)
+	return half + rand.N(d-half+1) //nolint:gosec // jitter, not a secret
 }
 
 // retryTransport sends each request again when the registry answers with a
@@ -87,7 +87,7 @@ func (t *retryTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 		if resp != nil {
 			// Drain a little so that the connection can be reused.
 			_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 4<<10))
-			resp.Body.Close()
+			_ = resp.Body.Close()
 		}
 		t.logf("%s %s%s: %s; retrying in %s (attempt %d of %d)", req.Method, req.URL.Host, req.URL.Path, cause, wait.Round(time.Millisecond), attempt+1, t.policy.attempts)
 		timer := time.NewTimer(wait)
@@ -116,7 +116,7 @@ func (t *retryTransport) attempt(req *http.Request, n int) (*http.Response, erro
 	resp, err := t.next.RoundTrip(r)
 	if err != nil {
 		cancel()
-		if t.timedOut(req, ctx) {
+		if t.timedOut(ctx, req) {
 			return nil, &hungError{host: req.URL.Host, timeout: t.timeout}
 		}
 		return nil, err
@@ -127,7 +127,7 @@ func (t *retryTransport) attempt(req *http.Request, n int) (*http.Response, erro
 
 // timedOut reports whether an attempt ran into the per-request timeout
 // (rather than the caller's deadline), and marks the host hung if so.
-func (t *retryTransport) timedOut(req *http.Request, ctx context.Context) bool {
+func (t *retryTransport) timedOut(ctx context.Context, req *http.Request) bool {
 	if !errors.Is(ctx.Err(), context.DeadlineExceeded) || req.Context().Err() != nil {
 		return false
 	}
@@ -230,7 +230,7 @@ type timeoutBody struct {
 
 func (b *timeoutBody) Read(p []byte) (int, error) {
 	n, err := b.ReadCloser.Read(p)
-	if err != nil && err != io.EOF && b.t.timedOut(b.req, b.ctx) {
+	if err != nil && err != io.EOF && b.t.timedOut(b.ctx, b.req) {
 		return n, &hungError{host: b.req.URL.Host, timeout: b.t.timeout}
 	}
 	return n, err

@@ -78,7 +78,7 @@ func (c *bodyCap) RoundTrip(req *http.Request) (*http.Response, error) {
 	}
 	// A HEAD answer's length is that of the GET answer, which is not read.
 	if req.Method != http.MethodHead && resp.ContentLength > c.max {
-		resp.Body.Close()
+		_ = resp.Body.Close()
 		return nil, fmt.Errorf("%s %s%s: the answer is %d bytes, more than the %d a registry answer may have", req.Method, req.URL.Host, req.URL.Path, resp.ContentLength, c.max)
 	}
 	resp.Body = &cappedBody{ReadCloser: resp.Body, left: c.max, req: req}

@@ -18,8 +18,9 @@ func WriteFile(path string, data []byte, perm os.FileMode) (err error) {
 	}
 	defer func() {
 		if err != nil {
-			tmp.Close()
-			os.Remove(tmp.Name())
+			// The write failed already: clean up as well as we can.
+			_ = tmp.Close()
+			_ = os.Remove(tmp.Name())
 		}
 	}()
 	if _, err = tmp.Write(data); err != nil {
