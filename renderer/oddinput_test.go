@@ -30,9 +30,10 @@ func TestOddInput(t *testing.T) {
 		{name: "separator-comments", images: map[string]int{"registry.example/app:1": 1, "registry.example/app:2": 1}},
 		{name: "end-markers", images: map[string]int{"registry.example/app:1": 1, "registry.example/app:2": 1}},
 		{name: "flow-containers", images: map[string]int{"registry.example/init:1": 1, "registry.example/app:1": 2, "registry.example/side:1": 1}},
-		// An alias of a container or image is one node: the shared pod
-		// template of the List counts once.
-		{name: "anchors", images: map[string]int{"registry.example/app:1": 5, "registry.example/app:2": 1}},
+		// An aliased container or image is pinned once, but every
+		// workload that uses it counts: the pod template the List's two
+		// Deployments share counts for both.
+		{name: "anchors", images: map[string]int{"registry.example/app:1": 6, "registry.example/app:2": 1}},
 		{name: "duplicate-source", images: map[string]int{"registry.example/app:1": 1, "registry.example/app:2": 1}},
 		{name: "list-in-list", images: map[string]int{"registry.example/app:1": 1, "registry.example/app:2": 1}},
 		{name: "empty-documents", images: map[string]int{"registry.example/app:1": 1}},

@@ -487,6 +487,7 @@ type editor struct {
 	// template's annotation twice.
 	objects   map[*yaml.Node]bool     // objects edited
 	specLines map[*yaml.Node][]string // pod spec → its checksum lines
+	specUses  map[*yaml.Node][]use    // pod spec → its image fields
 	holders   map[*yaml.Node]bool     // templates annotated
 }
 
@@ -546,6 +547,16 @@ func (e *editor) object(obj *yaml.Node, depth int) error {
 // template pins the images of one pod template and sets its checksum.
 func (e *editor) template(t podTemplate, w Workload) error {
 	lines, done := e.specLines[t.spec]
+	if done {
+		// A pod spec shared through an alias is edited once, but each
+		// workload that shares it uses its images.
+		for _, u := range e.specUses[t.spec] {
+			u.workload.Kind, u.workload.Namespace, u.workload.Name = w.Kind, w.Namespace, w.Name
+			if _, ok := e.digest(u); !ok {
+				e.complete = false
+			}
+		}
+	}
 	for _, field := range containerFields {
 		if done {
 			break // a pod spec shared through an alias: edited already
@@ -580,7 +591,12 @@ func (e *editor) template(t podTemplate, w Workload) error {
 			if err != nil {
 				return fmt.Errorf("%s: %s: parsing image %q: %w", where, w, img.Value, err)
 			}
-			dg, ok := e.digest(use{image: img.Value, ref: ref, workload: w, where: where})
+			u := use{image: img.Value, ref: ref, workload: w, where: where}
+			if e.specUses == nil {
+				e.specUses = map[*yaml.Node][]use{}
+			}
+			e.specUses[t.spec] = append(e.specUses[t.spec], u)
+			dg, ok := e.digest(u)
 			if !ok {
 				e.complete = false
 				continue
