@@ -13,19 +13,11 @@ import (
 	"github.com/google/go-cmp/cmp"
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 
+	"github.com/digestpin/digestpin/internal/gen"
 	"github.com/digestpin/digestpin/internal/testregistry"
 	"github.com/digestpin/digestpin/lockfile"
 	"github.com/digestpin/digestpin/renderer"
 )
-
-// deployments returns a stream with one Deployment per image, named w0, w1, ….
-func deployments(images ...string) []byte {
-	var b strings.Builder
-	for i, im := range images {
-		fmt.Fprintf(&b, "---\n# Source: app/templates/w%d.yaml\napiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: w%d\n  namespace: prod\nspec:\n  template:\n    spec:\n      containers:\n      - name: app\n        image: %s\n", i, i, im)
-	}
-	return []byte(b.String())
-}
 
 // runResult is what one in-process run printed.
 type runResult struct {
@@ -92,7 +84,7 @@ func TestGitopsFlagErrors(t *testing.T) {
 			for k, v := range tc.env {
 				t.Setenv(k, v)
 			}
-			r := runPin(t, deployments("registry.example/app:1"), tc.args...)
+			r := runPin(t, gen.Deployments("prod", "registry.example/app:1"), tc.args...)
 			if r.err == nil || exitCode(r.err) != tc.code {
 				t.Fatalf("digestpin %v = %v (exit %d), want exit %d", tc.args, r.err, exitCode(r.err), tc.code)
 			}
@@ -114,7 +106,7 @@ func TestWriteLockThenFrozen(t *testing.T) {
 	app := reg.PushImage(t, "app:1.0")
 	side := reg.PushImage(t, "side:2")
 	pinned := reg.Ref("old@") + reg.PushImage(t, "old:1").String()
-	in := deployments(reg.Ref("side:2"), reg.Ref("app:1.0"), pinned, reg.Ref("app:1.0"))
+	in := gen.Deployments("prod", reg.Ref("side:2"), reg.Ref("app:1.0"), pinned, reg.Ref("app:1.0"))
 	lock := filepath.Join(t.TempDir(), "digests.lock")
 
 	// Record: every resolution, sorted, and nothing for the pinned image.
@@ -152,7 +144,7 @@ func TestFrozenMiss(t *testing.T) {
 	reg.PushImage(t, "c:1")
 	lock := filepath.Join(t.TempDir(), "digests.lock")
 	writeLock(t, lock, map[string]v1.Hash{reg.Ref("app:1.0"): app})
-	in := deployments(reg.Ref("app:1.0"), reg.Ref("b:1"), reg.Ref("c:1"))
+	in := gen.Deployments("prod", reg.Ref("app:1.0"), reg.Ref("b:1"), reg.Ref("c:1"))
 	for _, tc := range []struct {
 		desc string
 		args []string
@@ -204,7 +196,7 @@ func TestLockWithoutFrozenResolvesMisses(t *testing.T) {
 	report := filepath.Join(t.TempDir(), "report.json")
 
 	reg.ResetCounts()
-	r := mustRun(t, deployments(reg.Ref("app:1.0"), reg.Ref("side:2")), "--lock", lock, "--report", report)
+	r := mustRun(t, gen.Deployments("prod", reg.Ref("app:1.0"), reg.Ref("side:2")), "--lock", lock, "--report", report)
 	for _, w := range []string{reg.Ref("app:1.0") + "@" + locked.String(), reg.Ref("side:2") + "@" + side.String()} {
 		if !strings.Contains(r.stdout, w) {
 			t.Errorf("output does not pin %s:\n%s", w, r.stdout)
@@ -242,7 +234,7 @@ func TestCheck(t *testing.T) {
 	reg.PushImage(t, "side:2")
 	reg.PushImage(t, "new:1")
 	lock := filepath.Join(t.TempDir(), "digests.lock")
-	in := deployments(reg.Ref("app:1.0"), reg.Ref("side:2"))
+	in := gen.Deployments("prod", reg.Ref("app:1.0"), reg.Ref("side:2"))
 	recorded := mustRun(t, in, "--write-lock", lock)
 
 	// Nothing moved: the manifests are written, as without --check.
@@ -258,7 +250,7 @@ func TestCheck(t *testing.T) {
 	// app:1.0 moves, and new:1 was never locked: both are named, nothing
 	// is written.
 	moved := reg.PushImage(t, "app:1.0")
-	r := runPin(t, deployments(reg.Ref("app:1.0"), reg.Ref("side:2"), reg.Ref("new:1")), "--lock", lock, "--check", "--cache-ttl", "1h", "--cache-dir", t.TempDir())
+	r := runPin(t, gen.Deployments("prod", reg.Ref("app:1.0"), reg.Ref("side:2"), reg.Ref("new:1")), "--lock", lock, "--check", "--cache-ttl", "1h", "--cache-dir", t.TempDir())
 	if r.err == nil || exitCode(r.err) != 1 {
 		t.Fatalf("--check with a moved tag = %v, want exit 1", r.err)
 	}
@@ -285,7 +277,7 @@ func TestCacheAcrossRuns(t *testing.T) {
 	app := reg.PushImage(t, "app:1.0")
 	cache := t.TempDir()
 	report := filepath.Join(t.TempDir(), "report.json")
-	in := deployments(reg.Ref("app:1.0"))
+	in := gen.Deployments("prod", reg.Ref("app:1.0"))
 
 	first := mustRun(t, in, "--cache-ttl", "1h", "--cache-dir", cache, "--report", report)
 	if got := sources(t, report)[reg.Ref("app:1.0")]; got != "registry" {
@@ -313,7 +305,7 @@ func TestDefaultCacheDirFromTTL(t *testing.T) {
 	reg.PushImage(t, "app:1.0")
 	home := t.TempDir()
 	t.Setenv("XDG_CACHE_HOME", home)
-	mustRun(t, deployments(reg.Ref("app:1.0")), "--cache-ttl", "10m")
+	mustRun(t, gen.Deployments("prod", reg.Ref("app:1.0")), "--cache-ttl", "10m")
 	des, err := os.ReadDir(filepath.Join(home, "digestpin"))
 	if err != nil || len(des) != 1 {
 		t.Errorf("default cache folder holds %d entries (%v), want 1", len(des), err)
@@ -325,7 +317,7 @@ func TestReportContent(t *testing.T) {
 	_, children := reg.PushIndex(t, "multi:1", "linux/amd64", "linux/arm64")
 	oldDigest := reg.PushImage(t, "old:1")
 	pinned := reg.Ref("old@") + oldDigest.String()
-	in := []byte(string(deployments(reg.Ref("multi:1"), pinned)) + "---\napiVersion: batch/v1\nkind: CronJob\nmetadata:\n  name: nightly\nspec:\n  jobTemplate:\n    spec:\n      template:\n        spec:\n          initContainers:\n          - name: init\n            image: " + reg.Ref("multi:1") + "\n          containers:\n          - name: run\n            image: " + reg.Ref("gone:1") + "\n")
+	in := []byte(string(gen.Deployments("prod", reg.Ref("multi:1"), pinned)) + "---\napiVersion: batch/v1\nkind: CronJob\nmetadata:\n  name: nightly\nspec:\n  jobTemplate:\n    spec:\n      template:\n        spec:\n          initContainers:\n          - name: init\n            image: " + reg.Ref("multi:1") + "\n          containers:\n          - name: run\n            image: " + reg.Ref("gone:1") + "\n")
 	reportPath := filepath.Join(t.TempDir(), "report.json")
 	mustRun(t, in, "--platform", "linux/arm64", "--on-error", "keep", "--report", reportPath)
 	b, err := os.ReadFile(reportPath)

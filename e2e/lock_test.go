@@ -14,17 +14,9 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/digestpin/digestpin/internal/gen"
 	"github.com/digestpin/digestpin/internal/testregistry"
 )
-
-// stream returns a manifest stream with one Deployment per image.
-func stream(images ...string) []byte {
-	var b strings.Builder
-	for i, im := range images {
-		fmt.Fprintf(&b, "---\n# Source: app/templates/w%d.yaml\napiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: w%d\nspec:\n  template:\n    spec:\n      containers:\n      - name: app\n        image: %s\n", i, i, im)
-	}
-	return []byte(b.String())
-}
 
 func TestLockCacheSharedByConcurrentProcesses(t *testing.T) {
 	bin := digestpinBin(t)
@@ -38,7 +30,7 @@ func TestLockCacheSharedByConcurrentProcesses(t *testing.T) {
 	reg.ResetCounts()
 	// Latency keeps the processes' resolutions in flight together.
 	reg.SetLatency(20 * time.Millisecond)
-	in := stream(images...)
+	in := gen.Deployments("", images...)
 	cache := t.TempDir()
 	env := []string{"DIGESTPIN_CACHE_DIR=" + cache, "DIGESTPIN_CACHE_TTL=1h", "DIGESTPIN_CONCURRENCY=4"}
 
@@ -108,7 +100,7 @@ func TestLockFrozenFromEnvironment(t *testing.T) {
 	reg := testregistry.New(t)
 	app := reg.PushImage(t, "app:1.0")
 	side := reg.PushImage(t, "side:2")
-	in := stream(reg.Ref("app:1.0"), reg.Ref("side:2"))
+	in := gen.Deployments("", reg.Ref("app:1.0"), reg.Ref("side:2"))
 	dir := t.TempDir()
 
 	rec := runCmd(t, dir, in, []string{"DIGESTPIN_WRITE_LOCK=digests.lock"}, bin)
@@ -159,7 +151,7 @@ func TestLockFrozenFromEnvironment(t *testing.T) {
 
 	// A flag wins over its variable: --frozen=false with a lock that lacks
 	// an image resolves it at the registry.
-	more := stream(reg.Ref("app:1.0"), reg.Ref("side:2"), reg.Ref("new:1"))
+	more := gen.Deployments("", reg.Ref("app:1.0"), reg.Ref("side:2"), reg.Ref("new:1"))
 	reg.PushImage(t, "new:1")
 	reg.ResetCounts()
 	r := runCmd(t, dir, more, env, bin, "--frozen=false")

@@ -8,6 +8,7 @@ import (
 	"encoding/hex"
 	"fmt"
 	"io"
+	"strings"
 )
 
 // Options shape a generated stream.
@@ -123,3 +124,18 @@ data:
     upstream: "http://app-%[3]d"
     timeout: 30s
 `
+
+// Deployments returns a small Helm-style stream for tests: one Deployment
+// per image, named w0, w1, … (from app/templates/wN.yaml), in namespace
+// when it is not "".
+func Deployments(namespace string, images ...string) []byte {
+	ns := ""
+	if namespace != "" {
+		ns = "\n  namespace: " + namespace
+	}
+	var b strings.Builder
+	for i, im := range images {
+		fmt.Fprintf(&b, "---\n# Source: app/templates/w%d.yaml\napiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: w%d%s\nspec:\n  template:\n    spec:\n      containers:\n      - name: app\n        image: %s\n", i, i, ns, im)
+	}
+	return []byte(b.String())
+}
