@@ -16,6 +16,7 @@ import (
 	"github.com/digestpin/digestpin/internal/gen"
 	"github.com/digestpin/digestpin/internal/testregistry"
 	"github.com/digestpin/digestpin/lockfile"
+	"github.com/digestpin/digestpin/pin"
 	"github.com/digestpin/digestpin/renderer"
 )
 
@@ -72,10 +73,10 @@ func TestGitopsFlagErrors(t *testing.T) {
 	}{
 		{desc: "frozen without lock", args: []string{"--frozen"}, want: "--frozen needs --lock FILE", code: 2},
 		{desc: "check without lock", args: []string{"--check"}, want: "--check needs --lock FILE", code: 2},
-		{desc: "frozen and check", args: []string{"--lock", lock, "--frozen", "--check"}, want: "--frozen and --check exclude each other", code: 2},
+		{desc: "frozen and check", args: []string{"--lock", lock, "--frozen", "--check"}, want: "--frozen excludes --check: --frozen never asks a registry", code: 2},
 		{desc: "negative TTL", args: []string{"--cache-ttl", "-1m"}, want: "--cache-ttl must not be negative, got -1m0s", code: 2},
 		{desc: "cache dir without TTL", args: []string{"--cache-dir", dir}, want: "--cache-dir needs --cache-ttl", code: 2},
-		{desc: "frozen from the environment", env: map[string]string{"DIGESTPIN_FROZEN": "true"}, want: "--frozen needs --lock FILE", code: 2},
+		{desc: "frozen from the environment", env: map[string]string{"DIGESTPIN_FROZEN": "true"}, want: "DIGESTPIN_FROZEN needs --lock FILE", code: 2},
 		{desc: "bad TTL from the environment", env: map[string]string{"DIGESTPIN_CACHE_TTL": "soon"}, want: `invalid DIGESTPIN_CACHE_TTL="soon"`, code: 2},
 		{desc: "missing lock file", args: []string{"--lock", filepath.Join(dir, "none.lock")}, want: "reading lock file: open " + filepath.Join(dir, "none.lock"), code: 1},
 		{desc: "cache dir that cannot be made", args: []string{"--cache-ttl", "1m", "--cache-dir", filepath.Join(lock, "sub")}, want: "creating cache folder", code: 1},
@@ -217,13 +218,13 @@ func sources(t *testing.T, path string) map[string]string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var rep report
+	var rep pin.Report
 	if err := json.Unmarshal(b, &rep); err != nil {
 		t.Fatalf("parsing report: %v\n%s", err, b)
 	}
 	m := map[string]string{}
 	for _, im := range rep.Images {
-		m[im.Reference] = im.Source
+		m[im.Reference] = string(im.Source)
 	}
 	return m
 }
@@ -324,7 +325,7 @@ func TestReportContent(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var got report
+	var got pin.Report
 	if err := json.Unmarshal(b, &got); err != nil {
 		t.Fatalf("parsing report: %v\n%s", err, b)
 	}
@@ -335,7 +336,7 @@ func TestReportContent(t *testing.T) {
 	for i := range got.Images {
 		got.Images[i].Error = ""
 	}
-	want := report{Version: 1, Images: []reportImage{
+	want := pin.Report{Version: 1, Images: []pin.ReportImage{
 		{Reference: reg.Ref("gone:1"), Name: reg.Ref("gone:1"), Source: "unresolved",
 			Workloads: []renderer.Workload{{Kind: "CronJob", Name: "nightly", Container: "run"}}},
 		{Reference: reg.Ref("multi:1"), Name: reg.Ref("multi:1"), Platform: "linux/arm64", Digest: children["linux/arm64"].String(), Source: "registry",

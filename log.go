@@ -8,12 +8,12 @@ import (
 	"sync"
 )
 
-// reporter sends messages to stderr and, when --log-file is set, to that
+// logger sends messages to stderr and, when --log-file is set, to that
 // file as well. With --tty-errors the reason of a failure also goes to the
 // controlling terminal, for callers that swallow stderr (Helm 4 discards a
 // post-renderer plugin's stderr even when it fails). It is safe for
 // concurrent use.
-type reporter struct {
+type logger struct {
 	mu      sync.Mutex
 	stderr  io.Writer
 	file    *os.File
@@ -23,8 +23,8 @@ type reporter struct {
 	tty func() (io.WriteCloser, error)
 }
 
-func newReporter(stderr io.Writer, o *options) *reporter {
-	r := &reporter{stderr: stderr, verbose: o.verbose}
+func newLogger(stderr io.Writer, o *options) *logger {
+	r := &logger{stderr: stderr, verbose: o.verbose}
 	if o.logFile != "" {
 		f, err := os.OpenFile(o.logFile, os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o600)
 		if err != nil {
@@ -72,12 +72,12 @@ func line(prefix, format string, args ...any) string {
 	return b.String()
 }
 
-func (r *reporter) printf(prefix, format string, args ...any) {
+func (r *logger) printf(prefix, format string, args ...any) {
 	r.write(line(prefix, format, args...))
 }
 
 // write sends msg to stderr and the log file.
-func (r *reporter) write(msg string) {
+func (r *logger) write(msg string) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	// A message that cannot be written has nowhere else to go.
@@ -88,18 +88,18 @@ func (r *reporter) write(msg string) {
 }
 
 // debugf logs only with -v.
-func (r *reporter) debugf(format string, args ...any) {
+func (r *logger) debugf(format string, args ...any) {
 	if r.verbose {
 		r.printf("", format, args...)
 	}
 }
 
 // warnf logs a warning.
-func (r *reporter) warnf(format string, args ...any) { r.printf("warning: ", format, args...) }
+func (r *logger) warnf(format string, args ...any) { r.printf("warning: ", format, args...) }
 
 // fail reports the error that ends the run: to stderr, the log file and,
 // with --tty-errors, the controlling terminal when there is one.
-func (r *reporter) fail(err error) {
+func (r *logger) fail(err error) {
 	msg := line("error: ", "%v", err)
 	r.write(msg)
 	if r.tty == nil {
@@ -116,7 +116,7 @@ func (r *reporter) fail(err error) {
 	_, _ = io.WriteString(t, strings.ReplaceAll(msg, "\n", "\r\n"))
 }
 
-func (r *reporter) close() {
+func (r *logger) close() {
 	if r.file != nil {
 		_ = r.file.Close() // appends only; nothing to lose on close
 	}

@@ -43,7 +43,7 @@ func TestReporterFailTTY(t *testing.T) {
 	} {
 		t.Run(tc.desc, func(t *testing.T) {
 			logFile := filepath.Join(t.TempDir(), "log")
-			r := newReporter(tc.stderr, &options{ttyErrors: tc.ttyErrors, logFile: logFile})
+			r := newLogger(tc.stderr, &options{ttyErrors: tc.ttyErrors, logFile: logFile})
 			tty := &fakeTTY{}
 			if r.tty != nil {
 				r.tty = func() (io.WriteCloser, error) {
@@ -71,7 +71,7 @@ func TestReporterFailTTY(t *testing.T) {
 
 func TestReporterWarnNeverOnTTY(t *testing.T) {
 	var stderr bytes.Buffer
-	r := newReporter(&stderr, &options{ttyErrors: true})
+	r := newLogger(&stderr, &options{ttyErrors: true})
 	tty := &fakeTTY{}
 	r.tty = func() (io.WriteCloser, error) { return tty, nil }
 	r.warnf("keeping %s unpinned", "app:1.0")

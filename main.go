@@ -13,15 +13,22 @@ import (
 	"os"
 	"os/signal"
 	"syscall"
+	"time"
 
 	"github.com/spf13/pflag"
+
+	"github.com/digestpin/digestpin/pin"
 )
 
 // version is stamped by the Makefile from plugin.yaml.
 var version = "dev"
 
 func main() {
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	ctx, stop := notifyContext(context.Background())
+	// A closed stdout (`digestpin | head -c 0`) must fail the write, so
+	// that the run fails and writes no lock file or report, rather than
+	// kill the process with SIGPIPE in the middle of it.
+	signal.Notify(make(chan os.Signal, 1), syscall.SIGPIPE)
 	err := run(ctx, os.Args[1:], os.Stdin, os.Stdout, os.Stderr)
 	stop()
 	if err != nil {
@@ -29,59 +36,192 @@ func main() {
 	}
 }
 
-// exitCode maps an error from run to the process exit status: 2 for usage
-// errors, 1 for everything else.
+// signalError is the cause of a run that SIGINT or SIGTERM stopped.
+type signalError struct{ sig os.Signal }
+
+func (e *signalError) Error() string {
+	return fmt.Sprintf("stopped by %s: nothing written", e.sig)
+}
+
+// notifyContext returns a context that SIGINT or SIGTERM cancels with a
+// *signalError as its cause. After the first signal the default action is
+// back, so a second one ends the process at once.
+func notifyContext(parent context.Context) (context.Context, func()) {
+	ctx, cancel := context.WithCancelCause(parent)
+	ch := make(chan os.Signal, 1)
+	signal.Notify(ch, os.Interrupt, syscall.SIGTERM)
+	done := make(chan struct{})
+	go func() {
+		select {
+		case sig := <-ch:
+			signal.Stop(ch)
+			cancel(&signalError{sig})
+		case <-done:
+		}
+	}()
+	return ctx, func() {
+		signal.Stop(ch)
+		close(done)
+		cancel(context.Canceled)
+	}
+}
+
+// exitCode maps an error from run to the process exit status: 0 for
+// --help, 2 for usage errors, 128+N for signal N, 1 for everything else.
 func exitCode(err error) int {
 	var ue *usageError
-	if errors.As(err, &ue) || errors.Is(err, pflag.ErrHelp) {
-		if errors.Is(err, pflag.ErrHelp) {
-			return 0
-		}
+	var se *signalError
+	switch {
+	case errors.Is(err, pflag.ErrHelp):
+		return 0
+	case errors.As(err, &ue):
 		return 2
+	case errors.As(err, &se):
+		if s, ok := se.sig.(syscall.Signal); ok {
+			return 128 + int(s)
+		}
 	}
 	return 1
 }
 
-// usageError is a bad command line.
+// usageError is a bad command line or environment.
 type usageError struct{ err error }
 
 func (e *usageError) Error() string { return e.err.Error() }
 func (e *usageError) Unwrap() error { return e.err }
 
+// timeoutError is the cause of a run that --timeout stopped.
+type timeoutError struct {
+	flag string // --timeout or DIGESTPIN_TIMEOUT
+	d    time.Duration
+}
+
+func (e *timeoutError) Error() string { return fmt.Sprintf("%s %s ran out", e.flag, e.d) }
+
 // run is the whole program: it parses args, reads the stream, pins it and
 // writes it to stdout only when everything succeeded. Every message goes to
-// stderr; run reports the error it returns there itself.
+// stderr (and --log-file, and with --tty-errors the terminal); run reports
+// the error it returns there itself.
 func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) error {
 	o := newOptions()
 	fs := pflag.NewFlagSet("digestpin", pflag.ContinueOnError)
-	fs.SetOutput(stderr)
+	fs.SetOutput(io.Discard)
 	o.bind(fs)
-	fs.Usage = func() { usage(stderr, fs) }
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, pflag.ErrHelp) {
+	perr := fs.Parse(args)
+	if errors.Is(perr, pflag.ErrHelp) {
+		usage(stderr, fs)
+		return perr
+	}
+	// The environment applies even after a bad flag, so that
+	// DIGESTPIN_LOG_FILE and DIGESTPIN_TTY_ERRORS carry its message too.
+	eerr := o.setFromEnv(fs, os.LookupEnv)
+	log := newLogger(stderr, o)
+	defer log.close()
+	err := func() error {
+		switch {
+		case perr != nil:
+			return &usageError{fmt.Errorf("%w (see digestpin --help)", perr)}
+		case eerr != nil:
+			return &usageError{eerr}
+		case o.version:
+			fmt.Fprintf(stdout, "digestpin %s\n", version)
+			return nil
+		case fs.NArg() > 0:
+			return &usageError{fmt.Errorf("unexpected argument %q: digestpin reads the manifests on stdin or from -f FILE", fs.Arg(0))}
+		}
+		popts, err := o.pinOptions(log)
+		if err != nil {
+			return &usageError{err}
+		}
+		p, err := pin.New(popts)
+		var oe *pin.OptionError
+		if errors.As(err, &oe) {
+			return &usageError{o.optionError(oe)}
+		}
+		if err != nil {
 			return err
 		}
-		fmt.Fprintf(stderr, "digestpin: %v (see digestpin --help)\n", err)
-		return &usageError{err}
-	}
-	if err := o.fromEnv(fs, os.LookupEnv); err != nil {
-		fmt.Fprintf(stderr, "digestpin: %v\n", err)
-		return &usageError{err}
-	}
-	if o.version {
-		fmt.Fprintf(stdout, "digestpin %s\n", version)
-		return nil
-	}
-	if fs.NArg() > 0 {
-		err := fmt.Errorf("unexpected argument %q: digestpin reads the manifests on stdin or from -f FILE", fs.Arg(0))
-		fmt.Fprintf(stderr, "digestpin: %v\n", err)
-		return &usageError{err}
-	}
-	rep := newReporter(stderr, o)
-	defer rep.close()
-	err := pin(ctx, o, stdin, stdout, rep)
+		return o.pinStream(ctx, p, stdin, stdout)
+	}()
 	if err != nil {
-		rep.fail(err)
+		log.fail(err)
 	}
 	return err
+}
+
+// pinStream reads the input, pins it, writes it to stdout and only then
+// puts the lock file and the report in place. A signal or --timeout at any
+// point before the output is written means nothing is written at all.
+func (o *options) pinStream(ctx context.Context, p *pin.Pinner, stdin io.Reader, stdout io.Writer) error {
+	ctx, cancel := context.WithTimeoutCause(ctx, o.timeout, &timeoutError{flag: o.name("timeout"), d: o.timeout})
+	defer cancel()
+	in, err := o.read(ctx, stdin)
+	if err != nil {
+		return stopped(ctx, err)
+	}
+	res, err := p.Pin(ctx, in)
+	if err != nil {
+		return stopped(ctx, err)
+	}
+	if ctx.Err() != nil {
+		res.Discard()
+		return stopped(ctx, ctx.Err())
+	}
+	if _, err := stdout.Write(res.Output); err != nil {
+		res.Discard()
+		return fmt.Errorf("writing output: %w", err)
+	}
+	return res.Commit()
+}
+
+// stopped returns err, or when a signal or --timeout stopped the run, that
+// cause: for a timeout with what was going on (which images were still
+// being resolved), for a signal alone.
+func stopped(ctx context.Context, err error) error {
+	if ctx.Err() == nil {
+		return err
+	}
+	cause := context.Cause(ctx)
+	var te *timeoutError
+	if errors.As(cause, &te) && !errors.Is(err, cause) {
+		return fmt.Errorf("%w: %w", cause, err)
+	}
+	return cause
+}
+
+// read returns the whole input, from stdin or -f FILE. Opening a FIFO and
+// reading a pipe block in the kernel, so the read runs on its own
+// goroutine and read returns when ctx ends: that goroutine is left behind,
+// which is fine for a process about to exit.
+func (o *options) read(ctx context.Context, stdin io.Reader) ([]byte, error) {
+	what := "stdin"
+	open := func() (io.ReadCloser, error) { return io.NopCloser(stdin), nil }
+	if o.filename != "" && o.filename != "-" {
+		what = o.filename
+		open = func() (io.ReadCloser, error) { return os.Open(o.filename) }
+	}
+	type result struct {
+		b   []byte
+		err error
+	}
+	done := make(chan result, 1)
+	go func() {
+		f, err := open()
+		if err != nil {
+			done <- result{err: err}
+			return
+		}
+		defer f.Close()
+		b, err := io.ReadAll(f)
+		done <- result{b, err}
+	}()
+	select {
+	case r := <-done:
+		if r.err != nil {
+			return nil, fmt.Errorf("reading manifests from %s: %w", what, r.err)
+		}
+		return r.b, nil
+	case <-ctx.Done():
+		return nil, fmt.Errorf("reading manifests from %s: %w", what, ctx.Err())
+	}
 }

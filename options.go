@@ -6,8 +6,12 @@ import (
 	"strings"
 	"time"
 
+	"github.com/google/go-containerregistry/pkg/authn"
+	v1 "github.com/google/go-containerregistry/pkg/v1"
 	"github.com/spf13/pflag"
 
+	"github.com/digestpin/digestpin/pin"
+	"github.com/digestpin/digestpin/renderer"
 	"github.com/digestpin/digestpin/resolve"
 )
 
@@ -27,25 +31,35 @@ type options struct {
 	pullSecrets        []string
 	registryMirrors    []string
 	mirrorOnly         bool
-	gitops             gitopsOptions // lock, cache and report flags (gitops.go)
+	writeLock          string
+	lock               string
+	frozen             bool
+	check              bool
+	cacheDir           string
+	cacheTTL           time.Duration
+	report             string
 	logFile            string
 	ttyErrors          bool
 	verbose            bool
 	version            bool
+
+	// fromEnv holds the flags set from their DIGESTPIN_* variable, so
+	// that a message names what the person wrote.
+	fromEnv map[string]bool
 }
 
-func newOptions() *options { return &options{} }
+func newOptions() *options { return &options{fromEnv: map[string]bool{}} }
 
 // bind defines every flag on fs, writing into o.
 func (o *options) bind(fs *pflag.FlagSet) {
 	fs.SortFlags = false
 	fs.StringVarP(&o.filename, "filename", "f", "", "read the manifests from `FILE` instead of stdin (\"-\" is stdin)")
 	fs.StringVar(&o.mode, "mode", "pin", "image field form: pin (name:tag@sha256:…), digest (name@sha256:…) or annotate (field untouched, checksum only)")
-	fs.StringVar(&o.checksumAnnotation, "checksum-annotation", "checksum/images", "pod-template annotation that holds the checksum of its images")
+	fs.StringVar(&o.checksumAnnotation, "checksum-annotation", renderer.DefaultChecksumAnnotation, "pod-template annotation that holds the checksum of its images")
 	fs.StringVar(&o.platform, "platform", "", "pin one platform's manifest (`os/arch[/variant]`) instead of the multi-platform index")
 	fs.StringSliceVar(&o.podSpecPaths, "pod-spec-path", nil, "also scan pod specs at `[GROUP/]KIND=FIELD.PATH` (repeatable; \"*\" steps into every list item)")
 	fs.IntVar(&o.concurrency, "concurrency", resolve.DefaultJobs, "distinct references resolved at once")
-	fs.DurationVar(&o.timeout, "timeout", 2*time.Minute, "bound on the whole run")
+	fs.DurationVar(&o.timeout, "timeout", 2*time.Minute, "bound on the whole run, reading the input included")
 	fs.DurationVar(&o.requestTimeout, "request-timeout", 30*time.Second, "bound on one registry request")
 	fs.StringVar(&o.onError, "on-error", "fail", "an image that cannot be resolved: fail the run, or keep it unpinned with a warning")
 	fs.StringSliceVar(&o.insecureRegistries, "insecure-registry", nil, "allow plain HTTP and unverified TLS for `HOST[:PORT]` only (repeatable)")
@@ -53,7 +67,13 @@ func (o *options) bind(fs *pflag.FlagSet) {
 	fs.StringSliceVar(&o.pullSecrets, "pull-secret", nil, "registry credentials from `FILE`: a Kubernetes image pull secret's .dockerconfigjson (as mounted) or the Secret as JSON; tried before the docker config (repeatable)")
 	fs.StringSliceVar(&o.registryMirrors, "registry-mirror", nil, "ask mirror TO about the images of registry FROM (`FROM=TO`): FROM as docker.io for Docker Hub, TO as host[:port][/path-prefix]; the output keeps the original name (repeatable; mirrors in order, then FROM)")
 	fs.BoolVar(&o.mirrorOnly, "mirror-only", false, "never ask a registry that has a --registry-mirror itself")
-	o.gitops.bind(fs)
+	fs.StringVar(&o.writeLock, "write-lock", "", "after a successful run, write every resolution to the lock `FILE` (may be the --lock file)")
+	fs.StringVar(&o.lock, "lock", "", "take digests from the lock `FILE`; references missing from it are resolved, or fail with --frozen")
+	fs.BoolVar(&o.frozen, "frozen", false, "with --lock: never contact a registry; a reference missing from the lock file is an error")
+	fs.BoolVar(&o.check, "check", false, "with --lock: resolve every reference at its registry and fail, naming each image, when a digest differs from the lock file")
+	fs.StringVar(&o.cacheDir, "cache-dir", "", "keep resolutions in `DIR` for --cache-ttl (default: digestpin in the user cache folder, $XDG_CACHE_HOME or ~/.cache)")
+	fs.DurationVar(&o.cacheTTL, "cache-ttl", 0, "reuse a cached resolution younger than `DURATION` (e.g. 5m) without asking the registry; 0 disables the cache")
+	fs.StringVar(&o.report, "report", "", "after a successful run, write a JSON report of every image (reference, digest, source, workloads) to `FILE`")
 	fs.StringVar(&o.logFile, "log-file", "", "also append messages to `FILE`")
 	fs.BoolVar(&o.ttyErrors, "tty-errors", false, "also write the reason of a failure to the controlling terminal when stderr is not a terminal (the Helm 4 plugin sets it: Helm 4 discards a post-renderer's stderr)")
 	fs.BoolVarP(&o.verbose, "verbose", "v", false, "log each resolution to stderr")
@@ -66,12 +86,13 @@ func envName(flag string) string {
 	return "DIGESTPIN_" + strings.ToUpper(strings.ReplaceAll(flag, "-", "_"))
 }
 
-// fromEnv sets every flag not given on the command line from its
-// DIGESTPIN_* environment variable. Lists are comma-separated.
-func (o *options) fromEnv(fs *pflag.FlagSet, lookup func(string) (string, bool)) error {
+// setFromEnv sets every flag not given on the command line from its
+// DIGESTPIN_* environment variable. Lists are comma-separated. It sets
+// every flag it can and returns the first failure.
+func (o *options) setFromEnv(fs *pflag.FlagSet, lookup func(string) (string, bool)) error {
 	var err error
 	fs.VisitAll(func(f *pflag.Flag) {
-		if err != nil || f.Changed {
+		if f.Changed {
 			return
 		}
 		v, ok := lookup(envName(f.Name))
@@ -79,10 +100,154 @@ func (o *options) fromEnv(fs *pflag.FlagSet, lookup func(string) (string, bool))
 			return
 		}
 		if serr := fs.Set(f.Name, v); serr != nil {
-			err = fmt.Errorf("invalid %s=%q: %w", envName(f.Name), v, serr)
+			if err == nil {
+				err = fmt.Errorf("invalid %s=%q: %w", envName(f.Name), v, serr)
+			}
+			return
 		}
+		o.fromEnv[f.Name] = true
 	})
 	return err
+}
+
+// name is how the person set flag: "--mode", or "DIGESTPIN_MODE" when it
+// came from the environment.
+func (o *options) name(flag string) string {
+	if o.fromEnv[flag] {
+		return envName(flag)
+	}
+	return "--" + flag
+}
+
+// invalid is the error of a flag whose value cannot work, naming the flag
+// or variable the person set.
+func (o *options) invalid(flag string, value any, format string, args ...any) error {
+	return fmt.Errorf("invalid %s %q: %s", o.name(flag), fmt.Sprint(value), fmt.Sprintf(format, args...))
+}
+
+// pinOptions turns the options into a Pinner's, checking each value; a
+// message names the flag or environment variable that set it.
+func (o *options) pinOptions(log *logger) (pin.Options, error) {
+	mode, err := renderer.ParseMode(o.mode)
+	if err != nil {
+		return pin.Options{}, o.invalid("mode", o.mode, "want pin, digest or annotate")
+	}
+	var keep bool
+	switch o.onError {
+	case "fail":
+	case "keep":
+		keep = true
+	default:
+		return pin.Options{}, o.invalid("on-error", o.onError, "want fail or keep")
+	}
+	switch {
+	case o.checksumAnnotation == "":
+		return pin.Options{}, fmt.Errorf("%s is empty: want an annotation name", o.name("checksum-annotation"))
+	case o.timeout <= 0:
+		return pin.Options{}, o.invalid("timeout", o.timeout, "want a positive duration, e.g. 2m")
+	case o.requestTimeout <= 0:
+		return pin.Options{}, o.invalid("request-timeout", o.requestTimeout, "want a positive duration, e.g. 30s")
+	case o.concurrency < 1:
+		return pin.Options{}, o.invalid("concurrency", o.concurrency, "want at least 1")
+	}
+	paths := renderer.DefaultPodSpecPaths
+	for _, s := range o.podSpecPaths {
+		p, err := renderer.ParsePodSpecPath(s)
+		if err != nil {
+			return pin.Options{}, fmt.Errorf("%s: %w", o.name("pod-spec-path"), err)
+		}
+		paths = append(paths[:len(paths):len(paths)], p)
+	}
+	platform, err := o.parsePlatform()
+	if err != nil {
+		return pin.Options{}, err
+	}
+	// Credentials: the pull secrets in the order given, then the docker
+	// config with its credential helpers.
+	var keychains []authn.Keychain
+	for _, f := range o.pullSecrets {
+		kc, err := resolve.ReadPullSecret(f)
+		if err != nil {
+			return pin.Options{}, fmt.Errorf("%s: %w", o.name("pull-secret"), err)
+		}
+		keychains = append(keychains, kc)
+	}
+	ropts := []resolve.Option{
+		resolve.WithKeychain(authn.NewMultiKeychain(append(keychains, authn.DefaultKeychain)...)),
+		resolve.WithJobs(o.concurrency),
+		resolve.WithRequestTimeout(o.requestTimeout),
+		resolve.WithInsecureRegistries(o.insecureRegistries...),
+		resolve.WithCAFiles(o.caFiles...),
+		resolve.WithMirrorOnly(o.mirrorOnly),
+		resolve.WithUserAgent("digestpin/" + version),
+		resolve.WithLogf(log.debugf),
+	}
+	for _, m := range o.registryMirrors {
+		from, to, ok := strings.Cut(m, "=")
+		if !ok {
+			return pin.Options{}, o.invalid("registry-mirror", m, "want FROM=TO")
+		}
+		ropts = append(ropts, resolve.WithMirror(from, to))
+	}
+	return pin.Options{
+		Renderer: renderer.Renderer{
+			Mode:               mode,
+			ChecksumAnnotation: o.checksumAnnotation,
+			PodSpecPaths:       paths,
+			KeepUnresolved:     keep,
+			Warnf:              log.warnf,
+		},
+		ResolveOptions: ropts,
+		Platform:       platform,
+		Lock:           o.lock,
+		Frozen:         o.frozen,
+		Check:          o.check,
+		CacheDir:       o.cacheDir,
+		CacheTTL:       o.cacheTTL,
+		WriteLock:      o.writeLock,
+		Report:         o.report,
+		Logf:           log.debugf,
+	}, nil
+}
+
+// parsePlatform parses --platform once, for every layer: nil without
+// one. An OS and an architecture are required: "linux" alone would pin
+// whichever architecture the index lists first.
+func (o *options) parsePlatform() (*v1.Platform, error) {
+	if o.platform == "" {
+		return nil, nil
+	}
+	p, err := v1.ParsePlatform(o.platform)
+	if err != nil {
+		return nil, o.invalid("platform", o.platform, "%v", err)
+	}
+	if p.OS == "" || p.Architecture == "" {
+		return nil, o.invalid("platform", o.platform, "want os/arch[/variant], e.g. linux/amd64")
+	}
+	return p, nil
+}
+
+// pinFields names the flag of each pin.Options field, for messages.
+var pinFields = map[string]string{
+	"Lock":      "lock",
+	"Frozen":    "frozen",
+	"Check":     "check",
+	"CacheDir":  "cache-dir",
+	"CacheTTL":  "cache-ttl",
+	"WriteLock": "write-lock",
+	"Report":    "report",
+	"Platform":  "platform",
+}
+
+// optionError rewrites a *pin.OptionError in the person's words: flags
+// (or the variables that set them) instead of field names.
+func (o *options) optionError(e *pin.OptionError) error {
+	var pairs []string
+	for field, flag := range pinFields {
+		pairs = append(pairs, field, o.name(flag))
+	}
+	r := strings.NewReplacer(pairs...)
+	return fmt.Errorf("%s %s", o.name(pinFields[e.Field]), r.Replace(e.Reason))
 }
 
 // usage prints the help text.
@@ -103,5 +268,5 @@ Flags:
 %s
 Every flag can also be set as DIGESTPIN_<FLAG> (e.g. DIGESTPIN_MODE=digest,
 DIGESTPIN_INSECURE_REGISTRY=localhost:5000); flags win.
-`, "checksum/images", fs.FlagUsages())
+`, renderer.DefaultChecksumAnnotation, fs.FlagUsages())
 }

@@ -204,14 +204,16 @@ func (l *Lock) Marshal() ([]byte, error) {
 
 // WriteFile writes the lock file to path atomically: readers, and runs
 // that write the same file at once, see the old file or the new one,
-// never a mix. The file gets mode 0644, as it is meant to be committed.
+// never a mix. A new file gets mode 0644, as it is meant to be committed;
+// an existing one keeps its mode, and a symbolic link is written through.
 func (l *Lock) WriteFile(path string) error {
 	b, err := l.Marshal()
 	if err != nil {
 		return err
 	}
-	if err := atomicfile.WriteFile(path, b, 0o644); err != nil {
-		return fmt.Errorf("writing lock file: %w", err)
+	p, err := atomicfile.Prepare(path, b, 0o644)
+	if err != nil {
+		return fmt.Errorf("writing lock file %w", err)
 	}
-	return nil
+	return p.Commit()
 }

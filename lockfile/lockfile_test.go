@@ -203,8 +203,9 @@ func TestWriteFileConcurrent(t *testing.T) {
 
 func TestWriteFileNoDir(t *testing.T) {
 	var l Lock
-	err := l.WriteFile(filepath.Join(t.TempDir(), "missing", "digests.lock"))
-	if err == nil || !strings.Contains(err.Error(), "writing lock file") {
-		t.Errorf("WriteFile(missing dir) = %v, want a writing error", err)
+	path := filepath.Join(t.TempDir(), "missing", "digests.lock")
+	err := l.WriteFile(path)
+	if err == nil || !strings.HasPrefix(err.Error(), "writing lock file "+path+": ") || strings.Contains(err.Error(), ".tmp") {
+		t.Errorf("WriteFile(missing dir) = %v, want a writing error that names %s and no temporary file", err, path)
 	}
 }

@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/digestpin/digestpin/internal/testregistry"
+	"github.com/digestpin/digestpin/pin"
 	"github.com/digestpin/digestpin/postrender"
 	"github.com/digestpin/digestpin/renderer"
 )
@@ -21,7 +22,7 @@ func ExamplePostRenderer() {
 	// What Helm hands a post-renderer; with the Helm SDK, set the
 	// PostRenderer as action.Install.PostRenderer instead of calling Run.
 	manifests := bytes.NewBufferString(fmt.Sprintf(deployment, reg.Ref("app:1.0")))
-	pr := &postrender.PostRenderer{Renderer: renderer.Renderer{Mode: renderer.ModeDigest}}
+	pr := &postrender.PostRenderer{Options: pin.Options{Renderer: renderer.Renderer{Mode: renderer.ModeDigest}}}
 	out, err := pr.Run(manifests)
 	if err != nil {
 		fmt.Println(err)

@@ -6,8 +6,7 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/digestpin/digestpin/renderer"
-	"github.com/digestpin/digestpin/resolve"
+	"github.com/digestpin/digestpin/pin"
 )
 
 // DefaultTimeout bounds one Run unless PostRenderer.Timeout says otherwise;
@@ -20,16 +19,13 @@ const DefaultTimeout = 2 * time.Minute
 // must not change while a Run is in flight; with that, Run is safe for
 // concurrent use.
 type PostRenderer struct {
-	// Renderer holds the output settings: Mode, ChecksumAnnotation,
-	// PodSpecPaths, KeepUnresolved and Warnf. When its Resolver is nil,
-	// each Run resolves through a new registry Resolver made with
-	// ResolveOptions, so that every render sees the registry as it is then
-	// (a Resolver remembers what it resolved for its lifetime).
-	Renderer renderer.Renderer
-	// ResolveOptions configure the registry Resolver of each Run, e.g.
-	// resolve.WithKeychain or resolve.WithPlatform. They are ignored when
-	// Renderer.Resolver is set.
-	ResolveOptions []resolve.Option
+	// Options are what the digestpin command's flags set: the output
+	// settings (Options.Renderer), the registry (Options.ResolveOptions,
+	// Options.Platform), the lock file (Lock, Frozen, Check, WriteLock),
+	// the resolution cache and the report. Each Run resolves through a new
+	// registry resolver, so that every render sees the registries as they
+	// are then, and reads the lock file as it is then.
+	pin.Options
 	// Timeout bounds one Run, registry requests included; zero means
 	// DefaultTimeout.
 	Timeout time.Duration
@@ -37,14 +33,13 @@ type PostRenderer struct {
 	ctx context.Context
 }
 
-// New returns a PostRenderer with the default output settings that
-// resolves with opts. Unlike a PostRenderer literal, it reports invalid
-// options now rather than at the first Run.
-func New(opts ...resolve.Option) (*PostRenderer, error) {
-	if _, err := resolve.New(opts...); err != nil {
+// New returns a PostRenderer with options o. Unlike a PostRenderer
+// literal, it reports invalid options now rather than at the first Run.
+func New(o pin.Options) (*PostRenderer, error) {
+	if _, err := pin.New(o); err != nil {
 		return nil, err
 	}
-	return &PostRenderer{ResolveOptions: opts}, nil
+	return &PostRenderer{Options: o}, nil
 }
 
 // WithContext returns a shallow copy of p whose Runs end when ctx ends.
@@ -57,10 +52,12 @@ func (p *PostRenderer) WithContext(ctx context.Context) *PostRenderer {
 }
 
 // Run pins the images of renderedManifests and returns the rewritten
-// stream. It satisfies Helm's PostRenderer interfaces. On error it returns
-// a nil buffer: an image that cannot be resolved (unless
-// Renderer.KeepUnresolved), malformed YAML, or the timeout. Run does not
-// modify renderedManifests.
+// stream. It satisfies Helm's PostRenderer interfaces. The lock file and
+// the report, when asked for, are written only when everything else
+// succeeded. On error it returns a nil buffer and writes no file: an image
+// that cannot be resolved (unless Renderer.KeepUnresolved), malformed YAML,
+// a Frozen lock file that lacks an image, a Check that finds the registry
+// moved, or the timeout. Run does not modify renderedManifests.
 func (p *PostRenderer) Run(renderedManifests *bytes.Buffer) (*bytes.Buffer, error) {
 	ctx := p.ctx
 	if ctx == nil {
@@ -73,22 +70,19 @@ func (p *PostRenderer) Run(renderedManifests *bytes.Buffer) (*bytes.Buffer, erro
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 
-	// A fresh registry Resolver for every Run: digests are what the
-	// registry serves now, not what it served at an earlier render.
-	r := p.Renderer
-	if r.Resolver == nil {
-		res, err := resolve.New(p.ResolveOptions...)
-		if err != nil {
-			return nil, err
-		}
-		r.Resolver = res
+	pinner, err := pin.New(p.Options)
+	if err != nil {
+		return nil, err
 	}
 	var in []byte
 	if renderedManifests != nil {
 		in = renderedManifests.Bytes()
 	}
-	res, err := r.Render(ctx, in)
+	res, err := pinner.Pin(ctx, in)
 	if err != nil {
+		return nil, fmt.Errorf("pinning images: %w", err)
+	}
+	if err := res.Commit(); err != nil {
 		return nil, fmt.Errorf("pinning images: %w", err)
 	}
 	return bytes.NewBuffer(res.Output), nil

@@ -10,6 +10,7 @@ import (
 	"github.com/google/go-containerregistry/pkg/authn"
 
 	"github.com/digestpin/digestpin/internal/testregistry"
+	"github.com/digestpin/digestpin/pin"
 	"github.com/digestpin/digestpin/postrender"
 	"github.com/digestpin/digestpin/renderer"
 	"github.com/digestpin/digestpin/resolve"
@@ -44,11 +45,11 @@ func TestRun(t *testing.T) {
 		wantErr string // in the error
 	}{
 		{desc: "zero value pins", pr: &postrender.PostRenderer{}, image: app, want: "image: " + app + "@" + d.String()},
-		{desc: "digest mode", pr: &postrender.PostRenderer{Renderer: renderer.Renderer{Mode: renderer.ModeDigest}}, image: app, want: "image: " + reg.Ref("app") + "@" + d.String()},
-		{desc: "checksum annotation", pr: &postrender.PostRenderer{Renderer: renderer.Renderer{ChecksumAnnotation: "example.com/images"}}, image: app, want: "example.com/images: "},
+		{desc: "digest mode", pr: &postrender.PostRenderer{Options: pin.Options{Renderer: renderer.Renderer{Mode: renderer.ModeDigest}}}, image: app, want: "image: " + reg.Ref("app") + "@" + d.String()},
+		{desc: "checksum annotation", pr: &postrender.PostRenderer{Options: pin.Options{Renderer: renderer.Renderer{ChecksumAnnotation: "example.com/images"}}}, image: app, want: "example.com/images: "},
 		{desc: "missing image", pr: &postrender.PostRenderer{}, image: missing, wantErr: missing},
-		{desc: "keep unresolved", pr: &postrender.PostRenderer{Renderer: renderer.Renderer{KeepUnresolved: true}}, image: missing, want: "image: " + missing + "\n"},
-		{desc: "bad options", pr: &postrender.PostRenderer{ResolveOptions: []resolve.Option{resolve.WithJobs(0)}}, image: app, wantErr: "jobs must be positive"},
+		{desc: "keep unresolved", pr: &postrender.PostRenderer{Options: pin.Options{Renderer: renderer.Renderer{KeepUnresolved: true}}}, image: missing, want: "image: " + missing + "\n"},
+		{desc: "bad options", pr: &postrender.PostRenderer{Options: pin.Options{ResolveOptions: []resolve.Option{resolve.WithJobs(0)}}}, image: app, wantErr: "jobs must be positive"},
 	} {
 		t.Run(tc.desc, func(t *testing.T) {
 			in := fmt.Sprintf(deployment, tc.image)
@@ -84,7 +85,7 @@ func TestRun(t *testing.T) {
 // digest.
 func TestRunSeesTheRegistryNow(t *testing.T) {
 	reg := testregistry.New(t)
-	pr, err := postrender.New(resolve.WithKeychain(authn.DefaultKeychain))
+	pr, err := postrender.New(pin.Options{ResolveOptions: []resolve.Option{resolve.WithKeychain(authn.DefaultKeychain)}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -103,7 +104,7 @@ func TestRunSeesTheRegistryNow(t *testing.T) {
 }
 
 func TestNewRejectsBadOptions(t *testing.T) {
-	if _, err := postrender.New(resolve.WithJobs(-1)); err == nil {
+	if _, err := postrender.New(pin.Options{ResolveOptions: []resolve.Option{resolve.WithJobs(-1)}}); err == nil {
 		t.Error("New(WithJobs(-1)) error = nil, want one")
 	}
 }

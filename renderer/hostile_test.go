@@ -11,6 +11,8 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-containerregistry/pkg/name"
 	v1 "github.com/google/go-containerregistry/pkg/v1"
+
+	"github.com/digestpin/digestpin/resolution"
 )
 
 // hostileBound is how long any of the small hostile inputs below may take
@@ -327,8 +329,8 @@ func TestHostileInputHandled(t *testing.T) {
 // badDigests is a Resolver that answers with whatever digest it holds.
 type badDigests map[string]v1.Hash
 
-func (b badDigests) Resolve(_ context.Context, ref name.Reference) (v1.Hash, error) {
-	return b[ref.Name()], nil
+func (b badDigests) Resolve(_ context.Context, ref name.Reference) (resolution.Resolution, error) {
+	return resolution.Resolution{Digest: b[ref.Name()], Source: resolution.Registry}, nil
 }
 
 // TestRenderRefusesBadDigests checks that a digest a resolver gives is

@@ -22,6 +22,8 @@ import (
 	"github.com/google/go-containerregistry/pkg/name"
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 	"sigs.k8s.io/kustomize/kyaml/yaml"
+
+	"github.com/digestpin/digestpin/resolution"
 )
 
 // DefaultChecksumAnnotation is the pod-template annotation that holds the
@@ -29,32 +31,13 @@ import (
 // idiom.
 const DefaultChecksumAnnotation = "checksum/images"
 
-// Resolver turns an image reference into the digest its registry serves for
-// it now. The renderer calls Resolve concurrently, once for each distinct
-// reference without a digest, so implementations must be safe for
-// concurrent use and should bound their own concurrency. An error names the
-// reference (as os.Open names its file): the renderer adds only where the
-// image is used.
-type Resolver interface {
-	Resolve(ctx context.Context, ref name.Reference) (v1.Hash, error)
-}
-
-// SourcedResolver is a Resolver that also says where each digest came from
-// ("registry", "lock", "cache", …). When the Renderer's Resolver implements
-// it, Render calls ResolveSource instead of Resolve and records the source
-// in Image.Source; otherwise the source is SourceResolver. The same
-// concurrency rules apply.
-type SourcedResolver interface {
-	Resolver
-	ResolveSource(ctx context.Context, ref name.Reference) (v1.Hash, string, error)
-}
-
 // Renderer pins the images of a manifest stream. Its fields are read-only
 // during Render, so one Renderer may serve concurrent calls.
 type Renderer struct {
-	// Resolver resolves references without a digest. It may be nil when
-	// every image already carries a digest.
-	Resolver Resolver
+	// Resolver resolves references without a digest, concurrently (see
+	// resolution.Resolver). It may be nil when every image already carries
+	// a digest.
+	Resolver resolution.Resolver
 	// Mode is the form images are written in; "" means ModePin.
 	Mode Mode
 	// ChecksumAnnotation names the pod-template annotation; "" means
@@ -69,16 +52,6 @@ type Renderer struct {
 	// Warnf receives warnings; nil discards them.
 	Warnf func(format string, args ...any)
 }
-
-// Source says where an image's digest came from.
-type Source string
-
-// The sources of an Image's digest.
-const (
-	SourceResolver Source = "resolver"
-	SourcePinned   Source = "pinned"
-	SourceNone     Source = "unresolved"
-)
 
 // Workload is one container that uses an image.
 type Workload struct {
@@ -98,8 +71,10 @@ type Image struct {
 	Written string
 	// Digest is the resolved digest, or "" when it could not be resolved.
 	Digest string
-	// Source says where Digest came from.
-	Source Source
+	// Source says where Digest came from: resolution.Pinned when the
+	// stream carried it, resolution.Unresolved when the image was kept
+	// unresolved, else what the Resolver said.
+	Source resolution.Source
 	// Err is why the image could not be resolved, when KeepUnresolved
 	// kept it.
 	Err error
@@ -197,15 +172,16 @@ func (r *Renderer) Render(ctx context.Context, in []byte) (Result, error) {
 		u := pending[k][0]
 		images[i] = Image{Reference: k, Written: u.image}
 		if d, ok := u.ref.(name.Digest); ok {
-			images[i].Digest, images[i].Source = d.DigestStr(), SourcePinned
+			images[i].Digest, images[i].Source = d.DigestStr(), resolution.Pinned
 			continue
 		}
 		if r.Resolver == nil {
-			images[i].Source, images[i].Err = SourceNone, errors.New("no resolver")
+			images[i].Source, images[i].Err = resolution.Unresolved, errors.New("no resolver")
 			continue
 		}
 		wg.Go(func() {
-			h, src, err := resolveSource(ctx, r.Resolver, u.ref)
+			res, err := r.Resolver.Resolve(ctx, u.ref)
+			h := res.Digest
 			if err == nil {
 				// What goes into the manifest must be a digest, whatever
 				// the resolver (or the registry behind it) says.
@@ -215,10 +191,10 @@ func (r *Renderer) Render(ctx context.Context, in []byte) (Result, error) {
 				}
 			}
 			if err != nil {
-				images[i].Source, images[i].Err = SourceNone, err
+				images[i].Source, images[i].Err = resolution.Unresolved, err
 				return
 			}
-			images[i].Digest, images[i].Source = h.String(), src
+			images[i].Digest, images[i].Source = h.String(), res.Source
 		})
 	}
 	wg.Wait()
@@ -307,16 +283,6 @@ func eachDoc(n int, fn func(i int)) {
 		})
 	}
 	wg.Wait()
-}
-
-// resolveSource asks res, and where the digest came from when res says.
-func resolveSource(ctx context.Context, res Resolver, ref name.Reference) (v1.Hash, Source, error) {
-	if sr, ok := res.(SourcedResolver); ok {
-		h, src, err := sr.ResolveSource(ctx, ref)
-		return h, Source(src), err
-	}
-	h, err := res.Resolve(ctx, ref)
-	return h, SourceResolver, err
 }
 
 // String formats a workload as "Deployment/ns/web container app".

@@ -16,32 +16,40 @@ import (
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 
 	"github.com/digestpin/digestpin/internal/gen"
+
+	"github.com/digestpin/digestpin/resolution"
 )
 
 // fixed is a map-backed Resolver: the digest of a reference is the
 // SHA-256 of its fully qualified name, unless the map says otherwise.
-// References listed in fail return that error.
+// References listed in fail return that error. The source is
+// resolution.Registry unless sources says otherwise.
 type fixed struct {
-	mu     sync.Mutex
-	calls  map[string]int
-	moved  map[string]string
-	failed map[string]error
+	mu      sync.Mutex
+	calls   map[string]int
+	moved   map[string]string
+	failed  map[string]error
+	sources map[string]resolution.Source
 }
 
-var _ Resolver = (*fixed)(nil)
+var _ resolution.Resolver = (*fixed)(nil)
 
 func newFixed() *fixed {
-	return &fixed{calls: map[string]int{}, moved: map[string]string{}, failed: map[string]error{}}
+	return &fixed{calls: map[string]int{}, moved: map[string]string{}, failed: map[string]error{}, sources: map[string]resolution.Source{}}
 }
 
-func (f *fixed) Resolve(_ context.Context, ref name.Reference) (v1.Hash, error) {
+func (f *fixed) Resolve(_ context.Context, ref name.Reference) (resolution.Resolution, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.calls[ref.Name()]++
 	if err, ok := f.failed[ref.Name()]; ok {
-		return v1.Hash{}, fmt.Errorf("resolving %s: %w", ref, err)
+		return resolution.Resolution{}, fmt.Errorf("resolving %s: %w", ref, err)
 	}
-	return fakeDigest(ref.Name() + f.moved[ref.Name()]), nil
+	src, ok := f.sources[ref.Name()]
+	if !ok {
+		src = resolution.Registry
+	}
+	return resolution.Resolution{Digest: fakeDigest(ref.Name() + f.moved[ref.Name()]), Source: src}, nil
 }
 
 // fakeDigest is the digest fixed gives a reference.

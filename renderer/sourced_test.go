@@ -6,22 +6,9 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
-	"github.com/google/go-containerregistry/pkg/name"
-	v1 "github.com/google/go-containerregistry/pkg/v1"
+
+	"github.com/digestpin/digestpin/resolution"
 )
-
-// sourced answers like fixed and names a source per reference.
-type sourced struct {
-	*fixed
-	sources map[string]string // by fully qualified name
-}
-
-var _ SourcedResolver = sourced{}
-
-func (s sourced) ResolveSource(ctx context.Context, ref name.Reference) (v1.Hash, string, error) {
-	h, err := s.Resolve(ctx, ref)
-	return h, s.sources[ref.Name()], err
-}
 
 func TestRenderImageSourcesAndSpelling(t *testing.T) {
 	pinned := "nginx@" + dg("x")
@@ -31,25 +18,25 @@ func TestRenderImageSourcesAndSpelling(t *testing.T) {
 		"---\n" + strings.Replace(strings.Replace(deployment, "web", "old", 1), "IMAGE", pinned, 1)
 	type image struct{ Reference, Written, Source string }
 	for _, tc := range []struct {
-		desc string
-		res  Resolver
-		want []image
+		desc    string
+		sources map[string]resolution.Source
+		want    []image
 	}{
 		{
-			desc: "a plain Resolver is the resolver",
-			res:  newFixed(),
+			desc:    "registry answers",
+			sources: map[string]resolution.Source{},
 			want: []image{
-				{"index.docker.io/library/nginx:1.27", "nginx:1.27", "resolver"},
+				{"index.docker.io/library/nginx:1.27", "nginx:1.27", "registry"},
 				{"index.docker.io/library/nginx@" + dg("x"), pinned, "pinned"},
-				{"registry.example/app:1", "registry.example/app:1", "resolver"},
+				{"registry.example/app:1", "registry.example/app:1", "registry"},
 			},
 		},
 		{
-			desc: "a SourcedResolver names the source",
-			res: sourced{fixed: newFixed(), sources: map[string]string{
-				"index.docker.io/library/nginx:1.27": "cache",
-				"registry.example/app:1":             "lock",
-			}},
+			desc: "the resolver names the source",
+			sources: map[string]resolution.Source{
+				"index.docker.io/library/nginx:1.27": resolution.Cache,
+				"registry.example/app:1":             resolution.Lock,
+			},
 			want: []image{
 				{"index.docker.io/library/nginx:1.27", "nginx:1.27", "cache"},
 				{"index.docker.io/library/nginx@" + dg("x"), pinned, "pinned"},
@@ -58,7 +45,9 @@ func TestRenderImageSourcesAndSpelling(t *testing.T) {
 		},
 	} {
 		t.Run(tc.desc, func(t *testing.T) {
-			r := &Renderer{Resolver: tc.res}
+			f := newFixed()
+			f.sources = tc.sources
+			r := &Renderer{Resolver: f}
 			res, err := r.Render(context.Background(), []byte(in))
 			if err != nil {
 				t.Fatalf("Render: %v", err)

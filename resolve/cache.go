@@ -15,25 +15,9 @@ import (
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 
 	"github.com/digestpin/digestpin/internal/atomicfile"
-)
 
-// The sources a CachingResolver reports through ResolveSource.
-const (
-	// SourceRegistry is a digest that the registry was asked for.
-	SourceRegistry = "registry"
-	// SourceCache is a digest that came from the on-disk cache.
-	SourceCache = "cache"
+	"github.com/digestpin/digestpin/resolution"
 )
-
-// Interface resolves image references to digests and says where each
-// came from; *Resolver implements it, and a CachingResolver wraps one. It
-// has the method set of renderer.SourcedResolver, without this package
-// depending on the renderer. Implementations must be safe for concurrent
-// use.
-type Interface interface {
-	Resolve(ctx context.Context, ref name.Reference) (v1.Hash, error)
-	ResolveSource(ctx context.Context, ref name.Reference) (v1.Hash, string, error)
-}
 
 // Cache is an on-disk cache of resolutions: one small JSON file per
 // reference and platform in one folder. Entries expire after the TTL; an
@@ -143,15 +127,15 @@ func (c *Cache) Put(ref name.Reference, platform string, h v1.Hash) error {
 // a miss, storing the answer. It is safe for concurrent use when the
 // wrapped resolver is.
 type CachingResolver struct {
-	next     Interface
+	next     resolution.Resolver
 	cache    *Cache
 	platform string
 	warnf    func(format string, args ...any)
 }
 
 var (
-	_ Interface = (*Resolver)(nil)
-	_ Interface = (*CachingResolver)(nil)
+	_ resolution.Resolver = (*Resolver)(nil)
+	_ resolution.Resolver = (*CachingResolver)(nil)
 )
 
 // NewCachingResolver returns a resolver that consults c before next.
@@ -159,37 +143,32 @@ var (
 // it, or "" when next keeps index digests; it is part of the cache key.
 // warnf receives a failure to store an entry, which does not fail the
 // resolution; nil discards it.
-func NewCachingResolver(next Interface, c *Cache, platform string, warnf func(format string, args ...any)) *CachingResolver {
+func NewCachingResolver(next resolution.Resolver, c *Cache, platform string, warnf func(format string, args ...any)) *CachingResolver {
 	if warnf == nil {
 		warnf = func(string, ...any) {}
 	}
 	return &CachingResolver{next: next, cache: c, platform: platform, warnf: warnf}
 }
 
-// Resolve implements Interface.
-func (r *CachingResolver) Resolve(ctx context.Context, ref name.Reference) (v1.Hash, error) {
-	h, _, err := r.ResolveSource(ctx, ref)
-	return h, err
-}
-
-// ResolveSource resolves ref and says where the digest came from:
-// SourceCache on a hit; on a miss, the source the wrapped resolver
-// reports. A reference that
-// carries a digest is passed to the wrapped resolver as it is.
-func (r *CachingResolver) ResolveSource(ctx context.Context, ref name.Reference) (v1.Hash, string, error) {
-	if _, ok := ref.(name.Digest); !ok {
+// Resolve resolves ref: from the cache, with source resolution.Cache, on
+// a hit; on a miss, as the wrapped resolver says, storing its answer. A
+// reference that carries a digest is passed to the wrapped resolver as it
+// is.
+func (r *CachingResolver) Resolve(ctx context.Context, ref name.Reference) (resolution.Resolution, error) {
+	_, pinned := ref.(name.Digest)
+	if !pinned {
 		if h, ok := r.cache.Get(ref, r.platform); ok {
-			return h, SourceCache, nil
+			return resolution.Resolution{Digest: h, Source: resolution.Cache}, nil
 		}
 	}
-	h, src, err := r.next.ResolveSource(ctx, ref)
+	res, err := r.next.Resolve(ctx, ref)
 	if err != nil {
-		return v1.Hash{}, "", err
+		return resolution.Resolution{}, err
 	}
-	if _, ok := ref.(name.Digest); !ok {
-		if err := r.cache.Put(ref, r.platform, h); err != nil {
+	if !pinned {
+		if err := r.cache.Put(ref, r.platform, res.Digest); err != nil {
 			r.warnf("%v", err)
 		}
 	}
-	return h, src, nil
+	return res, nil
 }

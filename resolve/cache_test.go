@@ -13,6 +13,7 @@ import (
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 
 	"github.com/digestpin/digestpin/internal/testregistry"
+	"github.com/digestpin/digestpin/resolution"
 )
 
 // mustRef parses a reference.
@@ -73,11 +74,11 @@ func cachedRun(t *testing.T, c *Cache, platform, ref string) (v1.Hash, string, e
 	}
 	var warnings []string
 	cr := NewCachingResolver(reg, c, platform, func(f string, args ...any) { warnings = append(warnings, f) })
-	h, src, err := cr.ResolveSource(context.Background(), mustRef(t, ref))
+	res, err := cr.Resolve(context.Background(), mustRef(t, ref))
 	if len(warnings) > 0 {
 		t.Errorf("warnings: %v", warnings)
 	}
-	return h, src, err
+	return res.Digest, string(res.Source), err
 }
 
 func TestCacheHitAndExpiry(t *testing.T) {
@@ -95,11 +96,11 @@ func TestCacheHitAndExpiry(t *testing.T) {
 		src      string
 		requests int // requests to the registry
 	}{
-		{desc: "first run asks the registry", src: SourceRegistry, requests: 1},
-		{desc: "a run within the TTL asks nothing", advance: 5 * time.Minute, src: SourceCache},
-		{desc: "a moved tag is not seen within the TTL", advance: 4 * time.Minute, push: true, stale: true, src: SourceCache},
-		{desc: "after the TTL the registry is asked again", advance: time.Minute, src: SourceRegistry, requests: 1},
-		{desc: "and the new answer is cached", advance: time.Second, src: SourceCache},
+		{desc: "first run asks the registry", src: string(resolution.Registry), requests: 1},
+		{desc: "a run within the TTL asks nothing", advance: 5 * time.Minute, src: string(resolution.Cache)},
+		{desc: "a moved tag is not seen within the TTL", advance: 4 * time.Minute, push: true, stale: true, src: string(resolution.Cache)},
+		{desc: "after the TTL the registry is asked again", advance: time.Minute, src: string(resolution.Registry), requests: 1},
+		{desc: "and the new answer is cached", advance: time.Second, src: string(resolution.Cache)},
 	} {
 		clk.add(step.advance)
 		if step.push {
@@ -137,11 +138,11 @@ func TestCacheKeyedByPlatform(t *testing.T) {
 		want     v1.Hash
 		src      string
 	}{
-		{platform: "", want: index, src: SourceRegistry},
-		{platform: "linux/amd64", want: children["linux/amd64"], src: SourceRegistry},
-		{platform: "linux/arm64", want: children["linux/arm64"], src: SourceRegistry},
-		{platform: "", want: index, src: SourceCache},
-		{platform: "linux/amd64", want: children["linux/amd64"], src: SourceCache},
+		{platform: "", want: index, src: string(resolution.Registry)},
+		{platform: "linux/amd64", want: children["linux/amd64"], src: string(resolution.Registry)},
+		{platform: "linux/arm64", want: children["linux/arm64"], src: string(resolution.Registry)},
+		{platform: "", want: index, src: string(resolution.Cache)},
+		{platform: "linux/amd64", want: children["linux/amd64"], src: string(resolution.Cache)},
 	} {
 		h, src, err := cachedRun(t, c, tc.platform, ref)
 		if err != nil || h != tc.want || src != tc.src {
@@ -182,8 +183,8 @@ func TestCacheBadEntries(t *testing.T) {
 				t.Fatalf("Get = %s, true; want a miss", h)
 			}
 			// The next resolution replaces the bad entry.
-			if h, src, err := cachedRun(t, c, "", ref.String()); err != nil || h != want || src != SourceRegistry {
-				t.Fatalf("ResolveSource = %s, %s, %v; want %s from the registry", h, src, err, want)
+			if h, src, err := cachedRun(t, c, "", ref.String()); err != nil || h != want || src != string(resolution.Registry) {
+				t.Fatalf("Resolve = %s, %s, %v; want %s from the registry", h, src, err, want)
 			}
 			if h, ok := c.Get(ref, ""); !ok || h != want {
 				t.Errorf("Get after resolving = %s, %v; want %s, true", h, ok, want)
@@ -198,7 +199,7 @@ func TestCacheDoesNotKeepErrors(t *testing.T) {
 	ref := reg.Ref("missing:1")
 	for range 2 {
 		if _, _, err := cachedRun(t, c, "", ref); err == nil {
-			t.Fatal("ResolveSource(missing image) = nil error")
+			t.Fatal("Resolve(missing image) = nil error")
 		}
 	}
 	if got := reg.Count("HEAD manifests"); got != 2 {
@@ -217,19 +218,15 @@ type fixed struct {
 	calls int
 }
 
-func (f *fixed) Resolve(_ context.Context, ref name.Reference) (v1.Hash, error) {
+func (f *fixed) Resolve(_ context.Context, ref name.Reference) (resolution.Resolution, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.calls++
 	if d, ok := ref.(name.Digest); ok {
-		return v1.NewHash(d.DigestStr())
+		h, err := v1.NewHash(d.DigestStr())
+		return resolution.Resolution{Digest: h, Source: resolution.Pinned}, err
 	}
-	return f.h, nil
-}
-
-func (f *fixed) ResolveSource(ctx context.Context, ref name.Reference) (v1.Hash, string, error) {
-	h, err := f.Resolve(ctx, ref)
-	return h, SourceRegistry, err
+	return resolution.Resolution{Digest: f.h, Source: resolution.Registry}, nil
 }
 
 func TestCacheSharedConcurrently(t *testing.T) {
@@ -248,8 +245,8 @@ func TestCacheSharedConcurrently(t *testing.T) {
 		for range 20 {
 			for _, r := range refs {
 				wg.Go(func() {
-					got, err := cr.Resolve(context.Background(), mustRef(t, "registry.example/"+r))
-					if err != nil || got != h {
+					res, err := cr.Resolve(context.Background(), mustRef(t, "registry.example/"+r))
+					if got := res.Digest; err != nil || got != h {
 						t.Errorf("Resolve(%s) = %s, %v; want %s", r, got, err, h)
 					}
 				})
@@ -275,9 +272,9 @@ func TestCachingResolverPassesDigests(t *testing.T) {
 	f := &fixed{}
 	cr := NewCachingResolver(f, c, "", nil)
 	d := "sha256:" + strings.Repeat("cd", 32)
-	h, src, err := cr.ResolveSource(context.Background(), mustRef(t, "registry.example/a@"+d))
-	if err != nil || h.String() != d || src != SourceRegistry {
-		t.Errorf("ResolveSource(digest) = %s, %s, %v; want %s", h, src, err, d)
+	res, err := cr.Resolve(context.Background(), mustRef(t, "registry.example/a@"+d))
+	if err != nil || res.Digest.String() != d || res.Source != resolution.Pinned {
+		t.Errorf("Resolve(digest) = %+v, %v; want %s, pinned", res, err, d)
 	}
 	if des, _ := os.ReadDir(c.Dir()); len(des) != 0 {
 		t.Errorf("a digest reference was cached: %d entries", len(des))

@@ -26,8 +26,8 @@ func ExampleResolver_Resolve() {
 		panic(err)
 	}
 	got, err := r.Resolve(context.Background(), ref)
-	fmt.Println(got == want, err)
-	// Output: true <nil>
+	fmt.Println(got.Digest == want, got.Source, err)
+	// Output: true registry <nil>
 }
 
 // A mirror with a path prefix answers for a registry; the caller keeps
@@ -50,6 +50,6 @@ func ExampleWithMirror() {
 		panic(err)
 	}
 	got, err := r.Resolve(context.Background(), ref)
-	fmt.Println(got == want, err)
-	// Output: true <nil>
+	fmt.Println(got.Digest == want, got.Source, err)
+	// Output: true registry <nil>
 }

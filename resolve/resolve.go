@@ -14,6 +14,8 @@ import (
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 	"github.com/google/go-containerregistry/pkg/v1/remote"
 	"github.com/google/go-containerregistry/pkg/v1/remote/transport"
+
+	"github.com/digestpin/digestpin/resolution"
 )
 
 // Resolver resolves image references to digests. It is safe for
@@ -76,14 +78,25 @@ func New(opts ...Option) (*Resolver, error) {
 	return &Resolver{o: o, red: red, base: base, sem: make(chan struct{}, o.jobs)}, nil
 }
 
-// Resolve returns the digest the registry serves for ref now. A reference
-// that carries a digest returns it without a request. An error is one
-// line that names the image, each registry or mirror asked, its answer
-// and the attempts made; errors.As finds the registry's *transport.Error.
-func (r *Resolver) Resolve(ctx context.Context, ref name.Reference) (v1.Hash, error) {
+// Resolve returns the digest the registry serves for ref now, with source
+// resolution.Registry. A reference that carries a digest returns it
+// without a request, with source resolution.Pinned. An error is one line
+// that names the image, each registry or mirror asked, its answer and the
+// attempts made; errors.As finds the registry's *transport.Error.
+func (r *Resolver) Resolve(ctx context.Context, ref name.Reference) (resolution.Resolution, error) {
 	if d, ok := ref.(name.Digest); ok {
-		return v1.NewHash(d.DigestStr())
+		h, err := v1.NewHash(d.DigestStr())
+		return resolution.Resolution{Digest: h, Source: resolution.Pinned}, err
 	}
+	h, err := r.digest(ctx, ref)
+	if err != nil {
+		return resolution.Resolution{}, err
+	}
+	return resolution.Resolution{Digest: h, Source: resolution.Registry}, nil
+}
+
+// digest resolves a reference without a digest.
+func (r *Resolver) digest(ctx context.Context, ref name.Reference) (v1.Hash, error) {
 	// Each distinct reference is resolved once: later callers wait for the
 	// first. A failed call is forgotten so that it is not cached.
 	c := &call{done: make(chan struct{})}
@@ -110,13 +123,6 @@ type candidate struct {
 	ref    name.Reference
 	mirror bool
 	sess   *session
-}
-
-// ResolveSource is Resolve that also says where the digest came from:
-// always SourceRegistry.
-func (r *Resolver) ResolveSource(ctx context.Context, ref name.Reference) (v1.Hash, string, error) {
-	h, err := r.Resolve(ctx, ref)
-	return h, SourceRegistry, err
 }
 
 // resolve asks the mirrors and the registry in turn, within the

@@ -72,11 +72,11 @@ func parseRef(t *testing.T, s string) name.Reference {
 // resolveString resolves s and returns the digest or the error message.
 func resolveString(t *testing.T, r *Resolver, s string) (string, error) {
 	t.Helper()
-	h, err := r.Resolve(context.Background(), parseRef(t, s))
+	res, err := r.Resolve(context.Background(), parseRef(t, s))
 	if err != nil {
 		return "", err
 	}
-	return h.String(), nil
+	return res.Digest.String(), nil
 }
 
 // resolveAsync starts callers concurrent resolutions of each reference

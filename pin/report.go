@@ -1,61 +1,61 @@
-package main
+package pin
 
 import (
 	"encoding/json"
 	"fmt"
 
-	"github.com/digestpin/digestpin/internal/atomicfile"
 	"github.com/digestpin/digestpin/renderer"
+	"github.com/digestpin/digestpin/resolution"
 )
 
-// reportVersion is the format of the --report file.
-const reportVersion = 1
+// ReportVersion is the format of the report file.
+const ReportVersion = 1
 
-// report is the --report file: every distinct image of a run.
-type report struct {
+// Report is the report file: every distinct image of a run.
+type Report struct {
 	Version int           `json:"version"`
-	Images  []reportImage `json:"images"`
+	Images  []ReportImage `json:"images"`
 }
 
-// reportImage is one distinct image of a run.
-type reportImage struct {
+// ReportImage is one distinct image of a run.
+type ReportImage struct {
 	// Reference is the image as the manifests spell it (the first
 	// spelling, when they spell it several ways).
 	Reference string `json:"reference"`
 	// Name is the fully qualified reference, as the lock file keys it.
 	Name string `json:"name"`
-	// Platform is the --platform whose manifest Digest is, if any.
+	// Platform is the platform whose manifest Digest is, if any.
 	Platform string `json:"platform,omitempty"`
 	// Digest is the resolved digest; empty when the image was kept
 	// unresolved (--on-error=keep).
 	Digest string `json:"digest,omitempty"`
 	// Source is where Digest came from: registry, lock, cache, pinned (the
 	// manifest carried the digest already) or unresolved.
-	Source string `json:"source"`
+	Source resolution.Source `json:"source"`
 	// Error is why an unresolved image could not be resolved.
 	Error string `json:"error,omitempty"`
 	// Workloads are the containers that use the image, in stream order.
 	Workloads []renderer.Workload `json:"workloads"`
 }
 
-// newReport builds the report of a render. platform is the canonical
-// --platform, or "".
-func newReport(images []renderer.Image, platform string) report {
-	rep := report{Version: reportVersion, Images: make([]reportImage, 0, len(images))}
+// NewReport builds the report of a render. platform is the canonical
+// platform the digests were resolved for, or "".
+func NewReport(images []renderer.Image, platform string) Report {
+	rep := Report{Version: ReportVersion, Images: make([]ReportImage, 0, len(images))}
 	for _, im := range images {
-		ri := reportImage{
+		ri := ReportImage{
 			Reference: im.Written,
 			Name:      im.Reference,
 			Digest:    im.Digest,
-			Source:    string(im.Source),
+			Source:    im.Source,
 			Workloads: im.Workloads,
 		}
 		if ri.Reference == "" {
 			ri.Reference = im.Reference
 		}
 		switch im.Source {
-		case renderer.SourcePinned:
-		case renderer.SourceNone:
+		case resolution.Pinned:
+		case resolution.Unresolved:
 			if im.Err != nil {
 				ri.Error = im.Err.Error()
 			}
@@ -70,14 +70,11 @@ func newReport(images []renderer.Image, platform string) report {
 	return rep
 }
 
-// writeReport writes the report of a render to path, atomically.
-func writeReport(path string, images []renderer.Image, platform string) error {
-	b, err := json.MarshalIndent(newReport(images, platform), "", "  ")
+// marshal returns the report file's bytes.
+func (r Report) marshal() ([]byte, error) {
+	b, err := json.MarshalIndent(r, "", "  ")
 	if err != nil {
-		return fmt.Errorf("encoding report: %w", err)
+		return nil, fmt.Errorf("encoding report: %w", err)
 	}
-	if err := atomicfile.WriteFile(path, append(b, '\n'), 0o644); err != nil {
-		return fmt.Errorf("writing report: %w", err)
-	}
-	return nil
+	return append(b, '\n'), nil
 }

@@ -1,0 +1,175 @@
+package pin
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"sync"
+
+	"github.com/google/go-containerregistry/pkg/name"
+
+	"github.com/digestpin/digestpin/lockfile"
+	"github.com/digestpin/digestpin/resolution"
+	"github.com/digestpin/digestpin/resolve"
+)
+
+// chain is the resolver chain of one Pin and what its layers noticed.
+type chain struct {
+	resolution.Resolver
+	lock     *lockfile.Lock // nil without Options.Lock
+	platform string
+	missing  notes // Frozen: references not in the lock file
+	moved    notes // Check: how the registry differs from the lock file
+}
+
+// newChain assembles the resolvers of one Pin:
+//
+//	Lock + Frozen   lock file
+//	Lock + Check    registry, compared with the lock file
+//	Lock            lock file, then cache, then registry
+//	(none)          cache, then registry
+//
+// The cache is there only with a CacheTTL. Each layer is a
+// resolution.Resolver; nothing downstream needs to know which.
+func newChain(o *Options) (*chain, error) {
+	c := &chain{platform: o.platform()}
+	if o.Lock != "" {
+		l, err := lockfile.Read(o.Lock)
+		if err != nil {
+			return nil, err
+		}
+		c.lock = l
+	}
+	if o.Frozen {
+		c.Resolver = &lockLayer{chain: c}
+		return c, nil
+	}
+	registry := o.Registry
+	if registry == nil {
+		opts := o.ResolveOptions
+		if o.Platform != nil {
+			opts = append(opts[:len(opts):len(opts)], resolve.WithPlatform(o.Platform))
+		}
+		r, err := resolve.New(opts...)
+		if err != nil {
+			return nil, err
+		}
+		registry = r
+	}
+	if o.Check {
+		c.Resolver = &checkLayer{chain: c, next: registry}
+		return c, nil
+	}
+	live := registry
+	if o.CacheTTL > 0 {
+		dir := o.CacheDir
+		if dir == "" {
+			d, err := resolve.DefaultCacheDir()
+			if err != nil {
+				return nil, err
+			}
+			dir = d
+		}
+		cache, err := resolve.NewCache(dir, o.CacheTTL)
+		if err != nil {
+			return nil, err
+		}
+		o.logf("resolution cache in %s, TTL %s", dir, o.CacheTTL)
+		live = resolve.NewCachingResolver(registry, cache, c.platform, o.warnf)
+	}
+	if c.lock != nil {
+		c.Resolver = &lockLayer{chain: c, next: live}
+		return c, nil
+	}
+	c.Resolver = live
+	return c, nil
+}
+
+// verdict is what the lock layers noticed, as the error that fails the
+// Pin: references missing from the lock file under Frozen (with
+// KeepUnresolved the renderer kept them, but Frozen still fails), or
+// where the registry differs from it under Check.
+func (c *chain) verdict(lockPath string) error {
+	if missing := c.missing.sorted(); len(missing) > 0 {
+		return fmt.Errorf("%d image(s) not in lock file %s (--frozen asks no registry): %s", len(missing), lockPath, strings.Join(missing, ", "))
+	}
+	if moved := c.moved.sorted(); len(moved) > 0 {
+		errs := []error{fmt.Errorf("the registry differs from lock file %s for %d image(s)", lockPath, len(moved))}
+		for _, m := range moved {
+			errs = append(errs, errors.New("  "+m))
+		}
+		return errors.Join(errs...)
+	}
+	return nil
+}
+
+// errNotLocked is the reason of a Frozen miss.
+var errNotLocked = errors.New("not in the lock file, and --frozen asks no registry")
+
+// lockLayer answers from the lock file. A reference missing from it is
+// asked of next or, when next is nil (Frozen), noted and refused. It is
+// safe for concurrent use when next is.
+type lockLayer struct {
+	chain *chain
+	next  resolution.Resolver
+}
+
+// Resolve implements resolution.Resolver.
+func (l *lockLayer) Resolve(ctx context.Context, ref name.Reference) (resolution.Resolution, error) {
+	if h, ok := l.chain.lock.Lookup(ref, l.chain.platform); ok {
+		return resolution.Resolution{Digest: h, Source: resolution.Lock}, nil
+	}
+	if l.next == nil {
+		l.chain.missing.add(ref.String())
+		return resolution.Resolution{}, fmt.Errorf("%s: %w", ref, errNotLocked)
+	}
+	return l.next.Resolve(ctx, ref)
+}
+
+// checkLayer asks next (the registry) and notes every digest that differs
+// from the lock file, or is missing from it. It returns the registry's
+// answer, so that the render goes on and every difference is found.
+type checkLayer struct {
+	chain *chain
+	next  resolution.Resolver
+}
+
+// Resolve implements resolution.Resolver.
+func (c *checkLayer) Resolve(ctx context.Context, ref name.Reference) (resolution.Resolution, error) {
+	res, err := c.next.Resolve(ctx, ref)
+	if err != nil {
+		return res, err
+	}
+	switch locked, ok := c.chain.lock.Lookup(ref, c.chain.platform); {
+	case !ok:
+		c.chain.moved.add(fmt.Sprintf("%s: not in the lock file; the registry serves %s", ref, res.Digest))
+	case locked != res.Digest:
+		c.chain.moved.add(fmt.Sprintf("%s: moved from %s (lock file) to %s (registry)", ref, locked, res.Digest))
+	}
+	return res, nil
+}
+
+var (
+	_ resolution.Resolver = (*lockLayer)(nil)
+	_ resolution.Resolver = (*checkLayer)(nil)
+)
+
+// notes collects lines from concurrent resolutions.
+type notes struct {
+	mu    sync.Mutex
+	lines []string
+}
+
+func (n *notes) add(s string) {
+	n.mu.Lock()
+	n.lines = append(n.lines, s)
+	n.mu.Unlock()
+}
+
+func (n *notes) sorted() []string {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	return slices.Sorted(slices.Values(n.lines))
+}

@@ -1,0 +1,115 @@
+package pin
+
+import (
+	"fmt"
+	"time"
+
+	v1 "github.com/google/go-containerregistry/pkg/v1"
+
+	"github.com/digestpin/digestpin/renderer"
+	"github.com/digestpin/digestpin/resolution"
+	"github.com/digestpin/digestpin/resolve"
+)
+
+// Options configure a Pinner. The zero value pins with the renderer's
+// defaults, resolving every image at its registry with resolve's defaults,
+// and writes no file.
+type Options struct {
+	// Renderer holds the output settings: Mode, ChecksumAnnotation,
+	// PodSpecPaths, KeepUnresolved and Warnf. Its Resolver must be nil:
+	// each Pin sets it to the chain it assembles.
+	Renderer renderer.Renderer
+	// ResolveOptions configure the registry resolver that each Pin makes
+	// anew, so that every render sees the registries as they are then.
+	// Platform is added to them; do not pass resolve.WithPlatform.
+	ResolveOptions []resolve.Option
+	// Registry, when set, answers instead of a registry resolver made
+	// with ResolveOptions (which are then ignored). It must be safe for
+	// concurrent use.
+	Registry resolution.Resolver
+	// Platform, when set, pins that platform's manifest instead of the
+	// multi-platform index. It needs an OS and an architecture.
+	Platform *v1.Platform
+
+	// Lock is a lock file whose digests are taken before any registry is
+	// asked; "" means none.
+	Lock string
+	// Frozen, with Lock, asks no registry: a reference missing from the
+	// lock file fails the Pin.
+	Frozen bool
+	// Check, with Lock, asks the registry about every reference and fails
+	// the Pin, naming each image, where the registry differs from the lock
+	// file.
+	Check bool
+	// CacheDir and CacheTTL keep resolutions on disk for CacheTTL; a zero
+	// CacheTTL disables the cache, and an empty CacheDir with a TTL means
+	// resolve.DefaultCacheDir. Neither --frozen nor --check runs consult
+	// the cache.
+	CacheDir string
+	CacheTTL time.Duration
+
+	// WriteLock is a lock file to write every resolution to; "" means
+	// none. It may be the Lock file.
+	WriteLock string
+	// Report is a file to write the JSON report of every image to; ""
+	// means none.
+	Report string
+
+	// Logf receives debug messages (each resolution, the files written);
+	// nil discards them. Warnings go to Renderer.Warnf.
+	Logf func(format string, args ...any)
+}
+
+// OptionError is an Options field with a value that cannot work. A
+// command maps Field to the flag that set it.
+type OptionError struct {
+	// Field is the Options field, e.g. "Frozen".
+	Field string
+	// Reason says what is wrong, in words that fit after the field's
+	// name.
+	Reason string
+}
+
+func (e *OptionError) Error() string { return e.Field + ": " + e.Reason }
+
+// validate rejects options that cannot mean anything.
+func (o *Options) validate() error {
+	bad := func(field, reason string) error { return &OptionError{Field: field, Reason: reason} }
+	switch {
+	case o.Frozen && o.Check:
+		return bad("Frozen", "excludes Check: Frozen never asks a registry, Check asks it about every image")
+	case o.Frozen && o.Lock == "":
+		return bad("Frozen", "needs Lock FILE")
+	case o.Check && o.Lock == "":
+		return bad("Check", "needs Lock FILE")
+	case o.CacheTTL < 0:
+		return bad("CacheTTL", fmt.Sprintf("must not be negative, got %s", o.CacheTTL))
+	case o.CacheDir != "" && o.CacheTTL == 0:
+		return bad("CacheDir", "needs CacheTTL DURATION, how long a resolution stays valid")
+	case o.Platform != nil && (o.Platform.OS == "" || o.Platform.Architecture == ""):
+		return bad("Platform", fmt.Sprintf("%q has no OS or no architecture: want os/arch[/variant]", o.Platform.String()))
+	case o.Renderer.Resolver != nil:
+		return bad("Renderer.Resolver", "is set: a Pinner assembles its own chain; set Registry to replace the registry")
+	}
+	return nil
+}
+
+// platform is the canonical form of the platform, or "".
+func (o *Options) platform() string {
+	if o.Platform == nil {
+		return ""
+	}
+	return o.Platform.String()
+}
+
+func (o *Options) logf(format string, args ...any) {
+	if o.Logf != nil {
+		o.Logf(format, args...)
+	}
+}
+
+func (o *Options) warnf(format string, args ...any) {
+	if o.Renderer.Warnf != nil {
+		o.Renderer.Warnf(format, args...)
+	}
+}

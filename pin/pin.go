@@ -1,0 +1,144 @@
+package pin
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/digestpin/digestpin/internal/atomicfile"
+	"github.com/digestpin/digestpin/lockfile"
+	"github.com/digestpin/digestpin/renderer"
+	"github.com/digestpin/digestpin/resolution"
+)
+
+// Pinner pins manifest streams with one set of Options. It is safe for
+// concurrent use: each Pin assembles its own resolver chain, with a new
+// registry resolver, so every Pin sees the registries as they are then.
+type Pinner struct {
+	o Options
+}
+
+// New checks the options and returns a Pinner. It reads no file: the
+// lock file is read by each Pin, as it is then.
+func New(o Options) (*Pinner, error) {
+	if err := o.validate(); err != nil {
+		return nil, err
+	}
+	// Options of the registry resolver are checked now, not at the first
+	// Pin.
+	if o.Registry == nil && !o.Frozen {
+		if _, err := newChain(&Options{ResolveOptions: o.ResolveOptions, Platform: o.Platform}); err != nil {
+			return nil, err
+		}
+	}
+	return &Pinner{o: o}, nil
+}
+
+// Result is the outcome of a Pin. Its files are prepared, not written:
+// call Commit once the Output is safely where it goes, or Discard.
+type Result struct {
+	// Output is the pinned stream.
+	Output []byte
+	// Images lists every distinct image, sorted by reference.
+	Images []renderer.Image
+	files  []*atomicfile.Pending
+}
+
+// Pin renders in through the resolver chain. It fails on whatever fails
+// the render, on references missing from a Frozen lock file and on
+// references the registry serves differently from a Check lock file. On
+// success the lock file and the report are prepared beside their
+// destinations, to be put in place by Commit. On error nothing is
+// returned and no file changes.
+func (p *Pinner) Pin(ctx context.Context, in []byte) (*Result, error) {
+	c, err := newChain(&p.o)
+	if err != nil {
+		return nil, err
+	}
+	r := p.o.Renderer
+	r.Resolver = c
+	out, err := r.Render(ctx, in)
+	if err != nil {
+		return nil, err
+	}
+	for _, im := range out.Images {
+		if im.Digest != "" {
+			p.o.logf("%s: %s (%s)", im.Written, im.Digest, im.Source)
+		}
+	}
+	if err := c.verdict(p.o.Lock); err != nil {
+		return nil, err
+	}
+	res := &Result{Output: out.Output, Images: out.Images}
+	if err := p.prepare(res, c.platform); err != nil {
+		res.Discard()
+		return nil, err
+	}
+	return res, nil
+}
+
+// prepare writes the lock file and the report beside their destinations.
+func (p *Pinner) prepare(res *Result, platform string) error {
+	if p.o.WriteLock != "" {
+		l, err := newLock(res.Images, platform)
+		if err != nil {
+			return fmt.Errorf("writing lock file %s: %w", p.o.WriteLock, err)
+		}
+		b, err := l.Marshal()
+		if err != nil {
+			return fmt.Errorf("writing lock file %s: %w", p.o.WriteLock, err)
+		}
+		f, err := atomicfile.Prepare(p.o.WriteLock, b, 0o644)
+		if err != nil {
+			return fmt.Errorf("writing lock file %w", err)
+		}
+		res.files = append(res.files, f)
+		p.o.logf("lock file %s: %d entries", p.o.WriteLock, l.Len())
+	}
+	if p.o.Report != "" {
+		b, err := NewReport(res.Images, platform).marshal()
+		if err != nil {
+			return err
+		}
+		f, err := atomicfile.Prepare(p.o.Report, b, 0o644)
+		if err != nil {
+			return fmt.Errorf("writing report %w", err)
+		}
+		res.files = append(res.files, f)
+	}
+	return nil
+}
+
+// newLock is the lock file of every image a run resolved: not those the
+// manifests pinned already, nor those kept unresolved.
+func newLock(images []renderer.Image, platform string) (*lockfile.Lock, error) {
+	var entries []lockfile.Entry
+	for _, im := range images {
+		if im.Digest == "" || im.Source == resolution.Pinned || im.Source == resolution.Unresolved {
+			continue
+		}
+		entries = append(entries, lockfile.Entry{Reference: im.Reference, Platform: platform, Digest: im.Digest})
+	}
+	return lockfile.New(entries)
+}
+
+// Commit puts the prepared files in place. It tries every file and
+// returns every failure.
+func (r *Result) Commit() error {
+	var errs []error
+	for _, f := range r.files {
+		if err := f.Commit(); err != nil {
+			errs = append(errs, fmt.Errorf("writing %w", err))
+		}
+	}
+	r.files = nil
+	return errors.Join(errs...)
+}
+
+// Discard drops the prepared files; every destination stays as it was.
+func (r *Result) Discard() {
+	for _, f := range r.files {
+		f.Discard()
+	}
+	r.files = nil
+}

@@ -1,0 +1,63 @@
+// Package resolution is the vocabulary shared by the code that needs image
+// digests (the renderer) and the code that supplies them (the registry, the
+// resolution cache and the lock file): a Resolution is a digest and where it
+// came from, and a Resolver turns a reference into one.
+//
+// It depends on go-containerregistry's name and v1 packages only, so that
+// the renderer can name a Resolver without importing a registry client, and
+// the registry client can implement one without importing YAML.
+package resolution
+
+import (
+	"context"
+
+	"github.com/google/go-containerregistry/pkg/name"
+	v1 "github.com/google/go-containerregistry/pkg/v1"
+)
+
+// Source says where a digest came from. It is written into the --report
+// file, so its values are part of digestpin's output format.
+type Source string
+
+// The sources of a digest.
+const (
+	// Registry is a digest the registry (or one of its mirrors) was asked
+	// for during the run.
+	Registry Source = "registry"
+	// Cache is a digest from the resolution cache.
+	Cache Source = "cache"
+	// Lock is a digest from the lock file.
+	Lock Source = "lock"
+	// Pinned is a digest the manifest carried already; nobody was asked.
+	Pinned Source = "pinned"
+	// Unresolved is an image that could not be resolved and was kept as
+	// it is (--on-error=keep).
+	Unresolved Source = "unresolved"
+)
+
+// Resolution is the digest a reference resolved to, and where it came
+// from.
+type Resolution struct {
+	Digest v1.Hash
+	Source Source
+}
+
+// Resolver turns an image reference into the digest it resolves to now,
+// and says where that digest came from. The renderer calls Resolve
+// concurrently, once for each distinct reference without a digest, so
+// implementations must be safe for concurrent use and should bound their
+// own concurrency. An error names the reference (as os.Open names its
+// file): callers add only where the image is used.
+type Resolver interface {
+	Resolve(ctx context.Context, ref name.Reference) (Resolution, error)
+}
+
+// Func adapts a function to a Resolver.
+type Func func(ctx context.Context, ref name.Reference) (Resolution, error)
+
+// Resolve calls f.
+func (f Func) Resolve(ctx context.Context, ref name.Reference) (Resolution, error) {
+	return f(ctx, ref)
+}
+
+var _ Resolver = Func(nil)
