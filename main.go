@@ -12,6 +12,7 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"strings"
 	"syscall"
 	"time"
 
@@ -183,10 +184,14 @@ func stopped(ctx context.Context, err error) error {
 	}
 	cause := context.Cause(ctx)
 	var te *timeoutError
-	if errors.As(cause, &te) && !errors.Is(err, cause) {
-		return fmt.Errorf("%w: %w", cause, err)
+	switch {
+	case !errors.As(cause, &te):
+		return cause
+	case strings.Contains(err.Error(), cause.Error()):
+		// The error says it already (net/http reports the cause).
+		return err
 	}
-	return cause
+	return fmt.Errorf("%w: %w", cause, err)
 }
 
 // read returns the whole input, from stdin or -f FILE. Opening a FIFO and

@@ -203,3 +203,73 @@ func TestBinaryHostileInputBounded(t *testing.T) {
 		})
 	}
 }
+
+// TestBinaryStopsWithNothingWritten checks the two ways a run can end
+// early from outside: SIGTERM in the middle of a big stream, and a stdout
+// closed by its reader (`digestpin | head -c 0`). Either way the run fails
+// and neither stdout nor the lock file gets anything.
+func TestBinaryStopsWithNothingWritten(t *testing.T) {
+	dir := t.TempDir()
+	sum := sha256.Sum256([]byte(hostileImage))
+	lock := filepath.Join(dir, "digests.lock")
+	if err := os.WriteFile(lock, fmt.Appendf(nil, "version: 1\nimages:\n  - reference: %s\n    digest: sha256:%s\n", hostileImage, hex.EncodeToString(sum[:])), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	var big strings.Builder
+	for i := range 40000 {
+		fmt.Fprintf(&big, "---\n%s", strings.Replace(podWith(""), "name: p\n", fmt.Sprintf("name: p%d\n", i), 1))
+	}
+	newLock := filepath.Join(dir, "new.lock")
+	args := []string{"--lock", lock, "--frozen", "--write-lock", newLock}
+
+	t.Run("SIGTERM", func(t *testing.T) {
+		cmd := exec.Command(digestpinBin(t), args...)
+		cmd.Env = cleanEnv()
+		cmd.Stdin = strings.NewReader(big.String())
+		var out, errb bytes.Buffer
+		cmd.Stdout, cmd.Stderr = &out, &errb
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(150 * time.Millisecond)
+		if err := cmd.Process.Signal(syscall.SIGTERM); err != nil {
+			t.Fatal(err)
+		}
+		_ = cmd.Wait()
+		if code := cmd.ProcessState.ExitCode(); code != 128+int(syscall.SIGTERM) {
+			t.Errorf("exit status %d, want %d; stderr %q", code, 128+int(syscall.SIGTERM), errb.String())
+		}
+		if out.Len() != 0 {
+			t.Errorf("stdout has %d bytes, want none", out.Len())
+		}
+		if !strings.Contains(errb.String(), "stopped by terminated: nothing written") {
+			t.Errorf("stderr = %q, want it to say the run was stopped", errb.String())
+		}
+	})
+
+	t.Run("closed stdout", func(t *testing.T) {
+		pr, pw, err := os.Pipe()
+		if err != nil {
+			t.Fatal(err)
+		}
+		pr.Close()
+		cmd := exec.Command(digestpinBin(t), args...)
+		cmd.Env = cleanEnv()
+		cmd.Stdin = strings.NewReader(podWith(""))
+		var errb bytes.Buffer
+		cmd.Stdout, cmd.Stderr = pw, &errb
+		err = cmd.Run()
+		pw.Close()
+		if code := cmd.ProcessState.ExitCode(); code != 1 || !strings.Contains(errb.String(), "writing output: ") {
+			t.Errorf("run = %v (exit %d), stderr %q; want exit 1 and a write error", err, code, errb.String())
+		}
+	})
+
+	if _, err := os.Stat(newLock); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("Stat(%s) = %v, want no lock file written", newLock, err)
+	}
+	des, _ := os.ReadDir(dir)
+	if len(des) != 1 {
+		t.Errorf("folder holds %d entries, want only the lock file read", len(des))
+	}
+}

@@ -1,0 +1,163 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/digestpin/digestpin/internal/gen"
+	"github.com/digestpin/digestpin/internal/testregistry"
+)
+
+// failingWriter is a stdout that cannot be written, as /dev/full or a
+// closed pipe is.
+type failingWriter struct{}
+
+func (failingWriter) Write([]byte) (int, error) { return 0, syscall.ENOSPC }
+
+// TestNothingHalfWritten checks that a run that fails at any point, the
+// write of its output included, leaves the lock file and the report as
+// they were, and names the files the person gave.
+func TestNothingHalfWritten(t *testing.T) {
+	reg := testregistry.New(t)
+	reg.PushImage(t, "app:1")
+	in := gen.Deployments("prod", reg.Ref("app:1"))
+	for _, tc := range []struct {
+		desc   string
+		stdout io.Writer
+		report string // relative to the test's folder
+		want   string // in the error, DIR for the folder
+	}{
+		{desc: "stdout full", stdout: failingWriter{}, report: "report.json", want: "writing output: no space left on device"},
+		{desc: "report folder missing", stdout: io.Discard, report: "none/report.json", want: "writing report DIR/none/report.json: no such file or directory"},
+	} {
+		t.Run(tc.desc, func(t *testing.T) {
+			dir := t.TempDir()
+			lock := filepath.Join(dir, "digests.lock")
+			report := filepath.Join(dir, tc.report)
+			var stderr strings.Builder
+			err := run(context.Background(), []string{"--write-lock", lock, "--report", report}, strings.NewReader(string(in)), tc.stdout, &stderr)
+			want := strings.ReplaceAll(tc.want, "DIR", dir)
+			if err == nil || !strings.Contains(err.Error(), want) {
+				t.Fatalf("run() = %v, want an error with %q", err, want)
+			}
+			if names := entries(t, dir); len(names) != 0 {
+				t.Errorf("folder holds %v, want nothing written", names)
+			}
+		})
+	}
+}
+
+// entries lists a folder's names.
+func entries(t *testing.T, dir string) []string {
+	t.Helper()
+	des, err := os.ReadDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, d := range des {
+		names = append(names, d.Name())
+	}
+	return names
+}
+
+// TestStoppedWhileReading checks that a signal and --timeout end a run
+// that waits for its input, on stdin or a FIFO, with nothing written.
+func TestStoppedWhileReading(t *testing.T) {
+	fifo := filepath.Join(t.TempDir(), "in.yaml")
+	if err := syscall.Mkfifo(fifo, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		desc   string
+		args   []string
+		signal bool
+		want   string
+		code   int
+	}{
+		{desc: "timeout on stdin", args: []string{"--timeout", "100ms"}, want: "--timeout 100ms ran out: reading manifests from stdin", code: 1},
+		{desc: "timeout on a FIFO", args: []string{"--timeout", "100ms", "-f", fifo}, want: "--timeout 100ms ran out: reading manifests from " + fifo, code: 1},
+		{desc: "SIGTERM on stdin", args: []string{}, signal: true, want: "stopped by terminated: nothing written", code: 128 + int(syscall.SIGTERM)},
+	} {
+		t.Run(tc.desc, func(t *testing.T) {
+			ctx, cancel := context.WithCancelCause(context.Background())
+			defer cancel(nil)
+			if tc.signal {
+				time.AfterFunc(50*time.Millisecond, func() { cancel(&signalError{syscall.SIGTERM}) })
+			}
+			// A pipe nobody writes to: the read blocks until the run ends.
+			pr, pw := io.Pipe()
+			defer pw.Close()
+			var stdout, stderr strings.Builder
+			done := make(chan error, 1)
+			go func() { done <- run(ctx, tc.args, pr, &stdout, &stderr) }()
+			var err error
+			select {
+			case err = <-done:
+			case <-time.After(10 * time.Second):
+				t.Fatal("run() still reading after 10s")
+			}
+			if err == nil || !strings.Contains(stderr.String(), tc.want) || exitCode(err) != tc.code {
+				t.Errorf("run() = %v (exit %d), stderr %q; want exit %d and %q", err, exitCode(err), stderr.String(), tc.code, tc.want)
+			}
+			if stdout.Len() != 0 {
+				t.Errorf("stdout = %q, want nothing", stdout.String())
+			}
+		})
+	}
+}
+
+// TestTimeoutNamesTheFlag checks that a run the registry keeps past
+// --timeout says so, naming the flag, and the image it was resolving.
+func TestTimeoutNamesTheFlag(t *testing.T) {
+	reg := testregistry.New(t)
+	reg.PushImage(t, "app:1")
+	reg.SetLatency(5 * time.Second)
+	t.Setenv("DIGESTPIN_TIMEOUT", "200ms")
+	_, stderr, err := runIn(t, string(gen.Deployments("prod", reg.Ref("app:1"))))
+	for _, want := range []string{"DIGESTPIN_TIMEOUT 200ms ran out", reg.Ref("app:1")} {
+		if err == nil || !strings.Contains(stderr, want) {
+			t.Errorf("run() = %v, stderr %q; want it to say %q", err, stderr, want)
+		}
+	}
+}
+
+// TestUsageErrorsReachTheLog checks that a bad flag or variable is
+// reported like every other error: to the --log-file too (and so, with
+// --tty-errors, to the terminal that Helm 4 leaves the person).
+func TestUsageErrorsReachTheLog(t *testing.T) {
+	for _, tc := range []struct {
+		desc string
+		args []string
+		env  map[string]string
+		want string
+	}{
+		{desc: "unknown flag", args: []string{"--no-such-flag"}, want: "unknown flag: --no-such-flag (see digestpin --help)"},
+		{desc: "bad variable", env: map[string]string{"DIGESTPIN_CONCURRENCY": "many"}, want: `invalid DIGESTPIN_CONCURRENCY="many"`},
+		{desc: "bad value", args: []string{"--on-error", "ignore"}, want: `invalid --on-error "ignore": want fail or keep`},
+	} {
+		t.Run(tc.desc, func(t *testing.T) {
+			logFile := filepath.Join(t.TempDir(), "digestpin.log")
+			t.Setenv("DIGESTPIN_LOG_FILE", logFile)
+			for k, v := range tc.env {
+				t.Setenv(k, v)
+			}
+			_, _, err := runIn(t, "", tc.args...)
+			var ue *usageError
+			if !errors.As(err, &ue) {
+				t.Fatalf("run() = %v, want a usage error", err)
+			}
+			b, _ := os.ReadFile(logFile)
+			if !strings.Contains(string(b), "digestpin: error: "+tc.want) {
+				t.Errorf("log file = %q, want the error %q", b, tc.want)
+			}
+		})
+	}
+}

@@ -1,0 +1,302 @@
+package pin
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-containerregistry/pkg/name"
+	v1 "github.com/google/go-containerregistry/pkg/v1"
+
+	"github.com/digestpin/digestpin/internal/gen"
+	"github.com/digestpin/digestpin/internal/testregistry"
+	"github.com/digestpin/digestpin/lockfile"
+	"github.com/digestpin/digestpin/resolution"
+)
+
+// refuse is a registry that fails the test when asked anything.
+func refuse(t *testing.T) resolution.Resolver {
+	return resolution.Func(func(_ context.Context, ref name.Reference) (resolution.Resolution, error) {
+		t.Errorf("the registry was asked about %s", ref)
+		return resolution.Resolution{}, errors.New("refused")
+	})
+}
+
+// writeLock writes a lock file of ref → digest entries.
+func writeLock(t *testing.T, path string, entries map[string]v1.Hash) {
+	t.Helper()
+	var es []lockfile.Entry
+	for ref, h := range entries {
+		es = append(es, lockfile.Entry{Reference: ref, Digest: h.String()})
+	}
+	l, err := lockfile.New(es)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := l.WriteFile(path); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// entries lists a folder's names.
+func entries(t *testing.T, dir string) []string {
+	t.Helper()
+	des, err := os.ReadDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, d := range des {
+		names = append(names, d.Name())
+	}
+	return names
+}
+
+func TestNewRejects(t *testing.T) {
+	for _, tc := range []struct {
+		desc  string
+		o     Options
+		field string
+	}{
+		{desc: "frozen and check", o: Options{Lock: "l", Frozen: true, Check: true}, field: "Frozen"},
+		{desc: "frozen without a lock", o: Options{Frozen: true}, field: "Frozen"},
+		{desc: "check without a lock", o: Options{Check: true}, field: "Check"},
+		{desc: "negative TTL", o: Options{CacheTTL: -1}, field: "CacheTTL"},
+		{desc: "cache folder without TTL", o: Options{CacheDir: "d"}, field: "CacheDir"},
+		{desc: "platform without architecture", o: Options{Platform: &v1.Platform{OS: "linux"}}, field: "Platform"},
+		{desc: "platform without OS", o: Options{Platform: &v1.Platform{Architecture: "amd64"}}, field: "Platform"},
+	} {
+		t.Run(tc.desc, func(t *testing.T) {
+			_, err := New(tc.o)
+			var oe *OptionError
+			if !errors.As(err, &oe) || oe.Field != tc.field {
+				t.Errorf("New(%+v) = %v, want an OptionError for %s", tc.o, err, tc.field)
+			}
+		})
+	}
+}
+
+// TestFrozenNeverAsksTheRegistry checks that the lock layer is really in
+// front: a frozen Pin asks no registry even when one is there to ask, and
+// a missing reference fails it although KeepUnresolved kept the image.
+func TestFrozenNeverAsksTheRegistry(t *testing.T) {
+	dir := t.TempDir()
+	lock := filepath.Join(dir, "digests.lock")
+	locked := v1.Hash{Algorithm: "sha256", Hex: strings.Repeat("ab", 32)}
+	writeLock(t, lock, map[string]v1.Hash{"registry.example/app:1": locked})
+	o := Options{Registry: refuse(t), Lock: lock, Frozen: true}
+	o.Renderer.KeepUnresolved = true
+	p, err := New(o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := p.Pin(context.Background(), gen.Deployments("prod", "registry.example/app:1"))
+	if err != nil {
+		t.Fatalf("Pin(locked image) = %v", err)
+	}
+	if !strings.Contains(string(res.Output), "registry.example/app:1@"+locked.String()) {
+		t.Errorf("output does not pin the locked digest:\n%s", res.Output)
+	}
+	if got := res.Images[0].Source; got != resolution.Lock {
+		t.Errorf("source = %s, want lock", got)
+	}
+	_, err = p.Pin(context.Background(), gen.Deployments("prod", "registry.example/other:1"))
+	if err == nil || !strings.Contains(err.Error(), "not in lock file") {
+		t.Errorf("Pin(image missing from the lock) = %v, want a frozen miss", err)
+	}
+}
+
+// TestFilesOnlyOnCommit checks that the lock file and the report are
+// prepared by Pin and put in place only by Commit, and that Discard and
+// a failing Pin leave every destination as it was.
+func TestFilesOnlyOnCommit(t *testing.T) {
+	reg := testregistry.New(t)
+	want := reg.PushImage(t, "app:1")
+	in := gen.Deployments("prod", reg.Ref("app:1"))
+	for _, tc := range []struct {
+		desc    string
+		report  string // relative to the test's folder
+		commit  bool
+		wantErr string
+		written bool
+	}{
+		{desc: "commit", report: "report.json", commit: true, written: true},
+		{desc: "discard", report: "report.json"},
+		{desc: "report folder missing", report: "missing/report.json", wantErr: "writing report " + "DIR/missing/report.json: "},
+	} {
+		t.Run(tc.desc, func(t *testing.T) {
+			dir := t.TempDir()
+			lock := filepath.Join(dir, "digests.lock")
+			old := []byte("# the lock file before\n")
+			if err := os.WriteFile(lock, old, 0o644); err != nil {
+				t.Fatal(err)
+			}
+			report := filepath.Join(dir, tc.report)
+			p, err := New(Options{WriteLock: lock, Report: report})
+			if err != nil {
+				t.Fatal(err)
+			}
+			res, err := p.Pin(context.Background(), in)
+			if tc.wantErr != "" {
+				want := strings.ReplaceAll(tc.wantErr, "DIR", dir)
+				if err == nil || !strings.HasPrefix(err.Error(), want) || strings.Contains(err.Error(), ".tmp") {
+					t.Fatalf("Pin() = %v, want an error starting %q that names no temporary file", err, want)
+				}
+			} else {
+				if err != nil {
+					t.Fatal(err)
+				}
+				if diff := cmp.Diff([]string{"digests.lock"}, onlyFiles(t, dir, ".json", ".lock")); diff != "" {
+					t.Errorf("before Commit (-want +got):\n%s", diff)
+				}
+				if tc.commit {
+					if err := res.Commit(); err != nil {
+						t.Fatal(err)
+					}
+				} else {
+					res.Discard()
+				}
+			}
+			b, err := os.ReadFile(lock)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := strings.Contains(string(b), want.String()); got != tc.written {
+				t.Errorf("lock file holds the digest: %v, want %v:\n%s", got, tc.written, b)
+			}
+			if !tc.written && string(b) != string(old) {
+				t.Errorf("lock file changed:\n%s", b)
+			}
+			if _, err := os.Stat(report); (err == nil) != tc.written {
+				t.Errorf("report exists: %v, want %v", err == nil, tc.written)
+			}
+			for _, n := range entries(t, dir) {
+				if strings.HasSuffix(n, ".tmp") {
+					t.Errorf("temporary file %s left behind", n)
+				}
+			}
+		})
+	}
+}
+
+// onlyFiles lists the names in dir with one of the suffixes, temporary
+// files included.
+func onlyFiles(t *testing.T, dir string, suffixes ...string) []string {
+	t.Helper()
+	var out []string
+	for _, n := range entries(t, dir) {
+		for _, s := range suffixes {
+			if strings.HasSuffix(n, s) {
+				out = append(out, n)
+			}
+		}
+	}
+	return out
+}
+
+// TestWriteLockThroughSymlink checks that a lock file reached through a
+// symbolic link is written through it, keeping the link and the file's
+// mode.
+func TestWriteLockThroughSymlink(t *testing.T) {
+	reg := testregistry.New(t)
+	want := reg.PushImage(t, "app:1")
+	dir := t.TempDir()
+	target := filepath.Join(dir, "real", "digests.lock")
+	if err := os.MkdirAll(filepath.Dir(target), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(target, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	link := filepath.Join(dir, "digests.lock")
+	if err := os.Symlink("real/digests.lock", link); err != nil {
+		t.Fatal(err)
+	}
+	p, err := New(Options{WriteLock: link})
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := p.Pin(context.Background(), gen.Deployments("prod", reg.Ref("app:1")))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := res.Commit(); err != nil {
+		t.Fatal(err)
+	}
+	if fi, err := os.Lstat(link); err != nil || fi.Mode()&os.ModeSymlink == 0 {
+		t.Errorf("Lstat(link) = %v, %v; want the symbolic link kept", fi, err)
+	}
+	fi, err := os.Stat(target)
+	if err != nil || fi.Mode().Perm() != 0o600 {
+		t.Errorf("target mode = %v, %v; want 0600 kept", fi, err)
+	}
+	b, _ := os.ReadFile(target)
+	if !strings.Contains(string(b), want.String()) {
+		t.Errorf("target does not hold the digest:\n%s", b)
+	}
+}
+
+// TestCheckFindsEveryMove checks the check layer: the registry's answer
+// is used, and every difference from the lock file fails the Pin.
+func TestCheckFindsEveryMove(t *testing.T) {
+	reg := testregistry.New(t)
+	now := reg.PushImage(t, "app:1")
+	reg.PushImage(t, "new:1")
+	lock := filepath.Join(t.TempDir(), "digests.lock")
+	writeLock(t, lock, map[string]v1.Hash{reg.Ref("app:1"): {Algorithm: "sha256", Hex: strings.Repeat("0", 64)}})
+	p, err := New(Options{Lock: lock, Check: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = p.Pin(context.Background(), gen.Deployments("prod", reg.Ref("app:1"), reg.Ref("new:1")))
+	for _, want := range []string{
+		reg.Ref("app:1") + ": moved from sha256:000",
+		"(lock file) to " + now.String(),
+		reg.Ref("new:1") + ": not in the lock file",
+	} {
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("Pin() = %v, want it to say %q", err, want)
+		}
+	}
+}
+
+// TestReportSources checks the sources in the report of a lock run that
+// resolves what the lock file lacks.
+func TestReportSources(t *testing.T) {
+	reg := testregistry.New(t)
+	reg.PushImage(t, "side:2")
+	dir := t.TempDir()
+	lock, report := filepath.Join(dir, "digests.lock"), filepath.Join(dir, "report.json")
+	writeLock(t, lock, map[string]v1.Hash{reg.Ref("app:1"): {Algorithm: "sha256", Hex: strings.Repeat("1", 64)}})
+	p, err := New(Options{Lock: lock, Report: report})
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := p.Pin(context.Background(), gen.Deployments("prod", reg.Ref("app:1"), reg.Ref("side:2")))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := res.Commit(); err != nil {
+		t.Fatal(err)
+	}
+	b, err := os.ReadFile(report)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var r Report
+	if err := json.Unmarshal(b, &r); err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]resolution.Source{}
+	for _, im := range r.Images {
+		got[im.Reference] = im.Source
+	}
+	if diff := cmp.Diff(map[string]resolution.Source{reg.Ref("app:1"): resolution.Lock, reg.Ref("side:2"): resolution.Registry}, got); diff != "" {
+		t.Errorf("report sources (-want +got):\n%s", diff)
+	}
+}
