@@ -294,6 +294,7 @@ func TestArgoCDGenerateFailures(t *testing.T) {
 		desc   string
 		values string
 		env    []string
+		links  map[string]string // link in the source folder → target
 		want   []string
 	}{
 		{
@@ -327,7 +328,21 @@ func TestArgoCDGenerateFailures(t *testing.T) {
 			desc:   "a bad option",
 			values: registryValues(reg),
 			env:    []string{"VALUES_FILES=values-e2e.yaml", "DIGESTPIN_MODE=sideways"},
-			want:   []string{`parsing mode "sideways"`},
+			want:   []string{`invalid --mode "sideways": want pin, digest or annotate`},
+		},
+		{
+			desc:   "a lock file linked out of the repository",
+			values: registryValues(reg),
+			env:    []string{"VALUES_FILES=values-e2e.yaml", "DIGESTPIN_LOCK=digests.lock"},
+			links:  map[string]string{"digests.lock": "../../outside.yaml"},
+			want:   []string{"digestpin-cmp: lock file digests.lock: outside the repository"},
+		},
+		{
+			desc:   "a values file in a folder linked out of the repository",
+			values: registryValues(reg),
+			env:    []string{"VALUES_FILES=values-e2e.yaml,up/outside.yaml"},
+			links:  map[string]string{"up": "../.."},
+			want:   []string{"digestpin-cmp: values file up/outside.yaml: outside the repository"},
 		},
 	} {
 		t.Run(tc.desc, func(t *testing.T) {
@@ -336,7 +351,15 @@ func TestArgoCDGenerateFailures(t *testing.T) {
 			if err := os.WriteFile(filepath.Join(src, "..", "..", "outside.yaml"), []byte("replicas: 1\n"), 0o644); err != nil {
 				t.Fatal(err)
 			}
+			for link, target := range tc.links {
+				if err := os.Symlink(target, filepath.Join(src, link)); err != nil {
+					t.Fatal(err)
+				}
+			}
 			r := sc.generate(t, src, tc.env...)
+			if strings.Contains(r.stderr, "replicas") {
+				t.Errorf("stderr quotes the outside file:\n%s", r.stderr)
+			}
 			if r.err == nil {
 				t.Fatalf("generate succeeded, want a failure; stdout:\n%s", r.stdout)
 			}

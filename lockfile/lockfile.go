@@ -6,7 +6,9 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"regexp"
 	"sort"
+	"syscall"
 
 	"github.com/google/go-containerregistry/pkg/name"
 	v1 "github.com/google/go-containerregistry/pkg/v1"
@@ -133,7 +135,14 @@ func Parse(data []byte) (*Lock, error) {
 		if errors.Is(err, io.EOF) {
 			return nil, errors.New("lock file is empty")
 		}
-		return nil, fmt.Errorf("malformed lock file: %w", err)
+		// The decoder's message quotes the file's content, which is not
+		// ours to print (a lock file path may name some other file, and
+		// the message may end up in an Argo CD Application's status):
+		// say where, not what.
+		if m := yamlLine.FindStringSubmatch(err.Error()); m != nil {
+			return nil, fmt.Errorf("malformed lock file: line %s: not a digestpin lock file (version: %d, images: [reference, digest, platform])", m[1], Version)
+		}
+		return nil, fmt.Errorf("malformed lock file: not a digestpin lock file (version: %d, images: [reference, digest, platform])", Version)
 	}
 	if f.Version != Version {
 		return nil, fmt.Errorf("unsupported lock file version %d, want %d", f.Version, Version)
@@ -141,9 +150,17 @@ func Parse(data []byte) (*Lock, error) {
 	return New(f.Images)
 }
 
-// Read reads and parses the lock file at path.
+// yamlLine finds the line in a YAML decoder's message.
+var yamlLine = regexp.MustCompile(`line (\d+)`)
+
+// MaxSize bounds the lock file Read reads: 64 MiB, about 300,000 entries.
+const MaxSize = 64 << 20
+
+// Read reads and parses the lock file at path, which must be a regular
+// file (a FIFO or a device would block or never end) of at most MaxSize
+// bytes.
 func Read(path string) (*Lock, error) {
-	b, err := os.ReadFile(path)
+	b, err := readRegular(path)
 	if err != nil {
 		return nil, fmt.Errorf("reading lock file: %w", err)
 	}
@@ -152,6 +169,32 @@ func Read(path string) (*Lock, error) {
 		return nil, fmt.Errorf("reading lock file %s: %w", path, err)
 	}
 	return l, nil
+}
+
+// readRegular reads a regular file of at most MaxSize bytes. It opens
+// with O_NONBLOCK, so that a FIFO does not block the open, and checks the
+// type on the open file, so that nothing can swap it in between.
+func readRegular(path string) ([]byte, error) {
+	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NONBLOCK, 0)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		return nil, err
+	}
+	if !fi.Mode().IsRegular() {
+		return nil, fmt.Errorf("%s: not a regular file", path)
+	}
+	b, err := io.ReadAll(io.LimitReader(f, MaxSize+1))
+	if err != nil {
+		return nil, err
+	}
+	if len(b) > MaxSize {
+		return nil, fmt.Errorf("%s: larger than %d MiB", path, MaxSize>>20)
+	}
+	return b, nil
 }
 
 // Lookup returns the digest locked for ref and platform, as

@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -136,7 +137,7 @@ func TestParseErrors(t *testing.T) {
 		{desc: "not YAML", in: "version: [1\n", want: "malformed lock file"},
 		{desc: "no version", in: "images: []\n", want: "unsupported lock file version 0, want 1"},
 		{desc: "future version", in: "version: 2\nimages: []\n", want: "unsupported lock file version 2"},
-		{desc: "unknown field", in: "version: 1\nimages:\n- reference: nginx:1\n  digest: " + d1 + "\n  tag: x\n", want: "field tag not found"},
+		{desc: "unknown field", in: "version: 1\nimages:\n- reference: nginx:1\n  digest: " + d1 + "\n  tag: x\n", want: "malformed lock file: line 5: not a digestpin lock file"},
 		{desc: "bad reference", in: "version: 1\nimages:\n- reference: Nginx:1\n  digest: " + d1 + "\n", want: `entry 1: parsing reference "Nginx:1"`},
 		{desc: "digest reference", in: "version: 1\nimages:\n- reference: nginx@" + d1 + "\n  digest: " + d1 + "\n", want: "already carries a digest"},
 		{desc: "bad digest", in: "version: 1\nimages:\n- reference: nginx:1\n  digest: sha256:abc\n", want: `parsing digest "sha256:abc" of nginx:1`},
@@ -207,5 +208,38 @@ func TestWriteFileNoDir(t *testing.T) {
 	err := l.WriteFile(path)
 	if err == nil || !strings.HasPrefix(err.Error(), "writing lock file "+path+": ") || strings.Contains(err.Error(), ".tmp") {
 		t.Errorf("WriteFile(missing dir) = %v, want a writing error that names %s and no temporary file", err, path)
+	}
+}
+
+// TestReadNeverQuotesContent checks that a file that is not a lock file,
+// reached through a lock file path, is refused without a word of its
+// content, and that a FIFO is refused rather than waited on.
+func TestReadNeverQuotesContent(t *testing.T) {
+	dir := t.TempDir()
+	fifo := filepath.Join(dir, "fifo.lock")
+	if err := syscall.Mkfifo(fifo, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		desc, content, want string
+	}{
+		{desc: "passwd", content: "root:x:0:0:SECRET-root:/root:/bin/bash\n", want: "malformed lock file: line 1: not a digestpin lock file"},
+		{desc: "key file", content: "aws_secret_access_key: SECRET-abc\ntoken: SECRET-def\n", want: "malformed lock file: line 1: not a digestpin lock file"},
+		{desc: "broken YAML", content: "version: 1\nimages: [SECRET-x\n", want: "malformed lock file: line "},
+		{desc: "FIFO", want: "not a regular file"},
+	} {
+		t.Run(tc.desc, func(t *testing.T) {
+			path := fifo
+			if tc.content != "" {
+				path = filepath.Join(dir, tc.desc)
+				if err := os.WriteFile(path, []byte(tc.content), 0o600); err != nil {
+					t.Fatal(err)
+				}
+			}
+			_, err := Read(path)
+			if err == nil || !strings.Contains(err.Error(), tc.want) || strings.Contains(err.Error(), "SECRET") {
+				t.Errorf("Read() = %v, want an error with %q and nothing of the content", err, tc.want)
+			}
+		})
 	}
 }

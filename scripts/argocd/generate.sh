@@ -52,13 +52,14 @@ fi
 
 # inside_repo checks that a path an Application names is a relative path to
 # a file inside the repository, so that no Application reads the sidecar's
-# own files.
+# own files. Symbolic links are followed first, every one of them: a link
+# committed to the repository may point anywhere.
 inside_repo() {
 	local what=$1 path=$2 abs
 	[[ "$path" != /* ]] || die "$what $path: want a path relative to the source folder"
-	[[ -f "$path" ]] || die "$what $path: no such file in the source folder"
-	abs=$(cd "$(dirname "$path")" && pwd -P)/$(basename "$path")
+	abs=$(realpath -e -- "$path" 2>/dev/null) || die "$what $path: no such file in the source folder"
 	[[ "$abs" == "$repo"/* ]] || die "$what $path: outside the repository"
+	[[ -f "$abs" ]] || die "$what $path: not a regular file"
 }
 
 helm_args=(template "$ARGOCD_APP_NAME" .
