@@ -14,8 +14,8 @@ import (
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 
 	"github.com/digestpin/digestpin/internal/gen"
+	"github.com/digestpin/digestpin/internal/testfiles"
 	"github.com/digestpin/digestpin/internal/testregistry"
-	"github.com/digestpin/digestpin/lockfile"
 	"github.com/digestpin/digestpin/pin"
 	"github.com/digestpin/digestpin/renderer"
 )
@@ -44,26 +44,10 @@ func mustRun(t *testing.T, in []byte, args ...string) runResult {
 	return r
 }
 
-// writeLock writes a lock file of ref → digest entries.
-func writeLock(t *testing.T, path string, entries map[string]v1.Hash) {
-	t.Helper()
-	var es []lockfile.Entry
-	for ref, h := range entries {
-		es = append(es, lockfile.Entry{Reference: ref, Digest: h.String()})
-	}
-	l, err := lockfile.New(es)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := l.WriteFile(path); err != nil {
-		t.Fatal(err)
-	}
-}
-
 func TestGitopsFlagErrors(t *testing.T) {
 	dir := t.TempDir()
 	lock := filepath.Join(dir, "digests.lock")
-	writeLock(t, lock, nil)
+	testfiles.WriteLock(t, lock, nil)
 	for _, tc := range []struct {
 		desc string
 		args []string
@@ -144,7 +128,7 @@ func TestFrozenMiss(t *testing.T) {
 	reg.PushImage(t, "b:1")
 	reg.PushImage(t, "c:1")
 	lock := filepath.Join(t.TempDir(), "digests.lock")
-	writeLock(t, lock, map[string]v1.Hash{reg.Ref("app:1.0"): app})
+	testfiles.WriteLock(t, lock, map[string]v1.Hash{reg.Ref("app:1.0"): app})
 	in := gen.Deployments("prod", reg.Ref("app:1.0"), reg.Ref("b:1"), reg.Ref("c:1"))
 	for _, tc := range []struct {
 		desc string
@@ -193,7 +177,7 @@ func TestLockWithoutFrozenResolvesMisses(t *testing.T) {
 	// The lock holds an older digest for app:1.0: the lock wins.
 	locked := v1.Hash{Algorithm: "sha256", Hex: strings.Repeat("1", 64)}
 	lock := filepath.Join(t.TempDir(), "digests.lock")
-	writeLock(t, lock, map[string]v1.Hash{reg.Ref("app:1.0"): locked})
+	testfiles.WriteLock(t, lock, map[string]v1.Hash{reg.Ref("app:1.0"): locked})
 	report := filepath.Join(t.TempDir(), "report.json")
 
 	reg.ResetCounts()

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/digestpin/digestpin/internal/gen"
+	"github.com/digestpin/digestpin/internal/testfiles"
 	"github.com/digestpin/digestpin/internal/testregistry"
 )
 
@@ -47,25 +48,11 @@ func TestNothingHalfWritten(t *testing.T) {
 			if err == nil || !strings.Contains(err.Error(), want) {
 				t.Fatalf("run() = %v, want an error with %q", err, want)
 			}
-			if names := entries(t, dir); len(names) != 0 {
+			if names := testfiles.Names(t, dir); len(names) != 0 {
 				t.Errorf("folder holds %v, want nothing written", names)
 			}
 		})
 	}
-}
-
-// entries lists a folder's names.
-func entries(t *testing.T, dir string) []string {
-	t.Helper()
-	des, err := os.ReadDir(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var names []string
-	for _, d := range des {
-		names = append(names, d.Name())
-	}
-	return names
 }
 
 // TestStoppedWhileReading checks that a signal and --timeout end a run

@@ -14,8 +14,8 @@ import (
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 
 	"github.com/digestpin/digestpin/internal/gen"
+	"github.com/digestpin/digestpin/internal/testfiles"
 	"github.com/digestpin/digestpin/internal/testregistry"
-	"github.com/digestpin/digestpin/lockfile"
 	"github.com/digestpin/digestpin/resolution"
 )
 
@@ -25,36 +25,6 @@ func refuse(t *testing.T) resolution.Resolver {
 		t.Errorf("the registry was asked about %s", ref)
 		return resolution.Resolution{}, errors.New("refused")
 	})
-}
-
-// writeLock writes a lock file of ref → digest entries.
-func writeLock(t *testing.T, path string, entries map[string]v1.Hash) {
-	t.Helper()
-	var es []lockfile.Entry
-	for ref, h := range entries {
-		es = append(es, lockfile.Entry{Reference: ref, Digest: h.String()})
-	}
-	l, err := lockfile.New(es)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := l.WriteFile(path); err != nil {
-		t.Fatal(err)
-	}
-}
-
-// entries lists a folder's names.
-func entries(t *testing.T, dir string) []string {
-	t.Helper()
-	des, err := os.ReadDir(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var names []string
-	for _, d := range des {
-		names = append(names, d.Name())
-	}
-	return names
 }
 
 func TestNewRejects(t *testing.T) {
@@ -88,7 +58,7 @@ func TestFrozenNeverAsksTheRegistry(t *testing.T) {
 	dir := t.TempDir()
 	lock := filepath.Join(dir, "digests.lock")
 	locked := v1.Hash{Algorithm: "sha256", Hex: strings.Repeat("ab", 32)}
-	writeLock(t, lock, map[string]v1.Hash{"registry.example/app:1": locked})
+	testfiles.WriteLock(t, lock, map[string]v1.Hash{"registry.example/app:1": locked})
 	o := Options{Registry: refuse(t), Lock: lock, Frozen: true}
 	o.Renderer.KeepUnresolved = true
 	p, err := New(o)
@@ -175,7 +145,7 @@ func TestFilesOnlyOnCommit(t *testing.T) {
 			if _, err := os.Stat(report); (err == nil) != tc.written {
 				t.Errorf("report exists: %v, want %v", err == nil, tc.written)
 			}
-			for _, n := range entries(t, dir) {
+			for _, n := range testfiles.Names(t, dir) {
 				if strings.HasSuffix(n, ".tmp") {
 					t.Errorf("temporary file %s left behind", n)
 				}
@@ -189,7 +159,7 @@ func TestFilesOnlyOnCommit(t *testing.T) {
 func onlyFiles(t *testing.T, dir string, suffixes ...string) []string {
 	t.Helper()
 	var out []string
-	for _, n := range entries(t, dir) {
+	for _, n := range testfiles.Names(t, dir) {
 		for _, s := range suffixes {
 			if strings.HasSuffix(n, s) {
 				out = append(out, n)
@@ -248,7 +218,7 @@ func TestCheckFindsEveryMove(t *testing.T) {
 	now := reg.PushImage(t, "app:1")
 	reg.PushImage(t, "new:1")
 	lock := filepath.Join(t.TempDir(), "digests.lock")
-	writeLock(t, lock, map[string]v1.Hash{reg.Ref("app:1"): {Algorithm: "sha256", Hex: strings.Repeat("0", 64)}})
+	testfiles.WriteLock(t, lock, map[string]v1.Hash{reg.Ref("app:1"): {Algorithm: "sha256", Hex: strings.Repeat("0", 64)}})
 	p, err := New(Options{Lock: lock, Check: true})
 	if err != nil {
 		t.Fatal(err)
@@ -272,7 +242,7 @@ func TestReportSources(t *testing.T) {
 	reg.PushImage(t, "side:2")
 	dir := t.TempDir()
 	lock, report := filepath.Join(dir, "digests.lock"), filepath.Join(dir, "report.json")
-	writeLock(t, lock, map[string]v1.Hash{reg.Ref("app:1"): {Algorithm: "sha256", Hex: strings.Repeat("1", 64)}})
+	testfiles.WriteLock(t, lock, map[string]v1.Hash{reg.Ref("app:1"): {Algorithm: "sha256", Hex: strings.Repeat("1", 64)}})
 	p, err := New(Options{Lock: lock, Report: report})
 	if err != nil {
 		t.Fatal(err)
