@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
 	"strings"
 	"testing"
 
@@ -326,5 +327,33 @@ func TestRunHelp(t *testing.T) {
 		if !strings.Contains(stderr, w) {
 			t.Errorf("help lacks %q", w)
 		}
+	}
+}
+
+// TestREADMEErrorSample checks that the sample error in the README is
+// what digestpin really prints for that case, word for word.
+func TestREADMEErrorSample(t *testing.T) {
+	readme, err := os.ReadFile("README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var sample string
+	for l := range strings.SplitSeq(string(readme), "\n") {
+		if strings.HasPrefix(l, "digestpin: error: document ") {
+			sample = l
+			break
+		}
+	}
+	if sample == "" {
+		t.Fatal("README.md has no sample error line")
+	}
+	reg := testregistry.New(t)
+	in := "---\n# Source: shop/templates/service.yaml\napiVersion: v1\nkind: Service\nmetadata:\n  name: shop-web\n---\n" +
+		"# Source: shop/templates/deployment.yaml\napiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: shop-web\n  namespace: shop\n" +
+		"spec:\n  template:\n    spec:\n      containers:\n      - name: web\n        image: REG/shop/web:dev\n"
+	_, stderr, _ := runIn(t, strings.ReplaceAll(in, "REG", reg.Host()))
+	got := strings.ReplaceAll(strings.TrimSuffix(stderr, "\n"), reg.Host(), "registry.example")
+	if got != sample {
+		t.Errorf("digestpin prints\n%s\nthe README shows\n%s", got, sample)
 	}
 }
