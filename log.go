@@ -6,6 +6,7 @@ import (
 	"os"
 	"strings"
 	"sync"
+	"syscall"
 )
 
 // logger sends messages to stderr and, when --log-file is set, to that
@@ -26,7 +27,9 @@ type logger struct {
 func newLogger(stderr io.Writer, o *options) *logger {
 	r := &logger{stderr: stderr, verbose: o.verbose}
 	if o.logFile != "" {
-		f, err := os.OpenFile(o.logFile, os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o600)
+		// O_NONBLOCK: a FIFO with no reader fails the open instead of
+		// blocking the run before it starts.
+		f, err := os.OpenFile(o.logFile, os.O_CREATE|os.O_APPEND|os.O_WRONLY|syscall.O_NONBLOCK, 0o600)
 		if err != nil {
 			fmt.Fprintf(stderr, "digestpin: warning: opening log file: %v\n", err)
 		} else {

@@ -148,3 +148,25 @@ func TestUsageErrorsReachTheLog(t *testing.T) {
 		})
 	}
 }
+
+// TestLogFileFIFONeverBlocks checks that a --log-file that is a FIFO
+// nobody reads costs a warning, not a run that never starts.
+func TestLogFileFIFONeverBlocks(t *testing.T) {
+	fifo := filepath.Join(t.TempDir(), "log")
+	if err := syscall.Mkfifo(fifo, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan string, 1)
+	go func() {
+		_, stderr, _ := runIn(t, "", "--log-file", fifo, "--version")
+		done <- stderr
+	}()
+	select {
+	case stderr := <-done:
+		if !strings.Contains(stderr, "warning: opening log file") {
+			t.Errorf("stderr = %q, want a warning about the log file", stderr)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("run() blocked on a FIFO log file")
+	}
+}
