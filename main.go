@@ -12,6 +12,7 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"runtime/debug"
 	"strings"
 	"syscall"
 	"time"
@@ -21,8 +22,22 @@ import (
 	"github.com/digestpin/digestpin/pin"
 )
 
-// version is stamped by the Makefile from plugin.yaml.
+// version is stamped by the Makefile from plugin.yaml; see
+// versionString for builds made otherwise.
 var version = "dev"
+
+// versionString is the version --version prints: the stamped one, else,
+// for `go install github.com/digestpin/digestpin@v1.2.3`, the module
+// version Go recorded in the binary, else "dev".
+func versionString() string {
+	if version != "dev" {
+		return version
+	}
+	if bi, ok := debug.ReadBuildInfo(); ok && bi.Main.Version != "" && bi.Main.Version != "(devel)" {
+		return strings.TrimPrefix(bi.Main.Version, "v")
+	}
+	return version
+}
 
 func main() {
 	ctx, stop := notifyContext(context.Background())
@@ -125,7 +140,7 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		case eerr != nil:
 			return &usageError{eerr}
 		case o.version:
-			fmt.Fprintf(stdout, "digestpin %s\n", version)
+			fmt.Fprintf(stdout, "digestpin %s\n", versionString())
 			return nil
 		case fs.NArg() > 0:
 			return &usageError{fmt.Errorf("unexpected argument %q: digestpin reads the manifests on stdin or from -f FILE", fs.Arg(0))}

@@ -179,7 +179,7 @@ func (o *options) pinOptions(log *logger) (pin.Options, error) {
 		resolve.WithInsecureRegistries(o.insecureRegistries...),
 		resolve.WithCAFiles(o.caFiles...),
 		resolve.WithMirrorOnly(o.mirrorOnly),
-		resolve.WithUserAgent("digestpin/" + version),
+		resolve.WithUserAgent("digestpin/" + versionString()),
 		resolve.WithLogf(log.debugf),
 	}
 	for _, m := range o.registryMirrors {
