@@ -52,9 +52,21 @@ func openTTY() (io.WriteCloser, error) {
 	return os.OpenFile("/dev/tty", os.O_WRONLY, 0)
 }
 
+// isTerminal reports whether r is a character device other than
+// /dev/null: in practice, a terminal.
+func isTerminal(r io.Reader) bool {
+	f, ok := r.(*os.File)
+	if !ok || !isCharDevice(f) {
+		return false
+	}
+	fi, err := f.Stat()
+	null, nerr := os.Stat(os.DevNull)
+	return err == nil && (nerr != nil || !os.SameFile(fi, null))
+}
+
 // isCharDevice reports whether w is a terminal or another character device
 // such as /dev/null.
-func isCharDevice(w io.Writer) bool {
+func isCharDevice(w any) bool {
 	f, ok := w.(*os.File)
 	if !ok {
 		return false

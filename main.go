@@ -157,7 +157,7 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		if err != nil {
 			return err
 		}
-		return o.pinStream(ctx, p, stdin, stdout)
+		return o.pinStream(ctx, p, stdin, stdout, log)
 	}()
 	if err != nil {
 		log.fail(err)
@@ -168,10 +168,10 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 // pinStream reads the input, pins it, writes it to stdout and only then
 // puts the lock file and the report in place. A signal or --timeout at any
 // point before the output is written means nothing is written at all.
-func (o *options) pinStream(ctx context.Context, p *pin.Pinner, stdin io.Reader, stdout io.Writer) error {
+func (o *options) pinStream(ctx context.Context, p *pin.Pinner, stdin io.Reader, stdout io.Writer, log *logger) error {
 	ctx, cancel := context.WithTimeoutCause(ctx, o.timeout, &timeoutError{flag: o.name("timeout"), d: o.timeout})
 	defer cancel()
-	in, err := o.read(ctx, stdin)
+	in, err := o.read(ctx, stdin, log)
 	if err != nil {
 		return stopped(ctx, err)
 	}
@@ -213,12 +213,15 @@ func stopped(ctx context.Context, err error) error {
 // reading a pipe block in the kernel, so the read runs on its own
 // goroutine and read returns when ctx ends: that goroutine is left behind,
 // which is fine for a process about to exit.
-func (o *options) read(ctx context.Context, stdin io.Reader) ([]byte, error) {
+func (o *options) read(ctx context.Context, stdin io.Reader, log *logger) ([]byte, error) {
 	what := "stdin"
 	open := func() (io.ReadCloser, error) { return io.NopCloser(stdin), nil }
 	if o.filename != "" && o.filename != "-" {
 		what = o.filename
 		open = func() (io.ReadCloser, error) { return os.Open(o.filename) }
+	} else if isTerminal(stdin) {
+		// Someone typed `digestpin` alone: say what it waits for.
+		log.printf("", "reading manifests from stdin (end with Ctrl-D); usually: helm template … | digestpin, or digestpin -f FILE")
 	}
 	type result struct {
 		b   []byte

@@ -273,3 +273,24 @@ func TestBinaryStopsWithNothingWritten(t *testing.T) {
 		t.Errorf("folder holds %d entries, want only the lock file read", len(des))
 	}
 }
+
+// TestBinaryStdinTerminal checks that digestpin run alone at a terminal
+// says what it is waiting for, while /dev/null gets no such message.
+func TestBinaryStdinTerminal(t *testing.T) {
+	r := runTTY(t, cleanEnv(), digestpinBin(t), "--timeout", "300ms")
+	if !strings.Contains(r.stdout, "digestpin: reading manifests from stdin (end with Ctrl-D)") {
+		t.Errorf("at a terminal: %q, want the stdin hint", r.stdout)
+	}
+	cmd := exec.Command(digestpinBin(t))
+	cmd.Env = cleanEnv()
+	devnull, err := os.Open(os.DevNull)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer devnull.Close()
+	cmd.Stdin = devnull
+	out, err := cmd.CombinedOutput()
+	if err != nil || len(out) != 0 {
+		t.Errorf("digestpin </dev/null = %v, %q; want success and no message", err, out)
+	}
+}
