@@ -142,6 +142,14 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		case o.version:
 			fmt.Fprintf(stdout, "digestpin %s\n", versionString())
 			return nil
+		case fs.Arg(0) == "completion":
+			if fs.NArg() != 2 {
+				return &usageError{fmt.Errorf("usage: digestpin completion %s", strings.Join(shells, "|"))}
+			}
+			if err := completion(stdout, fs.Arg(1), fs); err != nil {
+				return &usageError{err}
+			}
+			return nil
 		case fs.NArg() > 0:
 			return &usageError{fmt.Errorf("unexpected argument %q: digestpin reads the manifests on stdin or from -f FILE", fs.Arg(0))}
 		}

@@ -263,6 +263,7 @@ Usage:
   helm template my-release ./chart | digestpin [flags]
   helm install my-release ./chart --post-renderer digestpin [--post-renderer-args=--mode=digest]
   kubectl kustomize overlay/ | digestpin --mode digest
+  digestpin completion bash|zsh|fish
 
 Flags:
 %s

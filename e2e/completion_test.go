@@ -1,0 +1,66 @@
+package e2e
+
+import (
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+)
+
+// shell runs script in the named shell with the binary's folder on PATH
+// and returns its output, one completion a line.
+func shell(t *testing.T, name, script string) []string {
+	t.Helper()
+	path, err := exec.LookPath(name)
+	if err != nil {
+		t.Fatalf("%s is missing (Debian: apt-get install %s; .ci/run installs it): %v", name, name, err)
+	}
+	cmd := exec.Command(path, "-c", script)
+	cmd.Env = cleanEnv("PATH=" + filepath.Dir(digestpinBin(t)) + ":/usr/bin:/bin")
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("%s -c %q: %v\n%s", name, script, err, out)
+	}
+	var lines []string
+	for l := range strings.SplitSeq(strings.TrimSpace(string(out)), "\n") {
+		// fish prints "candidate<TAB>description".
+		lines = append(lines, strings.SplitN(l, "\t", 2)[0])
+	}
+	return lines
+}
+
+// TestCompletion loads each shell's completion script as a person would
+// and asks it for completions.
+func TestCompletion(t *testing.T) {
+	bash := func(words ...string) string {
+		quoted := make([]string, len(words))
+		for i, w := range words {
+			quoted[i] = shellQuote(w)
+		}
+		return `source <(digestpin completion bash); COMP_WORDS=(` + strings.Join(quoted, " ") + `); COMP_CWORD=` +
+			strconv.Itoa(len(words)-1) + `; _digestpin; printf '%s\n' "${COMPREPLY[@]}"`
+	}
+	fish := func(line string) string { return `digestpin completion fish | source; complete -C ` + shellQuote(line) }
+	for _, tc := range []struct {
+		desc, shell, script string
+		want                []string
+	}{
+		{desc: "bash flag", shell: "bash", script: bash("digestpin", "--mo"), want: []string{"--mode"}},
+		{desc: "bash mode values", shell: "bash", script: bash("digestpin", "--mode", ""), want: []string{"pin", "digest", "annotate"}},
+		{desc: "bash on-error values", shell: "bash", script: bash("digestpin", "--on-error", "k"), want: []string{"keep"}},
+		{desc: "bash subcommand", shell: "bash", script: bash("digestpin", "comp"), want: []string{"completion"}},
+		{desc: "bash shells", shell: "bash", script: bash("digestpin", "completion", ""), want: []string{"bash", "zsh", "fish"}},
+		{desc: "fish flag", shell: "fish", script: fish("digestpin --mo"), want: []string{"--mode"}},
+		{desc: "fish mode values", shell: "fish", script: fish("digestpin --mode "), want: []string{"annotate", "digest", "pin"}},
+		{desc: "fish shells", shell: "fish", script: fish("digestpin completion "), want: []string{"bash", "fish", "zsh"}},
+		{desc: "zsh registers", shell: "zsh", script: `autoload -U compinit && compinit -u -D && source <(digestpin completion zsh) && print -r -- ${_comps[digestpin]}`, want: []string{"_digestpin"}},
+	} {
+		t.Run(tc.desc, func(t *testing.T) {
+			got := shell(t, tc.shell, tc.script)
+			if strings.Join(got, " ") != strings.Join(tc.want, " ") {
+				t.Errorf("%s completions = %q, want %q", tc.shell, got, tc.want)
+			}
+		})
+	}
+}
