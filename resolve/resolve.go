@@ -157,7 +157,7 @@ func (r *Resolver) resolve(ctx context.Context, ref name.Reference) (v1.Hash, er
 			break
 		}
 		if c.mirror {
-			r.o.logf("mirror %s failed: %s", c.ref, describe(err))
+			r.o.logf("mirror %s failed: %s", c.ref, describe(err, r.red))
 		}
 	}
 	return v1.Hash{}, newError(ref, fails, r.red)
@@ -224,7 +224,7 @@ func (r *Resolver) resolveAt(ctx context.Context, c candidate) (v1.Hash, error) 
 	}
 	// Some registries give no digest on HEAD, or refuse HEAD; GET the
 	// manifest instead.
-	r.o.logf("HEAD %s gave no digest (%s); trying GET", c.ref, describe(err))
+	r.o.logf("HEAD %s gave no digest (%s); trying GET", c.ref, describe(err, r.red))
 	d, err := p.Get(ctx, c.ref)
 	if err != nil {
 		return v1.Hash{}, err

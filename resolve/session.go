@@ -193,11 +193,11 @@ func (s *session) prepare(ctx context.Context) (authn.Authenticator, *transport.
 func (s *session) connect(ctx context.Context) (authn.Authenticator, *transport.Challenge, error) {
 	auth, err := authn.Resolve(ctx, s.kc, s.reg)
 	if err != nil {
-		return nil, nil, credentialError{s.reg.RegistryStr(), err}
+		return nil, nil, credentialError{s.reg.RegistryStr(), err, s.red}
 	}
 	cfg, err := authn.Authorization(ctx, auth)
 	if err != nil {
-		return nil, nil, credentialError{s.reg.RegistryStr(), err}
+		return nil, nil, credentialError{s.reg.RegistryStr(), err, s.red}
 	}
 	s.red.addAuth(cfg)
 	ch, err := transport.Ping(ctx, s.reg, s.base)
@@ -316,10 +316,11 @@ func refused(err error) bool {
 type credentialError struct {
 	registry string
 	err      error
+	red      *redactor
 }
 
 func (e credentialError) Error() string {
-	return "reading credentials for " + e.registry + ": " + oneLine(e.err.Error(), maxDetail)
+	return "reading credentials for " + e.registry + ": " + cut(e.red, e.err.Error(), maxDetail)
 }
 
 func (e credentialError) Unwrap() error { return e.err }

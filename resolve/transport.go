@@ -51,7 +51,7 @@ func newBaseTransport(o *options, red *redactor) (http.RoundTripper, error) {
 	}
 	t = &plainHTTPGuard{next: t, insecure: o.insecure}
 	t = &bodyCap{next: t, max: maxResponseBody}
-	rt := &retryTransport{next: &redactingTransport{next: t, red: red}, policy: o.retry, timeout: o.requestTimeout, logf: o.logf}
+	rt := &retryTransport{next: &redactingTransport{next: t, red: red}, policy: o.retry, timeout: o.requestTimeout, logf: o.logf, red: red}
 	return newPingCache(rt), nil
 }
 
