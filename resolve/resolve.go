@@ -60,7 +60,7 @@ func New(opts ...Option) (*Resolver, error) {
 		}
 	}
 	if o.mirrorOnly && len(o.mirrors) == 0 {
-		return nil, errors.New("configuring resolver: mirror-only without any mirror")
+		return nil, errors.New("configuring resolver: WithMirrorOnly: needs a WithMirror")
 	}
 	// Every message goes through the redactor, those of the retries too.
 	red := newRedactor()

@@ -24,7 +24,7 @@ func newBaseTransport(o *options, red *redactor) (http.RoundTripper, error) {
 	if len(o.caFiles) > 0 {
 		ht, ok := t.(*http.Transport)
 		if !ok {
-			return nil, errors.New("extra CA files need an *http.Transport")
+			return nil, errors.New("WithCAFiles: needs the default transport or an *http.Transport from WithTransport")
 		}
 		pool, err := x509.SystemCertPool()
 		if err != nil {
@@ -33,10 +33,10 @@ func newBaseTransport(o *options, red *redactor) (http.RoundTripper, error) {
 		for _, f := range o.caFiles {
 			pem, err := os.ReadFile(f)
 			if err != nil {
-				return nil, fmt.Errorf("reading CA file: %w", err)
+				return nil, fmt.Errorf("WithCAFiles: reading %s: %w", f, err)
 			}
 			if !pool.AppendCertsFromPEM(pem) {
-				return nil, fmt.Errorf("reading CA file %s: no PEM certificate in it", f)
+				return nil, fmt.Errorf("WithCAFiles: reading %s: no PEM certificate in it", f)
 			}
 		}
 		ht = ht.Clone()
