@@ -89,6 +89,19 @@ func describe(err error, red *redactor) string {
 	if errors.As(err, &pe) {
 		return pe.Error()
 	}
+	// A cause that says why a request got no answer goes before the
+	// first network error: a ping of a plain HTTP registry tries HTTPS
+	// first, and that failure ("server gave HTTP response to HTTPS
+	// client") would hide why plain HTTP failed. The ping's errors are
+	// one value that errors.As searches in full.
+	var he *hungError
+	var re *redirectError
+	switch {
+	case errors.As(err, &he):
+		return withStep(err, he.Error())
+	case errors.As(err, &re):
+		return withStep(err, re.Error())
+	}
 	switch {
 	case errors.Is(err, context.DeadlineExceeded):
 		return "deadline exceeded before an answer"
@@ -107,6 +120,20 @@ func describe(err error, red *redactor) string {
 		return netCause(ue.Err, red)
 	}
 	return netCause(err, red)
+}
+
+// withStep prefixes cause with the request of err that failed, when err
+// names one.
+func withStep(err error, cause string) string {
+	var ue *url.Error
+	if errors.As(err, &ue) {
+		if u, perr := url.Parse(ue.URL); perr == nil {
+			if step := stepOf(&http.Request{Method: strings.ToUpper(ue.Op), URL: u}); step != "" {
+				return step + ": " + cause
+			}
+		}
+	}
+	return cause
 }
 
 // registrySays returns the registry's own words from an error answer.

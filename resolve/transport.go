@@ -52,7 +52,61 @@ func newBaseTransport(o *options, red *redactor) (http.RoundTripper, error) {
 	t = &plainHTTPGuard{next: t, insecure: o.insecure}
 	t = &bodyCap{next: t, max: maxResponseBody}
 	rt := &retryTransport{next: &redactingTransport{next: t, red: red}, policy: o.retry, timeout: o.requestTimeout, logf: o.logf, red: red}
-	return newPingCache(rt), nil
+	return &redirectLimit{next: newPingCache(rt), max: maxRedirects}, nil
+}
+
+// maxRedirects is how many redirects one registry request may follow, as
+// Go's http.Client does by default.
+const maxRedirects = 10
+
+// redirectLimit fails a request whose answer is the max-th redirect of
+// its chain, as Go's http.Client stops by default. go-containerregistry's
+// registry clients replace the client's redirect policy with an SSRF check
+// that does not count hops, so a registry that redirects to itself would
+// be asked without end. The transport sees each hop: http.Client sets
+// req.Response to the redirect that led to it. It fails the answer rather
+// than the next request so that it comes before http.Client's own limit
+// (the ping's client keeps it), with the same message everywhere.
+type redirectLimit struct {
+	next http.RoundTripper
+	max  int
+}
+
+// RoundTrip implements http.RoundTripper.
+func (l *redirectLimit) RoundTrip(req *http.Request) (*http.Response, error) {
+	hops := 0
+	first := req
+	for r := req; r.Response != nil && r.Response.Request != nil; r = r.Response.Request {
+		hops++
+		first = r.Response.Request
+	}
+	resp, err := l.next.RoundTrip(req)
+	if err != nil || hops+1 < l.max || !isRedirect(resp) {
+		return resp, err
+	}
+	_ = resp.Body.Close()
+	return nil, &redirectError{host: first.URL.Host, max: l.max}
+}
+
+// isRedirect reports whether http.Client would follow resp.
+func isRedirect(resp *http.Response) bool {
+	switch resp.StatusCode {
+	case http.StatusMovedPermanently, http.StatusFound, http.StatusSeeOther,
+		http.StatusTemporaryRedirect, http.StatusPermanentRedirect:
+		return resp.Header.Get("Location") != ""
+	}
+	return false
+}
+
+// redirectError is a request that was redirected more than maxRedirects
+// times.
+type redirectError struct {
+	host string
+	max  int
+}
+
+func (e *redirectError) Error() string {
+	return fmt.Sprintf("too many redirects (%d) from %s", e.max, e.host)
 }
 
 // maxResponseBody caps what a Resolver reads of one registry answer. The
