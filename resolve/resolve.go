@@ -199,7 +199,9 @@ func (r *Resolver) session(reg name.Registry) *session {
 		red:     r.red,
 		popts:   popts,
 		prep:    make(chan struct{}, 1),
+		login:   make(chan struct{}, 1),
 		pending: map[string]int{},
+		denied:  map[string]bool{},
 	})
 	return v.(*session)
 }

@@ -31,8 +31,15 @@ const maxScopes = 32
 // exchange. A repository announced later gets a token of its own (with
 // every other repository still waiting). Token servers grant the subset
 // of the scopes the credentials allow (the distribution token spec), so
-// asking for more never loses access; a server that refuses the whole
-// request instead is asked again for the one repository.
+// asking for more never loses access. A server that refuses the whole
+// request instead is asked again for the one repository; when it refuses
+// that too, a token without a scope (what docker login asks for) tells
+// whether it refuses the credentials, and every repository fails, or only
+// this repository, which alone fails and is left out of later requests.
+//
+// A registry that fails as a whole (its ping, its credentials, its token
+// server) is remembered for the session: later resolutions fail at once
+// with that first cause, rather than ask again and wait.
 type session struct {
 	reg   name.Registry
 	base  http.RoundTripper // the shared HTTP layer, with the ping cache
@@ -46,11 +53,16 @@ type session struct {
 	prepGen   int                  // failed preparations so far; under mu
 	prepErr   error                // the last one's error; under mu
 
+	login chan struct{} // held while checking the credentials
+
 	mu       sync.Mutex
 	pending  map[string]int // repository → resolutions that may need it
 	open     *remote.Puller // when the registry needs no token: serves all
 	tokens   []*token
 	inflight []*exchange
+	denied   map[string]bool // repositories the token server refused alone
+	loginOK  bool            // the token server granted a token without a scope
+	failed   error           // the registry's failure as a whole, for good
 }
 
 // token is a bearer token and the repositories it was asked for.
@@ -95,6 +107,10 @@ func (s *session) done(repo string) {
 func (s *session) puller(ctx context.Context, repo string) (*remote.Puller, error) {
 	for {
 		s.mu.Lock()
+		if err := s.failed; err != nil {
+			s.mu.Unlock()
+			return nil, err
+		}
 		if p := s.lookup(repo); p != nil {
 			s.mu.Unlock()
 			return p, nil
@@ -132,12 +148,18 @@ func (s *session) puller(ctx context.Context, repo string) (*remote.Puller, erro
 		s.inflight = append(s.inflight, ex)
 		s.mu.Unlock()
 
-		p, granted, failed, err := s.exchange(ctx, auth, repo, ex.repos)
+		p, granted, failed, err := s.exchange(ctx, auth, ch, repo, ex.repos)
 		s.mu.Lock()
 		s.inflight = slices.DeleteFunc(s.inflight, func(e *exchange) bool { return e == ex })
 		switch {
 		case err != nil:
 			ex.err, ex.failed = err, failed
+			if failed == nil {
+				s.failed = err
+			}
+			if failed[repo] && refused(err) {
+				s.denied[repo] = true
+			}
 		case granted == nil:
 			s.open = p
 		default:
@@ -181,6 +203,7 @@ func (s *session) prepare(ctx context.Context) (authn.Authenticator, *transport.
 			s.mu.Lock()
 			s.prepGen++
 			s.prepErr = err
+			s.failed = err
 			s.mu.Unlock()
 		}
 		return nil, nil, err
@@ -237,7 +260,7 @@ func (s *session) scopesFor(repo string) map[string]bool {
 	repos := map[string]bool{repo: true}
 	others := make([]string, 0, len(s.pending))
 	for r := range s.pending {
-		if r != repo && s.lookup(r) == nil && s.inflightFor(r) == nil {
+		if r != repo && !s.denied[r] && s.lookup(r) == nil && s.inflightFor(r) == nil {
 			others = append(others, r)
 		}
 	}
@@ -255,11 +278,14 @@ func (s *session) scopesFor(repo string) map[string]bool {
 // (repos is nil) it serves every repository; with bearer auth it holds a
 // token for repos. It returns the puller and the repositories it serves
 // (nil: all of them); on error, the repositories the error applies to
-// (nil: all of them).
-func (s *session) exchange(ctx context.Context, auth authn.Authenticator, repo string, repos map[string]bool) (*remote.Puller, map[string]bool, map[string]bool, error) {
+// (nil: all of them, the registry as a whole).
+func (s *session) exchange(ctx context.Context, auth authn.Authenticator, ch *transport.Challenge, repo string, repos map[string]bool) (*remote.Puller, map[string]bool, map[string]bool, error) {
 	if repos == nil {
 		t, err := transport.NewWithContext(ctx, s.reg, auth, s.base, nil)
 		if err != nil {
+			if ctx.Err() != nil {
+				return nil, nil, map[string]bool{repo: true}, err
+			}
 			return nil, nil, nil, err
 		}
 		p, err := s.newPuller(t)
@@ -276,13 +302,55 @@ func (s *session) exchange(ctx context.Context, auth authn.Authenticator, repo s
 		if err != nil && !refused(err) {
 			return nil, nil, repos, err
 		}
-		// Refused again: the credentials are wrong, for everyone.
+	}
+	if err != nil && refused(err) {
+		// Refused for this repository alone. The same answer means wrong
+		// credentials (every repository fails) or a repository they do
+		// not reach (only this one fails): a token without a scope tells
+		// which. Whatever the order in which repositories get here, each
+		// one's result is the same.
+		if lerr := s.checkLogin(ctx, auth, ch); lerr != nil && refused(lerr) {
+			return nil, nil, nil, err
+		}
+		return nil, nil, map[string]bool{repo: true}, err
 	}
 	if err != nil {
+		if ctx.Err() != nil {
+			return nil, nil, repos, err // this caller's deadline, not the registry's failure
+		}
 		return nil, nil, nil, err
 	}
 	p, err := s.newPuller(t)
 	return p, repos, nil, err
+}
+
+// checkLogin asks the token server for a token without a repository
+// scope, once for the session, as docker login does to check credentials.
+// It returns the refusal, if any; a failure that is not a refusal (or the
+// caller's deadline) is returned but not remembered.
+func (s *session) checkLogin(ctx context.Context, auth authn.Authenticator, ch *transport.Challenge) error {
+	select {
+	case s.login <- struct{}{}:
+		defer func() { <-s.login }()
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+	s.mu.Lock()
+	ok, failed := s.loginOK, s.failed
+	s.mu.Unlock()
+	if ok {
+		return nil
+	}
+	if failed != nil {
+		return failed
+	}
+	_, err := transport.Exchange(ctx, s.reg, auth, s.base, nil, ch)
+	if err == nil {
+		s.mu.Lock()
+		s.loginOK = true
+		s.mu.Unlock()
+	}
+	return err
 }
 
 func (s *session) newPuller(t http.RoundTripper) (*remote.Puller, error) {

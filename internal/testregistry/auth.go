@@ -43,6 +43,20 @@ type TokenServer struct {
 	tokens    map[string]map[string]bool // token → scopes granted
 	exchanges [][]string                 // scopes of each token request
 	refused   int
+	denied    map[string]int // repository → status that refuses a request for it
+}
+
+// Deny makes the token server refuse, with status (401 or 403), every
+// token request that asks for pull on repo, however many other
+// repositories it asks for too, as some token servers do for a scope the
+// credentials do not allow. A request without a scope is granted.
+func (ts *TokenServer) Deny(repo string, status int) {
+	ts.mu.Lock()
+	defer ts.mu.Unlock()
+	if ts.denied == nil {
+		ts.denied = map[string]int{}
+	}
+	ts.denied["repository:"+repo+":pull"] = status
 }
 
 // NewTokenServer starts a token server that is closed when the test ends.
@@ -81,6 +95,21 @@ func (ts *TokenServer) serveToken(w http.ResponseWriter, r *http.Request) {
 			writeError(w, http.StatusUnauthorized, "UNAUTHORIZED", "bad credentials")
 			return
 		}
+	}
+	ts.mu.Lock()
+	status := 0
+	for _, sc := range scopes {
+		for _, one := range strings.Fields(sc) {
+			status = max(status, ts.denied[one])
+		}
+	}
+	if status != 0 {
+		ts.refused++
+	}
+	ts.mu.Unlock()
+	if status != 0 {
+		writeError(w, status, "DENIED", "access to the requested resource is not authorized")
+		return
 	}
 	b := make([]byte, 16)
 	_, _ = rand.Read(b)
