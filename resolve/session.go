@@ -115,7 +115,14 @@ func (s *session) puller(ctx context.Context, repo string) (*remote.Puller, erro
 			s.mu.Unlock()
 			return p, nil
 		}
-		if ex := s.inflightFor(repo); ex != nil {
+		ex := s.inflightFor(repo)
+		if ex == nil && s.open == nil && len(s.tokens) == 0 && len(s.inflight) > 0 {
+			// Until a first token proves the credentials, one exchange
+			// at a time: wrong credentials then cost one refusal, not
+			// one per resolution in flight.
+			ex = s.inflight[0]
+		}
+		if ex != nil {
 			s.mu.Unlock()
 			select {
 			case <-ex.done:
@@ -137,11 +144,12 @@ func (s *session) puller(ctx context.Context, repo string) (*remote.Puller, erro
 			return nil, err
 		}
 		s.mu.Lock()
-		if s.lookup(repo) != nil || s.inflightFor(repo) != nil {
+		if s.failed != nil || s.lookup(repo) != nil || s.inflightFor(repo) != nil ||
+			(s.open == nil && len(s.tokens) == 0 && len(s.inflight) > 0) {
 			s.mu.Unlock()
 			continue
 		}
-		ex := &exchange{repos: s.scopesFor(repo), done: make(chan struct{})}
+		ex = &exchange{repos: s.scopesFor(repo), done: make(chan struct{})}
 		if !strings.EqualFold(ch.Scheme, "bearer") {
 			ex.repos = nil // no token: every repository is served alike
 		}
@@ -345,10 +353,13 @@ func (s *session) checkLogin(ctx context.Context, auth authn.Authenticator, ch *
 		return failed
 	}
 	_, err := transport.Exchange(ctx, s.reg, auth, s.base, nil, ch)
-	if err == nil {
-		s.mu.Lock()
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	switch {
+	case err == nil:
 		s.loginOK = true
-		s.mu.Unlock()
+	case refused(err):
+		s.failed = err
 	}
 	return err
 }
