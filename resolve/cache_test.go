@@ -2,6 +2,7 @@ package resolve
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -150,42 +151,68 @@ func TestCacheKeyedByPlatform(t *testing.T) {
 	}
 }
 
+// runKey returns the key under which cachedRun stores ref.
+func runKey(t *testing.T, platform, ref string) string {
+	t.Helper()
+	r, err := New()
+	if err != nil {
+		t.Fatal(err)
+	}
+	k, ok, err := r.CacheKey(context.Background(), mustRef(t, ref))
+	if err != nil || !ok {
+		t.Fatalf("CacheKey(%s) = %v, %v", ref, ok, err)
+	}
+	return platform + " " + k
+}
+
+// entryJSON is a cache entry as a file holds it.
+func entryJSON(format, ref, key, digest string, resolved time.Time) []byte {
+	return []byte(fmt.Sprintf(`{"format":%q,"reference":%q,"key":%q,"digest":%q,"resolved":%q}`, format, ref, key, digest, resolved.Format(time.RFC3339)))
+}
+
 func TestCacheBadEntries(t *testing.T) {
 	reg := testregistry.New(t)
 	want := reg.PushImage(t, "app:1.0")
 	ref := mustRef(t, reg.Ref("app:1.0"))
 	other := mustRef(t, reg.Ref("other:1.0"))
+	key := runKey(t, "", ref.String())
 	for _, tc := range []struct {
 		desc  string
 		entry func(c *Cache) []byte
 	}{
-		{desc: "truncated", entry: func(*Cache) []byte { return []byte(`{"reference":`) }},
+		{desc: "truncated", entry: func(*Cache) []byte { return []byte(`{"format":"` + cacheFormat + `","reference":`) }},
 		{desc: "bad digest", entry: func(c *Cache) []byte {
-			return []byte(`{"reference":"` + ref.Name() + `","digest":"sha256:00","resolved":"` + c.now().Format(time.RFC3339) + `"}`)
+			return entryJSON(cacheFormat, ref.Name(), key, "sha256:00", c.now())
 		}},
 		{desc: "another reference's entry", entry: func(c *Cache) []byte {
-			return []byte(`{"reference":"` + other.Name() + `","digest":"` + want.String() + `","resolved":"` + c.now().Format(time.RFC3339) + `"}`)
+			return entryJSON(cacheFormat, other.Name(), key, want.String(), c.now())
 		}},
-		{desc: "another platform's entry", entry: func(c *Cache) []byte {
-			return []byte(`{"reference":"` + ref.Name() + `","platform":"linux/amd64","digest":"` + want.String() + `","resolved":"` + c.now().Format(time.RFC3339) + `"}`)
+		{desc: "another key's entry", entry: func(c *Cache) []byte {
+			return entryJSON(cacheFormat, ref.Name(), "linux/amd64", want.String(), c.now())
+		}},
+		{desc: "another format's entry", entry: func(c *Cache) []byte {
+			return entryJSON("digestpin-cache-v3", ref.Name(), key, want.String(), c.now())
+		}},
+		{desc: "an entry of the first format, keyed by platform only", entry: func(c *Cache) []byte {
+			return []byte(`{"reference":"` + ref.Name() + `","digest":"` + want.String() + `","resolved":"` + c.now().Format(time.RFC3339) + `"}`)
 		}},
 		{desc: "from the future", entry: func(c *Cache) []byte {
-			return []byte(`{"reference":"` + ref.Name() + `","digest":"` + want.String() + `","resolved":"` + c.now().Add(time.Hour).Format(time.RFC3339) + `"}`)
+			return entryJSON(cacheFormat, ref.Name(), key, want.String(), c.now().Add(time.Hour))
 		}},
 	} {
 		t.Run(tc.desc, func(t *testing.T) {
 			c, _ := newTestCache(t, time.Hour)
-			if err := os.WriteFile(c.path(ref, ""), tc.entry(c), 0o600); err != nil {
+			if err := os.WriteFile(c.path(ref, key), tc.entry(c), 0o600); err != nil {
 				t.Fatal(err)
 			}
-			if h, ok := c.Get(ref, ""); ok {
+			if h, ok := c.Get(ref, key); ok {
 				t.Fatalf("Get = %s, true; want a miss", h)
 			}
 			// The next resolution replaces the bad entry.
 			if h, src, err := cachedRun(t, c, "", ref.String()); err != nil || h != want || src != SourceRegistry {
 				t.Fatalf("ResolveSource = %s, %s, %v; want %s from the registry", h, src, err, want)
 			}
-			if h, ok := c.Get(ref, ""); !ok || h != want {
+			if h, ok := c.Get(ref, key); !ok || h != want {
 				t.Errorf("Get after resolving = %s, %v; want %s, true", h, ok, want)
 			}
 		})

@@ -153,7 +153,9 @@ func WithLogf(logf func(format string, args ...any)) Option {
 }
 
 // WithCAFiles adds the PEM certificates in files to the system's roots for
-// verifying registries. Each file must hold at least one certificate. The
+// verifying registries. Each file must be a regular file (or a link to
+// one) of at most 16 MiB, holding at least one certificate: a FIFO or a
+// device is refused rather than waited on. The
 // default is the system's roots only. It needs the default transport or
 // an *http.Transport from WithTransport.
 func WithCAFiles(files ...string) Option {

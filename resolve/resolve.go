@@ -198,6 +198,7 @@ func (r *Resolver) session(reg name.Registry) *session {
 		kc:      r.o.keychain,
 		red:     r.red,
 		popts:   popts,
+		creds:   make(chan struct{}, 1),
 		prep:    make(chan struct{}, 1),
 		login:   make(chan struct{}, 1),
 		pending: map[string]int{},

@@ -47,9 +47,13 @@ type session struct {
 	red   *redactor
 	popts []remote.Option
 
-	prep      chan struct{} // held while preparing
-	auth      authn.Authenticator
+	creds chan struct{}       // held while looking up credentials
+	auth  authn.Authenticator // nil until looked up; under creds
+	cfg   *authn.AuthConfig   // nil until looked up; under creds
+
+	prep      chan struct{}        // held while preparing
 	challenge *transport.Challenge // nil until prepared
+	prepAuth  authn.Authenticator  // with challenge
 	prepGen   int                  // failed preparations so far; under mu
 	prepErr   error                // the last one's error; under mu
 
@@ -196,7 +200,7 @@ func (s *session) prepare(ctx context.Context) (authn.Authenticator, *transport.
 		return nil, nil, ctx.Err()
 	}
 	if s.challenge != nil {
-		return s.auth, s.challenge, nil
+		return s.prepAuth, s.challenge, nil
 	}
 	s.mu.Lock()
 	if s.prepGen != gen {
@@ -216,21 +220,16 @@ func (s *session) prepare(ctx context.Context) (authn.Authenticator, *transport.
 		}
 		return nil, nil, err
 	}
-	s.auth, s.challenge = auth, ch
+	s.prepAuth, s.challenge = auth, ch
 	return auth, ch, nil
 }
 
 // connect looks up the registry's credentials and pings it.
 func (s *session) connect(ctx context.Context) (authn.Authenticator, *transport.Challenge, error) {
-	auth, err := authn.Resolve(ctx, s.kc, s.reg)
+	auth, _, err := s.credentials(ctx)
 	if err != nil {
-		return nil, nil, credentialError{s.reg.RegistryStr(), err, s.red}
+		return nil, nil, err
 	}
-	cfg, err := authn.Authorization(ctx, auth)
-	if err != nil {
-		return nil, nil, credentialError{s.reg.RegistryStr(), err, s.red}
-	}
-	s.red.addAuth(cfg)
 	ch, err := transport.Ping(ctx, s.reg, s.base)
 	if err != nil {
 		return nil, nil, err

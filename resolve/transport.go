@@ -8,7 +8,6 @@ import (
 	"io"
 	"net"
 	"net/http"
-	"os"
 	"strings"
 )
 
@@ -31,7 +30,7 @@ func newBaseTransport(o *options, red *redactor) (http.RoundTripper, error) {
 			pool = x509.NewCertPool()
 		}
 		for _, f := range o.caFiles {
-			pem, err := os.ReadFile(f)
+			pem, err := readSmallFile(f, maxCAFile, true)
 			if err != nil {
 				return nil, fmt.Errorf("WithCAFiles: reading %s: %w", f, err)
 			}
@@ -108,6 +107,10 @@ type redirectError struct {
 func (e *redirectError) Error() string {
 	return fmt.Sprintf("too many redirects (%d) from %s", e.max, e.host)
 }
+
+// maxCAFile caps a CA bundle file. The system's whole bundle is about
+// 200 KiB.
+const maxCAFile = 16 << 20
 
 // maxResponseBody caps what a Resolver reads of one registry answer. The
 // largest answers it reads are manifests and indexes (and, with a
