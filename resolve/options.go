@@ -1,9 +1,11 @@
 package resolve
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"net/http"
+	"net/netip"
 	"time"
 
 	"github.com/google/go-containerregistry/pkg/authn"
@@ -26,6 +28,10 @@ type options struct {
 	retry          retryPolicy
 	userAgent      string
 	logf           func(format string, args ...any)
+
+	// Tests only: how host names are looked up, and addresses classed.
+	lookup   func(ctx context.Context, host string) ([]netip.Addr, error)
+	classify func(netip.Addr) addrClass
 }
 
 // DefaultJobs is how many references a Resolver asks about at once unless
@@ -210,6 +216,16 @@ func withRetry(attempts int, base, most time.Duration) Option {
 			return fmt.Errorf("withRetry: invalid policy: %d attempts, backoff %s to %s", attempts, base, most)
 		}
 		o.retry.attempts, o.retry.base, o.retry.max = attempts, base, most
+		return nil
+	}
+}
+
+// withAddrHooks replaces how the address guard looks up host names and
+// classes addresses, so that tests on loopback can play a registry on the
+// internet.
+func withAddrHooks(lookup func(ctx context.Context, host string) ([]netip.Addr, error), classify func(netip.Addr) addrClass) Option {
+	return func(o *options) error {
+		o.lookup, o.classify = lookup, classify
 		return nil
 	}
 }

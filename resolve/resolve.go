@@ -210,6 +210,7 @@ func (r *Resolver) session(reg name.Registry) *session {
 // resolveAt asks one registry: HEAD first, GET only when HEAD gives no
 // digest, or GET straight away to pick a platform.
 func (r *Resolver) resolveAt(ctx context.Context, c candidate) (v1.Hash, error) {
+	ctx = withRegistry(ctx, c.ref.Context().RegistryStr())
 	p, err := c.sess.puller(ctx, c.ref.Context().RepositoryStr())
 	if err != nil {
 		return v1.Hash{}, err

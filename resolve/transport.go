@@ -20,6 +20,16 @@ func newBaseTransport(o *options, red *redactor) (http.RoundTripper, error) {
 	if t == nil {
 		t = http.DefaultTransport.(*http.Transport).Clone()
 	}
+	// Connections to hosts other than the registry go only where the
+	// registry is: see addrGuard.
+	g := newAddrGuard(o)
+	if ht, ok := t.(*http.Transport); ok {
+		ht = ht.Clone()
+		g.guardDial(ht)
+		t = ht
+	} else {
+		t = &addrGuardTransport{next: t, g: g}
+	}
 	if len(o.caFiles) > 0 {
 		ht, ok := t.(*http.Transport)
 		if !ok {

@@ -5,6 +5,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"sort"
@@ -38,6 +39,7 @@ type TokenServer struct {
 	Service string
 
 	user, password string // "" accepts anonymous requests
+	realmHost      string // the host the realm names
 
 	mu        sync.Mutex
 	tokens    map[string]map[string]bool // token → scopes granted
@@ -64,17 +66,36 @@ func (ts *TokenServer) Deny(repo string, status int) {
 // password; without, anyone gets a token.
 func NewTokenServer(t TB, user, password string) *TokenServer {
 	t.Helper()
-	ts := &TokenServer{Service: "testregistry", user: user, password: password, tokens: map[string]map[string]bool{}}
+	ts := &TokenServer{Service: "testregistry", user: user, password: password, tokens: map[string]map[string]bool{}, realmHost: "localhost"}
 	ts.Server = httptest.NewServer(http.HandlerFunc(ts.serveToken))
+	t.Cleanup(ts.Server.Close)
+	return ts
+}
+
+// NewTokenServerOn is NewTokenServer listening on addr (a loopback
+// "ip:0", e.g. "127.0.0.2:0"), whose realm names realmHost: a name the
+// resolver under test is told resolves to addr's IP.
+func NewTokenServerOn(t TB, addr, realmHost, user, password string) *TokenServer {
+	t.Helper()
+	ts := &TokenServer{Service: "testregistry", user: user, password: password, tokens: map[string]map[string]bool{}, realmHost: realmHost}
+	l, err := net.Listen("tcp", addr)
+	if err != nil {
+		t.Fatalf("listening on %s: %v", addr, err)
+	}
+	ts.Server = httptest.NewUnstartedServer(http.HandlerFunc(ts.serveToken))
+	_ = ts.Server.Listener.Close()
+	ts.Server.Listener = l
+	ts.Server.Start()
 	t.Cleanup(ts.Server.Close)
 	return ts
 }
 
 // Realm is the token endpoint. It names the host "localhost" (not the
 // loopback address) because go-containerregistry refuses realms on
-// private addresses other than the registry's own.
+// private addresses other than the registry's own, or the realm host of
+// NewTokenServerOn.
 func (ts *TokenServer) Realm() string {
-	return "http://localhost:" + ts.Server.URL[strings.LastIndex(ts.Server.URL, ":")+1:] + "/token"
+	return "http://" + ts.realmHost + ":" + ts.Server.URL[strings.LastIndex(ts.Server.URL, ":")+1:] + "/token"
 }
 
 func (ts *TokenServer) serveToken(w http.ResponseWriter, r *http.Request) {
