@@ -58,7 +58,10 @@ func WithKeychain(kc authn.Keychain) Option {
 }
 
 // WithTransport sets the HTTP transport under the registry protocol. The
-// default is a clone of http.DefaultTransport.
+// default is a clone of http.DefaultTransport. An *http.Transport is
+// cloned, not changed, and its dialling wrapped so that hosts other than
+// the registry are checked on the addresses connected to; another
+// RoundTripper gets the same check before each request.
 func WithTransport(t http.RoundTripper) Option {
 	return func(o *options) error {
 		if t == nil {

@@ -18,10 +18,13 @@ import (
 
 // Resolver resolves image references to digests. It is safe for
 // concurrent use; it resolves each distinct reference once for its
-// lifetime (a failure is not remembered, so a later call asks again) and
-// bounds how many registry requests run at once. Use one Resolver per run,
-// so that each registry is pinged once, its tokens are shared, and a hung
-// registry is given up on once.
+// lifetime and bounds how many references are resolved at once. The
+// failure of one reference is not remembered, so a later call asks again;
+// the failure of a registry as a whole (its ping, connection, TLS, or
+// credentials the token server refuses) and a registry that hangs are
+// remembered, and later references to it fail at once with that cause.
+// Use one Resolver per run, so that each registry is pinged once, its
+// tokens are shared, and a failing registry is given up on once.
 type Resolver struct {
 	o        options
 	red      *redactor

@@ -187,8 +187,10 @@ func (s *session) puller(ctx context.Context, repo string) (*remote.Puller, erro
 
 // prepare resolves the registry's credentials and pings it, once for the
 // session. Concurrent callers wait for one; when it fails, those that were
-// waiting get its error (a registry that fails after its retries is not
-// asked again by each of them in turn), and later callers try again.
+// waiting get its error, and the session remembers it (puller fails later
+// callers with it at once): a registry that fails after its retries is
+// not asked again in the run. A caller whose own deadline ran out
+// remembers nothing, and the next caller tries again.
 func (s *session) prepare(ctx context.Context) (authn.Authenticator, *transport.Challenge, error) {
 	s.mu.Lock()
 	gen := s.prepGen
