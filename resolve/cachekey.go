@@ -91,15 +91,34 @@ func (s *session) credentials(ctx context.Context) (authn.Authenticator, *authn.
 	if s.cfg != nil {
 		return s.auth, s.cfg, nil
 	}
-	auth, err := authn.Resolve(ctx, s.kc, s.reg)
-	if err != nil {
-		return nil, nil, credentialError{s.reg.RegistryStr(), err, s.red}
+	// A credential helper is a program that go-containerregistry runs
+	// without the context: one that hangs must not hold the run past its
+	// deadline. The lookup goes on in the background and is dropped.
+	type found struct {
+		auth authn.Authenticator
+		cfg  *authn.AuthConfig
+		err  error
 	}
-	cfg, err := authn.Authorization(ctx, auth)
-	if err != nil {
-		return nil, nil, credentialError{s.reg.RegistryStr(), err, s.red}
+	ch := make(chan found, 1)
+	go func() {
+		auth, err := authn.Resolve(ctx, s.kc, s.reg)
+		if err != nil {
+			ch <- found{err: err}
+			return
+		}
+		cfg, err := authn.Authorization(ctx, auth)
+		ch <- found{auth: auth, cfg: cfg, err: err}
+	}()
+	var f found
+	select {
+	case f = <-ch:
+	case <-ctx.Done():
+		return nil, nil, credentialError{s.reg.RegistryStr(), ctx.Err(), s.red}
 	}
-	s.red.addAuth(cfg)
-	s.auth, s.cfg = auth, cfg
-	return auth, cfg, nil
+	if f.err != nil {
+		return nil, nil, credentialError{s.reg.RegistryStr(), f.err, s.red}
+	}
+	s.red.addAuth(f.cfg)
+	s.auth, s.cfg = f.auth, f.cfg
+	return f.auth, f.cfg, nil
 }

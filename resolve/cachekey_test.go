@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-containerregistry/pkg/authn"
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 
 	"github.com/digestpin/digestpin/internal/testregistry"
@@ -154,5 +155,39 @@ func TestFilesThatAreNoFilesAreRefused(t *testing.T) {
 		wantErr(t, errs[1], "reading pull secret "+fifo+": not a regular file")
 	case <-time.After(30 * time.Second):
 		t.Fatal("still blocked after 30s on a FIFO")
+	}
+}
+
+// hangingKeychain never answers until the test ends, like a credential
+// helper that hangs.
+type hangingKeychain struct{ release <-chan struct{} }
+
+func (k hangingKeychain) Resolve(authn.Resource) (authn.Authenticator, error) {
+	<-k.release
+	return authn.Anonymous, nil
+}
+
+// TestHangingCredentialHelperHonoursTheDeadline resolves with a keychain
+// that never answers: the resolution ends with the caller's deadline,
+// naming the credentials, rather than hang.
+func TestHangingCredentialHelperHonoursTheDeadline(t *testing.T) {
+	t.Parallel()
+	reg := testregistry.New(t)
+	reg.PushImage(t, "app:1")
+	release := make(chan struct{})
+	t.Cleanup(func() { close(release) })
+	r, _ := newTestResolver(t, WithKeychain(hangingKeychain{release}))
+	ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
+	defer cancel()
+	done := make(chan error, 1)
+	go func() {
+		_, err := r.Resolve(ctx, parseRef(t, reg.Ref("app:1")))
+		done <- err
+	}()
+	select {
+	case err := <-done:
+		wantErr(t, err, reg.Ref("app:1"), "reading credentials for "+reg.Host())
+	case <-time.After(30 * time.Second):
+		t.Fatal("Resolve still blocked 30s after its deadline")
 	}
 }

@@ -96,7 +96,10 @@ func describe(err error, red *redactor) string {
 	// one value that errors.As searches in full.
 	var he *hungError
 	var re *redirectError
+	var ce credentialError
 	switch {
+	case errors.As(err, &ce):
+		return ce.Error()
 	case errors.As(err, &he):
 		return withStep(err, he.Error())
 	case errors.As(err, &re):
