@@ -325,7 +325,7 @@ func (s *session) exchange(ctx context.Context, auth authn.Authenticator, ch *tr
 	}
 	if err != nil {
 		if ctx.Err() != nil {
-			return nil, nil, repos, err // this caller's deadline, not the registry's failure
+			return nil, nil, map[string]bool{repo: true}, err // this caller's deadline: the others ask again
 		}
 		return nil, nil, nil, err
 	}
