@@ -145,6 +145,12 @@ func (g *addrGuard) wrapDial(dial func(ctx context.Context, network, addr string
 		if !ok || err != nil {
 			return dial(ctx, network, address)
 		}
+		if target, ok := ctx.Value(dialTargetKey{}).(string); ok && !strings.EqualFold(target, address) {
+			// A connection to a proxy (HTTPS_PROXY): the proxy, not
+			// digestpin, looks up and reaches the host, under its own
+			// policy; the proxy is the operator's.
+			return dial(ctx, network, address)
+		}
 		addrs, err := g.lookup(ctx, host)
 		if err != nil {
 			return nil, err
@@ -203,4 +209,24 @@ func (t *addrGuardTransport) RoundTrip(req *http.Request) (*http.Response, error
 		}
 	}
 	return t.next.RoundTrip(req)
+}
+
+// dialTargetKey is the context key of the host:port a request is for, so
+// that the dialler tells a connection to it from one to a proxy.
+type dialTargetKey struct{}
+
+// dialTarget records each request's host:port in its context.
+type dialTarget struct{ next http.RoundTripper }
+
+// RoundTrip implements http.RoundTripper.
+func (t *dialTarget) RoundTrip(req *http.Request) (*http.Response, error) {
+	port := req.URL.Port()
+	if port == "" {
+		port = "443"
+		if req.URL.Scheme == "http" {
+			port = "80"
+		}
+	}
+	target := net.JoinHostPort(req.URL.Hostname(), port)
+	return t.next.RoundTrip(req.WithContext(context.WithValue(req.Context(), dialTargetKey{}, target)))
 }

@@ -125,3 +125,47 @@ func TestAddrGuardCheck(t *testing.T) {
 		}
 	}
 }
+
+// TestAddrGuardLeavesProxiesAlone dials through the guard for a request
+// whose connection goes to a proxy on loopback: the proxy reaches the
+// host, under its own policy, so the guard does not refuse the proxy's
+// address, while a direct connection to the same host is refused.
+func TestAddrGuardLeavesProxiesAlone(t *testing.T) {
+	t.Parallel()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	go func() {
+		for {
+			c, err := l.Accept()
+			if err != nil {
+				return
+			}
+			c.Close()
+		}
+	}()
+	g := &addrGuard{lookup: lookupHost, classify: func(a netip.Addr) addrClass {
+		if a == netip.MustParseAddr("203.0.113.7") {
+			return classPublic
+		}
+		return classOf(a)
+	}}
+	d := &net.Dialer{}
+	dial := g.wrapDial(d.DialContext)
+	ctx := withRegistry(context.Background(), "203.0.113.7")
+	// Direct: the request is for the loopback address itself.
+	direct := context.WithValue(ctx, dialTargetKey{}, l.Addr().String())
+	if c, err := dial(direct, "tcp", l.Addr().String()); err == nil {
+		c.Close()
+		t.Errorf("direct dial of %s for a public registry succeeded, want it refused", l.Addr())
+	}
+	// Through a proxy: the request is for another host.
+	proxied := context.WithValue(ctx, dialTargetKey{}, "auth.example:443")
+	c, err := dial(proxied, "tcp", l.Addr().String())
+	if err != nil {
+		t.Fatalf("dial of the proxy %s: %v", l.Addr(), err)
+	}
+	c.Close()
+}

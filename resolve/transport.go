@@ -58,6 +58,7 @@ func newBaseTransport(o *options, red *redactor) (http.RoundTripper, error) {
 	if len(o.insecure) > 0 {
 		t = newInsecureTransport(t, o.insecure)
 	}
+	t = &dialTarget{next: t}
 	t = &plainHTTPGuard{next: t, insecure: o.insecure}
 	t = &bodyCap{next: t, max: maxResponseBody}
 	rt := &retryTransport{next: &redactingTransport{next: t, red: red}, policy: o.retry, timeout: o.requestTimeout, logf: o.logf, red: red}
