@@ -108,8 +108,7 @@ func isRedirect(resp *http.Response) bool {
 	return false
 }
 
-// redirectError is a request that was redirected more than maxRedirects
-// times.
+// redirectError is a request whose chain reached max redirects.
 type redirectError struct {
 	host string
 	max  int
