@@ -151,8 +151,8 @@ func TestFilesThatAreNoFilesAreRefused(t *testing.T) {
 	}()
 	select {
 	case errs := <-done:
-		wantErr(t, errs[0], "WithCAFiles: reading "+fifo+": not a regular file")
-		wantErr(t, errs[1], "reading pull secret "+fifo+": not a regular file")
+		wantErr(t, errs[0], "WithCAFiles: reading "+fifo+": not a regular file: a FIFO")
+		wantErr(t, errs[1], "reading pull secret "+fifo+": not a regular file: a FIFO")
 	case <-time.After(30 * time.Second):
 		t.Fatal("still blocked after 30s on a FIFO")
 	}

@@ -57,8 +57,21 @@ func readSmallFile(name string, limit int64, follow bool) ([]byte, error) {
 var errNotRegular = errors.New("not a regular file")
 
 func regular(fi fs.FileInfo) error {
-	if fi.Mode().IsRegular() {
+	m := fi.Mode()
+	kind := "a special file"
+	switch {
+	case m.IsRegular():
 		return nil
+	case m&fs.ModeNamedPipe != 0:
+		kind = "a FIFO"
+	case m&fs.ModeSymlink != 0:
+		kind = "a symbolic link"
+	case m&fs.ModeSocket != 0:
+		kind = "a socket"
+	case m&fs.ModeDevice != 0:
+		kind = "a device"
+	case m.IsDir():
+		kind = "a folder"
 	}
-	return fmt.Errorf("%w (%s)", errNotRegular, fi.Mode().Type())
+	return fmt.Errorf("%w: %s", errNotRegular, kind)
 }
