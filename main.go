@@ -158,12 +158,8 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 			return &usageError{err}
 		}
 		p, err := pin.New(popts)
-		var oe *pin.OptionError
-		if errors.As(err, &oe) {
-			return &usageError{o.optionError(oe)}
-		}
 		if err != nil {
-			return err
+			return &usageError{o.optionError(err)}
 		}
 		return o.pinStream(ctx, p, stdin, stdout, log)
 	}()

@@ -239,6 +239,9 @@ func TestRunErrors(t *testing.T) {
 		{desc: "platform without an OS", args: []string{"--platform", "/amd64"}, want: []string{`invalid --platform "/amd64"`}, usage: true},
 		{desc: "platform of slashes", env: map[string]string{"DIGESTPIN_PLATFORM": "/"}, want: []string{`invalid DIGESTPIN_PLATFORM "/"`}, usage: true},
 		{desc: "bad mirror", args: []string{"--registry-mirror", "docker.io"}, want: []string{`invalid --registry-mirror "docker.io": want FROM=TO`}, usage: true},
+		{desc: "empty mirror", env: map[string]string{"DIGESTPIN_REGISTRY_MIRROR": "docker.io="}, want: []string{`DIGESTPIN_REGISTRY_MIRROR: mirror "docker.io"="": want FROM=TO, both non-empty`}, usage: true},
+		{desc: "mirror-only alone", args: []string{"--mirror-only"}, want: []string{"--mirror-only: needs a --registry-mirror"}, usage: true},
+		{desc: "CA file that is no file", args: []string{"--ca-file", "/dev/null"}, want: []string{"--ca-file: reading /dev/null: not a regular file"}, usage: true},
 		{desc: "an argument", args: []string{"chart/"}, want: []string{`unexpected argument "chart/"`}, usage: true},
 		{desc: "missing file", args: []string{"-f", "/nonexistent.yaml"}, want: []string{"reading manifests", "/nonexistent.yaml"}},
 	} {

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"errors"
 	"fmt"
 	"io"
 	"strings"
@@ -239,15 +240,35 @@ var pinFields = map[string]string{
 	"Platform":  "platform",
 }
 
-// optionError rewrites a *pin.OptionError in the person's words: flags
-// (or the variables that set them) instead of field names.
-func (o *options) optionError(e *pin.OptionError) error {
+// resolveOptions names the flag of each resolve option, for messages.
+// WithMirrorOnly comes before WithMirror, which it starts with.
+var resolveOptions = []string{
+	"WithJobs", "concurrency",
+	"WithRequestTimeout", "request-timeout",
+	"WithPlatform", "platform",
+	"WithInsecureRegistries", "insecure-registry",
+	"WithCAFiles", "ca-file",
+	"WithMirrorOnly", "mirror-only",
+	"WithMirror", "registry-mirror",
+}
+
+// optionError rewrites an error of pin.New in the person's words: flags
+// (or the variables that set them) instead of the names of pin.Options
+// fields and resolve options.
+func (o *options) optionError(err error) error {
 	var pairs []string
+	for i := 0; i < len(resolveOptions); i += 2 {
+		pairs = append(pairs, resolveOptions[i], o.name(resolveOptions[i+1]))
+	}
 	for field, flag := range pinFields {
 		pairs = append(pairs, field, o.name(flag))
 	}
 	r := strings.NewReplacer(pairs...)
-	return fmt.Errorf("%s %s", o.name(pinFields[e.Field]), r.Replace(e.Reason))
+	var oe *pin.OptionError
+	if errors.As(err, &oe) {
+		return fmt.Errorf("%s %s", o.name(pinFields[oe.Field]), r.Replace(oe.Reason))
+	}
+	return errors.New(r.Replace(strings.TrimPrefix(err.Error(), "configuring resolver: ")))
 }
 
 // usage prints the help text.

@@ -340,15 +340,22 @@ func TestArgoCDGenerateFailures(t *testing.T) {
 		{
 			desc:   "a values file in a folder linked out of the repository",
 			values: registryValues(reg),
-			env:    []string{"VALUES_FILES=values-e2e.yaml,up/outside.yaml"},
-			links:  map[string]string{"up": "../.."},
-			want:   []string{"digestpin-cmp: values file up/outside.yaml: outside the repository"},
+			env:    []string{"VALUES_FILES=values-e2e.yaml,elsewhere/outside.yaml"},
+			links:  map[string]string{"elsewhere": "../../elsewhere"},
+			want:   []string{"digestpin-cmp: values file elsewhere/outside.yaml: outside the repository"},
 		},
 	} {
 		t.Run(tc.desc, func(t *testing.T) {
 			src := argoApp(t, tc.values)
 			// A file beside the repository, which no Application may read.
 			if err := os.WriteFile(filepath.Join(src, "..", "..", "outside.yaml"), []byte("replicas: 1\n"), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			// And a folder beside it.
+			if err := os.MkdirAll(filepath.Join(src, "..", "..", "elsewhere"), 0o755); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.WriteFile(filepath.Join(src, "..", "..", "elsewhere", "outside.yaml"), []byte("replicas: 1\n"), 0o644); err != nil {
 				t.Fatal(err)
 			}
 			for link, target := range tc.links {

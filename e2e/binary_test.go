@@ -279,7 +279,7 @@ func TestBinaryErrors(t *testing.T) {
 		{desc: "missing images are all listed", in: good, code: 1, lines: []string{"tools:1", "db:1", "agent:1", `Pod/pod container "debug"`}},
 		{desc: "malformed YAML", in: "---\n# Source: c/templates/x.yaml\nkind: Pod\nspec:\n  containers:\n  - image: [\n", code: 1, lines: []string{"document 1 (c/templates/x.yaml), line ", "malformed YAML"}},
 		{desc: "not a mapping", in: "---\n- image: x\n", code: 1, lines: []string{"document 1, line 2", "want a Kubernetes object"}},
-		{desc: "bad flag", in: good, args: []string{"--mode=sideways"}, code: 2, lines: []string{`parsing mode "sideways"`}},
+		{desc: "bad flag", in: good, args: []string{"--mode=sideways"}, code: 2, lines: []string{`invalid --mode "sideways": want pin, digest or annotate`}},
 		{desc: "-f reads a file", args: []string{"-f", file}, code: 1, lines: []string{"tools:1"}},
 	} {
 		t.Run(tc.desc, func(t *testing.T) {

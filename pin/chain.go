@@ -46,7 +46,15 @@ func newChain(o *Options) (*chain, error) {
 		c.Resolver = &lockLayer{chain: c}
 		return c, nil
 	}
+	// The cache key holds everything besides the reference that decides
+	// the registry's answer: for a registry resolver, the platform, the
+	// mirrors, mirror-only, insecure registries and whose credentials are
+	// asked (Resolver.CacheKey); a Registry of the caller's answers by
+	// reference and platform alone.
 	registry := o.Registry
+	key := func(context.Context, name.Reference) (string, bool, error) {
+		return "platform " + c.platform, true, nil
+	}
 	if registry == nil {
 		opts := o.ResolveOptions
 		if o.Platform != nil {
@@ -56,7 +64,7 @@ func newChain(o *Options) (*chain, error) {
 		if err != nil {
 			return nil, err
 		}
-		registry = r
+		registry, key = r, r.CacheKey
 	}
 	if o.Check {
 		c.Resolver = &checkLayer{chain: c, next: registry}
@@ -77,7 +85,7 @@ func newChain(o *Options) (*chain, error) {
 			return nil, err
 		}
 		o.logf("resolution cache in %s, TTL %s", dir, o.CacheTTL)
-		live = resolve.NewCachingResolver(registry, cache, c.platform, o.warnf)
+		live = resolve.NewCachingResolver(registry, cache, key, o.warnf)
 	}
 	if c.lock != nil {
 		c.Resolver = &lockLayer{chain: c, next: live}

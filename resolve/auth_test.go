@@ -293,3 +293,51 @@ func (f writerFunc) Write(p []byte) (int, error) { return f(p) }
 type discard struct{}
 
 func (discard) Write(p []byte) (int, error) { return len(p), nil }
+
+// TestBearerRefusedRepositoryFailsAlone resolves several repositories of
+// one registry at once, many times over, through a token server that
+// refuses every token request naming one of them. Only that repository
+// may fail, whatever the order in which the resolutions reach the token
+// server; wrong credentials (TestBearerWrongCredentials) still fail all.
+func TestBearerRefusedRepositoryFailsAlone(t *testing.T) {
+	t.Parallel()
+	for _, status := range []int{http.StatusUnauthorized, http.StatusForbidden} {
+		t.Run(http.StatusText(status), func(t *testing.T) {
+			t.Parallel()
+			reg := testregistry.New(t)
+			ts := testregistry.NewTokenServer(t, "dave", "c0rrect-horse")
+			repos := []string{"team/a", "team/b", "team/c", "team/secret", "team/d", "team/e"}
+			want := map[string]string{}
+			for _, repo := range repos {
+				want[repo] = reg.PushImage(t, repo+":1").String()
+			}
+			want["team/secret"] = "DENIED"
+			reg.Handle(ts.Guard())
+			ts.Deny("team/secret", status)
+			for i := range 50 {
+				r, _ := newTestResolver(t, WithKeychain(staticKeychain{"dave", "c0rrect-horse"}))
+				got := map[string]string{}
+				var mu sync.Mutex
+				var wg sync.WaitGroup
+				for _, repo := range repos {
+					wg.Go(func() {
+						h, err := resolveString(t, r, reg.Ref(repo+":1"))
+						if err != nil {
+							h = err.Error()
+							if strings.Contains(h, "DENIED") {
+								h = "DENIED"
+							}
+						}
+						mu.Lock()
+						defer mu.Unlock()
+						got[repo] = h
+					})
+				}
+				wg.Wait()
+				if diff := cmp.Diff(want, got); diff != "" {
+					t.Fatalf("run %d: resolutions (-want +got):\n%s", i, diff)
+				}
+			}
+		})
+	}
+}

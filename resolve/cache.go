@@ -20,9 +20,12 @@ import (
 )
 
 // Cache is an on-disk cache of resolutions: one small JSON file per
-// reference and platform in one folder. Entries expire after the TTL; an
-// expired, unreadable or foreign entry counts as a miss and is overwritten
-// by the next resolution.
+// reference and key in one folder. The key is everything besides the
+// reference that decides the answer (see Resolver.CacheKey). Entries
+// expire after the TTL; an expired, unreadable or foreign entry counts as
+// a miss and is overwritten by the next resolution, and so does an entry
+// of an earlier format. Reading an entry never blocks: a FIFO, a device,
+// a socket or a link in the folder is a miss.
 //
 // Several processes may share one folder at once: each entry is written to
 // a temporary file and renamed into place, so a reader sees a whole entry
@@ -33,10 +36,20 @@ type Cache struct {
 	now func() time.Time
 }
 
+// cacheFormat names the format of entries and of their keys. Entries of
+// another format (those of earlier versions, keyed by reference and
+// platform only) are misses, never misread.
+const cacheFormat = "digestpin-cache-v2"
+
+// maxCacheEntry caps what is read of one entry; a real one is about 300
+// bytes.
+const maxCacheEntry = 64 << 10
+
 // cacheEntry is the content of one cache file.
 type cacheEntry struct {
+	Format    string    `json:"format"`
 	Reference string    `json:"reference"`
-	Platform  string    `json:"platform,omitempty"`
+	Key       string    `json:"key,omitempty"`
 	Digest    string    `json:"digest"`
 	Resolved  time.Time `json:"resolved"`
 }
@@ -78,17 +91,19 @@ func NewCache(dir string, ttl time.Duration) (*Cache, error) {
 // Dir returns the cache folder.
 func (c *Cache) Dir() string { return c.dir }
 
-// path returns the file of the entry for ref and platform.
-func (c *Cache) path(ref name.Reference, platform string) string {
-	sum := sha256.Sum256([]byte(ref.Name() + "\n" + platform))
+// path returns the file of the entry for ref and key.
+func (c *Cache) path(ref name.Reference, key string) string {
+	sum := sha256.Sum256([]byte(cacheFormat + "\n" + ref.Name() + "\n" + key))
 	return filepath.Join(c.dir, hex.EncodeToString(sum[:])+".json")
 }
 
-// Get returns the cached digest of ref for platform ("" for none, else as
-// v1.Platform.String formats it) when an entry younger than the TTL
-// exists.
-func (c *Cache) Get(ref name.Reference, platform string) (v1.Hash, bool) {
-	b, err := os.ReadFile(c.path(ref, platform))
+// Get returns the cached digest of ref under key when an entry younger
+// than the TTL exists. key is what, besides the reference, decides the
+// answer: Resolver.CacheKey's, or "" for an index digest and the
+// platform as v1.Platform.String formats it otherwise, when nothing else
+// does (no mirrors, no credentials that matter).
+func (c *Cache) Get(ref name.Reference, key string) (v1.Hash, bool) {
+	b, err := readSmallFile(c.path(ref, key), maxCacheEntry, false)
 	if err != nil {
 		return v1.Hash{}, false
 	}
@@ -97,7 +112,7 @@ func (c *Cache) Get(ref name.Reference, platform string) (v1.Hash, bool) {
 		return v1.Hash{}, false
 	}
 	// The file name is a hash: check that the entry is really ours.
-	if e.Reference != ref.Name() || e.Platform != platform {
+	if e.Format != cacheFormat || e.Reference != ref.Name() || e.Key != key {
 		return v1.Hash{}, false
 	}
 	// An entry from the future (a clock that went back) is not trusted.
@@ -111,26 +126,32 @@ func (c *Cache) Get(ref name.Reference, platform string) (v1.Hash, bool) {
 	return h, true
 }
 
-// Put stores the digest of ref for platform, resolved now.
-func (c *Cache) Put(ref name.Reference, platform string, h v1.Hash) error {
-	b, err := json.Marshal(cacheEntry{Reference: ref.Name(), Platform: platform, Digest: h.String(), Resolved: c.now().UTC()})
+// Put stores the digest of ref under key, resolved now.
+func (c *Cache) Put(ref name.Reference, key string, h v1.Hash) error {
+	b, err := json.Marshal(cacheEntry{Format: cacheFormat, Reference: ref.Name(), Key: key, Digest: h.String(), Resolved: c.now().UTC()})
 	if err != nil {
 		return fmt.Errorf("encoding cache entry for %s: %w", ref.Name(), err)
 	}
-	if err := atomicfile.WriteFile(c.path(ref, platform), b, 0o644); err != nil {
+	if err := atomicfile.WriteFile(c.path(ref, key), b, 0o644); err != nil {
 		return fmt.Errorf("writing cache entry for %s: %w", ref.Name(), err)
 	}
 	return nil
 }
 
+// CacheKeyFunc returns what, besides ref, decides the digest a resolver
+// gives for ref: a string that differs whenever the answer may (see
+// Resolver.CacheKey). ok false means the answer cannot be keyed, and the
+// cache is neither read nor written for ref; an error means the same.
+type CacheKeyFunc func(ctx context.Context, ref name.Reference) (key string, ok bool, err error)
+
 // CachingResolver answers from a Cache and asks the resolver it wraps on
 // a miss, storing the answer. It is safe for concurrent use when the
 // wrapped resolver is.
 type CachingResolver struct {
-	next     resolution.Resolver
-	cache    *Cache
-	platform string
-	warnf    func(format string, args ...any)
+	next  resolution.Resolver
+	cache *Cache
+	key   CacheKeyFunc
+	warnf func(format string, args ...any)
 }
 
 var (
@@ -138,37 +159,45 @@ var (
 	_ resolution.Resolver = (*CachingResolver)(nil)
 )
 
-// NewCachingResolver returns a resolver that consults c before next.
-// platform is the platform next pins to, as v1.Platform.String formats
-// it, or "" when next keeps index digests; it is part of the cache key.
-// warnf receives a failure to store an entry, which does not fail the
-// resolution; nil discards it.
-func NewCachingResolver(next resolution.Resolver, c *Cache, platform string, warnf func(format string, args ...any)) *CachingResolver {
+// NewCachingResolver returns a resolver that consults c before next,
+// under the key that key gives for each reference: everything besides the
+// reference that decides next's answer (the platform; for a *Resolver also
+// its CacheKey: mirrors, mirror-only, insecure registries and whose
+// credentials are asked). A reference that key cannot key (ok false, or an
+// error) goes to next without the cache. warnf receives a failure to store
+// an entry, which does not fail the resolution; nil discards it.
+func NewCachingResolver(next resolution.Resolver, c *Cache, key CacheKeyFunc, warnf func(format string, args ...any)) *CachingResolver {
 	if warnf == nil {
 		warnf = func(string, ...any) {}
 	}
-	return &CachingResolver{next: next, cache: c, platform: platform, warnf: warnf}
+	return &CachingResolver{next: next, cache: c, key: key, warnf: warnf}
 }
 
 // Resolve resolves ref: from the cache, with source resolution.Cache, on
 // a hit; on a miss, as the wrapped resolver says, storing its answer. A
-// reference that carries a digest is passed to the wrapped resolver as it
-// is.
+// reference that carries a digest, or that cannot be keyed, is passed to
+// the wrapped resolver as it is.
 func (r *CachingResolver) Resolve(ctx context.Context, ref name.Reference) (resolution.Resolution, error) {
-	_, pinned := ref.(name.Digest)
-	if !pinned {
-		if h, ok := r.cache.Get(ref, r.platform); ok {
-			return resolution.Resolution{Digest: h, Source: resolution.Cache}, nil
-		}
+	if _, ok := ref.(name.Digest); ok {
+		return r.next.Resolve(ctx, ref)
+	}
+	if err := ctx.Err(); err != nil {
+		return resolution.Resolution{}, fmt.Errorf("%s: %w", ref, err)
+	}
+	key, ok, err := r.key(ctx, ref)
+	if err != nil || !ok {
+		// The wrapped resolver meets the same failure and says it.
+		return r.next.Resolve(ctx, ref)
+	}
+	if h, ok := r.cache.Get(ref, key); ok {
+		return resolution.Resolution{Digest: h, Source: resolution.Cache}, nil
 	}
 	res, err := r.next.Resolve(ctx, ref)
 	if err != nil {
 		return resolution.Resolution{}, err
 	}
-	if !pinned {
-		if err := r.cache.Put(ref, r.platform, res.Digest); err != nil {
-			r.warnf("%v", err)
-		}
+	if err := r.cache.Put(ref, key, res.Digest); err != nil {
+		r.warnf("%v", err)
 	}
 	return res, nil
 }

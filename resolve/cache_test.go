@@ -2,6 +2,7 @@ package resolve
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -73,7 +74,7 @@ func cachedRun(t *testing.T, c *Cache, platform, ref string) (v1.Hash, string, e
 		t.Fatalf("New: %v", err)
 	}
 	var warnings []string
-	cr := NewCachingResolver(reg, c, platform, func(f string, args ...any) { warnings = append(warnings, f) })
+	cr := NewCachingResolver(reg, c, reg.CacheKey, func(f string, args ...any) { warnings = append(warnings, f) })
 	res, err := cr.Resolve(context.Background(), mustRef(t, ref))
 	if len(warnings) > 0 {
 		t.Errorf("warnings: %v", warnings)
@@ -151,42 +152,69 @@ func TestCacheKeyedByPlatform(t *testing.T) {
 	}
 }
 
+// runKey returns the key under which cachedRun stores ref (without a
+// platform).
+func runKey(t *testing.T, ref string) string {
+	t.Helper()
+	r, err := New()
+	if err != nil {
+		t.Fatal(err)
+	}
+	k, ok, err := r.CacheKey(context.Background(), mustRef(t, ref))
+	if err != nil || !ok {
+		t.Fatalf("CacheKey(%s) = %v, %v", ref, ok, err)
+	}
+	return k
+}
+
+// entryJSON is a cache entry as a file holds it.
+func entryJSON(format, ref, key, digest string, resolved time.Time) []byte {
+	return []byte(fmt.Sprintf(`{"format":%q,"reference":%q,"key":%q,"digest":%q,"resolved":%q}`, format, ref, key, digest, resolved.Format(time.RFC3339)))
+}
+
 func TestCacheBadEntries(t *testing.T) {
 	reg := testregistry.New(t)
 	want := reg.PushImage(t, "app:1.0")
 	ref := mustRef(t, reg.Ref("app:1.0"))
 	other := mustRef(t, reg.Ref("other:1.0"))
+	key := runKey(t, ref.String())
 	for _, tc := range []struct {
 		desc  string
 		entry func(c *Cache) []byte
 	}{
-		{desc: "truncated", entry: func(*Cache) []byte { return []byte(`{"reference":`) }},
+		{desc: "truncated", entry: func(*Cache) []byte { return []byte(`{"format":"` + cacheFormat + `","reference":`) }},
 		{desc: "bad digest", entry: func(c *Cache) []byte {
-			return []byte(`{"reference":"` + ref.Name() + `","digest":"sha256:00","resolved":"` + c.now().Format(time.RFC3339) + `"}`)
+			return entryJSON(cacheFormat, ref.Name(), key, "sha256:00", c.now())
 		}},
 		{desc: "another reference's entry", entry: func(c *Cache) []byte {
-			return []byte(`{"reference":"` + other.Name() + `","digest":"` + want.String() + `","resolved":"` + c.now().Format(time.RFC3339) + `"}`)
+			return entryJSON(cacheFormat, other.Name(), key, want.String(), c.now())
 		}},
-		{desc: "another platform's entry", entry: func(c *Cache) []byte {
-			return []byte(`{"reference":"` + ref.Name() + `","platform":"linux/amd64","digest":"` + want.String() + `","resolved":"` + c.now().Format(time.RFC3339) + `"}`)
+		{desc: "another key's entry", entry: func(c *Cache) []byte {
+			return entryJSON(cacheFormat, ref.Name(), "linux/amd64", want.String(), c.now())
+		}},
+		{desc: "another format's entry", entry: func(c *Cache) []byte {
+			return entryJSON("digestpin-cache-v3", ref.Name(), key, want.String(), c.now())
+		}},
+		{desc: "an entry of the first format, keyed by platform only", entry: func(c *Cache) []byte {
+			return []byte(`{"reference":"` + ref.Name() + `","digest":"` + want.String() + `","resolved":"` + c.now().Format(time.RFC3339) + `"}`)
 		}},
 		{desc: "from the future", entry: func(c *Cache) []byte {
-			return []byte(`{"reference":"` + ref.Name() + `","digest":"` + want.String() + `","resolved":"` + c.now().Add(time.Hour).Format(time.RFC3339) + `"}`)
+			return entryJSON(cacheFormat, ref.Name(), key, want.String(), c.now().Add(time.Hour))
 		}},
 	} {
 		t.Run(tc.desc, func(t *testing.T) {
 			c, _ := newTestCache(t, time.Hour)
-			if err := os.WriteFile(c.path(ref, ""), tc.entry(c), 0o600); err != nil {
+			if err := os.WriteFile(c.path(ref, key), tc.entry(c), 0o600); err != nil {
 				t.Fatal(err)
 			}
-			if h, ok := c.Get(ref, ""); ok {
+			if h, ok := c.Get(ref, key); ok {
 				t.Fatalf("Get = %s, true; want a miss", h)
 			}
 			// The next resolution replaces the bad entry.
 			if h, src, err := cachedRun(t, c, "", ref.String()); err != nil || h != want || src != string(resolution.Registry) {
 				t.Fatalf("Resolve = %s, %s, %v; want %s from the registry", h, src, err, want)
 			}
-			if h, ok := c.Get(ref, ""); !ok || h != want {
+			if h, ok := c.Get(ref, key); !ok || h != want {
 				t.Errorf("Get after resolving = %s, %v; want %s, true", h, ok, want)
 			}
 		})
@@ -210,6 +238,10 @@ func TestCacheDoesNotKeepErrors(t *testing.T) {
 		t.Errorf("cache folder holds %d entries (%v), want none", len(des), err)
 	}
 }
+
+// noKey keys every reference alike, for a resolver whose answers depend
+// on the reference alone.
+func noKey(context.Context, name.Reference) (string, bool, error) { return "", true, nil }
 
 // fixed resolves every reference to one digest and counts its calls.
 type fixed struct {
@@ -241,7 +273,7 @@ func TestCacheSharedConcurrently(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		cr := NewCachingResolver(&fixed{h: h}, c, "", func(f string, args ...any) { t.Errorf(f, args...) })
+		cr := NewCachingResolver(&fixed{h: h}, c, noKey, func(f string, args ...any) { t.Errorf(f, args...) })
 		for range 20 {
 			for _, r := range refs {
 				wg.Go(func() {
@@ -270,7 +302,7 @@ func TestCacheSharedConcurrently(t *testing.T) {
 func TestCachingResolverPassesDigests(t *testing.T) {
 	c, _ := newTestCache(t, time.Hour)
 	f := &fixed{}
-	cr := NewCachingResolver(f, c, "", nil)
+	cr := NewCachingResolver(f, c, noKey, nil)
 	d := "sha256:" + strings.Repeat("cd", 32)
 	res, err := cr.Resolve(context.Background(), mustRef(t, "registry.example/a@"+d))
 	if err != nil || res.Digest.String() != d || res.Source != resolution.Pinned {

@@ -10,13 +10,23 @@
 //
 // Registry access is shared per registry: one ping, one credential lookup
 // (the keychain: docker config, credential helpers, pull secrets), and one
-// bearer token for all the repositories being resolved at the time. Mirrors
-// are asked before the registry itself. Transient failures (429, 5xx, reset
-// connections, TLS handshake timeouts) are retried with exponential backoff
-// and jitter, honouring Retry-After; each request is bounded by a timeout,
-// and a registry that runs into it is not asked again in the same run.
-// TLS is always verified except for the hosts named insecure, and plain
-// HTTP is used only for those and loopback.
+// bearer token for all the repositories being resolved at the time; a
+// repository the token server refuses fails alone. Mirrors are asked
+// before the registry itself. Transient failures (429, 5xx, reset
+// connections, TLS handshake timeouts) are retried with exponential
+// backoff and jitter, honouring Retry-After; each request is bounded by a
+// timeout and gives up at its 10th redirect. A registry that runs into the
+// timeout, or fails as a whole (ping, connection, TLS, refused
+// credentials), is not asked again in the same run: its other references
+// fail at once with the first cause. TLS is always verified except for the
+// hosts named insecure, and plain HTTP is used only for those and
+// loopback. A token realm or redirect to another host is refused when
+// that host's addresses are loopback, private, link-local or unspecified
+// and the registry's are not.
+//
+// A Cache keeps resolutions on disk between runs, keyed by the reference
+// and Resolver.CacheKey: the mode of resolution, the mirrors and whose
+// credentials are asked.
 //
 // Errors are one line naming the image, each registry or mirror asked, its
 // answer and the attempts made. Credentials never appear in errors or logs.

@@ -50,7 +50,7 @@ func newError(ref name.Reference, fails []tryFailure, red *redactor) *resolveErr
 		if f.c.mirror {
 			s += " (mirror)"
 		}
-		s += ": " + describe(f.err)
+		s += ": " + describe(f.err, red)
 		if sum := f.tr.summary(); sum != "" {
 			s += " (" + sum + ")"
 		}
@@ -66,16 +66,18 @@ func newError(ref name.Reference, fails []tryFailure, red *redactor) *resolveErr
 
 // describe says in a few words what went wrong in one try: the step and
 // the HTTP status with the registry's own message, or the network cause.
-func describe(err error) string {
+// Text that is cut is masked by red first (nil masks nothing), so that a
+// cut never leaves a part of a credential unmasked.
+func describe(err error, red *redactor) string {
 	// A TLS failure first: the ping of a loopback registry also tries
 	// plain HTTP, whose answer (400) would hide the cause.
-	if c := tlsCause(err); c != "" {
+	if c := tlsCause(err, red); c != "" {
 		return c
 	}
 	var te *transport.Error
 	if errors.As(err, &te) {
 		s := fmt.Sprintf("%d %s", te.StatusCode, http.StatusText(te.StatusCode))
-		if d := registrySays(te); d != "" {
+		if d := registrySays(te, red); d != "" {
 			s += " (" + d + ")"
 		}
 		if step := stepOf(te.Request); step != "" {
@@ -86,6 +88,22 @@ func describe(err error) string {
 	var pe *platformError
 	if errors.As(err, &pe) {
 		return pe.Error()
+	}
+	// A cause that says why a request got no answer goes before the
+	// first network error: a ping of a plain HTTP registry tries HTTPS
+	// first, and that failure ("server gave HTTP response to HTTPS
+	// client") would hide why plain HTTP failed. The ping's errors are
+	// one value that errors.As searches in full.
+	var he *hungError
+	var re *redirectError
+	var ce credentialError
+	switch {
+	case errors.As(err, &ce):
+		return ce.Error()
+	case errors.As(err, &he):
+		return withStep(err, he.Error())
+	case errors.As(err, &re):
+		return withStep(err, re.Error())
 	}
 	switch {
 	case errors.Is(err, context.DeadlineExceeded):
@@ -100,15 +118,29 @@ func describe(err error) string {
 			step = stepOf(&http.Request{Method: strings.ToUpper(ue.Op), URL: u})
 		}
 		if step != "" {
-			return step + ": " + netCause(ue.Err)
+			return step + ": " + netCause(ue.Err, red)
 		}
-		return netCause(ue.Err)
+		return netCause(ue.Err, red)
 	}
-	return netCause(err)
+	return netCause(err, red)
+}
+
+// withStep prefixes cause with the request of err that failed, when err
+// names one.
+func withStep(err error, cause string) string {
+	var ue *url.Error
+	if errors.As(err, &ue) {
+		if u, perr := url.Parse(ue.URL); perr == nil {
+			if step := stepOf(&http.Request{Method: strings.ToUpper(ue.Op), URL: u}); step != "" {
+				return step + ": " + cause
+			}
+		}
+	}
+	return cause
 }
 
 // registrySays returns the registry's own words from an error answer.
-func registrySays(te *transport.Error) string {
+func registrySays(te *transport.Error, red *redactor) string {
 	var ds []string
 	for _, d := range te.Errors {
 		s := string(d.Code)
@@ -118,14 +150,14 @@ func registrySays(te *transport.Error) string {
 		ds = append(ds, s)
 	}
 	if len(ds) > 0 {
-		return oneLine(strings.Join(ds, "; "), maxDetail)
+		return cut(red, strings.Join(ds, "; "), maxDetail)
 	}
 	// An unstructured body (an HTML error page, say) follows the status
 	// text in the error message.
 	msg := te.Error()
 	marker := fmt.Sprintf("%d %s: ", te.StatusCode, http.StatusText(te.StatusCode))
 	if i := strings.Index(msg, marker); i >= 0 {
-		return oneLine(msg[i+len(marker):], maxDetail)
+		return cut(red, msg[i+len(marker):], maxDetail)
 	}
 	return ""
 }
@@ -148,12 +180,12 @@ func stepOf(req *http.Request) string {
 }
 
 // netCause names the network failure in err, without URLs.
-func netCause(err error) string {
+func netCause(err error, red *redactor) string {
 	var he *hungError
 	if errors.As(err, &he) {
 		return he.Error()
 	}
-	if c := tlsCause(err); c != "" {
+	if c := tlsCause(err, red); c != "" {
 		return c
 	}
 	switch {
@@ -178,11 +210,11 @@ func netCause(err error) string {
 	for errors.As(err, &ue) {
 		err = ue.Err
 	}
-	return oneLine(err.Error(), 2*maxDetail)
+	return cut(red, err.Error(), 2*maxDetail)
 }
 
 // tlsCause describes a certificate that failed verification, or "".
-func tlsCause(err error) string {
+func tlsCause(err error, red *redactor) string {
 	var ua x509.UnknownAuthorityError
 	if errors.As(err, &ua) {
 		return "TLS: certificate signed by an unknown authority (add its CA with --ca-file, or name the host with --insecure-registry)"
@@ -197,7 +229,7 @@ func tlsCause(err error) string {
 	}
 	var ve *tls.CertificateVerificationError
 	if errors.As(err, &ve) {
-		return "TLS: " + oneLine(ve.Error(), maxDetail)
+		return "TLS: " + cut(red, ve.Error(), maxDetail)
 	}
 	return ""
 }
@@ -211,6 +243,16 @@ func innermost(err error) error {
 		}
 		err = u
 	}
+}
+
+// cut masks the credentials red knows in s, then makes it one line of at
+// most limit runes. Masking comes first: cutting first could leave the
+// start of a credential, which no longer matches it, in the message.
+func cut(red *redactor, s string, limit int) string {
+	if red != nil {
+		s = red.redact(s)
+	}
+	return oneLine(s, limit)
 }
 
 // oneLine collapses whitespace and control characters, and cuts s to max

@@ -68,3 +68,31 @@ func FuzzOneLine(f *testing.F) {
 		}
 	})
 }
+
+// FuzzCutMasksFirst checks that a message cut to a length never shows the
+// start of a credential it held, wherever the credential sat: the
+// credential is masked before the message is cut.
+func FuzzCutMasksFirst(f *testing.F) {
+	// A registry that echoes the Authorization header after padding: the
+	// cut at maxDetail falls inside the header for some paddings.
+	for _, pad := range []int{0, 1, 100, 119, 120, 140, 159, 160, 200} {
+		f.Add(strings.Repeat("x", pad)+"Authorization: Basic ", "ZWNoby11c2VyOlNFTlRJTkVM", " back", maxDetail)
+	}
+	f.Add(`{"errors":[{"code":"DENIED","message":"`, "SENTINEL-p4ssw0rd", `"}]}`, 2*maxDetail)
+	f.Fuzz(func(t *testing.T, before, secret, after string, limit int) {
+		limit = max(0, min(limit, 1000))
+		if len(secret) < minSecret || strings.ContainsFunc(secret, func(r rune) bool { return unicode.IsSpace(r) || unicode.IsControl(r) }) {
+			return // too short to mask, or changed by oneLine itself
+		}
+		prefix := secret[:minSecret]
+		first, _ := utf8.DecodeRuneInString(secret)
+		if strings.ContainsRune(before+"[REDACTED]"+after+"…", first) {
+			return // the text around could spell the start of it
+		}
+		red := newRedactor()
+		red.add(secret)
+		if got := cut(red, before+secret+after, limit); strings.Contains(got, prefix) {
+			t.Fatalf("cut(%q, %d) = %q, which shows the start of the credential", before+secret+after, limit, got)
+		}
+	})
+}

@@ -1,9 +1,11 @@
 package resolve
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"net/http"
+	"net/netip"
 	"time"
 
 	"github.com/google/go-containerregistry/pkg/authn"
@@ -26,6 +28,10 @@ type options struct {
 	retry          retryPolicy
 	userAgent      string
 	logf           func(format string, args ...any)
+
+	// Tests only: how host names are looked up, and addresses classed.
+	lookup   func(ctx context.Context, host string) ([]netip.Addr, error)
+	classify func(netip.Addr) addrClass
 }
 
 // DefaultJobs is how many references a Resolver asks about at once unless
@@ -44,7 +50,7 @@ const DefaultRequestTimeout = 30 * time.Second
 func WithKeychain(kc authn.Keychain) Option {
 	return func(o *options) error {
 		if kc == nil {
-			return errors.New("keychain is nil")
+			return errors.New("WithKeychain: the keychain is nil")
 		}
 		o.keychain = kc
 		return nil
@@ -52,11 +58,14 @@ func WithKeychain(kc authn.Keychain) Option {
 }
 
 // WithTransport sets the HTTP transport under the registry protocol. The
-// default is a clone of http.DefaultTransport.
+// default is a clone of http.DefaultTransport. An *http.Transport is
+// cloned, not changed, and its dialling wrapped so that hosts other than
+// the registry are checked on the addresses connected to; another
+// RoundTripper gets the same check before each request.
 func WithTransport(t http.RoundTripper) Option {
 	return func(o *options) error {
 		if t == nil {
-			return errors.New("transport is nil")
+			return errors.New("WithTransport: the transport is nil")
 		}
 		o.transport = t
 		return nil
@@ -64,13 +73,31 @@ func WithTransport(t http.RoundTripper) Option {
 }
 
 // WithPlatform pins each image to the manifest of one platform instead of
-// the index. The default, nil, keeps the index digest of a multi-platform
-// image.
+// the index. The platform must name an OS and an architecture ("linux",
+// "/amd64" or "/" would match the first of many manifests, silently); a
+// variant and an OS version are optional. The default, nil, keeps the
+// index digest of a multi-platform image.
 func WithPlatform(p *v1.Platform) Option {
 	return func(o *options) error {
+		if p != nil && (p.OS == "" || p.Architecture == "") {
+			return fmt.Errorf("WithPlatform: %q names no OS and architecture: want os/arch[/variant], e.g. linux/amd64", platformString(p))
+		}
 		o.platform = p
 		return nil
 	}
+}
+
+// platformString formats p as os/arch[/variant][:osversion], keeping the
+// empty parts that v1.Platform.String leaves out.
+func platformString(p *v1.Platform) string {
+	s := p.OS + "/" + p.Architecture
+	if p.Variant != "" {
+		s += "/" + p.Variant
+	}
+	if p.OSVersion != "" {
+		s += ":" + p.OSVersion
+	}
+	return s
 }
 
 // WithJobs sets how many references are resolved at once. It must be
@@ -78,7 +105,7 @@ func WithPlatform(p *v1.Platform) Option {
 func WithJobs(n int) Option {
 	return func(o *options) error {
 		if n <= 0 {
-			return fmt.Errorf("jobs must be positive, got %d", n)
+			return fmt.Errorf("WithJobs: jobs must be positive, got %d", n)
 		}
 		o.jobs = n
 		return nil
@@ -94,7 +121,7 @@ func WithJobs(n int) Option {
 func WithRequestTimeout(d time.Duration) Option {
 	return func(o *options) error {
 		if d <= 0 {
-			return fmt.Errorf("request timeout must be positive, got %s", d)
+			return fmt.Errorf("WithRequestTimeout: request timeout must be positive, got %s", d)
 		}
 		o.requestTimeout = d
 		return nil
@@ -108,7 +135,7 @@ func WithInsecureRegistries(hosts ...string) Option {
 	return func(o *options) error {
 		for _, h := range hosts {
 			if h == "" {
-				return errors.New("insecure registry host is empty")
+				return errors.New("WithInsecureRegistries: a host is empty")
 			}
 			o.insecure[h] = true
 		}
@@ -135,14 +162,16 @@ func WithLogf(logf func(format string, args ...any)) Option {
 }
 
 // WithCAFiles adds the PEM certificates in files to the system's roots for
-// verifying registries. Each file must hold at least one certificate. The
+// verifying registries. Each file must be a regular file (or a link to
+// one) of at most 16 MiB, holding at least one certificate: a FIFO or a
+// device is refused rather than waited on. The
 // default is the system's roots only. It needs the default transport or
 // an *http.Transport from WithTransport.
 func WithCAFiles(files ...string) Option {
 	return func(o *options) error {
 		for _, f := range files {
 			if f == "" {
-				return errors.New("CA file name is empty")
+				return errors.New("WithCAFiles: a file name is empty")
 			}
 			o.caFiles = append(o.caFiles, f)
 		}
@@ -165,7 +194,7 @@ func WithMirror(from, to string) Option {
 	return func(o *options) error {
 		reg, m, err := parseMirror(from, to)
 		if err != nil {
-			return err
+			return fmt.Errorf("WithMirror: %w", err)
 		}
 		o.mirrors[reg] = append(o.mirrors[reg], m)
 		return nil
@@ -187,9 +216,19 @@ func WithMirrorOnly(only bool) Option {
 func withRetry(attempts int, base, most time.Duration) Option {
 	return func(o *options) error {
 		if attempts < 1 || base <= 0 || most < base {
-			return fmt.Errorf("invalid retry policy: %d attempts, backoff %s to %s", attempts, base, most)
+			return fmt.Errorf("withRetry: invalid policy: %d attempts, backoff %s to %s", attempts, base, most)
 		}
 		o.retry.attempts, o.retry.base, o.retry.max = attempts, base, most
+		return nil
+	}
+}
+
+// withAddrHooks replaces how the address guard looks up host names and
+// classes addresses, so that tests on loopback can play a registry on the
+// internet.
+func withAddrHooks(lookup func(ctx context.Context, host string) ([]netip.Addr, error), classify func(netip.Addr) addrClass) Option {
+	return func(o *options) error {
+		o.lookup, o.classify = lookup, classify
 		return nil
 	}
 }

@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"os"
 	"path"
 	"sort"
 	"strings"
@@ -32,12 +31,15 @@ import (
 // Docker Hub), docker.io and registry-1.docker.io are Docker Hub, and a
 // "*" matches one DNS label ("*.registry.example"). A registry without a
 // key resolves to authn.Anonymous, so the Keychain composes with others
-// in authn.NewMultiKeychain. Errors name the file but never its content.
+// in authn.NewMultiKeychain. file must be a regular file (or a link to
+// one, as a mounted Secret is) of at most 4 MiB: a FIFO or a device is
+// refused rather than waited on. Errors name the file but never its
+// content.
 // The Keychain is safe for concurrent use.
 func ReadPullSecret(file string) (authn.Keychain, error) {
-	b, err := os.ReadFile(file)
+	b, err := readSmallFile(file, maxPullSecret, true)
 	if err != nil {
-		return nil, fmt.Errorf("reading pull secret: %w", err)
+		return nil, fmt.Errorf("reading pull secret %s: %w", file, err)
 	}
 	kc, err := parsePullSecret(b)
 	if err != nil {
@@ -45,6 +47,10 @@ func ReadPullSecret(file string) (authn.Keychain, error) {
 	}
 	return kc, nil
 }
+
+// maxPullSecret caps a pull secret file; Kubernetes caps a Secret at
+// 1 MiB.
+const maxPullSecret = 4 << 20
 
 // pullSecret is a Keychain over the auths of one pull secret.
 type pullSecret struct {

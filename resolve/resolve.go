@@ -20,10 +20,13 @@ import (
 
 // Resolver resolves image references to digests. It is safe for
 // concurrent use; it resolves each distinct reference once for its
-// lifetime (a failure is not remembered, so a later call asks again) and
-// bounds how many registry requests run at once. Use one Resolver per run,
-// so that each registry is pinged once, its tokens are shared, and a hung
-// registry is given up on once.
+// lifetime and bounds how many references are resolved at once. The
+// failure of one reference is not remembered, so a later call asks again;
+// the failure of a registry as a whole (its ping, connection, TLS, or
+// credentials the token server refuses) and a registry that hangs are
+// remembered, and later references to it fail at once with that cause.
+// Use one Resolver per run, so that each registry is pinged once, its
+// tokens are shared, and a failing registry is given up on once.
 type Resolver struct {
 	o        options
 	red      *redactor
@@ -62,7 +65,7 @@ func New(opts ...Option) (*Resolver, error) {
 		}
 	}
 	if o.mirrorOnly && len(o.mirrors) == 0 {
-		return nil, errors.New("configuring resolver: mirror-only without any mirror")
+		return nil, errors.New("configuring resolver: WithMirrorOnly: needs a WithMirror")
 	}
 	// Every message goes through the redactor, those of the retries too.
 	red := newRedactor()
@@ -163,7 +166,7 @@ func (r *Resolver) resolve(ctx context.Context, ref name.Reference) (v1.Hash, er
 			break
 		}
 		if c.mirror {
-			r.o.logf("mirror %s failed: %s", c.ref, describe(err))
+			r.o.logf("mirror %s failed: %s", c.ref, describe(err, r.red))
 		}
 	}
 	return v1.Hash{}, newError(ref, fails, r.red)
@@ -204,8 +207,11 @@ func (r *Resolver) session(reg name.Registry) *session {
 		kc:      r.o.keychain,
 		red:     r.red,
 		popts:   popts,
+		creds:   make(chan struct{}, 1),
 		prep:    make(chan struct{}, 1),
+		login:   make(chan struct{}, 1),
 		pending: map[string]int{},
+		denied:  map[string]bool{},
 	})
 	return v.(*session)
 }
@@ -213,6 +219,7 @@ func (r *Resolver) session(reg name.Registry) *session {
 // resolveAt asks one registry: HEAD first, GET only when HEAD gives no
 // digest, or GET straight away to pick a platform.
 func (r *Resolver) resolveAt(ctx context.Context, c candidate) (v1.Hash, error) {
+	ctx = withRegistry(ctx, c.ref.Context().RegistryStr())
 	p, err := c.sess.puller(ctx, c.ref.Context().RepositoryStr())
 	if err != nil {
 		return v1.Hash{}, err
@@ -230,7 +237,7 @@ func (r *Resolver) resolveAt(ctx context.Context, c candidate) (v1.Hash, error) 
 	}
 	// Some registries give no digest on HEAD, or refuse HEAD; GET the
 	// manifest instead.
-	r.o.logf("HEAD %s gave no digest (%s); trying GET", c.ref, describe(err))
+	r.o.logf("HEAD %s gave no digest (%s); trying GET", c.ref, describe(err, r.red))
 	d, err := p.Get(ctx, c.ref)
 	if err != nil {
 		return v1.Hash{}, err

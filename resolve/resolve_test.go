@@ -291,14 +291,22 @@ func TestNewValidates(t *testing.T) {
 		opts    []Option
 		wantErr string
 	}{
-		{"zero jobs", []Option{WithJobs(0)}, "jobs must be positive"},
-		{"zero request timeout", []Option{WithRequestTimeout(0)}, "request timeout must be positive"},
-		{"nil keychain", []Option{WithKeychain(nil)}, "keychain is nil"},
-		{"empty insecure host", []Option{WithInsecureRegistries("")}, "insecure registry host is empty"},
-		{"mirror-only without mirrors", []Option{WithMirrorOnly(true)}, "mirror-only without any mirror"},
-		{"bad mirror", []Option{WithMirror("docker.io", "https://mirror.example")}, "without a scheme"},
-		{"missing CA file", []Option{WithCAFiles("/nonexistent/ca.pem")}, "reading CA file"},
-		{"bad retry policy", []Option{withRetry(0, time.Second, time.Second)}, "invalid retry policy"},
+		{"zero jobs", []Option{WithJobs(0)}, "configuring resolver: WithJobs: jobs must be positive, got 0"},
+		{"zero request timeout", []Option{WithRequestTimeout(0)}, "configuring resolver: WithRequestTimeout: request timeout must be positive, got 0s"},
+		{"nil keychain", []Option{WithKeychain(nil)}, "WithKeychain: the keychain is nil"},
+		{"nil transport", []Option{WithTransport(nil)}, "WithTransport: the transport is nil"},
+		{"empty insecure host", []Option{WithInsecureRegistries("")}, "WithInsecureRegistries: a host is empty"},
+		{"mirror-only without mirrors", []Option{WithMirrorOnly(true)}, "WithMirrorOnly: needs a WithMirror"},
+		{"bad mirror", []Option{WithMirror("docker.io", "https://mirror.example")}, "WithMirror: mirror docker.io=https://mirror.example: give registry hosts without a scheme"},
+		{"empty CA file name", []Option{WithCAFiles("")}, "WithCAFiles: a file name is empty"},
+		{"missing CA file", []Option{WithCAFiles("/nonexistent/ca.pem")}, "WithCAFiles: reading /nonexistent/ca.pem"},
+		{"bad retry policy", []Option{withRetry(0, time.Second, time.Second)}, "withRetry: invalid policy"},
+		// A platform without an OS or an architecture would pin the
+		// first manifest that matches the rest, silently.
+		{"platform without architecture", []Option{WithPlatform(&v1.Platform{OS: "linux"})}, `WithPlatform: "linux/" names no OS and architecture`},
+		{"platform without OS", []Option{WithPlatform(&v1.Platform{Architecture: "amd64"})}, `WithPlatform: "/amd64" names no OS and architecture`},
+		{"empty platform", []Option{WithPlatform(&v1.Platform{})}, `WithPlatform: "/" names no OS and architecture`},
+		{"platform with a variant but no architecture", []Option{WithPlatform(&v1.Platform{OS: "linux", Variant: "v7"})}, `WithPlatform: "linux//v7"`},
 	} {
 		t.Run(tc.desc, func(t *testing.T) {
 			_, err := New(tc.opts...)
@@ -306,5 +314,37 @@ func TestNewValidates(t *testing.T) {
 				t.Errorf("New() error = %v, want one containing %q", err, tc.wantErr)
 			}
 		})
+	}
+}
+
+// TestWithPlatformNeedsOSAndArchitecture parses platforms as the command
+// line does and checks which New accepts: one that names no OS or no
+// architecture would pin the first manifest that matches the rest.
+func TestWithPlatformNeedsOSAndArchitecture(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		platform string
+		wantErr  bool
+	}{
+		{"linux", true},
+		{"/amd64", true},
+		{"/", true},
+		{"linux/", true},
+		{"", true},
+		{"linux/amd64", false},
+		{"linux/arm/v7", false},
+		{"windows/amd64:10.0.17763.1", false},
+	} {
+		p, err := v1.ParsePlatform(tc.platform)
+		if err != nil {
+			t.Fatalf("ParsePlatform(%q): %v", tc.platform, err)
+		}
+		_, err = New(WithKeychain(anonymous), WithPlatform(p))
+		if got := err != nil; got != tc.wantErr {
+			t.Errorf("New(WithPlatform(%q)) error = %v, want error %v", tc.platform, err, tc.wantErr)
+		}
+		if err != nil && !strings.Contains(err.Error(), "WithPlatform: ") {
+			t.Errorf("New(WithPlatform(%q)) error = %q, want it to name WithPlatform", tc.platform, err)
+		}
 	}
 }

@@ -68,7 +68,8 @@ type retryTransport struct {
 	policy  retryPolicy
 	timeout time.Duration
 	logf    func(format string, args ...any)
-	hung    sync.Map // host → time.Duration it failed to answer within
+	red     *redactor // masks credentials in causes before they are cut
+	hung    sync.Map  // host → time.Duration it failed to answer within
 }
 
 // RoundTrip implements http.RoundTripper.
@@ -145,7 +146,7 @@ func (t *retryTransport) shouldRetry(req *http.Request, resp *http.Response, err
 		if !transientNetError(err) || req.Context().Err() != nil {
 			return 0, "", false
 		}
-		cause = netCause(err)
+		cause = netCause(err, t.red)
 	case transientStatus(resp.StatusCode):
 		cause = resp.Status
 		after, hasAfter = retryAfter(resp.Header.Get("Retry-After"), time.Now())

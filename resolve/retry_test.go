@@ -205,19 +205,15 @@ func TestHungRegistryCostsOneTimeout(t *testing.T) {
 		return true
 	})
 	r, _ := newTestResolver(t, WithJobs(1), WithRequestTimeout(timeout))
-	start := time.Now()
 	var wg sync.WaitGroup
 	errs := make([]error, len(refs))
 	for i, ref := range refs {
 		wg.Go(func() { _, errs[i] = resolveString(t, r, ref) })
 	}
 	wg.Wait()
-	elapsed := time.Since(start)
 	// Without the memory of a hung host: 4 references one at a time, each
-	// a timeout (or four, with retries).
-	if elapsed > 2*timeout {
-		t.Errorf("took %s, want about one request timeout (%s)", elapsed, timeout)
-	}
+	// a timeout (or four, with retries). The requests counted below say
+	// so without a clock: one HEAD, and one reference timed out.
 	var got []string
 	for i, err := range errs {
 		if err == nil {
@@ -255,8 +251,10 @@ func TestDeadlineBoundsAHungRegistry(t *testing.T) {
 	start := time.Now()
 	_, err := r.Resolve(ctx, parseRef(t, reg.Ref("app:1")))
 	wantErr(t, err, reg.Ref("app:1"), "deadline exceeded")
-	if d := time.Since(start); d > time.Second {
-		t.Errorf("took %s, want about the deadline (300ms)", d)
+	// The request timeout is a minute: ending well before it shows that
+	// the deadline bounded the call, on a machine however busy.
+	if d := time.Since(start); d > 20*time.Second {
+		t.Errorf("took %s, want about the deadline (300ms), not the request timeout (1m)", d)
 	}
 }
 

@@ -31,8 +31,15 @@ const maxScopes = 32
 // exchange. A repository announced later gets a token of its own (with
 // every other repository still waiting). Token servers grant the subset
 // of the scopes the credentials allow (the distribution token spec), so
-// asking for more never loses access; a server that refuses the whole
-// request instead is asked again for the one repository.
+// asking for more never loses access. A server that refuses the whole
+// request instead is asked again for the one repository; when it refuses
+// that too, a token without a scope (what docker login asks for) tells
+// whether it refuses the credentials, and every repository fails, or only
+// this repository, which alone fails and is left out of later requests.
+//
+// A registry that fails as a whole (its ping, its credentials, its token
+// server) is remembered for the session: later resolutions fail at once
+// with that first cause, rather than ask again and wait.
 type session struct {
 	reg   name.Registry
 	base  http.RoundTripper // the shared HTTP layer, with the ping cache
@@ -40,17 +47,26 @@ type session struct {
 	red   *redactor
 	popts []remote.Option
 
-	prep      chan struct{} // held while preparing
-	auth      authn.Authenticator
+	creds chan struct{}       // held while looking up credentials
+	auth  authn.Authenticator // nil until looked up; under creds
+	cfg   *authn.AuthConfig   // nil until looked up; under creds
+
+	prep      chan struct{}        // held while preparing
 	challenge *transport.Challenge // nil until prepared
+	prepAuth  authn.Authenticator  // with challenge
 	prepGen   int                  // failed preparations so far; under mu
 	prepErr   error                // the last one's error; under mu
+
+	login chan struct{} // held while checking the credentials
 
 	mu       sync.Mutex
 	pending  map[string]int // repository → resolutions that may need it
 	open     *remote.Puller // when the registry needs no token: serves all
 	tokens   []*token
 	inflight []*exchange
+	denied   map[string]bool // repositories the token server refused alone
+	loginOK  bool            // the token server granted a token without a scope
+	failed   error           // the registry's failure as a whole, for good
 }
 
 // token is a bearer token and the repositories it was asked for.
@@ -95,11 +111,22 @@ func (s *session) done(repo string) {
 func (s *session) puller(ctx context.Context, repo string) (*remote.Puller, error) {
 	for {
 		s.mu.Lock()
+		if err := s.failed; err != nil {
+			s.mu.Unlock()
+			return nil, err
+		}
 		if p := s.lookup(repo); p != nil {
 			s.mu.Unlock()
 			return p, nil
 		}
-		if ex := s.inflightFor(repo); ex != nil {
+		ex := s.inflightFor(repo)
+		if ex == nil && s.open == nil && len(s.tokens) == 0 && len(s.inflight) > 0 {
+			// Until a first token proves the credentials, one exchange
+			// at a time: wrong credentials then cost one refusal, not
+			// one per resolution in flight.
+			ex = s.inflight[0]
+		}
+		if ex != nil {
 			s.mu.Unlock()
 			select {
 			case <-ex.done:
@@ -121,23 +148,30 @@ func (s *session) puller(ctx context.Context, repo string) (*remote.Puller, erro
 			return nil, err
 		}
 		s.mu.Lock()
-		if s.lookup(repo) != nil || s.inflightFor(repo) != nil {
+		if s.failed != nil || s.lookup(repo) != nil || s.inflightFor(repo) != nil ||
+			(s.open == nil && len(s.tokens) == 0 && len(s.inflight) > 0) {
 			s.mu.Unlock()
 			continue
 		}
-		ex := &exchange{repos: s.scopesFor(repo), done: make(chan struct{})}
+		ex = &exchange{repos: s.scopesFor(repo), done: make(chan struct{})}
 		if !strings.EqualFold(ch.Scheme, "bearer") {
 			ex.repos = nil // no token: every repository is served alike
 		}
 		s.inflight = append(s.inflight, ex)
 		s.mu.Unlock()
 
-		p, granted, failed, err := s.exchange(ctx, auth, repo, ex.repos)
+		p, granted, failed, err := s.exchange(ctx, auth, ch, repo, ex.repos)
 		s.mu.Lock()
 		s.inflight = slices.DeleteFunc(s.inflight, func(e *exchange) bool { return e == ex })
 		switch {
 		case err != nil:
 			ex.err, ex.failed = err, failed
+			if failed == nil {
+				s.failed = err
+			}
+			if failed[repo] && refused(err) {
+				s.denied[repo] = true
+			}
 		case granted == nil:
 			s.open = p
 		default:
@@ -153,8 +187,10 @@ func (s *session) puller(ctx context.Context, repo string) (*remote.Puller, erro
 
 // prepare resolves the registry's credentials and pings it, once for the
 // session. Concurrent callers wait for one; when it fails, those that were
-// waiting get its error (a registry that fails after its retries is not
-// asked again by each of them in turn), and later callers try again.
+// waiting get its error, and the session remembers it (puller fails later
+// callers with it at once): a registry that fails after its retries is
+// not asked again in the run. A caller whose own deadline ran out
+// remembers nothing, and the next caller tries again.
 func (s *session) prepare(ctx context.Context) (authn.Authenticator, *transport.Challenge, error) {
 	s.mu.Lock()
 	gen := s.prepGen
@@ -166,7 +202,7 @@ func (s *session) prepare(ctx context.Context) (authn.Authenticator, *transport.
 		return nil, nil, ctx.Err()
 	}
 	if s.challenge != nil {
-		return s.auth, s.challenge, nil
+		return s.prepAuth, s.challenge, nil
 	}
 	s.mu.Lock()
 	if s.prepGen != gen {
@@ -181,25 +217,21 @@ func (s *session) prepare(ctx context.Context) (authn.Authenticator, *transport.
 			s.mu.Lock()
 			s.prepGen++
 			s.prepErr = err
+			s.failed = err
 			s.mu.Unlock()
 		}
 		return nil, nil, err
 	}
-	s.auth, s.challenge = auth, ch
+	s.prepAuth, s.challenge = auth, ch
 	return auth, ch, nil
 }
 
 // connect looks up the registry's credentials and pings it.
 func (s *session) connect(ctx context.Context) (authn.Authenticator, *transport.Challenge, error) {
-	auth, err := authn.Resolve(ctx, s.kc, s.reg)
+	auth, _, err := s.credentials(ctx)
 	if err != nil {
-		return nil, nil, credentialError{s.reg.RegistryStr(), err}
+		return nil, nil, err
 	}
-	cfg, err := authn.Authorization(ctx, auth)
-	if err != nil {
-		return nil, nil, credentialError{s.reg.RegistryStr(), err}
-	}
-	s.red.addAuth(cfg)
 	ch, err := transport.Ping(ctx, s.reg, s.base)
 	if err != nil {
 		return nil, nil, err
@@ -237,7 +269,7 @@ func (s *session) scopesFor(repo string) map[string]bool {
 	repos := map[string]bool{repo: true}
 	others := make([]string, 0, len(s.pending))
 	for r := range s.pending {
-		if r != repo && s.lookup(r) == nil && s.inflightFor(r) == nil {
+		if r != repo && !s.denied[r] && s.lookup(r) == nil && s.inflightFor(r) == nil {
 			others = append(others, r)
 		}
 	}
@@ -255,11 +287,14 @@ func (s *session) scopesFor(repo string) map[string]bool {
 // (repos is nil) it serves every repository; with bearer auth it holds a
 // token for repos. It returns the puller and the repositories it serves
 // (nil: all of them); on error, the repositories the error applies to
-// (nil: all of them).
-func (s *session) exchange(ctx context.Context, auth authn.Authenticator, repo string, repos map[string]bool) (*remote.Puller, map[string]bool, map[string]bool, error) {
+// (nil: all of them, the registry as a whole).
+func (s *session) exchange(ctx context.Context, auth authn.Authenticator, ch *transport.Challenge, repo string, repos map[string]bool) (*remote.Puller, map[string]bool, map[string]bool, error) {
 	if repos == nil {
 		t, err := transport.NewWithContext(ctx, s.reg, auth, s.base, nil)
 		if err != nil {
+			if ctx.Err() != nil {
+				return nil, nil, map[string]bool{repo: true}, err
+			}
 			return nil, nil, nil, err
 		}
 		p, err := s.newPuller(t)
@@ -276,13 +311,58 @@ func (s *session) exchange(ctx context.Context, auth authn.Authenticator, repo s
 		if err != nil && !refused(err) {
 			return nil, nil, repos, err
 		}
-		// Refused again: the credentials are wrong, for everyone.
+	}
+	if err != nil && refused(err) {
+		// Refused for this repository alone. The same answer means wrong
+		// credentials (every repository fails) or a repository they do
+		// not reach (only this one fails): a token without a scope tells
+		// which. Whatever the order in which repositories get here, each
+		// one's result is the same.
+		if lerr := s.checkLogin(ctx, auth, ch); lerr != nil && refused(lerr) {
+			return nil, nil, nil, err
+		}
+		return nil, nil, map[string]bool{repo: true}, err
 	}
 	if err != nil {
+		if ctx.Err() != nil {
+			return nil, nil, map[string]bool{repo: true}, err // this caller's deadline: the others ask again
+		}
 		return nil, nil, nil, err
 	}
 	p, err := s.newPuller(t)
 	return p, repos, nil, err
+}
+
+// checkLogin asks the token server for a token without a repository
+// scope, once for the session, as docker login does to check credentials.
+// It returns the refusal, if any; a failure that is not a refusal (or the
+// caller's deadline) is returned but not remembered.
+func (s *session) checkLogin(ctx context.Context, auth authn.Authenticator, ch *transport.Challenge) error {
+	select {
+	case s.login <- struct{}{}:
+		defer func() { <-s.login }()
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+	s.mu.Lock()
+	ok, failed := s.loginOK, s.failed
+	s.mu.Unlock()
+	if ok {
+		return nil
+	}
+	if failed != nil {
+		return failed
+	}
+	_, err := transport.Exchange(ctx, s.reg, auth, s.base, nil, ch)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	switch {
+	case err == nil:
+		s.loginOK = true
+	case refused(err):
+		s.failed = err
+	}
+	return err
 }
 
 func (s *session) newPuller(t http.RoundTripper) (*remote.Puller, error) {
@@ -316,10 +396,11 @@ func refused(err error) bool {
 type credentialError struct {
 	registry string
 	err      error
+	red      *redactor
 }
 
 func (e credentialError) Error() string {
-	return "reading credentials for " + e.registry + ": " + oneLine(e.err.Error(), maxDetail)
+	return "reading credentials for " + e.registry + ": " + cut(e.red, e.err.Error(), maxDetail)
 }
 
 func (e credentialError) Unwrap() error { return e.err }

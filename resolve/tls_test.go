@@ -101,7 +101,7 @@ func TestDescribeNetworkCauses(t *testing.T) {
 		{&hungError{host: "registry.example", timeout: 30e9, earlier: true}, "skipped: registry.example gave no answer within 30s earlier in this run"},
 		{errors.New("line one\nline two\t\tend"), "line one line two end"},
 	} {
-		if got := describe(tc.err); got != tc.want {
+		if got := describe(tc.err, nil); got != tc.want {
 			t.Errorf("describe(%v) = %q, want %q", tc.err, got, tc.want)
 		}
 	}

@@ -8,7 +8,6 @@ import (
 	"io"
 	"net"
 	"net/http"
-	"os"
 	"strings"
 )
 
@@ -21,22 +20,32 @@ func newBaseTransport(o *options, red *redactor) (http.RoundTripper, error) {
 	if t == nil {
 		t = http.DefaultTransport.(*http.Transport).Clone()
 	}
+	// Connections to hosts other than the registry go only where the
+	// registry is: see addrGuard.
+	g := newAddrGuard(o)
+	if ht, ok := t.(*http.Transport); ok {
+		ht = ht.Clone()
+		g.guardDial(ht)
+		t = ht
+	} else {
+		t = &addrGuardTransport{next: t, g: g}
+	}
 	if len(o.caFiles) > 0 {
 		ht, ok := t.(*http.Transport)
 		if !ok {
-			return nil, errors.New("extra CA files need an *http.Transport")
+			return nil, errors.New("WithCAFiles: needs the default transport or an *http.Transport from WithTransport")
 		}
 		pool, err := x509.SystemCertPool()
 		if err != nil {
 			pool = x509.NewCertPool()
 		}
 		for _, f := range o.caFiles {
-			pem, err := os.ReadFile(f)
+			pem, err := readSmallFile(f, maxCAFile, true)
 			if err != nil {
-				return nil, fmt.Errorf("reading CA file: %w", err)
+				return nil, fmt.Errorf("WithCAFiles: reading %s: %w", f, err)
 			}
 			if !pool.AppendCertsFromPEM(pem) {
-				return nil, fmt.Errorf("reading CA file %s: no PEM certificate in it", f)
+				return nil, fmt.Errorf("WithCAFiles: reading %s: no PEM certificate in it", f)
 			}
 		}
 		ht = ht.Clone()
@@ -49,11 +58,69 @@ func newBaseTransport(o *options, red *redactor) (http.RoundTripper, error) {
 	if len(o.insecure) > 0 {
 		t = newInsecureTransport(t, o.insecure)
 	}
+	t = &dialTarget{next: t}
 	t = &plainHTTPGuard{next: t, insecure: o.insecure}
 	t = &bodyCap{next: t, max: maxResponseBody}
-	rt := &retryTransport{next: &redactingTransport{next: t, red: red}, policy: o.retry, timeout: o.requestTimeout, logf: o.logf}
-	return newPingCache(rt), nil
+	rt := &retryTransport{next: &redactingTransport{next: t, red: red}, policy: o.retry, timeout: o.requestTimeout, logf: o.logf, red: red}
+	return &redirectLimit{next: newPingCache(rt), max: maxRedirects}, nil
 }
+
+// maxRedirects is how many redirects one registry request may follow, as
+// Go's http.Client does by default.
+const maxRedirects = 10
+
+// redirectLimit fails a request whose answer is the max-th redirect of
+// its chain, as Go's http.Client stops by default. go-containerregistry's
+// registry clients replace the client's redirect policy with an SSRF check
+// that does not count hops, so a registry that redirects to itself would
+// be asked without end. The transport sees each hop: http.Client sets
+// req.Response to the redirect that led to it. It fails the answer rather
+// than the next request so that it comes before http.Client's own limit
+// (the ping's client keeps it), with the same message everywhere.
+type redirectLimit struct {
+	next http.RoundTripper
+	max  int
+}
+
+// RoundTrip implements http.RoundTripper.
+func (l *redirectLimit) RoundTrip(req *http.Request) (*http.Response, error) {
+	hops := 0
+	first := req
+	for r := req; r.Response != nil && r.Response.Request != nil; r = r.Response.Request {
+		hops++
+		first = r.Response.Request
+	}
+	resp, err := l.next.RoundTrip(req)
+	if err != nil || hops+1 < l.max || !isRedirect(resp) {
+		return resp, err
+	}
+	_ = resp.Body.Close()
+	return nil, &redirectError{host: first.URL.Host, max: l.max}
+}
+
+// isRedirect reports whether http.Client would follow resp.
+func isRedirect(resp *http.Response) bool {
+	switch resp.StatusCode {
+	case http.StatusMovedPermanently, http.StatusFound, http.StatusSeeOther,
+		http.StatusTemporaryRedirect, http.StatusPermanentRedirect:
+		return resp.Header.Get("Location") != ""
+	}
+	return false
+}
+
+// redirectError is a request whose chain reached max redirects.
+type redirectError struct {
+	host string
+	max  int
+}
+
+func (e *redirectError) Error() string {
+	return fmt.Sprintf("too many redirects (%d) from %s", e.max, e.host)
+}
+
+// maxCAFile caps a CA bundle file. The system's whole bundle is about
+// 200 KiB.
+const maxCAFile = 16 << 20
 
 // maxResponseBody caps what a Resolver reads of one registry answer. The
 // largest answers it reads are manifests and indexes (and, with a

@@ -5,6 +5,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"sort"
@@ -38,11 +39,26 @@ type TokenServer struct {
 	Service string
 
 	user, password string // "" accepts anonymous requests
+	realmHost      string // the host the realm names
 
 	mu        sync.Mutex
 	tokens    map[string]map[string]bool // token → scopes granted
 	exchanges [][]string                 // scopes of each token request
 	refused   int
+	denied    map[string]int // repository → status that refuses a request for it
+}
+
+// Deny makes the token server refuse, with status (401 or 403), every
+// token request that asks for pull on repo, however many other
+// repositories it asks for too, as some token servers do for a scope the
+// credentials do not allow. A request without a scope is granted.
+func (ts *TokenServer) Deny(repo string, status int) {
+	ts.mu.Lock()
+	defer ts.mu.Unlock()
+	if ts.denied == nil {
+		ts.denied = map[string]int{}
+	}
+	ts.denied["repository:"+repo+":pull"] = status
 }
 
 // NewTokenServer starts a token server that is closed when the test ends.
@@ -50,17 +66,36 @@ type TokenServer struct {
 // password; without, anyone gets a token.
 func NewTokenServer(t TB, user, password string) *TokenServer {
 	t.Helper()
-	ts := &TokenServer{Service: "testregistry", user: user, password: password, tokens: map[string]map[string]bool{}}
+	ts := &TokenServer{Service: "testregistry", user: user, password: password, tokens: map[string]map[string]bool{}, realmHost: "localhost"}
 	ts.Server = httptest.NewServer(http.HandlerFunc(ts.serveToken))
+	t.Cleanup(ts.Server.Close)
+	return ts
+}
+
+// NewTokenServerOn is NewTokenServer listening on addr (a loopback
+// "ip:0", e.g. "127.0.0.2:0"), whose realm names realmHost: a name the
+// resolver under test is told resolves to addr's IP.
+func NewTokenServerOn(t TB, addr, realmHost, user, password string) *TokenServer {
+	t.Helper()
+	ts := &TokenServer{Service: "testregistry", user: user, password: password, tokens: map[string]map[string]bool{}, realmHost: realmHost}
+	l, err := net.Listen("tcp", addr)
+	if err != nil {
+		t.Fatalf("listening on %s: %v", addr, err)
+	}
+	ts.Server = httptest.NewUnstartedServer(http.HandlerFunc(ts.serveToken))
+	_ = ts.Server.Listener.Close()
+	ts.Server.Listener = l
+	ts.Server.Start()
 	t.Cleanup(ts.Server.Close)
 	return ts
 }
 
 // Realm is the token endpoint. It names the host "localhost" (not the
 // loopback address) because go-containerregistry refuses realms on
-// private addresses other than the registry's own.
+// private addresses other than the registry's own, or the realm host of
+// NewTokenServerOn.
 func (ts *TokenServer) Realm() string {
-	return "http://localhost:" + ts.Server.URL[strings.LastIndex(ts.Server.URL, ":")+1:] + "/token"
+	return "http://" + ts.realmHost + ":" + ts.Server.URL[strings.LastIndex(ts.Server.URL, ":")+1:] + "/token"
 }
 
 func (ts *TokenServer) serveToken(w http.ResponseWriter, r *http.Request) {
@@ -81,6 +116,21 @@ func (ts *TokenServer) serveToken(w http.ResponseWriter, r *http.Request) {
 			writeError(w, http.StatusUnauthorized, "UNAUTHORIZED", "bad credentials")
 			return
 		}
+	}
+	ts.mu.Lock()
+	status := 0
+	for _, sc := range scopes {
+		for _, one := range strings.Fields(sc) {
+			status = max(status, ts.denied[one])
+		}
+	}
+	if status != 0 {
+		ts.refused++
+	}
+	ts.mu.Unlock()
+	if status != 0 {
+		writeError(w, status, "DENIED", "access to the requested resource is not authorized")
+		return
 	}
 	b := make([]byte, 16)
 	_, _ = rand.Read(b)
