@@ -80,7 +80,7 @@ func checkAliases(root *yaml.Node) (int, error) {
 		for i := 0; i+1 < len(m.Content) && total <= limit; i += 2 {
 			if isMergeKey(m.Content[i]) {
 				for _, src := range mergeSources(m.Content[i+1]) {
-					total += expand(src)
+					total += expand(src[len(src)-1])
 				}
 			}
 		}
@@ -91,7 +91,7 @@ func checkAliases(root *yaml.Node) (int, error) {
 	cost := 0
 	for _, v := range merges {
 		for _, src := range mergeSources(v) {
-			if cost += expand(src); cost > limit {
+			if cost += expand(src[len(src)-1]); cost > limit {
 				return v.Line, fmt.Errorf("merge keys (<<) expand to more than %d entries in a document of %d nodes", limit, nodes)
 			}
 		}

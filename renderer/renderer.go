@@ -361,13 +361,17 @@ func (r *Renderer) paths() []PodSpecPath {
 
 // imageKey is the cheap test for a document that may hold an image field:
 // one without the word cannot, and is never parsed, unless it holds a
-// backslash: a double-quoted key may spell the word with escapes
-// ("\x69mage").
+// backslash (a double-quoted key may spell the word with escapes:
+// "\x69mage") or a tag that could be !!binary (a key "!!binary aW1hZ2U="
+// decodes to "image"; a tag is written "!!…", "!<…>", or with a handle
+// that a %TAG directive names). An alias key names a node that spells
+// the word in one of these ways.
 var imageKey = []byte("image")
 
 // mayHoldImage reports whether a document body may hold an image field.
 func mayHoldImage(body []byte) bool {
-	return bytes.Contains(body, imageKey) || bytes.IndexByte(body, '\\') >= 0
+	return bytes.Contains(body, imageKey) || bytes.IndexByte(body, '\\') >= 0 ||
+		bytes.Contains(body, []byte("!!")) || bytes.Contains(body, []byte("!<")) || bytes.Contains(body, []byte("%TAG"))
 }
 
 // edit parses document d and rewrites its image fields and checksums. It
@@ -520,28 +524,67 @@ func (e *editor) object(obj *yaml.Node, depth int) error {
 	if !once(&e.objects, obj) {
 		return nil
 	}
-	kind := scalar(lookup(obj, "kind"))
-	if items := lookup(obj, "items"); strings.HasSuffix(kind, "List") && items != nil && items.Kind == yaml.SequenceNode {
-		if depth >= maxListDepth {
-			return fmt.Errorf("%s: List objects nested more than %d deep", e.d.at(obj.Line), maxListDepth)
+	kind, _, err := str(obj, "kind")
+	if err != nil {
+		return e.keyError(err, "")
+	}
+	if strings.HasSuffix(kind, "List") {
+		items, err := get(obj, "items")
+		if err != nil {
+			return e.keyError(err, kind)
 		}
-		for _, item := range items.Content {
-			if item = deref(item); item.Kind == yaml.MappingNode {
-				if err := e.object(item, depth+1); err != nil {
-					return err
+		if items.value != nil && items.value.Kind == yaml.SequenceNode {
+			if depth >= maxListDepth {
+				return fmt.Errorf("%s: List objects nested more than %d deep", e.d.at(obj.Line), maxListDepth)
+			}
+			for _, item := range items.value.Content {
+				if item = deref(item); item.Kind == yaml.MappingNode {
+					if err := e.object(item, depth+1); err != nil {
+						return err
+					}
 				}
 			}
+			return nil
 		}
-		return nil
 	}
-	meta := lookup(obj, "metadata")
-	w := Workload{Kind: kind, Namespace: scalar(lookup(meta, "namespace")), Name: scalar(lookup(meta, "name"))}
-	for _, t := range findPodTemplates(obj, e.r.paths()) {
+	apiVersion, _, err := str(obj, "apiVersion")
+	if err != nil {
+		return e.keyError(err, kind)
+	}
+	w := Workload{Kind: kind}
+	meta, err := get(obj, "metadata")
+	if err == nil {
+		w.Name, _, err = str(meta.value, "name")
+	}
+	if err == nil {
+		w.Namespace, _, err = str(meta.value, "namespace")
+	}
+	if err != nil {
+		return e.keyError(err, kind)
+	}
+	templates, err := findPodTemplates(obj, apiGroup(apiVersion), kind, e.r.paths())
+	if err != nil {
+		return e.keyError(err, w.object())
+	}
+	for _, t := range templates {
 		if err := e.template(t, w); err != nil {
 			return err
 		}
 	}
 	return nil
+}
+
+// keyError turns an error of get into a document error: where, then who
+// (an object or a container, when known), then what.
+func (e *editor) keyError(err error, who string) error {
+	var ke *keyError
+	if !errors.As(err, &ke) {
+		return err
+	}
+	if who == "" {
+		return fmt.Errorf("%s: %w", e.d.at(ke.line), err)
+	}
+	return fmt.Errorf("%s: %s: %w", e.d.at(ke.line), who, err)
 }
 
 // template pins the images of one pod template and sets its checksum.
@@ -561,25 +604,30 @@ func (e *editor) template(t podTemplate, w Workload) error {
 		if done {
 			break // a pod spec shared through an alias: edited already
 		}
-		list := lookup(t.spec, field)
-		if list == nil || list.Kind != yaml.SequenceNode {
+		list, err := get(t.spec, field)
+		if err != nil {
+			return e.keyError(err, w.object())
+		}
+		if list.value == nil || list.value.Kind != yaml.SequenceNode {
 			continue
 		}
-		if k := duplicateKey(t.spec, field); k != nil {
-			return fmt.Errorf("%s: %s: %s is given twice", e.d.at(k.Line), w.object(), field)
-		}
-		for _, c := range list.Content {
-			w.Container = scalar(lookup(c, "name"))
-			img := lookup(c, "image")
+		for i, c := range list.value.Content {
+			// YAML decoders disagree on which of two equal keys wins:
+			// pinning one could leave the other in force. get refuses
+			// what the API server could read otherwise.
+			w.Container, _, err = str(c, "name")
+			if err != nil {
+				return e.keyError(err, fmt.Sprintf("%s %s[%d]", w.object(), field, i))
+			}
+			image, err := get(c, "image")
+			if err != nil {
+				return e.keyError(err, w.String())
+			}
+			img := image.value
 			if img == nil {
 				continue // no image: nothing to pin
 			}
 			where := e.d.at(img.Line)
-			// YAML decoders disagree on which of two equal keys wins:
-			// pinning one could leave the other in force.
-			if k := duplicateKey(c, "image"); k != nil {
-				return fmt.Errorf("%s: %s: image is given twice", e.d.at(k.Line), w)
-			}
 			if img.Kind != yaml.ScalarNode || img.Tag != "!!str" || strings.TrimSpace(img.Value) == "" {
 				return fmt.Errorf("%s: %s: image is %s, want a reference such as registry/name:tag", where, w, describe(img))
 			}
@@ -626,32 +674,27 @@ func (e *editor) template(t podTemplate, w Workload) error {
 		return nil
 	}
 	sum := Checksum(lines)
-	if scalar(lookup(lookup(lookup(t.holder, "metadata"), "annotations"), e.r.annotation())) == sum {
+	meta, err := get(t.holder, "metadata")
+	var ann, old entry
+	if err == nil {
+		ann, err = get(meta.value, "annotations")
+	}
+	if err == nil {
+		old, err = get(ann.value, e.r.annotation())
+	}
+	if err != nil {
+		return e.keyError(err, w.object())
+	}
+	if old.value != nil && old.value.Kind == yaml.ScalarNode && old.value.Value == sum {
 		return nil
+	}
+	if old.key != nil && old.index < 0 {
+		return fmt.Errorf("%s: %s: cannot write the %s annotation: it comes from a merge key (<<); write it out", e.d.at(old.key.Line), w.object(), e.r.annotation())
 	}
 	if n, why := sharedMetadata(t.holder); n != nil {
 		return fmt.Errorf("%s: %s: cannot write the %s annotation: the pod template's %s", e.d.at(n.Line), w.object(), e.r.annotation(), why)
 	}
 	e.annotations = append(e.annotations, annotationChange{holder: t.holder, value: sum})
-	return nil
-}
-
-// duplicateKey returns the second key node of key in mapping m, or nil
-// when m holds key at most once.
-func duplicateKey(m *yaml.Node, key string) *yaml.Node {
-	m = deref(m)
-	if m == nil || m.Kind != yaml.MappingNode {
-		return nil
-	}
-	found := false
-	for i := 0; i+1 < len(m.Content); i += 2 {
-		if k := m.Content[i]; k.Kind == yaml.ScalarNode && k.Value == key && !isMergeKey(k) {
-			if found {
-				return k
-			}
-			found = true
-		}
-	}
 	return nil
 }
 
@@ -663,13 +706,16 @@ func duplicateKey(m *yaml.Node, key string) *yaml.Node {
 func sharedMetadata(holder *yaml.Node) (*yaml.Node, string) {
 	owner := holder
 	for _, key := range []string{"metadata", "annotations"} {
-		_, v := field(owner, key)
+		e, _ := get(owner, key) // the caller looked these up already
+		var v *yaml.Node
 		switch {
-		case v == nil:
-			if m := lookup(owner, key); m != nil {
-				return m, key + " comes from a merge key (<<); write it out"
-			}
+		case e.key == nil:
 			return nil, ""
+		case e.index < 0:
+			return e.key, key + " comes from a merge key (<<); write it out"
+		}
+		v = owner.Content[e.index+1]
+		switch {
 		case v.Kind == yaml.AliasNode:
 			return v, key + " is an alias (*" + v.Value + "); write it out"
 		case v.Anchor != "":
@@ -686,7 +732,10 @@ func sharedMetadata(holder *yaml.Node) (*yaml.Node, string) {
 // it puts a missing metadata just before the spec, where people expect it,
 // instead of after it.
 func setAnnotation(holder *yaml.Node, key, value string) {
-	meta := lookup(holder, "metadata")
+	// template looked every key up already, and sharedMetadata made sure
+	// that none comes from a merge key or an alias.
+	m, _ := get(holder, "metadata")
+	meta := m.value
 	switch {
 	case meta != nil && meta.Kind != yaml.MappingNode:
 		// "metadata:" with no value, or something odd: replace it.
@@ -694,16 +743,14 @@ func setAnnotation(holder *yaml.Node, key, value string) {
 		setField(holder, "metadata", meta)
 	case meta == nil:
 		at := len(holder.Content)
-		for i := 0; i+1 < len(holder.Content); i += 2 {
-			if holder.Content[i].Value == "spec" {
-				at = i
-				break
-			}
+		if spec, _ := get(holder, "spec"); spec.index >= 0 {
+			at = spec.index
 		}
 		meta = &yaml.Node{Kind: yaml.MappingNode, Tag: "!!map"}
 		holder.Content = slices.Insert(holder.Content, at, newScalar("metadata"), meta)
 	}
-	annotations := lookup(meta, "annotations")
+	a, _ := get(meta, "annotations")
+	annotations := a.value
 	if annotations == nil || annotations.Kind != yaml.MappingNode {
 		annotations = &yaml.Node{Kind: yaml.MappingNode, Tag: "!!map"}
 		setField(meta, "annotations", annotations)
@@ -722,11 +769,9 @@ func setAnnotation(holder *yaml.Node, key, value string) {
 
 // setField sets key in mapping m to v, replacing its value or appending it.
 func setField(m *yaml.Node, key string, v *yaml.Node) {
-	for i := 0; i+1 < len(m.Content); i += 2 {
-		if m.Content[i].Value == key {
-			m.Content[i+1] = v
-			return
-		}
+	if e, _ := get(m, key); e.index >= 0 {
+		m.Content[e.index+1] = v
+		return
 	}
 	m.Content = append(m.Content, newScalar(key), v)
 }
