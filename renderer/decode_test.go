@@ -347,3 +347,37 @@ func readFile(t *testing.T, path string) []byte {
 	}
 	return b
 }
+
+// TestMarkerLineWithContent renders documents whose "---" line carries
+// content, through the splice path and the encoder path: each must stay a
+// document of its own.
+func TestMarkerLineWithContent(t *testing.T) {
+	first := "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: c\n"
+	for _, tc := range []struct{ desc, doc string }{
+		{desc: "a JSON document (encoder)", doc: `--- {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p"}, "spec": {"containers": [{"name": "app", "image": "registry.example/app:1"}]}}` + "\n"},
+		{desc: "a tag (splice)", doc: "--- !!map\n" + strings.Replace(pod, "IMAGE", "registry.example/app:1", 1)},
+		{desc: "a tag and a flow pod spec (encoder)", doc: "--- !!map\napiVersion: v1\nkind: Pod\nmetadata: {name: p}\nspec: {containers: [{name: app, image: registry.example/app:1}]}\n"},
+		{desc: "a comment (splice)", doc: "--- # c\n" + strings.Replace(pod, "IMAGE", "registry.example/app:1", 1)},
+	} {
+		t.Run(tc.desc, func(t *testing.T) {
+			in := first + tc.doc
+			r := &Renderer{Resolver: newFixed()}
+			res, err := r.Render(context.Background(), []byte(in))
+			if err != nil {
+				t.Fatalf("Render() = %v", err)
+			}
+			docs := splitStream(res.Output)
+			if len(docs) != 2 || string(docs[0].raw) != first {
+				t.Fatalf("Render() wrote %d documents, want the ConfigMap and the Pod:\n%s", len(docs), res.Output)
+			}
+			if !strings.Contains(string(docs[1].raw), "registry.example/app:1@"+dg("registry.example/app:1")) {
+				t.Errorf("the Pod is not pinned:\n%s", res.Output)
+			}
+			checkAsAPIServer(t, []byte(in), res.Output)
+			again, err := r.Render(context.Background(), res.Output)
+			if err != nil || string(again.Output) != string(res.Output) {
+				t.Errorf("Render(output) = %v, changed its own output:\n%s", err, cmp.Diff(string(res.Output), string(again.Output)))
+			}
+		})
+	}
+}

@@ -808,6 +808,13 @@ func encode(d *document, root *yaml.Node, crlf bool) ([]byte, error) {
 	var buf bytes.Buffer
 	buf.Grow(len(d.raw) + 256)
 	buf.Write(d.raw[:d.head])
+	if d.head == 0 && isMarker(d.raw, "---") {
+		// The "---" line carries content ("--- {…}", "--- !!map"), so it
+		// is part of the body; the encoder writes no marker for a lone
+		// document, and without one this document would run into the
+		// one before.
+		buf.WriteString("---\n")
+	}
 	style := yaml.SequenceIndentStyle(yaml.DeriveSeqIndentStyle(string(d.body())))
 	enc := yaml.NewEncoderWithOptions(&buf, &yaml.EncoderOptions{SeqIndent: style})
 	if err := enc.Encode(root); err != nil {
