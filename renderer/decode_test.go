@@ -3,10 +3,13 @@ package renderer
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -377,6 +380,62 @@ func TestMarkerLineWithContent(t *testing.T) {
 			again, err := r.Render(context.Background(), res.Output)
 			if err != nil || string(again.Output) != string(res.Output) {
 				t.Errorf("Render(output) = %v, changed its own output:\n%s", err, cmp.Diff(string(res.Output), string(again.Output)))
+			}
+		})
+	}
+}
+
+// stopAfter is a context that is done after its Err has been asked n
+// times: it stops a Render in the middle of a phase.
+type stopAfter struct {
+	context.Context
+	mu sync.Mutex
+	n  int
+}
+
+func (c *stopAfter) Err() error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.n <= 0 {
+		return context.Canceled
+	}
+	c.n--
+	return nil
+}
+
+// TestRenderStopsWhenCancelled checks that Render stops, with the
+// context's error and no output, when its context is done while it
+// parses, resolves or rewrites a stream.
+func TestRenderStopsWhenCancelled(t *testing.T) {
+	var b strings.Builder
+	for i := range 200 {
+		fmt.Fprintf(&b, "---\n%s", strings.NewReplacer("web", fmt.Sprintf("web%d", i), "IMAGE", fmt.Sprintf("registry.example/app:%d", i%3)).Replace(deployment))
+	}
+	for _, tc := range []struct {
+		desc, want string
+		n          int
+		keep       bool
+	}{
+		// 200 documents are 7 batches of 32 for each phase.
+		{desc: "at once", n: 0, want: "rendering 200 documents"},
+		{desc: "while parsing", n: 1, want: "rendering 200 documents"},
+		{desc: "while resolving, keeping unresolved images", n: 7, keep: true, want: "resolving 3 images"},
+		{desc: "while rewriting", n: 10, want: "rendering 200 documents"},
+	} {
+		t.Run(tc.desc, func(t *testing.T) {
+			old := runtime.GOMAXPROCS(1) // one worker: Err is asked once a batch
+			defer runtime.GOMAXPROCS(old)
+			ctx := &stopAfter{Context: context.Background(), n: tc.n}
+			r := &Renderer{Resolver: newFixed(), KeepUnresolved: tc.keep}
+			res, err := r.Render(ctx, []byte(b.String()))
+			if !errors.Is(err, context.Canceled) {
+				t.Fatalf("Render() = %v, want context.Canceled", err)
+			}
+			if !strings.Contains(err.Error(), tc.want) {
+				t.Errorf("Render() = %v, want it to say %q", err, tc.want)
+			}
+			if res.Output != nil || res.Images != nil {
+				t.Errorf("Render() returned a partial result with %v", err)
 			}
 		})
 	}

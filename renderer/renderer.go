@@ -148,7 +148,7 @@ func (r *Renderer) Render(ctx context.Context, in []byte) (Result, error) {
 	docErrs := make([]error, len(docs))
 	kept := make([]*parsed, len(docs))
 	var keptBytes atomic.Int64
-	eachDoc(len(docs), func(i int) {
+	err := eachDoc(ctx, len(docs), func(i int) {
 		p, err := r.parse(docs[i])
 		if p == nil || err != nil {
 			out[i], docErrs[i] = docs[i].raw, err
@@ -165,6 +165,9 @@ func (r *Renderer) Render(ctx context.Context, in []byte) (Result, error) {
 			kept[i] = p
 		}
 	})
+	if err != nil {
+		return Result{}, err
+	}
 	pending := map[string][]use{} // by ref.Name()
 	var order []string
 	var errs []error
@@ -222,6 +225,11 @@ func (r *Renderer) Render(ctx context.Context, in []byte) (Result, error) {
 		})
 	}
 	wg.Wait()
+	// A resolver stopped by ctx fails every image; with KeepUnresolved
+	// that would write the stream unpinned.
+	if err := ctx.Err(); err != nil {
+		return Result{}, fmt.Errorf("resolving %d images: %w", len(order), context.Cause(ctx))
+	}
 	digests := make(map[string]string, len(order))
 	for i, k := range order {
 		for _, u := range pending[k] {
@@ -244,7 +252,7 @@ func (r *Renderer) Render(ctx context.Context, in []byte) (Result, error) {
 	}
 
 	// Finally, rewrite the documents that waited for the resolver.
-	eachDoc(len(waiting), func(j int) {
+	err = eachDoc(ctx, len(waiting), func(j int) {
 		i := waiting[j]
 		known := func(u use) (string, bool) { return digests[u.ref.Name()], true }
 		if kept[i] != nil {
@@ -254,6 +262,9 @@ func (r *Renderer) Render(ctx context.Context, in []byte) (Result, error) {
 		}
 		out[i], docErrs[i] = r.edit(docs[i], known)
 	})
+	if err != nil {
+		return Result{}, err
+	}
 	for _, i := range waiting {
 		if docErrs[i] != nil {
 			return Result{}, docErrs[i]
@@ -279,34 +290,44 @@ func wideEncoding(in []byte) string {
 }
 
 // eachDoc calls fn(i) for every i in [0, n) on GOMAXPROCS goroutines. fn
-// must touch only what belongs to index i.
-func eachDoc(n int, fn func(i int)) {
-	workers := min(runtime.GOMAXPROCS(0), n)
-	if workers <= 1 {
-		for i := range n {
-			fn(i)
-		}
-		return
-	}
+// must touch only what belongs to index i. It checks ctx before each
+// batch of documents, and returns its error (wrapped) when ctx is done;
+// some documents are then left undone.
+func eachDoc(ctx context.Context, n int, fn func(i int)) error {
 	// Workers take batches of documents: most documents cost next to
-	// nothing, and one shared counter per document would cost more.
+	// nothing, and one shared counter (or ctx check) per document would
+	// cost more.
 	const batch = 32
 	var next atomic.Int64
-	var wg sync.WaitGroup
-	for range workers {
-		wg.Go(func() {
-			for {
-				start := int(next.Add(batch) - batch)
-				if start >= n {
-					return
-				}
-				for i := start; i < min(start+batch, n); i++ {
-					fn(i)
-				}
+	var stopped atomic.Bool
+	work := func() {
+		for !stopped.Load() {
+			start := int(next.Add(batch) - batch)
+			if start >= n {
+				return
 			}
-		})
+			if ctx.Err() != nil {
+				stopped.Store(true)
+				return
+			}
+			for i := start; i < min(start+batch, n); i++ {
+				fn(i)
+			}
+		}
 	}
-	wg.Wait()
+	if workers := min(runtime.GOMAXPROCS(0), n); workers <= 1 {
+		work()
+	} else {
+		var wg sync.WaitGroup
+		for range workers {
+			wg.Go(work)
+		}
+		wg.Wait()
+	}
+	if stopped.Load() {
+		return fmt.Errorf("rendering %d documents: %w", n, context.Cause(ctx))
+	}
+	return nil
 }
 
 // resolveSource asks res, and where the digest came from when res says.
