@@ -147,8 +147,10 @@ func (r *Renderer) Render(ctx context.Context, in []byte) (Result, error) {
 	uses := make([][]use, len(docs))
 	docErrs := make([]error, len(docs))
 	kept := make([]*parsed, len(docs))
-	var keptBytes atomic.Int64
+	var keptBytes, keptNodes atomic.Int64
+	budget := newNodeBudget(MaxNodes)
 	err := eachDoc(ctx, len(docs), func(i int) {
+		defer budget.give(budget.takeFor(docs[i]))
 		p, err := r.parse(docs[i])
 		if p == nil || err != nil {
 			out[i], docErrs[i] = docs[i].raw, err
@@ -161,7 +163,8 @@ func (r *Renderer) Render(ctx context.Context, in []byte) (Result, error) {
 			}
 			return "", false
 		})
-		if out[i] == nil && docErrs[i] == nil && keptBytes.Add(int64(len(docs[i].raw))) <= maxKeptBytes {
+		if out[i] == nil && docErrs[i] == nil && keptBytes.Add(int64(len(docs[i].raw))) <= maxKeptBytes &&
+			keptNodes.Add(int64(docs[i].estimate())) <= maxKeptNodes {
 			kept[i] = p
 		}
 	})
@@ -254,6 +257,9 @@ func (r *Renderer) Render(ctx context.Context, in []byte) (Result, error) {
 	// Finally, rewrite the documents that waited for the resolver.
 	err = eachDoc(ctx, len(waiting), func(j int) {
 		i := waiting[j]
+		if kept[i] == nil {
+			defer budget.give(budget.takeFor(docs[i]))
+		}
 		known := func(u use) (string, bool) { return digests[u.ref.Name()], true }
 		if kept[i] != nil {
 			out[i], docErrs[i] = r.rewrite(docs[i], kept[i], known)
@@ -421,6 +427,11 @@ func (r *Renderer) parse(d *document) (*parsed, error) {
 	if !mayHoldImage(d.body()) {
 		return nil, nil
 	}
+	// Refuse a document whose tree could take more memory than a Render
+	// may, before the parser builds it.
+	if n := d.estimate(); n > MaxNodes {
+		return nil, fmt.Errorf("%s: the document may hold up to %d YAML nodes (estimated from its %d bytes), more than digestpin parses in one document (MaxNodes %d)", d.where(), n, len(d.body()), MaxNodes)
+	}
 	// CRLF line breaks are parsed as LF, so that comments carry no CR
 	// into a re-encoded document; lines and columns stay the same.
 	body, crlf := d.body(), bytes.Contains(d.body(), []byte("\r\n"))
@@ -488,10 +499,14 @@ func (r *Renderer) rewrite(d *document, p *parsed, digest func(use) (string, boo
 	return encode(d, &p.root, p.crlf)
 }
 
-// maxKeptBytes bounds the documents (in input bytes) whose parse is kept
-// between the first and the last phase of a Render: a parsed document
-// takes some 30 times its size.
-const maxKeptBytes = 1 << 20
+// maxKeptBytes and maxKeptNodes bound the documents (in input bytes and
+// estimated nodes) whose parse is kept between the first and the last
+// phase of a Render: a parsed document takes some 30 times its size in
+// block style, and more in flow style.
+const (
+	maxKeptBytes = 1 << 20
+	maxKeptNodes = MaxNodes / 4
+)
 
 // maxListDepth bounds List objects nested in List objects.
 const maxListDepth = 16

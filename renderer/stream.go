@@ -21,6 +21,17 @@ type document struct {
 	head int
 	// source is the file named by Helm's "# Source:" comment, if any.
 	source string
+	// nodes caches estimate; 0: not estimated yet.
+	nodes int
+}
+
+// estimate returns estimateNodes of the document's body, counted once.
+// Only the worker that owns the document may call it.
+func (d *document) estimate() int {
+	if d.nodes == 0 {
+		d.nodes = estimateNodes(d.body())
+	}
+	return d.nodes
 }
 
 // body returns the part of the document that is YAML content to parse.
