@@ -3,6 +3,7 @@ package renderer
 import (
 	"encoding/base64"
 	"fmt"
+	"slices"
 	"strings"
 
 	"sigs.k8s.io/kustomize/kyaml/yaml"
@@ -17,7 +18,9 @@ type entry struct {
 	// the key comes from a merge key.
 	index int
 	// via are the nodes passed on the way from the mapping to the value,
-	// as written: merge key values and the value itself, aliases unfollowed.
+	// as written (aliases unfollowed): merge key values and the items of
+	// merged sequences, then the value itself. The mapping that holds
+	// the value is deref of the node before it, or the mapping asked.
 	via []*yaml.Node
 }
 
@@ -74,7 +77,7 @@ func get(m *yaml.Node, key string) (entry, error) {
 	explicit := found.key != nil
 	for _, i := range merges {
 		for _, src := range mergeSources(m.Content[i+1]) {
-			sub, err := get(src[len(src)-1], key)
+			sub, err := get(deref(src[len(src)-1]), key)
 			if err != nil {
 				return entry{}, err
 			}
@@ -87,7 +90,7 @@ func get(m *yaml.Node, key string) (entry, error) {
 			if found.key != nil {
 				return entry{}, &keyError{m.Content[i].Line, key + " is given twice in merge keys (<<)"}
 			}
-			found = entry{key: sub.key, value: sub.value, index: -1, via: append(src, sub.via...)}
+			found = entry{key: sub.key, value: sub.value, index: -1, via: append(slices.Clip(src), sub.via...)}
 		}
 	}
 	return found, nil
@@ -133,18 +136,19 @@ func isMergeKey(k *yaml.Node) bool {
 
 // mergeSources returns the mappings a merge key's value names: one
 // mapping, or a sequence of them. Each is given as the nodes passed to
-// reach it, as written; the last is the mapping.
+// reach it, as written (aliases unfollowed): the value, and the item of a
+// sequence; the last, dereferenced, is the mapping.
 func mergeSources(v *yaml.Node) [][]*yaml.Node {
 	switch d := deref(v); {
 	case d == nil:
 		return nil
 	case d.Kind == yaml.MappingNode:
-		return [][]*yaml.Node{{v, d}}
+		return [][]*yaml.Node{{v}}
 	case d.Kind == yaml.SequenceNode:
 		var out [][]*yaml.Node
 		for _, c := range d.Content {
 			if m := deref(c); m.Kind == yaml.MappingNode {
-				out = append(out, []*yaml.Node{v, c, m})
+				out = append(out, []*yaml.Node{v, c})
 			}
 		}
 		return out

@@ -89,14 +89,15 @@ type podTemplate struct {
 
 // findPodTemplates returns the pod specs of obj, a mapping node of the
 // given API group and kind, according to every paths entry that matches
-// them, in the order of paths.
-func findPodTemplates(obj *yaml.Node, group, kind string, paths []PodSpecPath) ([]podTemplate, error) {
+// them, in the order of paths. It calls step with each node it passes,
+// as written.
+func findPodTemplates(obj *yaml.Node, group, kind string, paths []PodSpecPath, step func(*yaml.Node)) ([]podTemplate, error) {
 	var found []podTemplate
 	for _, p := range paths {
 		if p.Kind != kind || (p.Group != "*" && p.Group != group) {
 			continue
 		}
-		err := walk(obj, p.Fields, map[walkStep]bool{}, func(holder, spec *yaml.Node, last string) {
+		err := walk(obj, p.Fields, map[walkStep]bool{}, step, func(holder, spec *yaml.Node, last string) {
 			if spec.Kind != yaml.MappingNode {
 				return
 			}
@@ -125,12 +126,12 @@ type walkStep struct {
 // over aliases cannot make it exponential. It looks fields up with get,
 // and returns get's error (or values' error for a "*" step, prefixed with
 // the field stepped from).
-func walk(n *yaml.Node, fields []string, seen map[walkStep]bool, fn func(holder, node *yaml.Node, last string)) error {
-	return walkFrom(n, "", fields, seen, fn)
+func walk(n *yaml.Node, fields []string, seen map[walkStep]bool, step func(*yaml.Node), fn func(holder, node *yaml.Node, last string)) error {
+	return walkFrom(n, "", fields, seen, step, fn)
 }
 
 // walkFrom is walk from node n, which the field named from led to.
-func walkFrom(n *yaml.Node, from string, fields []string, seen map[walkStep]bool, fn func(holder, node *yaml.Node, last string)) error {
+func walkFrom(n *yaml.Node, from string, fields []string, seen map[walkStep]bool, step func(*yaml.Node), fn func(holder, node *yaml.Node, last string)) error {
 	n = deref(n)
 	if n == nil || len(fields) == 0 || seen[walkStep{n, len(fields)}] {
 		return nil
@@ -150,13 +151,17 @@ func walkFrom(n *yaml.Node, from string, fields []string, seen map[walkStep]bool
 			return err
 		}
 		if e.value != nil {
-			next = []*yaml.Node{e.value}
+			for _, v := range e.via[:len(e.via)-1] {
+				step(v)
+			}
+			next = []*yaml.Node{e.via[len(e.via)-1]}
 		}
 	}
 	for _, c := range next {
+		step(c)
 		if len(rest) == 0 {
 			fn(n, deref(c), f)
-		} else if err := walkFrom(c, f, rest, seen, fn); err != nil {
+		} else if err := walkFrom(c, f, rest, seen, step, fn); err != nil {
 			return err
 		}
 	}

@@ -416,9 +416,10 @@ func (r *Renderer) edit(d *document, digest func(use) (string, bool)) ([]byte, e
 
 // parsed is a parsed document that may hold images.
 type parsed struct {
-	root yaml.Node
-	obj  *yaml.Node // the object: a mapping
-	crlf bool       // the document's line breaks are CRLF
+	root    yaml.Node
+	obj     *yaml.Node                  // the object: a mapping
+	crlf    bool                        // the document's line breaks are CRLF
+	aliases map[*yaml.Node][]*yaml.Node // anchored node → its aliases; nil: none
 }
 
 // parse parses document d. It returns nil and no error for a document
@@ -456,9 +457,11 @@ func (r *Renderer) parse(d *document) (*parsed, error) {
 		return nil, yamlError(d, err)
 	}
 	// Refuse aliases that would never end or cost more than the document.
-	if line, err := checkAliases(&p.root); err != nil {
+	aliases, line, err := checkAliases(&p.root)
+	if err != nil {
 		return nil, fmt.Errorf("%s: %w", d.at(line), err)
 	}
+	p.aliases = aliases
 	p.obj = deref(rootContent(&p.root))
 	if p.obj == nil || (p.obj.Kind == yaml.ScalarNode && p.obj.Tag == "!!null") {
 		return nil, nil
@@ -473,15 +476,20 @@ func (r *Renderer) parse(d *document) (*parsed, error) {
 // edit does. When a digest is not known yet it returns nil and leaves p as
 // it was, so that p can be rewritten again later.
 func (r *Renderer) rewrite(d *document, p *parsed, digest func(use) (string, bool)) ([]byte, error) {
-	e := editor{r: r, d: d, digest: digest, complete: true}
+	e := editor{r: r, d: d, digest: digest, complete: true, routes: newRoutes(p.aliases)}
+	e.routes.step(p.obj)
 	if err := e.object(p.obj, 0); err != nil {
 		return nil, err
 	}
+	e.writeOutAliases()
 	switch {
 	case !e.complete:
 		return nil, nil
 	case len(e.images) == 0 && len(e.annotations) == 0:
 		return d.raw, nil
+	}
+	if err := e.routes.check(d, e.changed()); err != nil {
+		return nil, err
 	}
 	// Splice the new values into the document's own bytes, which keeps
 	// every other byte as it was and costs no encoding. Where the syntax is
@@ -491,7 +499,15 @@ func (r *Renderer) rewrite(d *document, p *parsed, digest func(use) (string, boo
 		return b, nil
 	}
 	for _, c := range e.images {
-		c.node.Value = c.value
+		if c.alias == nil {
+			c.node.Value = c.value
+			continue
+		}
+		for i, n := range c.parent.Content {
+			if n == c.alias {
+				c.parent.Content[i] = newScalar(c.value)
+			}
+		}
 	}
 	for _, a := range e.annotations {
 		setAnnotation(a.holder, e.r.annotation(), a.value)
@@ -520,7 +536,9 @@ type editor struct {
 	// images and annotations are the changes to make, in stream order.
 	images      []imageChange
 	annotations []annotationChange
-	seen        map[*yaml.Node]bool // image nodes with a change, once each
+	seen        map[*yaml.Node]bool // image nodes (or aliases) with a change, once each
+	aliasImages []imageChange       // image fields that are aliases, to change
+	routes      *routes             // how the editor reached nodes; nil: no alias
 	// An alias names a node again. Objects, pod specs and templates are
 	// edited once each, so that aliases can neither make the work grow
 	// exponentially (a List of aliases of Lists of aliases) nor write a
@@ -543,10 +561,14 @@ func once(seen *map[*yaml.Node]bool, n *yaml.Node) bool {
 	return true
 }
 
-// imageChange sets an image scalar to a new value.
+// imageChange sets an image scalar to a new value, or replaces an alias
+// in a mapping with a scalar of that value.
 type imageChange struct {
-	node  *yaml.Node
+	node  *yaml.Node // the scalar (for an alias: the scalar it names)
 	value string
+	// alias is the image field's alias, which is replaced by a scalar in
+	// parent (a container, or a mapping it merges); or nil.
+	alias, parent *yaml.Node
 }
 
 // annotationChange sets the checksum annotation of a pod template.
@@ -573,7 +595,9 @@ func (e *editor) object(obj *yaml.Node, depth int) error {
 			if depth >= maxListDepth {
 				return fmt.Errorf("%s: List objects nested more than %d deep", e.d.at(obj.Line), maxListDepth)
 			}
+			e.routes.steps(items.via)
 			for _, item := range items.value.Content {
+				e.routes.step(item)
 				if item = deref(item); item.Kind == yaml.MappingNode {
 					if err := e.object(item, depth+1); err != nil {
 						return err
@@ -598,7 +622,7 @@ func (e *editor) object(obj *yaml.Node, depth int) error {
 	if err != nil {
 		return e.keyError(err, kind)
 	}
-	templates, err := findPodTemplates(obj, apiGroup(apiVersion), kind, e.r.paths())
+	templates, err := findPodTemplates(obj, apiGroup(apiVersion), kind, e.r.paths(), e.routes.step)
 	if err != nil {
 		return e.keyError(err, w.object())
 	}
@@ -647,7 +671,9 @@ func (e *editor) template(t podTemplate, w Workload) error {
 		if list.value == nil || list.value.Kind != yaml.SequenceNode {
 			continue
 		}
+		e.routes.steps(list.via)
 		for i, c := range list.value.Content {
+			e.routes.step(c)
 			// YAML decoders disagree on which of two equal keys wins:
 			// pinning one could leave the other in force. get refuses
 			// what the API server could read otherwise.
@@ -688,15 +714,8 @@ func (e *editor) template(t podTemplate, w Workload) error {
 			value := img.Value
 			if dg != "" {
 				value = pinnedForm(img.Value, dg, e.r.mode())
-				if e.r.mode() != ModeAnnotate && value != img.Value && !e.seen[img] {
-					// An alias names the same node twice: change it once.
-					if e.seen == nil {
-						e.seen = map[*yaml.Node]bool{}
-					}
-					e.seen[img] = true
-					e.images = append(e.images, imageChange{node: img, value: value})
-				}
 			}
+			e.changeImage(c, image, value)
 			lines = append(lines, w.Container+"="+value)
 		}
 	}
@@ -732,6 +751,62 @@ func (e *editor) template(t podTemplate, w Workload) error {
 	}
 	e.annotations = append(e.annotations, annotationChange{holder: t.holder, value: sum})
 	return nil
+}
+
+// changeImage records that an image field, found as image in container
+// c, is to be written as value; it changes nothing when value is what the
+// field holds. An alias names the same node twice: it is changed once.
+// An image field that is an alias is written out in its place, so that
+// the node it names (a ConfigMap's value, say) stays as it was, unless
+// that node is an image field changed to the same value anyway.
+func (e *editor) changeImage(c *yaml.Node, image entry, value string) {
+	raw := image.via[len(image.via)-1]
+	e.routes.steps(image.via[:len(image.via)-1])
+	if raw.Kind == yaml.AliasNode {
+		e.routes.take(raw)
+	} else {
+		e.routes.step(raw)
+	}
+	if e.r.mode() == ModeAnnotate || value == image.value.Value {
+		return
+	}
+	if raw.Kind != yaml.AliasNode {
+		if once(&e.seen, raw) {
+			e.images = append(e.images, imageChange{node: raw, value: value})
+		}
+		return
+	}
+	parent := deref(c)
+	if len(image.via) >= 2 {
+		parent = deref(image.via[len(image.via)-2])
+	}
+	e.aliasImages = append(e.aliasImages, imageChange{node: image.value, alias: raw, parent: parent, value: value})
+}
+
+// writeOutAliases turns the changes of image fields that are aliases into
+// changes of their own, but for those whose node changes anyway.
+func (e *editor) writeOutAliases() {
+	for _, c := range e.aliasImages {
+		if !e.seen[c.node] && once(&e.seen, c.alias) {
+			e.images = append(e.images, c)
+		}
+	}
+}
+
+// changed returns the nodes whose content the changes change.
+func (e *editor) changed() []*yaml.Node {
+	var out []*yaml.Node
+	for _, c := range e.images {
+		if c.alias != nil {
+			out = append(out, c.parent)
+		} else {
+			out = append(out, c.node)
+		}
+	}
+	for _, a := range e.annotations {
+		out = append(out, a.holder)
+	}
+	return out
 }
 
 // sharedMetadata reports why the checksum annotation cannot be written

@@ -33,7 +33,12 @@ func splice(d *document, images []imageChange, annotations []annotationChange, k
 	}
 	var edits []edit
 	for _, c := range images {
-		e, ok := s.replaceScalar(c.node, c.value, c.node.Style)
+		e, ok := edit{}, false
+		if c.alias != nil {
+			e, ok = s.replaceAlias(c.alias, c.value)
+		} else {
+			e, ok = s.replaceScalar(c.node, c.value, c.node.Style)
+		}
 		if !ok {
 			return nil, false
 		}
@@ -137,6 +142,22 @@ func (s *spliceState) replaceScalar(n *yaml.Node, value string, style yaml.Style
 		return edit{}, false // not the token we expect, or not followed by a blank: flow or multi-line
 	}
 	text, ok := quote(value, style)
+	return edit{start: at, end: end, text: text}, ok
+}
+
+// replaceAlias replaces the token of alias node a ("*name") with value,
+// written plain.
+func (s *spliceState) replaceAlias(a *yaml.Node, value string) (edit, bool) {
+	at, _, ok := s.offset(a)
+	if !ok {
+		return edit{}, false
+	}
+	token := "*" + a.Value
+	end := at + len(token)
+	if !bytes.HasPrefix(s.body[at:], []byte(token)) || (end < len(s.body) && !isSpace(s.body[end])) {
+		return edit{}, false // not the token we expect, or in flow style
+	}
+	text, ok := quote(value, 0)
 	return edit{start: at, end: end, text: text}, ok
 }
 

@@ -52,8 +52,11 @@ func (d *document) at(bodyLine int) string {
 	if bodyLine <= 0 {
 		return d.where()
 	}
-	return fmt.Sprintf("%s, line %d", d.where(), d.line+d.headLines()+bodyLine-1)
+	return fmt.Sprintf("%s, line %d", d.where(), d.streamLine(bodyLine))
 }
+
+// streamLine returns the stream line of a 1-based body line.
+func (d *document) streamLine(bodyLine int) int { return d.line + d.headLines() + bodyLine - 1 }
 
 // headLines is the number of lines in the head of the document.
 func (d *document) headLines() int { return bytes.Count(d.raw[:d.head], []byte("\n")) }
