@@ -440,3 +440,40 @@ func TestRenderStopsWhenCancelled(t *testing.T) {
 		})
 	}
 }
+
+// TestErrorsNameTheTemplateLine checks that an error in a document from a
+// Helm template names the line in the template's rendered output, counted
+// from the "# Source:" comment of the first of its documents in a row.
+func TestErrorsNameTheTemplateLine(t *testing.T) {
+	cm := "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: c\n"
+	bad := strings.Replace(pod, "IMAGE", "Bad:1", 1)
+	for _, tc := range []struct{ desc, in, want string }{
+		{
+			desc: "the first document of a template",
+			in:   "---\n# Source: c/templates/a.yaml\n" + bad,
+			want: "document 1 (c/templates/a.yaml), line 10 (rendered line 8 of the template): Pod/p",
+		},
+		{
+			desc: "the second document of a template",
+			in:   "---\n# Source: c/templates/a.yaml\n" + cm + "---\n# Source: c/templates/a.yaml\n" + bad,
+			want: "document 2 (c/templates/a.yaml), line 16 (rendered line 14 of the template): Pod/p",
+		},
+		{
+			desc: "the first document of the next template",
+			in:   "---\n# Source: c/templates/a.yaml\n" + cm + "---\n# Source: c/templates/b.yaml\n" + bad,
+			want: "document 2 (c/templates/b.yaml), line 16 (rendered line 8 of the template): Pod/p",
+		},
+		{
+			desc: "no template",
+			in:   cm + "---\n" + bad,
+			want: "document 2, line 13: Pod/p",
+		},
+	} {
+		t.Run(tc.desc, func(t *testing.T) {
+			_, err := (&Renderer{Resolver: newFixed()}).Render(context.Background(), []byte(tc.in))
+			if err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Errorf("Render() = %v, want an error with %q", err, tc.want)
+			}
+		})
+	}
+}
