@@ -16,123 +16,131 @@ import (
 	k8syaml "sigs.k8s.io/yaml"
 )
 
+// dep is a Deployment with one container and image.
+var dep = strings.Replace(deployment, "IMAGE", "registry.example/app:1", 1)
+
+// ambiguousKeys are documents that the API server's decoder
+// (sigs.k8s.io/yaml) reads differently from a first-key reading, and the
+// error each must be refused with (substrings). FuzzRender starts from
+// them too.
+var ambiguousKeys = []struct {
+	desc, in string
+	want     []string // substrings of the error
+}{
+	{
+		desc: "spec given twice",
+		in:   dep + "spec:\n  template:\n    spec:\n      containers:\n      - name: app\n        image: registry.example/evil:1\n",
+		want: []string{"document 1, line 11", "Deployment/web: spec is given twice"},
+	},
+	{
+		desc: "template given twice",
+		in:   strings.Replace(dep, "spec:\n  template:\n", "spec:\n  template:\n    spec: {containers: [{name: x, image: registry.example/evil:1}]}\n  template:\n", 1),
+		want: []string{"document 1, line 8", "Deployment/web: template is given twice"},
+	},
+	{
+		desc: "pod template metadata given twice",
+		in:   strings.Replace(dep, "  template:\n", "  template:\n    metadata: {labels: {a: b}}\n    metadata: {labels: {a: c}}\n", 1),
+		want: []string{"document 1, line 8", "metadata is given twice"},
+	},
+	{
+		desc: "object metadata given twice",
+		in:   strings.Replace(dep, "metadata:\n  name: web\n", "metadata:\n  name: web\nmetadata:\n  name: other\n", 1),
+		want: []string{"document 1, line 5", "metadata is given twice"},
+	},
+	{
+		desc: "kind given twice",
+		in:   strings.Replace(dep, "kind: Deployment\n", "kind: ConfigMap\nkind: Deployment\n", 1),
+		want: []string{"document 1, line 3", "kind is given twice"},
+	},
+	{
+		desc: "apiVersion given twice",
+		in:   "apiVersion: v1\n" + dep,
+		want: []string{"document 1, line 2", "apiVersion is given twice"},
+	},
+	{
+		desc: "name given twice",
+		in:   strings.Replace(dep, "  name: web\n", "  name: web\n  name: other\n", 1),
+		want: []string{"document 1, line 5", "Deployment: name is given twice"},
+	},
+	{
+		desc: "container name given twice",
+		in:   dep + "        name: other\n",
+		want: []string{"document 1, line 11", `name is given twice`},
+	},
+	{
+		desc: "checksum annotation given twice",
+		in:   strings.Replace(dep, "  template:\n", "  template:\n    metadata:\n      annotations:\n        checksum/images: a\n        checksum/images: b\n", 1),
+		want: []string{"document 1, line 10", "checksum/images is given twice"},
+	},
+	{
+		desc: "initContainers given twice",
+		in:   dep + "      initContainers: []\n      initContainers: [{name: i, image: registry.example/evil:1}]\n",
+		want: []string{"document 1, line 12", "initContainers is given twice"},
+	},
+	{
+		desc: "image overridden by a later merge key",
+		in:   dep + "        <<: {image: registry.example/evil:1}\n",
+		want: []string{"document 1, line 11", "image is both in the mapping and in a merge key (<<)"},
+	},
+	{
+		desc: "image overriding an earlier merge key",
+		in:   strings.Replace(dep, "      - name: app\n", "      - <<: {image: registry.example/evil:1}\n        name: app\n", 1),
+		want: []string{"document 1, line 9", "image is both in the mapping and in a merge key (<<)"},
+	},
+	{
+		desc: "image in two merged mappings",
+		in:   strings.Replace(dep, "        image: registry.example/app:1\n", "        <<: [{image: registry.example/app:1}, {image: registry.example/evil:1}]\n", 1),
+		want: []string{"document 1, line 10", "image is given twice in merge keys (<<)"},
+	},
+	{
+		desc: "containers overridden by a merge key",
+		in:   dep + "      <<: {containers: [{name: x, image: registry.example/evil:1}]}\n",
+		want: []string{"document 1, line 11", "containers is both in the mapping and in a merge key (<<)"},
+	},
+	{
+		desc: "kind spelt as !!binary",
+		in:   strings.Replace(dep, "kind: Deployment", "kind: !!binary RGVwbG95bWVudA==", 1),
+		want: []string{"document 1, line 2", "kind is binary RGVwbG95bWVudA==, want a string"},
+	},
+	{
+		desc: "image key spelt as !!binary",
+		in:   dep + "        !!binary aW1hZ2U=: registry.example/evil:1\n",
+		want: []string{"document 1, line 11", `the key image is spelt !!binary aW1hZ2U=`},
+	},
+	{
+		desc: "an image key spelt as !!binary in a document without the word",
+		in:   "apiVersion: v1\nkind: Pod\nmetadata:\n  name: p\nspec:\n  containers:\n  - name: app\n    !!binary aW1hZ2U=: registry.example/evil:1\n",
+		want: []string{"document 1, line 8", `the key image is spelt !!binary aW1hZ2U=`},
+	},
+	{
+		desc: "image key that is an alias",
+		in:   "apiVersion: v1\nkind: Pod\nmetadata:\n  name: p\n  labels: {k: &k image}\nspec:\n  containers:\n  - name: app\n    *k : registry.example/evil:1\n",
+		want: []string{"document 1, line 9", "the key image is an alias (*k)"},
+	},
+	{
+		desc: "spec key with a custom tag",
+		in:   strings.Replace(dep, "\nspec:\n", "\n!x spec:\n", 1),
+		want: []string{"document 1, line 5", "the key spec is spelt !x spec"},
+	},
+	{
+		desc: "items given twice in a List",
+		in:   "apiVersion: v1\nkind: List\nitems: []\nitems:\n- " + strings.ReplaceAll(strings.TrimSuffix(dep, "\n"), "\n", "\n  ") + "\n",
+		want: []string{"document 1, line 4", "List: items is given twice"},
+	},
+	{
+		desc: "a merge key in a mapping of pod specs",
+		in:   "apiVersion: example.com/v1\nkind: Worker\nmetadata: {name: w}\nspec:\n  pools:\n    <<: {b: {template: {spec: {containers: [{name: x, image: registry.example/evil:1}]}}}}\n    a: {template: {spec: {containers: [{name: app, image: registry.example/app:1}]}}}\n",
+		want: []string{"document 1, line 6", "Worker/w: pools holds a merge key (<<)"},
+	},
+}
+
 // TestAmbiguousKeysRefused renders documents that the API server's
 // decoder (sigs.k8s.io/yaml) reads differently from a first-key reading:
 // repeated keys, merge keys that override, and keys spelt with a tag or
 // an alias, on the path from the root to an image. Each must be refused
 // with one line naming the document, line and key.
 func TestAmbiguousKeysRefused(t *testing.T) {
-	dep := strings.Replace(deployment, "IMAGE", "registry.example/app:1", 1)
-	for _, tc := range []struct {
-		desc, in string
-		want     []string // substrings of the error
-	}{
-		{
-			desc: "spec given twice",
-			in:   dep + "spec:\n  template:\n    spec:\n      containers:\n      - name: app\n        image: registry.example/evil:1\n",
-			want: []string{"document 1, line 11", "Deployment/web: spec is given twice"},
-		},
-		{
-			desc: "template given twice",
-			in:   strings.Replace(dep, "spec:\n  template:\n", "spec:\n  template:\n    spec: {containers: [{name: x, image: registry.example/evil:1}]}\n  template:\n", 1),
-			want: []string{"document 1, line 8", "Deployment/web: template is given twice"},
-		},
-		{
-			desc: "pod template metadata given twice",
-			in:   strings.Replace(dep, "  template:\n", "  template:\n    metadata: {labels: {a: b}}\n    metadata: {labels: {a: c}}\n", 1),
-			want: []string{"document 1, line 8", "metadata is given twice"},
-		},
-		{
-			desc: "object metadata given twice",
-			in:   strings.Replace(dep, "metadata:\n  name: web\n", "metadata:\n  name: web\nmetadata:\n  name: other\n", 1),
-			want: []string{"document 1, line 5", "metadata is given twice"},
-		},
-		{
-			desc: "kind given twice",
-			in:   strings.Replace(dep, "kind: Deployment\n", "kind: ConfigMap\nkind: Deployment\n", 1),
-			want: []string{"document 1, line 3", "kind is given twice"},
-		},
-		{
-			desc: "apiVersion given twice",
-			in:   "apiVersion: v1\n" + dep,
-			want: []string{"document 1, line 2", "apiVersion is given twice"},
-		},
-		{
-			desc: "name given twice",
-			in:   strings.Replace(dep, "  name: web\n", "  name: web\n  name: other\n", 1),
-			want: []string{"document 1, line 5", "Deployment: name is given twice"},
-		},
-		{
-			desc: "container name given twice",
-			in:   dep + "        name: other\n",
-			want: []string{"document 1, line 11", `name is given twice`},
-		},
-		{
-			desc: "checksum annotation given twice",
-			in:   strings.Replace(dep, "  template:\n", "  template:\n    metadata:\n      annotations:\n        checksum/images: a\n        checksum/images: b\n", 1),
-			want: []string{"document 1, line 10", "checksum/images is given twice"},
-		},
-		{
-			desc: "initContainers given twice",
-			in:   dep + "      initContainers: []\n      initContainers: [{name: i, image: registry.example/evil:1}]\n",
-			want: []string{"document 1, line 12", "initContainers is given twice"},
-		},
-		{
-			desc: "image overridden by a later merge key",
-			in:   dep + "        <<: {image: registry.example/evil:1}\n",
-			want: []string{"document 1, line 11", "image is both in the mapping and in a merge key (<<)"},
-		},
-		{
-			desc: "image overriding an earlier merge key",
-			in:   strings.Replace(dep, "      - name: app\n", "      - <<: {image: registry.example/evil:1}\n        name: app\n", 1),
-			want: []string{"document 1, line 9", "image is both in the mapping and in a merge key (<<)"},
-		},
-		{
-			desc: "image in two merged mappings",
-			in:   strings.Replace(dep, "        image: registry.example/app:1\n", "        <<: [{image: registry.example/app:1}, {image: registry.example/evil:1}]\n", 1),
-			want: []string{"document 1, line 10", "image is given twice in merge keys (<<)"},
-		},
-		{
-			desc: "containers overridden by a merge key",
-			in:   dep + "      <<: {containers: [{name: x, image: registry.example/evil:1}]}\n",
-			want: []string{"document 1, line 11", "containers is both in the mapping and in a merge key (<<)"},
-		},
-		{
-			desc: "kind spelt as !!binary",
-			in:   strings.Replace(dep, "kind: Deployment", "kind: !!binary RGVwbG95bWVudA==", 1),
-			want: []string{"document 1, line 2", "kind is binary RGVwbG95bWVudA==, want a string"},
-		},
-		{
-			desc: "image key spelt as !!binary",
-			in:   dep + "        !!binary aW1hZ2U=: registry.example/evil:1\n",
-			want: []string{"document 1, line 11", `the key image is spelt !!binary aW1hZ2U=`},
-		},
-		{
-			desc: "an image key spelt as !!binary in a document without the word",
-			in:   "apiVersion: v1\nkind: Pod\nmetadata:\n  name: p\nspec:\n  containers:\n  - name: app\n    !!binary aW1hZ2U=: registry.example/evil:1\n",
-			want: []string{"document 1, line 8", `the key image is spelt !!binary aW1hZ2U=`},
-		},
-		{
-			desc: "image key that is an alias",
-			in:   "apiVersion: v1\nkind: Pod\nmetadata:\n  name: p\n  labels: {k: &k image}\nspec:\n  containers:\n  - name: app\n    *k : registry.example/evil:1\n",
-			want: []string{"document 1, line 9", "the key image is an alias (*k)"},
-		},
-		{
-			desc: "spec key with a custom tag",
-			in:   strings.Replace(dep, "\nspec:\n", "\n!x spec:\n", 1),
-			want: []string{"document 1, line 5", "the key spec is spelt !x spec"},
-		},
-		{
-			desc: "items given twice in a List",
-			in:   "apiVersion: v1\nkind: List\nitems: []\nitems:\n- " + strings.ReplaceAll(strings.TrimSuffix(dep, "\n"), "\n", "\n  ") + "\n",
-			want: []string{"document 1, line 4", "List: items is given twice"},
-		},
-		{
-			desc: "a merge key in a mapping of pod specs",
-			in:   "apiVersion: example.com/v1\nkind: Worker\nmetadata: {name: w}\nspec:\n  pools:\n    <<: {b: {template: {spec: {containers: [{name: x, image: registry.example/evil:1}]}}}}\n    a: {template: {spec: {containers: [{name: app, image: registry.example/app:1}]}}}\n",
-			want: []string{"document 1, line 6", "Worker/w: pools holds a merge key (<<)"},
-		},
-	} {
+	for _, tc := range ambiguousKeys {
 		t.Run(tc.desc, func(t *testing.T) {
 			custom, _ := ParsePodSpecPath("example.com/Worker=spec.pools.*.template.spec")
 			r := &Renderer{Resolver: newFixed(), PodSpecPaths: append(DefaultPodSpecPaths[:len(DefaultPodSpecPaths):len(DefaultPodSpecPaths)], custom)}
@@ -329,10 +337,11 @@ func dropChecksum(holder map[string]any) string {
 	ann, _ := meta["annotations"].(map[string]any)
 	v, ok := ann[DefaultChecksumAnnotation]
 	delete(ann, DefaultChecksumAnnotation)
-	if ann != nil && len(ann) == 0 {
+	if len(ann) == 0 {
 		delete(meta, "annotations")
 	}
-	if meta != nil && len(meta) == 0 {
+	if len(meta) == 0 {
+		// Empty, null and absent metadata are the same to the API server.
 		delete(holder, "metadata")
 	}
 	if !ok {

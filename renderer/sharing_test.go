@@ -16,18 +16,20 @@ func listOf(items ...string) string {
 	return out
 }
 
-// TestSharedNodesOutsidePodSpecs renders Lists whose items share nodes
-// through anchors and aliases. Data outside pod specs must never change:
-// an image field that is an alias is written out in its place; a change
-// to a node that something outside a pod spec shares is refused.
-func TestSharedNodesOutsidePodSpecs(t *testing.T) {
+// sharedNodes are Lists whose items share nodes through anchors and
+// aliases, and what the output (or the error, when refused) must hold.
+// FuzzRender starts from them too.
+var sharedNodes = func() []struct {
+	desc, in string
+	want     []string
+	refused  bool
+} {
 	img := "registry.example/app:1"
 	pinned := img + "@" + dg(img)
 	cm := func(data string) string {
 		return "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: c\ndata:\n" + data
 	}
-	dep := strings.Replace(deployment, "IMAGE", img, 1)
-	for _, tc := range []struct {
+	return []struct {
 		desc, in string
 		want     []string // substrings of the output, or of the error when refused
 		refused  bool
@@ -43,14 +45,14 @@ func TestSharedNodesOutsidePodSpecs(t *testing.T) {
 			want: []string{"note: &img " + img + "\n", pinned},
 		},
 		{
-			desc: "an image with an anchor that a ConfigMap uses",
-			in:   listOf(strings.Replace(dep, "image: "+img, "image: &img "+img, 1), cm("  note: *img\n")),
-			want: []string{"document 1, line 19: *img shares &img (line 13) outside a pod spec's images"},
+			desc:    "an image with an anchor that a ConfigMap uses",
+			in:      listOf(strings.Replace(dep, "image: "+img, "image: &img "+img, 1), cm("  note: *img\n")),
+			want:    []string{"document 1, line 19: *img shares &img (line 13) outside a pod spec's images"},
 			refused: true,
 		},
 		{
-			desc: "a container that a ConfigMap uses as its data",
-			in:   listOf(strings.Replace(dep, "- name: app", "- &c\n        name: app", 1), strings.Replace(cm("  x: y\n"), "data:\n  x: y\n", "data: *c\n", 1)),
+			desc:    "a container that a ConfigMap uses as its data",
+			in:      listOf(strings.Replace(dep, "- name: app", "- &c\n        name: app", 1), strings.Replace(cm("  x: y\n"), "data:\n  x: y\n", "data: *c\n", 1)),
 			refused: true,
 			want:    []string{"*c shares &c"},
 		},
@@ -66,7 +68,15 @@ func TestSharedNodesOutsidePodSpecs(t *testing.T) {
 			refused: true,
 			want:    []string{"*t shares &t"},
 		},
-	} {
+	}
+}()
+
+// TestSharedNodesOutsidePodSpecs renders Lists whose items share nodes
+// through anchors and aliases. Data outside pod specs must never change:
+// an image field that is an alias is written out in its place; a change
+// to a node that something outside a pod spec shares is refused.
+func TestSharedNodesOutsidePodSpecs(t *testing.T) {
+	for _, tc := range sharedNodes {
 		t.Run(tc.desc, func(t *testing.T) {
 			r := &Renderer{Resolver: newFixed()}
 			res, err := r.Render(context.Background(), []byte(tc.in))
