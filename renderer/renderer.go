@@ -61,7 +61,7 @@ type Renderer struct {
 	// DefaultChecksumAnnotation.
 	ChecksumAnnotation string
 	// PodSpecPaths says where each kind keeps its pod specs; nil means
-	// DefaultPodSpecPaths. The first entry that matches a kind wins.
+	// DefaultPodSpecPaths. Every entry that matches a kind is followed.
 	PodSpecPaths []PodSpecPath
 	// KeepUnresolved keeps an image that cannot be resolved as it is,
 	// with a warning, instead of failing the render.
