@@ -486,3 +486,19 @@ func TestErrorsNameTheTemplateLine(t *testing.T) {
 		})
 	}
 }
+
+// TestEncoderKeepsFlowNulls checks that a document the encoder writes
+// keeps the empty nulls of flow collections ("{a, b: c}") null: written
+// as '' they would be empty strings to the API server. (Found by
+// FuzzRender's API server check: testdata/fuzz/FuzzRender/28bf4a156dd16d80.)
+func TestEncoderKeepsFlowNulls(t *testing.T) {
+	in := "apiVersion: v1\nkind: Pod\nmetadata: {name: p, labels: {a, ? b}}\nspec: {containers: [{name: app, image: registry.example/app:1, stdin}]}\n"
+	res, err := (&Renderer{Resolver: newFixed()}).Render(context.Background(), []byte(in))
+	if err != nil {
+		t.Fatalf("Render() = %v", err)
+	}
+	if strings.Contains(string(res.Output), "''") {
+		t.Errorf("Render() wrote an empty string for a null:\n%s", res.Output)
+	}
+	checkAsAPIServer(t, []byte(in), res.Output)
+}

@@ -926,6 +926,7 @@ func encode(d *document, root *yaml.Node, crlf bool) ([]byte, error) {
 		// one before.
 		buf.WriteString("---\n")
 	}
+	spellFlowNulls(root)
 	style := yaml.SequenceIndentStyle(yaml.DeriveSeqIndentStyle(string(d.body())))
 	enc := yaml.NewEncoderWithOptions(&buf, &yaml.EncoderOptions{SeqIndent: style})
 	if err := enc.Encode(root); err != nil {
@@ -944,6 +945,30 @@ func encode(d *document, root *yaml.Node, crlf bool) ([]byte, error) {
 		return append(out[:d.head:d.head], bytes.ReplaceAll(out[d.head:], []byte("\n"), []byte("\r\n"))...), nil
 	}
 	return buf.Bytes(), nil
+}
+
+// spellFlowNulls spells out the empty nulls inside flow collections
+// ("{a, b: c}", "{? a}": a's value), which the encoder would otherwise
+// write as '', an empty string: something else to the API server.
+func spellFlowNulls(root *yaml.Node) {
+	type frame struct {
+		n    *yaml.Node
+		flow bool
+	}
+	stack := []frame{{n: root}}
+	for len(stack) > 0 {
+		f := stack[len(stack)-1]
+		stack = stack[:len(stack)-1]
+		flow := f.flow || f.n.Style&yaml.FlowStyle != 0
+		for _, c := range f.n.Content {
+			switch {
+			case c.Kind == yaml.ScalarNode && flow && c.Tag == "!!null" && c.Value == "":
+				c.Value = "null"
+			case c.Kind == yaml.MappingNode || c.Kind == yaml.SequenceNode || c.Kind == yaml.DocumentNode:
+				stack = append(stack, frame{c, flow})
+			}
+		}
+	}
 }
 
 var yamlLine = regexp.MustCompile(`^yaml: line (\d+): (.*)$`)
