@@ -489,7 +489,7 @@ func TestErrorsNameTheTemplateLine(t *testing.T) {
 
 // TestEncoderKeepsFlowNulls checks that a document the encoder writes
 // keeps the empty nulls of flow collections ("{a, b: c}") null: written
-// as '' they would be empty strings to the API server. (Found by
+// as quoted empty strings they would be strings to the API server. (Found by
 // FuzzRender's API server check: testdata/fuzz/FuzzRender/28bf4a156dd16d80.)
 func TestEncoderKeepsFlowNulls(t *testing.T) {
 	in := "apiVersion: v1\nkind: Pod\nmetadata: {name: p, labels: {a, ? b}}\nspec: {containers: [{name: app, image: registry.example/app:1, stdin}]}\n"
