@@ -38,6 +38,8 @@ func TestOddInput(t *testing.T) {
 		{name: "list-in-list", images: map[string]int{"registry.example/app:1": 1, "registry.example/app:2": 1}},
 		{name: "empty-documents", images: map[string]int{"registry.example/app:1": 1}},
 		{name: "comments-only", images: map[string]int{"registry.example/app:1": 1}},
+		{name: "marker-content", images: map[string]int{"registry.example/app:1": 1, "registry.example/app:2": 1}},
+		{name: "list-aliases", images: map[string]int{"registry.example/app:1": 1}},
 		{name: "quoted-image", images: map[string]int{
 			"registry.example/app:1": 2, "registry.example/app:2": 2, "registry.example/app:3": 1,
 			"registry.example/side:1": 1, "registry.example/init:1": 1,
