@@ -24,15 +24,6 @@ type entry struct {
 	via []*yaml.Node
 }
 
-// keyError is a key that digestpin and the API server's decoder could read
-// differently. line is the body line of the node at fault.
-type keyError struct {
-	line int
-	msg  string
-}
-
-func (e *keyError) Error() string { return e.msg }
-
 // get returns the value of key in mapping m as the Kubernetes API server's
 // decoder (sigs.k8s.io/yaml, which decodes with yaml.v2 and keeps the last
 // of repeated keys and lets a later merge key override earlier keys) reads
