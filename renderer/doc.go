@@ -7,6 +7,16 @@
 // Resolver supplied by the caller. It works in three phases: it splits the
 // stream into documents and collects every image reference (validating them
 // before any network call), then resolves the distinct references
-// concurrently, then rewrites the documents one at a time. A document with
-// nothing to change is written back as the exact bytes it was read from.
+// concurrently, then rewrites the documents that waited for a digest.
+// Documents are independent: the first and the last phase work on several
+// at once, each document's nodes in one goroutine, and the output keeps
+// the stream's order. A document with nothing to change is written back as
+// the exact bytes it was read from.
+//
+// A document means what the Kubernetes API server's decoder
+// (sigs.k8s.io/yaml) makes of it. Where a first-key reading could differ
+// on the way to an image (repeated keys, merge keys that override, keys
+// spelt as !!binary or as aliases), or where a change would reach data
+// outside pod specs through an anchor, the document is refused rather
+// than pinned wrongly. Memory for parsed documents is bounded by MaxNodes.
 package renderer

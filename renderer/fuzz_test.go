@@ -35,17 +35,37 @@ func addSeeds(f *testing.F) {
 		"apiVersion: v1\nkind: Pod\nspec: {containers: [{name: a, image: nginx}]}\n...\nkind: Pod\n",
 		"kind: List\nitems:\n- kind: List\n  items:\n  - apiVersion: v1\n    kind: Pod\n    spec:\n      containers:\n      - {name: a, image: 'a:1'}\n",
 		"apiVersion: v1\nkind: Pod\nspec:\n  containers:\n  - &c {name: a, image: &i x:1}\n  - *c\n  initContainers:\n  - name: b\n    image: *i\n",
+		// A "---" line that carries content, through the encoder and
+		// through splicing.
+		"apiVersion: v1\nkind: ConfigMap\n--- {\"apiVersion\": \"v1\", \"kind\": \"Pod\", \"spec\": {\"containers\": [{\"name\": \"a\", \"image\": \"a:1\"}]}}\n",
+		"apiVersion: v1\nkind: ConfigMap\n--- !!map\n" + strings.Replace(pod, "IMAGE", "a:1", 1),
 	} {
 		f.Add([]byte(s))
+	}
+	// Every ambiguous key and every sharing through anchors that the
+	// table tests refuse or write out.
+	for _, tc := range ambiguousKeys {
+		f.Add([]byte(tc.in))
+	}
+	for _, tc := range sharedNodes {
+		f.Add([]byte(tc.in))
 	}
 }
 
 // FuzzRender renders arbitrary streams. Whatever the input, Render must
-// not panic; when it succeeds, every document it wrote must parse, it must
-// be a fixed point, and documents without an image must be unchanged.
+// not panic, and estimateNodes must bound the nodes of each document;
+// when it succeeds, every document it wrote must parse, it must be a
+// fixed point, documents without an image must be unchanged, and the API
+// server must read input and output alike but for pinned images and
+// checksums that cover them (checkAsAPIServer).
 func FuzzRender(f *testing.F) {
 	addSeeds(f)
 	f.Fuzz(func(t *testing.T, in []byte) {
+		for _, d := range splitStream(in) {
+			if n, est := countNodes(d.body()), estimateNodes(d.body()); n > est {
+				t.Fatalf("estimateNodes(%q) = %d, but it parses into %d nodes", d.body(), est, n)
+			}
+		}
 		r := &Renderer{Resolver: newFixed()}
 		res, err := r.Render(context.Background(), in)
 		if err != nil {
@@ -77,6 +97,7 @@ func FuzzRender(f *testing.F) {
 		} else {
 			t.Fatalf("Render changed the number of documents: %d → %d", len(inDocs), len(docs))
 		}
+		checkAsAPIServer(t, in, res.Output)
 	})
 }
 

@@ -22,8 +22,9 @@ const (
 // never end), and merges that expand to too many entries (a "billion
 // laughs" through "<<"). Plain aliases are never expanded: the walker
 // steps through each node once and the encoder writes aliases as aliases.
-// It returns the offending node's line and the cause.
-func checkAliases(root *yaml.Node) (int, error) {
+// It returns the aliases of each anchored node that has any (nil when
+// the document has no alias), or the offending node's line and the cause.
+func checkAliases(root *yaml.Node) (map[*yaml.Node][]*yaml.Node, int, error) {
 	// First, walk the tree as parsed (aliases are leaves): count the
 	// nodes, find cycles, and collect the values of merge keys.
 	type frame struct {
@@ -31,10 +32,11 @@ func checkAliases(root *yaml.Node) (int, error) {
 		next int
 	}
 	var (
-		nodes  int
-		merges []*yaml.Node
-		open   = map[*yaml.Node]bool{} // anchored nodes on the path from the root
-		stack  = []frame{{n: root}}
+		nodes   int
+		merges  []*yaml.Node
+		aliases map[*yaml.Node][]*yaml.Node
+		open    = map[*yaml.Node]bool{} // anchored nodes on the path from the root
+		stack   = []frame{{n: root}}
 	)
 	if root.Anchor != "" {
 		open[root] = true
@@ -57,8 +59,12 @@ func checkAliases(root *yaml.Node) (int, error) {
 		if c.Kind == yaml.AliasNode {
 			nodes++
 			if open[c.Alias] {
-				return c.Line, fmt.Errorf("alias *%s is inside the node it names", c.Value)
+				return nil, c.Line, fmt.Errorf("alias *%s is inside the node it names", c.Value)
 			}
+			if aliases == nil {
+				aliases = map[*yaml.Node][]*yaml.Node{}
+			}
+			aliases[c.Alias] = append(aliases[c.Alias], c)
 			continue
 		}
 		if c.Anchor != "" {
@@ -80,7 +86,7 @@ func checkAliases(root *yaml.Node) (int, error) {
 		for i := 0; i+1 < len(m.Content) && total <= limit; i += 2 {
 			if isMergeKey(m.Content[i]) {
 				for _, src := range mergeSources(m.Content[i+1]) {
-					total += expand(src)
+					total += expand(deref(src[len(src)-1]))
 				}
 			}
 		}
@@ -91,10 +97,10 @@ func checkAliases(root *yaml.Node) (int, error) {
 	cost := 0
 	for _, v := range merges {
 		for _, src := range mergeSources(v) {
-			if cost += expand(src); cost > limit {
-				return v.Line, fmt.Errorf("merge keys (<<) expand to more than %d entries in a document of %d nodes", limit, nodes)
+			if cost += expand(deref(src[len(src)-1])); cost > limit {
+				return nil, v.Line, fmt.Errorf("merge keys (<<) expand to more than %d entries in a document of %d nodes", limit, nodes)
 			}
 		}
 	}
-	return 0, nil
+	return aliases, 0, nil
 }

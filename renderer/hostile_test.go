@@ -195,7 +195,7 @@ func TestHostileInputRefused(t *testing.T) {
 		{
 			desc: "a checksum that would land in metadata from a merge key",
 			in:   "apiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: d\nx: &base\n  metadata:\n    labels: {app: d}\nspec:\n  template:\n    <<: *base\n    spec:\n      containers:\n      - name: app\n        image: registry.example/app:1\n",
-			want: []string{"document 1, line 7", "metadata comes from a merge key"},
+			want: []string{"document 1, line 6", "metadata comes from a merge key"},
 		},
 	} {
 		t.Run(tc.desc, func(t *testing.T) {

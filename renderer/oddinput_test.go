@@ -33,11 +33,13 @@ func TestOddInput(t *testing.T) {
 		// An aliased container or image is pinned once, but every
 		// workload that uses it counts: the pod template the List's two
 		// Deployments share counts for both.
-		{name: "anchors", images: map[string]int{"registry.example/app:1": 6, "registry.example/app:2": 1}},
+		{name: "anchors", images: map[string]int{"registry.example/app:1": 5, "registry.example/app:2": 2}},
 		{name: "duplicate-source", images: map[string]int{"registry.example/app:1": 1, "registry.example/app:2": 1}},
 		{name: "list-in-list", images: map[string]int{"registry.example/app:1": 1, "registry.example/app:2": 1}},
 		{name: "empty-documents", images: map[string]int{"registry.example/app:1": 1}},
 		{name: "comments-only", images: map[string]int{"registry.example/app:1": 1}},
+		{name: "marker-content", images: map[string]int{"registry.example/app:1": 1, "registry.example/app:2": 1}},
+		{name: "list-aliases", images: map[string]int{"registry.example/app:1": 1}},
 		{name: "quoted-image", images: map[string]int{
 			"registry.example/app:1": 2, "registry.example/app:2": 2, "registry.example/app:3": 1,
 			"registry.example/side:1": 1, "registry.example/init:1": 1,

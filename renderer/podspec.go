@@ -1,6 +1,7 @@
 package renderer
 
 import (
+	"errors"
 	"fmt"
 	"strings"
 
@@ -86,17 +87,17 @@ type podTemplate struct {
 	holder *yaml.Node
 }
 
-// findPodTemplates returns the pod specs of obj, a mapping node, according
-// to the first paths entry that matches its apiVersion and kind.
-func findPodTemplates(obj *yaml.Node, paths []PodSpecPath) []podTemplate {
-	group := apiGroup(scalar(lookup(obj, "apiVersion")))
-	kind := scalar(lookup(obj, "kind"))
+// findPodTemplates returns the pod specs of obj, a mapping node of the
+// given API group and kind, according to every paths entry that matches
+// them, in the order of paths. It calls step with each node it passes,
+// as written.
+func findPodTemplates(obj *yaml.Node, group, kind string, paths []PodSpecPath, step func(*yaml.Node)) ([]podTemplate, error) {
 	var found []podTemplate
 	for _, p := range paths {
 		if p.Kind != kind || (p.Group != "*" && p.Group != group) {
 			continue
 		}
-		walk(obj, p.Fields, map[walkStep]bool{}, func(holder, spec *yaml.Node, last string) {
+		err := walk(obj, p.Fields, map[walkStep]bool{}, step, func(holder, spec *yaml.Node, last string) {
 			if spec.Kind != yaml.MappingNode {
 				return
 			}
@@ -106,8 +107,11 @@ func findPodTemplates(obj *yaml.Node, paths []PodSpecPath) []podTemplate {
 			}
 			found = append(found, t)
 		})
+		if err != nil {
+			return nil, err
+		}
 	}
-	return found
+	return found, nil
 }
 
 // walkStep is a node reached with some fields left to follow.
@@ -119,34 +123,49 @@ type walkStep struct {
 // walk follows fields from n and calls fn with every node reached, the
 // mapping that holds it and the last field name. It steps from a node
 // with the same fields left once (seen remembers), so that "*" fields
-// over aliases cannot make it exponential.
-func walk(n *yaml.Node, fields []string, seen map[walkStep]bool, fn func(holder, node *yaml.Node, last string)) {
+// over aliases cannot make it exponential. It looks fields up with get,
+// and returns get's error (or values' error for a "*" step, prefixed with
+// the field stepped from).
+func walk(n *yaml.Node, fields []string, seen map[walkStep]bool, step func(*yaml.Node), fn func(holder, node *yaml.Node, last string)) error {
+	return walkFrom(n, "", fields, seen, step, fn)
+}
+
+// walkFrom is walk from node n, which the field named from led to.
+func walkFrom(n *yaml.Node, from string, fields []string, seen map[walkStep]bool, step func(*yaml.Node), fn func(holder, node *yaml.Node, last string)) error {
 	n = deref(n)
 	if n == nil || len(fields) == 0 || seen[walkStep{n, len(fields)}] {
-		return
+		return nil
 	}
 	seen[walkStep{n, len(fields)}] = true
 	f, rest := fields[0], fields[1:]
 	var next []*yaml.Node
-	switch {
-	case f == "*" && n.Kind == yaml.SequenceNode:
-		next = n.Content
-	case f == "*" && n.Kind == yaml.MappingNode:
-		for i := 1; i < len(n.Content); i += 2 {
-			next = append(next, n.Content[i])
+	if f == "*" {
+		vs, err := values(n)
+		if ke := (*keyError)(nil); errors.As(err, &ke) {
+			return &keyError{ke.line, strings.TrimSpace(from + " " + ke.msg)}
 		}
-	default:
-		if v := lookup(n, f); v != nil {
-			next = []*yaml.Node{v}
+		next = vs
+	} else {
+		e, err := get(n, f)
+		if err != nil {
+			return err
+		}
+		if e.value != nil {
+			for _, v := range e.via[:len(e.via)-1] {
+				step(v)
+			}
+			next = []*yaml.Node{e.via[len(e.via)-1]}
 		}
 	}
 	for _, c := range next {
+		step(c)
 		if len(rest) == 0 {
 			fn(n, deref(c), f)
-		} else {
-			walk(c, rest, seen, fn)
+		} else if err := walkFrom(c, f, rest, seen, step, fn); err != nil {
+			return err
 		}
 	}
+	return nil
 }
 
 // apiGroup returns the group of an apiVersion: "apps" for "apps/v1", ""
@@ -164,72 +183,4 @@ func deref(n *yaml.Node) *yaml.Node {
 		n = n.Alias
 	}
 	return n
-}
-
-// lookup returns the value of key in mapping m, or nil. A key that m
-// does not hold itself is looked up in the mappings that m merges ("<<:
-// *base"), in order, as Kubernetes' YAML decoder does. checkAliases
-// refused the documents whose merges are cyclic or too costly to follow.
-func lookup(m *yaml.Node, key string) *yaml.Node {
-	m = deref(m)
-	if m == nil || m.Kind != yaml.MappingNode {
-		return nil
-	}
-	merges := false
-	for i := 0; i+1 < len(m.Content); i += 2 {
-		k := m.Content[i]
-		if isMergeKey(k) {
-			merges = true
-		} else if k.Kind == yaml.ScalarNode && k.Value == key {
-			return deref(m.Content[i+1])
-		}
-	}
-	if !merges {
-		return nil
-	}
-	for i := 0; i+1 < len(m.Content); i += 2 {
-		if !isMergeKey(m.Content[i]) {
-			continue
-		}
-		for _, src := range mergeSources(m.Content[i+1]) {
-			if v := lookup(src, key); v != nil {
-				return v
-			}
-		}
-	}
-	return nil
-}
-
-// isMergeKey reports whether a mapping key is the merge key "<<".
-func isMergeKey(k *yaml.Node) bool {
-	return k.Kind == yaml.ScalarNode && k.Tag == "!!merge"
-}
-
-// mergeSources returns the mappings a merge key's value names: one
-// mapping, or a sequence of them.
-func mergeSources(v *yaml.Node) []*yaml.Node {
-	v = deref(v)
-	switch {
-	case v == nil:
-		return nil
-	case v.Kind == yaml.MappingNode:
-		return []*yaml.Node{v}
-	case v.Kind == yaml.SequenceNode:
-		var out []*yaml.Node
-		for _, c := range v.Content {
-			if c = deref(c); c.Kind == yaml.MappingNode {
-				out = append(out, c)
-			}
-		}
-		return out
-	}
-	return nil
-}
-
-// scalar returns the value of a scalar node, or "".
-func scalar(n *yaml.Node) string {
-	if n == nil || n.Kind != yaml.ScalarNode {
-		return ""
-	}
-	return n.Value
 }

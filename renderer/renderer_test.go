@@ -261,7 +261,7 @@ func TestRenderErrors(t *testing.T) {
 			in: "# Source: c/templates/d.yaml\n" + strings.Replace(deployment, "IMAGE", "gone:1", 1) + "---\n" +
 				strings.Replace(strings.Replace(deployment, "IMAGE", "ghcr.io/x/missing:2", 1), "name: web", "name: api", 1),
 			want: []string{
-				`document 1 (c/templates/d.yaml), line 11: Deployment/web container "app": resolving gone:1: MANIFEST_UNKNOWN`,
+				`document 1 (c/templates/d.yaml), line 11 (rendered line 10 of the template): Deployment/web container "app": resolving gone:1: MANIFEST_UNKNOWN`,
 				`document 2, line 22: Deployment/api container "app": resolving ghcr.io/x/missing:2: MANIFEST_UNKNOWN`,
 			},
 		},

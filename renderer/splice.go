@@ -33,7 +33,12 @@ func splice(d *document, images []imageChange, annotations []annotationChange, k
 	}
 	var edits []edit
 	for _, c := range images {
-		e, ok := s.replaceScalar(c.node, c.value, c.node.Style)
+		e, ok := edit{}, false
+		if c.alias != nil {
+			e, ok = s.replaceAlias(c.alias, c.value)
+		} else {
+			e, ok = s.replaceScalar(c.node, c.value, c.node.Style)
+		}
 		if !ok {
 			return nil, false
 		}
@@ -140,6 +145,22 @@ func (s *spliceState) replaceScalar(n *yaml.Node, value string, style yaml.Style
 	return edit{start: at, end: end, text: text}, ok
 }
 
+// replaceAlias replaces the token of alias node a ("*name") with value,
+// written plain.
+func (s *spliceState) replaceAlias(a *yaml.Node, value string) (edit, bool) {
+	at, _, ok := s.offset(a)
+	if !ok {
+		return edit{}, false
+	}
+	token := "*" + a.Value
+	end := at + len(token)
+	if !bytes.HasPrefix(s.body[at:], []byte(token)) || (end < len(s.body) && !isSpace(s.body[end])) {
+		return edit{}, false // not the token we expect, or in flow style
+	}
+	text, ok := quote(value, 0)
+	return edit{start: at, end: end, text: text}, ok
+}
+
 // setAnnotation sets key to value in the metadata.annotations of holder,
 // which must be a block mapping: it replaces an existing value, or inserts
 // a line before the first annotation, or an annotations mapping before the
@@ -149,9 +170,12 @@ func (s *spliceState) setAnnotation(holder *yaml.Node, key, value string) (edit,
 		return edit{}, false
 	}
 	line := key + ": '" + value + "'" + s.eol
-	metaKey, meta := field(holder, "metadata")
-	_, ann := field(meta, "annotations")
-	_, old := field(ann, key)
+	// The editor looked these up already, and made sure that none comes
+	// from a merge key or an alias.
+	m, _ := get(holder, "metadata")
+	a, _ := get(m.value, "annotations")
+	o, _ := get(a.value, key)
+	metaKey, meta, ann, old := m.key, m.value, a.value, o.value
 	switch {
 	case old != nil:
 		return s.replaceScalar(old, value, yaml.SingleQuotedStyle)
@@ -166,7 +190,8 @@ func (s *spliceState) setAnnotation(holder *yaml.Node, key, value string) (edit,
 		return s.insertAt(s.entryEnd(holder, meta, ""), indent, "annotations:"+s.eol, indent+step, line)
 	case meta == nil && isBlockMapping(holder):
 		// A metadata mapping just before the spec.
-		specKey, spec := field(holder, "spec")
+		sp, _ := get(holder, "spec")
+		specKey, spec := sp.key, sp.value
 		if specKey == nil || !isBlockMapping(spec) {
 			return edit{}, false
 		}
@@ -187,24 +212,14 @@ func (s *spliceState) setAnnotation(holder *yaml.Node, key, value string) (edit,
 // and the holder too, or the next key does not start its line.
 func (s *spliceState) entryEnd(holder, meta *yaml.Node, key string) int {
 	if key != "" {
-		if next := nextKey(meta, key); next != nil {
-			return s.lineOf(next)
+		if e, _ := get(meta, key); e.index >= 0 && e.index+2 < len(meta.Content) {
+			return s.lineOf(meta.Content[e.index+2])
 		}
 	}
-	if next := nextKey(holder, "metadata"); next != nil {
-		return s.lineOf(next)
+	if e, _ := get(holder, "metadata"); e.index >= 0 && e.index+2 < len(holder.Content) {
+		return s.lineOf(holder.Content[e.index+2])
 	}
 	return -1
-}
-
-// nextKey returns the key node after key in mapping m, or nil.
-func nextKey(m *yaml.Node, key string) *yaml.Node {
-	for i := 0; i+3 < len(m.Content); i += 2 {
-		if m.Content[i].Value == key {
-			return m.Content[i+2]
-		}
-	}
-	return nil
 }
 
 // lineOf returns the offset of the start of the line of node n, which must
@@ -233,19 +248,6 @@ func (s *spliceState) insertAt(at int, parts ...any) (edit, bool) {
 		b.WriteString(text)
 	}
 	return edit{start: at, end: at, text: b.String()}, true
-}
-
-// field returns the key and value nodes of key in mapping m.
-func field(m *yaml.Node, key string) (*yaml.Node, *yaml.Node) {
-	if m == nil || m.Kind != yaml.MappingNode {
-		return nil, nil
-	}
-	for i := 0; i+1 < len(m.Content); i += 2 {
-		if k := m.Content[i]; k.Kind == yaml.ScalarNode && k.Value == key {
-			return k, m.Content[i+1]
-		}
-	}
-	return nil, nil
 }
 
 // isBlockMapping reports whether n is a non-empty mapping in block style.

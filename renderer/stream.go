@@ -21,6 +21,21 @@ type document struct {
 	head int
 	// source is the file named by Helm's "# Source:" comment, if any.
 	source string
+	// sourceLine is the stream line of the "# Source:" comment that
+	// begins the template's output: this document's, or that of the
+	// first of the documents before it in a row with the same source.
+	sourceLine int
+	// nodes caches estimate; 0: not estimated yet.
+	nodes int
+}
+
+// estimate returns estimateNodes of the document's body, counted once.
+// Only the worker that owns the document may call it.
+func (d *document) estimate() int {
+	if d.nodes == 0 {
+		d.nodes = estimateNodes(d.body())
+	}
+	return d.nodes
 }
 
 // body returns the part of the document that is YAML content to parse.
@@ -36,13 +51,26 @@ func (d *document) where() string {
 }
 
 // at describes a position inside the document, given a 1-based line
-// relative to the document body, as `document 3 (file), line 17`.
+// relative to the document body, as `document 3 (file), line 17`. For a
+// document from a Helm template it adds the line in that template's
+// rendered output, which the "# Source:" comment begins (a template's
+// output can be several documents in a row): `document 3 (file), line
+// 17 (rendered line 5 of the template)`. That is the line Helm wrote,
+// not a line of the template's source, which no one can tell from the
+// output.
 func (d *document) at(bodyLine int) string {
 	if bodyLine <= 0 {
 		return d.where()
 	}
-	return fmt.Sprintf("%s, line %d", d.where(), d.line+d.headLines()+bodyLine-1)
+	line := d.streamLine(bodyLine)
+	if d.sourceLine > 0 && line > d.sourceLine {
+		return fmt.Sprintf("%s, line %d (rendered line %d of the template)", d.where(), line, line-d.sourceLine)
+	}
+	return fmt.Sprintf("%s, line %d", d.where(), line)
 }
+
+// streamLine returns the stream line of a 1-based body line.
+func (d *document) streamLine(bodyLine int) int { return d.line + d.headLines() + bodyLine - 1 }
 
 // headLines is the number of lines in the head of the document.
 func (d *document) headLines() int { return bytes.Count(d.raw[:d.head], []byte("\n")) }
@@ -87,6 +115,13 @@ func splitStream(in []byte) []*document {
 		}
 	}
 	flush(len(in))
+	// A template's output may be several documents in a row, each with
+	// the template's "# Source:" comment.
+	for i, d := range docs {
+		if i > 0 && d.source != "" && d.source == docs[i-1].source {
+			d.sourceLine = docs[i-1].sourceLine
+		}
+	}
 	return docs
 }
 
@@ -154,7 +189,7 @@ func newDocument(index, line int, raw []byte) *document {
 			d.head = eol
 		}
 	}
-	for b := d.body(); len(b) > 0; {
+	for b, line := d.body(), d.line+d.headLines(); len(b) > 0; line++ {
 		eol := bytes.IndexByte(b, '\n')
 		if eol < 0 {
 			eol = len(b)
@@ -168,6 +203,7 @@ func newDocument(index, line int, raw []byte) *document {
 				}
 				return r
 			}, string(text[len(sourcePrefix):]))
+			d.sourceLine = line
 			break
 		}
 		if len(text) > 0 && text[0] != '#' {

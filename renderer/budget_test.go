@@ -1,0 +1,73 @@
+package renderer
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"sigs.k8s.io/kustomize/kyaml/yaml"
+)
+
+// TestMaxNodesRefused checks that a document that may parse into more
+// than MaxNodes nodes is refused before it is parsed, with one line that
+// names it and the bound, and that one below the bound is pinned.
+func TestMaxNodesRefused(t *testing.T) {
+	args := func(n int) string {
+		return strings.Replace(pod, "IMAGE", "registry.example/app:1", 1) + "    args: [" + strings.TrimSuffix(strings.Repeat("a,", n), ",") + "]\n"
+	}
+	in := "---\n# Source: c/templates/p.yaml\n" + args(MaxNodes/2)
+	res, err := (&Renderer{Resolver: newFixed()}).Render(context.Background(), []byte(in))
+	if err == nil {
+		t.Fatalf("Render() = nil error for %d nodes, want one naming MaxNodes", MaxNodes/2)
+	}
+	for _, w := range []string{"document 1 (c/templates/p.yaml)", fmt.Sprintf("(MaxNodes %d)", MaxNodes)} {
+		if !strings.Contains(err.Error(), w) || strings.Contains(err.Error(), "\n") || res.Output != nil {
+			t.Errorf("Render() error = %q, want one line with %q and no output", err, w)
+		}
+	}
+	ok := args(MaxNodes / 4)
+	res, err = (&Renderer{Resolver: newFixed()}).Render(context.Background(), []byte(ok))
+	if err != nil {
+		t.Fatalf("Render() = %v for %d nodes", err, MaxNodes/4)
+	}
+	if !bytes.Contains(res.Output, []byte("@"+dg("registry.example/app:1"))) {
+		t.Errorf("Render() did not pin the image")
+	}
+}
+
+// TestEstimateNodesIsAnUpperBound checks estimateNodes against the nodes
+// that the test inputs and a few dense spellings parse into.
+func TestEstimateNodesIsAnUpperBound(t *testing.T) {
+	inputs, _ := filepath.Glob("testdata/*.input.yaml")
+	odd, _ := filepath.Glob("testdata/oddinput/*.input.yaml")
+	docs := []string{"a", "a: b", "[a,b]", "{a, b, c}", "[a: b, c: d]", "- - - a", "? a", "? \n? \n", "a:\nb:\n", "[[[]]]", "{? : }", "&a [*a, *a, *a]"}
+	for _, p := range append(inputs, odd...) {
+		for _, d := range splitStream(readFile(t, p)) {
+			docs = append(docs, string(d.body()))
+		}
+	}
+	for _, d := range docs {
+		if n, est := countNodes([]byte(d)), estimateNodes([]byte(d)); n > est {
+			t.Errorf("estimateNodes(%.60q) = %d, but it parses into %d nodes", d, est, n)
+		}
+	}
+}
+
+// countNodes returns the nodes a document parses into, the document node
+// and aliases included, or 0 when it does not parse.
+func countNodes(body []byte) int {
+	var root yaml.Node
+	if err := yaml.NewDecoder(bytes.NewReader(body)).Decode(&root); err != nil {
+		return 0
+	}
+	n, stack := 0, []*yaml.Node{&root}
+	for len(stack) > 0 {
+		top := stack[len(stack)-1]
+		stack = append(stack[:len(stack)-1], top.Content...)
+		n++
+	}
+	return n
+}

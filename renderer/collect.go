@@ -1,0 +1,251 @@
+package renderer
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"runtime"
+	"sync"
+	"sync/atomic"
+
+	"github.com/google/go-containerregistry/pkg/name"
+	"sigs.k8s.io/kustomize/kyaml/yaml"
+)
+
+// use is one image field found in a document.
+type use struct {
+	image    string // as written
+	ref      name.Reference
+	workload Workload
+	where    string
+}
+
+// collection is what the first phase of a Render found.
+type collection struct {
+	docs []*document
+	// out holds each document's output; nil while it waits for a digest.
+	out [][]byte
+	// kept holds the parses of waiting documents kept for the last phase.
+	kept []*parsed
+	// waiting are the indexes of the documents that wait for a digest.
+	waiting []int
+	// pending are the image fields of each reference (by ref.Name()),
+	// order the references in the order the stream first uses them.
+	pending map[string][]use
+	order   []string
+	// budget bounds the nodes parsed at once, in both phases that parse.
+	budget *nodeBudget
+}
+
+// collect parses every document and collects its images; it rewrites the
+// documents whose images all carry digests. Documents are independent, so
+// they are parsed on every core; the results are merged in stream order.
+// The parse of a document that waits is kept for the last phase while the
+// kept documents are small (a chart's worth); beyond that they are parsed
+// again, so that memory does not grow with a node tree for every document
+// of a huge stream. Every document's errors are returned, joined.
+func (r *Renderer) collect(ctx context.Context, docs []*document) (*collection, error) {
+	c := &collection{
+		docs:    docs,
+		out:     make([][]byte, len(docs)),
+		kept:    make([]*parsed, len(docs)),
+		pending: map[string][]use{},
+		budget:  newNodeBudget(MaxNodes),
+	}
+	uses := make([][]use, len(docs))
+	docErrs := make([]error, len(docs))
+	var keptBytes, keptNodes atomic.Int64
+	err := eachDoc(ctx, len(docs), func(i int) {
+		d := docs[i]
+		defer c.budget.give(c.budget.takeFor(d))
+		p, err := r.parse(d)
+		if p == nil || err != nil {
+			c.out[i], docErrs[i] = d.raw, err
+			return
+		}
+		c.out[i], docErrs[i] = r.rewrite(d, p, func(u use) (string, bool) {
+			uses[i] = append(uses[i], u)
+			if dg, ok := u.ref.(name.Digest); ok {
+				return dg.DigestStr(), true
+			}
+			return "", false
+		})
+		if c.out[i] == nil && docErrs[i] == nil && keptBytes.Add(int64(len(d.raw))) <= maxKeptBytes &&
+			keptNodes.Add(int64(d.estimate())) <= maxKeptNodes {
+			c.kept[i] = p
+		}
+	})
+	if err != nil {
+		return nil, err
+	}
+	for i, b := range c.out {
+		if docErrs[i] != nil {
+			continue
+		}
+		for _, u := range uses[i] {
+			k := u.ref.Name()
+			if _, seen := c.pending[k]; !seen {
+				c.order = append(c.order, k)
+			}
+			c.pending[k] = append(c.pending[k], u)
+		}
+		if b == nil {
+			c.waiting = append(c.waiting, i)
+		}
+	}
+	if err := errors.Join(docErrs...); err != nil {
+		return nil, err
+	}
+	return c, nil
+}
+
+// eachDoc calls fn(i) for every i in [0, n) on GOMAXPROCS goroutines. fn
+// must touch only what belongs to index i. It checks ctx before each
+// batch of documents, and returns its error (wrapped) when ctx is done;
+// some documents are then left undone.
+func eachDoc(ctx context.Context, n int, fn func(i int)) error {
+	// Workers take batches of documents: most documents cost next to
+	// nothing, and one shared counter (or ctx check) per document would
+	// cost more.
+	const batch = 32
+	var next atomic.Int64
+	var stopped atomic.Bool
+	work := func() {
+		for !stopped.Load() {
+			start := int(next.Add(batch) - batch)
+			if start >= n {
+				return
+			}
+			if ctx.Err() != nil {
+				stopped.Store(true)
+				return
+			}
+			for i := start; i < min(start+batch, n); i++ {
+				fn(i)
+			}
+		}
+	}
+	if workers := min(runtime.GOMAXPROCS(0), n); workers <= 1 {
+		work()
+	} else {
+		var wg sync.WaitGroup
+		for range workers {
+			wg.Go(work)
+		}
+		wg.Wait()
+	}
+	if stopped.Load() {
+		return fmt.Errorf("rendering %d documents: %w", n, context.Cause(ctx))
+	}
+	return nil
+}
+
+// wideEncoding names the encoding of a stream in UTF-16 or UTF-32, told
+// by its byte order mark or, as YAML does without one, by the zero bytes
+// of its first ASCII character; it returns "" for UTF-8.
+func wideEncoding(in []byte) string {
+	switch {
+	case bytes.HasPrefix(in, []byte{0, 0, 0xfe, 0xff}), bytes.HasPrefix(in, []byte{0xff, 0xfe, 0, 0}),
+		len(in) >= 4 && in[0] == 0 && in[1] == 0 && in[2] == 0, len(in) >= 4 && in[1] == 0 && in[2] == 0 && in[3] == 0:
+		return "UTF-32"
+	case bytes.HasPrefix(in, []byte{0xfe, 0xff}), bytes.HasPrefix(in, []byte{0xff, 0xfe}),
+		len(in) >= 2 && (in[0] == 0) != (in[1] == 0):
+		return "UTF-16"
+	}
+	return ""
+}
+
+// imageKey is the cheap test for a document that may hold an image field:
+// one without the word cannot, and is never parsed, unless it holds a
+// backslash (a double-quoted key may spell the word with escapes:
+// "\x69mage") or a tag that could be !!binary (a key "!!binary aW1hZ2U="
+// decodes to "image"; a tag is written "!!…", "!<…>", or with a handle
+// that a %TAG directive names). An alias key names a node that spells
+// the word in one of these ways.
+var imageKey = []byte("image")
+
+// mayHoldImage reports whether a document body may hold an image field.
+func mayHoldImage(body []byte) bool {
+	return bytes.Contains(body, imageKey) || bytes.IndexByte(body, '\\') >= 0 ||
+		bytes.Contains(body, []byte("!!")) || bytes.Contains(body, []byte("!<")) || bytes.Contains(body, []byte("%TAG"))
+}
+
+// parsed is a parsed document that may hold images.
+type parsed struct {
+	root    yaml.Node
+	obj     *yaml.Node                  // the object: a mapping
+	crlf    bool                        // the document's line breaks are CRLF
+	aliases map[*yaml.Node][]*yaml.Node // anchored node → its aliases; nil: none
+}
+
+// parse parses document d. It returns nil and no error for a document
+// that cannot hold an image field: no "image" in it, only comments, null.
+func (r *Renderer) parse(d *document) (*parsed, error) {
+	if !mayHoldImage(d.body()) {
+		return nil, nil
+	}
+	// Refuse a document whose tree could take more memory than a Render
+	// may, before the parser builds it.
+	if n := d.estimate(); n > MaxNodes {
+		return nil, fmt.Errorf("%s: the document may hold up to %d YAML nodes (estimated from its %d bytes), more than digestpin parses in one document (MaxNodes %d)", d.where(), n, len(d.body()), MaxNodes)
+	}
+	// CRLF line breaks are parsed as LF, so that comments carry no CR
+	// into a re-encoded document; lines and columns stay the same.
+	body, crlf := d.body(), bytes.Contains(d.body(), []byte("\r\n"))
+	if crlf {
+		body = bytes.ReplaceAll(body, []byte("\r\n"), []byte("\n"))
+	}
+	p := &parsed{crlf: crlf}
+	dec := yaml.NewDecoder(bytes.NewReader(body))
+	if err := dec.Decode(&p.root); err != nil {
+		if errors.Is(err, io.EOF) {
+			return nil, nil // only comments
+		}
+		return nil, yamlError(d, err)
+	}
+	// The stream was split at "---" lines ending in LF; a parser that
+	// finds a second document in this one (after a "---" between lone CR
+	// or Unicode line breaks) would see images that the split did not.
+	var next yaml.Node
+	if err := dec.Decode(&next); err == nil {
+		return nil, fmt.Errorf("%s: a second YAML document starts here: digestpin splits documents at \"---\" lines ending in LF or CRLF", d.at(next.Line))
+	} else if !errors.Is(err, io.EOF) {
+		return nil, yamlError(d, err)
+	}
+	// Refuse aliases that would never end or cost more than the document.
+	aliases, line, err := checkAliases(&p.root)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", d.at(line), err)
+	}
+	p.aliases = aliases
+	p.obj = deref(rootContent(&p.root))
+	if p.obj == nil || (p.obj.Kind == yaml.ScalarNode && p.obj.Tag == "!!null") {
+		return nil, nil
+	}
+	if p.obj.Kind != yaml.MappingNode {
+		return nil, fmt.Errorf("%s: want a Kubernetes object (a mapping), found %s", d.at(p.obj.Line), kindName(p.obj))
+	}
+	return p, nil
+}
+
+// maxKeptBytes and maxKeptNodes bound the documents (in input bytes and
+// estimated nodes) whose parse is kept between the first and the last
+// phase of a Render: a parsed document takes some 30 times its size in
+// block style, and more in flow style.
+const (
+	maxKeptBytes = 1 << 20
+	maxKeptNodes = MaxNodes / 4
+)
+
+// rootContent returns the top node of a parsed document.
+func rootContent(doc *yaml.Node) *yaml.Node {
+	if doc.Kind == yaml.DocumentNode {
+		if len(doc.Content) == 0 {
+			return nil
+		}
+		return doc.Content[0]
+	}
+	return doc
+}

@@ -1,0 +1,504 @@
+package renderer
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	k8syaml "sigs.k8s.io/yaml"
+)
+
+// dep is a Deployment with one container and image.
+var dep = strings.Replace(deployment, "IMAGE", "registry.example/app:1", 1)
+
+// ambiguousKeys are documents that the API server's decoder
+// (sigs.k8s.io/yaml) reads differently from a first-key reading, and the
+// error each must be refused with (substrings). FuzzRender starts from
+// them too.
+var ambiguousKeys = []struct {
+	desc, in string
+	want     []string // substrings of the error
+}{
+	{
+		desc: "spec given twice",
+		in:   dep + "spec:\n  template:\n    spec:\n      containers:\n      - name: app\n        image: registry.example/evil:1\n",
+		want: []string{"document 1, line 11", "Deployment/web: spec is given twice"},
+	},
+	{
+		desc: "template given twice",
+		in:   strings.Replace(dep, "spec:\n  template:\n", "spec:\n  template:\n    spec: {containers: [{name: x, image: registry.example/evil:1}]}\n  template:\n", 1),
+		want: []string{"document 1, line 8", "Deployment/web: template is given twice"},
+	},
+	{
+		desc: "pod template metadata given twice",
+		in:   strings.Replace(dep, "  template:\n", "  template:\n    metadata: {labels: {a: b}}\n    metadata: {labels: {a: c}}\n", 1),
+		want: []string{"document 1, line 8", "metadata is given twice"},
+	},
+	{
+		desc: "object metadata given twice",
+		in:   strings.Replace(dep, "metadata:\n  name: web\n", "metadata:\n  name: web\nmetadata:\n  name: other\n", 1),
+		want: []string{"document 1, line 5", "metadata is given twice"},
+	},
+	{
+		desc: "kind given twice",
+		in:   strings.Replace(dep, "kind: Deployment\n", "kind: ConfigMap\nkind: Deployment\n", 1),
+		want: []string{"document 1, line 3", "kind is given twice"},
+	},
+	{
+		desc: "apiVersion given twice",
+		in:   "apiVersion: v1\n" + dep,
+		want: []string{"document 1, line 2", "apiVersion is given twice"},
+	},
+	{
+		desc: "name given twice",
+		in:   strings.Replace(dep, "  name: web\n", "  name: web\n  name: other\n", 1),
+		want: []string{"document 1, line 5", "Deployment: name is given twice"},
+	},
+	{
+		desc: "container name given twice",
+		in:   dep + "        name: other\n",
+		want: []string{"document 1, line 11", `name is given twice`},
+	},
+	{
+		desc: "checksum annotation given twice",
+		in:   strings.Replace(dep, "  template:\n", "  template:\n    metadata:\n      annotations:\n        checksum/images: a\n        checksum/images: b\n", 1),
+		want: []string{"document 1, line 10", "checksum/images is given twice"},
+	},
+	{
+		desc: "initContainers given twice",
+		in:   dep + "      initContainers: []\n      initContainers: [{name: i, image: registry.example/evil:1}]\n",
+		want: []string{"document 1, line 12", "initContainers is given twice"},
+	},
+	{
+		desc: "image overridden by a later merge key",
+		in:   dep + "        <<: {image: registry.example/evil:1}\n",
+		want: []string{"document 1, line 11", "image is both in the mapping and in a merge key (<<)"},
+	},
+	{
+		desc: "image overriding an earlier merge key",
+		in:   strings.Replace(dep, "      - name: app\n", "      - <<: {image: registry.example/evil:1}\n        name: app\n", 1),
+		want: []string{"document 1, line 9", "image is both in the mapping and in a merge key (<<)"},
+	},
+	{
+		desc: "image in two merged mappings",
+		in:   strings.Replace(dep, "        image: registry.example/app:1\n", "        <<: [{image: registry.example/app:1}, {image: registry.example/evil:1}]\n", 1),
+		want: []string{"document 1, line 10", "image is given twice in merge keys (<<)"},
+	},
+	{
+		desc: "containers overridden by a merge key",
+		in:   dep + "      <<: {containers: [{name: x, image: registry.example/evil:1}]}\n",
+		want: []string{"document 1, line 11", "containers is both in the mapping and in a merge key (<<)"},
+	},
+	{
+		desc: "kind spelt as !!binary",
+		in:   strings.Replace(dep, "kind: Deployment", "kind: !!binary RGVwbG95bWVudA==", 1),
+		want: []string{"document 1, line 2", "kind is binary RGVwbG95bWVudA==, want a string"},
+	},
+	{
+		desc: "image key spelt as !!binary",
+		in:   dep + "        !!binary aW1hZ2U=: registry.example/evil:1\n",
+		want: []string{"document 1, line 11", `the key image is spelt !!binary aW1hZ2U=`},
+	},
+	{
+		desc: "an image key spelt as !!binary in a document without the word",
+		in:   "apiVersion: v1\nkind: Pod\nmetadata:\n  name: p\nspec:\n  containers:\n  - name: app\n    !!binary aW1hZ2U=: registry.example/evil:1\n",
+		want: []string{"document 1, line 8", `the key image is spelt !!binary aW1hZ2U=`},
+	},
+	{
+		desc: "image key that is an alias",
+		in:   "apiVersion: v1\nkind: Pod\nmetadata:\n  name: p\n  labels: {k: &k image}\nspec:\n  containers:\n  - name: app\n    *k : registry.example/evil:1\n",
+		want: []string{"document 1, line 9", "the key image is an alias (*k)"},
+	},
+	{
+		desc: "spec key with a custom tag",
+		in:   strings.Replace(dep, "\nspec:\n", "\n!x spec:\n", 1),
+		want: []string{"document 1, line 5", "the key spec is spelt !x spec"},
+	},
+	{
+		desc: "items given twice in a List",
+		in:   "apiVersion: v1\nkind: List\nitems: []\nitems:\n- " + strings.ReplaceAll(strings.TrimSuffix(dep, "\n"), "\n", "\n  ") + "\n",
+		want: []string{"document 1, line 4", "List: items is given twice"},
+	},
+	{
+		desc: "a merge key in a mapping of pod specs",
+		in:   "apiVersion: example.com/v1\nkind: Worker\nmetadata: {name: w}\nspec:\n  pools:\n    <<: {b: {template: {spec: {containers: [{name: x, image: registry.example/evil:1}]}}}}\n    a: {template: {spec: {containers: [{name: app, image: registry.example/app:1}]}}}\n",
+		want: []string{"document 1, line 6", "Worker/w: pools holds a merge key (<<)"},
+	},
+}
+
+// TestAmbiguousKeysRefused renders documents that the API server's
+// decoder (sigs.k8s.io/yaml) reads differently from a first-key reading:
+// repeated keys, merge keys that override, and keys spelt with a tag or
+// an alias, on the path from the root to an image. Each must be refused
+// with one line naming the document, line and key.
+func TestAmbiguousKeysRefused(t *testing.T) {
+	for _, tc := range ambiguousKeys {
+		t.Run(tc.desc, func(t *testing.T) {
+			custom, _ := ParsePodSpecPath("example.com/Worker=spec.pools.*.template.spec")
+			r := &Renderer{Resolver: newFixed(), PodSpecPaths: append(DefaultPodSpecPaths[:len(DefaultPodSpecPaths):len(DefaultPodSpecPaths)], custom)}
+			res, err := renderWithin(t, r, tc.in)
+			if err == nil {
+				t.Fatalf("Render() = nil error, want one mentioning %q; output:\n%s", tc.want, res.Output)
+			}
+			for _, w := range tc.want {
+				if !strings.Contains(err.Error(), w) {
+					t.Errorf("Render() error = %q, want it to contain %q", err, w)
+				}
+			}
+			if strings.Contains(err.Error(), "\n") {
+				t.Errorf("Render() error = %q, want one line", err)
+			}
+		})
+	}
+}
+
+// TestRepeatedKeysOffThePath checks that repeated keys where no image can
+// be (a ConfigMap's data, a container's env) are not digestpin's business.
+func TestRepeatedKeysOffThePath(t *testing.T) {
+	for _, in := range []string{
+		"apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: c\ndata:\n  image: a\n  image: b\n",
+		strings.Replace(deployment, "IMAGE", "registry.example/app:1", 1) + "        env: {A: 1, A: 2}\n        <<: {resources: {}}\n",
+	} {
+		res, err := (&Renderer{Resolver: newFixed()}).Render(context.Background(), []byte(in))
+		if err != nil {
+			t.Fatalf("Render(%q) = %v", in, err)
+		}
+		checkAsAPIServer(t, []byte(in), res.Output)
+	}
+}
+
+// TestOutputAsAPIServerReadsIt checks every golden and odd input with the
+// API server's decoder: see checkAsAPIServer.
+func TestOutputAsAPIServerReadsIt(t *testing.T) {
+	inputs, _ := filepath.Glob("testdata/*.input.yaml")
+	odd, _ := filepath.Glob("testdata/oddinput/*.input.yaml")
+	for _, in := range append(inputs, odd...) {
+		t.Run(filepath.Base(in), func(t *testing.T) {
+			src := readFile(t, in)
+			res, err := (&Renderer{Resolver: newFixed()}).Render(context.Background(), src)
+			if err != nil {
+				t.Fatalf("Render(%s) = %v", in, err)
+			}
+			checkAsAPIServer(t, src, res.Output)
+		})
+	}
+}
+
+// checkAsAPIServer decodes each document of in and out as the API server
+// does (sigs.k8s.io/yaml) and checks that they are the same but for the
+// image fields of pod specs and the checksum annotation, that every image
+// of out is pinned, and that each pod template's checksum covers exactly
+// the images that the API server reads. It assumes pin mode and the
+// default pod spec paths.
+func checkAsAPIServer(t *testing.T, in, out []byte) {
+	t.Helper()
+	inDocs, outDocs := splitStream(in), splitStream(out)
+	if len(inDocs) != len(outDocs) {
+		t.Fatalf("%d documents in, %d out", len(inDocs), len(outDocs))
+	}
+	for i := range inDocs {
+		a, errA := apiServerReading(inDocs[i].body())
+		b, errB := apiServerReading(outDocs[i].body())
+		if errA != nil {
+			continue // the API server refuses it anyway
+		}
+		if errB != nil {
+			t.Fatalf("document %d: the output does not decode: %v\n%s", i+1, errB, outDocs[i].raw)
+		}
+		var inImages []string
+		for _, s := range podSpecsOf(a) {
+			for _, c := range containersOf(s.spec) {
+				img, _ := c["image"].(string)
+				inImages = append(inImages, img)
+				delete(c, "image")
+			}
+			dropChecksum(s.holder)
+		}
+		var outImages []string
+		for _, s := range podSpecsOf(b) {
+			var lines []string
+			for _, c := range containersOf(s.spec) {
+				img, _ := c["image"].(string)
+				name, _ := c["name"].(string)
+				if img != "" && !strings.Contains(img, "@sha256:") {
+					t.Errorf("document %d: container %q runs %q, which is not pinned\n%s", i+1, name, img, outDocs[i].raw)
+				}
+				if img != "" {
+					lines = append(lines, name+"="+img)
+				}
+				outImages = append(outImages, img)
+				delete(c, "image")
+			}
+			if s.holder != nil && len(lines) > 0 {
+				if got, want := dropChecksum(s.holder), Checksum(lines); got != want {
+					t.Errorf("document %d: checksum %q, want %q for %q\n%s", i+1, got, want, lines, outDocs[i].raw)
+				}
+			} else {
+				dropChecksum(s.holder)
+			}
+		}
+		if len(inImages) != len(outImages) {
+			t.Errorf("document %d: %d images in, %d out", i+1, len(inImages), len(outImages))
+		} else {
+			for j := range inImages {
+				if want := inImages[j]; !strings.HasPrefix(outImages[j], want) {
+					t.Errorf("document %d: image %q became %q", i+1, want, outImages[j])
+				}
+			}
+		}
+		if diff := cmp.Diff(a, b); diff != "" {
+			t.Errorf("document %d: the API server reads more than images changed (-in +out):\n%s", i+1, diff)
+		}
+	}
+}
+
+// apiServerReading decodes a document as the API server does.
+func apiServerReading(doc []byte) (any, error) {
+	j, err := k8syaml.YAMLToJSON(doc)
+	if err != nil {
+		return nil, err
+	}
+	var v any
+	return v, json.Unmarshal(j, &v)
+}
+
+// jsonPodSpec is a pod spec as decoded JSON, and the template that holds
+// it (nil when its checksum is not written).
+type jsonPodSpec struct {
+	spec, holder map[string]any
+}
+
+// podSpecsOf follows DefaultPodSpecPaths through a decoded object (and the
+// items of a List).
+func podSpecsOf(v any) []jsonPodSpec {
+	obj, _ := v.(map[string]any)
+	if obj == nil {
+		return nil
+	}
+	kind, _ := obj["kind"].(string)
+	if items, ok := obj["items"].([]any); ok && strings.HasSuffix(kind, "List") {
+		var out []jsonPodSpec
+		for _, it := range items {
+			out = append(out, podSpecsOf(it)...)
+		}
+		return out
+	}
+	apiVersion, _ := obj["apiVersion"].(string)
+	var out []jsonPodSpec
+	for _, p := range DefaultPodSpecPaths {
+		if p.Kind != kind || p.Group != apiGroup(apiVersion) {
+			continue
+		}
+		holder, n := map[string]any(nil), obj
+		for _, f := range p.Fields {
+			next, _ := n[f].(map[string]any)
+			if next == nil {
+				n = nil
+				break
+			}
+			holder, n = n, next
+		}
+		if n != nil {
+			if p.Fields[len(p.Fields)-1] != "spec" {
+				holder = nil
+			}
+			out = append(out, jsonPodSpec{spec: n, holder: holder})
+		}
+	}
+	return out
+}
+
+// containersOf returns the containers of a decoded pod spec.
+func containersOf(spec map[string]any) []map[string]any {
+	var out []map[string]any
+	for _, f := range containerFields {
+		list, _ := spec[f].([]any)
+		for _, c := range list {
+			if m, ok := c.(map[string]any); ok {
+				out = append(out, m)
+			}
+		}
+	}
+	return out
+}
+
+// dropChecksum removes the checksum annotation of a decoded pod template
+// (and annotations or metadata left empty), and returns its value.
+func dropChecksum(holder map[string]any) string {
+	meta, _ := holder["metadata"].(map[string]any)
+	ann, _ := meta["annotations"].(map[string]any)
+	v, ok := ann[DefaultChecksumAnnotation]
+	delete(ann, DefaultChecksumAnnotation)
+	if len(ann) == 0 {
+		delete(meta, "annotations")
+	}
+	if len(meta) == 0 {
+		// Empty, null and absent metadata are the same to the API server.
+		delete(holder, "metadata")
+	}
+	if !ok {
+		return ""
+	}
+	return fmt.Sprint(v)
+}
+
+// readFile returns the contents of a file.
+func readFile(t *testing.T, path string) []byte {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+// TestMarkerLineWithContent renders documents whose "---" line carries
+// content, through the splice path and the encoder path: each must stay a
+// document of its own.
+func TestMarkerLineWithContent(t *testing.T) {
+	first := "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: c\n"
+	for _, tc := range []struct{ desc, doc string }{
+		{desc: "a JSON document (encoder)", doc: `--- {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p"}, "spec": {"containers": [{"name": "app", "image": "registry.example/app:1"}]}}` + "\n"},
+		{desc: "a tag (splice)", doc: "--- !!map\n" + strings.Replace(pod, "IMAGE", "registry.example/app:1", 1)},
+		{desc: "a tag and a flow pod spec (encoder)", doc: "--- !!map\napiVersion: v1\nkind: Pod\nmetadata: {name: p}\nspec: {containers: [{name: app, image: registry.example/app:1}]}\n"},
+		{desc: "a comment (splice)", doc: "--- # c\n" + strings.Replace(pod, "IMAGE", "registry.example/app:1", 1)},
+	} {
+		t.Run(tc.desc, func(t *testing.T) {
+			in := first + tc.doc
+			r := &Renderer{Resolver: newFixed()}
+			res, err := r.Render(context.Background(), []byte(in))
+			if err != nil {
+				t.Fatalf("Render() = %v", err)
+			}
+			docs := splitStream(res.Output)
+			if len(docs) != 2 || string(docs[0].raw) != first {
+				t.Fatalf("Render() wrote %d documents, want the ConfigMap and the Pod:\n%s", len(docs), res.Output)
+			}
+			if !strings.Contains(string(docs[1].raw), "registry.example/app:1@"+dg("registry.example/app:1")) {
+				t.Errorf("the Pod is not pinned:\n%s", res.Output)
+			}
+			checkAsAPIServer(t, []byte(in), res.Output)
+			again, err := r.Render(context.Background(), res.Output)
+			if err != nil || string(again.Output) != string(res.Output) {
+				t.Errorf("Render(output) = %v, changed its own output:\n%s", err, cmp.Diff(string(res.Output), string(again.Output)))
+			}
+		})
+	}
+}
+
+// stopAfter is a context that is done after its Err has been asked n
+// times: it stops a Render in the middle of a phase.
+type stopAfter struct {
+	context.Context
+	mu sync.Mutex
+	n  int
+}
+
+func (c *stopAfter) Err() error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.n <= 0 {
+		return context.Canceled
+	}
+	c.n--
+	return nil
+}
+
+// TestRenderStopsWhenCancelled checks that Render stops, with the
+// context's error and no output, when its context is done while it
+// parses, resolves or rewrites a stream.
+func TestRenderStopsWhenCancelled(t *testing.T) {
+	var b strings.Builder
+	for i := range 200 {
+		fmt.Fprintf(&b, "---\n%s", strings.NewReplacer("web", fmt.Sprintf("web%d", i), "IMAGE", fmt.Sprintf("registry.example/app:%d", i%3)).Replace(deployment))
+	}
+	for _, tc := range []struct {
+		desc, want string
+		n          int
+		keep       bool
+	}{
+		// 200 documents are 7 batches of 32 for each phase.
+		{desc: "at once", n: 0, want: "rendering 200 documents"},
+		{desc: "while parsing", n: 1, want: "rendering 200 documents"},
+		{desc: "while resolving, keeping unresolved images", n: 7, keep: true, want: "resolving 3 images"},
+		{desc: "while rewriting", n: 10, want: "rendering 200 documents"},
+	} {
+		t.Run(tc.desc, func(t *testing.T) {
+			old := runtime.GOMAXPROCS(1) // one worker: Err is asked once a batch
+			defer runtime.GOMAXPROCS(old)
+			ctx := &stopAfter{Context: context.Background(), n: tc.n}
+			r := &Renderer{Resolver: newFixed(), KeepUnresolved: tc.keep}
+			res, err := r.Render(ctx, []byte(b.String()))
+			if !errors.Is(err, context.Canceled) {
+				t.Fatalf("Render() = %v, want context.Canceled", err)
+			}
+			if !strings.Contains(err.Error(), tc.want) {
+				t.Errorf("Render() = %v, want it to say %q", err, tc.want)
+			}
+			if res.Output != nil || res.Images != nil {
+				t.Errorf("Render() returned a partial result with %v", err)
+			}
+		})
+	}
+}
+
+// TestErrorsNameTheTemplateLine checks that an error in a document from a
+// Helm template names the line in the template's rendered output, counted
+// from the "# Source:" comment of the first of its documents in a row.
+func TestErrorsNameTheTemplateLine(t *testing.T) {
+	cm := "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: c\n"
+	bad := strings.Replace(pod, "IMAGE", "Bad:1", 1)
+	for _, tc := range []struct{ desc, in, want string }{
+		{
+			desc: "the first document of a template",
+			in:   "---\n# Source: c/templates/a.yaml\n" + bad,
+			want: "document 1 (c/templates/a.yaml), line 10 (rendered line 8 of the template): Pod/p",
+		},
+		{
+			desc: "the second document of a template",
+			in:   "---\n# Source: c/templates/a.yaml\n" + cm + "---\n# Source: c/templates/a.yaml\n" + bad,
+			want: "document 2 (c/templates/a.yaml), line 16 (rendered line 14 of the template): Pod/p",
+		},
+		{
+			desc: "the first document of the next template",
+			in:   "---\n# Source: c/templates/a.yaml\n" + cm + "---\n# Source: c/templates/b.yaml\n" + bad,
+			want: "document 2 (c/templates/b.yaml), line 16 (rendered line 8 of the template): Pod/p",
+		},
+		{
+			desc: "no template",
+			in:   cm + "---\n" + bad,
+			want: "document 2, line 13: Pod/p",
+		},
+	} {
+		t.Run(tc.desc, func(t *testing.T) {
+			_, err := (&Renderer{Resolver: newFixed()}).Render(context.Background(), []byte(tc.in))
+			if err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Errorf("Render() = %v, want an error with %q", err, tc.want)
+			}
+		})
+	}
+}
+
+// TestEncoderKeepsFlowNulls checks that a document the encoder writes
+// keeps the empty nulls of flow collections ("{a, b: c}") null: written
+// as quoted empty strings they would be strings to the API server. (Found by
+// FuzzRender's API server check: testdata/fuzz/FuzzRender/28bf4a156dd16d80.)
+func TestEncoderKeepsFlowNulls(t *testing.T) {
+	in := "apiVersion: v1\nkind: Pod\nmetadata: {name: p, labels: {a, ? b}}\nspec: {containers: [{name: app, image: registry.example/app:1, stdin}]}\n"
+	res, err := (&Renderer{Resolver: newFixed()}).Render(context.Background(), []byte(in))
+	if err != nil {
+		t.Fatalf("Render() = %v", err)
+	}
+	if strings.Contains(string(res.Output), "''") {
+		t.Errorf("Render() wrote an empty string for a null:\n%s", res.Output)
+	}
+	checkAsAPIServer(t, []byte(in), res.Output)
+}

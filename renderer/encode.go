@@ -1,0 +1,119 @@
+package renderer
+
+import (
+	"bytes"
+	"fmt"
+	"slices"
+
+	"sigs.k8s.io/kustomize/kyaml/yaml"
+)
+
+// encode writes a changed document back: its "---" line as it was, then the
+// re-encoded body in the sequence indentation the document used.
+func encode(d *document, root *yaml.Node, crlf bool) ([]byte, error) {
+	var buf bytes.Buffer
+	buf.Grow(len(d.raw) + 256)
+	buf.Write(d.raw[:d.head])
+	if d.head == 0 && isMarker(d.raw, "---") {
+		// The "---" line carries content ("--- {…}", "--- !!map"), so it
+		// is part of the body; the encoder writes no marker for a lone
+		// document, and without one this document would run into the
+		// one before.
+		buf.WriteString("---\n")
+	}
+	spellFlowNulls(root)
+	style := yaml.SequenceIndentStyle(yaml.DeriveSeqIndentStyle(string(d.body())))
+	enc := yaml.NewEncoderWithOptions(&buf, &yaml.EncoderOptions{SeqIndent: style})
+	if err := enc.Encode(root); err != nil {
+		return nil, fmt.Errorf("%s: encoding: %w", d.where(), err)
+	}
+	if err := enc.Close(); err != nil {
+		return nil, fmt.Errorf("%s: encoding: %w", d.where(), err)
+	}
+	// Keep an explicit end marker: the next document may rely on it.
+	if body := bytes.TrimRight(d.body(), " \t\r\n"); bytes.HasSuffix(body, []byte("\n...")) || bytes.Equal(body, []byte("...")) {
+		buf.WriteString("...\n")
+	}
+	if crlf {
+		// The document's line breaks were CRLF: so are the new ones.
+		out := buf.Bytes()
+		return append(out[:d.head:d.head], bytes.ReplaceAll(out[d.head:], []byte("\n"), []byte("\r\n"))...), nil
+	}
+	return buf.Bytes(), nil
+}
+
+// spellFlowNulls spells out the empty nulls inside flow collections
+// ("{a, b: c}", "{? a}": a's value), which the encoder would otherwise
+// write as a quoted empty string: something else to the API server.
+func spellFlowNulls(root *yaml.Node) {
+	type frame struct {
+		n    *yaml.Node
+		flow bool
+	}
+	stack := []frame{{n: root}}
+	for len(stack) > 0 {
+		f := stack[len(stack)-1]
+		stack = stack[:len(stack)-1]
+		flow := f.flow || f.n.Style&yaml.FlowStyle != 0
+		for _, c := range f.n.Content {
+			switch {
+			case c.Kind == yaml.ScalarNode && flow && c.Tag == "!!null" && c.Value == "":
+				c.Value = "null"
+			case c.Kind == yaml.MappingNode || c.Kind == yaml.SequenceNode || c.Kind == yaml.DocumentNode:
+				stack = append(stack, frame{c, flow})
+			}
+		}
+	}
+}
+
+// setAnnotation sets metadata.annotations[key] of a pod template to a
+// single-quoted value, the way kyaml's AnnotationSetter writes it (tools
+// then never mistake the checksum for a number). Unlike AnnotationSetter,
+// it puts a missing metadata just before the spec, where people expect it,
+// instead of after it.
+func setAnnotation(holder *yaml.Node, key, value string) {
+	// template looked every key up already, and sharedMetadata made sure
+	// that none comes from a merge key or an alias.
+	m, _ := get(holder, "metadata")
+	meta := m.value
+	switch {
+	case meta != nil && meta.Kind != yaml.MappingNode:
+		// "metadata:" with no value, or something odd: replace it.
+		meta = &yaml.Node{Kind: yaml.MappingNode, Tag: "!!map"}
+		setField(holder, "metadata", meta)
+	case meta == nil:
+		at := len(holder.Content)
+		if spec, _ := get(holder, "spec"); spec.index >= 0 {
+			at = spec.index
+		}
+		meta = &yaml.Node{Kind: yaml.MappingNode, Tag: "!!map"}
+		holder.Content = slices.Insert(holder.Content, at, newScalar("metadata"), meta)
+	}
+	a, _ := get(meta, "annotations")
+	annotations := a.value
+	if annotations == nil || annotations.Kind != yaml.MappingNode {
+		annotations = &yaml.Node{Kind: yaml.MappingNode, Tag: "!!map"}
+		setField(meta, "annotations", annotations)
+	}
+	v := newScalar(value)
+	v.Style = yaml.SingleQuotedStyle
+	setField(annotations, key, v)
+	// An empty flow mapping ("metadata: {}") would keep the annotation on
+	// one line; a block mapping reads as usual.
+	for _, m := range []*yaml.Node{meta, annotations} {
+		if len(m.Content) == 2 {
+			m.Style &^= yaml.FlowStyle
+		}
+	}
+}
+
+// setField sets key in mapping m to v, replacing its value or appending it.
+func setField(m *yaml.Node, key string, v *yaml.Node) {
+	if e, _ := get(m, key); e.index >= 0 {
+		m.Content[e.index+1] = v
+		return
+	}
+	m.Content = append(m.Content, newScalar(key), v)
+}
+
+func newScalar(s string) *yaml.Node { return &yaml.Node{Kind: yaml.ScalarNode, Tag: "!!str", Value: s} }

@@ -1,0 +1,89 @@
+package renderer
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"regexp"
+	"strconv"
+	"strings"
+	"unicode"
+	"unicode/utf8"
+
+	"sigs.k8s.io/kustomize/kyaml/yaml"
+)
+
+// keyError is a key that digestpin and the API server's decoder could read
+// differently. line is the body line of the node at fault.
+type keyError struct {
+	line int
+	msg  string
+}
+
+func (e *keyError) Error() string { return e.msg }
+
+// keyError turns an error of get into a document error: where, then who
+// (an object or a container, when known), then what.
+func (e *editor) keyError(err error, who string) error {
+	var ke *keyError
+	if !errors.As(err, &ke) {
+		return err
+	}
+	if who == "" {
+		return fmt.Errorf("%s: %w", e.d.at(ke.line), err)
+	}
+	return fmt.Errorf("%s: %s: %w", e.d.at(ke.line), who, err)
+}
+
+var yamlLine = regexp.MustCompile(`^yaml: line (\d+): (.*)$`)
+
+// yamlError rewrites a parser error to name the stream line.
+func yamlError(d *document, err error) error {
+	if m := yamlLine.FindStringSubmatch(err.Error()); m != nil {
+		n, _ := strconv.Atoi(m[1])
+		return fmt.Errorf("%s: malformed YAML: %s", d.at(n), m[2])
+	}
+	// The parser names no line for bytes that are not UTF-8 or control
+	// characters: find the first.
+	body := d.body()
+	for at := 0; at < len(body); {
+		r, size := utf8.DecodeRune(body[at:])
+		bad := ""
+		switch {
+		case r == utf8.RuneError && size <= 1:
+			bad = fmt.Sprintf("byte 0x%02x is not UTF-8 (digestpin reads UTF-8 only)", body[at])
+		case unicode.IsControl(r) && r != '\t' && r != '\n' && r != '\r' && r != '\u0085':
+			bad = fmt.Sprintf("control character %U is not allowed", r)
+		}
+		if bad != "" {
+			n := bytes.Count(body[:at], []byte("\n")) + 1
+			return fmt.Errorf("%s: malformed YAML: %s", d.at(n), bad)
+		}
+		at += size
+	}
+	return fmt.Errorf("%s: malformed YAML: %s", d.where(), strings.TrimPrefix(err.Error(), "yaml: "))
+}
+
+// kindName names a node's kind for messages.
+func kindName(n *yaml.Node) string {
+	switch n.Kind {
+	case yaml.SequenceNode:
+		return "a sequence"
+	case yaml.ScalarNode:
+		return "a scalar"
+	}
+	return "a mapping"
+}
+
+// describe names what an image field holds, for messages.
+func describe(n *yaml.Node) string {
+	switch {
+	case n.Kind != yaml.ScalarNode:
+		return kindName(n)
+	case n.Tag == "!!null" || strings.TrimSpace(n.Value) == "":
+		return "empty"
+	case strings.ContainsFunc(n.Value, unicode.IsControl):
+		return fmt.Sprintf("%s %q", strings.TrimPrefix(n.Tag, "!!"), n.Value)
+	}
+	return fmt.Sprintf("%s %s", strings.TrimPrefix(n.Tag, "!!"), n.Value)
+}

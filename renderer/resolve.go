@@ -1,0 +1,101 @@
+package renderer
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sort"
+	"strings"
+	"sync"
+
+	"github.com/google/go-containerregistry/pkg/name"
+	v1 "github.com/google/go-containerregistry/pkg/v1"
+
+	"github.com/digestpin/digestpin/resolution"
+)
+
+// resolveAll resolves the distinct references that c collected, those
+// without a digest concurrently, and returns every image (sorted by
+// reference) and the digest of each reference ("" for one kept
+// unresolved). Results land in a slice by index; no goroutine touches a
+// node. Every unresolvable image is returned, joined, unless
+// KeepUnresolved keeps it.
+func (r *Renderer) resolveAll(ctx context.Context, c *collection) ([]Image, map[string]string, error) {
+	images := make([]Image, len(c.order))
+	var wg sync.WaitGroup
+	for i, k := range c.order {
+		u := c.pending[k][0]
+		images[i] = Image{Reference: k, Written: u.image}
+		if d, ok := u.ref.(name.Digest); ok {
+			images[i].Digest, images[i].Source = d.DigestStr(), resolution.Pinned
+			continue
+		}
+		if r.Resolver == nil {
+			images[i].Source, images[i].Err = resolution.Unresolved, errors.New("no resolver")
+			continue
+		}
+		wg.Go(func() {
+			res, err := r.Resolver.Resolve(ctx, u.ref)
+			h := res.Digest
+			if err == nil {
+				// What goes into the manifest must be a digest, whatever
+				// the resolver (or the registry behind it) says.
+				_, err = v1.NewHash(h.String())
+				if err != nil {
+					err = fmt.Errorf("resolving %s: resolver gave an invalid digest: %w", u.ref, err)
+				}
+			}
+			if err != nil {
+				images[i].Source, images[i].Err = resolution.Unresolved, err
+				return
+			}
+			images[i].Digest, images[i].Source = h.String(), res.Source
+		})
+	}
+	wg.Wait()
+	// A resolver stopped by ctx fails every image; with KeepUnresolved
+	// that would write the stream unpinned.
+	if err := ctx.Err(); err != nil {
+		var left []string
+		for i := range images {
+			if images[i].Err != nil {
+				left = append(left, images[i].Written)
+			}
+		}
+		if len(left) == 0 {
+			return nil, nil, fmt.Errorf("resolving %d images: %w", len(c.order), context.Cause(ctx))
+		}
+		return nil, nil, fmt.Errorf("resolving %d images: %w, with %s unresolved", len(c.order), context.Cause(ctx), listSome(left, 5))
+	}
+	digests := make(map[string]string, len(c.order))
+	var errs []error
+	for i, k := range c.order {
+		for _, u := range c.pending[k] {
+			images[i].Workloads = append(images[i].Workloads, u.workload)
+		}
+		if err := images[i].Err; err != nil {
+			u := c.pending[k][0]
+			// The resolver names the reference, as the callee does in Go.
+			err = fmt.Errorf("%s: %s: %w", u.where, u.workload, err)
+			if !r.KeepUnresolved {
+				errs = append(errs, err)
+				continue
+			}
+			r.warnf("keeping %s unpinned: %v", u.image, err)
+		}
+		digests[k] = images[i].Digest
+	}
+	if err := errors.Join(errs...); err != nil {
+		return nil, nil, err
+	}
+	sort.Slice(images, func(a, b int) bool { return images[a].Reference < images[b].Reference })
+	return images, digests, nil
+}
+
+// listSome lists at most n of names, and how many more there are.
+func listSome(names []string, n int) string {
+	if len(names) <= n {
+		return strings.Join(names, ", ")
+	}
+	return fmt.Sprintf("%s and %d more", strings.Join(names[:n], ", "), len(names)-n)
+}

@@ -1,0 +1,394 @@
+package renderer
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"unicode"
+
+	"github.com/google/go-containerregistry/pkg/name"
+	"sigs.k8s.io/kustomize/kyaml/yaml"
+)
+
+// rewriteWaiting rewrites the documents of c that waited for a digest,
+// on every core, from their kept parse or parsing them again. It returns
+// the first document's error in stream order.
+func (r *Renderer) rewriteWaiting(ctx context.Context, c *collection, digests map[string]string) error {
+	known := func(u use) (string, bool) { return digests[u.ref.Name()], true }
+	docErrs := make([]error, len(c.waiting))
+	err := eachDoc(ctx, len(c.waiting), func(j int) {
+		i := c.waiting[j]
+		if p := c.kept[i]; p != nil {
+			c.out[i], docErrs[j] = r.rewrite(c.docs[i], p, known)
+			c.kept[i] = nil
+			return
+		}
+		defer c.budget.give(c.budget.takeFor(c.docs[i]))
+		c.out[i], docErrs[j] = r.edit(c.docs[i], known)
+	})
+	if err != nil {
+		return err
+	}
+	for _, err := range docErrs {
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// edit parses document d and rewrites its image fields and checksums. It
+// calls digest for each image field; digest returns the digest to pin to
+// ("" to keep the image as written) and false when it is not known yet.
+// edit returns the document's new bytes (its raw bytes when nothing
+// changed), or nil when a digest is not known yet.
+func (r *Renderer) edit(d *document, digest func(use) (string, bool)) ([]byte, error) {
+	p, err := r.parse(d)
+	if p == nil || err != nil {
+		return d.raw, err
+	}
+	return r.rewrite(d, p, digest)
+}
+
+// rewrite rewrites the image fields and checksums of parsed document p, as
+// edit does. When a digest is not known yet it returns nil and leaves p as
+// it was, so that p can be rewritten again later.
+func (r *Renderer) rewrite(d *document, p *parsed, digest func(use) (string, bool)) ([]byte, error) {
+	e := editor{r: r, d: d, digest: digest, complete: true, routes: newRoutes(p.aliases)}
+	e.routes.step(p.obj)
+	if err := e.object(p.obj, 0); err != nil {
+		return nil, err
+	}
+	e.writeOutAliases()
+	switch {
+	case !e.complete:
+		return nil, nil
+	case len(e.images) == 0 && len(e.annotations) == 0:
+		return d.raw, nil
+	}
+	if err := e.routes.check(d, e.changed()); err != nil {
+		return nil, err
+	}
+	// Splice the new values into the document's own bytes, which keeps
+	// every other byte as it was and costs no encoding. Where the syntax is
+	// too unusual for that (flow style, block scalars, anchors), change the
+	// nodes and encode the document instead.
+	if b, ok := splice(d, e.images, e.annotations, e.r.annotation()); ok {
+		return b, nil
+	}
+	for _, c := range e.images {
+		if c.alias == nil {
+			c.node.Value = c.value
+			continue
+		}
+		for i, n := range c.parent.Content {
+			if n == c.alias {
+				c.parent.Content[i] = newScalar(c.value)
+			}
+		}
+	}
+	for _, a := range e.annotations {
+		setAnnotation(a.holder, e.r.annotation(), a.value)
+	}
+	return encode(d, &p.root, p.crlf)
+}
+
+// maxListDepth bounds List objects nested in List objects.
+const maxListDepth = 16
+
+// editor rewrites the image fields of one parsed document.
+type editor struct {
+	r        *Renderer
+	d        *document
+	digest   func(use) (string, bool)
+	complete bool // every digest was known
+	// images and annotations are the changes to make, in stream order.
+	images      []imageChange
+	annotations []annotationChange
+	seen        map[*yaml.Node]bool // image nodes (or aliases) with a change, once each
+	aliasImages []imageChange       // image fields that are aliases, to change
+	routes      *routes             // how the editor reached nodes; nil: no alias
+	// An alias names a node again. Objects, pod specs and templates are
+	// edited once each, so that aliases can neither make the work grow
+	// exponentially (a List of aliases of Lists of aliases) nor write a
+	// template's annotation twice.
+	objects   map[*yaml.Node]bool     // objects edited
+	specLines map[*yaml.Node][]string // pod spec → its checksum lines
+	specUses  map[*yaml.Node][]use    // pod spec → its image fields
+	holders   map[*yaml.Node]bool     // templates annotated
+}
+
+// once reports whether n is not in seen yet, and adds it.
+func once(seen *map[*yaml.Node]bool, n *yaml.Node) bool {
+	if (*seen)[n] {
+		return false
+	}
+	if *seen == nil {
+		*seen = map[*yaml.Node]bool{}
+	}
+	(*seen)[n] = true
+	return true
+}
+
+// imageChange sets an image scalar to a new value, or replaces an alias
+// in a mapping with a scalar of that value.
+type imageChange struct {
+	node  *yaml.Node // the scalar (for an alias: the scalar it names)
+	value string
+	// alias is the image field's alias, which is replaced by a scalar in
+	// parent (a container, or a mapping it merges); or nil.
+	alias, parent *yaml.Node
+}
+
+// annotationChange sets the checksum annotation of a pod template.
+type annotationChange struct {
+	holder *yaml.Node // the template: the mapping with metadata and spec
+	value  string
+}
+
+// object edits a Kubernetes object, or the items of a List.
+func (e *editor) object(obj *yaml.Node, depth int) error {
+	if !once(&e.objects, obj) {
+		return nil
+	}
+	kind, _, err := str(obj, "kind")
+	if err != nil {
+		return e.keyError(err, "")
+	}
+	if strings.HasSuffix(kind, "List") {
+		items, err := get(obj, "items")
+		if err != nil {
+			return e.keyError(err, kind)
+		}
+		if items.value != nil && items.value.Kind == yaml.SequenceNode {
+			if depth >= maxListDepth {
+				return fmt.Errorf("%s: List objects nested more than %d deep", e.d.at(obj.Line), maxListDepth)
+			}
+			e.routes.steps(items.via)
+			for _, item := range items.value.Content {
+				e.routes.step(item)
+				if item = deref(item); item.Kind == yaml.MappingNode {
+					if err := e.object(item, depth+1); err != nil {
+						return err
+					}
+				}
+			}
+			return nil
+		}
+	}
+	apiVersion, _, err := str(obj, "apiVersion")
+	if err != nil {
+		return e.keyError(err, kind)
+	}
+	w := Workload{Kind: kind}
+	meta, err := get(obj, "metadata")
+	if err == nil {
+		w.Name, _, err = str(meta.value, "name")
+	}
+	if err == nil {
+		w.Namespace, _, err = str(meta.value, "namespace")
+	}
+	if err != nil {
+		return e.keyError(err, kind)
+	}
+	templates, err := findPodTemplates(obj, apiGroup(apiVersion), kind, e.r.paths(), e.routes.step)
+	if err != nil {
+		return e.keyError(err, w.object())
+	}
+	for _, t := range templates {
+		if err := e.template(t, w); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// template pins the images of one pod template and sets its checksum.
+func (e *editor) template(t podTemplate, w Workload) error {
+	lines, done := e.specLines[t.spec]
+	if done {
+		// A pod spec shared through an alias is edited once, but each
+		// workload that shares it uses its images.
+		for _, u := range e.specUses[t.spec] {
+			u.workload.Kind, u.workload.Namespace, u.workload.Name = w.Kind, w.Namespace, w.Name
+			if _, ok := e.digest(u); !ok {
+				e.complete = false
+			}
+		}
+	}
+	for _, field := range containerFields {
+		if done {
+			break // a pod spec shared through an alias: edited already
+		}
+		list, err := get(t.spec, field)
+		if err != nil {
+			return e.keyError(err, w.object())
+		}
+		if list.value == nil || list.value.Kind != yaml.SequenceNode {
+			continue
+		}
+		e.routes.steps(list.via)
+		for i, c := range list.value.Content {
+			e.routes.step(c)
+			// YAML decoders disagree on which of two equal keys wins:
+			// pinning one could leave the other in force. get refuses
+			// what the API server could read otherwise.
+			w.Container, _, err = str(c, "name")
+			if err != nil {
+				return e.keyError(err, fmt.Sprintf("%s %s[%d]", w.object(), field, i))
+			}
+			image, err := get(c, "image")
+			if err != nil {
+				return e.keyError(err, w.String())
+			}
+			img := image.value
+			if img == nil {
+				continue // no image: nothing to pin
+			}
+			where := e.d.at(img.Line)
+			if img.Kind != yaml.ScalarNode || img.Tag != "!!str" || strings.TrimSpace(img.Value) == "" {
+				return fmt.Errorf("%s: %s: image is %s, want a reference such as registry/name:tag", where, w, describe(img))
+			}
+			if strings.ContainsFunc(img.Value, unicode.IsControl) {
+				// go-containerregistry's error would repeat it raw.
+				return fmt.Errorf("%s: %s: image %q holds a control character, want a reference such as registry/name:tag", where, w, img.Value)
+			}
+			ref, err := name.ParseReference(img.Value)
+			if err != nil {
+				return fmt.Errorf("%s: %s: parsing image %q: %w", where, w, img.Value, err)
+			}
+			u := use{image: img.Value, ref: ref, workload: w, where: where}
+			if e.specUses == nil {
+				e.specUses = map[*yaml.Node][]use{}
+			}
+			e.specUses[t.spec] = append(e.specUses[t.spec], u)
+			dg, ok := e.digest(u)
+			if !ok {
+				e.complete = false
+				continue
+			}
+			value := img.Value
+			if dg != "" {
+				value = pinnedForm(img.Value, dg, e.r.mode())
+			}
+			e.changeImage(c, image, value)
+			lines = append(lines, w.Container+"="+value)
+		}
+	}
+	if !done {
+		if e.specLines == nil {
+			e.specLines = map[*yaml.Node][]string{}
+		}
+		e.specLines[t.spec] = lines
+	}
+	if t.holder == nil || len(lines) == 0 || !e.complete || !once(&e.holders, t.holder) {
+		return nil
+	}
+	sum := Checksum(lines)
+	meta, err := get(t.holder, "metadata")
+	var ann, old entry
+	if err == nil {
+		ann, err = get(meta.value, "annotations")
+	}
+	if err == nil {
+		old, err = get(ann.value, e.r.annotation())
+	}
+	if err != nil {
+		return e.keyError(err, w.object())
+	}
+	if old.value != nil && old.value.Kind == yaml.ScalarNode && old.value.Value == sum {
+		return nil
+	}
+	if old.key != nil && old.index < 0 {
+		return fmt.Errorf("%s: %s: cannot write the %s annotation: it comes from a merge key (<<); write it out", e.d.at(old.key.Line), w.object(), e.r.annotation())
+	}
+	if n, why := sharedMetadata(t.holder); n != nil {
+		return fmt.Errorf("%s: %s: cannot write the %s annotation: the pod template's %s", e.d.at(n.Line), w.object(), e.r.annotation(), why)
+	}
+	e.annotations = append(e.annotations, annotationChange{holder: t.holder, value: sum})
+	return nil
+}
+
+// changeImage records that an image field, found as image in container
+// c, is to be written as value; it changes nothing when value is what the
+// field holds. An alias names the same node twice: it is changed once.
+// An image field that is an alias is written out in its place, so that
+// the node it names (a ConfigMap's value, say) stays as it was, unless
+// that node is an image field changed to the same value anyway.
+func (e *editor) changeImage(c *yaml.Node, image entry, value string) {
+	raw := image.via[len(image.via)-1]
+	e.routes.steps(image.via[:len(image.via)-1])
+	if raw.Kind == yaml.AliasNode {
+		e.routes.take(raw)
+	} else {
+		e.routes.step(raw)
+	}
+	if e.r.mode() == ModeAnnotate || value == image.value.Value {
+		return
+	}
+	if raw.Kind != yaml.AliasNode {
+		if once(&e.seen, raw) {
+			e.images = append(e.images, imageChange{node: raw, value: value})
+		}
+		return
+	}
+	parent := deref(c)
+	if len(image.via) >= 2 {
+		parent = deref(image.via[len(image.via)-2])
+	}
+	e.aliasImages = append(e.aliasImages, imageChange{node: image.value, alias: raw, parent: parent, value: value})
+}
+
+// writeOutAliases turns the changes of image fields that are aliases into
+// changes of their own, but for those whose node changes anyway.
+func (e *editor) writeOutAliases() {
+	for _, c := range e.aliasImages {
+		if !e.seen[c.node] && once(&e.seen, c.alias) {
+			e.images = append(e.images, c)
+		}
+	}
+}
+
+// changed returns the nodes whose content the changes change.
+func (e *editor) changed() []*yaml.Node {
+	var out []*yaml.Node
+	for _, c := range e.images {
+		if c.alias != nil {
+			out = append(out, c.parent)
+		} else {
+			out = append(out, c.node)
+		}
+	}
+	for _, a := range e.annotations {
+		out = append(out, a.holder)
+	}
+	return out
+}
+
+// sharedMetadata reports why the checksum annotation cannot be written
+// into a pod template's own metadata.annotations: because the mapping it
+// would go into is shared with other nodes through an anchor, an alias or
+// a merge key, so writing it would change them too. It returns the node
+// at fault and the reason, or nil.
+func sharedMetadata(holder *yaml.Node) (*yaml.Node, string) {
+	owner := holder
+	for _, key := range []string{"metadata", "annotations"} {
+		e, _ := get(owner, key) // the caller looked these up already
+		var v *yaml.Node
+		switch {
+		case e.key == nil:
+			return nil, ""
+		case e.index < 0:
+			return e.key, key + " comes from a merge key (<<); write it out"
+		}
+		v = owner.Content[e.index+1]
+		switch {
+		case v.Kind == yaml.AliasNode:
+			return v, key + " is an alias (*" + v.Value + "); write it out"
+		case v.Anchor != "":
+			return v, key + " has an anchor (&" + v.Anchor + ") that other nodes may share; write it out"
+		}
+		owner = v
+	}
+	return nil, ""
+}
