@@ -81,8 +81,11 @@ func TestHelm(t *testing.T) {
 	})
 
 	t.Run("helm3 plugin", func(t *testing.T) {
+		// From the checkout, built with Go as the README says.
 		home := helmHome(t, path)
-		mustRun(t, home, h3, "plugin", "install", src)
+		if out := mustRun(t, append(home, "DIGESTPIN_PLUGIN_BUILD=true"), h3, "plugin", "install", src); !strings.Contains(out, "building digestpin") {
+			t.Errorf("helm plugin install printed\n%s\nwant the hook to build digestpin from source", out)
+		}
 		plugins := strings.TrimSpace(mustRun(t, home, h3, "env", "HELM_PLUGINS"))
 		for _, pr := range [][]string{
 			{"--post-renderer", "helm", "--post-renderer-args", "digestpin"},
@@ -352,7 +355,7 @@ func pathDir(t *testing.T, links map[string]string) string {
 // checkout copies the working tree, as a user's checkout of the project,
 // into a folder named digestpin: source, plugins and scripts, without
 // .git, the tool cache and built binaries. The root plugin gets bin as its
-// binary, so that only the Helm 4 plugin's install hook builds one.
+// binary.
 func checkout(t *testing.T, bin string) string {
 	t.Helper()
 	root, dst := repoRoot(t), filepath.Join(t.TempDir(), "digestpin")
