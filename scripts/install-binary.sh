@@ -56,12 +56,15 @@ cleanup() {
   exit "$rc"
 }
 
-# initPluginDir sets PLUGIN_DIR and BIN. Run by hand, the script works on
-# the plugin folder it sits in.
+# initPluginDir sets PLUGIN_DIR, EXE and BIN (bin/digestpin.exe on
+# Windows, where Helm finds it as bin/digestpin). Run by hand, the script
+# works on the plugin folder it sits in.
 initPluginDir() {
   PLUGIN_DIR=${HELM_PLUGIN_DIR:-$(cd "$(dirname "$0")/.." && pwd)}
   [ -f "$PLUGIN_DIR/plugin.yaml" ] || fail "no plugin.yaml in $PLUGIN_DIR"
-  BIN=$PLUGIN_DIR/bin/$PROJECT
+  EXE=$PROJECT
+  [ "$OS" != windows ] || EXE=$PROJECT.exe
+  BIN=$PLUGIN_DIR/bin/$EXE
 }
 
 # readVersion sets VERSION from the plugin's plugin.yaml, the one version
@@ -205,33 +208,31 @@ initSHA() {
 download() {
   url=${DIGESTPIN_PLUGIN_URL:-$RELEASES/v$VERSION}
   url=${url%/}
-  name=${PROJECT}_${VERSION}_${OS}_${ARCH}.tar.gz
+  file=${PROJECT}_${VERSION}_${OS}_${ARCH}.tar.gz
   TMP_DIR=$(mktemp -d) || fail "cannot make a temporary folder"
-  info "downloading $url/$name"
-  fetch "$url/SHA256SUMS" "$TMP_DIR/SHA256SUMS" && fetch "$url/$name" "$TMP_DIR/$name" || {
+  info "downloading $url/$file"
+  fetch "$url/SHA256SUMS" "$TMP_DIR/SHA256SUMS" && fetch "$url/$file" "$TMP_DIR/$file" || {
     rc=$?
     if [ "$rc" = 2 ]; then
       DOWNLOAD_ERR="neither curl nor wget is installed"
     else
-      DOWNLOAD_ERR="cannot download $url/SHA256SUMS and $name"
+      DOWNLOAD_ERR="cannot download $url/SHA256SUMS and $file"
     fi
     return 1
   }
-  want=$(awk -v f="$name" '$2 == f || $2 == "*" f { print $1; exit }' "$TMP_DIR/SHA256SUMS")
-  [ -n "$want" ] || fail "$url/SHA256SUMS has no line for $name: refusing to install it"
-  got=$($SHA256 "$TMP_DIR/$name" | cut -d ' ' -f 1)
-  [ "$got" = "$want" ] || fail "$name has SHA-256 $got, but SHA256SUMS says $want: refusing to install it"
-  ARCHIVE=$TMP_DIR/$name
+  want=$(awk -v f="$file" '$2 == f || $2 == "*" f { print $1; exit }' "$TMP_DIR/SHA256SUMS")
+  [ -n "$want" ] || fail "$url/SHA256SUMS has no line for $file: refusing to install it"
+  got=$($SHA256 "$TMP_DIR/$file" | cut -d ' ' -f 1)
+  [ "$got" = "$want" ] || fail "$file has SHA-256 $got, but SHA256SUMS says $want: refusing to install it"
+  ARCHIVE=$TMP_DIR/$file
 }
 
 # unpack installs the binary from the verified ARCHIVE.
 unpack() {
-  exe=$PROJECT
-  [ "$OS" != windows ] || exe=$PROJECT.exe
-  tar -xzf "$ARCHIVE" -C "$TMP_DIR" "$exe" 2>/dev/null || fail "$ARCHIVE holds no $exe"
+  tar -xzf "$ARCHIVE" -C "$TMP_DIR" "$EXE" 2>/dev/null || fail "$(basename "$ARCHIVE") holds no $EXE"
   mkdir -p "$(dirname "$BIN")"
   TMP_BIN=$BIN.tmp.$$
-  mv -f "$TMP_DIR/$exe" "$TMP_BIN"
+  mv -f "$TMP_DIR/$EXE" "$TMP_BIN"
   place
 }
 
@@ -259,6 +260,8 @@ main() {
   if isTrue "${DIGESTPIN_PLUGIN_SKIP:-}"; then
     return 0
   fi
+  initOS
+  initArch
   initPluginDir
   readVersion
   findSource
@@ -269,8 +272,6 @@ main() {
   elif current; then
     :
   else
-    initOS
-    initArch
     verifySupported
     initSHA
     if download; then
