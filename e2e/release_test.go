@@ -397,6 +397,10 @@ func TestPluginInstallFromURL(t *testing.T) {
 		render(t, home, h4, "--post-renderer", h4PluginName)
 		mustRun(t, home, h4, "plugin", "uninstall", h4PluginName)
 		wantNone(t, home, h4, "helm plugin uninstall")
+
+		// Helm 4 updates a plugin from a URL by uninstall and install.
+		mustRun(t, home, h4, "plugin", "install", "--verify=false", releaseURL+"/"+h4Plugin)
+		render(t, home, h4, "--post-renderer", h4PluginName)
 	})
 
 	for _, tc := range []struct {
