@@ -19,7 +19,7 @@ export DIGESTPIN_TEST_BIN := $(CURDIR)/$(BIN)
 export DIGESTPIN_TEST_HELM3 := $(HELM3)
 export DIGESTPIN_TEST_HELM4 := $(HELM4)
 
-.PHONY: all build test demo helm lint bench fuzz clean install dist
+.PHONY: all build test demo helm lint bench fuzz clean install release dist
 
 all: build
 
@@ -72,25 +72,18 @@ install: build
 	cp $(BIN) "$$dir/bin/"; cp plugin.yaml "$$dir/"; cp scripts/install-binary.sh "$$dir/scripts/"; \
 	echo "installed the digestpin plugin into $$dir"
 
-# dist packages the Helm 4 post-renderer plugin with a binary for each of
-# PLATFORMS (default: this machine) as dist/OS-ARCH/digestpin-postrenderer-
-# VERSION.tgz, for `helm plugin install FILE --verify=false`. To sign, pass
-# e.g. DIST_SIGN='--key "Your Name" --keyring ~/.gnupg/secring.gpg'.
-H4_PLUGIN := plugin/digestpin-postrenderer
-PLATFORMS ?= $(shell go env GOOS)/$(shell go env GOARCH)
-DIST_SIGN ?= --sign=false
-dist: $(HELM4)
-	@test "$$(sed -n 's/^version: *//p' $(H4_PLUGIN)/plugin.yaml)" = "$(VERSION)" || \
-		{ echo "$(H4_PLUGIN)/plugin.yaml: version is not $(VERSION)" >&2; exit 1; }
-	rm -rf dist
-	for p in $(PLATFORMS); do \
-		os=$${p%/*}; arch=$${p#*/}; stage=dist/stage/$$os-$$arch/digestpin-postrenderer; \
-		mkdir -p $$stage/bin $$stage/scripts; \
-		cp $(H4_PLUGIN)/plugin.yaml $$stage/; cp scripts/install-binary.sh $$stage/scripts/; \
-		GOOS=$$os GOARCH=$$arch CGO_ENABLED=0 go build -trimpath -ldflags "$(LDFLAGS)" -o $$stage/bin/digestpin .; \
-		$(HELM4) plugin package $(DIST_SIGN) -d dist/$$os-$$arch $$stage; \
-	done
-	rm -rf dist/stage
+# release writes the release files of the version in plugin.yaml into DIST
+# (default dist/) for each OS/ARCH of PLATFORMS (default linux, darwin and
+# windows on amd64 and arm64): the binary archives, the Helm 3 plugin
+# archives, the Helm 4 post-renderer plugin package and SHA256SUMS; see
+# scripts/release.sh and the README. To sign the Helm 4 package, pass e.g.
+# HELM_SIGN='--key "Your Name" --keyring ~/.gnupg/secring.gpg'. dist is
+# the same target under its old name.
+DIST ?= dist
+release: $(HELM4)
+	HELM=$(HELM4) DIST=$(DIST) $(if $(PLATFORMS),PLATFORMS="$(PLATFORMS)") scripts/release.sh
+
+dist: release
 
 clean:
 	rm -rf bin dist

@@ -28,7 +28,8 @@ const (
 // TestHelm renders testdata/chart with the real Helm 3 and Helm 4 CLIs
 // through digestpin, against a loopback registry, in every way the README
 // documents: Helm 3's --post-renderer binary, the Helm 3 plugin, and the
-// Helm 4 post-renderer plugin installed from a checkout and from a package.
+// Helm 4 post-renderer plugin installed from a checkout. Installs from a
+// release URL are TestPluginInstallFromURL's.
 func TestHelm(t *testing.T) {
 	bin, h3, h4 := digestpinBin(t), helm3(t), helm4(t)
 	reg := testregistry.New(t)
@@ -80,8 +81,11 @@ func TestHelm(t *testing.T) {
 	})
 
 	t.Run("helm3 plugin", func(t *testing.T) {
+		// From the checkout, built with Go as the README says.
 		home := helmHome(t, path)
-		mustRun(t, home, h3, "plugin", "install", src)
+		if out := mustRun(t, append(home, "DIGESTPIN_PLUGIN_BUILD=true"), h3, "plugin", "install", src); !strings.Contains(out, "building digestpin") {
+			t.Errorf("helm plugin install printed\n%s\nwant the hook to build digestpin from source", out)
+		}
 		plugins := strings.TrimSpace(mustRun(t, home, h3, "env", "HELM_PLUGINS"))
 		for _, pr := range [][]string{
 			{"--post-renderer", "helm", "--post-renderer-args", "digestpin"},
@@ -96,7 +100,7 @@ func TestHelm(t *testing.T) {
 	// Helm 4, with the post-renderer plugin installed from the checkout: its
 	// install hook builds bin/digestpin from the checkout's source.
 	home4 := helmHome(t, path)
-	inst := mustRun(t, home4, h4, "plugin", "install", filepath.Join(src, h4PluginDir))
+	inst := mustRun(t, append(home4, "DIGESTPIN_PLUGIN_BUILD=true"), h4, "plugin", "install", filepath.Join(src, h4PluginDir))
 	if !strings.Contains(inst, "building digestpin") {
 		t.Errorf("helm plugin install %s printed\n%s\nwant the hook to build digestpin from source", h4PluginDir, inst)
 	}
@@ -134,15 +138,6 @@ func TestHelm(t *testing.T) {
 	t.Run("helm4 renders twice byte-identical", func(t *testing.T) {
 		if got := mustRun(t, home4, h4, template("app:1.0", "--post-renderer", h4PluginName)...); got != out4 {
 			t.Errorf("second render differs:\n%s\nfirst:\n%s", got, out4)
-		}
-	})
-
-	t.Run("helm4 packaged plugin", func(t *testing.T) {
-		tgz := packagePlugin(t, h4, filepath.Join(src, h4PluginDir), bin)
-		home := helmHome(t, path)
-		mustRun(t, home, h4, "plugin", "install", "--verify=false", tgz)
-		if got := mustRun(t, home, h4, template("app:1.0", "--post-renderer", h4PluginName)...); got != out4 {
-			t.Errorf("packaged plugin renders\n%s\nwant the same as the plugin from the checkout:\n%s", got, out4)
 		}
 	})
 
@@ -328,7 +323,8 @@ func writeManifest(t *testing.T, ref string) string {
 }
 
 // helmHome returns the environment of a throw-away Helm home, with path
-// first on PATH. HELM_PLUGINS is the data home's plugins folder because
+// first on PATH, and the plugins' release URL on a closed loopback port, so
+// that no install hook reaches the internet. HELM_PLUGINS is the data home's plugins folder because
 // Helm 4.3.1 installs a plugin from a local folder or archive into
 // $HELM_DATA_HOME/plugins whatever HELM_PLUGINS says (helm/helm#32646).
 func helmHome(t *testing.T, path string) []string {
@@ -340,6 +336,7 @@ func helmHome(t *testing.T, path string) []string {
 		"HELM_DATA_HOME=" + filepath.Join(dir, "data"),
 		"HELM_PLUGINS=" + filepath.Join(dir, "data", "plugins"),
 		"PATH=" + path + string(os.PathListSeparator) + os.Getenv("PATH"),
+		"DIGESTPIN_PLUGIN_URL=http://127.0.0.1:1/no-release",
 	}
 }
 
@@ -358,7 +355,7 @@ func pathDir(t *testing.T, links map[string]string) string {
 // checkout copies the working tree, as a user's checkout of the project,
 // into a folder named digestpin: source, plugins and scripts, without
 // .git, the tool cache and built binaries. The root plugin gets bin as its
-// binary, so that only the Helm 4 plugin's install hook builds one.
+// binary.
 func checkout(t *testing.T, bin string) string {
 	t.Helper()
 	root, dst := repoRoot(t), filepath.Join(t.TempDir(), "digestpin")
@@ -368,8 +365,11 @@ func checkout(t *testing.T, bin string) string {
 			return err
 		}
 		rel, _ := filepath.Rel(root, p)
-		if d.IsDir() && skip[d.Name()] {
-			return filepath.SkipDir
+		if skip[d.Name()] {
+			if d.IsDir() {
+				return filepath.SkipDir
+			}
+			return nil // a worktree's .git is a file
 		}
 		to := filepath.Join(dst, rel)
 		switch {
@@ -419,28 +419,6 @@ func copyFile(src, dst string) error {
 	return out.Close()
 }
 
-// packagePlugin packages the Helm 4 plugin folder dir with bin as its
-// binary, as `make dist` does, and returns the .tgz.
-func packagePlugin(t *testing.T, helm, dir, bin string) string {
-	t.Helper()
-	stage := filepath.Join(t.TempDir(), h4PluginName)
-	for _, f := range []string{"plugin.yaml", "scripts/install-binary.sh"} {
-		if err := copyFile(filepath.Join(dir, f), filepath.Join(stage, f)); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if err := copyFile(bin, filepath.Join(stage, "bin", "digestpin")); err != nil {
-		t.Fatal(err)
-	}
-	dist := t.TempDir()
-	mustRun(t, helmHome(t, ""), helm, "plugin", "package", "--sign=false", "-d", dist, stage)
-	tgz, err := filepath.Glob(filepath.Join(dist, h4PluginName+"-*.tgz"))
-	if err != nil || len(tgz) != 1 {
-		t.Fatalf("helm plugin package wrote %v (%v), want one %s-VERSION.tgz", tgz, err, h4PluginName)
-	}
-	return tgz[0]
-}
-
 // runHelm runs name in a session of its own: without a controlling
 // terminal, as in CI, even when the tests run at one.
 func runHelm(t *testing.T, env []string, name string, args ...string) result {
@@ -483,14 +461,21 @@ func runTTY(t *testing.T, env []string, name string, args ...string) result {
 // shellQuote quotes s for sh.
 func shellQuote(s string) string { return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'" }
 
-// TestInstallBinaryScript runs the plugins' install hook in the cases that
-// need no build: Helm's plugin install tests cover the build.
+// TestInstallBinaryScript runs the plugins' install hook on its own, with
+// a release served on loopback, in the cases that need no Go build (Helm's
+// plugin install tests cover the build): keep, copy or download a binary,
+// refuse a download whose checksum is wrong or missing, and on failure say
+// why in one line and, run by Helm, remove the plugin Helm installed.
 func TestInstallBinaryScript(t *testing.T) {
 	bin := digestpinBin(t)
 	root := repoRoot(t)
+	dir, version := releaseFiles(t)
+	base := releaseServer(t, dir, version)
+	releaseURL := base + "/v" + version
 	// A PATH with the hook's own tools, and no go.
 	tools := map[string]string{}
-	for _, name := range []string{"sed", "head", "grep", "dirname", "mkdir", "chmod", "mv", "cp", "rm"} {
+	for _, name := range []string{"sed", "head", "grep", "dirname", "mkdir", "chmod", "mv", "cp", "rm",
+		"uname", "tr", "mktemp", "awk", "cut", "curl", "sha256sum", "tar", "gzip"} {
 		p, err := exec.LookPath(name)
 		if err != nil {
 			t.Fatal(err)
@@ -500,17 +485,27 @@ func TestInstallBinaryScript(t *testing.T) {
 	noGo := pathDir(t, tools)
 	for _, tc := range []struct {
 		desc    string
-		source  bool // the plugin folder is a module checkout
-		binary  bool // bin/digestpin is there already
+		source  bool   // the plugin folder is a module checkout
+		binary  bool   // bin/digestpin is there already
+		helm    string // run as Helm does: "" no, "dir" on a plugin folder, "link" on a symlink to one
 		env     []string
 		wantErr string // on stderr, or "" for success
 		wantOut string // on stdout
 	}{
 		{desc: "binary there", binary: true, wantOut: "installed digestpin "},
 		{desc: "binary given", env: []string{"DIGESTPIN_PLUGIN_BINARY=" + bin}, wantOut: "installed digestpin "},
-		{desc: "go missing", source: true, env: []string{"PATH=" + noGo}, wantErr: "Go is not installed"},
-		{desc: "no source, no binary", wantErr: "no digestpin binary in"},
+		{desc: "download", wantOut: "downloading " + releaseURL + "/digestpin_" + version},
+		{desc: "download with a slash", env: []string{"DIGESTPIN_PLUGIN_URL=" + releaseURL + "/"}, wantOut: "installed digestpin "},
+		{desc: "wrong checksum", env: []string{"DIGESTPIN_PLUGIN_URL=" + base + "/bad"}, wantErr: "but SHA256SUMS says"},
+		{desc: "no checksum", env: []string{"DIGESTPIN_PLUGIN_URL=" + base + "/missing"}, wantErr: "SHA256SUMS has no line for digestpin_" + version},
+		{desc: "no release", env: []string{"DIGESTPIN_PLUGIN_URL=" + base + "/v0.0.0"}, wantErr: "cannot download " + base + "/v0.0.0/SHA256SUMS"},
+		{desc: "no release, source, no go", source: true, env: []string{"DIGESTPIN_PLUGIN_URL=" + base + "/v0.0.0", "PATH=" + noGo}, wantErr: "cannot download"},
+		{desc: "build, no go", source: true, env: []string{"DIGESTPIN_PLUGIN_BUILD=true", "PATH=" + noGo}, wantErr: "Go is not installed"},
+		{desc: "build, no source", env: []string{"DIGESTPIN_PLUGIN_BUILD=true"}, wantErr: "no source to build digestpin from"},
 		{desc: "skip", env: []string{"DIGESTPIN_PLUGIN_SKIP=true"}},
+		{desc: "helm, download", helm: "dir", wantOut: "installed digestpin "},
+		{desc: "helm, failure removes the plugin", helm: "dir", env: []string{"DIGESTPIN_PLUGIN_URL=" + base + "/bad"}, wantErr: "refusing to install it; the plugin was removed"},
+		{desc: "helm, failure removes the link only", helm: "link", env: []string{"DIGESTPIN_PLUGIN_URL=" + base + "/bad"}, wantErr: "refusing to install it; the plugin was removed"},
 	} {
 		t.Run(tc.desc, func(t *testing.T) {
 			dir := t.TempDir()
@@ -529,20 +524,52 @@ func TestInstallBinaryScript(t *testing.T) {
 					t.Fatal(err)
 				}
 			}
-			env := append([]string{"HELM_PLUGIN_DIR=" + dir}, tc.env...)
-			res := runHelm(t, env, "/bin/sh", filepath.Join(dir, "scripts", "install-binary.sh"), "install")
+			env := []string{"DIGESTPIN_PLUGIN_URL=" + releaseURL}
+			pluginDir := dir // HELM_PLUGIN_DIR
+			if tc.helm != "" {
+				plugins := filepath.Join(t.TempDir(), "plugins")
+				pluginDir = filepath.Join(plugins, "digestpin")
+				if err := os.Mkdir(plugins, 0o755); err != nil {
+					t.Fatal(err)
+				}
+				var err error
+				if tc.helm == "link" {
+					err = os.Symlink(dir, pluginDir)
+				} else {
+					err = os.Rename(dir, pluginDir)
+				}
+				if err != nil {
+					t.Fatal(err)
+				}
+				env = append(env, "HELM_PLUGINS="+plugins, "HELM_PLUGIN_NAME=digestpin")
+			}
+			env = append(append(env, "HELM_PLUGIN_DIR="+pluginDir), tc.env...)
+			res := runHelm(t, env, "/bin/sh", filepath.Join(pluginDir, "scripts", "install-binary.sh"), "install")
+			_, binErr := os.Stat(filepath.Join(pluginDir, "bin", "digestpin"))
+			_, pluginErr := os.Lstat(pluginDir)
 			if tc.wantErr != "" {
 				if res.err == nil || !strings.Contains(res.stderr, tc.wantErr) || strings.Count(strings.TrimSpace(res.stderr), "\n") != 0 {
 					t.Errorf("install-binary.sh = %v, stderr %q, want one line with %q", res.err, res.stderr, tc.wantErr)
+				}
+				if removed := os.IsNotExist(pluginErr); removed != (tc.helm != "") {
+					t.Errorf("plugin folder removed = %v, want %v (only when run by Helm on its plugins folder)", removed, tc.helm != "")
+				}
+				if _, err := os.Stat(filepath.Join(dir, "plugin.yaml")); tc.helm == "link" && err != nil {
+					t.Errorf("the folder the removed link pointed to lost its plugin.yaml: %v", err)
+				}
+				if binErr == nil {
+					t.Errorf("bin/digestpin is there after a failed install")
 				}
 				return
 			}
 			if res.err != nil || !strings.Contains(res.stdout, tc.wantOut) {
 				t.Errorf("install-binary.sh = %v, stdout %q, stderr %q, want %q", res.err, res.stdout, res.stderr, tc.wantOut)
 			}
-			_, err := os.Stat(filepath.Join(dir, "bin", "digestpin"))
-			if installed := err == nil; installed != (tc.wantOut != "") {
+			if installed := binErr == nil; installed != (tc.wantOut != "") {
 				t.Errorf("bin/digestpin installed = %v, want %v", installed, tc.wantOut != "")
+			}
+			if tmp, _ := filepath.Glob(filepath.Join(pluginDir, "bin", "*.tmp.*")); len(tmp) != 0 {
+				t.Errorf("temporary files left in bin/: %q", tmp)
 			}
 		})
 	}

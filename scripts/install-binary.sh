@@ -2,43 +2,69 @@
 # install-binary.sh puts a working digestpin binary into a Helm plugin
 # folder. Helm runs it as the install and update hook of both plugins (the
 # Helm 3 plugin at the repository root and the Helm 4 post-renderer plugin in
-# plugin/digestpin-postrenderer), with HELM_PLUGIN_DIR set:
+# plugin/digestpin-postrenderer), with HELM_PLUGIN_DIR set. In this order:
 #
-#   install  keep the binary already in bin/ when it reports the version in
-#            plugin.yaml (a packaged plugin ships one); otherwise build it
-#            from the plugin's own source with the local Go toolchain;
-#   update   rebuild from source when the source is there, since it may have
-#            changed under the same version.
+#   1. keep bin/digestpin when it reports the version in plugin.yaml (a
+#      plugin archive of a release ships one);
+#   2. download the release archive digestpin_VERSION_OS_ARCH.tar.gz and
+#      SHA256SUMS from the release URL, check the archive against its line in
+#      SHA256SUMS, and install the binary in it;
+#   3. only when the download fails (not when a checksum is wrong or
+#      missing) and the plugin is a source checkout with Go on PATH: build
+#      the binary from that source.
 #
-# It never downloads anything from anywhere. Settings:
+# When an install fails, the hook removes the plugin Helm just put into its
+# plugins folder again (Helm itself leaves it there, unusable), and says why
+# in one line. A failed update keeps the binary that was there, if any
+# (Helm 3's update of a git install deletes it first: then the hook
+# removes the plugin too). Settings:
 #
-#   DIGESTPIN_PLUGIN_BINARY=FILE  install FILE instead of building (air-gapped
-#                                 hosts, a binary from your own release)
+#   DIGESTPIN_PLUGIN_URL=URL      where the release files are (default
+#                                 https://github.com/digestpin/digestpin/releases/download/vVERSION),
+#                                 e.g. a mirror in an air-gapped network
+#   DIGESTPIN_PLUGIN_BUILD=true   build from the checkout with Go; never
+#                                 download, never keep an older build
+#   DIGESTPIN_PLUGIN_BINARY=FILE  install FILE instead (a binary you have)
 #   DIGESTPIN_PLUGIN_SKIP=true    do nothing (a packager puts bin/ in place)
 set -e
 
 PROJECT=digestpin
 MODULE=github.com/digestpin/digestpin
+RELEASES=https://github.com/digestpin/digestpin/releases/download
+EVENT=
 TMP_BIN=
+TMP_DIR=
 
 info() { echo "$PROJECT plugin: $*"; }
+
+# fail says why in one line on stderr and exits. A failed install run by
+# Helm, or a failed update that leaves no binary (Helm 3 deletes it before
+# the hook runs), first removes the plugin Helm installed (see removePlugin).
 fail() {
-  echo "$PROJECT plugin: error: $*" >&2
+  msg=$*
+  if { [ "$EVENT" = install ] || [ ! -x "${BIN:-/nonexistent}" ]; } && removePlugin; then
+    msg="$msg; the plugin was removed, install it again once this is fixed"
+  fi
+  echo "$PROJECT plugin: error: $msg" >&2
   exit 1
 }
 
 cleanup() {
   rc=$?
   if [ -n "$TMP_BIN" ]; then rm -f "$TMP_BIN"; fi
+  if [ -n "$TMP_DIR" ]; then rm -rf "$TMP_DIR"; fi
   exit "$rc"
 }
 
-# initPluginDir sets PLUGIN_DIR and BIN. Run by hand, the script works on
-# the plugin folder it sits in.
+# initPluginDir sets PLUGIN_DIR, EXE and BIN (bin/digestpin.exe on
+# Windows, where Helm finds it as bin/digestpin). Run by hand, the script
+# works on the plugin folder it sits in.
 initPluginDir() {
   PLUGIN_DIR=${HELM_PLUGIN_DIR:-$(cd "$(dirname "$0")/.." && pwd)}
   [ -f "$PLUGIN_DIR/plugin.yaml" ] || fail "no plugin.yaml in $PLUGIN_DIR"
-  BIN=$PLUGIN_DIR/bin/$PROJECT
+  EXE=$PROJECT
+  [ "$OS" != windows ] || EXE=$PROJECT.exe
+  BIN=$PLUGIN_DIR/bin/$EXE
 }
 
 # readVersion sets VERSION from the plugin's plugin.yaml, the one version
@@ -46,6 +72,65 @@ initPluginDir() {
 readVersion() {
   VERSION=$(sed -n 's/^version: *"\{0,1\}\([^"]*\)"\{0,1\}$/\1/p' "$PLUGIN_DIR/plugin.yaml" | head -n 1)
   [ -n "$VERSION" ] || fail "no version in $PLUGIN_DIR/plugin.yaml"
+}
+
+# initOS sets OS as Go names it.
+initOS() {
+  OS=$(uname -s | tr '[:upper:]' '[:lower:]')
+  case $OS in
+  mingw* | msys* | cygwin*) OS=windows ;;
+  esac
+}
+
+# initArch sets ARCH as Go names it.
+initArch() {
+  ARCH=$(uname -m)
+  case $ARCH in
+  x86_64 | amd64) ARCH=amd64 ;;
+  aarch64 | arm64) ARCH=arm64 ;;
+  esac
+}
+
+# verifySupported fails unless a release has a binary for OS/ARCH.
+verifySupported() {
+  case $OS/$ARCH in
+  linux/amd64 | linux/arm64 | darwin/amd64 | darwin/arm64 | windows/amd64 | windows/arm64) ;;
+  *) fail "no release binary for $OS/$ARCH: build one from a checkout with DIGESTPIN_PLUGIN_BUILD=true, or set DIGESTPIN_PLUGIN_BINARY" ;;
+  esac
+}
+
+# removePlugin removes the plugin Helm installed into its plugins folder,
+# as `helm plugin uninstall` would, and reports whether it did. It touches
+# nothing unless HELM_PLUGIN_DIR is an entry of a Helm plugins folder whose
+# plugin.yaml names the plugin Helm is installing; an entry that is a
+# symbolic link (an install from a local folder) loses only the link.
+removePlugin() {
+  dir=${HELM_PLUGIN_DIR%/}
+  name=${HELM_PLUGIN_NAME:-}
+  case $name in
+  "$PROJECT" | "$PROJECT-postrenderer") ;;
+  *) return 1 ;;
+  esac
+  [ -n "$dir" ] && [ -f "$dir/plugin.yaml" ] || return 1
+  grep -q "^name: *\"\{0,1\}$name\"\{0,1\} *\$" "$dir/plugin.yaml" || return 1
+  parent=$(cd -P "$(dirname "$dir")" 2>/dev/null && pwd) || return 1
+  found=
+  old_ifs=$IFS
+  IFS=:
+  for folder in ${HELM_PLUGINS:-} "${HELM_DATA_HOME:-/nonexistent}/plugins"; do
+    if [ -n "$folder" ] && [ "$(cd -P "$folder" 2>/dev/null && pwd)" = "$parent" ]; then
+      found=1
+    fi
+  done
+  IFS=$old_ifs
+  [ -n "$found" ] || return 1
+  if [ -L "$dir" ]; then
+    rm -f "$dir"
+  else
+    rm -rf "$dir"
+  fi
+  # Helm 4 keeps the package it installed from next to the plugin.
+  rm -f "$parent/$name-$VERSION.tgz" "$parent/$name-$VERSION.tgz.prov"
 }
 
 # findSource sets SRC to the Go module the plugin came with: the plugin
@@ -76,6 +161,7 @@ place() {
 }
 
 build() {
+  [ -n "$SRC" ] || fail "no source to build $PROJECT from in $PLUGIN_DIR: DIGESTPIN_PLUGIN_BUILD needs a checkout"
   command -v go >/dev/null 2>&1 ||
     fail "Go is not installed: it is needed to build $PROJECT $VERSION from $SRC (or set DIGESTPIN_PLUGIN_BINARY to a $PROJECT binary)"
   info "building $PROJECT $VERSION from $SRC with $(go version)"
@@ -94,6 +180,62 @@ copyBinary() {
   place
 }
 
+# fetch downloads URL $1 to file $2, with retries, and reports success.
+fetch() {
+  if command -v curl >/dev/null 2>&1; then
+    curl --fail --silent --show-error --location --retry 3 --retry-delay 1 --output "$2" "$1" 2>/dev/null
+  elif command -v wget >/dev/null 2>&1; then
+    wget --quiet --tries=3 --output-document="$2" "$1" 2>/dev/null
+  else
+    return 2
+  fi
+}
+
+# initSHA sets SHA256 to a command that prints a file's SHA-256 first.
+initSHA() {
+  if command -v sha256sum >/dev/null 2>&1; then
+    SHA256=sha256sum
+  elif command -v shasum >/dev/null 2>&1; then
+    SHA256="shasum -a 256"
+  else
+    fail "neither sha256sum nor shasum is installed: cannot check a download"
+  fi
+}
+
+# download sets ARCHIVE to the verified release archive for OS/ARCH, or
+# returns 1 when the release cannot be downloaded. A wrong or missing
+# checksum fails the hook.
+download() {
+  url=${DIGESTPIN_PLUGIN_URL:-$RELEASES/v$VERSION}
+  url=${url%/}
+  file=${PROJECT}_${VERSION}_${OS}_${ARCH}.tar.gz
+  TMP_DIR=$(mktemp -d) || fail "cannot make a temporary folder"
+  info "downloading $url/$file"
+  fetch "$url/SHA256SUMS" "$TMP_DIR/SHA256SUMS" && fetch "$url/$file" "$TMP_DIR/$file" || {
+    rc=$?
+    if [ "$rc" = 2 ]; then
+      DOWNLOAD_ERR="neither curl nor wget is installed"
+    else
+      DOWNLOAD_ERR="cannot download $url/SHA256SUMS and $file"
+    fi
+    return 1
+  }
+  want=$(awk -v f="$file" '$2 == f || $2 == "*" f { print $1; exit }' "$TMP_DIR/SHA256SUMS")
+  [ -n "$want" ] || fail "$url/SHA256SUMS has no line for $file: refusing to install it"
+  got=$($SHA256 "$TMP_DIR/$file" | cut -d ' ' -f 1)
+  [ "$got" = "$want" ] || fail "$file has SHA-256 $got, but SHA256SUMS says $want: refusing to install it"
+  ARCHIVE=$TMP_DIR/$file
+}
+
+# unpack installs the binary from the verified ARCHIVE.
+unpack() {
+  tar -xzf "$ARCHIVE" -C "$TMP_DIR" "$EXE" 2>/dev/null || fail "$(basename "$ARCHIVE") holds no $EXE"
+  mkdir -p "$(dirname "$BIN")"
+  TMP_BIN=$BIN.tmp.$$
+  mv -f "$TMP_DIR/$EXE" "$TMP_BIN"
+  place
+}
+
 # verify runs the installed binary once.
 verify() {
   out=$("$BIN" --version 2>&1) || fail "$BIN does not run: $out"
@@ -103,27 +245,42 @@ verify() {
   info "installed $out at $BIN"
 }
 
-main() {
-  event=${1:-install}
-  case $event in
-  install | update) ;;
-  *) fail "usage: $0 install|update" ;;
-  esac
-  case ${DIGESTPIN_PLUGIN_SKIP:-} in
+isTrue() {
+  case $1 in
   1 | true) return 0 ;;
   esac
+  return 1
+}
+
+main() {
+  case ${1:-install} in
+  install | update) EVENT=${1:-install} ;;
+  *) fail "usage: $0 install|update" ;;
+  esac
+  if isTrue "${DIGESTPIN_PLUGIN_SKIP:-}"; then
+    return 0
+  fi
+  initOS
+  initArch
   initPluginDir
   readVersion
+  findSource
   if [ -n "${DIGESTPIN_PLUGIN_BINARY:-}" ]; then
     copyBinary
+  elif isTrue "${DIGESTPIN_PLUGIN_BUILD:-}"; then
+    build
+  elif current; then
+    :
   else
-    findSource
-    if [ "$event" = install ] && current; then
-      :
-    elif [ -n "$SRC" ]; then
+    verifySupported
+    initSHA
+    if download; then
+      unpack
+    elif [ -n "$SRC" ] && command -v go >/dev/null 2>&1; then
+      info "$DOWNLOAD_ERR; building from source instead"
       build
-    elif [ ! -x "$BIN" ]; then
-      fail "no $PROJECT binary in $PLUGIN_DIR/bin and no source to build one: install from a source checkout, or a package made by 'make dist'"
+    else
+      fail "$DOWNLOAD_ERR (set DIGESTPIN_PLUGIN_URL to a mirror, or DIGESTPIN_PLUGIN_BINARY to a $PROJECT binary)"
     fi
   fi
   verify

@@ -1,0 +1,87 @@
+#!/usr/bin/env bash
+# Writes the release files of the version in plugin.yaml into DIST (default
+# dist/), for each OS/ARCH of PLATFORMS (default: the six below). `make
+# release` runs it. For VERSION and each platform:
+#
+#   digestpin_VERSION_OS_ARCH.tar.gz        digestpin[.exe], LICENSE, README.md:
+#                                           what the plugins' install hook downloads
+#   digestpin-plugin-VERSION-OS-ARCH.tgz    the Helm 3 plugin with its binary,
+#                                           for `helm plugin install URL`
+#
+# and once:
+#
+#   digestpin-postrenderer-VERSION.tgz      the Helm 4 post-renderer plugin
+#                                           (`helm plugin package`); its install
+#                                           hook downloads the binary archive
+#   SHA256SUMS                              over every file above
+#
+# HELM names a Helm 4 CLI; HELM_SIGN its signing flags (default
+# --sign=false), e.g. '--key "Your Name" --keyring ~/.gnupg/secring.gpg',
+# which adds digestpin-postrenderer-VERSION.tgz.prov.
+set -o errexit -o nounset -o pipefail
+cd "$(dirname "$0")/.."
+
+PLATFORMS=${PLATFORMS:-linux/amd64 linux/arm64 darwin/amd64 darwin/arm64 windows/amd64 windows/arm64}
+DIST=${DIST:-dist}
+HELM=${HELM:-helm}
+HELM_SIGN=${HELM_SIGN:---sign=false}
+H4_PLUGIN=plugin/digestpin-postrenderer
+
+version() { sed -n 's/^version: *"\{0,1\}\([^"]*\)"\{0,1\}$/\1/p' "$1" | head -n 1; }
+
+VERSION=$(version plugin.yaml)
+if [ -z "$VERSION" ] || [ "$(version "$H4_PLUGIN/plugin.yaml")" != "$VERSION" ]; then
+  echo "release: plugin.yaml and $H4_PLUGIN/plugin.yaml must carry one version (have \"$VERSION\" and \"$(version "$H4_PLUGIN/plugin.yaml")\")" >&2
+  exit 1
+fi
+
+rm -rf "$DIST"
+mkdir -p "$DIST"
+DIST=$(cd "$DIST" && pwd)
+stage=$(mktemp -d)
+trap 'rm -rf "$stage"' EXIT
+
+# archive writes the gzipped tar $1 of folder $2's content, with the
+# entries named as the install hook and Helm 3 expect them: "digestpin",
+# "plugin.yaml", never "./digestpin".
+archive() {
+  local entries
+  mapfile -t entries < <(cd "$2" && ls -A)
+  tar -C "$2" -czf "$1" "${entries[@]}"
+}
+
+for p in $PLATFORMS; do
+  os=${p%/*} arch=${p#*/}
+  exe=digestpin
+  [ "$os" != windows ] || exe=digestpin.exe
+  bin=$stage/bin-$os-$arch
+  mkdir -p "$bin"
+  echo "release: digestpin $VERSION for $os/$arch"
+  GOOS=$os GOARCH=$arch CGO_ENABLED=0 go build -trimpath -ldflags "-X main.version=$VERSION" -o "$bin/$exe" .
+  cp LICENSE README.md "$bin/"
+  archive "$DIST/digestpin_${VERSION}_${os}_${arch}.tar.gz" "$bin"
+
+  h3=$stage/h3-$os-$arch
+  mkdir -p "$h3/bin" "$h3/scripts"
+  cp plugin.yaml LICENSE "$h3/"
+  cp scripts/install-binary.sh "$h3/scripts/"
+  cp "$bin/$exe" "$h3/bin/"
+  archive "$DIST/digestpin-plugin-$VERSION-$os-$arch.tgz" "$h3"
+done
+
+h4=$stage/h4/digestpin-postrenderer
+mkdir -p "$h4/scripts"
+cp "$H4_PLUGIN/plugin.yaml" LICENSE "$h4/"
+cp scripts/install-binary.sh "$h4/scripts/"
+# shellcheck disable=SC2086 # HELM_SIGN is a list of flags
+"$HELM" plugin package $HELM_SIGN -d "$DIST" "$h4" >/dev/null
+
+cd "$DIST"
+if command -v sha256sum >/dev/null; then
+  sha256sum -- * >"$stage/SHA256SUMS"
+else
+  shasum -a 256 -- * >"$stage/SHA256SUMS"
+fi
+mv "$stage/SHA256SUMS" SHA256SUMS
+echo "release: $(ls | wc -l | tr -d ' ') files in $DIST:"
+ls -1
