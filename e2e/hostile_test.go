@@ -160,14 +160,16 @@ func TestBinaryHostileInputBounded(t *testing.T) {
 		}
 		return "apiVersion: v1\nkind: Pod\nmetadata:\n  name: p\nspec: {containers: [" + strings.Join(line, ", ") + "]}\n"
 	}
-	// A 50 MB Deployment: one container with a million env entries.
-	big := func() string {
-		var b strings.Builder
-		b.WriteString("apiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: big\nspec:\n  template:\n    spec:\n      containers:\n      - name: app\n        image: " + hostileImage + "\n        env:\n")
-		for i := 0; b.Len() < 50*mib; i++ {
-			fmt.Fprintf(&b, "        - name: VAR_%08d\n          value: \"%040d\"\n", i, i)
+	// A Deployment of size MiB: one container with many env entries.
+	big := func(size int) func() string {
+		return func() string {
+			var b strings.Builder
+			b.WriteString("apiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: big\nspec:\n  template:\n    spec:\n      containers:\n      - name: app\n        image: " + hostileImage + "\n        env:\n")
+			for i := 0; b.Len() < size*mib; i++ {
+				fmt.Fprintf(&b, "        - name: VAR_%08d\n          value: \"%040d\"\n", i, i)
+			}
+			return b.String()
 		}
-		return b.String()
 	}
 	// Smallest first: the runs' peak RSS includes this process's.
 	for _, tc := range []struct {
@@ -175,15 +177,29 @@ func TestBinaryHostileInputBounded(t *testing.T) {
 		in      func() string
 		maxTime time.Duration
 		maxRSS  int64
+		refused string // the error it is refused with; "" when it renders
 	}{
 		{desc: "an alias bomb", in: bomb, maxTime: 30 * time.Second, maxRSS: 256 * mib},
 		{desc: "Lists of aliases of Lists", in: lists, maxTime: 30 * time.Second, maxRSS: 256 * mib},
 		{desc: "a very long line", in: long, maxTime: time.Minute, maxRSS: 1024 * mib},
-		{desc: "a 50 MB document", in: big, maxTime: 3 * time.Minute, maxRSS: 4096 * mib},
+		// Fifty thousand env entries: under renderer.MaxNodes.
+		{desc: "a 4 MB document", in: big(4), maxTime: time.Minute, maxRSS: 1024 * mib},
+		// A million: refused before it is parsed (it peaked at 2.4 GB).
+		{desc: "a 50 MB document", in: big(50), maxTime: time.Minute, maxRSS: 1024 * mib, refused: "more than digestpin parses in one document (MaxNodes 1048576)"},
 	} {
 		t.Run(tc.desc, func(t *testing.T) {
 			in := tc.in()
 			r := runHostile(t, []byte(in))
+			if r.took > tc.maxTime {
+				t.Errorf("took %s, more than %s", r.took, tc.maxTime)
+			}
+			if r.maxRSS > tc.maxRSS {
+				t.Errorf("peak RSS %d MiB, more than %d MiB", r.maxRSS>>20, tc.maxRSS>>20)
+			}
+			if tc.refused != "" {
+				checkRefused(t, r, tc.refused)
+				return
+			}
 			if r.exit != 0 {
 				t.Fatalf("exit status %d, stderr:\n%s", r.exit, r.stderr)
 			}
@@ -193,12 +209,6 @@ func TestBinaryHostileInputBounded(t *testing.T) {
 			// Nothing was expanded: the output is the input and the pins.
 			if n, limit := len(r.stdout), len(in)+bytes.Count(r.stdout, []byte("@sha256:"))*72+1024; n > limit {
 				t.Errorf("output is %d bytes, more than the %d of the input and its pins", n, limit)
-			}
-			if r.took > tc.maxTime {
-				t.Errorf("took %s, more than %s", r.took, tc.maxTime)
-			}
-			if r.maxRSS > tc.maxRSS {
-				t.Errorf("peak RSS %d MiB, more than %d MiB", r.maxRSS>>20, tc.maxRSS>>20)
 			}
 		})
 	}
