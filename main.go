@@ -219,7 +219,7 @@ func stopped(ctx context.Context, err error) error {
 // which is fine for a process about to exit.
 func (o *options) read(ctx context.Context, stdin io.Reader, log *logger) ([]byte, error) {
 	what := "stdin"
-	open := func() (io.ReadCloser, error) { return io.NopCloser(stdin), nil }
+	var open func() (io.ReadCloser, error) // nil: stdin
 	if o.filename != "" && o.filename != "-" {
 		what = o.filename
 		open = func() (io.ReadCloser, error) { return os.Open(o.filename) }
@@ -233,13 +233,17 @@ func (o *options) read(ctx context.Context, stdin io.Reader, log *logger) ([]byt
 	}
 	done := make(chan result, 1)
 	go func() {
-		f, err := open()
-		if err != nil {
-			done <- result{err: err}
-			return
+		r := stdin
+		if open != nil {
+			f, err := open()
+			if err != nil {
+				done <- result{err: err}
+				return
+			}
+			defer f.Close()
+			r = f
 		}
-		defer f.Close()
-		b, err := io.ReadAll(f)
+		b, err := io.ReadAll(r)
 		done <- result{b, err}
 	}()
 	select {

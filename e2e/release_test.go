@@ -56,7 +56,7 @@ func releaseFiles(t *testing.T) (dir, version string) {
 		cmd.Dir = repoRoot(t)
 		cmd.Env = cleanEnv()
 		if out, err := cmd.CombinedOutput(); err != nil {
-			release.err = fmt.Errorf("make release: %v\n%s", err, out)
+			release.err = fmt.Errorf("make release: %w\n%s", err, out)
 		}
 	})
 	if release.err != nil {

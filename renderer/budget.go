@@ -43,8 +43,8 @@ type nodeBudget struct {
 	left int
 }
 
-func newNodeBudget(max int) *nodeBudget {
-	b := &nodeBudget{left: max}
+func newNodeBudget(size int) *nodeBudget {
+	b := &nodeBudget{left: size}
 	b.cond = sync.NewCond(&b.mu)
 	return b
 }

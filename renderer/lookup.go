@@ -184,15 +184,15 @@ func values(m *yaml.Node) ([]*yaml.Node, error) {
 // str returns the string value of key in mapping m, or "" when m does not
 // hold it or it is null. Any other value than a string scalar is an error:
 // the API server would read something else or refuse it.
-func str(m *yaml.Node, key string) (string, *yaml.Node, error) {
+func str(m *yaml.Node, key string) (string, error) {
 	e, err := get(m, key)
 	switch {
 	case err != nil:
-		return "", nil, err
+		return "", err
 	case e.value == nil || (e.value.Kind == yaml.ScalarNode && e.value.Tag == "!!null"):
-		return "", e.key, nil
+		return "", nil
 	case e.value.Kind != yaml.ScalarNode || e.value.Tag != "!!str":
-		return "", e.key, &keyError{e.value.Line, fmt.Sprintf("%s is %s, want a string", key, describe(e.value))}
+		return "", &keyError{e.value.Line, fmt.Sprintf("%s is %s, want a string", key, describe(e.value))}
 	}
-	return e.value.Value, e.key, nil
+	return e.value.Value, nil
 }

@@ -151,7 +151,7 @@ func (e *editor) object(obj *yaml.Node, depth int) error {
 	if !once(&e.objects, obj) {
 		return nil
 	}
-	kind, _, err := str(obj, "kind")
+	kind, err := str(obj, "kind")
 	if err != nil {
 		return e.keyError(err, "")
 	}
@@ -176,17 +176,17 @@ func (e *editor) object(obj *yaml.Node, depth int) error {
 			return nil
 		}
 	}
-	apiVersion, _, err := str(obj, "apiVersion")
+	apiVersion, err := str(obj, "apiVersion")
 	if err != nil {
 		return e.keyError(err, kind)
 	}
 	w := Workload{Kind: kind}
 	meta, err := get(obj, "metadata")
 	if err == nil {
-		w.Name, _, err = str(meta.value, "name")
+		w.Name, err = str(meta.value, "name")
 	}
 	if err == nil {
-		w.Namespace, _, err = str(meta.value, "namespace")
+		w.Namespace, err = str(meta.value, "namespace")
 	}
 	if err != nil {
 		return e.keyError(err, kind)
@@ -233,7 +233,7 @@ func (e *editor) template(t podTemplate, w Workload) error {
 			// YAML decoders disagree on which of two equal keys wins:
 			// pinning one could leave the other in force. get refuses
 			// what the API server could read otherwise.
-			w.Container, _, err = str(c, "name")
+			w.Container, err = str(c, "name")
 			if err != nil {
 				return e.keyError(err, fmt.Sprintf("%s %s[%d]", w.object(), field, i))
 			}

@@ -33,7 +33,8 @@ func splice(d *document, images []imageChange, annotations []annotationChange, k
 	}
 	var edits []edit
 	for _, c := range images {
-		e, ok := edit{}, false
+		var e edit
+		var ok bool
 		if c.alias != nil {
 			e, ok = s.replaceAlias(c.alias, c.value)
 		} else {
