@@ -1,0 +1,95 @@
+package steady
+
+import (
+	"bytes"
+	"fmt"
+	"slices"
+)
+
+// Decision is what Keep chose.
+type Decision struct {
+	// Output is the stream to write: the previous output, byte for byte,
+	// or the new output, whole.
+	Output []byte
+	// Kept is true when Output is the previous output.
+	Kept bool
+	// Reason says why, for the log, e.g. `Deployment/ns/web: the image
+	// of spec.template.spec.containers[0] changed`.
+	Reason string
+}
+
+// Keep chooses between previous, the output digestpin wrote last time for
+// this release, and output, the one it made now. It returns previous, byte
+// for byte, when both hold the same documents (matched as Diff matches
+// them) and every field that differs is volatile in v; otherwise output.
+// With a nil v it keeps previous only when both mean the same, field for
+// field. A difference in an image field (the image of a container, init
+// or ephemeral container, or the reference of an image volume, anywhere in
+// a document) or in the checksum annotation always chooses output, volatile
+// or not. An empty previous (a first render) chooses output. It fails when
+// either stream is not YAML.
+func Keep(previous, output []byte, v *Volatility, o Options) (Decision, error) {
+	fresh := func(format string, args ...any) (Decision, error) {
+		return Decision{Output: output, Reason: fmt.Sprintf(format, args...)}, nil
+	}
+	if len(previous) == 0 {
+		return fresh("no previous output")
+	}
+	p, err := parse(previous, "the previous output")
+	if err != nil {
+		return Decision{}, err
+	}
+	n, err := parse(output, "the output")
+	if err != nil {
+		return Decision{}, err
+	}
+	if bytes.Equal(previous, output) {
+		return Decision{Output: previous, Kept: true, Reason: "the output is the previous output"}, nil
+	}
+
+	// First, the same documents must be there: a document added or removed
+	// is a real change, whatever it holds.
+	for _, d := range n.docs {
+		if _, ok := p.byKey[d.key]; !ok {
+			return fresh("%s is new", d.where())
+		}
+	}
+	for _, d := range p.docs {
+		if _, ok := n.byKey[d.key]; !ok {
+			return fresh("%s of the previous output is gone", d.where())
+		}
+	}
+
+	// Then compare each document with its previous self: images first,
+	// then every other field against the volatile ones.
+	for _, d := range n.docs {
+		e := p.byKey[d.key]
+		if bytes.Equal(d.json, e.json) {
+			continue
+		}
+		x, err := decode(d.json)
+		if err != nil {
+			return Decision{}, fmt.Errorf("reading the output: %s: %w", d.where(), err)
+		}
+		y, err := decode(e.json)
+		if err != nil {
+			return Decision{}, fmt.Errorf("reading the previous output: %s: %w", e.where(), err)
+		}
+		name := nameOr(objectOf(x), d)
+		if !slices.Equal(o.images(x), o.images(y)) {
+			return fresh("%s: an image or its checksum changed", name)
+		}
+		var df differ
+		df.diff(nil, y, x)
+		var volatile []path
+		if v != nil {
+			volatile = v.fields[d.key]
+		}
+		for _, q := range df.paths {
+			if !slices.ContainsFunc(volatile, q.hasPrefix) {
+				return fresh("%s: %s changed", name, q)
+			}
+		}
+	}
+	return Decision{Output: previous, Kept: true, Reason: "only volatile fields changed"}, nil
+}

@@ -1,0 +1,87 @@
+package steady
+
+import (
+	"strconv"
+	"strings"
+)
+
+// segKind says how a path segment steps into a value.
+type segKind uint8
+
+const (
+	segKey   segKind = iota // a mapping key
+	segIndex                // a list item by position
+	segName                 // a list item by its name field
+)
+
+// seg is one step of a field path.
+type seg struct {
+	kind  segKind
+	key   string // segKey: the key; segName: the item's name
+	index int    // segIndex
+}
+
+// path is a field path from the root of a document. Paths are built by
+// appending to a parent; a path that is stored is cloned first.
+type path []seg
+
+func (p path) key(k string) path     { return append(p[:len(p):len(p)], seg{kind: segKey, key: k}) }
+func (p path) index(i int) path      { return append(p[:len(p):len(p)], seg{kind: segIndex, index: i}) }
+func (p path) name(n string) path    { return append(p[:len(p):len(p)], seg{kind: segName, key: n}) }
+func (p path) hasPrefix(q path) bool { return len(q) <= len(p) && equalPath(p[:len(q)], q) }
+
+func equalPath(p, q path) bool {
+	if len(p) != len(q) {
+		return false
+	}
+	for i := range p {
+		if p[i] != q[i] {
+			return false
+		}
+	}
+	return true
+}
+
+// String writes the path as the package documentation describes.
+func (p path) String() string {
+	var b strings.Builder
+	for i, s := range p {
+		switch s.kind {
+		case segKey:
+			if bare(s.key, false) {
+				if i > 0 {
+					b.WriteByte('.')
+				}
+				b.WriteString(s.key)
+			} else {
+				b.WriteString("[" + strconv.Quote(s.key) + "]")
+			}
+		case segIndex:
+			b.WriteString("[" + strconv.Itoa(s.index) + "]")
+		case segName:
+			if bare(s.key, true) {
+				b.WriteString("[name=" + s.key + "]")
+			} else {
+				b.WriteString("[name=" + strconv.Quote(s.key) + "]")
+			}
+		}
+	}
+	return b.String()
+}
+
+// bare reports whether s can be written unquoted: letters, digits, "_"
+// and "-", and "." too when dot is true.
+func bare(s string, dot bool) bool {
+	if s == "" {
+		return false
+	}
+	for _, r := range s {
+		switch {
+		case 'a' <= r && r <= 'z', 'A' <= r && r <= 'Z', '0' <= r && r <= '9', r == '_', r == '-':
+		case r == '.' && dot:
+		default:
+			return false
+		}
+	}
+	return true
+}

@@ -1,0 +1,242 @@
+package steady
+
+import (
+	"bytes"
+	"fmt"
+	"strings"
+)
+
+// Volatility is what Diff found: the fields that differ between two
+// renders of the same chart and values. A nil *Volatility means that no
+// second render was made, and nothing is known to be volatile.
+type Volatility struct {
+	// Volatile lists each object with volatile fields, and each object
+	// that only one render holds: those of the input in its order, then
+	// those only in the second render in its order.
+	Volatile []Volatile
+	// fields are the volatile paths of each document, by document key.
+	fields map[string][]path
+}
+
+// Volatile is one object whose fields differ between two renders of the
+// same input, as the JSON report shows it.
+type Volatile struct {
+	// Object is Kind/namespace/name (Kind/name without a namespace) as
+	// the render that holds it names it, or "document N" when the
+	// document has neither kind nor name.
+	Object string `json:"object"`
+	// Source is the Helm template file of the document, if known.
+	Source string `json:"source,omitempty"`
+	// Document is the 1-based number of the document in its stream: the
+	// input, or the second render when OnlyIn is "second".
+	Document int `json:"document"`
+	// Fields are the paths of the volatile fields, relative to the
+	// object, in the syntax of the package documentation.
+	Fields []string `json:"fields,omitempty"`
+	// OnlyIn is "input" or "second" when only that render holds the
+	// object (or this item of a List); "" when both do.
+	OnlyIn string `json:"onlyIn,omitempty"`
+	// Restarts is true when a volatile field lies in a pod template, or
+	// a workload is in one render only: the workload restarts on every
+	// render.
+	Restarts bool `json:"restarts"`
+	// restartBy describes the fields that restart it.
+	restartBy []string
+}
+
+// maxFields bounds the fields a warning names; the report has them all.
+const maxFields = 8
+
+// Warning is the one line that tells a person about v, e.g.
+//
+//	Deployment/ns/k8tz (k8tz/templates/deployment.yaml): spec.template.metadata.annotations["checksum/config"] differs between two renders of the same input: this workload restarts on every render, because of its pod template annotation checksum/config
+func (v Volatile) Warning() string {
+	var b strings.Builder
+	b.WriteString(v.Object)
+	if v.Source != "" {
+		fmt.Fprintf(&b, " (%s)", v.Source)
+	}
+	switch v.OnlyIn {
+	case "input":
+		b.WriteString(": in the input, but not in a second render of the same input")
+	case "second":
+		b.WriteString(": in a second render of the same input, but not in the input")
+	default:
+		b.WriteString(": " + list(v.Fields))
+		if len(v.Fields) == 1 {
+			b.WriteString(" differs")
+		} else {
+			b.WriteString(" differ")
+		}
+		b.WriteString(" between two renders of the same input")
+	}
+	if v.Restarts {
+		b.WriteString(": this workload restarts on every render")
+		if len(v.restartBy) > 0 {
+			b.WriteString(", because of its " + list(v.restartBy))
+		}
+	}
+	return b.String()
+}
+
+// list joins at most maxFields items with commas.
+func list(items []string) string {
+	if len(items) <= maxFields {
+		return strings.Join(items, ", ")
+	}
+	return fmt.Sprintf("%s and %d more", strings.Join(items[:maxFields], ", "), len(items)-maxFields)
+}
+
+// Warnings returns one line for each entry of v.Volatile; none for a nil
+// v.
+func (v *Volatility) Warnings() []string {
+	if v == nil {
+		return nil
+	}
+	lines := make([]string, len(v.Volatile))
+	for i, x := range v.Volatile {
+		lines[i] = x.Warning()
+	}
+	return lines
+}
+
+// Diff compares input, the stream digestpin is given, with second, another
+// render of the same chart and values as Helm wrote it, and returns the
+// volatile fields. Documents are matched by "# Source:" file and position
+// (see the package documentation). It fails when either stream is not
+// YAML.
+func Diff(input, second []byte, o Options) (*Volatility, error) {
+	a, err := parse(input, "the input")
+	if err != nil {
+		return nil, err
+	}
+	b, err := parse(second, "the second render")
+	if err != nil {
+		return nil, err
+	}
+	v := &Volatility{fields: map[string][]path{}}
+	for _, d := range a.docs {
+		e, ok := b.byKey[d.key]
+		if !ok {
+			x, err := decode(d.json)
+			if err != nil {
+				return nil, fmt.Errorf("reading the input: %s: %w", d.where(), err)
+			}
+			v.Volatile = append(v.Volatile, o.only(d, x, "input"))
+			continue
+		}
+		// Most documents are equal, byte for byte, as JSON: only the others
+		// are decoded and walked.
+		if bytes.Equal(d.json, e.json) {
+			continue
+		}
+		x, err := decode(d.json)
+		if err != nil {
+			return nil, fmt.Errorf("reading the input: %s: %w", d.where(), err)
+		}
+		y, err := decode(e.json)
+		if err != nil {
+			return nil, fmt.Errorf("reading the second render: %s: %w", e.where(), err)
+		}
+		var df differ
+		df.diff(nil, x, y)
+		v.fields[d.key] = df.paths
+		v.Volatile = append(v.Volatile, o.volatile(d, x, y, df.paths)...)
+	}
+	for _, e := range b.docs {
+		if _, ok := a.byKey[e.key]; !ok {
+			y, err := decode(e.json)
+			if err != nil {
+				return nil, fmt.Errorf("reading the second render: %s: %w", e.where(), err)
+			}
+			v.Volatile = append(v.Volatile, o.only(e, y, "second"))
+		}
+	}
+	return v, nil
+}
+
+// only reports a document that one render holds and the other does not.
+func (o Options) only(d *document, v any, in string) Volatile {
+	obj := objectOf(v)
+	return Volatile{
+		Object:   nameOr(obj, d),
+		Source:   d.source,
+		Document: d.index,
+		OnlyIn:   in,
+		Restarts: o.workload(obj),
+	}
+}
+
+// volatile reports the volatile paths of document d, whose values are x
+// in the input and y in the second render: one entry for the document or,
+// for a List, one for each item with volatile fields and one for the List
+// itself if it has any.
+func (o Options) volatile(d *document, x, y any, paths []path) []Volatile {
+	xs, xl := isList(x)
+	ys, yl := isList(y)
+	if !xl || !yl {
+		return []Volatile{o.entry(d, objectOf(x), paths)}
+	}
+	// Group the paths by List item, in item order; the List's own paths
+	// first.
+	var (
+		own    []path
+		groups = map[int][]path{}
+		order  []int
+	)
+	for _, p := range paths {
+		if len(p) < 2 || !isKey(p[0], "items") || p[1].kind != segIndex {
+			own = append(own, p)
+			continue
+		}
+		i := p[1].index
+		if _, ok := groups[i]; !ok {
+			order = append(order, i)
+		}
+		groups[i] = append(groups[i], p[2:])
+	}
+	var out []Volatile
+	if len(own) > 0 {
+		out = append(out, o.entry(d, objectOf(x), own))
+	}
+	for _, i := range order {
+		rel := groups[i]
+		if len(rel) == 1 && len(rel[0]) == 0 {
+			// The item is in one render only.
+			if i < len(xs) {
+				out = append(out, o.only(d, xs[i], "input"))
+			} else {
+				out = append(out, o.only(d, ys[i], "second"))
+			}
+			continue
+		}
+		out = append(out, o.entry(d, objectOf(xs[i]), rel))
+	}
+	return out
+}
+
+// entry reports the volatile paths of one object.
+func (o Options) entry(d *document, obj object, paths []path) Volatile {
+	v := Volatile{Object: nameOr(obj, d), Source: d.source, Document: d.index}
+	for _, p := range paths {
+		v.Fields = append(v.Fields, p.String())
+		if r := o.restart(obj, p); r != "" {
+			v.Restarts = true
+			v.restartBy = append(v.restartBy, r)
+		}
+	}
+	return v
+}
+
+func objectOf(v any) object {
+	m, _ := v.(map[string]any)
+	return object{m: m}
+}
+
+// nameOr names obj, or the document that holds it.
+func nameOr(obj object, d *document) string {
+	if n := obj.name(); n != "" {
+		return n
+	}
+	return fmt.Sprintf("document %d", d.index)
+}
