@@ -147,12 +147,42 @@ func kindOf(ps renderer.PodSpecPath, o object) bool {
 // containerFields are the fields that hold containers, wherever they are.
 var containerFields = []string{"containers", "initContainers", "ephemeralContainers"}
 
-// images lists the image fields under v, and the checksum annotation, as
-// "path=value" lines in a stable order. Any list under a container field,
+// imageField is an image field, or the checksum annotation, and its
+// value.
+type imageField struct {
+	path  string
+	value string // Go syntax, with types: an image is seldom a string twice
+}
+
+func newImageField(p path, v any) imageField { return imageField{p.String(), fmt.Sprintf("%#v", v)} }
+
+// changedImage returns the path of the first image field (or checksum
+// annotation) that differs between a and b, or "".
+func (opts Options) changedImage(a, b any) string {
+	x, y := opts.images(a), opts.images(b)
+	for i := range min(len(x), len(y)) {
+		if x[i] != y[i] {
+			if x[i].path != y[i].path {
+				return min(x[i].path, y[i].path)
+			}
+			return x[i].path
+		}
+	}
+	switch {
+	case len(x) > len(y):
+		return x[len(y)].path
+	case len(y) > len(x):
+		return y[len(x)].path
+	}
+	return ""
+}
+
+// images lists the image fields under v, and the checksum annotation, in
+// a stable order. Any list under a container field,
 // at any depth and in any kind, counts: a false alarm costs a render that
 // is not kept, a missed image would keep a stale one.
-func (opts Options) images(v any) []string {
-	var out []string
+func (opts Options) images(v any) []imageField {
+	var out, sums []imageField
 	ann := opts.checksumAnnotation()
 	var walk func(p path, v any)
 	walk = func(p path, v any) {
@@ -166,7 +196,7 @@ func (opts Options) images(v any) []string {
 						for i, it := range l {
 							if m, ok := it.(map[string]any); ok {
 								if im, ok := m["image"]; ok {
-									out = append(out, fmt.Sprintf("%s=%v", p.key(k).index(i).key("image"), im))
+									out = append(out, newImageField(item(p.key(k), l, i).key("image"), im))
 								}
 							}
 						}
@@ -176,7 +206,7 @@ func (opts Options) images(v any) []string {
 						for i, it := range l {
 							if m, ok := it.(map[string]any); ok {
 								if im, ok := m["image"].(map[string]any); ok {
-									out = append(out, fmt.Sprintf("%s=%v", p.key(k).index(i).key("image"), im["reference"]))
+									out = append(out, newImageField(item(p.key(k), l, i).key("image").key("reference"), im["reference"]))
 								}
 							}
 						}
@@ -184,7 +214,7 @@ func (opts Options) images(v any) []string {
 				case k == "annotations":
 					if m, ok := c.(map[string]any); ok {
 						if a, ok := m[ann]; ok {
-							out = append(out, fmt.Sprintf("%s=%v", p.key(k).key(ann), a))
+							sums = append(sums, newImageField(p.key(k).key(ann), a))
 						}
 					}
 				}
@@ -197,5 +227,16 @@ func (opts Options) images(v any) []string {
 		}
 	}
 	walk(nil, v)
-	return out
+	// The images first, so that a message names the image rather than
+	// its checksum.
+	return append(out, sums...)
+}
+
+// item is the path of item i of list l at p: by name when every item has
+// a distinct one.
+func item(p path, l []any, i int) path {
+	if names(l) != nil {
+		return p.name(l[i].(map[string]any)["name"].(string))
+	}
+	return p.index(i)
 }

@@ -19,34 +19,34 @@ var charts = []struct {
 	name string
 	// images are the references, as resolved, that the chart uses.
 	images []string
-	// from, to is an edit of a value that matters.
-	from, to string
+	// from, to is an edit of a value that matters, at field.
+	from, to, field string
 }{
 	{
 		// genSelfSignedCert: a Secret's tls.crt and tls.key, a webhook's
 		// caBundle, and checksum/config on the Deployment.
 		name:   "webhook",
 		images: []string{"registry.example/tz/tzinject:1.4"},
-		from:   "replicas: 2", to: "replicas: 3",
+		from:   "replicas: 2", to: "replicas: 3", field: "Deployment/tz/tzinject: spec.replicas",
 	},
 	{
 		// randAlphaNum: a Secret's password and checksum/secret on the
 		// StatefulSet.
 		name:   "password",
 		images: []string{"index.docker.io/library/postgres:16", "index.docker.io/library/busybox:1.36"},
-		from:   `max_connections: "200"`, to: `max_connections: "300"`,
+		from:   `max_connections: "200"`, to: `max_connections: "300"`, field: "ConfigMap/money/ledger-db: data.max_connections",
 	},
 	{
 		// A test hook Pod with a random name suffix.
 		name:   "hook",
 		images: []string{"registry.example/shop/web:2.0", "index.docker.io/library/busybox:1.36"},
-		from:   "replicas: 3", to: "replicas: 4",
+		from:   "replicas: 3", to: "replicas: 4", field: "Deployment/shop/shop: spec.replicas",
 	},
 	{
 		// now: a pod template label and a ConfigMap annotation.
 		name:   "now",
 		images: []string{"registry.example/clock/clock:latest"},
-		from:   "TZ: UTC", to: "TZ: Europe/Paris",
+		from:   "TZ: UTC", to: "TZ: Europe/Paris", field: "ConfigMap/clock/clock: data.TZ",
 	},
 }
 
@@ -56,6 +56,16 @@ const extraDoc = "---\n# Source: extra/templates/cm.yaml\napiVersion: v1\nkind: 
 func dropLast(s []byte) []byte {
 	i := bytes.LastIndex(s, []byte("\n---\n"))
 	return s[:i+1]
+}
+
+// keepCase is a render of now, and the choice Keep should make.
+type keepCase struct {
+	desc       string
+	edit       func([]byte) []byte // applied to both renders of now
+	registry   registry            // the registry now
+	noSecond   bool                // Keep without a second render
+	wantKept   bool
+	wantReason string // a part of Decision.Reason
 }
 
 // TestCharts renders each chart now, finds the volatile fields from its
@@ -72,29 +82,16 @@ func TestCharts(t *testing.T) {
 			}
 			checkGolden(t, c.name+".volatile.golden", volatileText(t, v))
 
-			type edit func([]byte) []byte
 			same := func(b []byte) []byte { return b }
-			tests := []struct {
-				desc     string
-				edit     edit     // applied to both renders of now
-				registry registry // the registry now
-				noSecond bool     // Keep without a second render
-				wantKept bool
-			}{
-				{desc: "nothing real changed", edit: same, wantKept: true},
-				{desc: "no second render", edit: same, noSecond: true},
-				{desc: "a value that matters changed", edit: func(b []byte) []byte { return bytes.Replace(b, []byte(c.from), []byte(c.to), 1) }},
-				{desc: "a document added", edit: func(b []byte) []byte { return append(bytes.Clone(b), extraDoc...) }},
-				{desc: "a document removed", edit: dropLast},
+			tests := []keepCase{
+				{desc: "nothing real changed", edit: same, wantKept: true, wantReason: "only volatile fields changed"},
+				{desc: "no second render", edit: same, noSecond: true, wantReason: " changed"},
+				{desc: "a value that matters changed", edit: func(b []byte) []byte { return bytes.Replace(b, []byte(c.from), []byte(c.to), 1) }, wantReason: c.field + " changed"},
+				{desc: "a document added", edit: func(b []byte) []byte { return append(b, extraDoc...) }, wantReason: "(extra/templates/cm.yaml) is new"},
+				{desc: "a document removed", edit: dropLast, wantReason: "of the previous output is gone"},
 			}
 			for _, im := range c.images {
-				tests = append(tests, struct {
-					desc     string
-					edit     edit
-					registry registry
-					noSecond bool
-					wantKept bool
-				}{desc: "image " + im + " moved", edit: same, registry: registry{moved: map[string]string{im: "v2"}}})
+				tests = append(tests, keepCase{desc: "image " + im + " moved", edit: same, registry: registry{moved: map[string]string{im: "v2"}}, wantReason: "image field"})
 			}
 			for _, tc := range tests {
 				t.Run(tc.desc, func(t *testing.T) {
@@ -114,10 +111,9 @@ func TestCharts(t *testing.T) {
 					if tc.wantKept {
 						want = previous
 					}
-					if got.Kept != tc.wantKept || !bytes.Equal(got.Output, want) {
-						t.Errorf("Keep() = kept %v (%s), want kept %v; output differs from the one wanted: %v", got.Kept, got.Reason, tc.wantKept, !bytes.Equal(got.Output, want))
+					if got.Kept != tc.wantKept || !bytes.Equal(got.Output, want) || !strings.Contains(got.Reason, tc.wantReason) {
+						t.Errorf("Keep() = kept %v (%s), want kept %v (%s); output differs from the one wanted: %v", got.Kept, got.Reason, tc.wantKept, tc.wantReason, !bytes.Equal(got.Output, want))
 					}
-					t.Logf("Keep: %s", got.Reason)
 				})
 			}
 		})

@@ -76,8 +76,8 @@ func Keep(previous, output []byte, v *Volatility, o Options) (Decision, error) {
 			return Decision{}, fmt.Errorf("reading the previous output: %s: %w", e.where(), err)
 		}
 		name := nameOr(objectOf(x), d)
-		if !slices.Equal(o.images(x), o.images(y)) {
-			return fresh("%s: an image or its checksum changed", name)
+		if p := o.changedImage(y, x); p != "" {
+			return fresh("%s: image field %s changed", name, p)
 		}
 		var df differ
 		df.diff(nil, y, x)
