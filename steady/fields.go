@@ -55,11 +55,11 @@ func (o object) str(keys ...string) string {
 }
 
 // name is Kind/namespace/name, or Kind/name without a namespace, or ""
-// when the object has neither a kind nor a name.
+// without a name.
 func (o object) name() string {
 	kind, ns, name := o.str("kind"), o.str("metadata", "namespace"), o.str("metadata", "name")
 	switch {
-	case kind == "" && name == "":
+	case name == "":
 		return ""
 	case ns != "":
 		return kind + "/" + ns + "/" + name

@@ -22,8 +22,8 @@ type Volatility struct {
 // same input, as the JSON report shows it.
 type Volatile struct {
 	// Object is Kind/namespace/name (Kind/name without a namespace) as
-	// the render that holds it names it, or "document N" when the
-	// document has neither kind nor name.
+	// the render that holds it names it; without a name, "Kind in
+	// document N" or "document N".
 	Object string `json:"object"`
 	// Source is the Helm template file of the document, if known.
 	Source string `json:"source,omitempty"`
@@ -87,10 +87,10 @@ func list(items []string) string {
 	return fmt.Sprintf("%s and %d more", strings.Join(items[:maxFields], ", "), len(items)-maxFields)
 }
 
-// Warnings returns one line for each entry of v.Volatile; none for a nil
-// v.
+// Warnings returns one line for each entry of v.Volatile; nil when there
+// is none, or v is nil.
 func (v *Volatility) Warnings() []string {
-	if v == nil {
+	if v == nil || len(v.Volatile) == 0 {
 		return nil
 	}
 	lines := make([]string, len(v.Volatile))
@@ -233,10 +233,15 @@ func objectOf(v any) object {
 	return object{m: m}
 }
 
-// nameOr names obj, or the document that holds it.
+// nameOr names obj, or without a name (a List, a document that is not
+// an object) the document that holds it: "List in document 3",
+// "document 3".
 func nameOr(obj object, d *document) string {
 	if n := obj.name(); n != "" {
 		return n
+	}
+	if k := obj.str("kind"); k != "" {
+		return fmt.Sprintf("%s in document %d", k, d.index)
 	}
 	return fmt.Sprintf("document %d", d.index)
 }
