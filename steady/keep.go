@@ -39,12 +39,14 @@ func Keep(previous, output []byte, v *Volatility, o Options) (Decision, error) {
 	if err != nil {
 		return Decision{}, err
 	}
+	// The previous output is read even when the new one is the same
+	// bytes: one that does not parse is an error, whatever comes next.
+	if bytes.Equal(previous, output) {
+		return Decision{Output: previous, Kept: true, Reason: "the output is the previous output"}, nil
+	}
 	n, err := parse(output, "the output")
 	if err != nil {
 		return Decision{}, err
-	}
-	if bytes.Equal(previous, output) {
-		return Decision{Output: previous, Kept: true, Reason: "the output is the previous output"}, nil
 	}
 
 	// First, the same documents must be there: a document added or removed
