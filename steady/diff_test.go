@@ -154,6 +154,18 @@ func TestDiff(t *testing.T) {
 			want:   []string{"ConfigMap/a: data differs between two renders of the same input"},
 		},
 		{
+			desc:   "a document that changed from a mapping to a list",
+			input:  "# Source: c/odd.yaml\na: 1\n",
+			second: "# Source: c/odd.yaml\n- a\n",
+			want:   []string{"document 1 (c/odd.yaml): . differs between two renders of the same input"},
+		},
+		{
+			desc:   "yes is a boolean, as the API server's decoder reads YAML 1.1",
+			input:  "kind: ConfigMap\nmetadata: {name: a}\nx: yes\ny: true\n",
+			second: "kind: ConfigMap\nmetadata: {name: a}\nx: \"yes\"\ny: yes\n",
+			want:   []string{"ConfigMap/a: x differs between two renders of the same input"},
+		},
+		{
 			desc:   "a number and its string differ",
 			input:  "kind: ConfigMap\nmetadata: {name: a}\nx: 1\n",
 			second: "kind: ConfigMap\nmetadata: {name: a}\nx: \"1\"\n",

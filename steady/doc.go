@@ -33,7 +33,7 @@
 // a mapping with a distinct string name (containers, env, volumes,
 // webhooks, ports…), and [INDEX] otherwise: containers[name=app].image,
 // args[2]. A name that is not made only of letters, digits, ".", "_" and
-// "-" is quoted: [name="a b"]. A path names a whole subtree when the two
+// "-" is quoted: [name="a b"]. The root of a document is ".". A path names a whole subtree when the two
 // renders differ in its shape (a key or item present in one only, a
 // mapping in one and a list in the other, named items in another order).
 //

@@ -27,7 +27,8 @@ type Decision struct {
 // or ephemeral container, or the reference of an image volume, anywhere in
 // a document) or in the checksum annotation always chooses output, volatile
 // or not. An empty previous (a first render) chooses output. It fails when
-// either stream is not YAML.
+// either stream is not YAML, the previous output even when it is output
+// byte for byte. It is safe for concurrent use.
 func Keep(previous, output []byte, v *Volatility, o Options) (Decision, error) {
 	fresh := func(format string, args ...any) (Decision, error) {
 		return Decision{Output: output, Reason: fmt.Sprintf(format, args...)}, nil

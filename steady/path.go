@@ -42,8 +42,12 @@ func equalPath(p, q path) bool {
 	return true
 }
 
-// String writes the path as the package documentation describes.
+// String writes the path as the package documentation describes; the
+// root of a document is ".".
 func (p path) String() string {
+	if len(p) == 0 {
+		return "."
+	}
 	var b strings.Builder
 	for i, s := range p {
 		switch s.kind {

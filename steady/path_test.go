@@ -7,7 +7,7 @@ func TestPathString(t *testing.T) {
 		p    path
 		want string
 	}{
-		{nil, ""},
+		{nil, "."},
 		{path{}.key("spec").key("replicas"), "spec.replicas"},
 		{path{}.key("data").key("tls.crt"), `data["tls.crt"]`},
 		{path{}.key("a/b"), `["a/b"]`},

@@ -8,7 +8,8 @@ import (
 
 // Volatility is what Diff found: the fields that differ between two
 // renders of the same chart and values. A nil *Volatility means that no
-// second render was made, and nothing is known to be volatile.
+// second render was made, and nothing is known to be volatile. It is not
+// changed after Diff, so Keep may use it from several goroutines.
 type Volatility struct {
 	// Volatile lists each object with volatile fields, and each object
 	// that only one render holds: those of the input in its order, then
@@ -40,8 +41,9 @@ type Volatile struct {
 	// a workload is in one render only: the workload restarts on every
 	// render.
 	Restarts bool `json:"restarts"`
-	// restartBy describes the fields that restart it.
-	restartBy []string
+	// RestartBy describes the volatile fields in a pod template, e.g.
+	// "pod template annotation checksum/config".
+	RestartBy []string `json:"restartBy,omitempty"`
 }
 
 // maxFields bounds the fields a warning names; the report has them all.
@@ -72,8 +74,8 @@ func (v Volatile) Warning() string {
 	}
 	if v.Restarts {
 		b.WriteString(": this workload restarts on every render")
-		if len(v.restartBy) > 0 {
-			b.WriteString(", because of its " + list(v.restartBy))
+		if len(v.RestartBy) > 0 {
+			b.WriteString(", because of its " + list(v.RestartBy))
 		}
 	}
 	return b.String()
@@ -104,7 +106,7 @@ func (v *Volatility) Warnings() []string {
 // render of the same chart and values as Helm wrote it, and returns the
 // volatile fields. Documents are matched by "# Source:" file and position
 // (see the package documentation). It fails when either stream is not
-// YAML.
+// YAML. It is safe for concurrent use.
 func Diff(input, second []byte, o Options) (*Volatility, error) {
 	a, err := parse(input, "the input")
 	if err != nil {
@@ -222,7 +224,7 @@ func (o Options) entry(d *document, obj object, paths []path) Volatile {
 		v.Fields = append(v.Fields, p.String())
 		if r := o.restart(obj, p); r != "" {
 			v.Restarts = true
-			v.restartBy = append(v.restartBy, r)
+			v.RestartBy = append(v.RestartBy, r)
 		}
 	}
 	return v
