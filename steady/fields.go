@@ -178,9 +178,9 @@ func (opts Options) changedImage(a, b any) string {
 }
 
 // images lists the image fields under v, and the checksum annotation, in
-// a stable order. Any list under a container field,
-// at any depth and in any kind, counts: a false alarm costs a render that
-// is not kept, a missed image would keep a stale one.
+// a stable order. Any list under a container field, at any depth and in
+// any kind, counts: a false alarm costs a render that is not kept, a
+// missed image would keep a stale one.
 func (opts Options) images(v any) []imageField {
 	var out, sums []imageField
 	ann := opts.checksumAnnotation()
@@ -193,20 +193,22 @@ func (opts Options) images(v any) []imageField {
 				switch {
 				case slices.Contains(containerFields, k):
 					if l, ok := c.([]any); ok {
+						at := items(p.key(k), l)
 						for i, it := range l {
 							if m, ok := it.(map[string]any); ok {
 								if im, ok := m["image"]; ok {
-									out = append(out, newImageField(item(p.key(k), l, i).key("image"), im))
+									out = append(out, newImageField(at(i).key("image"), im))
 								}
 							}
 						}
 					}
 				case k == "volumes":
 					if l, ok := c.([]any); ok {
+						at := items(p.key(k), l)
 						for i, it := range l {
 							if m, ok := it.(map[string]any); ok {
 								if im, ok := m["image"].(map[string]any); ok {
-									out = append(out, newImageField(item(p.key(k), l, i).key("image").key("reference"), im["reference"]))
+									out = append(out, newImageField(at(i).key("image").key("reference"), im["reference"]))
 								}
 							}
 						}
@@ -232,11 +234,11 @@ func (opts Options) images(v any) []imageField {
 	return append(out, sums...)
 }
 
-// item is the path of item i of list l at p: by name when every item has
-// a distinct one.
-func item(p path, l []any, i int) path {
-	if names(l) != nil {
-		return p.name(l[i].(map[string]any)["name"].(string))
+// items returns the path of each item of list l at p: by name when every
+// item has a distinct one, as Diff writes it.
+func items(p path, l []any) func(i int) path {
+	if names(l) == nil {
+		return p.index
 	}
-	return p.index(i)
+	return func(i int) path { return p.name(l[i].(map[string]any)["name"].(string)) }
 }

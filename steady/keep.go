@@ -13,8 +13,8 @@ type Decision struct {
 	Output []byte
 	// Kept is true when Output is the previous output.
 	Kept bool
-	// Reason says why, for the log, e.g. `Deployment/ns/web: the image
-	// of spec.template.spec.containers[0] changed`.
+	// Reason says why, for the log, e.g. `Deployment/ns/web: image field
+	// spec.template.spec.containers[name=app].image changed`.
 	Reason string
 }
 
@@ -79,8 +79,8 @@ func Keep(previous, output []byte, v *Volatility, o Options) (Decision, error) {
 			return Decision{}, fmt.Errorf("reading the previous output: %s: %w", e.where(), err)
 		}
 		name := nameOr(objectOf(x), d)
-		if p := o.changedImage(y, x); p != "" {
-			return fresh("%s: image field %s changed", name, p)
+		if f := o.changedImage(y, x); f != "" {
+			return fresh("%s: image field %s changed", name, f)
 		}
 		var df differ
 		df.diff(nil, y, x)
