@@ -208,6 +208,16 @@ func TestDiff(t *testing.T) {
 	}
 }
 
+// TestDiffSameBytes: a document that both renders hold, byte for byte,
+// means the same whatever it is, and is not decoded.
+func TestDiffSameBytes(t *testing.T) {
+	bad := "kind: ConfigMap\nmetadata: {name: a}\n---\nx: [\n"
+	v, err := Diff([]byte(bad), []byte(bad), Options{})
+	if err != nil || len(v.Volatile) != 0 {
+		t.Errorf("Diff(same bytes) = %v, %v; want nothing volatile", v.Volatile, err)
+	}
+}
+
 func TestDiffErrors(t *testing.T) {
 	ok := "kind: ConfigMap\nmetadata: {name: a}\n"
 	for _, tc := range []struct {
@@ -218,6 +228,7 @@ func TestDiffErrors(t *testing.T) {
 		{desc: "bad input", input: "# Source: c/a.yaml\na: [1,\n", second: ok, want: "reading the input: document 1 (c/a.yaml): "},
 		{desc: "bad second render", input: ok, second: ok + "---\nb: {\n", want: "reading the second render: document 2: "},
 		{desc: "a cyclic alias", input: ok, second: "a: &x [*x]\n", want: "reading the second render: document 1: "},
+		{desc: "a document in one render only", input: ok + "---\nx: [\n", second: ok, want: "reading the input: document 2: "},
 	} {
 		t.Run(tc.desc, func(t *testing.T) {
 			_, err := Diff([]byte(tc.input), []byte(tc.second), Options{})

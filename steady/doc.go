@@ -18,8 +18,9 @@
 // Both compare documents as the Kubernetes API server reads them:
 // sigs.k8s.io/yaml decodes each document to JSON, so formatting, comments,
 // key order, anchors and merge keys do not matter, and a repeated key means
-// what the decoder makes of it (the last one wins). Documents that decode
-// to nothing (empty, or only comments) are not objects and are left out.
+// what the decoder makes of it (the last one wins). Documents that are the
+// same bytes in both streams mean the same and are not decoded again.
+// Documents with nothing but comments are not objects and are left out.
 // Two streams' documents are matched by their Helm "# Source:" file and
 // their position among the documents of that file; documents without a
 // "# Source:" comment by their position among such documents. Never by

@@ -27,8 +27,9 @@ type Decision struct {
 // or ephemeral container, or the reference of an image volume, anywhere in
 // a document) or in the checksum annotation always chooses output, volatile
 // or not. An empty previous (a first render) chooses output. It fails when
-// either stream is not YAML, the previous output even when it is output
-// byte for byte. It is safe for concurrent use.
+// the previous output is not YAML, even when it is output byte for byte,
+// and when a document of output that it compares is not. It is safe for
+// concurrent use.
 func Keep(previous, output []byte, v *Volatility, o Options) (Decision, error) {
 	fresh := func(format string, args ...any) (Decision, error) {
 		return Decision{Output: output, Reason: fmt.Sprintf(format, args...)}, nil
@@ -36,19 +37,17 @@ func Keep(previous, output []byte, v *Volatility, o Options) (Decision, error) {
 	if len(previous) == 0 {
 		return fresh("no previous output")
 	}
-	p, err := parse(previous, "the previous output")
-	if err != nil {
+	// The previous output is read whole, even when the new one is the
+	// same bytes: one that does not parse is an error, whatever comes
+	// next. The new one is read only where it differs from the previous.
+	p := parse(previous, "the previous output")
+	if err := p.readAll(); err != nil {
 		return Decision{}, err
 	}
-	// The previous output is read even when the new one is the same
-	// bytes: one that does not parse is an error, whatever comes next.
 	if bytes.Equal(previous, output) {
 		return Decision{Output: previous, Kept: true, Reason: "the output is the previous output"}, nil
 	}
-	n, err := parse(output, "the output")
-	if err != nil {
-		return Decision{}, err
-	}
+	n := parse(output, "the output")
 
 	// First, the same documents must be there: a document added or removed
 	// is a real change, whatever it holds.
@@ -66,17 +65,12 @@ func Keep(previous, output []byte, v *Volatility, o Options) (Decision, error) {
 	// Then compare each document with its previous self: images first,
 	// then every other field against the volatile ones.
 	for _, d := range n.docs {
-		e := p.byKey[d.key]
-		if bytes.Equal(d.json, e.json) {
+		x, y, equal, err := compare(d, p.byKey[d.key])
+		if err != nil {
+			return Decision{}, err
+		}
+		if equal {
 			continue
-		}
-		x, err := decode(d.json)
-		if err != nil {
-			return Decision{}, fmt.Errorf("reading the output: %s: %w", d.where(), err)
-		}
-		y, err := decode(e.json)
-		if err != nil {
-			return Decision{}, fmt.Errorf("reading the previous output: %s: %w", e.where(), err)
 		}
 		name := nameOr(objectOf(x), d)
 		if f := o.changedImage(y, x); f != "" {

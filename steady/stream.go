@@ -10,8 +10,7 @@ import (
 	"sigs.k8s.io/yaml"
 )
 
-// document is one object of a stream: a document that decodes to
-// something.
+// document is one document of a stream that holds more than comments.
 type document struct {
 	// index is the 1-based number of the document in the stream, counting
 	// every document, empty ones too.
@@ -22,9 +21,14 @@ type document struct {
 	// the same chart: its source and position among that source's
 	// documents.
 	key string
-	// json is the document as the API server's decoder reads it; encoding/
-	// json sorts mapping keys, so equal meanings have equal bytes.
+	// raw is the document as written, from its "---" line.
+	raw []byte
+	// json is the document as the API server's decoder reads it, once
+	// read: encoding/json sorts mapping keys, so equal meanings have equal
+	// bytes.
 	json []byte
+	// stream names the stream in errors, e.g. "the previous output".
+	stream string
 }
 
 // where describes the document for messages, e.g. `document 3
@@ -36,34 +40,113 @@ func (d *document) where() string {
 	return fmt.Sprintf("document %d", d.index)
 }
 
-// stream is a parsed stream: its objects in order, and by key.
+// read returns the document as JSON, decoding it the first time.
+func (d *document) read() ([]byte, error) {
+	if d.json == nil {
+		j, err := yaml.YAMLToJSON(d.raw)
+		if err != nil {
+			return nil, fmt.Errorf("reading %s: %s: %w", d.stream, d.where(), err)
+		}
+		d.json = j
+	}
+	return d.json, nil
+}
+
+// value returns the document's value, numbers as json.Number.
+func (d *document) value() (any, error) {
+	j, err := d.read()
+	if err != nil {
+		return nil, err
+	}
+	v, err := decode(j)
+	if err != nil {
+		return nil, fmt.Errorf("reading %s: %s: %w", d.stream, d.where(), err)
+	}
+	return v, nil
+}
+
+// compare reads two matched documents and returns their values, or
+// equal when they mean the same. Documents that are the same bytes mean
+// the same and are not read: most documents of two renders are.
+func compare(d, e *document) (x, y any, equal bool, err error) {
+	if bytes.Equal(d.raw, e.raw) {
+		return nil, nil, true, nil
+	}
+	dj, err := d.read()
+	if err != nil {
+		return nil, nil, false, err
+	}
+	ej, err := e.read()
+	if err != nil {
+		return nil, nil, false, err
+	}
+	if bytes.Equal(dj, ej) {
+		return nil, nil, true, nil
+	}
+	if x, err = d.value(); err != nil {
+		return nil, nil, false, err
+	}
+	if y, err = e.value(); err != nil {
+		return nil, nil, false, err
+	}
+	return x, y, false, nil
+}
+
+// stream is a stream cut into documents: those with content in order,
+// and by key. Nothing is decoded yet.
 type stream struct {
 	docs  []*document
 	byKey map[string]*document
 }
 
-// parse cuts in into documents and decodes each one. what names the
-// stream in errors ("the previous output").
-func parse(in []byte, what string) (*stream, error) {
+// parse cuts in into documents and gives each its key. what names the
+// stream in errors ("the previous output"). Documents with nothing but
+// comments and markers are no objects and are left out.
+func parse(in []byte, what string) *stream {
 	s := &stream{byKey: map[string]*document{}}
 	seen := map[string]int{} // documents per source so far
 	for i, raw := range split(in) {
-		d := &document{index: i + 1, source: sourceOf(raw)}
-		j, err := yaml.YAMLToJSON(raw)
-		if err != nil {
-			return nil, fmt.Errorf("reading %s: %s: %w", what, d.where(), err)
+		if blank(raw) {
+			continue
 		}
-		if string(j) == "null" {
-			continue // empty, or only comments: no object
-		}
-		d.json = j
+		d := &document{index: i + 1, source: sourceOf(raw), raw: raw, stream: what}
 		// "\x00" cannot occur in a file name: keys are unambiguous.
 		d.key = d.source + "\x00" + strconv.Itoa(seen[d.source])
 		seen[d.source]++
 		s.docs = append(s.docs, d)
 		s.byKey[d.key] = d
 	}
-	return s, nil
+	return s
+}
+
+// readAll decodes every document, to fail on one that is not YAML.
+func (s *stream) readAll() error {
+	for _, d := range s.docs {
+		if _, err := d.read(); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// blank reports whether a document holds nothing but blank lines,
+// comments and document markers.
+func blank(raw []byte) bool {
+	for len(raw) > 0 {
+		eol := bytes.IndexByte(raw, '\n')
+		if eol < 0 {
+			eol = len(raw)
+		}
+		line := bytes.TrimSpace(raw[:eol])
+		raw = raw[min(eol+1, len(raw)):]
+		if isMarker(line, "---") || isMarker(line, "...") {
+			line = bytes.TrimSpace(line[3:])
+		}
+		if len(line) > 0 && line[0] != '#' {
+			return false
+		}
+	}
+	return true
 }
 
 // split cuts a YAML stream into documents at "---" lines, and after "..."

@@ -1,7 +1,6 @@
 package steady
 
 import (
-	"bytes"
 	"fmt"
 	"strings"
 )
@@ -105,40 +104,29 @@ func (v *Volatility) Warnings() []string {
 // Diff compares input, the stream digestpin is given, with second, another
 // render of the same chart and values as Helm wrote it, and returns the
 // volatile fields. Documents are matched by "# Source:" file and position
-// (see the package documentation). It fails when either stream is not
-// YAML. It is safe for concurrent use.
+// (see the package documentation). It fails on a document that is not
+// YAML, except where both renders hold the same bytes: those are not
+// decoded at all, and the renderer reads every document of the input. It
+// is safe for concurrent use.
 func Diff(input, second []byte, o Options) (*Volatility, error) {
-	a, err := parse(input, "the input")
-	if err != nil {
-		return nil, err
-	}
-	b, err := parse(second, "the second render")
-	if err != nil {
-		return nil, err
-	}
+	a, b := parse(input, "the input"), parse(second, "the second render")
 	v := &Volatility{fields: map[string][]path{}}
 	for _, d := range a.docs {
 		e, ok := b.byKey[d.key]
 		if !ok {
-			x, err := decode(d.json)
+			x, err := d.value()
 			if err != nil {
-				return nil, fmt.Errorf("reading the input: %s: %w", d.where(), err)
+				return nil, err
 			}
 			v.Volatile = append(v.Volatile, o.only(d, x, "input"))
 			continue
 		}
-		// Most documents are equal, byte for byte, as JSON: only the others
-		// are decoded and walked.
-		if bytes.Equal(d.json, e.json) {
+		x, y, equal, err := compare(d, e)
+		if err != nil {
+			return nil, err
+		}
+		if equal {
 			continue
-		}
-		x, err := decode(d.json)
-		if err != nil {
-			return nil, fmt.Errorf("reading the input: %s: %w", d.where(), err)
-		}
-		y, err := decode(e.json)
-		if err != nil {
-			return nil, fmt.Errorf("reading the second render: %s: %w", e.where(), err)
 		}
 		var df differ
 		df.diff(nil, x, y)
@@ -147,9 +135,9 @@ func Diff(input, second []byte, o Options) (*Volatility, error) {
 	}
 	for _, e := range b.docs {
 		if _, ok := a.byKey[e.key]; !ok {
-			y, err := decode(e.json)
+			y, err := e.value()
 			if err != nil {
-				return nil, fmt.Errorf("reading the second render: %s: %w", e.where(), err)
+				return nil, err
 			}
 			v.Volatile = append(v.Volatile, o.only(e, y, "second"))
 		}
