@@ -55,6 +55,6 @@ spec:
 	fmt.Println("kept the previous output:", d.Kept)
 	// Output:
 	// Secret/data/db (db/templates/secret.yaml): data.password differs between two renders of the same input
-	// StatefulSet/data/db (db/templates/statefulset.yaml): spec.template.metadata.annotations["checksum/secret"] differs between two renders of the same input: this workload restarts on every render, because of its pod template annotation checksum/secret
+	// StatefulSet/data/db (db/templates/statefulset.yaml): pod template annotation checksum/secret differs between two renders of the same input: this workload restarts on every render
 	// kept the previous output: true
 }

@@ -2,6 +2,7 @@ package steady
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 )
 
@@ -14,6 +15,8 @@ type Volatility struct {
 	// that only one render holds: those of the input in its order, then
 	// those only in the second render in its order.
 	Volatile []Volatile
+	// lines are the warnings about each entry of Volatile.
+	lines []string
 	// fields are the volatile paths of each document, by document key.
 	fields map[string][]path
 }
@@ -48,34 +51,32 @@ type Volatile struct {
 // maxFields bounds the fields a warning names; the report has them all.
 const maxFields = 8
 
-// Warning is the one line that tells a person about v, e.g.
+// warning is the one line that tells a person about x, whose fields are
+// named by labels, e.g.
 //
-//	Deployment/ns/k8tz (k8tz/templates/deployment.yaml): spec.template.metadata.annotations["checksum/config"] differs between two renders of the same input: this workload restarts on every render, because of its pod template annotation checksum/config
-func (v Volatile) Warning() string {
+//	Deployment/ns/k8tz (k8tz/templates/deployment.yaml): pod template annotation checksum/config differs between two renders of the same input: this workload restarts on every render
+func warning(x Volatile, labels []string) string {
 	var b strings.Builder
-	b.WriteString(v.Object)
-	if v.Source != "" {
-		fmt.Fprintf(&b, " (%s)", v.Source)
+	b.WriteString(x.Object)
+	if x.Source != "" {
+		fmt.Fprintf(&b, " (%s)", x.Source)
 	}
-	switch v.OnlyIn {
+	switch x.OnlyIn {
 	case "input":
 		b.WriteString(": in the input, but not in a second render of the same input")
 	case "second":
 		b.WriteString(": in a second render of the same input, but not in the input")
 	default:
-		b.WriteString(": " + list(v.Fields))
-		if len(v.Fields) == 1 {
+		b.WriteString(": " + list(labels))
+		if len(labels) == 1 {
 			b.WriteString(" differs")
 		} else {
 			b.WriteString(" differ")
 		}
 		b.WriteString(" between two renders of the same input")
 	}
-	if v.Restarts {
+	if x.Restarts {
 		b.WriteString(": this workload restarts on every render")
-		if len(v.RestartBy) > 0 {
-			b.WriteString(", because of its " + list(v.RestartBy))
-		}
 	}
 	return b.String()
 }
@@ -88,17 +89,22 @@ func list(items []string) string {
 	return fmt.Sprintf("%s and %d more", strings.Join(items[:maxFields], ", "), len(items)-maxFields)
 }
 
-// Warnings returns one line for each entry of v.Volatile; nil when there
-// is none, or v is nil.
+// Warnings returns one line for each entry of v.Volatile, naming the
+// object, its volatile fields and, when they restart a workload, saying
+// so; nil when there is none, or v is nil. A volatile field in a pod
+// template is named by what it is ("pod template annotation
+// checksum/config"), others by their path.
 func (v *Volatility) Warnings() []string {
-	if v == nil || len(v.Volatile) == 0 {
+	if v == nil || len(v.lines) == 0 {
 		return nil
 	}
-	lines := make([]string, len(v.Volatile))
-	for i, x := range v.Volatile {
-		lines[i] = x.Warning()
-	}
-	return lines
+	return slices.Clone(v.lines)
+}
+
+// add appends x to the report, its fields named by labels.
+func (v *Volatility) add(x Volatile, labels []string) {
+	v.Volatile = append(v.Volatile, x)
+	v.lines = append(v.lines, warning(x, labels))
 }
 
 // Diff compares input, the stream digestpin is given, with second, another
@@ -118,7 +124,7 @@ func Diff(input, second []byte, o Options) (*Volatility, error) {
 			if err != nil {
 				return nil, err
 			}
-			v.Volatile = append(v.Volatile, o.only(d, x, "input"))
+			v.add(o.only(d, x, "input"), nil)
 			continue
 		}
 		x, y, equal, err := compare(d, e)
@@ -131,7 +137,7 @@ func Diff(input, second []byte, o Options) (*Volatility, error) {
 		var df differ
 		df.diff(nil, x, y)
 		v.fields[d.key] = df.paths
-		v.Volatile = append(v.Volatile, o.volatile(d, x, y, df.paths)...)
+		o.volatile(v, d, x, y, df.paths)
 	}
 	for _, e := range b.docs {
 		if _, ok := a.byKey[e.key]; !ok {
@@ -139,7 +145,7 @@ func Diff(input, second []byte, o Options) (*Volatility, error) {
 			if err != nil {
 				return nil, err
 			}
-			v.Volatile = append(v.Volatile, o.only(e, y, "second"))
+			v.add(o.only(e, y, "second"), nil)
 		}
 	}
 	return v, nil
@@ -157,15 +163,16 @@ func (o Options) only(d *document, v any, in string) Volatile {
 	}
 }
 
-// volatile reports the volatile paths of document d, whose values are x
-// in the input and y in the second render: one entry for the document or,
-// for a List, one for each item with volatile fields and one for the List
-// itself if it has any.
-func (o Options) volatile(d *document, x, y any, paths []path) []Volatile {
+// volatile adds to v the volatile paths of document d, whose values are
+// x in the input and y in the second render: one entry for the document
+// or, for a List, one for each item with volatile fields and one for the
+// List itself if it has any.
+func (o Options) volatile(v *Volatility, d *document, x, y any, paths []path) {
 	xs, xl := isList(x)
 	ys, yl := isList(y)
 	if !xl || !yl {
-		return []Volatile{o.entry(d, objectOf(x), paths)}
+		v.add(o.entry(d, objectOf(x), paths))
+		return
 	}
 	// Group the paths by List item, in item order; the List's own paths
 	// first.
@@ -185,37 +192,39 @@ func (o Options) volatile(d *document, x, y any, paths []path) []Volatile {
 		}
 		groups[i] = append(groups[i], p[2:])
 	}
-	var out []Volatile
 	if len(own) > 0 {
-		out = append(out, o.entry(d, objectOf(x), own))
+		v.add(o.entry(d, objectOf(x), own))
 	}
 	for _, i := range order {
 		rel := groups[i]
 		if len(rel) == 1 && len(rel[0]) == 0 {
 			// The item is in one render only.
 			if i < len(xs) {
-				out = append(out, o.only(d, xs[i], "input"))
+				v.add(o.only(d, xs[i], "input"), nil)
 			} else {
-				out = append(out, o.only(d, ys[i], "second"))
+				v.add(o.only(d, ys[i], "second"), nil)
 			}
 			continue
 		}
-		out = append(out, o.entry(d, objectOf(xs[i]), rel))
+		v.add(o.entry(d, objectOf(xs[i]), rel))
 	}
-	return out
 }
 
-// entry reports the volatile paths of one object.
-func (o Options) entry(d *document, obj object, paths []path) Volatile {
+// entry reports the volatile paths of one object, and the label of each
+// path in a warning.
+func (o Options) entry(d *document, obj object, paths []path) (Volatile, []string) {
 	v := Volatile{Object: nameOr(obj, d), Source: d.source, Document: d.index}
-	for _, p := range paths {
+	labels := make([]string, len(paths))
+	for i, p := range paths {
 		v.Fields = append(v.Fields, p.String())
+		labels[i] = v.Fields[i]
 		if r := o.restart(obj, p); r != "" {
 			v.Restarts = true
 			v.RestartBy = append(v.RestartBy, r)
+			labels[i] = r
 		}
 	}
-	return v
+	return v, labels
 }
 
 func objectOf(v any) object {
