@@ -5,6 +5,8 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+
+	"github.com/digestpin/digestpin/renderer"
 )
 
 const deploy = `# Source: app/templates/deploy.yaml
@@ -215,6 +217,30 @@ func TestDiffSameBytes(t *testing.T) {
 	v, err := Diff([]byte(bad), []byte(bad), Options{})
 	if err != nil || len(v.Volatile) != 0 {
 		t.Errorf("Diff(same bytes) = %v, %v; want nothing volatile", v.Volatile, err)
+	}
+}
+
+// TestDiffPodSpecPaths: the pod spec paths of the options decide which
+// fields restart a workload, "*" steps into any item, and a path without
+// fields is ignored.
+func TestDiffPodSpecPaths(t *testing.T) {
+	custom, err := renderer.ParsePodSpecPath("example.com/Worker=spec.pools.*.template.spec")
+	if err != nil {
+		t.Fatal(err)
+	}
+	o := Options{PodSpecPaths: []renderer.PodSpecPath{{Kind: "Worker", Group: "*"}, custom}}
+	in := "apiVersion: example.com/v1\nkind: Worker\nmetadata: {name: w}\nspec:\n  pools:\n  - name: a\n    template: {metadata: {annotations: {at: \"1\"}}}\n"
+	second := strings.Replace(in, `at: "1"`, `at: "2"`, 1)
+	v, err := Diff([]byte(in), []byte(second), o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []string{"Worker/w: pod template annotation at differs between two renders of the same input: this workload restarts on every render"}
+	if diff := cmp.Diff(want, v.Warnings()); diff != "" {
+		t.Errorf("Diff().Warnings() (-want +got):\n%s", diff)
+	}
+	if diff := cmp.Diff([]string{"spec.pools[name=a].template.metadata.annotations.at"}, v.Volatile[0].Fields); diff != "" {
+		t.Errorf("Diff().Volatile[0].Fields (-want +got):\n%s", diff)
 	}
 }
 

@@ -84,7 +84,7 @@ func isList(v any) ([]any, bool) {
 // checksum/config"; otherwise "".
 func (opts Options) restart(o object, p path) string {
 	for _, ps := range opts.podSpecPaths() {
-		if !kindOf(ps, o) {
+		if !kindOf(ps, o) || len(ps.Fields) == 0 {
 			continue
 		}
 		// The template is the mapping that holds the pod spec "spec",

@@ -21,13 +21,17 @@ type seg struct {
 	index int    // segIndex
 }
 
-// path is a field path from the root of a document. Paths are built by
-// appending to a parent; a path that is stored is cloned first.
+// path is a field path from the root of a document.
 type path []seg
 
-func (p path) key(k string) path     { return append(p[:len(p):len(p)], seg{kind: segKey, key: k}) }
-func (p path) index(i int) path      { return append(p[:len(p):len(p)], seg{kind: segIndex, index: i}) }
-func (p path) name(n string) path    { return append(p[:len(p):len(p)], seg{kind: segName, key: n}) }
+// key, index and name return p with one more step. The three-index
+// slice makes append copy, so that siblings never share their last step.
+func (p path) key(k string) path  { return append(p[:len(p):len(p)], seg{kind: segKey, key: k}) }
+func (p path) index(i int) path   { return append(p[:len(p):len(p)], seg{kind: segIndex, index: i}) }
+func (p path) name(n string) path { return append(p[:len(p):len(p)], seg{kind: segName, key: n}) }
+
+// hasPrefix reports whether q is p or one of its ancestors: a volatile
+// subtree q covers every field under it.
 func (p path) hasPrefix(q path) bool { return len(q) <= len(p) && equalPath(p[:len(q)], q) }
 
 func equalPath(p, q path) bool {
