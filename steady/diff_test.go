@@ -1,6 +1,7 @@
 package steady
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 
@@ -244,6 +245,16 @@ func TestDiffPodSpecPaths(t *testing.T) {
 	}
 }
 
+// laughs is a document whose aliases expand to a billion strings.
+func laughs() string {
+	var b strings.Builder
+	b.WriteString(`a0: &a0 ["lol","lol","lol","lol","lol","lol","lol","lol","lol","lol"]` + "\n")
+	for i := 1; i < 9; i++ {
+		fmt.Fprintf(&b, "a%d: &a%d [%s]\n", i, i, strings.TrimSuffix(strings.Repeat(fmt.Sprintf("*a%d,", i-1), 10), ","))
+	}
+	return b.String()
+}
+
 func TestDiffErrors(t *testing.T) {
 	ok := "kind: ConfigMap\nmetadata: {name: a}\n"
 	for _, tc := range []struct {
@@ -255,6 +266,7 @@ func TestDiffErrors(t *testing.T) {
 		{desc: "bad second render", input: ok, second: ok + "---\nb: {\n", want: "reading the second render: document 2: "},
 		{desc: "a cyclic alias", input: ok, second: "a: &x [*x]\n", want: "reading the second render: document 1: "},
 		{desc: "a document in one render only", input: ok + "---\nx: [\n", second: ok, want: "reading the input: document 2: "},
+		{desc: "a billion laughs", input: ok, second: laughs(), want: "reading the second render: document 1: yaml: document contains excessive aliasing"},
 	} {
 		t.Run(tc.desc, func(t *testing.T) {
 			_, err := Diff([]byte(tc.input), []byte(tc.second), Options{})

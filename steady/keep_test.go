@@ -95,6 +95,11 @@ func TestKeep(t *testing.T) {
 			wantKept: true,
 		},
 		{
+			desc:     "CRLF line ends",
+			previous: strings.ReplaceAll(cm("x"), "\n", "\r\n"),
+			output:   cm("x"), wantKept: true,
+		},
+		{
 			desc:     "empty documents are no objects",
 			previous: cm("x"),
 			output:   "---\n---\n# Source: c/empty.yaml\n---\n" + cm("x") + "---\n",
