@@ -81,6 +81,24 @@ func TestCharts(t *testing.T) {
 				t.Fatalf("Diff = %v", err)
 			}
 			checkGolden(t, c.name+".volatile.golden", volatileText(t, v))
+			// The other way round, the same fields are volatile.
+			back, err := Diff(second, input, Options{})
+			if err != nil {
+				t.Fatalf("Diff(second, input) = %v", err)
+			}
+			fields := func(v *Volatility) (f [][]string) {
+				for _, x := range v.Volatile {
+					f = append(f, x.Fields)
+				}
+				return f
+			}
+			if diff := cmp.Diff(fields(v), fields(back)); diff != "" {
+				t.Errorf("Diff(second, input) fields differ from Diff(input, second) (-want +got):\n%s", diff)
+			}
+			// The previous output is kept against itself.
+			if d, err := Keep(previous, previous, v, Options{}); err != nil || !d.Kept {
+				t.Errorf("Keep(previous, previous) = kept %v (%s), %v; want kept", d.Kept, d.Reason, err)
+			}
 
 			same := func(b []byte) []byte { return b }
 			tests := []keepCase{
