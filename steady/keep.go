@@ -3,7 +3,6 @@ package steady
 import (
 	"bytes"
 	"fmt"
-	"slices"
 )
 
 // Decision is what Keep chose.
@@ -78,12 +77,12 @@ func Keep(previous, output []byte, v *Volatility, o Options) (Decision, error) {
 		}
 		var df differ
 		df.diff(nil, y, x)
-		var volatile []path
+		var volatile pathSet // a nil set covers nothing
 		if v != nil {
 			volatile = v.fields[d.key]
 		}
 		for _, q := range df.paths {
-			if !slices.ContainsFunc(volatile, q.hasPrefix) {
+			if !volatile.covers(q) {
 				return fresh("%s: %s changed", name, q)
 			}
 		}

@@ -30,22 +30,6 @@ func (p path) key(k string) path  { return append(p[:len(p):len(p)], seg{kind: s
 func (p path) index(i int) path   { return append(p[:len(p):len(p)], seg{kind: segIndex, index: i}) }
 func (p path) name(n string) path { return append(p[:len(p):len(p)], seg{kind: segName, key: n}) }
 
-// hasPrefix reports whether q is p or one of its ancestors: a volatile
-// subtree q covers every field under it.
-func (p path) hasPrefix(q path) bool { return len(q) <= len(p) && equalPath(p[:len(q)], q) }
-
-func equalPath(p, q path) bool {
-	if len(p) != len(q) {
-		return false
-	}
-	for i := range p {
-		if p[i] != q[i] {
-			return false
-		}
-	}
-	return true
-}
-
 // String writes the path as the package documentation describes; the
 // root of a document is ".".
 func (p path) String() string {
@@ -53,28 +37,62 @@ func (p path) String() string {
 		return "."
 	}
 	var b strings.Builder
-	for i, s := range p {
-		switch s.kind {
-		case segKey:
-			if bare(s.key, false) {
-				if i > 0 {
-					b.WriteByte('.')
-				}
-				b.WriteString(s.key)
-			} else {
-				b.WriteString("[" + strconv.Quote(s.key) + "]")
-			}
-		case segIndex:
-			b.WriteString("[" + strconv.Itoa(s.index) + "]")
-		case segName:
-			if bare(s.key, true) {
-				b.WriteString("[name=" + s.key + "]")
-			} else {
-				b.WriteString("[name=" + strconv.Quote(s.key) + "]")
-			}
-		}
+	for i := range p {
+		p.write(&b, i)
 	}
 	return b.String()
+}
+
+// write writes step i of p. The steps written one after the other are the
+// path's String, and each prefix of it is its own prefix's String.
+func (p path) write(b *strings.Builder, i int) {
+	s := p[i]
+	switch s.kind {
+	case segKey:
+		if bare(s.key, false) {
+			if i > 0 {
+				b.WriteByte('.')
+			}
+			b.WriteString(s.key)
+		} else {
+			b.WriteString("[" + strconv.Quote(s.key) + "]")
+		}
+	case segIndex:
+		b.WriteString("[" + strconv.Itoa(s.index) + "]")
+	case segName:
+		if bare(s.key, true) {
+			b.WriteString("[name=" + s.key + "]")
+		} else {
+			b.WriteString("[name=" + strconv.Quote(s.key) + "]")
+		}
+	}
+}
+
+// pathSet is a set of paths, by their String.
+type pathSet map[string]struct{}
+
+func newPathSet(paths []path) pathSet {
+	s := make(pathSet, len(paths))
+	for _, p := range paths {
+		s[p.String()] = struct{}{}
+	}
+	return s
+}
+
+// covers reports whether the set holds p or one of its ancestors, in
+// time linear in the length of p's String.
+func (s pathSet) covers(p path) bool {
+	if _, ok := s["."]; ok {
+		return true
+	}
+	var b strings.Builder
+	for i := range p {
+		p.write(&b, i)
+		if _, ok := s[b.String()]; ok {
+			return true
+		}
+	}
+	return false
 }
 
 // bare reports whether s can be written unquoted: letters, digits, "_"

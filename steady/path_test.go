@@ -26,22 +26,29 @@ func TestPathString(t *testing.T) {
 	}
 }
 
-func TestPathHasPrefix(t *testing.T) {
+func TestPathSetCovers(t *testing.T) {
 	data := path{}.key("data")
 	for _, tc := range []struct {
-		p, q path
+		set  []path
+		p    path
 		want bool
 	}{
-		{data.key("a"), data, true},
-		{data, data, true},
-		{data, data.key("a"), false},
-		{path{}.key("data2"), data, false},
-		{data.index(0), data.name("0"), false},
-		{data.name("x").key("v"), data.name("x"), true},
-		{data.key("x"), nil, true},
+		{[]path{data}, data.key("a"), true},
+		{[]path{data}, data, true},
+		{[]path{data.key("a")}, data, false},
+		{[]path{data}, path{}.key("data2"), false},
+		{[]path{data.name("0")}, data.index(0), false},
+		{[]path{data.name("x")}, data.name("x").key("v"), true},
+		{[]path{data.key("a.b")}, data.key("a").key("b"), false},
+		{[]path{nil}, data.key("x"), true},
+		{nil, data.key("x"), false},
 	} {
-		if got := tc.p.hasPrefix(tc.q); got != tc.want {
-			t.Errorf("%s.hasPrefix(%s) = %v, want %v", tc.p, tc.q, got, tc.want)
+		if got := newPathSet(tc.set).covers(tc.p); got != tc.want {
+			t.Errorf("%v.covers(%s) = %v, want %v", tc.set, tc.p, got, tc.want)
 		}
+	}
+	var none pathSet
+	if none.covers(data) {
+		t.Errorf("a nil set covers %s", data)
 	}
 }

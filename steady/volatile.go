@@ -18,7 +18,7 @@ type Volatility struct {
 	// lines are the warnings about each entry of Volatile.
 	lines []string
 	// fields are the volatile paths of each document, by document key.
-	fields map[string][]path
+	fields map[string]pathSet
 }
 
 // Volatile is one object whose fields differ between two renders of the
@@ -116,7 +116,7 @@ func (v *Volatility) add(x Volatile, labels []string) {
 // is safe for concurrent use.
 func Diff(input, second []byte, o Options) (*Volatility, error) {
 	a, b := parse(input, "the input"), parse(second, "the second render")
-	v := &Volatility{fields: map[string][]path{}}
+	v := &Volatility{fields: map[string]pathSet{}}
 	for _, d := range a.docs {
 		e, ok := b.byKey[d.key]
 		if !ok {
@@ -136,7 +136,7 @@ func Diff(input, second []byte, o Options) (*Volatility, error) {
 		}
 		var df differ
 		df.diff(nil, x, y)
-		v.fields[d.key] = df.paths
+		v.fields[d.key] = newPathSet(df.paths)
 		o.volatile(v, d, x, y, df.paths)
 	}
 	for _, e := range b.docs {
