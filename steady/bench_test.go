@@ -39,6 +39,21 @@ func BenchmarkParseNodes(b *testing.B) {
 	}
 }
 
+// BenchmarkDecode is the other yardstick: decoding every document as the
+// API server does (sigs.k8s.io/yaml), which Diff and Keep do for every
+// document that differs from its counterpart.
+func BenchmarkDecode(b *testing.B) {
+	in, _ := benchStreams(b)
+	b.SetBytes(int64(len(in)))
+	b.ReportAllocs()
+	for b.Loop() {
+		s := parse(in, "the input")
+		if err := s.readAll(); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
 func BenchmarkDiff(b *testing.B) {
 	in, changed := benchStreams(b)
 	for _, bc := range []struct {

@@ -38,6 +38,10 @@
 // renders differ in its shape (a key or item present in one only, a
 // mapping in one and a list in the other, named items in another order).
 //
-// Store keeps the previous output of each application; DirStore keeps it
-// in a folder.
+// A run that uses both: Diff the input with the second render and warn
+// with Volatility.Warnings; render the input; Keep the previous output
+// (from a file, or a Store) against the new one and write
+// Decision.Output; then, once it is written, store Decision.Output as the
+// next run's previous output. Store keeps the previous output of each
+// application; DirStore keeps it in a folder.
 package steady
