@@ -15,16 +15,18 @@ var shells = []string{"bash", "zsh", "fish"}
 // flagValues are the values a flag takes, for completion: a list of words,
 // or fileValue / dirValue for a path.
 var flagValues = map[string][]string{
-	"mode":        {"pin", "digest", "annotate"},
-	"on-error":    {"fail", "keep"},
-	"filename":    {fileValue},
-	"ca-file":     {fileValue},
-	"pull-secret": {fileValue},
-	"write-lock":  {fileValue},
-	"lock":        {fileValue},
-	"report":      {fileValue},
-	"log-file":    {fileValue},
-	"cache-dir":   {dirValue},
+	"mode":          {"pin", "digest", "annotate"},
+	"on-error":      {"fail", "keep"},
+	"filename":      {fileValue},
+	"ca-file":       {fileValue},
+	"pull-secret":   {fileValue},
+	"write-lock":    {fileValue},
+	"lock":          {fileValue},
+	"report":        {fileValue},
+	"log-file":      {fileValue},
+	"volatile-from": {fileValue},
+	"previous":      {fileValue},
+	"cache-dir":     {dirValue},
 }
 
 const (

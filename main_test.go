@@ -3,12 +3,18 @@ package main
 import (
 	"bytes"
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
+	v1 "github.com/google/go-containerregistry/pkg/v1"
+
+	"github.com/digestpin/digestpin/internal/testfiles"
 	"github.com/digestpin/digestpin/internal/testregistry"
 )
 
@@ -358,5 +364,37 @@ func TestREADMEErrorSample(t *testing.T) {
 	got := strings.ReplaceAll(strings.TrimSuffix(stderr, "\n"), reg.Host(), "registry.example")
 	if got != sample {
 		t.Errorf("digestpin prints\n%s\nthe README shows\n%s", got, sample)
+	}
+}
+
+// TestRunSteadyRenders checks that --volatile-from and --previous reach
+// the run: the webhook chart's previous output comes out again, byte for
+// byte, and stderr names the field that restarts the Deployment.
+func TestRunSteadyRenders(t *testing.T) {
+	fixture := func(name string) string { return filepath.Join("steady", "testdata", "webhook."+name+".yaml") }
+	in, err := os.ReadFile(fixture("input"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	previous, err := os.ReadFile(fixture("previous"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The fixtures were pinned to the SHA-256 of each image's name.
+	ref := "registry.example/tz/tzinject:1.4"
+	sum := sha256.Sum256([]byte(ref))
+	lock := filepath.Join(t.TempDir(), "digests.lock")
+	testfiles.WriteLock(t, lock, map[string]v1.Hash{ref: {Algorithm: "sha256", Hex: hex.EncodeToString(sum[:])}})
+	t.Setenv("DIGESTPIN_PREVIOUS", fixture("previous"))
+	out, stderr, err := runIn(t, string(in), "--lock", lock, "--frozen", "--volatile-from", fixture("second"))
+	if err != nil {
+		t.Fatalf("run() = %v\n%s", err, stderr)
+	}
+	if out != string(previous) {
+		t.Errorf("output is not the previous output:\n%s", out)
+	}
+	want := "digestpin: warning: Deployment/tz/tzinject (tzinject/templates/deployment.yaml): pod template annotation checksum/config differs between two renders of the same input: this workload restarts on every render\n"
+	if !strings.Contains(stderr, want) {
+		t.Errorf("stderr = %q, want %q", stderr, want)
 	}
 }

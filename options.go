@@ -39,6 +39,8 @@ type options struct {
 	cacheDir           string
 	cacheTTL           time.Duration
 	report             string
+	volatileFrom       string
+	previous           string
 	logFile            string
 	ttyErrors          bool
 	verbose            bool
@@ -75,6 +77,8 @@ func (o *options) bind(fs *pflag.FlagSet) {
 	fs.StringVar(&o.cacheDir, "cache-dir", "", "keep resolutions in `DIR` for --cache-ttl (default: digestpin in the user cache folder, $XDG_CACHE_HOME or ~/.cache)")
 	fs.DurationVar(&o.cacheTTL, "cache-ttl", 0, "reuse a cached resolution younger than `DURATION` (e.g. 5m) without asking the registry; 0 disables the cache")
 	fs.StringVar(&o.report, "report", "", "after a successful run, write a JSON report of every image (reference, digest, source, workloads) to `FILE`")
+	fs.StringVar(&o.volatileFrom, "volatile-from", "", "`FILE` holds a second render of the same chart and values, as Helm wrote it: name every field that differs between the two renders, and the workloads it restarts on every render")
+	fs.StringVar(&o.previous, "previous", "", "`FILE` holds the previous output of this release (none there: a first render): write it again, byte for byte, when nothing but volatile fields changed")
 	fs.StringVar(&o.logFile, "log-file", "", "also append messages to `FILE`")
 	fs.BoolVar(&o.ttyErrors, "tty-errors", false, "also write the reason of a failure to the controlling terminal when stderr is not a terminal (the Helm 4 plugin sets it: Helm 4 discards a post-renderer's stderr)")
 	fs.BoolVarP(&o.verbose, "verbose", "v", false, "log each resolution to stderr")
@@ -207,6 +211,8 @@ func (o *options) pinOptions(log *logger) (pin.Options, error) {
 		CacheTTL:       o.cacheTTL,
 		WriteLock:      o.writeLock,
 		Report:         o.report,
+		VolatileFrom:   o.volatileFrom,
+		Previous:       o.previous,
 		Logf:           log.debugf,
 	}, nil
 }
@@ -230,14 +236,16 @@ func (o *options) parsePlatform() (*v1.Platform, error) {
 
 // pinFields names the flag of each pin.Options field, for messages.
 var pinFields = map[string]string{
-	"Lock":      "lock",
-	"Frozen":    "frozen",
-	"Check":     "check",
-	"CacheDir":  "cache-dir",
-	"CacheTTL":  "cache-ttl",
-	"WriteLock": "write-lock",
-	"Report":    "report",
-	"Platform":  "platform",
+	"Lock":         "lock",
+	"Frozen":       "frozen",
+	"Check":        "check",
+	"CacheDir":     "cache-dir",
+	"CacheTTL":     "cache-ttl",
+	"WriteLock":    "write-lock",
+	"Report":       "report",
+	"Platform":     "platform",
+	"VolatileFrom": "volatile-from",
+	"Previous":     "previous",
 }
 
 // resolveOptions names the flag of each resolve option, for messages.

@@ -5,16 +5,15 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
 	"regexp"
 	"sort"
-	"syscall"
 
 	"github.com/google/go-containerregistry/pkg/name"
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 	"sigs.k8s.io/kustomize/kyaml/yaml"
 
 	"github.com/digestpin/digestpin/internal/atomicfile"
+	"github.com/digestpin/digestpin/internal/readfile"
 )
 
 // Version is the lock file format this package reads and writes.
@@ -160,7 +159,7 @@ const MaxSize = 64 << 20
 // file (a FIFO or a device would block or never end) of at most MaxSize
 // bytes.
 func Read(path string) (*Lock, error) {
-	b, err := readRegular(path)
+	b, err := readfile.Regular(path, MaxSize)
 	if err != nil {
 		return nil, fmt.Errorf("reading lock file: %w", err)
 	}
@@ -169,32 +168,6 @@ func Read(path string) (*Lock, error) {
 		return nil, fmt.Errorf("reading lock file %s: %w", path, err)
 	}
 	return l, nil
-}
-
-// readRegular reads a regular file of at most MaxSize bytes. It opens
-// with O_NONBLOCK, so that a FIFO does not block the open, and checks the
-// type on the open file, so that nothing can swap it in between.
-func readRegular(path string) ([]byte, error) {
-	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NONBLOCK, 0)
-	if err != nil {
-		return nil, err
-	}
-	defer f.Close()
-	fi, err := f.Stat()
-	if err != nil {
-		return nil, err
-	}
-	if !fi.Mode().IsRegular() {
-		return nil, fmt.Errorf("%s: not a regular file", path)
-	}
-	b, err := io.ReadAll(io.LimitReader(f, MaxSize+1))
-	if err != nil {
-		return nil, err
-	}
-	if len(b) > MaxSize {
-		return nil, fmt.Errorf("%s: larger than %d MiB", path, MaxSize>>20)
-	}
-	return b, nil
 }
 
 // Lookup returns the digest locked for ref and platform, as

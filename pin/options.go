@@ -55,6 +55,20 @@ type Options struct {
 	// means none.
 	Report string
 
+	// VolatileFrom is a second render of the same chart and values, as
+	// Helm wrote it (before digestpin); "" means none. The fields that
+	// differ between it and the input are volatile: each document with
+	// volatile fields is reported through Renderer.Warnf (naming the
+	// workloads they restart on every render) and in the report.
+	VolatileFrom string
+	// Previous is the output of the previous render of this release; ""
+	// means none, and so does a file that does not exist (a first
+	// render). When the new output equals it in every field but the
+	// volatile ones, with the same documents, Pin returns the previous
+	// output byte for byte; otherwise the new output, whole. Image fields
+	// and the checksum annotation always count.
+	Previous string
+
 	// Logf receives debug messages (each resolution, the files written);
 	// nil discards them. Warnings go to Renderer.Warnf.
 	Logf func(format string, args ...any)

@@ -4,11 +4,14 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io/fs"
 
 	"github.com/digestpin/digestpin/internal/atomicfile"
+	"github.com/digestpin/digestpin/internal/readfile"
 	"github.com/digestpin/digestpin/lockfile"
 	"github.com/digestpin/digestpin/renderer"
 	"github.com/digestpin/digestpin/resolution"
+	"github.com/digestpin/digestpin/steady"
 )
 
 // Pinner pins manifest streams with one set of Options. It is safe for
@@ -41,7 +44,12 @@ type Result struct {
 	Output []byte
 	// Images lists every distinct image, sorted by reference.
 	Images []renderer.Image
-	files  []*atomicfile.Pending
+	// Volatile lists the documents with fields that differ between the
+	// input and Options.VolatileFrom; nil without VolatileFrom.
+	Volatile []steady.Volatile
+	// KeptPrevious says that Output is Options.Previous, byte for byte.
+	KeptPrevious bool
+	files        []*atomicfile.Pending
 }
 
 // Pin renders in through the resolver chain. It fails on whatever fails
@@ -70,11 +78,64 @@ func (p *Pinner) Pin(ctx context.Context, in []byte) (*Result, error) {
 		return nil, err
 	}
 	res := &Result{Output: out.Output, Images: out.Images}
+	if err := p.steady(in, res); err != nil {
+		return nil, err
+	}
 	if err := p.prepare(res, c.platform); err != nil {
 		res.Discard()
 		return nil, err
 	}
 	return res, nil
+}
+
+// maxRender bounds the second render and the previous output: four times
+// what the API server takes in one request, for each of a release's
+// objects, is far beyond any chart.
+const maxRender = 256 << 20
+
+// steady applies VolatileFrom and Previous to res: it finds the volatile
+// fields and warns about them, and keeps the previous output when nothing
+// but volatile fields changed.
+func (p *Pinner) steady(in []byte, res *Result) error {
+	if p.o.VolatileFrom == "" && p.o.Previous == "" {
+		return nil
+	}
+	so := steady.Options{ChecksumAnnotation: p.o.Renderer.ChecksumAnnotation, PodSpecPaths: p.o.Renderer.PodSpecPaths}
+	var v *steady.Volatility
+	if p.o.VolatileFrom != "" {
+		second, err := readfile.Regular(p.o.VolatileFrom, maxRender)
+		if err != nil {
+			return fmt.Errorf("reading the second render: %w", err)
+		}
+		if v, err = steady.Diff(in, second, so); err != nil {
+			return fmt.Errorf("comparing with the second render %s: %w", p.o.VolatileFrom, err)
+		}
+		for _, w := range v.Warnings() {
+			p.o.warnf("%s", w)
+		}
+		res.Volatile = v.Volatile
+		if res.Volatile == nil {
+			res.Volatile = []steady.Volatile{}
+		}
+	}
+	if p.o.Previous == "" {
+		return nil
+	}
+	previous, err := readfile.Regular(p.o.Previous, maxRender)
+	if errors.Is(err, fs.ErrNotExist) {
+		p.o.logf("no previous output at %s: a first render", p.o.Previous)
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("reading the previous output: %w", err)
+	}
+	d, err := steady.Keep(previous, res.Output, v, so)
+	if err != nil {
+		return fmt.Errorf("comparing with the previous output %s: %w", p.o.Previous, err)
+	}
+	p.o.logf("previous output %s: %s", p.o.Previous, d.Reason)
+	res.Output, res.KeptPrevious = d.Output, d.Kept
+	return nil
 }
 
 // prepare writes the lock file and the report beside their destinations.
@@ -96,7 +157,9 @@ func (p *Pinner) prepare(res *Result, platform string) error {
 		p.o.logf("lock file %s: %d entries", p.o.WriteLock, l.Len())
 	}
 	if p.o.Report != "" {
-		b, err := NewReport(res.Images, platform).marshal()
+		rep := NewReport(res.Images, platform)
+		rep.Volatile = res.Volatile
+		b, err := rep.marshal()
 		if err != nil {
 			return err
 		}

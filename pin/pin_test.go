@@ -2,10 +2,14 @@ package pin
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -17,6 +21,7 @@ import (
 	"github.com/digestpin/digestpin/internal/testfiles"
 	"github.com/digestpin/digestpin/internal/testregistry"
 	"github.com/digestpin/digestpin/resolution"
+	"github.com/digestpin/digestpin/steady"
 )
 
 // refuse is a registry that fails the test when asked anything.
@@ -268,5 +273,85 @@ func TestReportSources(t *testing.T) {
 	}
 	if diff := cmp.Diff(map[string]resolution.Source{reg.Ref("app:1"): resolution.Lock, reg.Ref("side:2"): resolution.Registry}, got); diff != "" {
 		t.Errorf("report sources (-want +got):\n%s", diff)
+	}
+}
+
+// nameDigests is a registry whose digest of a reference is the SHA-256 of
+// its name and, for the references in moved, a salt: the registry state
+// the steady package's fixtures were pinned against.
+type nameDigests map[string]string
+
+func (m nameDigests) Resolve(_ context.Context, ref name.Reference) (resolution.Resolution, error) {
+	sum := sha256.Sum256([]byte(ref.Name() + m[ref.Name()]))
+	return resolution.Resolution{Digest: v1.Hash{Algorithm: "sha256", Hex: hex.EncodeToString(sum[:])}, Source: resolution.Registry}, nil
+}
+
+// TestSteadyRenders runs the webhook chart's two renders and its previous
+// output through a Pin: the previous output is written again when only the
+// chart's randomness changed, and the person is told which fields churn.
+func TestSteadyRenders(t *testing.T) {
+	fixture := func(name string) string { return filepath.Join("..", "steady", "testdata", "webhook."+name+".yaml") }
+	in, err := os.ReadFile(fixture("input"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	previous, err := os.ReadFile(fixture("previous"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		desc         string
+		volatileFrom string
+		previous     string
+		moved        nameDigests
+		kept         bool
+	}{
+		{desc: "only the chart's randomness changed", volatileFrom: fixture("second"), previous: fixture("previous"), kept: true},
+		{desc: "no second render", previous: fixture("previous")},
+		{desc: "a first render", volatileFrom: fixture("second"), previous: filepath.Join(t.TempDir(), "none.yaml")},
+		{desc: "an image moved", volatileFrom: fixture("second"), previous: fixture("previous"), moved: nameDigests{"registry.example/tz/tzinject:1.4": "moved"}},
+	} {
+		t.Run(tc.desc, func(t *testing.T) {
+			var warnings []string
+			report := filepath.Join(t.TempDir(), "report.json")
+			o := Options{Registry: tc.moved, VolatileFrom: tc.volatileFrom, Previous: tc.previous, Report: report}
+			if o.Registry == nil {
+				o.Registry = nameDigests{}
+			}
+			o.Renderer.Warnf = func(f string, args ...any) { warnings = append(warnings, fmt.Sprintf(f, args...)) }
+			p, err := New(o)
+			if err != nil {
+				t.Fatal(err)
+			}
+			res, err := p.Pin(context.Background(), in)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := string(res.Output) == string(previous); got != tc.kept || res.KeptPrevious != tc.kept {
+				t.Errorf("output is the previous one: %v (KeptPrevious %v), want %v", got, res.KeptPrevious, tc.kept)
+			}
+			if tc.moved != nil && !strings.Contains(string(res.Output), "@sha256:") {
+				t.Errorf("the new output is not pinned:\n%s", res.Output)
+			}
+			wantWarning := "Deployment/tz/tzinject (tzinject/templates/deployment.yaml): pod template annotation checksum/config differs between two renders of the same input: this workload restarts on every render"
+			if got := slices.Contains(warnings, wantWarning); got != (tc.volatileFrom != "") {
+				t.Errorf("warnings %q: has %q: %v, want %v", warnings, wantWarning, got, tc.volatileFrom != "")
+			}
+			if err := res.Commit(); err != nil {
+				t.Fatal(err)
+			}
+			b, err := os.ReadFile(report)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var r Report
+			if err := json.Unmarshal(b, &r); err != nil {
+				t.Fatal(err)
+			}
+			restarts := slices.ContainsFunc(r.Volatile, func(v steady.Volatile) bool { return v.Object == "Deployment/tz/tzinject" && v.Restarts })
+			if restarts != (tc.volatileFrom != "") {
+				t.Errorf("report volatile = %+v, want the Deployment restarting: %v", r.Volatile, tc.volatileFrom != "")
+			}
+		})
 	}
 }

@@ -79,12 +79,12 @@ func isList(v any) ([]any, bool) {
 	return items, ok && strings.HasSuffix(kind, "List")
 }
 
-// restart describes, when p (a path in o) lies in a pod template, the
+// restart describes, when p (a path in obj) lies in a pod template, the
 // field that restarts the workload, e.g. "pod template annotation
 // checksum/config"; otherwise "".
-func (opts Options) restart(o object, p path) string {
-	for _, ps := range opts.podSpecPaths() {
-		if !kindOf(ps, o) || len(ps.Fields) == 0 {
+func (o Options) restart(obj object, p path) string {
+	for _, ps := range o.podSpecPaths() {
+		if !kindOf(ps, obj) || len(ps.Fields) == 0 {
 			continue
 		}
 		// The template is the mapping that holds the pod spec "spec",
@@ -130,9 +130,9 @@ func matches(p path, fields []string) bool {
 
 func isKey(s seg, k string) bool { return s.kind == segKey && s.key == k }
 
-// workload reports whether objects like o have a pod spec.
-func (opts Options) workload(o object) bool {
-	return slices.ContainsFunc(opts.podSpecPaths(), func(ps renderer.PodSpecPath) bool { return kindOf(ps, o) })
+// workload reports whether objects like obj have a pod spec.
+func (o Options) workload(obj object) bool {
+	return slices.ContainsFunc(o.podSpecPaths(), func(ps renderer.PodSpecPath) bool { return kindOf(ps, obj) })
 }
 
 // kindOf reports whether ps applies to o's apiVersion and kind.
@@ -158,8 +158,8 @@ func newImageField(p path, v any) imageField { return imageField{p.String(), fmt
 
 // changedImage returns the path of the first image field (or checksum
 // annotation) that differs between a and b, or "".
-func (opts Options) changedImage(a, b any) string {
-	x, y := opts.images(a), opts.images(b)
+func (o Options) changedImage(a, b any) string {
+	x, y := o.images(a), o.images(b)
 	for i := range min(len(x), len(y)) {
 		if x[i] != y[i] {
 			if x[i].path != y[i].path {
@@ -181,9 +181,9 @@ func (opts Options) changedImage(a, b any) string {
 // a stable order. Any list under a container field, at any depth and in
 // any kind, counts: a false alarm costs a render that is not kept, a
 // missed image would keep a stale one.
-func (opts Options) images(v any) []imageField {
+func (o Options) images(v any) []imageField {
 	var out, sums []imageField
-	ann := opts.checksumAnnotation()
+	ann := o.checksumAnnotation()
 	var walk func(p path, v any)
 	walk = func(p path, v any) {
 		switch v := v.(type) {

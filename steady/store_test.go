@@ -16,10 +16,10 @@ import (
 	"github.com/digestpin/digestpin/internal/testfiles"
 )
 
-func newStore(t *testing.T, max int64) (*DirStore, string) {
+func newStore(t *testing.T, limit int64) (*DirStore, string) {
 	t.Helper()
 	dir := filepath.Join(t.TempDir(), "previous")
-	s, err := NewDirStore(dir, max)
+	s, err := NewDirStore(dir, limit)
 	if err != nil {
 		t.Fatalf("NewDirStore(%s) = %v", dir, err)
 	}

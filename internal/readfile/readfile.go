@@ -1,0 +1,38 @@
+// Package readfile reads the files a person names (a lock file, a second
+// render, a previous output) without ever blocking on something that is
+// not a file.
+package readfile
+
+import (
+	"fmt"
+	"io"
+	"os"
+	"syscall"
+)
+
+// Regular reads the regular file at path, of at most limit bytes. It opens
+// with O_NONBLOCK, so that a FIFO does not block the open, and checks the
+// type on the open file, so that nothing can be swapped in between; a
+// FIFO, device, socket or folder is an error, and so is a file over limit.
+func Regular(path string, limit int64) ([]byte, error) {
+	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NONBLOCK, 0)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		return nil, err
+	}
+	if !fi.Mode().IsRegular() {
+		return nil, fmt.Errorf("%s: not a regular file", path)
+	}
+	b, err := io.ReadAll(io.LimitReader(f, limit+1))
+	if err != nil {
+		return nil, err
+	}
+	if int64(len(b)) > limit {
+		return nil, fmt.Errorf("%s: larger than %d MiB", path, limit>>20)
+	}
+	return b, nil
+}
