@@ -28,6 +28,7 @@ func TestGolden(t *testing.T) {
 		"digest-mode":    {Mode: ModeDigest},
 		"annotate-mode":  {Mode: ModeAnnotate, ChecksumAnnotation: "example.com/images"},
 		"custom-path":    {PodSpecPaths: append(DefaultPodSpecPaths[:len(DefaultPodSpecPaths):len(DefaultPodSpecPaths)], custom)},
+		"image-volumes":  {},
 	}
 	inputs, err := filepath.Glob("testdata/*.input.yaml")
 	if err != nil {
