@@ -142,3 +142,45 @@ func TestWorkloadCRDImageKeysUntouched(t *testing.T) {
 		})
 	}
 }
+
+// TestPodSpecPathRepeatingADefault checks that a --pod-spec-path that
+// repeats a default (as users declared Knative before it was one) finds
+// each pod spec once: one use per container, one checksum.
+func TestPodSpecPathRepeatingADefault(t *testing.T) {
+	img := "registry.example/app:1"
+	for _, tc := range []struct {
+		desc, path, in string
+	}{
+		{
+			desc: "a Knative Service",
+			path: "serving.knative.dev/Service=spec.template.spec",
+			in:   "apiVersion: serving.knative.dev/v1\nkind: Service\nmetadata:\n  name: s\nspec:\n  template:\n    spec:\n      containers:\n      - name: app\n        image: " + img + "\n",
+		},
+		{
+			// The user's path asks for a checksum where the default
+			// writes none: the user's word wins.
+			desc: "a SidecarSet",
+			path: "SidecarSet=spec",
+			in:   "apiVersion: apps.kruise.io/v1alpha1\nkind: SidecarSet\nmetadata:\n  name: s\nspec:\n  containers:\n  - name: app\n    image: " + img + "\n",
+		},
+	} {
+		t.Run(tc.desc, func(t *testing.T) {
+			p, err := ParsePodSpecPath(tc.path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			r := &Renderer{Resolver: newFixed(), PodSpecPaths: append(DefaultPodSpecPaths[:len(DefaultPodSpecPaths):len(DefaultPodSpecPaths)], p)}
+			res, err := r.Render(context.Background(), []byte(tc.in))
+			if err != nil {
+				t.Fatalf("Render() = %v", err)
+			}
+			if len(res.Images) != 1 || len(res.Images[0].Workloads) != 1 {
+				t.Errorf("Render() images = %+v, want one image used once", res.Images)
+			}
+			sum := Checksum([]string{"app=" + img + "@" + dg(img)})
+			if got := strings.Count(string(res.Output), sum); got != 1 {
+				t.Errorf("Render() wrote the checksum %d times, want once:\n%s", got, res.Output)
+			}
+		})
+	}
+}

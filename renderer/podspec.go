@@ -116,10 +116,13 @@ type podTemplate struct {
 
 // findPodTemplates returns the pod specs of obj, a mapping node of the
 // given API group and kind, according to every paths entry that matches
-// them, in the order of paths. It calls step with each node it passes,
-// as written.
+// them, in the order of paths. A pod spec that two entries lead to (a
+// --pod-spec-path that repeats a default) is returned once, with a
+// holder if either entry gives one. It calls step with each node it
+// passes, as written.
 func findPodTemplates(obj *yaml.Node, group, kind string, paths []PodSpecPath, step func(*yaml.Node)) ([]podTemplate, error) {
 	var found []podTemplate
+	at := map[*yaml.Node]int{} // pod spec → its index in found
 	for _, p := range paths {
 		if p.Kind != kind || (p.Group != "*" && p.Group != group) {
 			continue
@@ -132,6 +135,13 @@ func findPodTemplates(obj *yaml.Node, group, kind string, paths []PodSpecPath, s
 			if last == "spec" && !p.NoChecksum {
 				t.holder = holder
 			}
+			if i, ok := at[spec]; ok {
+				if found[i].holder == nil {
+					found[i].holder = t.holder
+				}
+				return
+			}
+			at[spec] = len(found)
 			found = append(found, t)
 		})
 		if err != nil {
