@@ -215,27 +215,26 @@ func checkAsAPIServer(t *testing.T, in, out []byte) {
 		}
 		var inImages []string
 		for _, s := range podSpecsOf(a) {
-			for _, c := range containersOf(s.spec) {
-				img, _ := c["image"].(string)
+			for _, f := range imageFieldsOf(s.spec) {
+				img, _ := f.m[f.key].(string)
 				inImages = append(inImages, img)
-				delete(c, "image")
+				delete(f.m, f.key)
 			}
 			dropChecksum(s.holder)
 		}
 		var outImages []string
 		for _, s := range podSpecsOf(b) {
 			var lines []string
-			for _, c := range containersOf(s.spec) {
-				img, _ := c["image"].(string)
-				name, _ := c["name"].(string)
+			for _, f := range imageFieldsOf(s.spec) {
+				img, _ := f.m[f.key].(string)
 				if img != "" && !strings.Contains(img, "@sha256:") {
-					t.Errorf("document %d: container %q runs %q, which is not pinned\n%s", i+1, name, img, outDocs[i].raw)
+					t.Errorf("document %d: %q runs %q, which is not pinned\n%s", i+1, f.name, img, outDocs[i].raw)
 				}
 				if img != "" {
-					lines = append(lines, name+"="+img)
+					lines = append(lines, f.name+"="+img)
 				}
 				outImages = append(outImages, img)
-				delete(c, "image")
+				delete(f.m, f.key)
 			}
 			if s.holder != nil && len(lines) > 0 {
 				if got, want := dropChecksum(s.holder), Checksum(lines); got != want {
@@ -307,7 +306,7 @@ func podSpecsOf(v any) []jsonPodSpec {
 			holder, n = n, next
 		}
 		if n != nil {
-			if p.Fields[len(p.Fields)-1] != "spec" {
+			if p.Fields[len(p.Fields)-1] != "spec" || p.NoChecksum {
 				holder = nil
 			}
 			out = append(out, jsonPodSpec{spec: n, holder: holder})
@@ -316,15 +315,32 @@ func podSpecsOf(v any) []jsonPodSpec {
 	return out
 }
 
-// containersOf returns the containers of a decoded pod spec.
-func containersOf(spec map[string]any) []map[string]any {
-	var out []map[string]any
+// jsonImage is an image field of a decoded pod spec: key of mapping m,
+// used by name ("app", or "volume/data" for an image volume).
+type jsonImage struct {
+	name, key string
+	m         map[string]any
+}
+
+// imageFieldsOf returns the image fields of a decoded pod spec: those of
+// its containers, then those of its image volumes.
+func imageFieldsOf(spec map[string]any) []jsonImage {
+	var out []jsonImage
 	for _, f := range containerFields {
 		list, _ := spec[f].([]any)
 		for _, c := range list {
 			if m, ok := c.(map[string]any); ok {
-				out = append(out, m)
+				name, _ := m["name"].(string)
+				out = append(out, jsonImage{name: name, key: "image", m: m})
 			}
+		}
+	}
+	vols, _ := spec["volumes"].([]any)
+	for _, v := range vols {
+		vol, _ := v.(map[string]any)
+		if img, ok := vol["image"].(map[string]any); ok {
+			name, _ := vol["name"].(string)
+			out = append(out, jsonImage{name: VolumePrefix + name, key: "reference", m: img})
 		}
 	}
 	return out

@@ -1,6 +1,9 @@
 // Package renderer rewrites a stream of Kubernetes manifests so that every
-// container image in a pod template is pinned to a digest, and each pod
-// template carries a checksum annotation of its pinned images.
+// container image and image volume in a pod spec is pinned to a digest,
+// and each pod template carries a checksum annotation of its pinned
+// images. Pod specs are found by API group, kind and field path
+// (DefaultPodSpecPaths: the Kubernetes workloads and the workload CRDs
+// deployed with Helm); an image key anywhere else is data.
 //
 // The renderer works on a multi-document YAML stream as Helm, kustomize or
 // kubectl write it. It never talks to a registry itself: digests come from a

@@ -39,6 +39,10 @@ func addSeeds(f *testing.F) {
 		// through splicing.
 		"apiVersion: v1\nkind: ConfigMap\n--- {\"apiVersion\": \"v1\", \"kind\": \"Pod\", \"spec\": {\"containers\": [{\"name\": \"a\", \"image\": \"a:1\"}]}}\n",
 		"apiVersion: v1\nkind: ConfigMap\n--- !!map\n" + strings.Replace(pod, "IMAGE", "a:1", 1),
+		// Image volumes: beside a container of the same name, and shared
+		// through an anchor.
+		strings.Replace(volumePod, "IMAGE", "a:1", 1),
+		"apiVersion: v1\nkind: Pod\nspec:\n  containers: [{name: a, image: &r a:1}]\n  volumes:\n  - {name: a, image: &i {reference: *r}}\n  - {name: b, image: *i}\n",
 	} {
 		f.Add([]byte(s))
 	}

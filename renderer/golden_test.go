@@ -28,6 +28,12 @@ func TestGolden(t *testing.T) {
 		"digest-mode":    {Mode: ModeDigest},
 		"annotate-mode":  {Mode: ModeAnnotate, ChecksumAnnotation: "example.com/images"},
 		"custom-path":    {PodSpecPaths: append(DefaultPodSpecPaths[:len(DefaultPodSpecPaths):len(DefaultPodSpecPaths)], custom)},
+		"image-volumes":  {},
+		// Workload CRDs, each in a project's own layout.
+		"knative-serving":            {},
+		"openkruise":                 {},
+		"keda-scaledjob":             {},
+		"openshift-deploymentconfig": {},
 	}
 	inputs, err := filepath.Glob("testdata/*.input.yaml")
 	if err != nil {

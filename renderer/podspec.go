@@ -14,7 +14,8 @@ import (
 //
 // When the last field is "spec", the pod spec's template is the mapping
 // that holds it, and the checksum annotation is written to that mapping's
-// metadata.annotations. For other paths no checksum is written.
+// metadata.annotations, unless NoChecksum is set. For other paths no
+// checksum is written.
 type PodSpecPath struct {
 	// Group is the API group of the kind ("" for the core group, "apps",
 	// "argoproj.io"), or "*" for any group.
@@ -23,6 +24,13 @@ type PodSpecPath struct {
 	Kind string
 	// Fields lead from the object's root to the pod spec.
 	Fields []string
+	// NoChecksum says that the mapping found is not a pod template but
+	// containers for other pods (an OpenKruise SidecarSet): its images are
+	// pinned, and no checksum annotation is written anywhere. The zero
+	// value writes the checksum as described above. String and
+	// ParsePodSpecPath do not carry it: a path given as a flag always
+	// follows the rule on its last field.
+	NoChecksum bool
 }
 
 // String formats p as the --pod-spec-path flag takes it.
@@ -59,7 +67,10 @@ func ParsePodSpecPath(s string) (PodSpecPath, error) {
 }
 
 // DefaultPodSpecPaths are the pod specs of the Kubernetes workload kinds
-// (in their current and deprecated API groups) and of Argo Rollouts.
+// (in their current and deprecated API groups) and of the workload CRDs
+// that people deploy with Helm: Argo Rollouts, Knative Serving,
+// OpenKruise, KEDA's ScaledJob and OpenShift's DeploymentConfig. Each is
+// matched by API group and kind, in every version of the group.
 var DefaultPodSpecPaths = []PodSpecPath{
 	{Group: "", Kind: "Pod", Fields: []string{"spec"}},
 	{Group: "", Kind: "PodTemplate", Fields: []string{"template", "spec"}},
@@ -74,6 +85,22 @@ var DefaultPodSpecPaths = []PodSpecPath{
 	{Group: "batch", Kind: "Job", Fields: []string{"spec", "template", "spec"}},
 	{Group: "batch", Kind: "CronJob", Fields: []string{"spec", "jobTemplate", "spec", "template", "spec"}},
 	{Group: "argoproj.io", Kind: "Rollout", Fields: []string{"spec", "template", "spec"}},
+	// Knative Serving: a Service's or Configuration's template is the
+	// next Revision; a new checksum makes a new Revision, as a new image
+	// does.
+	{Group: "serving.knative.dev", Kind: "Service", Fields: []string{"spec", "template", "spec"}},
+	{Group: "serving.knative.dev", Kind: "Configuration", Fields: []string{"spec", "template", "spec"}},
+	// OpenKruise: CloneSet, Advanced StatefulSet and Advanced DaemonSet
+	// keep a pod template. A SidecarSet's containers are injected into
+	// other pods: it has no pod template, so it gets no checksum (Kruise
+	// hashes the sidecar containers itself to upgrade them).
+	{Group: "apps.kruise.io", Kind: "CloneSet", Fields: []string{"spec", "template", "spec"}},
+	{Group: "apps.kruise.io", Kind: "StatefulSet", Fields: []string{"spec", "template", "spec"}},
+	{Group: "apps.kruise.io", Kind: "DaemonSet", Fields: []string{"spec", "template", "spec"}},
+	{Group: "apps.kruise.io", Kind: "SidecarSet", Fields: []string{"spec"}, NoChecksum: true},
+	// KEDA: a ScaledJob's jobTargetRef is a Job spec.
+	{Group: "keda.sh", Kind: "ScaledJob", Fields: []string{"spec", "jobTargetRef", "template", "spec"}},
+	{Group: "apps.openshift.io", Kind: "DeploymentConfig", Fields: []string{"spec", "template", "spec"}},
 }
 
 // containerFields are the fields of a pod spec that hold containers.
@@ -89,10 +116,13 @@ type podTemplate struct {
 
 // findPodTemplates returns the pod specs of obj, a mapping node of the
 // given API group and kind, according to every paths entry that matches
-// them, in the order of paths. It calls step with each node it passes,
-// as written.
+// them, in the order of paths. A pod spec that two entries lead to (a
+// --pod-spec-path that repeats a default) is returned once, with a
+// holder if either entry gives one. It calls step with each node it
+// passes, as written.
 func findPodTemplates(obj *yaml.Node, group, kind string, paths []PodSpecPath, step func(*yaml.Node)) ([]podTemplate, error) {
 	var found []podTemplate
+	at := map[*yaml.Node]int{} // pod spec → its index in found
 	for _, p := range paths {
 		if p.Kind != kind || (p.Group != "*" && p.Group != group) {
 			continue
@@ -102,9 +132,16 @@ func findPodTemplates(obj *yaml.Node, group, kind string, paths []PodSpecPath, s
 				return
 			}
 			t := podTemplate{spec: spec}
-			if last == "spec" {
+			if last == "spec" && !p.NoChecksum {
 				t.holder = holder
 			}
+			if i, ok := at[spec]; ok {
+				if found[i].holder == nil {
+					found[i].holder = t.holder
+				}
+				return
+			}
+			at[spec] = len(found)
 			found = append(found, t)
 		})
 		if err != nil {

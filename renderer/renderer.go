@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"slices"
+	"strings"
 
 	"github.com/digestpin/digestpin/resolution"
 )
@@ -39,13 +40,21 @@ type Renderer struct {
 	Warnf func(format string, args ...any)
 }
 
-// Workload is one container that uses an image.
+// Workload is one container, or one image volume, that uses an image.
 type Workload struct {
 	Kind      string `json:"kind"`
 	Namespace string `json:"namespace,omitempty"`
 	Name      string `json:"name"`
+	// Container is the container's name, or VolumePrefix and the name of
+	// an image volume ("volume/data"). A container name is a DNS label,
+	// without "/", so the two cannot be confused.
 	Container string `json:"container"`
 }
+
+// VolumePrefix starts the Workload.Container of an image volume
+// (spec.volumes[].image.reference), and its line in the checksum:
+// "volume/NAME=REF".
+const VolumePrefix = "volume/"
 
 // Image is one distinct image reference of a stream.
 type Image struct {
@@ -108,8 +117,12 @@ func (r *Renderer) Render(ctx context.Context, in []byte) (Result, error) {
 	return Result{Output: bytes.Join(c.out, nil), Images: images}, nil
 }
 
-// String formats a workload as "Deployment/ns/web container app".
+// String formats a workload as "Deployment/ns/web container "app"", or
+// for an image volume as "Deployment/ns/web volume "data"".
 func (w Workload) String() string {
+	if v, ok := strings.CutPrefix(w.Container, VolumePrefix); ok {
+		return fmt.Sprintf("%s volume %q", w.object(), v)
+	}
 	return fmt.Sprintf("%s container %q", w.object(), w.Container)
 }
 
@@ -149,7 +162,8 @@ func (r *Renderer) paths() []PodSpecPath {
 }
 
 // Checksum returns the hex SHA-256 of a pod template's images, given as
-// "container=reference" lines: the lines are sorted and each ends in a
+// "container=reference" lines and "volume/NAME=reference" lines for image
+// volumes: the lines are sorted and each ends in a
 // newline, so the checksum depends on nothing but the set of lines.
 func Checksum(lines []string) string {
 	lines = slices.Clone(lines)

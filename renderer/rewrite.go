@@ -216,66 +216,11 @@ func (e *editor) template(t podTemplate, w Workload) error {
 			}
 		}
 	}
-	for _, field := range containerFields {
-		if done {
-			break // a pod spec shared through an alias: edited already
-		}
-		list, err := get(t.spec, field)
-		if err != nil {
-			return e.keyError(err, w.object())
-		}
-		if list.value == nil || list.value.Kind != yaml.SequenceNode {
-			continue
-		}
-		e.routes.steps(list.via)
-		for i, c := range list.value.Content {
-			e.routes.step(c)
-			// YAML decoders disagree on which of two equal keys wins:
-			// pinning one could leave the other in force. get refuses
-			// what the API server could read otherwise.
-			w.Container, err = str(c, "name")
-			if err != nil {
-				return e.keyError(err, fmt.Sprintf("%s %s[%d]", w.object(), field, i))
-			}
-			image, err := get(c, "image")
-			if err != nil {
-				return e.keyError(err, w.String())
-			}
-			img := image.value
-			if img == nil {
-				continue // no image: nothing to pin
-			}
-			where := e.d.at(img.Line)
-			if img.Kind != yaml.ScalarNode || img.Tag != "!!str" || strings.TrimSpace(img.Value) == "" {
-				return fmt.Errorf("%s: %s: image is %s, want a reference such as registry/name:tag", where, w, describe(img))
-			}
-			if strings.ContainsFunc(img.Value, unicode.IsControl) {
-				// go-containerregistry's error would repeat it raw.
-				return fmt.Errorf("%s: %s: image %q holds a control character, want a reference such as registry/name:tag", where, w, img.Value)
-			}
-			ref, err := name.ParseReference(img.Value)
-			if err != nil {
-				return fmt.Errorf("%s: %s: parsing image %q: %w", where, w, img.Value, err)
-			}
-			u := use{image: img.Value, ref: ref, workload: w, where: where}
-			if e.specUses == nil {
-				e.specUses = map[*yaml.Node][]use{}
-			}
-			e.specUses[t.spec] = append(e.specUses[t.spec], u)
-			dg, ok := e.digest(u)
-			if !ok {
-				e.complete = false
-				continue
-			}
-			value := img.Value
-			if dg != "" {
-				value = pinnedForm(img.Value, dg, e.r.mode())
-			}
-			e.changeImage(c, image, value)
-			lines = append(lines, w.Container+"="+value)
-		}
-	}
 	if !done {
+		var err error
+		if lines, err = e.podSpecImages(t.spec, w); err != nil {
+			return err
+		}
 		if e.specLines == nil {
 			e.specLines = map[*yaml.Node][]string{}
 		}
@@ -309,8 +254,123 @@ func (e *editor) template(t podTemplate, w Workload) error {
 	return nil
 }
 
-// changeImage records that an image field, found as image in container
-// c, is to be written as value; it changes nothing when value is what the
+// podSpecImages pins the images of a pod spec used by w: those of its
+// containers, then those of its image volumes. It returns the checksum
+// lines of the images whose digests are known: "NAME=REF" for a
+// container, "volume/NAME=REF" for an image volume. A container name is
+// a DNS label, without "/", so the two cannot collide, and a pod spec
+// without image volumes keeps the checksum it had before digestpin knew
+// them.
+func (e *editor) podSpecImages(spec *yaml.Node, w Workload) ([]string, error) {
+	var lines []string
+	for _, field := range containerFields {
+		list, err := get(spec, field)
+		if err != nil {
+			return nil, e.keyError(err, w.object())
+		}
+		if list.value == nil || list.value.Kind != yaml.SequenceNode {
+			continue
+		}
+		e.routes.steps(list.via)
+		for i, c := range list.value.Content {
+			e.routes.step(c)
+			// YAML decoders disagree on which of two equal keys wins:
+			// pinning one could leave the other in force. get refuses
+			// what the API server could read otherwise.
+			w.Container, err = str(c, "name")
+			if err != nil {
+				return nil, e.keyError(err, fmt.Sprintf("%s %s[%d]", w.object(), field, i))
+			}
+			line, err := e.pinImage(spec, c, "image", w)
+			if err != nil {
+				return nil, err
+			}
+			if line != "" {
+				lines = append(lines, line)
+			}
+		}
+	}
+	// Image volumes (Kubernetes 1.31+): volumes[].image.reference is
+	// pulled like a container's image.
+	vols, err := get(spec, "volumes")
+	if err != nil {
+		return nil, e.keyError(err, w.object())
+	}
+	if vols.value == nil || vols.value.Kind != yaml.SequenceNode {
+		return lines, nil
+	}
+	e.routes.steps(vols.via)
+	for i, v := range vols.value.Content {
+		e.routes.step(v)
+		img, err := get(v, "image")
+		if err != nil {
+			return nil, e.keyError(err, fmt.Sprintf("%s volumes[%d]", w.object(), i))
+		}
+		if img.value == nil || img.value.Kind != yaml.MappingNode {
+			continue // not an image volume (or one the API server refuses)
+		}
+		name, err := str(v, "name")
+		if err != nil {
+			return nil, e.keyError(err, fmt.Sprintf("%s volumes[%d]", w.object(), i))
+		}
+		w.Container = VolumePrefix + name
+		e.routes.steps(img.via)
+		line, err := e.pinImage(spec, img.value, "reference", w)
+		if err != nil {
+			return nil, err
+		}
+		if line != "" {
+			lines = append(lines, line)
+		}
+	}
+	return lines, nil
+}
+
+// pinImage pins the image field key of mapping m (a container's "image",
+// an image volume's "reference"), which w uses in pod spec spec. It
+// returns the field's checksum line, or "" when m has no such field or
+// its digest is not known yet.
+func (e *editor) pinImage(spec, m *yaml.Node, key string, w Workload) (string, error) {
+	image, err := get(m, key)
+	if err != nil {
+		return "", e.keyError(err, w.String())
+	}
+	img := image.value
+	if img == nil {
+		return "", nil // no image: nothing to pin
+	}
+	where := e.d.at(img.Line)
+	if img.Kind != yaml.ScalarNode || img.Tag != "!!str" || strings.TrimSpace(img.Value) == "" {
+		return "", fmt.Errorf("%s: %s: %s is %s, want a reference such as registry/name:tag", where, w, key, describe(img))
+	}
+	if strings.ContainsFunc(img.Value, unicode.IsControl) {
+		// go-containerregistry's error would repeat it raw.
+		return "", fmt.Errorf("%s: %s: %s %q holds a control character, want a reference such as registry/name:tag", where, w, key, img.Value)
+	}
+	ref, err := name.ParseReference(img.Value)
+	if err != nil {
+		return "", fmt.Errorf("%s: %s: parsing %s %q: %w", where, w, key, img.Value, err)
+	}
+	u := use{image: img.Value, ref: ref, workload: w, where: where}
+	if e.specUses == nil {
+		e.specUses = map[*yaml.Node][]use{}
+	}
+	e.specUses[spec] = append(e.specUses[spec], u)
+	dg, ok := e.digest(u)
+	if !ok {
+		e.complete = false
+		return "", nil
+	}
+	value := img.Value
+	if dg != "" {
+		value = pinnedForm(img.Value, dg, e.r.mode())
+	}
+	e.changeImage(m, image, value)
+	return w.Container + "=" + value, nil
+}
+
+// changeImage records that an image field, found as image in mapping c
+// (a container, or an image volume's image), is to be written as value; it changes nothing when value is what the
 // field holds. An alias names the same node twice: it is changed once.
 // An image field that is an alias is written out in its place, so that
 // the node it names (a ConfigMap's value, say) stays as it was, unless
