@@ -30,6 +30,7 @@ build:
 # the Helm CLI builds, where -race would compile Helm and Kubernetes again
 # (minutes). Our own code in it is race-tested in ./postrender.
 test: build helm
+	scripts/test-deps.sh
 	go test -race -cover ./...
 	cd examples/helmsdk && go test ./...
 

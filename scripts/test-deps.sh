@@ -1,0 +1,29 @@
+#!/usr/bin/env bash
+# test-deps.sh installs what the end-to-end tests need beyond Go and make,
+# when it is missing: script(1) for a pseudo-terminal (Helm 4's
+# --tty-errors), zsh and fish for the completion scripts, curl for the
+# plugin install hook, git for the Helm 3 plugin install from a git URL.
+# `make test` runs it, so the README's quick start works on a fresh
+# Debian or Ubuntu machine; elsewhere it names what to install.
+set -o errexit -o nounset -o pipefail
+
+need=()
+command -v script >/dev/null || need+=(bsdutils)
+command -v zsh >/dev/null || need+=(zsh)
+command -v fish >/dev/null || need+=(fish)
+command -v curl >/dev/null || need+=(curl)
+command -v git >/dev/null || need+=(git)
+((${#need[@]})) || exit 0
+
+if ! command -v apt-get >/dev/null; then
+  echo "test-deps: install ${need[*]} (the end-to-end tests use them)" >&2
+  exit 1
+fi
+sudo=
+if [ "$(id -u)" != 0 ]; then
+  command -v sudo >/dev/null || { echo "test-deps: as root, run: apt-get install ${need[*]}" >&2; exit 1; }
+  sudo=sudo
+fi
+echo "test-deps: installing ${need[*]}"
+$sudo apt-get update -qq
+$sudo apt-get install -y -qq "${need[@]}" >/dev/null
