@@ -248,6 +248,9 @@ func TestRunErrors(t *testing.T) {
 		{desc: "empty mirror", env: map[string]string{"DIGESTPIN_REGISTRY_MIRROR": "docker.io="}, want: []string{`DIGESTPIN_REGISTRY_MIRROR: mirror "docker.io"="": want FROM=TO, both non-empty`}, usage: true},
 		{desc: "mirror-only alone", args: []string{"--mirror-only"}, want: []string{"--mirror-only: needs a --registry-mirror"}, usage: true},
 		{desc: "CA file that is no file", args: []string{"--ca-file", "/dev/null"}, want: []string{"--ca-file: reading /dev/null: not a regular file"}, usage: true},
+		{desc: "previous and a state folder", args: []string{"--previous", "p.yaml", "--state-dir", "state", "--state-key", "ns/app"}, want: []string{"--previous excludes --state-dir"}, usage: true},
+		{desc: "state folder without a key", args: []string{"--state-dir", "state"}, want: []string{"--state-dir needs --state-key KEY"}, usage: true},
+		{desc: "state key without a folder", env: map[string]string{"DIGESTPIN_STATE_KEY": "ns/app"}, want: []string{"DIGESTPIN_STATE_KEY needs --state-dir"}, usage: true},
 		{desc: "an argument", args: []string{"chart/"}, want: []string{`unexpected argument "chart/"`}, usage: true},
 		{desc: "missing file", args: []string{"-f", "/nonexistent.yaml"}, want: []string{"reading manifests", "/nonexistent.yaml"}},
 	} {
@@ -396,5 +399,44 @@ func TestRunSteadyRenders(t *testing.T) {
 	want := "digestpin: warning: Deployment/tz/tzinject (tzinject/templates/deployment.yaml): pod template annotation checksum/config differs between two renders of the same input: this workload restarts on every render\n"
 	if !strings.Contains(stderr, want) {
 		t.Errorf("stderr = %q, want %q", stderr, want)
+	}
+}
+
+// TestRunStateDir keeps the previous output in --state-dir: the first run
+// stores what it wrote, and a second render of the same input comes out
+// as the first, byte for byte.
+func TestRunStateDir(t *testing.T) {
+	fixture := func(name string) string { return filepath.Join("steady", "testdata", "webhook."+name+".yaml") }
+	in, err := os.ReadFile(fixture("input"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	second, err := os.ReadFile(fixture("second"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ref := "registry.example/tz/tzinject:1.4"
+	sum := sha256.Sum256([]byte(ref))
+	lock := filepath.Join(t.TempDir(), "digests.lock")
+	testfiles.WriteLock(t, lock, map[string]v1.Hash{ref: {Algorithm: "sha256", Hex: hex.EncodeToString(sum[:])}})
+	state := filepath.Join(t.TempDir(), "state")
+	args := []string{"--lock", lock, "--frozen", "--state-dir", state, "--state-key", "tz/tzinject"}
+	first, stderr, err := runIn(t, string(in), append(args, "--volatile-from", fixture("second"))...)
+	if err != nil {
+		t.Fatalf("first run() = %v\n%s", err, stderr)
+	}
+	fi, err := os.Stat(state)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if fi.Mode().Perm() != 0o700 {
+		t.Errorf("state folder mode %s, want 0700", fi.Mode().Perm())
+	}
+	out, stderr, err := runIn(t, string(second), append(args, "--volatile-from", fixture("input"))...)
+	if err != nil {
+		t.Fatalf("second run() = %v\n%s", err, stderr)
+	}
+	if out != first {
+		t.Errorf("second run wrote\n%s\nwant the first output\n%s", out, first)
 	}
 }

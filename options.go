@@ -14,6 +14,7 @@ import (
 	"github.com/digestpin/digestpin/pin"
 	"github.com/digestpin/digestpin/renderer"
 	"github.com/digestpin/digestpin/resolve"
+	"github.com/digestpin/digestpin/steady"
 )
 
 // options are the command line, after flags and environment.
@@ -41,6 +42,8 @@ type options struct {
 	report             string
 	volatileFrom       string
 	previous           string
+	stateDir           string
+	stateKey           string
 	logFile            string
 	ttyErrors          bool
 	verbose            bool
@@ -79,6 +82,8 @@ func (o *options) bind(fs *pflag.FlagSet) {
 	fs.StringVar(&o.report, "report", "", "after a successful run, write a JSON report of every image (reference, digest, source, workloads) to `FILE`")
 	fs.StringVar(&o.volatileFrom, "volatile-from", "", "`FILE` holds a second render of the same chart and values, as Helm wrote it: name every field that differs between the two renders, and the workloads it restarts on every render")
 	fs.StringVar(&o.previous, "previous", "", "`FILE` holds the previous output of this release (none there: a first render): write it again, byte for byte, when nothing but volatile fields changed")
+	fs.StringVar(&o.stateDir, "state-dir", "", "keep each release's output in `DIR` (files 0600 in a 0700 folder; they hold rendered Secrets) and use it as the previous output, like --previous; needs --state-key")
+	fs.StringVar(&o.stateKey, "state-key", "", "the `KEY` of this release's output in --state-dir, e.g. NAMESPACE/APP")
 	fs.StringVar(&o.logFile, "log-file", "", "also append messages to `FILE`")
 	fs.BoolVar(&o.ttyErrors, "tty-errors", false, "also write the reason of a failure to the controlling terminal when stderr is not a terminal (the Helm 4 plugin sets it: Helm 4 discards a post-renderer's stderr)")
 	fs.BoolVarP(&o.verbose, "verbose", "v", false, "log each resolution to stderr")
@@ -194,6 +199,14 @@ func (o *options) pinOptions(log *logger) (pin.Options, error) {
 		}
 		ropts = append(ropts, resolve.WithMirror(from, to))
 	}
+	var store steady.Store
+	if o.stateDir != "" {
+		ds, err := steady.NewDirStore(o.stateDir, 0)
+		if err != nil {
+			return pin.Options{}, fmt.Errorf("%s: %w", o.name("state-dir"), err)
+		}
+		store = ds
+	}
 	return pin.Options{
 		Renderer: renderer.Renderer{
 			Mode:               mode,
@@ -213,6 +226,8 @@ func (o *options) pinOptions(log *logger) (pin.Options, error) {
 		Report:         o.report,
 		VolatileFrom:   o.volatileFrom,
 		Previous:       o.previous,
+		Store:          store,
+		StateKey:       o.stateKey,
 		Logf:           log.debugf,
 	}, nil
 }
@@ -246,6 +261,8 @@ var pinFields = map[string]string{
 	"Platform":     "platform",
 	"VolatileFrom": "volatile-from",
 	"Previous":     "previous",
+	"Store":        "state-dir",
+	"StateKey":     "state-key",
 }
 
 // resolveOptions names the flag of each resolve option, for messages.

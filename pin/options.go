@@ -9,6 +9,7 @@ import (
 	"github.com/digestpin/digestpin/renderer"
 	"github.com/digestpin/digestpin/resolution"
 	"github.com/digestpin/digestpin/resolve"
+	"github.com/digestpin/digestpin/steady"
 )
 
 // Options configure a Pinner. The zero value pins with the renderer's
@@ -68,6 +69,16 @@ type Options struct {
 	// output byte for byte; otherwise the new output, whole. Image fields
 	// and the checksum annotation always count.
 	Previous string
+	// Store, with StateKey, keeps the previous output instead of a
+	// Previous file: Pin reads it from Store under StateKey (none there:
+	// a first render) and Commit stores the Output under StateKey, so
+	// that only an output the caller wrote becomes the next run's
+	// previous one. nil means none; it excludes Previous. The Store must
+	// be safe for concurrent use.
+	Store steady.Store
+	// StateKey is the key of this release's output in Store, e.g.
+	// "NAMESPACE/APP"; it is needed with Store.
+	StateKey string
 
 	// Logf receives debug messages (each resolution, the files written);
 	// nil discards them. Warnings go to Renderer.Warnf.
@@ -102,6 +113,12 @@ func (o *Options) validate() error {
 		return bad("CacheDir", "needs CacheTTL DURATION, how long a resolution stays valid")
 	case o.Platform != nil && (o.Platform.OS == "" || o.Platform.Architecture == ""):
 		return bad("Platform", fmt.Sprintf("%q has no OS or no architecture: want os/arch[/variant]", o.Platform.String()))
+	case o.Store != nil && o.Previous != "":
+		return bad("Previous", "excludes Store: the previous output comes from one place, a file or the store")
+	case o.Store != nil && o.StateKey == "":
+		return bad("Store", "needs StateKey KEY, the key of this release's output in the store")
+	case o.Store == nil && o.StateKey != "":
+		return bad("StateKey", "needs Store, where the previous output is kept")
 	case o.Renderer.Resolver != nil:
 		return bad("Renderer.Resolver", "is set: a Pinner assembles its own chain; set Registry to replace the registry")
 	}

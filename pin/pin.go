@@ -50,6 +50,9 @@ type Result struct {
 	// KeptPrevious says that Output is Options.Previous, byte for byte.
 	KeptPrevious bool
 	files        []*atomicfile.Pending
+	// put stores Output in Options.Store; nil when there is nothing to
+	// store.
+	put func() error
 }
 
 // Pin renders in through the resolver chain. It fails on whatever fails
@@ -78,7 +81,7 @@ func (p *Pinner) Pin(ctx context.Context, in []byte) (*Result, error) {
 		return nil, err
 	}
 	res := &Result{Output: out.Output, Images: out.Images}
-	if err := p.steady(in, res); err != nil {
+	if err := p.steady(ctx, in, res); err != nil {
 		return nil, err
 	}
 	if err := p.prepare(res, c.platform); err != nil {
@@ -93,11 +96,12 @@ func (p *Pinner) Pin(ctx context.Context, in []byte) (*Result, error) {
 // objects, is far beyond any chart.
 const maxRender = 256 << 20
 
-// steady applies VolatileFrom and Previous to res: it finds the volatile
-// fields and warns about them, and keeps the previous output when nothing
-// but volatile fields changed.
-func (p *Pinner) steady(in []byte, res *Result) error {
-	if p.o.VolatileFrom == "" && p.o.Previous == "" {
+// steady applies VolatileFrom and the previous output (Previous or
+// Store) to res: it finds the volatile fields and warns about them, keeps
+// the previous output when nothing but volatile fields changed, and
+// prepares the Store's next value for Commit.
+func (p *Pinner) steady(ctx context.Context, in []byte, res *Result) error {
+	if p.o.VolatileFrom == "" && p.o.Previous == "" && p.o.Store == nil {
 		return nil
 	}
 	so := steady.Options{ChecksumAnnotation: p.o.Renderer.ChecksumAnnotation, PodSpecPaths: p.o.Renderer.PodSpecPaths}
@@ -118,24 +122,56 @@ func (p *Pinner) steady(in []byte, res *Result) error {
 			res.Volatile = []steady.Volatile{}
 		}
 	}
-	if p.o.Previous == "" {
-		return nil
+	previous, where, found, err := p.previous(ctx)
+	if err != nil || where == "" {
+		return err
 	}
-	previous, err := readfile.Regular(p.o.Previous, maxRender)
-	if errors.Is(err, fs.ErrNotExist) {
-		p.o.logf("no previous output at %s: a first render", p.o.Previous)
-		return nil
+	if found {
+		d, err := steady.Keep(previous, res.Output, v, so)
+		if err != nil {
+			return fmt.Errorf("comparing with the previous output %s: %w", where, err)
+		}
+		p.o.logf("previous output %s: %s", where, d.Reason)
+		res.Output, res.KeptPrevious = d.Output, d.Kept
+	} else {
+		p.o.logf("no previous output %s: a first render", where)
 	}
-	if err != nil {
-		return fmt.Errorf("reading the previous output: %w", err)
+	// The store's value changes only when the output does; Commit puts
+	// it there once the caller has written the output.
+	if p.o.Store != nil && !res.KeptPrevious {
+		store, key, out := p.o.Store, p.o.StateKey, res.Output
+		res.put = func() error { return store.Put(ctx, key, out) }
 	}
-	d, err := steady.Keep(previous, res.Output, v, so)
-	if err != nil {
-		return fmt.Errorf("comparing with the previous output %s: %w", p.o.Previous, err)
-	}
-	p.o.logf("previous output %s: %s", p.o.Previous, d.Reason)
-	res.Output, res.KeptPrevious = d.Output, d.Kept
 	return nil
+}
+
+// previous reads the previous output from the Previous file or the Store.
+// where names it for messages, "" when there is neither; found is false
+// on a first render.
+func (p *Pinner) previous(ctx context.Context) (b []byte, where string, found bool, err error) {
+	switch {
+	case p.o.Store != nil:
+		where = fmt.Sprintf("of %q in the store", p.o.StateKey)
+		b, found, err = p.o.Store.Get(ctx, p.o.StateKey)
+		if err != nil {
+			return nil, where, false, fmt.Errorf("reading the previous output: %w", err)
+		}
+		if found && int64(len(b)) > maxRender {
+			return nil, where, false, fmt.Errorf("reading the previous output %s: larger than %d bytes", where, maxRender)
+		}
+		return b, where, found, nil
+	case p.o.Previous != "":
+		where = "at " + p.o.Previous
+		b, err = readfile.Regular(p.o.Previous, maxRender)
+		if errors.Is(err, fs.ErrNotExist) {
+			return nil, where, false, nil
+		}
+		if err != nil {
+			return nil, where, false, fmt.Errorf("reading the previous output: %w", err)
+		}
+		return b, where, true, nil
+	}
+	return nil, "", false, nil
 }
 
 // prepare writes the lock file and the report beside their destinations.
@@ -185,8 +221,9 @@ func newLock(images []renderer.Image, platform string) (*lockfile.Lock, error) {
 	return lockfile.New(entries)
 }
 
-// Commit puts the prepared files in place. It tries every file and
-// returns every failure.
+// Commit puts the prepared files in place and stores the Output in
+// Options.Store, as the next run's previous output. It tries every file
+// and the store and returns every failure.
 func (r *Result) Commit() error {
 	var errs []error
 	for _, f := range r.files {
@@ -194,14 +231,20 @@ func (r *Result) Commit() error {
 			errs = append(errs, fmt.Errorf("writing %w", err))
 		}
 	}
-	r.files = nil
+	if r.put != nil {
+		if err := r.put(); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	r.files, r.put = nil, nil
 	return errors.Join(errs...)
 }
 
-// Discard drops the prepared files; every destination stays as it was.
+// Discard drops the prepared files and stores nothing; every destination
+// stays as it was.
 func (r *Result) Discard() {
 	for _, f := range r.files {
 		f.Discard()
 	}
-	r.files = nil
+	r.files, r.put = nil, nil
 }

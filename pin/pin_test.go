@@ -45,6 +45,9 @@ func TestNewRejects(t *testing.T) {
 		{desc: "cache folder without TTL", o: Options{CacheDir: "d"}, field: "CacheDir"},
 		{desc: "platform without architecture", o: Options{Platform: &v1.Platform{OS: "linux"}}, field: "Platform"},
 		{desc: "platform without OS", o: Options{Platform: &v1.Platform{Architecture: "amd64"}}, field: "Platform"},
+		{desc: "previous and a store", o: Options{Previous: "p", Store: memStore{}, StateKey: "k"}, field: "Previous"},
+		{desc: "store without a key", o: Options{Store: memStore{}}, field: "Store"},
+		{desc: "key without a store", o: Options{StateKey: "k"}, field: "StateKey"},
 	} {
 		t.Run(tc.desc, func(t *testing.T) {
 			_, err := New(tc.o)
@@ -353,5 +356,99 @@ func TestSteadyRenders(t *testing.T) {
 				t.Errorf("report volatile = %+v, want the Deployment restarting: %v", r.Volatile, tc.volatileFrom != "")
 			}
 		})
+	}
+}
+
+// memStore is a steady.Store in a map.
+type memStore map[string][]byte
+
+func (m memStore) Get(_ context.Context, key string) ([]byte, bool, error) {
+	b, ok := m[key]
+	return b, ok, nil
+}
+
+func (m memStore) Put(_ context.Context, key string, b []byte) error {
+	m[key] = slices.Clone(b)
+	return nil
+}
+
+// TestStateStore keeps the previous output in a DirStore: a first render
+// stores its output only on Commit, a later render of the same input with
+// new randomness writes it again byte for byte, a discarded run stores
+// nothing, and a moved image replaces it.
+func TestStateStore(t *testing.T) {
+	fixture := func(name string) string { return filepath.Join("..", "steady", "testdata", "webhook."+name+".yaml") }
+	in, err := os.ReadFile(fixture("input"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	store, err := steady.NewDirStore(filepath.Join(t.TempDir(), "state"), 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	const key = "tz/tzinject"
+	pinWith := func(reg nameDigests, volatileFrom string, in []byte) *Result {
+		t.Helper()
+		p, err := New(Options{Registry: reg, VolatileFrom: volatileFrom, Store: store, StateKey: key})
+		if err != nil {
+			t.Fatal(err)
+		}
+		res, err := p.Pin(context.Background(), in)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return res
+	}
+	stored := func() []byte {
+		t.Helper()
+		b, ok, err := store.Get(context.Background(), key)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !ok {
+			return nil
+		}
+		return b
+	}
+
+	// First, a first render that is discarded stores nothing.
+	pinWith(nameDigests{}, "", in).Discard()
+	if b := stored(); b != nil {
+		t.Fatalf("a discarded run stored %d bytes", len(b))
+	}
+	// Next, a first render that is written is stored as written.
+	first := pinWith(nameDigests{}, "", in)
+	if first.KeptPrevious {
+		t.Error("a first render kept a previous output")
+	}
+	if err := first.Commit(); err != nil {
+		t.Fatal(err)
+	}
+	if got := stored(); string(got) != string(first.Output) {
+		t.Fatalf("stored %d bytes, want the output's %d", len(got), len(first.Output))
+	}
+	// The second render of the same input differs only in the chart's
+	// randomness: the stored output is written again.
+	second, err := os.ReadFile(fixture("second"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	again := pinWith(nameDigests{}, fixture("input"), second)
+	if !again.KeptPrevious || string(again.Output) != string(first.Output) {
+		t.Errorf("output after new randomness: KeptPrevious %v, same bytes %v; want the first output", again.KeptPrevious, string(again.Output) == string(first.Output))
+	}
+	if err := again.Commit(); err != nil {
+		t.Fatal(err)
+	}
+	// A moved image is real: the new output is written and stored.
+	moved := pinWith(nameDigests{"registry.example/tz/tzinject:1.4": "moved"}, fixture("second"), in)
+	if moved.KeptPrevious || string(moved.Output) == string(first.Output) {
+		t.Fatalf("an image moved, and the output is the previous one")
+	}
+	if err := moved.Commit(); err != nil {
+		t.Fatal(err)
+	}
+	if got := stored(); string(got) != string(moved.Output) {
+		t.Errorf("after a moved image the store holds %d bytes, want the new output's %d", len(got), len(moved.Output))
 	}
 }

@@ -28,11 +28,25 @@
 #   DIGESTPIN_PLATFORM         os/arch: pin one platform's manifest
 #   DIGESTPIN_ON_ERROR         fail (default) or keep
 #   DIGESTPIN_VERBOSE          "true" logs each resolution to stderr
+#   DIGESTPIN_STEADY           "true" (default) keeps the chart's own
+#                              randomness (generated certificates and
+#                              passwords, random names, now) from changing
+#                              the manifests; "false" renders once
 #
 # Only these reach digestpin from an Application. The sidecar's own
 # DIGESTPIN_* variables (set by the Argo CD administrator in
 # repo-server-patch.yaml: timeouts, insecure registries, a default cache
 # TTL) apply to every Application; the options above win over them.
+#
+# Steady renders: the chart is rendered twice with the same arguments, and
+# digestpin names the fields that differ between the two (--volatile-from)
+# and writes the previous output of this Application again, byte for byte,
+# when nothing else changed. The previous output is what this script wrote
+# last time, kept on the sidecar (--state-dir) under the key
+# DESTINATION-NAMESPACE/APP-NAME/SOURCE-PATH. The folder is
+# DIGESTPIN_CMP_STATE_DIR on the sidecar (default
+# ${XDG_CACHE_HOME:-$HOME/.cache}/digestpin-state); its files hold rendered
+# Secrets (mode 0600, folder 0700). Each repo-server replica keeps its own.
 set -o errexit -o nounset -o pipefail
 
 die() {
@@ -105,4 +119,22 @@ option platform DIGESTPIN_PLATFORM
 option on-error DIGESTPIN_ON_ERROR
 option verbose DIGESTPIN_VERBOSE
 
+case "${ARGOCD_ENV_DIGESTPIN_STEADY:-true}" in
+true) ;;
+false)
+	helm "${helm_args[@]}" | digestpin "${pin_args[@]}"
+	exit
+	;;
+*) die "DIGESTPIN_STEADY=${ARGOCD_ENV_DIGESTPIN_STEADY}: want true or false" ;;
+esac
+
+# A second render with the same arguments, for --volatile-from; the first
+# goes to digestpin on stdin, as without steady renders.
+tmp=$(mktemp -d)
+trap 'rm -rf -- "$tmp"' EXIT
+helm "${helm_args[@]}" >"$tmp/second.yaml"
+state_dir=${DIGESTPIN_CMP_STATE_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/digestpin-state}
+pin_args+=(--volatile-from "$tmp/second.yaml"
+	--state-dir "$state_dir"
+	--state-key "${ARGOCD_APP_NAMESPACE:-default}/$ARGOCD_APP_NAME/${ARGOCD_APP_SOURCE_PATH:-.}")
 helm "${helm_args[@]}" | digestpin "${pin_args[@]}"

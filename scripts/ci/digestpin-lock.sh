@@ -16,7 +16,13 @@
 # naming each image, when the registry serves another digest than FILE, or
 # an image is missing from it: a gate for pull requests and scheduled jobs.
 #
-# --output FILE keeps the pinned manifests (by default they are discarded).
+# --output FILE keeps the pinned manifests (by default they are discarded),
+# and keeps them steady: the chart is rendered twice with the same flags and
+# digestpin is given the second render (--volatile-from) and FILE as it is
+# (--previous). When nothing but the chart's own randomness changed
+# (generated certificates and passwords, random names, now), FILE is left
+# untouched, byte for byte, and there is nothing to commit; otherwise it is
+# replaced whole. A failed step leaves FILE as it was.
 # The HELM TEMPLATE FLAGS are passed as they are (--values, --set,
 # --namespace, …).
 #
@@ -67,12 +73,36 @@ release=${RELEASE:-$(basename "$(cd "$chart" && pwd -P)")}
 helm=${HELM:-helm}
 digestpin=${DIGESTPIN:-digestpin}
 
+# pin renders the chart and pins it with digestpin and the flags in
+# pin_flags, into --output. With an --output file, the chart is rendered
+# twice and the file is replaced only when digestpin wrote something else.
+# Each command's status is checked: errexit does not apply in `if ! pin`.
+tmp=
+trap 'if [[ -n "$tmp" ]]; then rm -rf -- "$tmp"; fi' EXIT
+pin() {
+	if [[ "$output" == /dev/null ]]; then
+		"$helm" template "$release" "$chart" "$@" | "$digestpin" "${pin_flags[@]}" >/dev/null || return 1
+		return 0
+	fi
+	tmp=$(mktemp -d "$(dirname -- "$output")/.digestpin-lock.XXXXXX") || return 1
+	"$helm" template "$release" "$chart" "$@" >"$tmp/second.yaml" || return 1
+	"$helm" template "$release" "$chart" "$@" |
+		"$digestpin" "${pin_flags[@]}" --volatile-from "$tmp/second.yaml" --previous "$output" >"$tmp/output.yaml" || return 1
+	if [[ -f "$output" ]] && cmp -s -- "$tmp/output.yaml" "$output"; then
+		echo "digestpin-lock: $output unchanged" >&2
+		return 0
+	fi
+	mv -f -- "$tmp/output.yaml" "$output" || return 1
+	echo "digestpin-lock: $output updated: commit it" >&2
+}
+
 if [[ "$check" == true ]]; then
 	[[ -f "$lock" ]] || {
 		echo "digestpin-lock: lock file $lock not found: record it first (without --check)" >&2
 		exit 1
 	}
-	if ! "$helm" template "$release" "$chart" "$@" | "$digestpin" --lock "$lock" --check >"$output"; then
+	pin_flags=(--lock "$lock" --check)
+	if ! pin "$@"; then
 		echo "digestpin-lock: $lock does not match the registry: run this step without --check and commit the lock file" >&2
 		exit 1
 	fi
@@ -84,7 +114,8 @@ before=
 if [[ -f "$lock" ]]; then
 	before=$(cat "$lock")
 fi
-"$helm" template "$release" "$chart" "$@" | "$digestpin" --write-lock "$lock" >"$output"
+pin_flags=(--write-lock "$lock")
+pin "$@"
 if [[ "$before" == "$(cat "$lock")" ]]; then
 	echo "digestpin-lock: $lock unchanged" >&2
 else
