@@ -276,3 +276,32 @@ func TestDiffErrors(t *testing.T) {
 		})
 	}
 }
+
+// TestDiffRefusesAnotherInput checks that a second render whose documents
+// are other kinds of objects is refused: paired with the wrong documents,
+// every field would count as volatile and hide a real change.
+func TestDiffRefusesAnotherInput(t *testing.T) {
+	cm := "---\n# Source: c/templates/a.yaml\napiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: a\ndata:\n  k: v\n"
+	dep := "---\n# Source: c/templates/a.yaml\napiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: a\nspec:\n  replicas: 1\n"
+	list := func(items ...string) string {
+		return "---\napiVersion: v1\nkind: List\nitems:\n" + strings.Join(items, "")
+	}
+	for _, tc := range []struct {
+		desc, input, second, want string
+	}{
+		{desc: "another kind", input: cm, second: dep, want: "document 1 (c/templates/a.yaml): v1 ConfigMap in the input, apps/v1 Deployment in the second render"},
+		{desc: "another apiVersion", input: dep, second: strings.Replace(dep, "apps/v1", "apps/v1beta2", 1), want: "apps/v1 Deployment in the input, apps/v1beta2 Deployment in the second render"},
+		{desc: "another kind in a List", input: list("- {apiVersion: v1, kind: ConfigMap, metadata: {name: a}}\n"), second: list("- {apiVersion: v1, kind: Secret, metadata: {name: a}}\n"), want: "v1 ConfigMap in the input, v1 Secret in the second render"},
+	} {
+		t.Run(tc.desc, func(t *testing.T) {
+			_, err := Diff([]byte(tc.input), []byte(tc.second), Options{})
+			if err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Errorf("Diff() = %v, want an error with %q", err, tc.want)
+			}
+		})
+	}
+	// A generated name is what steady renders are for: not refused.
+	if _, err := Diff([]byte(cm), []byte(strings.Replace(cm, "name: a", "name: a-x7k2p", 1)), Options{}); err != nil {
+		t.Errorf("Diff(generated name) = %v, want no error", err)
+	}
+}

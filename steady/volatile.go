@@ -134,6 +134,12 @@ func Diff(input, second []byte, o Options) (*Volatility, error) {
 		if equal {
 			continue
 		}
+		// Documents paired with another kind of object mean the second
+		// file is not a render of the same input: every field would look
+		// volatile and hide a real change.
+		if ka, kb, ok := sameKinds(x, y); !ok {
+			return nil, fmt.Errorf("%s: %s in the input, %s in the second render: not two renders of the same chart and values", d.where(), ka, kb)
+		}
 		var df differ
 		df.diff(nil, x, y)
 		v.fields[d.key] = newPathSet(df.paths)
@@ -243,4 +249,31 @@ func nameOr(obj object, d *document) string {
 		return fmt.Sprintf("%s in document %d", k, d.index)
 	}
 	return fmt.Sprintf("document %d", d.index)
+}
+
+// sameKinds reports whether x and y are the same kind of object (by
+// apiVersion and kind), item by item for Lists, and otherwise the two
+// kinds that differ. Documents without a kind (not Kubernetes objects)
+// are not compared.
+func sameKinds(x, y any) (string, string, bool) {
+	kind := func(v any) string {
+		obj := objectOf(v)
+		if obj.str("kind") == "" {
+			return ""
+		}
+		return strings.TrimSpace(obj.str("apiVersion") + " " + obj.str("kind"))
+	}
+	if kx, ky := kind(x), kind(y); kx != "" && ky != "" && kx != ky {
+		return kx, ky, false
+	}
+	xs, xl := isList(x)
+	ys, yl := isList(y)
+	if xl && yl {
+		for i := range min(len(xs), len(ys)) {
+			if kx, ky, ok := sameKinds(xs[i], ys[i]); !ok {
+				return kx, ky, false
+			}
+		}
+	}
+	return "", "", true
 }
