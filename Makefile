@@ -45,10 +45,10 @@ $(HELM3):
 $(HELM4):
 	GOBIN=$(dir $@) go install helm.sh/helm/v4/cmd/helm@$(HELM4_VERSION)
 
-# Benchmarks: the renderer and resolver in-process, then the whole binary
+# Benchmarks: the renderer, resolver and steady renders in-process, then the whole binary
 # on growing streams and against a loopback registry with 50 ms latency.
 bench: build
-	go test -run '^$$' -bench . -benchmem -benchtime 3x ./renderer/ ./resolve/
+	go test -run '^$$' -bench . -benchmem -benchtime 3x ./renderer/ ./resolve/ ./steady/
 	go run ./internal/cmd/bench $(BIN)
 
 # Every fuzz target briefly (FUZZTIME each, default 15s); CI runs this too.
