@@ -370,24 +370,36 @@ func TestREADMEErrorSample(t *testing.T) {
 	}
 }
 
+// webhookFixtures returns the path of each of the steady package's
+// fixtures of the webhook chart ("input", "second", "previous"), and a lock
+// file that pins its image as the fixtures were pinned: to the SHA-256 of
+// its name.
+func webhookFixtures(t *testing.T) (fixture func(string) string, lock string) {
+	t.Helper()
+	ref := "registry.example/tz/tzinject:1.4"
+	sum := sha256.Sum256([]byte(ref))
+	lock = filepath.Join(t.TempDir(), "digests.lock")
+	testfiles.WriteLock(t, lock, map[string]v1.Hash{ref: {Algorithm: "sha256", Hex: hex.EncodeToString(sum[:])}})
+	return func(name string) string { return filepath.Join("steady", "testdata", "webhook."+name+".yaml") }, lock
+}
+
+// readFile returns the bytes of a test's input file.
+func readFile(t *testing.T, path string) []byte {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
 // TestRunSteadyRenders checks that --volatile-from and --previous reach
 // the run: the webhook chart's previous output comes out again, byte for
 // byte, and stderr names the field that restarts the Deployment.
 func TestRunSteadyRenders(t *testing.T) {
-	fixture := func(name string) string { return filepath.Join("steady", "testdata", "webhook."+name+".yaml") }
-	in, err := os.ReadFile(fixture("input"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	previous, err := os.ReadFile(fixture("previous"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	// The fixtures were pinned to the SHA-256 of each image's name.
-	ref := "registry.example/tz/tzinject:1.4"
-	sum := sha256.Sum256([]byte(ref))
-	lock := filepath.Join(t.TempDir(), "digests.lock")
-	testfiles.WriteLock(t, lock, map[string]v1.Hash{ref: {Algorithm: "sha256", Hex: hex.EncodeToString(sum[:])}})
+	fixture, lock := webhookFixtures(t)
+	in := readFile(t, fixture("input"))
+	previous := readFile(t, fixture("previous"))
 	t.Setenv("DIGESTPIN_PREVIOUS", fixture("previous"))
 	out, stderr, err := runIn(t, string(in), "--lock", lock, "--frozen", "--volatile-from", fixture("second"))
 	if err != nil {
@@ -406,19 +418,9 @@ func TestRunSteadyRenders(t *testing.T) {
 // stores what it wrote, and a second render of the same input comes out
 // as the first, byte for byte.
 func TestRunStateDir(t *testing.T) {
-	fixture := func(name string) string { return filepath.Join("steady", "testdata", "webhook."+name+".yaml") }
-	in, err := os.ReadFile(fixture("input"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	second, err := os.ReadFile(fixture("second"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	ref := "registry.example/tz/tzinject:1.4"
-	sum := sha256.Sum256([]byte(ref))
-	lock := filepath.Join(t.TempDir(), "digests.lock")
-	testfiles.WriteLock(t, lock, map[string]v1.Hash{ref: {Algorithm: "sha256", Hex: hex.EncodeToString(sum[:])}})
+	fixture, lock := webhookFixtures(t)
+	in := readFile(t, fixture("input"))
+	second := readFile(t, fixture("second"))
 	state := filepath.Join(t.TempDir(), "state")
 	args := []string{"--lock", lock, "--frozen", "--state-dir", state, "--state-key", "tz/tzinject"}
 	first, stderr, err := runIn(t, string(in), append(args, "--volatile-from", fixture("second"))...)

@@ -262,14 +262,7 @@ func TestReportSources(t *testing.T) {
 	if err := res.Commit(); err != nil {
 		t.Fatal(err)
 	}
-	b, err := os.ReadFile(report)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var r Report
-	if err := json.Unmarshal(b, &r); err != nil {
-		t.Fatal(err)
-	}
+	r := readReport(t, report)
 	got := map[string]resolution.Source{}
 	for _, im := range r.Images {
 		got[im.Reference] = im.Source
@@ -343,14 +336,7 @@ func TestSteadyRenders(t *testing.T) {
 			if err := res.Commit(); err != nil {
 				t.Fatal(err)
 			}
-			b, err := os.ReadFile(report)
-			if err != nil {
-				t.Fatal(err)
-			}
-			var r Report
-			if err := json.Unmarshal(b, &r); err != nil {
-				t.Fatal(err)
-			}
+			r := readReport(t, report)
 			restarts := slices.ContainsFunc(r.Volatile, func(v steady.Volatile) bool { return v.Object == "Deployment/tz/tzinject" && v.Restarts })
 			if restarts != (tc.volatileFrom != "") {
 				t.Errorf("report volatile = %+v, want the Deployment restarting: %v", r.Volatile, tc.volatileFrom != "")
@@ -451,4 +437,18 @@ func TestStateStore(t *testing.T) {
 	if got := stored(); string(got) != string(moved.Output) {
 		t.Errorf("after a moved image the store holds %d bytes, want the new output's %d", len(got), len(moved.Output))
 	}
+}
+
+// readReport reads and parses a report file.
+func readReport(t *testing.T, path string) Report {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var r Report
+	if err := json.Unmarshal(b, &r); err != nil {
+		t.Fatalf("parsing report %s: %v", path, err)
+	}
+	return r
 }
