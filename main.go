@@ -218,11 +218,9 @@ func stopped(ctx context.Context, err error) error {
 // goroutine and read returns when ctx ends: that goroutine is left behind,
 // which is fine for a process about to exit.
 func (o *options) read(ctx context.Context, stdin io.Reader, log *logger) ([]byte, error) {
-	what := "stdin"
-	var open func() (io.ReadCloser, error) // nil: stdin
-	if o.filename != "" && o.filename != "-" {
+	what, fromFile := "stdin", o.filename != "" && o.filename != "-"
+	if fromFile {
 		what = o.filename
-		open = func() (io.ReadCloser, error) { return os.Open(o.filename) }
 	} else if isTerminal(stdin) {
 		// Someone typed `digestpin` alone: say what it waits for.
 		log.printf("", "reading manifests from stdin (end with Ctrl-D); usually: helm template … | digestpin, or digestpin -f FILE")
@@ -234,8 +232,8 @@ func (o *options) read(ctx context.Context, stdin io.Reader, log *logger) ([]byt
 	done := make(chan result, 1)
 	go func() {
 		r := stdin
-		if open != nil {
-			f, err := open()
+		if fromFile {
+			f, err := os.Open(o.filename)
 			if err != nil {
 				done <- result{err: err}
 				return
