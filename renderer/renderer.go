@@ -114,6 +114,12 @@ func (r *Renderer) Render(ctx context.Context, in []byte) (Result, error) {
 	if err := r.rewriteWaiting(ctx, c, digests); err != nil {
 		return Result{}, err
 	}
+	// Warnings come in stream order, whichever core finished a document.
+	for _, d := range c.docs {
+		for _, w := range d.kept {
+			r.warnf("%s", w)
+		}
+	}
 	return Result{Output: bytes.Join(c.out, nil), Images: images}, nil
 }
 

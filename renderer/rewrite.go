@@ -60,6 +60,10 @@ func (r *Renderer) rewrite(d *document, p *parsed, digest func(use) (string, boo
 		return nil, err
 	}
 	e.writeOutAliases()
+	if e.complete {
+		// The last pass over the document says what it kept.
+		d.kept = e.kept
+	}
 	switch {
 	case !e.complete:
 		return nil, nil
@@ -116,6 +120,9 @@ type editor struct {
 	specLines map[*yaml.Node][]string // pod spec → its checksum lines
 	specUses  map[*yaml.Node][]use    // pod spec → its image fields
 	holders   map[*yaml.Node]bool     // templates annotated
+	// kept are the warnings about image fields kept as written because
+	// they hold no reference (KeepUnresolved).
+	kept []string
 }
 
 // once reports whether n is not in seen yet, and adds it.
@@ -340,16 +347,20 @@ func (e *editor) pinImage(spec, m *yaml.Node, key string, w Workload) (string, e
 		return "", nil // no image: nothing to pin
 	}
 	where := e.d.at(img.Line)
-	if img.Kind != yaml.ScalarNode || img.Tag != "!!str" || strings.TrimSpace(img.Value) == "" {
+	if img.Kind != yaml.ScalarNode || img.Tag != "!!str" {
 		return "", fmt.Errorf("%s: %s: %s is %s, want a reference such as registry/name:tag", where, w, key, describe(img))
 	}
-	if strings.ContainsFunc(img.Value, unicode.IsControl) {
-		// go-containerregistry's error would repeat it raw.
-		return "", fmt.Errorf("%s: %s: %s %q holds a control character, want a reference such as registry/name:tag", where, w, key, img.Value)
-	}
-	ref, err := name.ParseReference(img.Value)
+	ref, err := parseReference(key, img)
 	if err != nil {
-		return "", fmt.Errorf("%s: %s: parsing %s %q: %w", where, w, key, img.Value, err)
+		err = fmt.Errorf("%s: %s: %w", where, w, err)
+		if !e.r.KeepUnresolved {
+			return "", err
+		}
+		// A blank image is a pattern (OpenShift's image triggers fill it
+		// in); keep it as written, in the checksum as written, and say so
+		// once the document is done.
+		e.kept = append(e.kept, fmt.Sprintf("keeping %s %q unpinned: %v", key, img.Value, err))
+		return w.Container + "=" + img.Value, nil
 	}
 	u := use{image: img.Value, ref: ref, workload: w, where: where}
 	if e.specUses == nil {
@@ -367,6 +378,23 @@ func (e *editor) pinImage(spec, m *yaml.Node, key string, w Workload) (string, e
 	}
 	e.changeImage(m, image, value)
 	return w.Container + "=" + value, nil
+}
+
+// parseReference parses the value of image field key (a string scalar),
+// or says why it holds no reference.
+func parseReference(key string, img *yaml.Node) (name.Reference, error) {
+	switch {
+	case strings.TrimSpace(img.Value) == "":
+		return nil, fmt.Errorf("%s is %s, want a reference such as registry/name:tag", key, describe(img))
+	case strings.ContainsFunc(img.Value, unicode.IsControl):
+		// go-containerregistry's error would repeat it raw.
+		return nil, fmt.Errorf("%s %q holds a control character, want a reference such as registry/name:tag", key, img.Value)
+	}
+	ref, err := name.ParseReference(img.Value)
+	if err != nil {
+		return nil, fmt.Errorf("parsing %s %q: %w", key, img.Value, err)
+	}
+	return ref, nil
 }
 
 // changeImage records that an image field, found as image in mapping c

@@ -21,6 +21,9 @@ type document struct {
 	head int
 	// source is the file named by Helm's "# Source:" comment, if any.
 	source string
+	// kept are the warnings of the document's image fields kept as
+	// written (KeepUnresolved), set by the pass that finishes it.
+	kept []string
 	// sourceLine is the stream line of the "# Source:" comment that
 	// begins the template's output: this document's, or that of the
 	// first of the documents before it in a row with the same source.
