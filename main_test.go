@@ -383,23 +383,13 @@ func webhookFixtures(t *testing.T) (fixture func(string) string, lock string) {
 	return func(name string) string { return filepath.Join("steady", "testdata", "webhook."+name+".yaml") }, lock
 }
 
-// readFile returns the bytes of a test's input file.
-func readFile(t *testing.T, path string) []byte {
-	t.Helper()
-	b, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return b
-}
-
 // TestRunSteadyRenders checks that --volatile-from and --previous reach
 // the run: the webhook chart's previous output comes out again, byte for
 // byte, and stderr names the field that restarts the Deployment.
 func TestRunSteadyRenders(t *testing.T) {
 	fixture, lock := webhookFixtures(t)
-	in := readFile(t, fixture("input"))
-	previous := readFile(t, fixture("previous"))
+	in := testfiles.Read(t, fixture("input"))
+	previous := testfiles.Read(t, fixture("previous"))
 	t.Setenv("DIGESTPIN_PREVIOUS", fixture("previous"))
 	out, stderr, err := runIn(t, string(in), "--lock", lock, "--frozen", "--volatile-from", fixture("second"))
 	if err != nil {
@@ -419,8 +409,8 @@ func TestRunSteadyRenders(t *testing.T) {
 // as the first, byte for byte.
 func TestRunStateDir(t *testing.T) {
 	fixture, lock := webhookFixtures(t)
-	in := readFile(t, fixture("input"))
-	second := readFile(t, fixture("second"))
+	in := testfiles.Read(t, fixture("input"))
+	second := testfiles.Read(t, fixture("second"))
 	state := filepath.Join(t.TempDir(), "state")
 	args := []string{"--lock", lock, "--frozen", "--state-dir", state, "--state-key", "tz/tzinject"}
 	first, stderr, err := runIn(t, string(in), append(args, "--volatile-from", fixture("second"))...)

@@ -8,6 +8,8 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+
+	"github.com/digestpin/digestpin/internal/testfiles"
 )
 
 // TestWorkloadCRDs renders the golden file of each workload CRD project
@@ -43,7 +45,7 @@ func TestWorkloadCRDs(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			in := filepath.Join("testdata", tc.name+".input.yaml")
-			res, err := (&Renderer{Resolver: newFixed()}).Render(context.Background(), readFile(t, in))
+			res, err := (&Renderer{Resolver: newFixed()}).Render(context.Background(), testfiles.Read(t, in))
 			if err != nil {
 				t.Fatalf("Render(%s) = %v", in, err)
 			}

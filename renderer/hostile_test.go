@@ -199,21 +199,7 @@ func TestHostileInputRefused(t *testing.T) {
 		},
 	} {
 		t.Run(tc.desc, func(t *testing.T) {
-			res, err := renderWithin(t, &Renderer{Resolver: newFixed()}, tc.in)
-			if err == nil {
-				t.Fatalf("Render() = nil error, want one mentioning %q; output:\n%s", tc.want, res.Output)
-			}
-			for _, w := range tc.want {
-				if !strings.Contains(err.Error(), w) {
-					t.Errorf("Render() error = %q, want it to contain %q", err, w)
-				}
-			}
-			if strings.Contains(err.Error(), "\n") {
-				t.Errorf("Render() error = %q, want one line", err)
-			}
-			if res.Output != nil {
-				t.Errorf("Render() returned output with an error: %q", res.Output)
-			}
+			wantRefused(t, &Renderer{Resolver: newFixed()}, tc.in, tc.want)
 		})
 	}
 }
@@ -407,4 +393,26 @@ func FuzzImageField(f *testing.F) {
 			}
 		}
 	})
+}
+
+// wantRefused renders in with r, within the test's time bound, and checks
+// that it is refused with one line that holds every string of want, and
+// no output.
+func wantRefused(t *testing.T, r *Renderer, in string, want []string) {
+	t.Helper()
+	res, err := renderWithin(t, r, in)
+	if err == nil {
+		t.Fatalf("Render() = nil error, want one mentioning %q; output:\n%s", want, res.Output)
+	}
+	for _, w := range want {
+		if !strings.Contains(err.Error(), w) {
+			t.Errorf("Render() error = %q, want it to contain %q", err, w)
+		}
+	}
+	if strings.Contains(err.Error(), "\n") {
+		t.Errorf("Render() error = %q, want one line", err)
+	}
+	if res.Output != nil {
+		t.Errorf("Render() returned output with an error: %q", res.Output)
+	}
 }

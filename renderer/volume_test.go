@@ -149,18 +149,7 @@ func TestImageVolumesRefused(t *testing.T) {
 		},
 	} {
 		t.Run(tc.desc, func(t *testing.T) {
-			res, err := renderWithin(t, &Renderer{Resolver: newFixed()}, tc.in)
-			if err == nil {
-				t.Fatalf("Render() = nil error, want one mentioning %q; output:\n%s", tc.want, res.Output)
-			}
-			for _, w := range tc.want {
-				if !strings.Contains(err.Error(), w) {
-					t.Errorf("Render() error = %q, want it to contain %q", err, w)
-				}
-			}
-			if strings.Contains(err.Error(), "\n") {
-				t.Errorf("Render() error = %q, want one line", err)
-			}
+			wantRefused(t, &Renderer{Resolver: newFixed()}, tc.in, tc.want)
 		})
 	}
 }

@@ -1,5 +1,5 @@
 // Package testfiles holds the file helpers that tests of several packages
-// share: writing a lock file and listing a folder.
+// share: reading an input file, writing a lock file and listing a folder.
 package testfiles
 
 import (
@@ -46,4 +46,14 @@ func Names(t TB, dir string) []string {
 	}
 	sort.Strings(names)
 	return names
+}
+
+// Read returns the bytes of the file at path.
+func Read(t TB, path string) []byte {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
 }
