@@ -256,51 +256,71 @@ func TestSteadyCIStep(t *testing.T) {
 	}
 }
 
-// TestSteadyHelmPostRenderer passes --volatile-from and --previous through
-// Helm 3's own --post-renderer-args, with the digestpin binary as
-// --post-renderer: the second render is helm template with the same flags,
-// the previous output what the first run wrote. Helm 3 does not
-// post-render hooks (it prints them as the chart made them), so the test
-// hook chart never comes out the same twice and is left out.
-//
-// Helm 4 is not here: it hands its post-renderer the documents without
-// their "# Source:" comments, in another order than helm template prints
-// them, so a second render from helm template cannot be matched with them.
+// TestSteadyHelmPostRenderer runs digestpin as Helm's own post-renderer,
+// with --volatile-from and --previous through --post-renderer-args: the
+// second render is helm template with the same flags, the previous output
+// what the first run printed. Helm 3 runs the digestpin binary; it does
+// not post-render hooks (it prints them as the chart made them), so the
+// test hook chart never comes out the same twice there and is left out.
+// Helm 4 runs the post-renderer plugin, and hands it every document,
+// hooks included, without "# Source:" comments but with its file
+// annotation, in another order than helm template prints them.
 func TestSteadyHelmPostRenderer(t *testing.T) {
-	bin, h3 := digestpinBin(t), helm3(t)
-	for _, c := range steadyCharts {
-		if c.name == "testhook" {
-			continue
-		}
-		t.Run(c.name, func(t *testing.T) {
-			reg := testregistry.New(t)
-			pushFixed(t, reg, steadyImage, "1")
-			chart := steadyChart(t, c.name, reg)
-			home := helmHome(t, t.TempDir())
-			dir := t.TempDir()
-			second, previous := filepath.Join(dir, "second.yaml"), filepath.Join(dir, "previous.yaml")
-			render := func(extra ...string) string {
-				t.Helper()
-				flags := append([]string{"template", "r", chart, "--namespace", "ns", "--values", filepath.Join(chart, "values-e2e.yaml")}, extra...)
-				if err := os.WriteFile(second, []byte(mustRun(t, home, h3, flags...)), 0o644); err != nil {
+	bin := digestpinBin(t)
+	src := checkout(t, bin)
+	for _, h := range []struct {
+		name, helm string
+		// postRenderer installs digestpin as the post-renderer in home
+		// and returns what --post-renderer takes.
+		postRenderer func(t *testing.T, home []string) string
+	}{
+		{"helm3", helm3(t), func(*testing.T, []string) string { return bin }},
+		{"helm4", helm4(t), func(t *testing.T, home []string) string {
+			// The install hook keeps the checkout's binary, which has
+			// the plugin's version.
+			mustRun(t, home, helm4(t), "plugin", "install", filepath.Join(src, h4PluginDir))
+			return h4PluginName
+		}},
+	} {
+		for _, c := range steadyCharts {
+			if c.name == "testhook" && h.name == "helm3" {
+				continue
+			}
+			t.Run(h.name+"/"+c.name, func(t *testing.T) {
+				reg := testregistry.New(t)
+				pushFixed(t, reg, steadyImage, "1")
+				chart := steadyChart(t, c.name, reg)
+				home := helmHome(t, t.TempDir())
+				pr := h.postRenderer(t, home)
+				dir := t.TempDir()
+				second, previous := filepath.Join(dir, "second.yaml"), filepath.Join(dir, "previous.yaml")
+				render := func(extra ...string) string {
+					t.Helper()
+					flags := append([]string{"template", "r", chart, "--namespace", "ns", "--values", filepath.Join(chart, "values-e2e.yaml")}, extra...)
+					if err := os.WriteFile(second, []byte(mustRun(t, home, h.helm, flags...)), 0o644); err != nil {
+						t.Fatal(err)
+					}
+					return mustRun(t, home, h.helm, append(flags, "--post-renderer", pr,
+						"--post-renderer-args", "--volatile-from="+second, "--post-renderer-args", "--previous="+previous)...)
+				}
+				first := render()
+				if !strings.Contains(first, "@sha256:") {
+					t.Fatalf("the output is not pinned:\n%s", first)
+				}
+				if err := os.WriteFile(previous, []byte(first), 0o644); err != nil {
 					t.Fatal(err)
 				}
-				return mustRun(t, home, h3, append(flags, "--post-renderer", bin,
-					"--post-renderer-args", "--volatile-from="+second, "--post-renderer-args", "--previous="+previous)...)
-			}
-			first := render()
-			if !strings.Contains(first, "@sha256:") {
-				t.Fatalf("the output is not pinned:\n%s", first)
-			}
-			if err := os.WriteFile(previous, []byte(first), 0o644); err != nil {
-				t.Fatal(err)
-			}
-			if again := render(); again != first {
-				t.Errorf("the second render is not the first:\n%s", cmp.Diff(first, again))
-			}
-			if changed := render("--set", "replicas=2"); changed == first || !strings.Contains(changed, "replicas: 2") {
-				t.Errorf("replicas=2: the output is the previous one or lacks replicas: 2:\n%s", changed)
-			}
-		})
+				if again := render(); again != first {
+					t.Errorf("the second render is not the first:\n%s", cmp.Diff(first, again))
+				}
+				if changed := render("--set", "replicas=2"); changed == first || !strings.Contains(changed, "replicas: 2") {
+					t.Errorf("replicas=2: the output is the previous one or lacks replicas: 2:\n%s", changed)
+				}
+				moved := pushFixed(t, reg, steadyImage, "2")
+				if got := render(); got == first || !strings.Contains(got, "@"+moved.String()) {
+					t.Errorf("a moved image: the output is the previous one, or lacks the new digest %s:\n%s", moved, got)
+				}
+			})
+		}
 	}
 }

@@ -47,7 +47,10 @@ type Result struct {
 	// Volatile lists the documents with fields that differ between the
 	// input and Options.VolatileFrom; nil without VolatileFrom.
 	Volatile []steady.Volatile
-	// KeptPrevious says that Output is Options.Previous, byte for byte.
+	// KeptPrevious says that Output is the previous output: byte for
+	// byte, or, when the input comes from Helm 4's post-renderer, its
+	// documents with Helm 4's file annotation, for Helm 4 to print the
+	// previous output again (see steady.Keep).
 	KeptPrevious bool
 	files        []*atomicfile.Pending
 	// put stores Output in Options.Store; nil when there is nothing to

@@ -47,7 +47,10 @@ func BenchmarkDecode(b *testing.B) {
 	b.SetBytes(int64(len(in)))
 	b.ReportAllocs()
 	for b.Loop() {
-		s := parse(in, "the input")
+		s, err := parse(in, "the input")
+		if err != nil {
+			b.Fatal(err)
+		}
 		if err := s.readAll(); err != nil {
 			b.Fatal(err)
 		}

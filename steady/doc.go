@@ -24,7 +24,11 @@
 // Two streams' documents are matched by their Helm "# Source:" file and
 // their position among the documents of that file; documents without a
 // "# Source:" comment by their position among such documents. Never by
-// name, which a chart may generate.
+// name, which a chart may generate. Helm 4 hands its post-renderer the
+// file in an annotation instead (FileAnnotation), each file's documents in
+// the file's order, where helm template prints them by kind: a stream that
+// carries it is matched by file, kind and position among that file's
+// documents of that kind, and the annotation is no field.
 //
 // A field path is written with dots between mapping keys, as in
 // spec.template.metadata.labels.app. A key that is not made only of

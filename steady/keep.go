@@ -29,6 +29,12 @@ type Decision struct {
 // the previous output is not YAML, even when it is output byte for byte,
 // and when a document of output that it compares is not. It is safe for
 // concurrent use.
+//
+// When output comes from Helm 4's post-renderer (its documents carry
+// FileAnnotation), Keep returns the previous output's documents in
+// output's order, each with the annotation of its match in output, so that
+// Helm 4 files them as it files output and prints the previous output
+// again; the bytes Keep returns are then not the previous output's.
 func Keep(previous, output []byte, v *Volatility, o Options) (Decision, error) {
 	fresh := func(format string, args ...any) (Decision, error) {
 		return Decision{Output: output, Reason: fmt.Sprintf(format, args...)}, nil
@@ -39,14 +45,23 @@ func Keep(previous, output []byte, v *Volatility, o Options) (Decision, error) {
 	// The previous output is read whole, even when the new one is the
 	// same bytes: one that does not parse is an error, whatever comes
 	// next. The new one is read only where it differs from the previous.
-	p := parse(previous, "the previous output")
+	p, err := parse(previous, "the previous output")
+	if err != nil {
+		return Decision{}, err
+	}
 	if err := p.readAll(); err != nil {
 		return Decision{}, err
 	}
 	if bytes.Equal(previous, output) {
 		return Decision{Output: previous, Kept: true, Reason: "the output is the previous output"}, nil
 	}
-	n := parse(output, "the output")
+	n, err := parse(output, "the output")
+	if err != nil {
+		return Decision{}, err
+	}
+	if err := matchByKind(p, n); err != nil {
+		return Decision{}, err
+	}
 
 	// First, the same documents must be there: a document added or removed
 	// is a real change, whatever it holds.
@@ -86,6 +101,13 @@ func Keep(previous, output []byte, v *Volatility, o Options) (Decision, error) {
 				return fresh("%s: %s changed", name, q)
 			}
 		}
+	}
+	if n.annotated {
+		out, err := annotated(p, n)
+		if err != nil {
+			return Decision{}, err
+		}
+		return Decision{Output: out, Kept: true, Reason: "only volatile fields changed (the previous documents, for Helm 4 to file)"}, nil
 	}
 	return Decision{Output: previous, Kept: true, Reason: "only volatile fields changed"}, nil
 }

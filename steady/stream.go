@@ -15,8 +15,11 @@ type document struct {
 	// index is the 1-based number of the document in the stream, counting
 	// every document, empty ones too.
 	index int
-	// source is the file named by Helm's "# Source:" comment, or "".
+	// source is the file named by Helm's "# Source:" comment, or by Helm
+	// 4's FileAnnotation, or "", made printable for messages.
 	source string
+	// file is the value of FileAnnotation when source comes from it.
+	file string
 	// key matches the document with its counterpart in another render of
 	// the same chart: its source and position among that source's
 	// documents.
@@ -43,13 +46,25 @@ func (d *document) where() string {
 // read returns the document as JSON, decoding it the first time.
 func (d *document) read() ([]byte, error) {
 	if d.json == nil {
-		j, err := yaml.YAMLToJSON(d.raw)
+		j, err := yamlToJSON(d)
 		if err != nil {
+			return nil, err
+		}
+		if j, err = withoutFileAnnotation(j); err != nil {
 			return nil, fmt.Errorf("reading %s: %s: %w", d.stream, d.where(), err)
 		}
 		d.json = j
 	}
 	return d.json, nil
+}
+
+// yamlToJSON decodes the document as the API server does.
+func yamlToJSON(d *document) ([]byte, error) {
+	j, err := yaml.YAMLToJSON(d.raw)
+	if err != nil {
+		return nil, fmt.Errorf("reading %s: %s: %w", d.stream, d.where(), err)
+	}
+	return j, nil
 }
 
 // value returns the document's value, numbers as json.Number.
@@ -97,12 +112,16 @@ func compare(d, e *document) (x, y any, equal bool, err error) {
 type stream struct {
 	docs  []*document
 	byKey map[string]*document
+	// annotated says that a document's source is Helm 4's FileAnnotation.
+	annotated bool
 }
 
 // parse cuts in into documents and gives each its key. what names the
 // stream in errors ("the previous output"). Documents with nothing but
-// comments and markers are no objects and are left out.
-func parse(in []byte, what string) *stream {
+// comments and markers are no objects and are left out. Only documents
+// that carry Helm 4's FileAnnotation instead of a "# Source:" comment are
+// decoded, to read it; parse fails when one of those is not YAML.
+func parse(in []byte, what string) (*stream, error) {
 	s := &stream{byKey: map[string]*document{}}
 	seen := map[string]int{} // documents per source so far
 	for i, raw := range split(in) {
@@ -110,13 +129,17 @@ func parse(in []byte, what string) *stream {
 			continue
 		}
 		d := &document{index: i + 1, source: sourceOf(raw), raw: raw, stream: what}
+		if err := d.fileFromAnnotation(); err != nil {
+			return nil, err
+		}
+		s.annotated = s.annotated || d.file != ""
 		// "\x00" cannot occur in a file name: keys are unambiguous.
 		d.key = d.source + "\x00" + strconv.Itoa(seen[d.source])
 		seen[d.source]++
 		s.docs = append(s.docs, d)
 		s.byKey[d.key] = d
 	}
-	return s
+	return s, nil
 }
 
 // readAll decodes every document, to fail on one that is not YAML.
@@ -208,16 +231,20 @@ func sourceOf(raw []byte) string {
 		}
 		switch {
 		case bytes.HasPrefix(line, sourcePrefix):
-			// The name goes into messages: no control characters.
-			return strings.Map(func(r rune) rune {
-				if unicode.IsControl(r) {
-					return '?'
-				}
-				return r
-			}, string(line[len(sourcePrefix):]))
+			return printable(string(line[len(sourcePrefix):]))
 		case len(line) > 0 && line[0] != '#':
 			return "" // the first content line ends the header comments
 		}
 	}
 	return ""
+}
+
+// printable returns a file name for messages: no control characters.
+func printable(name string) string {
+	return strings.Map(func(r rune) rune {
+		if unicode.IsControl(r) {
+			return '?'
+		}
+		return r
+	}, name)
 }

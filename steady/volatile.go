@@ -115,7 +115,17 @@ func (v *Volatility) add(x Volatile, labels []string) {
 // decoded at all, and the renderer reads every document of the input. It
 // is safe for concurrent use.
 func Diff(input, second []byte, o Options) (*Volatility, error) {
-	a, b := parse(input, "the input"), parse(second, "the second render")
+	a, err := parse(input, "the input")
+	if err != nil {
+		return nil, err
+	}
+	b, err := parse(second, "the second render")
+	if err != nil {
+		return nil, err
+	}
+	if err := matchByKind(a, b); err != nil {
+		return nil, err
+	}
 	v := &Volatility{fields: map[string]pathSet{}}
 	for _, d := range a.docs {
 		e, ok := b.byKey[d.key]
