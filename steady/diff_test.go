@@ -76,6 +76,14 @@ func TestDiff(t *testing.T) {
 			want:   []string{"Rollout/r: pod template field spec.containers[name=a].args[0] differs between two renders of the same input: this workload restarts on every render"},
 		},
 		{
+			// A SidecarSet's containers go into other pods; it has no
+			// pod template of its own to restart.
+			desc:   "an OpenKruise SidecarSet is no workload",
+			input:  "apiVersion: apps.kruise.io/v1alpha1\nkind: SidecarSet\nmetadata: {name: s, labels: {at: \"1\"}}\nspec: {containers: [{name: a, image: x, args: [\"--seed=1\"]}]}\n",
+			second: "apiVersion: apps.kruise.io/v1alpha1\nkind: SidecarSet\nmetadata: {name: s, labels: {at: \"2\"}}\nspec: {containers: [{name: a, image: x, args: [\"--seed=2\"]}]}\n",
+			want:   []string{"SidecarSet/s: metadata.labels.at, spec.containers[name=a].args[0] differ between two renders of the same input"},
+		},
+		{
 			desc:   "a Deployment of another API group has no pod template",
 			input:  "apiVersion: example.com/v1\nkind: Deployment\nmetadata: {name: d}\nspec: {template: {metadata: {labels: {at: \"1\"}}}}\n",
 			second: "apiVersion: example.com/v1\nkind: Deployment\nmetadata: {name: d}\nspec: {template: {metadata: {labels: {at: \"2\"}}}}\n",

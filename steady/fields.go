@@ -84,7 +84,9 @@ func isList(v any) ([]any, bool) {
 // checksum/config"; otherwise "".
 func (o Options) restart(obj object, p path) string {
 	for _, ps := range o.podSpecPaths() {
-		if !kindOf(ps, obj) || len(ps.Fields) == 0 {
+		// A path without a checksum holds containers for other pods
+		// (an OpenKruise SidecarSet), not a pod template.
+		if !kindOf(ps, obj) || len(ps.Fields) == 0 || ps.NoChecksum {
 			continue
 		}
 		// The template is the mapping that holds the pod spec "spec",
@@ -132,7 +134,7 @@ func isKey(s seg, k string) bool { return s.kind == segKey && s.key == k }
 
 // workload reports whether objects like obj have a pod spec.
 func (o Options) workload(obj object) bool {
-	return slices.ContainsFunc(o.podSpecPaths(), func(ps renderer.PodSpecPath) bool { return kindOf(ps, obj) })
+	return slices.ContainsFunc(o.podSpecPaths(), func(ps renderer.PodSpecPath) bool { return kindOf(ps, obj) && !ps.NoChecksum })
 }
 
 // kindOf reports whether ps applies to o's apiVersion and kind.
