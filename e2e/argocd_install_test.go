@@ -1,7 +1,15 @@
 package e2e
 
 import (
+	"archive/tar"
+	"bytes"
+	"compress/gzip"
+	"crypto/sha256"
+	"encoding/hex"
 	"io/fs"
+	"maps"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -231,16 +239,139 @@ func TestArgoCDImageContext(t *testing.T) {
 		t.Fatal(err)
 	}
 	for arg, mkVar := range map[string]string{"HELM_VERSION": "HELM4_VERSION", "KUSTOMIZE_VERSION": "KUSTOMIZE_VERSION"} {
-		m := regexp.MustCompile(`(?m)^` + mkVar + ` := (\S+)$`).FindSubmatch(mk)
-		if m == nil || args[arg] != string(m[1]) {
-			t.Errorf("Dockerfile ARG %s=%s, want the Makefile's %s (%s), the version the tests run", arg, args[arg], mkVar, m)
+		want := ""
+		if m := regexp.MustCompile(`(?m)^` + mkVar + ` := (\S+)$`).FindSubmatch(mk); m != nil {
+			want = string(m[1])
+		}
+		if want == "" || args[arg] != want {
+			t.Errorf("Dockerfile ARG %s=%s, want the Makefile's %s (%q), the version the tests run", arg, args[arg], mkVar, want)
 		}
 	}
-	// Each of the three archives is checked before it is unpacked.
-	for _, archive := range []string{`"$dp"`, `"$helm"`, `"$kz"`} {
-		check, unpack := strings.Index(dockerfile, "check "+archive), strings.Index(dockerfile, "tar -xzf "+archive)
-		if check < 0 || unpack < 0 || check > unpack {
-			t.Errorf("the Dockerfile does not check %s before it unpacks it", archive)
+}
+
+// writeTarGz writes a gzipped tar archive of files (name → content, each
+// an executable) to path, and returns its SHA-256.
+func writeTarGz(t *testing.T, path string, files map[string]string) string {
+	t.Helper()
+	var buf bytes.Buffer
+	gz := gzip.NewWriter(&buf)
+	tw := tar.NewWriter(gz)
+	for _, name := range slices.Sorted(maps.Keys(files)) {
+		if err := tw.WriteHeader(&tar.Header{Name: name, Mode: 0o755, Size: int64(len(files[name]))}); err != nil {
+			t.Fatal(err)
 		}
+		if _, err := tw.Write([]byte(files[name])); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := tw.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := gz.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(path, buf.Bytes(), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	sum := sha256.Sum256(buf.Bytes())
+	return hex.EncodeToString(sum[:])
+}
+
+// TestArgoCDImageFetch runs image-fetch.sh, the sidecar image's download
+// step, as the Dockerfile does, against a digestpin release and Helm and
+// kustomize archives served on loopback, laid out as the real ones are.
+func TestArgoCDImageFetch(t *testing.T) {
+	dir := t.TempDir()
+	tool := func(name string) string { return "#!/bin/sh\necho " + name + "\n" }
+	dpSum := writeTarGz(t, filepath.Join(dir, "digestpin_0.1.0_linux_amd64.tar.gz"),
+		map[string]string{"digestpin": tool("digestpin"), "LICENSE": "Apache-2.0\n", "README.md": "#\n"})
+	helmSum := writeTarGz(t, filepath.Join(dir, "helm-v4.3.1-linux-amd64.tar.gz"),
+		map[string]string{"linux-amd64/helm": tool("helm"), "linux-amd64/LICENSE": "Apache-2.0\n"})
+	kzSum := writeTarGz(t, filepath.Join(dir, "kustomize_v5.8.1_linux_amd64.tar.gz"), map[string]string{"kustomize": tool("kustomize")})
+	// Archives that SHA256SUMS lists with another sum, or not at all.
+	armSum := writeTarGz(t, filepath.Join(dir, "digestpin_0.1.0_linux_arm64.tar.gz"), map[string]string{"digestpin": tool("digestpin")})
+	writeTarGz(t, filepath.Join(dir, "digestpin_0.0.9_linux_amd64.tar.gz"), map[string]string{"digestpin": tool("digestpin")})
+	sums := dpSum + "  digestpin_0.1.0_linux_amd64.tar.gz\n" + strings.Repeat("0", 64) + "  digestpin_0.1.0_linux_arm64.tar.gz\n"
+	if err := os.WriteFile(filepath.Join(dir, "SHA256SUMS"), []byte(sums), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(http.FileServer(http.Dir(dir)))
+	t.Cleanup(srv.Close)
+	fetch := filepath.Join(repoRoot(t), "scripts", "argocd", "image-fetch.sh")
+	base := []string{
+		"DIGESTPIN_VERSION=0.1.0", "DIGESTPIN_RELEASE_URL=" + srv.URL,
+		"HELM_VERSION=v4.3.1", "HELM_SHA256=" + helmSum, "HELM_URL=" + srv.URL,
+		"KUSTOMIZE_VERSION=v5.8.1", "KUSTOMIZE_SHA256=" + kzSum, "KUSTOMIZE_URL=" + srv.URL,
+		"TARGETARCH=amd64",
+	}
+	for _, tc := range []struct {
+		desc string
+		env  []string // replaces base's
+		want string   // the one line on stderr; "" for success
+	}{
+		{desc: "all three checked"},
+		{desc: "no TARGETARCH, as the classic builder", env: []string{"TARGETARCH="}},
+		{
+			desc: "a Helm archive that is not the one checked",
+			env:  []string{"HELM_SHA256=" + kzSum},
+			want: "digestpin-cmp image: helm-v4.3.1-linux-amd64.tar.gz has the SHA-256 " + helmSum + ", want " + kzSum + ": refusing it\n",
+		},
+		{
+			desc: "a kustomize archive that is not the one checked",
+			env:  []string{"KUSTOMIZE_SHA256=" + helmSum},
+			want: "digestpin-cmp image: kustomize_v5.8.1_linux_amd64.tar.gz has the SHA-256 " + kzSum + ", want " + helmSum + ": refusing it\n",
+		},
+		{
+			desc: "a digestpin archive that SHA256SUMS does not list",
+			env:  []string{"DIGESTPIN_VERSION=0.0.9"},
+			want: "digestpin-cmp image: " + srv.URL + "/SHA256SUMS has no line for digestpin_0.0.9_linux_amd64.tar.gz: refusing it\n",
+		},
+		{
+			desc: "a digestpin archive whose SHA256SUMS line differs",
+			env:  []string{"TARGETARCH=arm64"},
+			want: "digestpin-cmp image: digestpin_0.1.0_linux_arm64.tar.gz has the SHA-256 " + armSum + ", want " + strings.Repeat("0", 64) + ": refusing it\n",
+		},
+		{
+			desc: "a release that is not there",
+			env:  []string{"DIGESTPIN_RELEASE_URL=" + srv.URL + "/gone"},
+			want: "digestpin-cmp image: cannot download " + srv.URL + "/gone/SHA256SUMS\n",
+		},
+		{
+			desc: "no Helm checksum",
+			env:  []string{"HELM_SHA256="},
+			want: "digestpin-cmp image: build argument HELM_SHA256 is required (the SHA-256 of helm-v4.3.1-linux-amd64.tar.gz)\n",
+		},
+		{
+			desc: "no digestpin version",
+			env:  []string{"DIGESTPIN_VERSION="},
+			want: "digestpin-cmp image: build argument DIGESTPIN_VERSION is required (a released version, e.g. 0.1.0)\n",
+		},
+	} {
+		t.Run(tc.desc, func(t *testing.T) {
+			bin := filepath.Join(t.TempDir(), "bin")
+			r := runCmd(t, t.TempDir(), nil, append(slices.Clone(base), tc.env...), fetch, bin)
+			if tc.want != "" {
+				if r.err == nil || r.stderr != tc.want {
+					t.Errorf("image-fetch.sh: err %v, stderr %q; want a failure with %q", r.err, r.stderr, tc.want)
+				}
+				if _, err := os.Stat(bin); !os.IsNotExist(err) {
+					t.Errorf("a failed fetch left %s (%v)", bin, err)
+				}
+				return
+			}
+			if r.err != nil {
+				t.Fatalf("image-fetch.sh: %v\n%s", r.err, r.stderr)
+			}
+			for _, name := range []string{"digestpin", "helm", "kustomize"} {
+				out := runCmd(t, bin, nil, nil, filepath.Join(bin, name))
+				if out.err != nil || out.stdout != name+"\n" {
+					t.Errorf("%s from the archive: %v %q", name, out.err, out.stdout)
+				}
+			}
+			des, err := os.ReadDir(bin)
+			if err != nil || len(des) != 3 {
+				t.Errorf("bin holds %d files (%v), want the three binaries", len(des), err)
+			}
+		})
 	}
 }
