@@ -31,6 +31,9 @@ done
 v=$(digestpin --version 2>&1) || die "digestpin --version failed: $v"
 h=$(helm version --short 2>&1) || die "helm version failed: $h"
 echo "digestpin-cmp: $v, helm $h" >&2
+if [[ ! -f Chart.yaml && (-f kustomization.yaml || -f kustomization.yml || -f Kustomization) ]]; then
+	command -v kustomize >/dev/null || die "kustomize is not on the sidecar's PATH ($PATH), and ${ARGOCD_APP_SOURCE_PATH:-the source folder} is a kustomization: use the image built from scripts/argocd/Dockerfile"
+fi
 
 [[ -f Chart.yaml ]] || exit 0
 grep -q '^dependencies:' Chart.yaml || exit 0
