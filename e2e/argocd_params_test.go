@@ -246,7 +246,7 @@ func TestArgoCDParameterFailures(t *testing.T) {
 			desc:   "bad inline values",
 			source: "helm",
 			params: []map[string]any{{"name": "values", "string": "replicas: [\n"}},
-			want:   "values.yaml",
+			want:   "values-parameter.yaml", // the file that holds them, named after the parameter
 		},
 		{
 			desc:   "a Helm parameter on a kustomization",

@@ -250,9 +250,9 @@ helm)
 	if [[ "$has_inline_values" == true ]]; then
 		(
 			umask 077
-			printf '%s' "$inline_values" >"$tmp/values.yaml"
+			printf '%s' "$inline_values" >"$tmp/values-parameter.yaml"
 		)
-		helm_args+=(--values "$tmp/values.yaml")
+		helm_args+=(--values "$tmp/values-parameter.yaml")
 	fi
 	helm_args+=("${sets[@]}")
 	for ((i = 0; i < ${#set_files[@]}; i += 2)); do
