@@ -452,3 +452,30 @@ func TestArgoCDChartRepoDependency(t *testing.T) {
 		})
 	}
 }
+
+// TestArgoCDStartupCheck runs the plugin in a sidecar whose digestpin or
+// helm does not run (a broken image): init fails with one line that says
+// which, before anything is rendered.
+func TestArgoCDStartupCheck(t *testing.T) {
+	reg := testregistry.New(t)
+	broken := filepath.Join(t.TempDir(), "broken")
+	if err := os.WriteFile(broken, []byte("#!/bin/sh\necho 'exec format error' >&2\nexit 126\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		tool string
+		want string
+	}{
+		{"digestpin", "digestpin-cmp: digestpin --version failed: exec format error\n"},
+		{"helm", "digestpin-cmp: helm version failed: exec format error\n"},
+	} {
+		t.Run(tc.tool, func(t *testing.T) {
+			sc := newSidecarWith(t, map[string]string{tc.tool: broken})
+			src, argo := argoSource(t, "helm", reg)
+			r := sc.generateWith(t, src, argo)
+			if r.err == nil || r.stderr != tc.want || r.stdout != "" {
+				t.Errorf("generate with a broken %s: err %v, stdout %q, stderr %q; want a failure with %q", tc.tool, r.err, r.stdout, r.stderr, tc.want)
+			}
+		})
+	}
+}
