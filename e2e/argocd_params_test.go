@@ -479,3 +479,22 @@ func TestArgoCDStartupCheck(t *testing.T) {
 		})
 	}
 }
+
+// TestArgoCDNothingToRender checks that a source folder with no chart, no
+// kustomization and no manifest fails the generation: empty output would
+// make Argo CD prune every resource of the Application.
+func TestArgoCDNothingToRender(t *testing.T) {
+	reg := testregistry.New(t)
+	sc := newSidecar(t)
+	src, argo := argoSource(t, "plain", reg)
+	for _, f := range []string{"deployment.yaml", "service.yml", "worker.json"} {
+		if err := os.Remove(filepath.Join(src, f)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	r := sc.generateWith(t, src, argo)
+	want := "digestpin-cmp: plain: no Chart.yaml, no kustomization and no *.yaml, *.yml or *.json file: nothing to render\n"
+	if r.err == nil || !strings.HasSuffix(r.stderr, want) || r.stdout != "" {
+		t.Errorf("generate on an empty folder: err %v, stdout %q, stderr %q; want a failure ending %q", r.err, r.stdout, r.stderr, want)
+	}
+}
