@@ -389,9 +389,11 @@ func TestArgoCDChartRepoDependency(t *testing.T) {
 		desc     string
 		user     string
 		config   bool // the operator mounts a repositories.yaml
+		vendored bool // charts/ holds the dependency, unpacked
 		wantFail string
 	}{
 		{desc: "a public repository, no repository config"},
+		{desc: "vendored in charts/, as a folder", user: "argocd", vendored: true},
 		{desc: "a private repository, its credentials in the repository config", user: "argocd", config: true},
 		{desc: "a private repository, no repository config", user: "argocd", wantFail: "401"},
 	} {
@@ -410,6 +412,11 @@ func TestArgoCDChartRepoDependency(t *testing.T) {
 				t.Fatal(err)
 			}
 			argo = append(argo, values)
+			if tc.vendored {
+				if err := os.CopyFS(filepath.Join(src, "charts", "common"), os.DirFS(filepath.Join(repoRoot(t), "testdata", "argocd-app", "common"))); err != nil {
+					t.Fatal(err)
+				}
+			}
 			if tc.config {
 				// As `helm repo add shop URL --username … --password …`
 				// writes it, mounted from a Secret.
@@ -436,7 +443,9 @@ func TestArgoCDChartRepoDependency(t *testing.T) {
 			if want := "image: " + reg.Ref("shop/worker:2.0") + "@" + worker.String(); !strings.Contains(r.stdout, want) {
 				t.Errorf("output does not hold the dependency's worker pinned (%s):\n%s", want, r.stdout)
 			}
-			if cr.requests.Load() == 0 {
+			if n := cr.requests.Load(); tc.vendored && n != 0 {
+				t.Errorf("a vendored dependency made %d chart repository requests, want 0", n)
+			} else if !tc.vendored && n == 0 {
 				t.Error("the chart repository was not asked")
 			}
 			// The next generation of the same copy finds charts/ complete

@@ -37,9 +37,9 @@ fi
 
 [[ -f Chart.yaml ]] || exit 0
 grep -q '^dependencies:' Chart.yaml || exit 0
-# Every dependency already in charts/ (vendored, or built by an earlier
-# generation of the same copy): nothing to fetch, nothing to ask a
-# repository.
-if helm dependency list . 2>/dev/null | awk 'NR > 1 && NF && $NF != "ok" { missing = 1 } END { exit !missing }'; then
+# Every dependency already in charts/ (vendored as an archive or a folder,
+# or built by an earlier generation of the same copy): nothing to fetch,
+# nothing to ask a repository.
+if helm dependency list . 2>/dev/null | awk 'NR > 1 && NF && $NF != "ok" && $NF != "unpacked" { missing = 1 } END { exit !missing }'; then
 	helm dependency build . >&2
 fi
