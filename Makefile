@@ -10,6 +10,8 @@ HELM3_VERSION := v3.22.0
 HELM4_VERSION := v4.3.1
 HELM3 := $(CACHE)/helm-$(HELM3_VERSION)/helm
 HELM4 := $(CACHE)/helm-$(HELM4_VERSION)/helm
+KUSTOMIZE_VERSION := v5.8.1
+KUSTOMIZE := $(CACHE)/kustomize-$(KUSTOMIZE_VERSION)/kustomize
 GOLANGCI_VERSION := v2.15.0
 GOLANGCI := $(CACHE)/golangci-lint-$(GOLANGCI_VERSION)/golangci-lint
 LDFLAGS := -X main.version=$(VERSION)
@@ -18,6 +20,7 @@ LDFLAGS := -X main.version=$(VERSION)
 export DIGESTPIN_TEST_BIN := $(CURDIR)/$(BIN)
 export DIGESTPIN_TEST_HELM3 := $(HELM3)
 export DIGESTPIN_TEST_HELM4 := $(HELM4)
+export DIGESTPIN_TEST_KUSTOMIZE := $(KUSTOMIZE)
 
 .PHONY: all build test demo helm lint bench fuzz clean install release dist
 
@@ -29,7 +32,7 @@ build:
 # The Helm SDK example is its own module; without -race it reuses most of
 # the Helm CLI builds, where -race would compile Helm and Kubernetes again
 # (minutes). Our own code in it is race-tested in ./postrender.
-test: build helm
+test: build helm $(KUSTOMIZE)
 	scripts/test-deps.sh
 	go test -race -cover ./...
 	cd examples/helmsdk && go test ./...
@@ -54,6 +57,10 @@ bench: build
 # Every fuzz target briefly (FUZZTIME each, default 15s); CI runs this too.
 fuzz:
 	FUZZTIME=$${FUZZTIME:-15s} scripts/fuzz.sh
+
+# kustomize renders kustomizations in the Argo CD plugin's tests.
+$(KUSTOMIZE):
+	GOBIN=$(dir $@) go install sigs.k8s.io/kustomize/kustomize/v5@$(KUSTOMIZE_VERSION)
 
 lint: $(GOLANGCI)
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt: $$out"; exit 1; fi

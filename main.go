@@ -150,6 +150,10 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 				return &usageError{err}
 			}
 			return nil
+		case fs.Arg(0) == "argocd-parameters" && fs.NArg() == 1:
+			// Internal: the Argo CD plugin's generate.sh reads its
+			// parameters through it (argocd.go).
+			return writeArgocdParameters(stdout, os.LookupEnv)
 		case fs.NArg() > 0:
 			return &usageError{fmt.Errorf("unexpected argument %q: digestpin reads the manifests on stdin or from -f FILE", fs.Arg(0))}
 		}

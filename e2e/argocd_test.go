@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"flag"
+	"maps"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -66,12 +67,18 @@ func pushShop(t *testing.T, reg *testregistry.Registry) map[string]v1.Hash {
 	return digests
 }
 
-// toolPath returns a PATH with helm (the Helm v4 CLI) and digestpin first,
-// as in the sidecar image.
-func toolPath(t *testing.T) string {
+// toolPath returns a PATH with helm (the Helm v4 CLI, or another one
+// given in tools) and digestpin first, as in the sidecar image, and the
+// other tools given (name → executable).
+func toolPath(t *testing.T, tools map[string]string) string {
 	t.Helper()
 	bin := t.TempDir()
-	for name, target := range map[string]string{"helm": helm4(t), "digestpin": digestpinBin(t)} {
+	all := map[string]string{"digestpin": digestpinBin(t)}
+	if tools["helm"] == "" {
+		all["helm"] = helm4(t)
+	}
+	maps.Copy(all, tools)
+	for name, target := range all {
 		if err := os.Symlink(target, filepath.Join(bin, name)); err != nil {
 			t.Fatal(err)
 		}
@@ -152,13 +159,24 @@ type sidecar struct {
 
 func newSidecar(t *testing.T) *sidecar {
 	t.Helper()
-	return &sidecar{path: toolPath(t), home: t.TempDir()}
+	return newSidecarWith(t, nil)
+}
+
+// newSidecarWith returns a sidecar with the given tools on its PATH (see
+// toolPath).
+func newSidecarWith(t *testing.T, tools map[string]string) *sidecar {
+	t.Helper()
+	return &sidecar{path: toolPath(t, tools), home: t.TempDir()}
 }
 
 // env returns the sidecar's environment for one generation, with the
 // Application's plugin env (NAME=value, prefixed with ARGOCD_ENV_ as Argo
 // CD does).
-func (s *sidecar) env(appEnv ...string) []string {
+func (s *sidecar) env(appEnv ...string) []string { return s.envWith(nil, appEnv...) }
+
+// envWith is env with the variables in argo (NAME=value, as they are)
+// added or replaced: what else Argo CD sets, such as ARGOCD_APP_PARAMETERS.
+func (s *sidecar) envWith(argo []string, appEnv ...string) []string {
 	env := []string{
 		"PATH=" + s.path,
 		"HOME=" + s.home,
@@ -175,6 +193,7 @@ func (s *sidecar) env(appEnv ...string) []string {
 		"KUBE_VERSION=1.34.1",
 		"KUBE_API_VERSIONS=admissionregistration.k8s.io/v1,apps/v1,batch/v1,batch/v1/CronJob,v1",
 	}
+	env = append(env, argo...) // the last one of a name wins
 	for _, kv := range appEnv {
 		env = append(env, "ARGOCD_ENV_"+kv)
 	}
@@ -185,8 +204,15 @@ func (s *sidecar) env(appEnv ...string) []string {
 // src, as the sidecar does for every manifest generation.
 func (s *sidecar) generate(t *testing.T, src string, appEnv ...string) result {
 	t.Helper()
+	return s.generateWith(t, src, nil, appEnv...)
+}
+
+// generateWith is generate with the variables in argo set as they are (see
+// envWith).
+func (s *sidecar) generateWith(t *testing.T, src string, argo []string, appEnv ...string) result {
+	t.Helper()
 	initCmd, gen := pluginCommands(t)
-	env := s.env(appEnv...)
+	env := s.envWith(argo, appEnv...)
 	if len(initCmd) > 0 {
 		if r := runCmd(t, src, nil, env, initCmd[0], initCmd[1:]...); r.err != nil {
 			return r

@@ -1,22 +1,43 @@
 #!/usr/bin/env bash
 # generate.sh is the generate command of the digestpin Config Management
 # Plugin (plugin.yaml). Argo CD runs it in the Application's source folder,
-# after init.sh. It renders the chart as Argo CD's own Helm support does and
-# pins every image through digestpin:
+# after init.sh. It renders the folder as Argo CD's own tools would, and
+# pins every image through digestpin. What it renders is decided as Argo CD
+# decides it:
 #
-#   helm template "$ARGOCD_APP_NAME" . --namespace "$ARGOCD_APP_NAMESPACE" \
-#     --kube-version "$KUBE_VERSION" --api-versions "$KUBE_API_VERSIONS" \
-#     --include-crds [--values FILE]... | digestpin [options]
+#   Chart.yaml              a Helm chart, rendered as Argo CD's Helm does:
+#                             helm template RELEASE . --namespace NAMESPACE \
+#                               --kube-version "$KUBE_VERSION" \
+#                               --api-versions "$KUBE_API_VERSIONS" \
+#                               [--values FILE]... [--values INLINE] \
+#                               [--set|--set-string|--set-file K=V]... \
+#                               --include-crds | digestpin [options]
+#   kustomization.yaml,     a kustomization: kustomize build . | digestpin
+#   .yml or Kustomization
+#   anything else           plain manifests: the folder's *.yaml, *.yml and
+#                           *.json files (not recursive, in name order),
+#                           joined with ---, | digestpin
 #
-# stdout carries the manifests only; with pipefail a failure of helm or of
-# digestpin fails the generation, and its reason (on stderr) is what Argo CD
-# shows in the Application's conditions.
+# stdout carries the manifests only; with pipefail a failure of helm,
+# kustomize or digestpin fails the generation, and its reason (on stderr) is
+# what Argo CD shows in the Application's conditions.
+#
+# Helm settings are the plugin's parameters (spec.source.plugin.parameters,
+# announced in plugin.yaml, which lists them with the source.helm field each
+# one replaces), read from ARGOCD_APP_PARAMETERS through `digestpin
+# argocd-parameters`. RELEASE is the release-name parameter, else the
+# Application's name (without the "NAMESPACE_" Argo CD puts before it for
+# Applications outside its own namespace); NAMESPACE the namespace
+# parameter, else the destination namespace. The inline values (the values
+# parameter) go to a file in a private temporary folder, never to a command
+# line. Helm parameters on a kustomization or plain YAML are an error.
 #
 # Application options (spec.source.plugin.env; Argo CD prefixes each name
 # with ARGOCD_ENV_):
 #
 #   VALUES_FILES               comma-separated values files, relative to the
 #                              source folder and inside the repository
+#                              (before the values-files parameter)
 #   DIGESTPIN_LOCK             lock file (relative, inside the repository):
 #                              digests come from it, no registry is asked
 #   DIGESTPIN_FROZEN           with DIGESTPIN_LOCK: "true" (default) fails on
@@ -38,7 +59,11 @@
 # repo-server-patch.yaml: timeouts, insecure registries, a default cache
 # TTL) apply to every Application; the options above win over them.
 #
-# Steady renders: the chart is rendered twice with the same arguments, and
+# Every path an Application names (values files, --set-file files, the lock
+# file, and the plain YAML files themselves) must lie inside the
+# repository once every symbolic link in it is followed.
+#
+# Steady renders: the source is rendered twice with the same arguments, and
 # digestpin names the fields that differ between the two (--volatile-from)
 # and writes the previous output of this Application again, byte for byte,
 # when nothing else changed. The previous output is what this script wrote
@@ -76,24 +101,196 @@ inside_repo() {
 	[[ -f "$abs" ]] || die "$what $path: not a regular file"
 }
 
-helm_args=(template "$ARGOCD_APP_NAME" .
-	--namespace "${ARGOCD_APP_NAMESPACE:-default}"
-	--include-crds)
-# Render for the destination cluster, as Argo CD's built-in Helm does.
-if [[ -n "${KUBE_VERSION:-}" ]]; then
-	helm_args+=(--kube-version "$KUBE_VERSION")
+# is_bool checks the value of a true/false parameter or option.
+is_bool() {
+	[[ "$2" == true || "$2" == false ]] || die "$1=$2: want true or false"
+}
+
+# set_value escapes the commas of a --set value as Argo CD's Helm does, so
+# that "a,b" is one string and not two assignments; a value in braces is a
+# Helm list ({a,b}) and stays as it is. The result is in $set_value.
+set_value() {
+	local v=$1 c prev='' i
+	set_value=''
+	if [[ "$v" == \{*\} ]]; then
+		set_value=$v
+		return
+	fi
+	for ((i = 0; i < ${#v}; i++)); do
+		c=${v:i:1}
+		if [[ "$c" == , && "$prev" != '\' ]]; then
+			set_value+='\,'
+		else
+			set_value+=$c
+		fi
+		prev=$c
+	done
+}
+
+tmp=$(mktemp -d)
+trap 'rm -rf -- "$tmp"' EXIT
+
+# What Argo CD would render here.
+if [[ -f Chart.yaml ]]; then
+	flavour=helm
+elif [[ -f kustomization.yaml || -f kustomization.yml || -f Kustomization ]]; then
+	flavour=kustomization
+else
+	flavour=directory
 fi
-if [[ -n "${KUBE_API_VERSIONS:-}" ]]; then
-	helm_args+=(--api-versions "$KUBE_API_VERSIONS")
+
+# The Application's parameters, as NAME KEY VALUE records; digestpin
+# refuses unknown names and values of the wrong kind. Read into variables
+# first: the order of the parameters must not matter.
+release=${ARGOCD_APP_NAME#*_}
+namespace=${ARGOCD_APP_NAMESPACE:-default}
+kube_version=${KUBE_VERSION:-}
+api_versions=${KUBE_API_VERSIONS:-}
+param_api_versions=()
+param_values_files=()
+inline_values=
+has_inline_values=false
+sets=()
+set_files=()
+ignore_missing=false
+skip_crds=false
+skip_tests=false
+skip_schema=false
+digestpin argocd-parameters >"$tmp/parameters"
+while IFS= read -r -d '' name && IFS= read -r -d '' key && IFS= read -r -d '' value; do
+	[[ "$flavour" == helm ]] || die "parameter $name: only for a Helm chart, and ${ARGOCD_APP_SOURCE_PATH:-the source folder} is a $flavour (no Chart.yaml)"
+	case $name in
+	release-name) release=$value ;;
+	namespace) namespace=$value ;;
+	values-files) param_values_files+=("$value") ;;
+	values)
+		inline_values=$value
+		has_inline_values=true
+		;;
+	set)
+		set_value "$value"
+		sets+=(--set "$key=$set_value")
+		;;
+	set-string)
+		set_value "$value"
+		sets+=(--set-string "$key=$set_value")
+		;;
+	set-file) set_files+=("$key" "$value") ;;
+	ignore-missing-value-files)
+		is_bool "$name" "$value"
+		ignore_missing=$value
+		;;
+	skip-crds)
+		is_bool "$name" "$value"
+		skip_crds=$value
+		;;
+	skip-tests)
+		is_bool "$name" "$value"
+		skip_tests=$value
+		;;
+	skip-schema-validation)
+		is_bool "$name" "$value"
+		skip_schema=$value
+		;;
+	kube-version) kube_version=$value ;;
+	api-versions) param_api_versions+=("$value") ;;
+	*) die "parameter $name: not handled by generate.sh" ;;
+	esac
+done <"$tmp/parameters"
+if ((${#param_api_versions[@]})); then
+	api_versions=$(
+		IFS=,
+		echo "${param_api_versions[*]}"
+	)
 fi
-IFS=, read -r -a values_files <<<"${ARGOCD_ENV_VALUES_FILES:-}"
-for f in "${values_files[@]}"; do
-	f=${f#"${f%%[![:space:]]*}"} # trim leading blanks
-	f=${f%"${f##*[![:space:]]}"} # trim trailing blanks
-	[[ -n "$f" ]] || continue
-	inside_repo "values file" "$f"
-	helm_args+=(--values "$f")
-done
+
+# render writes the manifests of the source folder to stdout.
+render() {
+	case $flavour in
+	helm) helm "${helm_args[@]}" ;;
+	kustomization) kustomize build . ;;
+	directory)
+		local f
+		for f in "${manifests[@]}"; do
+			cat -- "$f"
+			# A file without a final newline must not run into the
+			# separator.
+			[[ -z "$(tail -c 1 -- "$f")" ]] || echo
+			echo ---
+		done
+		;;
+	esac
+}
+
+case $flavour in
+helm)
+	helm_args=(template "$release" . --namespace "$namespace")
+	# Render for the destination cluster, as Argo CD's built-in Helm does.
+	if [[ -n "$kube_version" ]]; then
+		helm_args+=(--kube-version "$kube_version")
+	fi
+	if [[ -n "$api_versions" ]]; then
+		helm_args+=(--api-versions "$api_versions")
+	fi
+	IFS=, read -r -a values_files <<<"${ARGOCD_ENV_VALUES_FILES:-}"
+	for f in "${values_files[@]}" "${param_values_files[@]}"; do
+		f=${f#"${f%%[![:space:]]*}"} # trim leading blanks
+		f=${f%"${f##*[![:space:]]}"} # trim trailing blanks
+		[[ -n "$f" ]] || continue
+		if [[ "$ignore_missing" == true && ! -e "$f" && ! -L "$f" ]]; then
+			echo "digestpin-cmp: values file $f: no such file, ignored (ignore-missing-value-files)" >&2
+			continue
+		fi
+		inside_repo "values file" "$f"
+		helm_args+=(--values "$f")
+	done
+	# Inline values come after the files, as in Argo CD. A file, not the
+	# command line: they may hold secrets, and Helm's errors quote its
+	# command line.
+	if [[ "$has_inline_values" == true ]]; then
+		(
+			umask 077
+			printf '%s' "$inline_values" >"$tmp/values-parameter.yaml"
+		)
+		helm_args+=(--values "$tmp/values-parameter.yaml")
+	fi
+	helm_args+=("${sets[@]}")
+	for ((i = 0; i < ${#set_files[@]}; i += 2)); do
+		inside_repo "set-file ${set_files[i]}" "${set_files[i + 1]}"
+		set_value "${set_files[i + 1]}"
+		helm_args+=(--set-file "${set_files[i]}=$set_value")
+	done
+	if [[ "$skip_crds" == false ]]; then
+		helm_args+=(--include-crds)
+	fi
+	if [[ "$skip_tests" == true ]]; then
+		helm_args+=(--skip-tests)
+	fi
+	if [[ "$skip_schema" == true ]]; then
+		helm_args+=(--skip-schema-validation)
+	fi
+	;;
+kustomization)
+	# The Helm options of the Application's env do not apply either.
+	[[ -z "${ARGOCD_ENV_VALUES_FILES:-}" ]] || die "VALUES_FILES: only for a Helm chart, and ${ARGOCD_APP_SOURCE_PATH:-the source folder} is a kustomization (no Chart.yaml)"
+	;;
+directory)
+	[[ -z "${ARGOCD_ENV_VALUES_FILES:-}" ]] || die "VALUES_FILES: only for a Helm chart, and ${ARGOCD_APP_SOURCE_PATH:-the source folder} holds plain manifests (no Chart.yaml)"
+	manifests=()
+	shopt -s nullglob
+	for f in *.yaml *.yml *.json; do
+		inside_repo "manifest" "$f"
+		manifests+=("$f")
+	done
+	shopt -u nullglob
+	# Sorted by name across the three patterns, as Argo CD reads them.
+	if ((${#manifests[@]})); then
+		mapfile -d '' -t manifests < <(printf '%s\0' "${manifests[@]}" | LC_ALL=C sort -z)
+	else
+		die "${ARGOCD_APP_SOURCE_PATH:-the source folder}: no Chart.yaml, no kustomization and no *.yaml, *.yml or *.json file: nothing to render"
+	fi
+	;;
+esac
 
 pin_args=()
 if [[ -n "${ARGOCD_ENV_DIGESTPIN_LOCK:-}" ]]; then
@@ -122,7 +319,7 @@ option verbose DIGESTPIN_VERBOSE
 case "${ARGOCD_ENV_DIGESTPIN_STEADY:-true}" in
 true) ;;
 false)
-	helm "${helm_args[@]}" | digestpin "${pin_args[@]}"
+	render | digestpin "${pin_args[@]}"
 	exit
 	;;
 *) die "DIGESTPIN_STEADY=${ARGOCD_ENV_DIGESTPIN_STEADY}: want true or false" ;;
@@ -130,11 +327,9 @@ esac
 
 # A second render with the same arguments, for --volatile-from; the first
 # goes to digestpin on stdin, as without steady renders.
-tmp=$(mktemp -d)
-trap 'rm -rf -- "$tmp"' EXIT
-helm "${helm_args[@]}" >"$tmp/second.yaml"
+render >"$tmp/second.yaml"
 state_dir=${DIGESTPIN_CMP_STATE_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/digestpin-state}
 pin_args+=(--volatile-from "$tmp/second.yaml"
 	--state-dir "$state_dir"
 	--state-key "${ARGOCD_APP_NAMESPACE:-default}/$ARGOCD_APP_NAME/${ARGOCD_APP_SOURCE_PATH:-.}")
-helm "${helm_args[@]}" | digestpin "${pin_args[@]}"
+render | digestpin "${pin_args[@]}"

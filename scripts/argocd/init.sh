@@ -1,18 +1,45 @@
 #!/usr/bin/env bash
 # init.sh is the init command of the digestpin Config Management Plugin
 # (plugin.yaml). Argo CD runs it in the Application's source folder before
-# every generation: it builds charts/ from Chart.yaml's dependencies, so
-# that generate.sh renders the chart as `helm install` would.
+# every generation. First it checks the sidecar's tools, so that a broken
+# image fails with one line that says so rather than with a render error.
+# Then, for a Helm chart whose dependencies are not all in charts/ already,
+# it runs `helm dependency build`, as Argo CD's own Helm does, so that
+# generate.sh renders the chart as `helm install` would. A kustomization or
+# a folder of plain manifests needs nothing.
 #
-# Dependencies from file:// and oci:// work as they are (OCI registries
-# log in through HELM_REGISTRY_CONFIG, the mounted docker config); an
-# https:// chart repository must be known to Helm first (HELM_REPOSITORY_CONFIG).
+# Dependencies from file:// work as they are; oci:// ones log in through
+# HELM_REGISTRY_CONFIG (the mounted docker config). https:// chart
+# repositories need no configuration when they are public: Helm fetches
+# their index. Credentials (or a CA) for a private one come from the
+# repository config the operator mounts, HELM_REPOSITORY_CONFIG (see
+# repo-server-patch.yaml, a Secret with a repositories.yaml as `helm repo
+# add` writes it); a repository listed there is asked with them.
 set -o errexit -o nounset -o pipefail
 
-if [[ ! -f Chart.yaml ]]; then
-	echo "digestpin-cmp: no Chart.yaml in ${ARGOCD_APP_SOURCE_PATH:-the source folder}: the digestpin plugin renders Helm charts" >&2
+die() {
+	echo "digestpin-cmp: $*" >&2
 	exit 1
+}
+
+# The start-up check: both tools run, and say which version they are
+# (Argo CD shows init's stderr only on failure, and logs it at --loglevel
+# info).
+for tool in digestpin helm; do
+	command -v "$tool" >/dev/null || die "$tool is not on the sidecar's PATH ($PATH): use the image built from scripts/argocd/Dockerfile"
+done
+v=$(digestpin --version 2>&1) || die "digestpin --version failed: $v"
+h=$(helm version --short 2>&1) || die "helm version failed: $h"
+echo "digestpin-cmp: $v, helm $h" >&2
+if [[ ! -f Chart.yaml && (-f kustomization.yaml || -f kustomization.yml || -f Kustomization) ]]; then
+	command -v kustomize >/dev/null || die "kustomize is not on the sidecar's PATH ($PATH), and ${ARGOCD_APP_SOURCE_PATH:-the source folder} is a kustomization: use the image built from scripts/argocd/Dockerfile"
 fi
-if grep -q '^dependencies:' Chart.yaml; then
-	helm dependency build --skip-refresh . >&2
+
+[[ -f Chart.yaml ]] || exit 0
+grep -q '^dependencies:' Chart.yaml || exit 0
+# Every dependency already in charts/ (vendored as an archive or a folder,
+# or built by an earlier generation of the same copy): nothing to fetch,
+# nothing to ask a repository.
+if helm dependency list . 2>/dev/null | awk 'NR > 1 && NF && $NF != "ok" && $NF != "unpacked" { missing = 1 } END { exit !missing }'; then
+	helm dependency build . >&2
 fi

@@ -1,0 +1,171 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"io"
+	"slices"
+	"strconv"
+	"strings"
+)
+
+// argocdParametersEnv is where Argo CD gives a Config Management Plugin the
+// Application's spec.source.plugin.parameters, as a JSON array.
+const argocdParametersEnv = "ARGOCD_APP_PARAMETERS"
+
+// Kinds of plugin parameters, as Argo CD's collectionType names them.
+const (
+	paramString = "string"
+	paramArray  = "array"
+	paramMap    = "map"
+)
+
+// argocdParameters are the parameters that the Argo CD plugin
+// (scripts/argocd/plugin.yaml announces them, generate.sh applies them)
+// takes, with their kind. A test checks that they equal the announcement.
+var argocdParameters = map[string]string{
+	"release-name":               paramString,
+	"namespace":                  paramString,
+	"values-files":               paramArray,
+	"values":                     paramString,
+	"set":                        paramMap,
+	"set-string":                 paramMap,
+	"set-file":                   paramMap,
+	"ignore-missing-value-files": paramString,
+	"skip-crds":                  paramString,
+	"skip-tests":                 paramString,
+	"skip-schema-validation":     paramString,
+	"kube-version":               paramString,
+	"api-versions":               paramArray,
+}
+
+// argocdParameter is one entry of ARGOCD_APP_PARAMETERS. Pointers tell a
+// field that is absent from one that is empty.
+type argocdParameter struct {
+	Name   string             `json:"name"`
+	String *string            `json:"string"`
+	Array  *[]string          `json:"array"`
+	Map    *map[string]string `json:"map"`
+}
+
+// writeArgocdParameters is `digestpin argocd-parameters`, which the Argo CD
+// plugin's generate.sh runs, because bash cannot read JSON (and the
+// sidecar has no jq). It reads the JSON that lookup finds in
+// ARGOCD_APP_PARAMETERS, checks each parameter's name and kind against
+// argocdParameters, and writes one record of three NUL-terminated fields
+// per value: NAME, KEY and VALUE. KEY is empty for a string, the index for
+// an array item, the key for a map entry (maps in key order, as Argo CD's
+// own Helm passes its parameters). Nothing is written unless every
+// parameter is valid; an unset or empty variable writes nothing.
+func writeArgocdParameters(w io.Writer, lookup func(string) (string, bool)) error {
+	raw, _ := lookup(argocdParametersEnv)
+	if strings.TrimSpace(raw) == "" {
+		return nil
+	}
+	var params []argocdParameter
+	dec := json.NewDecoder(strings.NewReader(raw))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&params); err != nil {
+		return fmt.Errorf("reading %s: %w", argocdParametersEnv, err)
+	}
+	var out bytes.Buffer
+	record := func(fields ...string) error {
+		for _, f := range fields {
+			// A NUL would end the field early in generate.sh.
+			if strings.ContainsRune(f, 0) {
+				return fmt.Errorf("holds a NUL character")
+			}
+			out.WriteString(f)
+			out.WriteByte(0)
+		}
+		return nil
+	}
+	seen := map[string]bool{}
+	for _, p := range params {
+		kind, ok := argocdParameters[p.Name]
+		if !ok {
+			return fmt.Errorf("plugin parameter %q: unknown; the digestpin plugin takes %s", p.Name, strings.Join(argocdParameterNames(), ", "))
+		}
+		if seen[p.Name] {
+			return fmt.Errorf("plugin parameter %q: set twice", p.Name)
+		}
+		seen[p.Name] = true
+		if got := p.kinds(); !slices.Equal(got, []string{kind}) {
+			return fmt.Errorf("plugin parameter %q: want %s value, have %s", p.Name, withArticle(kind), describeKinds(got))
+		}
+		var err error
+		switch kind {
+		case paramString:
+			err = record(p.Name, "", *p.String)
+		case paramArray:
+			for i, v := range *p.Array {
+				if err = record(p.Name, strconv.Itoa(i), v); err != nil {
+					break
+				}
+			}
+		case paramMap:
+			keys := make([]string, 0, len(*p.Map))
+			for k := range *p.Map {
+				keys = append(keys, k)
+			}
+			slices.Sort(keys)
+			for _, k := range keys {
+				if k == "" {
+					err = fmt.Errorf("has an empty key")
+				} else {
+					err = record(p.Name, k, (*p.Map)[k])
+				}
+				if err != nil {
+					break
+				}
+			}
+		}
+		if err != nil {
+			return fmt.Errorf("plugin parameter %q: %w", p.Name, err)
+		}
+	}
+	_, err := w.Write(out.Bytes())
+	return err
+}
+
+// kinds returns the kinds of value p holds, in argocdParameters' spelling.
+func (p argocdParameter) kinds() []string {
+	var k []string
+	if p.String != nil {
+		k = append(k, paramString)
+	}
+	if p.Array != nil {
+		k = append(k, paramArray)
+	}
+	if p.Map != nil {
+		k = append(k, paramMap)
+	}
+	return k
+}
+
+// describeKinds says which values a parameter has, for an error message.
+func describeKinds(kinds []string) string {
+	if len(kinds) == 0 {
+		return "no value"
+	}
+	return strings.Join(kinds, " and ")
+}
+
+// withArticle returns kind with its indefinite article.
+func withArticle(kind string) string {
+	if kind == paramArray {
+		return "an " + kind
+	}
+	return "a " + kind
+}
+
+// argocdParameterNames returns the names of argocdParameters, sorted.
+func argocdParameterNames() []string {
+	names := make([]string, 0, len(argocdParameters))
+	for n := range argocdParameters {
+		names = append(names, n)
+	}
+	slices.Sort(names)
+	return names
+}
