@@ -50,6 +50,8 @@ type Result struct {
 	// KeptPrevious says that Output is Options.Previous, byte for byte.
 	KeptPrevious bool
 	files        []*atomicfile.Pending
+	// choices are the tag policies' choices, by Image.Reference.
+	choices map[string]ReportPolicy
 	// put stores Output in Options.Store; nil when there is nothing to
 	// store.
 	put func() error
@@ -84,6 +86,7 @@ func (p *Pinner) Pin(ctx context.Context, in []byte) (*Result, error) {
 	if err := p.steady(ctx, in, res); err != nil {
 		return nil, err
 	}
+	res.choices = c.choices(out.Images)
 	if err := p.prepare(res, c.platform); err != nil {
 		res.Discard()
 		return nil, err
@@ -177,7 +180,7 @@ func (p *Pinner) previous(ctx context.Context) (b []byte, where string, found bo
 // prepare writes the lock file and the report beside their destinations.
 func (p *Pinner) prepare(res *Result, platform string) error {
 	if p.o.WriteLock != "" {
-		l, err := newLock(res.Images, platform)
+		l, err := newLock(res.Images, platform, res.choices)
 		if err != nil {
 			return fmt.Errorf("writing lock file %s: %w", p.o.WriteLock, err)
 		}
@@ -195,6 +198,7 @@ func (p *Pinner) prepare(res *Result, platform string) error {
 	if p.o.Report != "" {
 		rep := NewReport(res.Images, platform)
 		rep.Volatile = res.Volatile
+		rep.addChoices(res.choices)
 		b, err := rep.marshal()
 		if err != nil {
 			return err
@@ -210,13 +214,17 @@ func (p *Pinner) prepare(res *Result, platform string) error {
 
 // newLock is the lock file of every image a run resolved: not those the
 // manifests pinned already, nor those kept unresolved.
-func newLock(images []renderer.Image, platform string) (*lockfile.Lock, error) {
+func newLock(images []renderer.Image, platform string, choices map[string]ReportPolicy) (*lockfile.Lock, error) {
 	var entries []lockfile.Entry
 	for _, im := range images {
 		if im.Digest == "" || im.Source == resolution.Pinned || im.Source == resolution.Unresolved {
 			continue
 		}
-		entries = append(entries, lockfile.Entry{Reference: im.Reference, Platform: platform, Digest: im.Digest})
+		e := lockfile.Entry{Reference: im.Reference, Platform: platform, Digest: im.Digest}
+		if ch, ok := choices[im.Reference]; ok {
+			e.Policy, e.Tag = ch.Policy, ch.Chosen
+		}
+		entries = append(entries, e)
 	}
 	return lockfile.New(entries)
 }
