@@ -2,11 +2,13 @@ package resolve
 
 import (
 	"cmp"
+	"errors"
 	"fmt"
 	"regexp"
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/Masterminds/semver/v3"
@@ -181,16 +183,19 @@ func (p *TagPolicy) choose(repo string, tags []string, maxTags int, created func
 	if p.strategy != StrategyLatest {
 		return cands[0], cands, nil
 	}
-	// latest: the creation time of each of the maxTags first candidates;
-	// the newest wins, and of equal times the first in natural order.
+	// latest: the creation time of each of the maxTags first candidates,
+	// asked at once; the newest wins, and of equal times the first in
+	// natural order.
 	cands = cands[:min(maxTags, len(cands))]
 	times := make([]time.Time, len(cands))
+	errs := make([]error, len(cands))
+	var wg sync.WaitGroup
 	for i, t := range cands {
-		c, err := created(t)
-		if err != nil {
-			return "", nil, err
-		}
-		times[i] = c
+		wg.Go(func() { times[i], errs[i] = created(t) })
+	}
+	wg.Wait()
+	if err := errors.Join(errs...); err != nil {
+		return "", nil, err
 	}
 	order := make([]int, len(cands))
 	for i := range order {
