@@ -48,6 +48,7 @@ type options struct {
 	tagAllow           []string
 	tagIgnore          []string
 	maxTags            int
+	keelAnnotations    bool
 	logFile            string
 	ttyErrors          bool
 	verbose            bool
@@ -92,6 +93,7 @@ func (o *options) bind(fs *pflag.FlagSet) {
 	fs.StringArrayVar(&o.tagAllow, "tag-allow", nil, "the --tag-policy of IMAGE considers only tags matching REGEXP (`IMAGE=REGEXP`; repeatable)")
 	fs.StringArrayVar(&o.tagIgnore, "tag-ignore", nil, "the --tag-policy of IMAGE never considers tags matching REGEXP (`IMAGE=REGEXP`; repeatable)")
 	fs.IntVar(&o.maxTags, "max-tags", resolve.DefaultMaxTags, "the latest tag policy reads the creation time of at most `N` candidates, the highest in natural order")
+	fs.BoolVar(&o.keelAnnotations, "keel-annotations", false, "give the images of each workload with Keel's keel.sh/policy annotation (or label) the tag policy it means (all, major, minor, patch, force with keel.sh/match-tag, glob:, regexp:), relative to each image's tag")
 	fs.StringVar(&o.logFile, "log-file", "", "also append messages to `FILE`")
 	fs.BoolVar(&o.ttyErrors, "tty-errors", false, "also write the reason of a failure to the controlling terminal when stderr is not a terminal (the Helm 4 plugin sets it: Helm 4 discards a post-renderer's stderr)")
 	fs.BoolVarP(&o.verbose, "verbose", "v", false, "log each resolution to stderr")
@@ -227,22 +229,23 @@ func (o *options) pinOptions(log *logger) (pin.Options, error) {
 			KeepUnresolved:     keep,
 			Warnf:              log.warnf,
 		},
-		ResolveOptions: ropts,
-		Platform:       platform,
-		Lock:           o.lock,
-		Frozen:         o.frozen,
-		Check:          o.check,
-		CacheDir:       o.cacheDir,
-		CacheTTL:       o.cacheTTL,
-		WriteLock:      o.writeLock,
-		Report:         o.report,
-		VolatileFrom:   o.volatileFrom,
-		Previous:       o.previous,
-		Store:          store,
-		StateKey:       o.stateKey,
-		TagPolicies:    policies,
-		MaxTags:        o.maxTags,
-		Logf:           log.debugf,
+		ResolveOptions:  ropts,
+		Platform:        platform,
+		Lock:            o.lock,
+		Frozen:          o.frozen,
+		Check:           o.check,
+		CacheDir:        o.cacheDir,
+		CacheTTL:        o.cacheTTL,
+		WriteLock:       o.writeLock,
+		Report:          o.report,
+		VolatileFrom:    o.volatileFrom,
+		Previous:        o.previous,
+		Store:           store,
+		StateKey:        o.stateKey,
+		TagPolicies:     policies,
+		MaxTags:         o.maxTags,
+		KeelAnnotations: o.keelAnnotations,
+		Logf:            log.debugf,
 	}, nil
 }
 
@@ -298,20 +301,21 @@ func (o *options) parseTagPolicies() (*resolve.TagPolicies, error) {
 
 // pinFields names the flag of each pin.Options field, for messages.
 var pinFields = map[string]string{
-	"Lock":         "lock",
-	"Frozen":       "frozen",
-	"Check":        "check",
-	"CacheDir":     "cache-dir",
-	"CacheTTL":     "cache-ttl",
-	"WriteLock":    "write-lock",
-	"Report":       "report",
-	"Platform":     "platform",
-	"VolatileFrom": "volatile-from",
-	"Previous":     "previous",
-	"Store":        "state-dir",
-	"StateKey":     "state-key",
-	"TagPolicies":  "tag-policy",
-	"MaxTags":      "max-tags",
+	"Lock":            "lock",
+	"Frozen":          "frozen",
+	"Check":           "check",
+	"CacheDir":        "cache-dir",
+	"CacheTTL":        "cache-ttl",
+	"WriteLock":       "write-lock",
+	"Report":          "report",
+	"Platform":        "platform",
+	"VolatileFrom":    "volatile-from",
+	"Previous":        "previous",
+	"Store":           "state-dir",
+	"StateKey":        "state-key",
+	"TagPolicies":     "tag-policy",
+	"MaxTags":         "max-tags",
+	"KeelAnnotations": "keel-annotations",
 }
 
 // resolveOptions names the flag of each resolve option, for messages.

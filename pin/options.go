@@ -87,6 +87,12 @@ type Options struct {
 	// own tag. It excludes the annotate mode, and with Registry set needs
 	// a Registry that is a resolve.TagSource.
 	TagPolicies *resolve.TagPolicies
+	// KeelAnnotations gives the images of each workload with Keel's
+	// keel.sh/policy annotation (or label) the tag policy Keel's policy
+	// means (resolve.KeelStrategy), relative to each image's tag; it wins
+	// over TagPolicies. A workload without one is unchanged. A reference
+	// that two workloads use under different policies fails the Pin.
+	KeelAnnotations bool
 	// MaxTags bounds how many candidates the latest strategy reads the
 	// creation time of; 0 means resolve.DefaultMaxTags.
 	MaxTags int

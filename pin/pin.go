@@ -64,7 +64,15 @@ type Result struct {
 // destinations, to be put in place by Commit. On error nothing is
 // returned and no file changes.
 func (p *Pinner) Pin(ctx context.Context, in []byte) (*Result, error) {
-	c, err := newChain(&p.o)
+	o := p.o
+	if o.KeelAnnotations {
+		ps, err := p.keelPolicies(ctx, in)
+		if err != nil {
+			return nil, err
+		}
+		o.TagPolicies = ps
+	}
+	c, err := newChain(&o)
 	if err != nil {
 		return nil, err
 	}

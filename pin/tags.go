@@ -1,6 +1,7 @@
 package pin
 
 import (
+	"context"
 	"fmt"
 
 	"github.com/google/go-containerregistry/pkg/name"
@@ -89,4 +90,71 @@ func (r *Report) addChoices(choices map[string]ReportPolicy) {
 			r.Images[i].Policy = &ch
 		}
 	}
+}
+
+// keelPolicies returns the tag policies of the Pin with KeelAnnotations:
+// Options.TagPolicies, and for each reference that a workload with a
+// keel.sh/policy uses, the policy Keel's means for its tag. Every use of
+// a reference must agree, those of workloads without Keel's annotations
+// included: a reference is resolved once per run, and a workload without
+// them is not to change.
+func (p *Pinner) keelPolicies(ctx context.Context, in []byte) (*resolve.TagPolicies, error) {
+	uses, err := p.o.Renderer.KeelUses(ctx, in)
+	if err != nil {
+		return nil, err
+	}
+	ps := p.o.TagPolicies.Clone()
+	type first struct {
+		policy string
+		use    renderer.KeelUse
+	}
+	seen := map[string]first{}
+	for _, u := range uses {
+		ref, err := name.ParseReference(u.Image)
+		if err != nil {
+			continue // Render says why
+		}
+		if _, pinned := ref.(name.Digest); pinned {
+			continue
+		}
+		policy := ""
+		if u.Policy != "" {
+			tag := ""
+			if t, ok := ref.(name.Tag); ok {
+				tag = t.TagStr()
+			}
+			s, err := resolve.KeelStrategy(tag, u.Policy, u.MatchTag)
+			if err != nil {
+				return nil, fmt.Errorf("%s: %s: %w", u.Where, u.Workload, err)
+			}
+			tp, err := resolve.ParseTagPolicy(s)
+			if err != nil {
+				return nil, fmt.Errorf("%s: %s: keel policy %q: %w", u.Where, u.Workload, u.Policy, err)
+			}
+			if tp.Strategy() != resolve.StrategyDigest {
+				policy = tp.String()
+			}
+			if err := ps.AddReference(ref, s); err != nil {
+				return nil, err
+			}
+		} else if tp := p.o.TagPolicies.For(ref); tp != nil {
+			policy = tp.String()
+		}
+		if f, ok := seen[ref.Name()]; ok && f.policy != policy {
+			return nil, fmt.Errorf("%s: %s: %s would follow %s, but %s (%s) uses it with %s: digestpin resolves a reference one way per run; give both workloads the same keel.sh/policy",
+				u.Where, u.Workload, u.Image, policyName(policy), f.use.Workload, f.use.Where, policyName(f.policy))
+		}
+		if _, ok := seen[ref.Name()]; !ok {
+			seen[ref.Name()] = first{policy, u}
+		}
+	}
+	return ps, nil
+}
+
+// policyName names a policy in a message.
+func policyName(policy string) string {
+	if policy == "" {
+		return "its own tag"
+	}
+	return "policy " + policy
 }

@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"errors"
 	"fmt"
+	"maps"
 	"regexp"
 	"slices"
 	"strconv"
@@ -265,11 +266,37 @@ func digitRun(s string) int {
 	return i
 }
 
-// TagPolicies maps repositories to their tag policies. The zero value
-// has none. It is not safe for concurrent Add; once built, For may be
-// called concurrently.
+// TagPolicies maps repositories, and single references, to their tag
+// policies. The zero value has none. It is not safe for concurrent Add;
+// once built, For may be called concurrently.
 type TagPolicies struct {
-	m map[string]*TagPolicy // repository's fully qualified name → policy
+	m    map[string]*TagPolicy // repository's fully qualified name → policy
+	refs map[string]*TagPolicy // reference's fully qualified name → policy
+}
+
+// AddReference sets the policy of one reference (with its tag), which
+// wins over its repository's: Keel's annotations give each workload's
+// image a policy of its own, relative to its tag.
+func (ps *TagPolicies) AddReference(ref name.Reference, strategy string) error {
+	p, err := ParseTagPolicy(strategy)
+	if err != nil {
+		return err
+	}
+	if ps.refs == nil {
+		ps.refs = map[string]*TagPolicy{}
+	}
+	ps.refs[ref.Name()] = p
+	return nil
+}
+
+// Clone returns a copy of ps that Add and AddReference may change
+// without changing ps; a nil ps gives an empty TagPolicies.
+func (ps *TagPolicies) Clone() *TagPolicies {
+	c := &TagPolicies{}
+	if ps != nil {
+		c.m, c.refs = maps.Clone(ps.m), maps.Clone(ps.refs)
+	}
+	return c
 }
 
 // Add sets the policy of image, a repository as manifests write it
@@ -329,19 +356,31 @@ func (ps *TagPolicies) For(ref name.Reference) *TagPolicy {
 	if ps == nil {
 		return nil
 	}
+	if p, ok := ps.refs[ref.Name()]; ok {
+		if p.chooses() {
+			return p
+		}
+		return nil
+	}
 	if p := ps.m[ref.Context().Name()]; p.chooses() {
 		return p
 	}
 	return nil
 }
 
-// Len returns how many repositories have a policy that chooses a tag.
+// Len returns how many repositories and references have a policy that
+// chooses a tag.
 func (ps *TagPolicies) Len() int {
 	if ps == nil {
 		return 0
 	}
 	n := 0
 	for _, p := range ps.m {
+		if p.chooses() {
+			n++
+		}
+	}
+	for _, p := range ps.refs {
 		if p.chooses() {
 			n++
 		}

@@ -43,7 +43,20 @@ type PolicyResolver struct {
 	cache    *Cache       // nil: none
 	key      CacheKeyFunc // with cache
 	warnf    func(format string, args ...any)
-	choices  sync.Map // repository name → *choiceCall
+	choices  sync.Map // choiceKey → *choiceCall
+	lists    sync.Map // repository name → *listCall
+}
+
+// listCall is one repository's tag listing, in flight or done.
+type listCall struct {
+	done chan struct{}
+	tags []string
+	err  error
+}
+
+// choiceKey is the key of a repository's choice under a policy.
+func choiceKey(ref name.Reference, p *TagPolicy) string {
+	return ref.Context().Name() + "\n" + p.String()
 }
 
 // choiceCall is one repository's choice, in flight or done.
@@ -117,10 +130,14 @@ func (r *PolicyResolver) Resolve(ctx context.Context, ref name.Reference) (resol
 	return res, nil
 }
 
-// Choice returns the choice made for ref's repository during the
-// resolver's lifetime, if any.
+// Choice returns the choice made for ref's repository under ref's policy
+// during the resolver's lifetime, if any.
 func (r *PolicyResolver) Choice(ref name.Reference) (Choice, bool) {
-	v, ok := r.choices.Load(ref.Context().Name())
+	p := r.policies.For(ref)
+	if p == nil {
+		return Choice{}, false
+	}
+	v, ok := r.choices.Load(choiceKey(ref, p))
 	if !ok {
 		return Choice{}, false
 	}
@@ -133,11 +150,11 @@ func (r *PolicyResolver) Choice(ref name.Reference) (Choice, bool) {
 	}
 }
 
-// choose returns the choice for ref's repository, made once per
-// repository: later callers wait for the first. A failure is forgotten,
-// so that it is not remembered as a choice.
+// choose returns the choice for ref's repository under policy p, made
+// once per repository and policy: later callers wait for the first. A
+// failure is forgotten, so that it is not remembered as a choice.
 func (r *PolicyResolver) choose(ctx context.Context, ref name.Reference, p *TagPolicy) (Choice, error) {
-	k := ref.Context().Name()
+	k := choiceKey(ref, p)
 	c := &choiceCall{done: make(chan struct{})}
 	if v, loaded := r.choices.LoadOrStore(k, c); loaded {
 		c = v.(*choiceCall)
@@ -171,7 +188,7 @@ func (r *PolicyResolver) chooseNow(ctx context.Context, ref name.Reference, p *T
 			}
 		}
 	}
-	tags, err := r.tags.Tags(ctx, repo)
+	tags, err := r.list(ctx, repo)
 	if err != nil {
 		return Choice{}, err
 	}
@@ -187,4 +204,26 @@ func (r *PolicyResolver) chooseNow(ctx context.Context, ref name.Reference, p *T
 		}
 	}
 	return c, nil
+}
+
+// list lists repo's tags once for the resolver's lifetime, whatever the
+// policies that ask: later callers wait for the first. A failure is
+// forgotten, so that a later caller asks again.
+func (r *PolicyResolver) list(ctx context.Context, repo name.Repository) ([]string, error) {
+	c := &listCall{done: make(chan struct{})}
+	if v, loaded := r.lists.LoadOrStore(repo.Name(), c); loaded {
+		c = v.(*listCall)
+		select {
+		case <-c.done:
+			return c.tags, c.err
+		case <-ctx.Done():
+			return nil, fmt.Errorf("listing tags of %s: %w", repo, ctx.Err())
+		}
+	}
+	c.tags, c.err = r.tags.Tags(ctx, repo)
+	if c.err != nil {
+		r.lists.CompareAndDelete(repo.Name(), c)
+	}
+	close(c.done)
+	return c.tags, c.err
 }
