@@ -19,7 +19,7 @@ func TestKeelStrategy(t *testing.T) {
 		{"latest", "minor", false, "digest"},
 		{"latest", "force", false, "latest"},
 		{"latest", "force", true, "digest"},
-		{"dev", "glob:release-*.?", false, `name:^release\-.*\..$`},
+		{"dev", "glob:release-*.?", false, `name:^release-.*\..$`},
 		{"dev", "regexp:^main-[0-9]+$", false, "name:^main-[0-9]+$"},
 	} {
 		got, err := KeelStrategy(tc.tag, tc.policy, tc.matchTag)
