@@ -11,6 +11,10 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-containerregistry/pkg/name"
 	v1 "github.com/google/go-containerregistry/pkg/v1"
+	"github.com/google/go-containerregistry/pkg/v1/empty"
+	"github.com/google/go-containerregistry/pkg/v1/mutate"
+	"github.com/google/go-containerregistry/pkg/v1/random"
+	"github.com/google/go-containerregistry/pkg/v1/remote"
 
 	"github.com/digestpin/digestpin/internal/testregistry"
 	"github.com/digestpin/digestpin/resolution"
@@ -365,4 +369,37 @@ func mustHash(t *testing.T, s string) v1.Hash {
 	h, err := v1.NewHash(s)
 	must(t, err)
 	return h
+}
+
+// TestCreatedIndex: the creation time of a multi-platform image is its
+// linux/amd64 image's, or the configured platform's.
+func TestCreatedIndex(t *testing.T) {
+	reg := testregistry.New(t)
+	t1, t2 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC), time.Date(2026, 2, 1, 0, 0, 0, 0, time.UTC)
+	var idx v1.ImageIndex = empty.Index
+	for _, p := range []struct {
+		arch    string
+		created time.Time
+	}{{"arm64", t2}, {"amd64", t1}} {
+		img, err := random.Image(64, 1)
+		must(t, err)
+		img, err = mutate.CreatedAt(img, v1.Time{Time: p.created})
+		must(t, err)
+		idx = mutate.AppendManifests(idx, mutate.IndexAddendum{Add: img, Descriptor: v1.Descriptor{Platform: &v1.Platform{OS: "linux", Architecture: p.arch}}})
+	}
+	ref := parseRef(t, reg.Ref("multi:1"))
+	must(t, remote.WriteIndex(ref, idx))
+	for _, tc := range []struct {
+		opts []Option
+		want time.Time
+	}{
+		{nil, t1},
+		{[]Option{WithPlatform(&v1.Platform{OS: "linux", Architecture: "arm64"})}, t2},
+	} {
+		r, _ := newTestResolver(t, tc.opts...)
+		got, err := r.Created(context.Background(), ref)
+		if err != nil || !got.Equal(tc.want) {
+			t.Errorf("Created = %s, %v, want %s", got, err, tc.want)
+		}
+	}
 }
