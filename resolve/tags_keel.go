@@ -20,9 +20,11 @@ import (
 //	           written, followed to its digest)
 //	glob:PAT   name:REGEXP of the glob (* and ?), the alphabetically last
 //	regexp:RE  name:RE, the alphabetically last
+//	never      digest
 //
 // Like Keel, the semver policies leave a tag that is not a version alone:
-// they give digest. An unknown policy is an error.
+// they give digest, as never does (digestpin still follows the tag to its
+// digest). An unknown policy is an error.
 func KeelStrategy(tag, policy string, matchTag bool) (string, error) {
 	kind, arg, _ := strings.Cut(policy, ":")
 	switch kind {
@@ -45,6 +47,8 @@ func KeelStrategy(tag, policy string, matchTag bool) (string, error) {
 		default:
 			return fmt.Sprintf("semver:>=%s, <%d.%d.0-0", cur, v.Major(), v.Minor()+1), nil
 		}
+	case "never":
+		return string(StrategyDigest), nil
 	case "force":
 		if matchTag {
 			return string(StrategyDigest), nil
@@ -61,7 +65,7 @@ func KeelStrategy(tag, policy string, matchTag bool) (string, error) {
 		}
 		return "name:" + arg, nil
 	}
-	return "", fmt.Errorf("unknown keel policy %q, want all, major, minor, patch, force, glob:PATTERN or regexp:EXPRESSION", policy)
+	return "", fmt.Errorf("unknown keel policy %q, want all, major, minor, patch, force, glob:PATTERN, regexp:EXPRESSION or never", policy)
 }
 
 // globRegexp turns a glob (* any run of characters, ? one) into an

@@ -21,6 +21,7 @@ func TestKeelStrategy(t *testing.T) {
 		{"latest", "force", true, "digest"},
 		{"dev", "glob:release-*.?", false, `name:^release-.*\..$`},
 		{"dev", "regexp:^main-[0-9]+$", false, "name:^main-[0-9]+$"},
+		{"1.4.1", "never", false, "digest"},
 	} {
 		got, err := KeelStrategy(tc.tag, tc.policy, tc.matchTag)
 		if err != nil || got != tc.want {
@@ -32,7 +33,7 @@ func TestKeelStrategy(t *testing.T) {
 		}
 	}
 	for _, tc := range []struct{ policy, want string }{
-		{"never", `unknown keel policy "never"`},
+		{"sometimes", `unknown keel policy "sometimes"`},
 		{"glob:", "glob needs a pattern"},
 		{"regexp:(", "want regexp:EXPRESSION"},
 	} {
