@@ -64,3 +64,29 @@ func TestTagPolicyHelmAndLock(t *testing.T) {
 		t.Errorf("--check stderr lacks %q:\n%s", want, check.stderr)
 	}
 }
+
+// TestKeelAnnotationsBinary: the binary, with --keel-annotations from the
+// environment, follows a Deployment's keel.sh/policy and leaves a
+// Deployment without one as it was.
+func TestKeelAnnotationsBinary(t *testing.T) {
+	bin := digestpinBin(t)
+	reg := testregistry.New(t)
+	digests := map[string]string{}
+	for _, tag := range []string{"1.4.1", "1.4.2", "1.5.0", "2.0.0"} {
+		digests[tag] = reg.PushImage(t, "web:"+tag).String()
+	}
+	deploy := func(name, annotations string) string {
+		return "---\napiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: " + name + "\n" + annotations +
+			"spec:\n  template:\n    spec:\n      containers:\n      - name: web\n        image: " + reg.Ref("web:1.4.1") + "\n"
+	}
+	in := deploy("keel", "  annotations:\n    keel.sh/policy: minor\n") + strings.ReplaceAll(deploy("plain", ""), "web:1.4.1", "web:1.4.2")
+	res := runCmd(t, t.TempDir(), []byte(in), []string{"DIGESTPIN_KEEL_ANNOTATIONS=true"}, bin)
+	if res.err != nil {
+		t.Fatalf("digestpin: %v\n%s", res.err, res.stderr)
+	}
+	for _, want := range []string{reg.Ref("web:1.5.0@") + digests["1.5.0"], reg.Ref("web:1.4.2@") + digests["1.4.2"]} {
+		if !strings.Contains(res.stdout, "image: "+want+"\n") {
+			t.Errorf("output lacks %s:\n%s", want, res.stdout)
+		}
+	}
+}

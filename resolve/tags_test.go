@@ -403,3 +403,34 @@ func TestCreatedIndex(t *testing.T) {
 		}
 	}
 }
+
+// TestPolicyResolverOneListingPerRepository: references of one repository
+// under different policies (Keel's, per reference) share one listing.
+func TestPolicyResolverOneListingPerRepository(t *testing.T) {
+	reg := testregistry.New(t)
+	digests := pushTags(t, reg, "shop/web", "1.4.1", "1.4.2", "1.5.0", "2.0.0")
+	reg.ResetCounts()
+	var ps TagPolicies
+	must(t, ps.Add(reg.Ref("shop/web"), "semver:~1.4"))
+	minor, patch := parseRef(t, reg.Ref("shop/web:1.4.1")), parseRef(t, reg.Ref("shop/web:1.5.0"))
+	must(t, ps.AddReference(minor, "semver:>=1.4.1, <2.0.0-0"))
+	must(t, ps.AddReference(patch, "digest"))
+	pr := newPolicyResolver(t, &ps)
+	for _, tc := range []struct {
+		ref      string
+		wantTag  string
+		wantFrom string
+	}{
+		{"shop/web:1.4.1", "1.5.0", "1.5.0"},
+		{"shop/web:1", "1.4.2", "1.4.2"},
+		{"shop/web:1.5.0", "", "1.5.0"},
+	} {
+		res, err := pr.Resolve(context.Background(), parseRef(t, reg.Ref(tc.ref)))
+		if err != nil || res.Tag != tc.wantTag || res.Digest.String() != digests[tc.wantFrom] {
+			t.Errorf("Resolve(%s) = %+v, %v, want tag %q of %s", tc.ref, res, err, tc.wantTag, tc.wantFrom)
+		}
+	}
+	if n := reg.Count("GET tags"); n != 1 {
+		t.Errorf("%d tags/list requests, want 1 for the repository", n)
+	}
+}
