@@ -184,9 +184,9 @@ func Parse(data []byte) (*Lock, error) {
 		// the message may end up in an Argo CD Application's status):
 		// say where, not what.
 		if m := yamlLine.FindStringSubmatch(err.Error()); m != nil {
-			return nil, fmt.Errorf("malformed lock file: line %s: not a digestpin lock file (version: %d, images: [reference, digest, platform])", m[1], Version)
+			return nil, fmt.Errorf("malformed lock file: line %s: not a digestpin lock file (version: %d or %d, images: [reference, digest, platform, policy, tag])", m[1], VersionNoPolicy, Version)
 		}
-		return nil, fmt.Errorf("malformed lock file: not a digestpin lock file (version: %d, images: [reference, digest, platform])", Version)
+		return nil, fmt.Errorf("malformed lock file: not a digestpin lock file (version: %d or %d, images: [reference, digest, platform, policy, tag])", VersionNoPolicy, Version)
 	}
 	switch f.Version {
 	case VersionNoPolicy:
