@@ -20,10 +20,12 @@ type chain struct {
 	resolution.Resolver
 	lock     *lockfile.Lock // nil without Options.Lock
 	platform string
-	tags     *resolve.TagPolicies    // nil: none
-	policy   *resolve.PolicyResolver // nil without TagPolicies or under Frozen
-	missing  notes                   // Frozen: references not in the lock file
-	moved    notes                   // Check: how the registry differs from the lock file
+	missing  notes // Frozen: references not in the lock file
+	moved    notes // Check: how the registry differs from the lock file
+
+	// The tag policies of the Pin, and the layer that applies them.
+	tags   *resolve.TagPolicies    // nil: none
+	policy *resolve.PolicyResolver // nil without TagPolicies or under Frozen
 }
 
 // newChain assembles the resolvers of one Pin:
