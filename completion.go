@@ -57,7 +57,7 @@ func completionFlags(fs *pflag.FlagSet) []completionFlag {
 			short:      f.Shorthand,
 			help:       strings.TrimSpace(help),
 			takesValue: f.NoOptDefVal == "",
-			repeatable: strings.HasSuffix(f.Value.Type(), "Slice"),
+			repeatable: strings.HasSuffix(f.Value.Type(), "Slice") || strings.HasSuffix(f.Value.Type(), "Array"),
 			values:     flagValues[f.Name],
 		})
 	})

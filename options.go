@@ -44,6 +44,11 @@ type options struct {
 	previous           string
 	stateDir           string
 	stateKey           string
+	tagPolicies        []string
+	tagAllow           []string
+	tagIgnore          []string
+	maxTags            int
+	keelAnnotations    bool
 	logFile            string
 	ttyErrors          bool
 	verbose            bool
@@ -84,6 +89,11 @@ func (o *options) bind(fs *pflag.FlagSet) {
 	fs.StringVar(&o.previous, "previous", "", "`FILE` holds the previous output of this release (none there: a first render): write it again, byte for byte, when nothing but volatile fields changed")
 	fs.StringVar(&o.stateDir, "state-dir", "", "keep each release's output in `DIR` (files 0600 in a 0700 folder; they hold rendered Secrets) and use it as the previous output, like --previous; needs --state-key")
 	fs.StringVar(&o.stateKey, "state-key", "", "the `KEY` of this release's output in --state-dir, e.g. NAMESPACE/APP")
+	fs.StringArrayVar(&o.tagPolicies, "tag-policy", nil, "choose the tag of repository IMAGE's images (`IMAGE=STRATEGY`): semver:CONSTRAINT (highest version, Helm's syntax, e.g. semver:~1.4), latest (newest image), name:REGEXP (alphabetically last match) or digest (the tag as written); repeatable")
+	fs.StringArrayVar(&o.tagAllow, "tag-allow", nil, "the --tag-policy of IMAGE considers only tags matching REGEXP (`IMAGE=REGEXP`; repeatable)")
+	fs.StringArrayVar(&o.tagIgnore, "tag-ignore", nil, "the --tag-policy of IMAGE never considers tags matching REGEXP (`IMAGE=REGEXP`; repeatable)")
+	fs.IntVar(&o.maxTags, "max-tags", resolve.DefaultMaxTags, "the latest tag policy reads the creation time of at most `N` candidates, the highest in natural order")
+	fs.BoolVar(&o.keelAnnotations, "keel-annotations", false, "give the images of each workload with Keel's keel.sh/policy annotation (or label) the tag policy it means (all, major, minor, patch, force with keel.sh/match-tag, glob:, regexp:), relative to each image's tag")
 	fs.StringVar(&o.logFile, "log-file", "", "also append messages to `FILE`")
 	fs.BoolVar(&o.ttyErrors, "tty-errors", false, "also write the reason of a failure to the controlling terminal when stderr is not a terminal (the Helm 4 plugin sets it: Helm 4 discards a post-renderer's stderr)")
 	fs.BoolVarP(&o.verbose, "verbose", "v", false, "log each resolution to stderr")
@@ -199,6 +209,10 @@ func (o *options) pinOptions(log *logger) (pin.Options, error) {
 		}
 		ropts = append(ropts, resolve.WithMirror(from, to))
 	}
+	policies, err := o.parseTagPolicies()
+	if err != nil {
+		return pin.Options{}, err
+	}
 	var store steady.Store
 	if o.stateDir != "" {
 		ds, err := steady.NewDirStore(o.stateDir, 0)
@@ -229,6 +243,11 @@ func (o *options) pinOptions(log *logger) (pin.Options, error) {
 		Store:          store,
 		StateKey:       o.stateKey,
 		Logf:           log.debugf,
+
+		// Tag policies.
+		TagPolicies:     policies,
+		MaxTags:         o.maxTags,
+		KeelAnnotations: o.keelAnnotations,
 	}, nil
 }
 
@@ -249,6 +268,39 @@ func (o *options) parsePlatform() (*v1.Platform, error) {
 	return p, nil
 }
 
+// parseTagPolicies parses --tag-policy, then --tag-allow and
+// --tag-ignore, so that their order does not matter; nil without
+// policies.
+func (o *options) parseTagPolicies() (*resolve.TagPolicies, error) {
+	if len(o.tagPolicies) == 0 && len(o.tagAllow) == 0 && len(o.tagIgnore) == 0 {
+		return nil, nil
+	}
+	if o.maxTags < 1 {
+		return nil, o.invalid("max-tags", o.maxTags, "want at least 1")
+	}
+	ps := &resolve.TagPolicies{}
+	for _, f := range []struct {
+		flag, want string
+		values     []string
+		add        func(image, value string) error
+	}{
+		{"tag-policy", "IMAGE=STRATEGY", o.tagPolicies, ps.Add},
+		{"tag-allow", "IMAGE=REGEXP", o.tagAllow, ps.Allow},
+		{"tag-ignore", "IMAGE=REGEXP", o.tagIgnore, ps.Ignore},
+	} {
+		for _, v := range f.values {
+			image, value, ok := strings.Cut(v, "=")
+			if !ok {
+				return nil, o.invalid(f.flag, v, "want %s", f.want)
+			}
+			if err := f.add(image, value); err != nil {
+				return nil, o.invalid(f.flag, v, "%v", err)
+			}
+		}
+	}
+	return ps, nil
+}
+
 // pinFields names the flag of each pin.Options field, for messages.
 var pinFields = map[string]string{
 	"Lock":         "lock",
@@ -263,6 +315,8 @@ var pinFields = map[string]string{
 	"Previous":     "previous",
 	"Store":        "state-dir",
 	"StateKey":     "state-key",
+	"TagPolicies":  "tag-policy",
+	"MaxTags":      "max-tags",
 }
 
 // resolveOptions names the flag of each resolve option, for messages.

@@ -16,8 +16,13 @@ import (
 	"github.com/digestpin/digestpin/internal/readfile"
 )
 
-// Version is the lock file format this package reads and writes.
-const Version = 1
+// Version is the lock file format this package writes when an entry has
+// a tag policy; without one it writes VersionNoPolicy, which earlier
+// versions of digestpin read too. It reads both.
+const Version = 2
+
+// VersionNoPolicy is the lock file format without tag policies.
+const VersionNoPolicy = 1
 
 // header starts every lock file this package writes.
 const header = "# digestpin lock file: image references and the digests they resolve to.\n" +
@@ -34,6 +39,13 @@ type Entry struct {
 	Platform string `yaml:"platform,omitempty"`
 	// Digest is "sha256:…".
 	Digest string `yaml:"digest"`
+	// Policy is the tag policy of the reference's repository, as
+	// resolve.TagPolicy.String writes it ("semver:~1.4"), or "" when the
+	// reference's own tag was resolved.
+	Policy string `yaml:"policy,omitempty"`
+	// Tag is the tag the Policy chose, whose digest Digest is; it is set
+	// exactly when Policy is.
+	Tag string `yaml:"tag,omitempty"`
 }
 
 // file is the YAML document.
@@ -42,15 +54,22 @@ type file struct {
 	Images  []Entry `yaml:"images"`
 }
 
-// key identifies an entry: the fully qualified reference and the platform.
-type key struct{ ref, platform string }
+// key identifies an entry: the fully qualified reference, the platform
+// and the tag policy.
+type key struct{ ref, platform, policy string }
+
+// locked is what an entry locks: a digest, and the tag a policy chose.
+type locked struct {
+	digest v1.Hash
+	tag    string
+}
 
 // Lock is a validated set of entries, indexed for lookups. The zero value
 // is an empty lock. A Lock is not changed after it is made, so it is safe
 // for concurrent use.
 type Lock struct {
 	entries []Entry // normalised, sorted by Reference then Platform
-	index   map[key]v1.Hash
+	index   map[key]locked
 }
 
 // New returns a Lock of entries. It normalises each entry (the reference
@@ -59,7 +78,7 @@ type Lock struct {
 // that already carries a digest, and two different digests for the same
 // reference and platform. Exact duplicates are merged.
 func New(entries []Entry) (*Lock, error) {
-	l := &Lock{index: make(map[key]v1.Hash, len(entries))}
+	l := &Lock{index: make(map[key]locked, len(entries))}
 	var errs []error
 	for i, e := range entries {
 		n, h, err := normalise(e)
@@ -67,14 +86,14 @@ func New(entries []Entry) (*Lock, error) {
 			errs = append(errs, fmt.Errorf("entry %d: %w", i+1, err))
 			continue
 		}
-		k := key{n.Reference, n.Platform}
+		k := key{n.Reference, n.Platform, n.Policy}
 		if old, ok := l.index[k]; ok {
-			if old != h {
-				errs = append(errs, fmt.Errorf("entry %d: %s%s is locked twice, to %s and %s", i+1, n.Reference, forPlatform(n.Platform), old, h))
+			if old != (locked{h, n.Tag}) {
+				errs = append(errs, fmt.Errorf("entry %d: %s%s%s is locked twice, to %s and %s", i+1, n.Reference, forPlatform(n.Platform), forPolicy(n.Policy), old.describe(), locked{h, n.Tag}.describe()))
 			}
 			continue
 		}
-		l.index[k] = h
+		l.index[k] = locked{h, n.Tag}
 		l.entries = append(l.entries, n)
 	}
 	if err := errors.Join(errs...); err != nil {
@@ -85,7 +104,10 @@ func New(entries []Entry) (*Lock, error) {
 		if ea.Reference != eb.Reference {
 			return ea.Reference < eb.Reference
 		}
-		return ea.Platform < eb.Platform
+		if ea.Platform != eb.Platform {
+			return ea.Platform < eb.Platform
+		}
+		return ea.Policy < eb.Policy
 	})
 	return l, nil
 }
@@ -103,7 +125,15 @@ func normalise(e Entry) (Entry, v1.Hash, error) {
 	if err != nil {
 		return Entry{}, v1.Hash{}, fmt.Errorf("parsing digest %q of %s: %w", e.Digest, e.Reference, err)
 	}
-	n := Entry{Reference: ref.Name(), Digest: h.String()}
+	n := Entry{Reference: ref.Name(), Digest: h.String(), Policy: e.Policy, Tag: e.Tag}
+	switch {
+	case (e.Policy == "") != (e.Tag == ""):
+		return Entry{}, v1.Hash{}, fmt.Errorf("%s has a policy without a tag or a tag without a policy: want both or neither", e.Reference)
+	case e.Tag != "":
+		if _, err := name.NewTag(ref.Context().Name()+":"+e.Tag, name.StrictValidation); err != nil {
+			return Entry{}, v1.Hash{}, fmt.Errorf("parsing tag %q of %s: %w", e.Tag, e.Reference, err)
+		}
+	}
 	if e.Platform != "" {
 		p, err := v1.ParsePlatform(e.Platform)
 		if err == nil && (p.OS == "" || p.Architecture == "") {
@@ -115,6 +145,21 @@ func normalise(e Entry) (Entry, v1.Hash, error) {
 		n.Platform = p.String()
 	}
 	return n, h, nil
+}
+
+func forPolicy(p string) string {
+	if p == "" {
+		return ""
+	}
+	return " with policy " + p
+}
+
+// describe formats what an entry locks: "sha256:…", or "1.4.7@sha256:…".
+func (l locked) describe() string {
+	if l.tag == "" {
+		return l.digest.String()
+	}
+	return l.tag + "@" + l.digest.String()
 }
 
 func forPlatform(p string) string {
@@ -139,12 +184,20 @@ func Parse(data []byte) (*Lock, error) {
 		// the message may end up in an Argo CD Application's status):
 		// say where, not what.
 		if m := yamlLine.FindStringSubmatch(err.Error()); m != nil {
-			return nil, fmt.Errorf("malformed lock file: line %s: not a digestpin lock file (version: %d, images: [reference, digest, platform])", m[1], Version)
+			return nil, fmt.Errorf("malformed lock file: line %s: not a digestpin lock file (version: %d or %d, images: [reference, digest, platform, policy, tag])", m[1], VersionNoPolicy, Version)
 		}
-		return nil, fmt.Errorf("malformed lock file: not a digestpin lock file (version: %d, images: [reference, digest, platform])", Version)
+		return nil, fmt.Errorf("malformed lock file: not a digestpin lock file (version: %d or %d, images: [reference, digest, platform, policy, tag])", VersionNoPolicy, Version)
 	}
-	if f.Version != Version {
-		return nil, fmt.Errorf("unsupported lock file version %d, want %d", f.Version, Version)
+	switch f.Version {
+	case VersionNoPolicy:
+		for i, e := range f.Images {
+			if e.Policy != "" || e.Tag != "" {
+				return nil, fmt.Errorf("entry %d: %s has a tag policy, which needs lock file version %d", i+1, e.Reference, Version)
+			}
+		}
+	case Version:
+	default:
+		return nil, fmt.Errorf("unsupported lock file version %d, want %d or %d", f.Version, VersionNoPolicy, Version)
 	}
 	return New(f.Images)
 }
@@ -178,8 +231,20 @@ func (l *Lock) Lookup(ref name.Reference, platform string) (v1.Hash, bool) {
 	if l == nil {
 		return v1.Hash{}, false
 	}
-	h, ok := l.index[key{ref.Name(), platform}]
-	return h, ok
+	e, ok := l.index[key{ref.Name(), platform, ""}]
+	return e.digest, ok
+}
+
+// LookupPolicy returns the tag and the digest locked for ref, platform
+// and the tag policy of ref's repository, as resolve.TagPolicy.String
+// writes it: an entry of another policy (or of none) is not found, so
+// that a changed policy is resolved again.
+func (l *Lock) LookupPolicy(ref name.Reference, platform, policy string) (tag string, h v1.Hash, ok bool) {
+	if l == nil || policy == "" {
+		return "", v1.Hash{}, false
+	}
+	e, ok := l.index[key{ref.Name(), platform, policy}]
+	return e.tag, e.digest, ok
 }
 
 // Entries returns the entries, normalised and sorted by reference, then
@@ -202,9 +267,14 @@ func (l *Lock) Len() int {
 // Marshal returns the lock file's bytes. They depend only on the set of
 // entries: the same entries in any order give the same bytes.
 func (l *Lock) Marshal() ([]byte, error) {
-	f := file{Version: Version, Images: l.Entries()}
+	f := file{Version: VersionNoPolicy, Images: l.Entries()}
 	if f.Images == nil {
 		f.Images = []Entry{}
+	}
+	for _, e := range f.Images {
+		if e.Policy != "" {
+			f.Version = Version
+		}
 	}
 	var buf bytes.Buffer
 	buf.WriteString(header)

@@ -31,6 +31,13 @@ var entries = []Entry{
 }
 
 func TestMarshalGolden(t *testing.T) {
+	checkGolden(t, entries, "example.lock")
+}
+
+// checkGolden checks that entries marshal to testdata/golden, in any
+// order, and parse back to the same lock.
+func checkGolden(t *testing.T, entries []Entry, golden string) {
+	t.Helper()
 	l, err := New(entries)
 	if err != nil {
 		t.Fatalf("New: %v", err)
@@ -39,7 +46,7 @@ func TestMarshalGolden(t *testing.T) {
 	if err != nil {
 		t.Fatalf("Marshal: %v", err)
 	}
-	golden := filepath.Join("testdata", "example.lock")
+	golden = filepath.Join("testdata", golden)
 	if *update {
 		if err := os.WriteFile(golden, got, 0o644); err != nil {
 			t.Fatal(err)
@@ -135,9 +142,14 @@ func TestParseErrors(t *testing.T) {
 		{desc: "empty", in: "", want: "lock file is empty"},
 		{desc: "only a comment", in: "# nothing\n", want: "lock file is empty"},
 		{desc: "not YAML", in: "version: [1\n", want: "malformed lock file"},
-		{desc: "no version", in: "images: []\n", want: "unsupported lock file version 0, want 1"},
-		{desc: "future version", in: "version: 2\nimages: []\n", want: "unsupported lock file version 2"},
-		{desc: "unknown field", in: "version: 1\nimages:\n- reference: nginx:1\n  digest: " + d1 + "\n  tag: x\n", want: "malformed lock file: line 5: not a digestpin lock file"},
+		{desc: "no version", in: "images: []\n", want: "unsupported lock file version 0, want 1 or 2"},
+		{desc: "future version", in: "version: 3\nimages: []\n", want: "unsupported lock file version 3"},
+		{desc: "unknown field", in: "version: 1\nimages:\n- reference: nginx:1\n  digest: " + d1 + "\n  label: x\n", want: "malformed lock file: line 5: not a digestpin lock file"},
+		{desc: "policy in version 1", in: "version: 1\nimages:\n- reference: nginx:1\n  digest: " + d1 + "\n  policy: latest\n  tag: x\n", want: "entry 1: nginx:1 has a tag policy, which needs lock file version 2"},
+		{desc: "policy without tag", in: "version: 2\nimages:\n- reference: nginx:1\n  digest: " + d1 + "\n  policy: latest\n", want: "entry 1: nginx:1 has a policy without a tag"},
+		{desc: "tag without policy", in: "version: 2\nimages:\n- reference: nginx:1\n  digest: " + d1 + "\n  tag: x\n", want: "entry 1: nginx:1 has a policy without a tag"},
+		{desc: "bad tag", in: "version: 2\nimages:\n- reference: nginx:1\n  digest: " + d1 + "\n  policy: latest\n  tag: a/b\n", want: `entry 1: parsing tag "a/b" of nginx:1`},
+		{desc: "policy conflict", in: "version: 2\nimages:\n- reference: nginx:1\n  digest: " + d1 + "\n  policy: latest\n  tag: \"2\"\n- reference: nginx:1\n  digest: " + d1 + "\n  policy: latest\n  tag: \"3\"\n", want: "entry 2: index.docker.io/library/nginx:1 with policy latest is locked twice, to 2@" + d1 + " and 3@" + d1},
 		{desc: "bad reference", in: "version: 1\nimages:\n- reference: Nginx:1\n  digest: " + d1 + "\n", want: `entry 1: parsing reference "Nginx:1"`},
 		{desc: "digest reference", in: "version: 1\nimages:\n- reference: nginx@" + d1 + "\n  digest: " + d1 + "\n", want: "already carries a digest"},
 		{desc: "bad digest", in: "version: 1\nimages:\n- reference: nginx:1\n  digest: sha256:abc\n", want: `parsing digest "sha256:abc" of nginx:1`},

@@ -22,6 +22,10 @@ type chain struct {
 	platform string
 	missing  notes // Frozen: references not in the lock file
 	moved    notes // Check: how the registry differs from the lock file
+
+	// The tag policies of the Pin, and the layer that applies them.
+	tags   *resolve.TagPolicies    // nil: none
+	policy *resolve.PolicyResolver // nil without TagPolicies or under Frozen
 }
 
 // newChain assembles the resolvers of one Pin:
@@ -34,7 +38,7 @@ type chain struct {
 // The cache is there only with a CacheTTL. Each layer is a
 // resolution.Resolver; nothing downstream needs to know which.
 func newChain(o *Options) (*chain, error) {
-	c := &chain{platform: o.platform()}
+	c := &chain{platform: o.platform(), tags: o.TagPolicies}
 	if o.Lock != "" {
 		l, err := lockfile.Read(o.Lock)
 		if err != nil {
@@ -66,11 +70,27 @@ func newChain(o *Options) (*chain, error) {
 		}
 		registry, key = r, r.CacheKey
 	}
+	// A tag policy lists tags through the registry resolver (or a
+	// Registry of the caller's that can), then resolves the chosen tag
+	// through the layers below it.
+	var tagSource resolve.TagSource
+	if c.tags.Len() > 0 {
+		ts, ok := registry.(resolve.TagSource)
+		if !ok {
+			return nil, &OptionError{Field: "TagPolicies", Reason: "needs a Registry that lists tags (a resolve.TagSource)"}
+		}
+		tagSource = ts
+	}
 	if o.Check {
-		c.Resolver = &checkLayer{chain: c, next: registry}
+		next, err := c.withPolicies(o, registry, tagSource)
+		if err != nil {
+			return nil, err
+		}
+		c.Resolver = &checkLayer{chain: c, next: next}
 		return c, nil
 	}
 	live := registry
+	var popts []resolve.PolicyOption
 	if o.CacheTTL > 0 {
 		dir := o.CacheDir
 		if dir == "" {
@@ -86,6 +106,11 @@ func newChain(o *Options) (*chain, error) {
 		}
 		o.logf("resolution cache in %s, TTL %s", dir, o.CacheTTL)
 		live = resolve.NewCachingResolver(registry, cache, key, o.warnf)
+		popts = append(popts, resolve.WithChoiceCache(cache, key, o.warnf))
+	}
+	live, err := c.withPolicies(o, live, tagSource, popts...)
+	if err != nil {
+		return nil, err
 	}
 	if c.lock != nil {
 		c.Resolver = &lockLayer{chain: c, next: live}
@@ -126,7 +151,11 @@ type lockLayer struct {
 
 // Resolve implements resolution.Resolver.
 func (l *lockLayer) Resolve(ctx context.Context, ref name.Reference) (resolution.Resolution, error) {
-	if h, ok := l.chain.lock.Lookup(ref, l.chain.platform); ok {
+	if p := l.chain.tags.For(ref); p != nil {
+		if tag, h, ok := l.chain.lock.LookupPolicy(ref, l.chain.platform, p.String()); ok {
+			return resolution.Resolution{Digest: h, Source: resolution.Lock, Tag: tag}, nil
+		}
+	} else if h, ok := l.chain.lock.Lookup(ref, l.chain.platform); ok {
 		return resolution.Resolution{Digest: h, Source: resolution.Lock}, nil
 	}
 	if l.next == nil {
@@ -149,6 +178,10 @@ func (c *checkLayer) Resolve(ctx context.Context, ref name.Reference) (resolutio
 	res, err := c.next.Resolve(ctx, ref)
 	if err != nil {
 		return res, err
+	}
+	if p := c.chain.tags.For(ref); p != nil {
+		c.chain.checkPolicy(ref, p.String(), res)
+		return res, nil
 	}
 	switch locked, ok := c.chain.lock.Lookup(ref, c.chain.platform); {
 	case !ok:

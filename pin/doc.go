@@ -1,6 +1,6 @@
 // Package pin is digestpin as a library: it assembles the chain that
 // resolves image references (registry, then the resolution cache, then the
-// lock file or the --check comparison), renders a manifest stream with it,
+// tag policies, then the lock file or the --check comparison), renders a manifest stream with it,
 // and prepares the lock file and the JSON report of the run.
 //
 // The digestpin command and the postrender package are both thin layers

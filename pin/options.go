@@ -80,6 +80,23 @@ type Options struct {
 	// "NAMESPACE/APP"; it is needed with Store.
 	StateKey string
 
+	// TagPolicies, when set, choose the tag of the images of their
+	// repositories (see resolve.TagPolicy): a tags/list per repository,
+	// once per Pin, and the chosen tag is written into the output, the
+	// lock file and the report. nil means none: every image follows its
+	// own tag. It excludes the annotate mode, and with Registry set needs
+	// a Registry that is a resolve.TagSource.
+	TagPolicies *resolve.TagPolicies
+	// KeelAnnotations gives the images of each workload with Keel's
+	// keel.sh/policy annotation (or label) the tag policy Keel's policy
+	// means (resolve.KeelStrategy), relative to each image's tag; it wins
+	// over TagPolicies. A workload without one is unchanged. A reference
+	// that two workloads use under different policies fails the Pin.
+	KeelAnnotations bool
+	// MaxTags bounds how many candidates the latest strategy reads the
+	// creation time of; 0 means resolve.DefaultMaxTags.
+	MaxTags int
+
 	// Logf receives debug messages (each resolution, the files written);
 	// nil discards them. Warnings go to Renderer.Warnf.
 	Logf func(format string, args ...any)
@@ -119,6 +136,10 @@ func (o *Options) validate() error {
 		return bad("Store", "needs StateKey KEY, the key of this release's output in the store")
 	case o.Store == nil && o.StateKey != "":
 		return bad("StateKey", "needs Store, where the previous output is kept")
+	case o.TagPolicies.Len() > 0 && o.Renderer.Mode == renderer.ModeAnnotate:
+		return bad("TagPolicies", "excludes the annotate mode: the image fields would keep the tags as written, and the pods run other images than the checksum covers")
+	case o.MaxTags < 0:
+		return bad("MaxTags", fmt.Sprintf("must not be negative, got %d", o.MaxTags))
 	case o.Renderer.Resolver != nil:
 		return bad("Renderer.Resolver", "is set: a Pinner assembles its own chain; set Registry to replace the registry")
 	}

@@ -53,6 +53,8 @@ type Result struct {
 	// previous output again (see steady.Keep).
 	KeptPrevious bool
 	files        []*atomicfile.Pending
+	// choices are the tag policies' choices, by Image.Reference.
+	choices map[string]ReportPolicy
 	// put stores Output in Options.Store; nil when there is nothing to
 	// store.
 	put func() error
@@ -65,7 +67,15 @@ type Result struct {
 // destinations, to be put in place by Commit. On error nothing is
 // returned and no file changes.
 func (p *Pinner) Pin(ctx context.Context, in []byte) (*Result, error) {
-	c, err := newChain(&p.o)
+	o := p.o
+	if o.KeelAnnotations {
+		ps, err := p.keelPolicies(ctx, in)
+		if err != nil {
+			return nil, err
+		}
+		o.TagPolicies = ps
+	}
+	c, err := newChain(&o)
 	if err != nil {
 		return nil, err
 	}
@@ -87,6 +97,7 @@ func (p *Pinner) Pin(ctx context.Context, in []byte) (*Result, error) {
 	if err := p.steady(ctx, in, res); err != nil {
 		return nil, err
 	}
+	res.choices = c.choices(out.Images)
 	if err := p.prepare(res, c.platform); err != nil {
 		res.Discard()
 		return nil, err
@@ -180,7 +191,7 @@ func (p *Pinner) previous(ctx context.Context) (b []byte, where string, found bo
 // prepare writes the lock file and the report beside their destinations.
 func (p *Pinner) prepare(res *Result, platform string) error {
 	if p.o.WriteLock != "" {
-		l, err := newLock(res.Images, platform)
+		l, err := newLock(res.Images, platform, res.choices)
 		if err != nil {
 			return fmt.Errorf("writing lock file %s: %w", p.o.WriteLock, err)
 		}
@@ -198,6 +209,7 @@ func (p *Pinner) prepare(res *Result, platform string) error {
 	if p.o.Report != "" {
 		rep := NewReport(res.Images, platform)
 		rep.Volatile = res.Volatile
+		rep.addChoices(res.choices)
 		b, err := rep.marshal()
 		if err != nil {
 			return err
@@ -213,13 +225,17 @@ func (p *Pinner) prepare(res *Result, platform string) error {
 
 // newLock is the lock file of every image a run resolved: not those the
 // manifests pinned already, nor those kept unresolved.
-func newLock(images []renderer.Image, platform string) (*lockfile.Lock, error) {
+func newLock(images []renderer.Image, platform string, choices map[string]ReportPolicy) (*lockfile.Lock, error) {
 	var entries []lockfile.Entry
 	for _, im := range images {
 		if im.Digest == "" || im.Source == resolution.Pinned || im.Source == resolution.Unresolved {
 			continue
 		}
-		entries = append(entries, lockfile.Entry{Reference: im.Reference, Platform: platform, Digest: im.Digest})
+		e := lockfile.Entry{Reference: im.Reference, Platform: platform, Digest: im.Digest}
+		if ch, ok := choices[im.Reference]; ok {
+			e.Policy, e.Tag = ch.Policy, ch.Chosen
+		}
+		entries = append(entries, e)
 	}
 	return lockfile.New(entries)
 }

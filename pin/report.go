@@ -42,6 +42,9 @@ type ReportImage struct {
 	Error string `json:"error,omitempty"`
 	// Workloads are the containers that use the image, in stream order.
 	Workloads []renderer.Workload `json:"workloads"`
+	// Policy is the tag policy that chose the image's tag; absent for an
+	// image that follows its own tag.
+	Policy *ReportPolicy `json:"policy,omitempty"`
 }
 
 // NewReport builds the report of a render. platform is the canonical

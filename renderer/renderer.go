@@ -70,6 +70,9 @@ type Image struct {
 	// stream carried it, resolution.Unresolved when the image was kept
 	// unresolved, else what the Resolver said.
 	Source resolution.Source
+	// Tag is the tag a tag policy chose, whose digest Digest is; "" when
+	// the image's own tag was resolved.
+	Tag string
 	// Err is why the image could not be resolved, when KeepUnresolved
 	// kept it.
 	Err error

@@ -45,11 +45,14 @@ func (r *Renderer) resolveAll(ctx context.Context, c *collection) ([]Image, map[
 					err = fmt.Errorf("resolving %s: resolver gave an invalid digest: %w", u.ref, err)
 				}
 			}
+			if err == nil {
+				err = checkTag(u.ref, res.Tag, r.mode())
+			}
 			if err != nil {
 				images[i].Source, images[i].Err = resolution.Unresolved, err
 				return
 			}
-			images[i].Digest, images[i].Source = h.String(), res.Source
+			images[i].Digest, images[i].Source, images[i].Tag = h.String(), res.Source, res.Tag
 		})
 	}
 	wg.Wait()
@@ -83,7 +86,7 @@ func (r *Renderer) resolveAll(ctx context.Context, c *collection) ([]Image, map[
 			}
 			r.warnf("keeping %s unpinned: %v", u.image, err)
 		}
-		digests[k] = images[i].Digest
+		digests[k] = pinOf(images[i])
 	}
 	if err := errors.Join(errs...); err != nil {
 		return nil, nil, err

@@ -374,7 +374,7 @@ func (e *editor) pinImage(spec, m *yaml.Node, key string, w Workload) (string, e
 	}
 	value := img.Value
 	if dg != "" {
-		value = pinnedForm(img.Value, dg, e.r.mode())
+		value = pinnedTo(img.Value, dg, e.r.mode())
 	}
 	e.changeImage(m, image, value)
 	return w.Container + "=" + value, nil

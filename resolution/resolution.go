@@ -40,6 +40,9 @@ const (
 type Resolution struct {
 	Digest v1.Hash
 	Source Source
+	// Tag is the tag a tag policy chose, whose digest Digest is; "" when
+	// the reference's own tag was resolved.
+	Tag string
 }
 
 // Resolver turns an image reference into the digest it resolves to now,

@@ -28,6 +28,12 @@
 // and Resolver.CacheKey: the mode of resolution, the mirrors and whose
 // credentials are asked.
 //
+// Tag policies (TagPolicy: semver, latest, name, digest) choose the tag an
+// image follows: a PolicyResolver lists each repository with a policy once
+// (Resolver.Tags, every page), chooses, and resolves the chosen tag; its
+// choices share the Cache. KeelStrategy turns Keel's keel.sh/policy into a
+// strategy.
+//
 // Errors are one line naming the image, each registry or mirror asked, its
 // answer and the attempts made. Credentials never appear in errors or logs.
 //

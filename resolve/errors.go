@@ -47,6 +47,9 @@ func newError(ref name.Reference, fails []tryFailure, red *redactor) *resolveErr
 	for _, f := range fails {
 		e.errs = append(e.errs, f.err)
 		s := f.c.ref.String()
+		if f.c.repoOnly {
+			s = f.c.ref.Context().String()
+		}
 		if f.c.mirror {
 			s += " (mirror)"
 		}

@@ -126,6 +126,9 @@ type candidate struct {
 	ref    name.Reference
 	mirror bool
 	sess   *session
+	// repoOnly names the candidate by its repository in errors: the
+	// request was about the repository (a tag listing), not ref.
+	repoOnly bool
 }
 
 // resolve asks the mirrors and the registry in turn, within the

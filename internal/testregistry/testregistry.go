@@ -42,6 +42,8 @@ type Registry struct {
 	counts   map[string]int // "METHOD /v2/<kind>" → requests
 	total    int
 	handlers []Handler
+
+	inner http.Handler // the registry behind the handlers
 }
 
 // Handler may answer a request instead of the registry: it returns true
@@ -51,8 +53,8 @@ type Handler func(w http.ResponseWriter, r *http.Request) bool
 // New starts a registry that is closed when the test ends.
 func New(t TB) *Registry {
 	t.Helper()
-	reg := &Registry{counts: map[string]int{}}
 	inner := registry.New(registry.Logger(log.New(io.Discard, "", 0)))
+	reg := &Registry{counts: map[string]int{}, inner: inner}
 	reg.Server = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		reg.count(r)
 		if d := time.Duration(reg.latency.Load()); d > 0 {
@@ -94,6 +96,8 @@ func (r *Registry) count(req *http.Request) {
 		kind = "manifests"
 	case strings.Contains(p, "/blobs/"):
 		kind = "blobs"
+	case strings.HasSuffix(p, "/tags/list"):
+		kind = "tags"
 	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
@@ -102,7 +106,7 @@ func (r *Registry) count(req *http.Request) {
 }
 
 // Count returns how many requests of a kind were made, e.g.
-// Count("HEAD manifests") or Count("GET ping").
+// Count("HEAD manifests"), Count("GET tags") or Count("GET ping").
 func (r *Registry) Count(key string) int {
 	r.mu.Lock()
 	defer r.mu.Unlock()

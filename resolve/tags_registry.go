@@ -1,0 +1,144 @@
+package resolve
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/google/go-containerregistry/pkg/name"
+	v1 "github.com/google/go-containerregistry/pkg/v1"
+	"github.com/google/go-containerregistry/pkg/v1/remote"
+)
+
+// TagSource lists a repository's tags and tells when the image of a tag
+// was created: what a TagPolicy needs of a registry. Implementations must
+// be safe for concurrent use.
+type TagSource interface {
+	// Tags lists every tag of repo, all pages of the registry's answer.
+	Tags(ctx context.Context, repo name.Repository) ([]string, error)
+	// Created returns the creation time in the config of the image ref
+	// names.
+	Created(ctx context.Context, ref name.Reference) (time.Time, error)
+}
+
+var _ TagSource = (*Resolver)(nil)
+
+// Tags lists every tag of repo: one tags/list request per page, following
+// the registry's Link headers (go-containerregistry's remote.List), at
+// the first of its mirrors that answers, then the registry itself unless
+// mirror-only, like Resolve. It counts against the Resolver's concurrency
+// bound. An error names the repository and what each registry answered.
+func (r *Resolver) Tags(ctx context.Context, repo name.Repository) ([]string, error) {
+	var tags []string
+	err := r.ask(ctx, repo.Tag("latest"), true, func(ctx context.Context, p *remote.Puller, ref name.Reference) error {
+		var err error
+		tags, err = p.List(ctx, ref.Context())
+		if err == nil {
+			r.o.logf("listed %d tags of %s", len(tags), ref.Context())
+		}
+		return err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("listing tags: %w", err)
+	}
+	return tags, nil
+}
+
+// Created returns the creation time in the config of the image ref names.
+// For a multi-platform index it is the config of the platform given by
+// WithPlatform, or linux/amd64, or else the index's first image. It costs
+// a GET of the manifest (and of the index's child) and of the config.
+func (r *Resolver) Created(ctx context.Context, ref name.Reference) (time.Time, error) {
+	var created time.Time
+	err := r.ask(ctx, ref, false, func(ctx context.Context, p *remote.Puller, ref name.Reference) error {
+		d, err := p.Get(ctx, ref)
+		if err != nil {
+			return err
+		}
+		img, err := r.imageOf(d)
+		if err != nil {
+			return err
+		}
+		cf, err := img.ConfigFile()
+		if err != nil {
+			return fmt.Errorf("reading image config: %w", err)
+		}
+		created = cf.Created.Time
+		return nil
+	})
+	if err != nil {
+		return time.Time{}, fmt.Errorf("reading creation time: %w", err)
+	}
+	return created, nil
+}
+
+// imageOf returns the image a descriptor names: itself, or the child of
+// an index for the platform (see Created).
+func (r *Resolver) imageOf(d *remote.Descriptor) (v1.Image, error) {
+	if !d.MediaType.IsIndex() {
+		return d.Image()
+	}
+	idx, err := d.ImageIndex()
+	if err != nil {
+		return nil, fmt.Errorf("reading index: %w", err)
+	}
+	m, err := idx.IndexManifest()
+	if err != nil {
+		return nil, fmt.Errorf("reading index: %w", err)
+	}
+	want := v1.Platform{OS: "linux", Architecture: "amd64"}
+	if r.o.platform != nil {
+		want = *r.o.platform
+	}
+	for _, c := range m.Manifests {
+		if c.Platform != nil && c.Platform.Satisfies(want) {
+			return idx.Image(c.Digest)
+		}
+	}
+	for _, c := range m.Manifests {
+		if c.MediaType.IsImage() {
+			return idx.Image(c.Digest)
+		}
+	}
+	return nil, errors.New("the index holds no image")
+}
+
+// ask runs fn with a puller for ref at each of ref's candidates in turn
+// (mirrors, then the registry) until one succeeds, within the concurrency
+// bound, as resolve does for a digest. repoOnly names each candidate by
+// its repository in the error.
+func (r *Resolver) ask(ctx context.Context, ref name.Reference, repoOnly bool, fn func(context.Context, *remote.Puller, name.Reference) error) error {
+	cands, err := r.candidates(ref)
+	if err != nil {
+		return err
+	}
+	for _, c := range cands {
+		repo := c.ref.Context().RepositoryStr()
+		c.sess.want(repo)
+		defer c.sess.done(repo)
+	}
+	select {
+	case r.sem <- struct{}{}:
+		defer func() { <-r.sem }()
+	case <-ctx.Done():
+		return fmt.Errorf("%s: not asked before the deadline: %w", ref, ctx.Err())
+	}
+	var fails []tryFailure
+	for _, c := range cands {
+		c.repoOnly = repoOnly
+		tr := &trace{}
+		tctx := withRegistry(withTrace(ctx, tr), c.ref.Context().RegistryStr())
+		p, err := c.sess.puller(tctx, c.ref.Context().RepositoryStr())
+		if err == nil {
+			if err = fn(tctx, p, c.ref); err == nil {
+				return nil
+			}
+		}
+		fails = append(fails, tryFailure{c: c, err: err, tr: tr})
+		if ctx.Err() != nil {
+			break
+		}
+	}
+	return newError(ref, fails, r.red)
+}
