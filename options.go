@@ -24,6 +24,8 @@ type options struct {
 	checksumAnnotation string
 	platform           string
 	podSpecPaths       []string
+	imagePaths         []string
+	checksumPaths      []string
 	concurrency        int
 	timeout            time.Duration
 	requestTimeout     time.Duration
@@ -64,6 +66,8 @@ func (o *options) bind(fs *pflag.FlagSet) {
 	fs.StringVar(&o.checksumAnnotation, "checksum-annotation", renderer.DefaultChecksumAnnotation, "pod-template annotation that holds the checksum of its images")
 	fs.StringVar(&o.platform, "platform", "", "pin one platform's manifest (`os/arch[/variant]`) instead of the multi-platform index")
 	fs.StringSliceVar(&o.podSpecPaths, "pod-spec-path", nil, "also scan pod specs at `[GROUP/]KIND=FIELD.PATH` (repeatable; \"*\" steps into every list item)")
+	fs.StringSliceVar(&o.imagePaths, "image-path", nil, "also pin the image reference in the string field at `[GROUP/]KIND=FIELD.PATH` (repeatable; \"*\" steps into every list item; the last field names the image field)")
+	fs.StringSliceVar(&o.checksumPaths, "checksum-path", nil, "write the checksum of a kind's --image-path fields into metadata.annotations of the mapping at `[GROUP/]KIND=FIELD.PATH` (\".\": the object), covering the image fields inside it (repeatable; default: no checksum)")
 	fs.IntVar(&o.concurrency, "concurrency", resolve.DefaultJobs, "distinct references resolved at once")
 	fs.DurationVar(&o.timeout, "timeout", 2*time.Minute, "bound on the whole run, reading the input included")
 	fs.DurationVar(&o.requestTimeout, "request-timeout", 30*time.Second, "bound on one registry request")
@@ -168,6 +172,22 @@ func (o *options) pinOptions(log *logger) (pin.Options, error) {
 		}
 		paths = append(paths[:len(paths):len(paths)], p)
 	}
+	imagePaths := renderer.DefaultImagePaths
+	for _, s := range o.imagePaths {
+		p, err := renderer.ParseImagePath(s)
+		if err != nil {
+			return pin.Options{}, fmt.Errorf("%s: %w", o.name("image-path"), err)
+		}
+		imagePaths = append(imagePaths[:len(imagePaths):len(imagePaths)], p)
+	}
+	var checksumPaths []renderer.ChecksumPath
+	for _, s := range o.checksumPaths {
+		p, err := renderer.ParseChecksumPath(s)
+		if err != nil {
+			return pin.Options{}, fmt.Errorf("%s: %w", o.name("checksum-path"), err)
+		}
+		checksumPaths = append(checksumPaths, p)
+	}
 	platform, err := o.parsePlatform()
 	if err != nil {
 		return pin.Options{}, err
@@ -212,6 +232,8 @@ func (o *options) pinOptions(log *logger) (pin.Options, error) {
 			Mode:               mode,
 			ChecksumAnnotation: o.checksumAnnotation,
 			PodSpecPaths:       paths,
+			ImagePaths:         imagePaths,
+			ChecksumPaths:      checksumPaths,
 			KeepUnresolved:     keep,
 			Warnf:              log.warnf,
 		},

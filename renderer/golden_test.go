@@ -34,6 +34,11 @@ func TestGolden(t *testing.T) {
 		"openkruise":                 {},
 		"keda-scaledjob":             {},
 		"openshift-deploymentconfig": {},
+		"openkruise-jobs":            {},
+		// Image fields outside pod specs (DefaultImagePaths).
+		"argo-workflows": {},
+		"tekton":         {},
+		"spark-operator": {},
 	}
 	inputs, err := filepath.Glob("testdata/*.input.yaml")
 	if err != nil {
