@@ -147,3 +147,82 @@ func TestRunImagePathErrors(t *testing.T) {
 		})
 	}
 }
+
+// TestRunConfig reads the paths from --config (or DIGESTPIN_CONFIG), adds
+// the flags' to them, and refuses a bad file as a usage error naming the
+// file and line.
+func TestRunConfig(t *testing.T) {
+	reg, in := pathsRegistry(t)
+	dir := t.TempDir()
+	write := func(name, content string) string {
+		t.Helper()
+		p := filepath.Join(dir, name)
+		if err := os.WriteFile(p, []byte(content), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	cfg := write("digestpin.yaml", "apiVersion: digestpin.dev/v1alpha1\nkind: Config\nimagePaths:\n- example.com/Runner=spec.runnerRef\nchecksumPaths:\n- example.com/Runner=.\n")
+	runner, builder := reg.Ref("ci/runner:2"), reg.Ref("ci/builder:1")
+	for _, tc := range []struct {
+		desc string
+		args []string
+		env  map[string]string
+		tool bool // spec.template.tool is pinned
+	}{
+		{desc: "the file", args: []string{"--config", cfg}},
+		{desc: "the file from the environment", env: map[string]string{"DIGESTPIN_CONFIG": cfg}},
+		{desc: "the file and a flag", args: []string{"--config", cfg, "--image-path", "Runner=spec.template.tool"}, tool: true},
+	} {
+		t.Run(tc.desc, func(t *testing.T) {
+			for k, v := range tc.env {
+				t.Setenv(k, v)
+			}
+			out, stderr, err := runIn(t, in, tc.args...)
+			if err != nil {
+				t.Fatalf("run() = %v; stderr:\n%s", err, stderr)
+			}
+			if !strings.Contains(out, "  runnerRef: "+runner+"@sha256:") {
+				t.Errorf("the file's image path was not applied:\n%s", out)
+			}
+			if !strings.Contains(out, "  name: nightly\n  annotations:\n    checksum/images: '") {
+				t.Errorf("the file's checksum path was not applied:\n%s", out)
+			}
+			if got := !strings.Contains(out, "    tool: "+builder+"\n"); got != tc.tool {
+				t.Errorf("spec.template.tool pinned = %v, want %v:\n%s", got, tc.tool, out)
+			}
+		})
+	}
+	for _, tc := range []struct {
+		desc, content string
+		env           bool
+		want          string
+	}{
+		{desc: "an unknown key", content: "apiVersion: digestpin.dev/v1alpha1\nkind: Config\nimagepaths: []\n", want: `--config: DIR/bad.yaml, line 3: unknown key "imagepaths"`},
+		{desc: "a bad path, from the environment", env: true, content: "apiVersion: digestpin.dev/v1alpha1\nkind: Config\nimagePaths:\n- Runner\n", want: `DIGESTPIN_CONFIG: DIR/bad.yaml, line 4: imagePaths: parsing image path "Runner"`},
+		{desc: "another version", content: "apiVersion: digestpin.dev/v2\nkind: Config\n", want: `--config: DIR/bad.yaml, line 1: apiVersion is "digestpin.dev/v2", want digestpin.dev/v1alpha1`},
+		{desc: "no file", want: `--config: reading DIR/bad.yaml: `},
+	} {
+		t.Run(tc.desc, func(t *testing.T) {
+			bad := filepath.Join(dir, "bad.yaml")
+			_ = os.Remove(bad)
+			if tc.content != "" {
+				write("bad.yaml", tc.content)
+			}
+			args := []string{"--config", bad}
+			if tc.env {
+				t.Setenv("DIGESTPIN_CONFIG", bad)
+				args = nil
+			}
+			out, stderr, err := runIn(t, in, args...)
+			var ue *usageError
+			if !errors.As(err, &ue) || exitCode(err) != 2 {
+				t.Fatalf("run() = %v, want a usage error (exit 2)", err)
+			}
+			want := strings.ReplaceAll(tc.want, "DIR", dir)
+			if out != "" || !strings.Contains(stderr, want) || strings.Count(stderr, "\n") != 1 {
+				t.Errorf("stdout %q, stderr %q, want nothing and one line with %q", out, stderr, want)
+			}
+		})
+	}
+}
