@@ -39,6 +39,9 @@ func TestGolden(t *testing.T) {
 		"argo-workflows": {},
 		"tekton":         {},
 		"spark-operator": {},
+		// Documents written as JSON stay JSON.
+		"kubectl-json": {},
+		"json-stream":  {},
 	}
 	inputs, err := filepath.Glob("testdata/*.input.yaml")
 	if err != nil {

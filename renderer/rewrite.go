@@ -94,6 +94,9 @@ func (r *Renderer) rewrite(d *document, p *parsed, digest func(use) (string, boo
 	for _, a := range e.annotations {
 		setAnnotation(a.holder, e.r.annotation(), a.value)
 	}
+	if start := jsonStart(d.body()); start >= 0 {
+		return encodeJSON(d, &p.root, start, p.crlf)
+	}
 	return encode(d, &p.root, p.crlf)
 }
 
