@@ -26,6 +26,7 @@ var flagValues = map[string][]string{
 	"log-file":      {fileValue},
 	"volatile-from": {fileValue},
 	"previous":      {fileValue},
+	"config":        {fileValue},
 	"state-dir":     {dirValue},
 	"cache-dir":     {dirValue},
 }

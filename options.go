@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"slices"
 	"strings"
 	"time"
 
@@ -11,6 +12,7 @@ import (
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 	"github.com/spf13/pflag"
 
+	"github.com/digestpin/digestpin/config"
 	"github.com/digestpin/digestpin/pin"
 	"github.com/digestpin/digestpin/renderer"
 	"github.com/digestpin/digestpin/resolve"
@@ -24,6 +26,9 @@ type options struct {
 	checksumAnnotation string
 	platform           string
 	podSpecPaths       []string
+	imagePaths         []string
+	checksumPaths      []string
+	config             string
 	concurrency        int
 	timeout            time.Duration
 	requestTimeout     time.Duration
@@ -69,6 +74,9 @@ func (o *options) bind(fs *pflag.FlagSet) {
 	fs.StringVar(&o.checksumAnnotation, "checksum-annotation", renderer.DefaultChecksumAnnotation, "pod-template annotation that holds the checksum of its images")
 	fs.StringVar(&o.platform, "platform", "", "pin one platform's manifest (`os/arch[/variant]`) instead of the multi-platform index")
 	fs.StringSliceVar(&o.podSpecPaths, "pod-spec-path", nil, "also scan pod specs at `[GROUP/]KIND=FIELD.PATH` (repeatable; \"*\" steps into every list item)")
+	fs.StringSliceVar(&o.imagePaths, "image-path", nil, "also pin the image reference in the string field at `[GROUP/]KIND=FIELD.PATH` (repeatable; \"*\" steps into every list item; the last field names the image field)")
+	fs.StringSliceVar(&o.checksumPaths, "checksum-path", nil, "write the checksum of a kind's --image-path fields into metadata.annotations of the mapping at `[GROUP/]KIND=FIELD.PATH` (\".\": the object), covering the image fields inside it (repeatable; default: no checksum)")
+	fs.StringVar(&o.config, "config", "", "read pod spec, image and checksum paths from the configuration `FILE` (apiVersion digestpin.dev/v1alpha1, kind Config); flags add to it")
 	fs.IntVar(&o.concurrency, "concurrency", resolve.DefaultJobs, "distinct references resolved at once")
 	fs.DurationVar(&o.timeout, "timeout", 2*time.Minute, "bound on the whole run, reading the input included")
 	fs.DurationVar(&o.requestTimeout, "request-timeout", 30*time.Second, "bound on one registry request")
@@ -170,13 +178,37 @@ func (o *options) pinOptions(log *logger) (pin.Options, error) {
 	case o.concurrency < 1:
 		return pin.Options{}, o.invalid("concurrency", o.concurrency, "want at least 1")
 	}
-	paths := renderer.DefaultPodSpecPaths
+	// The paths: the built-in ones, then the configuration file's, then
+	// the flags'.
+	var cfg config.Config
+	if o.config != "" {
+		if cfg, err = config.Load(o.config); err != nil {
+			return pin.Options{}, fmt.Errorf("%s: %w", o.name("config"), err)
+		}
+	}
+	paths := slices.Concat(renderer.DefaultPodSpecPaths, cfg.PodSpecPaths)
 	for _, s := range o.podSpecPaths {
 		p, err := renderer.ParsePodSpecPath(s)
 		if err != nil {
 			return pin.Options{}, fmt.Errorf("%s: %w", o.name("pod-spec-path"), err)
 		}
 		paths = append(paths[:len(paths):len(paths)], p)
+	}
+	imagePaths := slices.Concat(renderer.DefaultImagePaths, cfg.ImagePaths)
+	for _, s := range o.imagePaths {
+		p, err := renderer.ParseImagePath(s)
+		if err != nil {
+			return pin.Options{}, fmt.Errorf("%s: %w", o.name("image-path"), err)
+		}
+		imagePaths = append(imagePaths[:len(imagePaths):len(imagePaths)], p)
+	}
+	checksumPaths := cfg.ChecksumPaths
+	for _, s := range o.checksumPaths {
+		p, err := renderer.ParseChecksumPath(s)
+		if err != nil {
+			return pin.Options{}, fmt.Errorf("%s: %w", o.name("checksum-path"), err)
+		}
+		checksumPaths = append(checksumPaths, p)
 	}
 	platform, err := o.parsePlatform()
 	if err != nil {
@@ -226,6 +258,8 @@ func (o *options) pinOptions(log *logger) (pin.Options, error) {
 			Mode:               mode,
 			ChecksumAnnotation: o.checksumAnnotation,
 			PodSpecPaths:       paths,
+			ImagePaths:         imagePaths,
+			ChecksumPaths:      checksumPaths,
 			KeepUnresolved:     keep,
 			Warnf:              log.warnf,
 		},

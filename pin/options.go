@@ -17,7 +17,7 @@ import (
 // and writes no file.
 type Options struct {
 	// Renderer holds the output settings: Mode, ChecksumAnnotation,
-	// PodSpecPaths, KeepUnresolved and Warnf. Its Resolver must be nil:
+	// PodSpecPaths, ImagePaths, ChecksumPaths, KeepUnresolved and Warnf. Its Resolver must be nil:
 	// each Pin sets it to the chain it assembles.
 	Renderer renderer.Renderer
 	// ResolveOptions configure the registry resolver that each Pin makes

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"runtime"
+	"slices"
 	"sync"
 	"sync/atomic"
 
@@ -59,7 +60,7 @@ func (r *Renderer) collect(ctx context.Context, docs []*document) (*collection, 
 	var keptBytes, keptNodes atomic.Int64
 	err := eachDoc(ctx, len(docs), func(i int) {
 		d := docs[i]
-		defer c.budget.give(c.budget.takeFor(d))
+		defer c.budget.give(c.budget.takeFor(d, r.keys))
 		p, err := r.parse(d)
 		if p == nil || err != nil {
 			c.out[i], docErrs[i] = d.raw, err
@@ -166,10 +167,13 @@ func wideEncoding(in []byte) string {
 // the word in one of these ways.
 var imageKey = []byte("image")
 
-// mayHoldImage reports whether a document body may hold an image field.
-func mayHoldImage(body []byte) bool {
+// mayHoldImage reports whether a document body may hold an image field:
+// one named "image", or one of keys (the names of image fields that
+// ImagePaths declare without the word).
+func mayHoldImage(body []byte, keys []string) bool {
 	return bytes.Contains(body, imageKey) || bytes.IndexByte(body, '\\') >= 0 ||
-		bytes.Contains(body, []byte("!!")) || bytes.Contains(body, []byte("!<")) || bytes.Contains(body, []byte("%TAG"))
+		bytes.Contains(body, []byte("!!")) || bytes.Contains(body, []byte("!<")) || bytes.Contains(body, []byte("%TAG")) ||
+		slices.ContainsFunc(keys, func(k string) bool { return bytes.Contains(body, []byte(k)) })
 }
 
 // parsed is a parsed document that may hold images.
@@ -183,7 +187,7 @@ type parsed struct {
 // parse parses document d. It returns nil and no error for a document
 // that cannot hold an image field: no "image" in it, only comments, null.
 func (r *Renderer) parse(d *document) (*parsed, error) {
-	if !mayHoldImage(d.body()) {
+	if !mayHoldImage(d.body(), r.keys) {
 		return nil, nil
 	}
 	// Refuse a document whose tree could take more memory than a Render

@@ -15,7 +15,8 @@ import (
 // TestWorkloadCRDs renders the golden file of each workload CRD project
 // (TestGolden compares them and checks that they are fixed points) and
 // checks which fields it pinned, by whom: every image field of a pod
-// spec in the default paths, and nothing else.
+// spec in the default paths, every field of the default image paths, and
+// nothing else.
 func TestWorkloadCRDs(t *testing.T) {
 	for _, tc := range []struct {
 		name string
@@ -41,6 +42,53 @@ func TestWorkloadCRDs(t *testing.T) {
 		}},
 		{name: "openshift-deploymentconfig", uses: []string{
 			`DeploymentConfig/finance/ledger container "ledger": registry.example/finance/ledger:5.2`,
+		}},
+		{name: "openkruise-jobs", uses: []string{
+			`BroadcastJob/node-tools/node-cleanup container "cleanup": registry.example/node-tools/cleanup:1.3`,
+			`UnitedDeployment/shop/shop-api container "api": registry.example/shop/api:2.4`,
+			`UnitedDeployment/shop/shop-cache container "sysctl": registry.example/shop/busybox:1.36`,
+			`UnitedDeployment/shop/shop-cache container "redis": registry.example/shop/redis:7.4`,
+			`UnitedDeployment/shop/shop-search container "search": registry.example/shop/search:8.15`,
+			`UnitedDeployment/shop/shop-workers container "worker": registry.example/shop/worker:2.4`,
+		}},
+		// Image fields (DefaultImagePaths). Parameters ("{{…}}", "$(…)"),
+		// empty optional images and image-like strings elsewhere (a
+		// resource template's manifest, parameters, Spark's sparkConf)
+		// are not pinned.
+		{name: "argo-workflows", uses: []string{
+			`Rollout/ci/app container "app": registry.example/ci/app:main`,
+			`WorkflowTemplate/ci/ci-build field spec.templates[1].initContainers[0].image: registry.example/ci/git-prepare:1.2`,
+			`WorkflowTemplate/ci/ci-build field spec.templates[1].container.image: registry.example/ci/git:2.45`,
+			`WorkflowTemplate/ci/ci-build field spec.templates[2].script.image: registry.example/ci/golang:1.23`,
+			`WorkflowTemplate/ci/ci-build field spec.templates[3].containerSet.containers[0].image: registry.example/ci/golang:1.23`,
+			`WorkflowTemplate/ci/ci-build field spec.templates[3].containerSet.containers[1].image: registry.example/ci/golangci-lint:2.1`,
+			`CronWorkflow/ci/ci-nightly field spec.workflowSpec.templates[0].container.image: registry.example/ci/nightly:3.0`,
+			`WorkflowTemplate/ci/ci-build field spec.templates[2].sidecars[0].image: registry.example/ci/redis:7.4`,
+			`Workflow/ci/ci-smoke field spec.templates[0].container.image: registry.example/ci/smoke:1.0`,
+			`ClusterWorkflowTemplate/image-scan field spec.templates[0].container.image: registry.example/security/scanner:0.58`,
+		}},
+		{name: "tekton", uses: []string{
+			`TaskRun/pipelines/migrate field spec.taskSpec.steps[0].image: registry.example/app/migrate:5.1`,
+			`PipelineRun/pipelines/smoke field spec.pipelineSpec.tasks[0].taskSpec.steps[0].image: registry.example/app/smoke:1.0`,
+			`Task/pipelines/build field spec.stepTemplate.image: registry.example/tools/base:1.0`,
+			`Task/pipelines/build field spec.steps[0].image: registry.example/tools/busybox:1.36`,
+			`StepAction/pipelines/sign field spec.image: registry.example/tools/cosign:2.4`,
+			`Pipeline/pipelines/release field spec.finally[0].taskSpec.steps[0].image: registry.example/tools/curl:8.10`,
+			`Task/pipelines/build field spec.sidecars[0].image: registry.example/tools/dind:27`,
+			`ClusterTask/git-clone field spec.steps[0].image: registry.example/tools/git-init:0.40`,
+			`Pipeline/pipelines/release field spec.tasks[1].taskSpec.steps[1].image: registry.example/tools/golang:1.23`,
+			`Pipeline/pipelines/release field spec.tasks[1].taskSpec.stepTemplate.image: registry.example/tools/golang:1.23`,
+			`PipelineRun/pipelines/smoke field spec.pipelineSpec.finally[0].taskSpec.steps[0].image: registry.example/tools/kubectl:1.31`,
+			`Pipeline/pipelines/release field spec.tasks[1].taskSpec.sidecars[0].image: registry.example/tools/postgres:16`,
+		}},
+		{name: "spark-operator", uses: []string{
+			`SparkApplication/analytics/daily-report field spec.driver.initContainers[0].image: registry.example/analytics/config-fetcher:1.4`,
+			`SparkApplication/analytics/daily-report field spec.driver.sidecars[0].image: registry.example/analytics/fluent-bit:3.1`,
+			`SparkApplication/analytics/daily-report field spec.executor.sidecars[0].image: registry.example/analytics/jmx-exporter:1.0`,
+			`SparkApplication/analytics/daily-report field spec.driver.image: registry.example/analytics/spark-driver:3.5.1`,
+			`ScheduledSparkApplication/analytics/hourly-ingest field spec.template.executor.image: registry.example/analytics/spark-ingest-executor:3.5.1`,
+			`ScheduledSparkApplication/analytics/hourly-ingest field spec.template.image: registry.example/analytics/spark-ingest:3.5.1`,
+			`SparkApplication/analytics/daily-report field spec.image: registry.example/analytics/spark-report:3.5.1`,
 		}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

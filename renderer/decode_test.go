@@ -184,10 +184,10 @@ func TestOutputAsAPIServerReadsIt(t *testing.T) {
 
 // checkAsAPIServer decodes each document of in and out as the API server
 // does (sigs.k8s.io/yaml) and checks that they are the same but for the
-// image fields of pod specs and the checksum annotation, that every image
-// of out is pinned, and that each pod template's checksum covers exactly
-// the images that the API server reads. It assumes pin mode and the
-// default pod spec paths.
+// image fields of pod specs and of image paths and the checksum
+// annotation, that every image of out is pinned, and that each pod
+// template's checksum covers exactly the images that the API server
+// reads. It assumes pin mode and the default pod spec and image paths.
 func checkAsAPIServer(t *testing.T, in, out []byte) {
 	t.Helper()
 	inDocs, outDocs := splitStream(in), splitStream(out)
@@ -233,6 +233,25 @@ func checkAsAPIServer(t *testing.T, in, out []byte) {
 			} else {
 				dropChecksum(s.holder)
 			}
+		}
+		// Image fields of DefaultImagePaths: pinned (but for those left
+		// alone: empty, or a parameter), in no checksum.
+		for _, f := range imagePathFieldsOf(a) {
+			img, _ := f.m[f.key].(string)
+			if img != "" && !strings.Contains(img, "{{") && !strings.Contains(img, "$(") {
+				inImages = append(inImages, img)
+			}
+			delete(f.m, f.key)
+		}
+		for _, f := range imagePathFieldsOf(b) {
+			img, _ := f.m[f.key].(string)
+			if img != "" && !strings.Contains(img, "{{") && !strings.Contains(img, "$(") {
+				if !strings.Contains(img, "@sha256:") {
+					t.Errorf("document %d: image field %q holds %q, which is not pinned\n%s", i+1, f.name, img, outDocs[i].raw)
+				}
+				outImages = append(outImages, img)
+			}
+			delete(f.m, f.key)
 		}
 		if len(inImages) != len(outImages) {
 			t.Errorf("document %d: %d images in, %d out", i+1, len(inImages), len(outImages))
@@ -300,6 +319,51 @@ func podSpecsOf(v any) []jsonPodSpec {
 				holder = nil
 			}
 			out = append(out, jsonPodSpec{spec: n, holder: holder})
+		}
+	}
+	return out
+}
+
+// imagePathFieldsOf follows DefaultImagePaths through a decoded object
+// (and the items of a List) to the mappings that hold image fields.
+func imagePathFieldsOf(v any) []jsonImage {
+	obj, _ := v.(map[string]any)
+	if obj == nil {
+		return nil
+	}
+	kind, _ := obj["kind"].(string)
+	if items, ok := obj["items"].([]any); ok && strings.HasSuffix(kind, "List") {
+		var out []jsonImage
+		for _, it := range items {
+			out = append(out, imagePathFieldsOf(it)...)
+		}
+		return out
+	}
+	apiVersion, _ := obj["apiVersion"].(string)
+	var out []jsonImage
+	for _, p := range DefaultImagePaths {
+		if p.Kind != kind || p.Group != apiGroup(apiVersion) {
+			continue
+		}
+		at := []any{obj}
+		for _, f := range p.Fields[:len(p.Fields)-1] {
+			var next []any
+			for _, n := range at {
+				if f == "*" {
+					list, _ := n.([]any)
+					next = append(next, list...)
+				} else if m, ok := n.(map[string]any); ok && m[f] != nil {
+					next = append(next, m[f])
+				}
+			}
+			at = next
+		}
+		for _, n := range at {
+			if m, ok := n.(map[string]any); ok {
+				if _, ok := m[p.Fields[len(p.Fields)-1]]; ok {
+					out = append(out, jsonImage{name: p.String(), key: p.Fields[len(p.Fields)-1], m: m})
+				}
+			}
 		}
 	}
 	return out

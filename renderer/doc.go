@@ -3,7 +3,10 @@
 // and each pod template carries a checksum annotation of its pinned
 // images. Pod specs are found by API group, kind and field path
 // (DefaultPodSpecPaths: the Kubernetes workloads and the workload CRDs
-// deployed with Helm); an image key anywhere else is data.
+// deployed with Helm), and so are single image fields outside pod specs
+// (DefaultImagePaths: Argo Workflows, Tekton, the Spark operator), whose
+// checksum goes where a ChecksumPath says, if anywhere; an image key
+// anywhere else is data. A document written as JSON stays JSON.
 //
 // The renderer works on a multi-document YAML stream as Helm, kustomize or
 // kubectl write it. It never talks to a registry itself: digests come from a

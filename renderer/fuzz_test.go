@@ -59,7 +59,8 @@ func addSeeds(f *testing.F) {
 // FuzzRender renders arbitrary streams. Whatever the input, Render must
 // not panic, and estimateNodes must bound the nodes of each document;
 // when it succeeds, every document it wrote must parse, it must be a
-// fixed point, documents without an image must be unchanged, and the API
+// fixed point, documents without an image must be unchanged, JSON
+// documents must stay JSON, and the API
 // server must read input and output alike but for pinned images and
 // checksums that cover them (checkAsAPIServer).
 func FuzzRender(f *testing.F) {
@@ -80,7 +81,7 @@ func FuzzRender(f *testing.F) {
 		}
 		docs := splitStream(res.Output)
 		for _, d := range docs {
-			if err := yaml.NewDecoder(bytes.NewReader(d.body())).Decode(new(yaml.Node)); err != nil && err.Error() != "EOF" && mayHoldImage(d.body()) {
+			if err := yaml.NewDecoder(bytes.NewReader(d.body())).Decode(new(yaml.Node)); err != nil && err.Error() != "EOF" && mayHoldImage(d.body(), nil) {
 				t.Fatalf("output document %d does not parse: %v\n%s", d.index, err, d.raw)
 			}
 		}
@@ -94,8 +95,11 @@ func FuzzRender(f *testing.F) {
 		inDocs := splitStream(in)
 		if len(inDocs) == len(docs) {
 			for i, d := range inDocs {
-				if !mayHoldImage(d.raw) && !bytes.Equal(d.raw, docs[i].raw) {
+				if !mayHoldImage(d.raw, nil) && !bytes.Equal(d.raw, docs[i].raw) {
 					t.Fatalf("document %d without image changed: %q → %q", i+1, d.raw, docs[i].raw)
+				}
+				if jsonStart(d.body()) >= 0 && jsonStart(docs[i].body()) < 0 {
+					t.Fatalf("JSON document %d is no longer JSON: %q → %q", i+1, d.raw, docs[i].raw)
 				}
 			}
 		} else {

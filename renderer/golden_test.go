@@ -34,6 +34,14 @@ func TestGolden(t *testing.T) {
 		"openkruise":                 {},
 		"keda-scaledjob":             {},
 		"openshift-deploymentconfig": {},
+		"openkruise-jobs":            {},
+		// Image fields outside pod specs (DefaultImagePaths).
+		"argo-workflows": {},
+		"tekton":         {},
+		"spark-operator": {},
+		// Documents written as JSON stay JSON.
+		"kubectl-json": {},
+		"json-stream":  {},
 	}
 	inputs, err := filepath.Glob("testdata/*.input.yaml")
 	if err != nil {

@@ -3,6 +3,7 @@ package renderer
 import (
 	"errors"
 	"fmt"
+	"strconv"
 	"strings"
 
 	"sigs.k8s.io/kustomize/kyaml/yaml"
@@ -34,36 +35,63 @@ type PodSpecPath struct {
 }
 
 // String formats p as the --pod-spec-path flag takes it.
-func (p PodSpecPath) String() string {
-	kind := p.Kind
-	if p.Group != "*" {
-		kind = p.Group + "/" + p.Kind
-	}
-	return kind + "=" + strings.Join(p.Fields, ".")
-}
+func (p PodSpecPath) String() string { return kindPath(p.Group, p.Kind, p.Fields) }
 
 // ParsePodSpecPath parses "KIND=FIELD.PATH" or "GROUP/KIND=FIELD.PATH",
 // e.g. "example.com/Worker=spec.podTemplate.spec". Without a group the
 // kind matches in every API group.
 func ParsePodSpecPath(s string) (PodSpecPath, error) {
-	kind, path, ok := strings.Cut(s, "=")
-	if !ok || kind == "" || path == "" {
-		return PodSpecPath{}, fmt.Errorf("parsing pod spec path %q: want KIND=FIELD.PATH or GROUP/KIND=FIELD.PATH", s)
+	group, kind, fields, err := parseKindPath("pod spec path", s)
+	if err != nil {
+		return PodSpecPath{}, err
 	}
-	p := PodSpecPath{Group: "*", Kind: kind}
-	if g, k, ok := strings.Cut(kind, "/"); ok {
-		p.Group, p.Kind = g, k
+	return PodSpecPath{Group: group, Kind: kind, Fields: fields}, nil
+}
+
+// parseKindPath parses "[GROUP/]KIND=FIELD.PATH", the form of every path
+// flag (what names the flag's value in errors). The group is "*" when
+// none is given.
+func parseKindPath(what, s string) (group, kind string, fields []string, err error) {
+	k, path, ok := strings.Cut(s, "=")
+	if !ok || k == "" || path == "" {
+		return "", "", nil, fmt.Errorf("parsing %s %q: want KIND=FIELD.PATH or GROUP/KIND=FIELD.PATH", what, s)
 	}
-	if p.Kind == "" || strings.Contains(p.Kind, "/") {
-		return PodSpecPath{}, fmt.Errorf("parsing pod spec path %q: bad kind %q", s, kind)
+	if group, kind, err = parseKind(what, s, k); err != nil {
+		return "", "", nil, err
 	}
-	p.Fields = strings.Split(path, ".")
-	for _, f := range p.Fields {
+	fields = strings.Split(path, ".")
+	for _, f := range fields {
 		if f == "" {
-			return PodSpecPath{}, fmt.Errorf("parsing pod spec path %q: empty field in %q", s, path)
+			return "", "", nil, fmt.Errorf("parsing %s %q: empty field in %q", what, s, path)
 		}
 	}
-	return p, nil
+	return group, kind, fields, nil
+}
+
+// parseKind parses the "[GROUP/]KIND" part k of path s.
+func parseKind(what, s, k string) (group, kind string, err error) {
+	group, kind = "*", k
+	if g, kk, ok := strings.Cut(k, "/"); ok {
+		group, kind = g, kk
+	}
+	if kind == "" || strings.Contains(kind, "/") {
+		return "", "", fmt.Errorf("parsing %s %q: bad kind %q", what, s, k)
+	}
+	return group, kind, nil
+}
+
+// kindPath formats a path of group and kind as the flags take it.
+func kindPath(group, kind string, fields []string) string {
+	if group != "*" {
+		kind = group + "/" + kind
+	}
+	return kind + "=" + strings.Join(fields, ".")
+}
+
+// matchesKind reports whether a path declared for group and kind (group
+// "*": any) applies to an object of objGroup and objKind.
+func matchesKind(group, kind, objGroup, objKind string) bool {
+	return kind == objKind && (group == "*" || group == objGroup)
 }
 
 // DefaultPodSpecPaths are the pod specs of the Kubernetes workload kinds
@@ -98,6 +126,14 @@ var DefaultPodSpecPaths = []PodSpecPath{
 	{Group: "apps.kruise.io", Kind: "StatefulSet", Fields: []string{"spec", "template", "spec"}},
 	{Group: "apps.kruise.io", Kind: "DaemonSet", Fields: []string{"spec", "template", "spec"}},
 	{Group: "apps.kruise.io", Kind: "SidecarSet", Fields: []string{"spec"}, NoChecksum: true},
+	// A BroadcastJob runs its template's pod on every node. A
+	// UnitedDeployment keeps one workload template, of one of four kinds,
+	// whose pods it spreads over subsets (zones).
+	{Group: "apps.kruise.io", Kind: "BroadcastJob", Fields: []string{"spec", "template", "spec"}},
+	{Group: "apps.kruise.io", Kind: "UnitedDeployment", Fields: []string{"spec", "template", "statefulSetTemplate", "spec", "template", "spec"}},
+	{Group: "apps.kruise.io", Kind: "UnitedDeployment", Fields: []string{"spec", "template", "advancedStatefulSetTemplate", "spec", "template", "spec"}},
+	{Group: "apps.kruise.io", Kind: "UnitedDeployment", Fields: []string{"spec", "template", "cloneSetTemplate", "spec", "template", "spec"}},
+	{Group: "apps.kruise.io", Kind: "UnitedDeployment", Fields: []string{"spec", "template", "deploymentTemplate", "spec", "template", "spec"}},
 	// KEDA: a ScaledJob's jobTargetRef is a Job spec.
 	{Group: "keda.sh", Kind: "ScaledJob", Fields: []string{"spec", "jobTargetRef", "template", "spec"}},
 	{Group: "apps.openshift.io", Kind: "DeploymentConfig", Fields: []string{"spec", "template", "spec"}},
@@ -124,10 +160,10 @@ func findPodTemplates(obj *yaml.Node, group, kind string, paths []PodSpecPath, s
 	var found []podTemplate
 	at := map[*yaml.Node]int{} // pod spec → its index in found
 	for _, p := range paths {
-		if p.Kind != kind || (p.Group != "*" && p.Group != group) {
+		if !matchesKind(p.Group, p.Kind, group, kind) {
 			continue
 		}
-		err := walk(obj, p.Fields, map[walkStep]bool{}, step, func(holder, spec *yaml.Node, last string) {
+		err := walk(obj, p.Fields, map[walkStep]bool{}, step, func(holder, spec *yaml.Node, last string, _ []string) {
 			if spec.Kind != yaml.MappingNode {
 				return
 			}
@@ -158,17 +194,20 @@ type walkStep struct {
 }
 
 // walk follows fields from n and calls fn with every node reached, the
-// mapping that holds it and the last field name. It steps from a node
+// mapping that holds it, the last field name, and the trail of steps
+// taken from n (field names, and "[i]" or the key for a "*" step; fn
+// must not keep it). It steps from a node
 // with the same fields left once (seen remembers), so that "*" fields
 // over aliases cannot make it exponential. It looks fields up with get,
 // and returns get's error (or values' error for a "*" step, prefixed with
 // the field stepped from).
-func walk(n *yaml.Node, fields []string, seen map[walkStep]bool, step func(*yaml.Node), fn func(holder, node *yaml.Node, last string)) error {
-	return walkFrom(n, "", fields, seen, step, fn)
+func walk(n *yaml.Node, fields []string, seen map[walkStep]bool, step func(*yaml.Node), fn func(holder, node *yaml.Node, last string, trail []string)) error {
+	return walkFrom(n, "", fields, nil, seen, step, fn)
 }
 
-// walkFrom is walk from node n, which the field named from led to.
-func walkFrom(n *yaml.Node, from string, fields []string, seen map[walkStep]bool, step func(*yaml.Node), fn func(holder, node *yaml.Node, last string)) error {
+// walkFrom is walk from node n, which the field named from led to, with
+// trail the steps taken to it.
+func walkFrom(n *yaml.Node, from string, fields, trail []string, seen map[walkStep]bool, step func(*yaml.Node), fn func(holder, node *yaml.Node, last string, trail []string)) error {
 	n = deref(n)
 	if n == nil || len(fields) == 0 || seen[walkStep{n, len(fields)}] {
 		return nil
@@ -194,15 +233,28 @@ func walkFrom(n *yaml.Node, from string, fields []string, seen map[walkStep]bool
 			next = []*yaml.Node{e.via[len(e.via)-1]}
 		}
 	}
-	for _, c := range next {
+	for i, c := range next {
 		step(c)
+		t := append(trail, f)
+		if f == "*" {
+			t[len(t)-1] = itemLabel(n, i)
+		}
 		if len(rest) == 0 {
-			fn(n, deref(c), f)
-		} else if err := walkFrom(c, f, rest, seen, step, fn); err != nil {
+			fn(n, deref(c), f, t)
+		} else if err := walkFrom(c, f, rest, t, seen, step, fn); err != nil {
 			return err
 		}
 	}
 	return nil
+}
+
+// itemLabel names the i-th value that values(n) returns, for a trail:
+// "[i]" for an item of a sequence, the key for a value of a mapping.
+func itemLabel(n *yaml.Node, i int) string {
+	if n.Kind == yaml.SequenceNode {
+		return "[" + strconv.Itoa(i) + "]"
+	}
+	return n.Content[2*i].Value
 }
 
 // apiGroup returns the group of an apiVersion: "apps" for "apps/v1", ""

@@ -33,21 +33,34 @@ type Renderer struct {
 	// PodSpecPaths says where each kind keeps its pod specs; nil means
 	// DefaultPodSpecPaths. Every entry that matches a kind is followed.
 	PodSpecPaths []PodSpecPath
+	// ImagePaths name image fields outside pod specs; nil means
+	// DefaultImagePaths. Every entry that matches a kind is followed.
+	ImagePaths []ImagePath
+	// ChecksumPaths say where the image fields of ImagePaths get a
+	// checksum annotation; nil means nowhere.
+	ChecksumPaths []ChecksumPath
 	// KeepUnresolved keeps an image that cannot be resolved as it is,
 	// with a warning, instead of failing the render.
 	KeepUnresolved bool
 	// Warnf receives warnings; nil discards them.
 	Warnf func(format string, args ...any)
+
+	// keys are imageKeys, set on the copy of the Renderer that a Render
+	// works with.
+	keys []string
 }
 
-// Workload is one container, or one image volume, that uses an image.
+// Workload is one container, image volume or image field that uses an
+// image.
 type Workload struct {
 	Kind      string `json:"kind"`
 	Namespace string `json:"namespace,omitempty"`
 	Name      string `json:"name"`
 	// Container is the container's name, or VolumePrefix and the name of
-	// an image volume ("volume/data"). A container name is a DNS label,
-	// without "/", so the two cannot be confused.
+	// an image volume ("volume/data"), or FieldPrefix and the path of an
+	// image field that an ImagePath found
+	// ("field/spec.templates[0].container.image"). A container name is a
+	// DNS label, without "/", so they cannot be confused.
 	Container string `json:"container"`
 }
 
@@ -98,6 +111,12 @@ func (r *Renderer) Render(ctx context.Context, in []byte) (Result, error) {
 		return Result{}, fmt.Errorf("document 1, line 1: the stream is %s; digestpin reads UTF-8 only", enc)
 	}
 
+	// The Renderer is shared: what a Render derives from its fields goes
+	// into a copy.
+	rr := *r
+	rr.keys = r.imageKeys()
+	r = &rr
+
 	// First, walk every document and collect its images, validating every
 	// reference before any network call. A document whose images all
 	// carry digests is final already; the others wait for the resolver.
@@ -127,10 +146,14 @@ func (r *Renderer) Render(ctx context.Context, in []byte) (Result, error) {
 }
 
 // String formats a workload as "Deployment/ns/web container "app"", or
-// for an image volume as "Deployment/ns/web volume "data"".
+// for an image volume as "Deployment/ns/web volume "data"", or for an
+// image field as "Workflow/ns/ci field spec.templates[0].script.image".
 func (w Workload) String() string {
 	if v, ok := strings.CutPrefix(w.Container, VolumePrefix); ok {
 		return fmt.Sprintf("%s volume %q", w.object(), v)
+	}
+	if f, ok := strings.CutPrefix(w.Container, FieldPrefix); ok {
+		return fmt.Sprintf("%s field %s", w.object(), f)
 	}
 	return fmt.Sprintf("%s container %q", w.object(), w.Container)
 }

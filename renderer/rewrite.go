@@ -23,7 +23,7 @@ func (r *Renderer) rewriteWaiting(ctx context.Context, c *collection, digests ma
 			c.kept[i] = nil
 			return
 		}
-		defer c.budget.give(c.budget.takeFor(c.docs[i]))
+		defer c.budget.give(c.budget.takeFor(c.docs[i], r.keys))
 		c.out[i], docErrs[j] = r.edit(c.docs[i], known)
 	})
 	if err != nil {
@@ -93,6 +93,9 @@ func (r *Renderer) rewrite(d *document, p *parsed, digest func(use) (string, boo
 	}
 	for _, a := range e.annotations {
 		setAnnotation(a.holder, e.r.annotation(), a.value)
+	}
+	if start := jsonStart(d.body()); start >= 0 {
+		return encodeJSON(d, &p.root, start, p.crlf)
 	}
 	return encode(d, &p.root, p.crlf)
 }
@@ -207,7 +210,7 @@ func (e *editor) object(obj *yaml.Node, depth int) error {
 			return err
 		}
 	}
-	return nil
+	return e.imageFields(obj, apiGroup(apiVersion), kind, w)
 }
 
 // template pins the images of one pod template and sets its checksum.
@@ -233,11 +236,19 @@ func (e *editor) template(t podTemplate, w Workload) error {
 		}
 		e.specLines[t.spec] = lines
 	}
-	if t.holder == nil || len(lines) == 0 || !e.complete || !once(&e.holders, t.holder) {
+	return e.checksum(t.holder, lines, w)
+}
+
+// checksum sets the checksum annotation of holder (a pod template, or a
+// mapping that a ChecksumPath names) to the checksum of lines, the images
+// of w in it; it does nothing for a nil holder, no lines, or a document
+// whose digests are not all known yet. Each holder is annotated once.
+func (e *editor) checksum(holder *yaml.Node, lines []string, w Workload) error {
+	if holder == nil || len(lines) == 0 || !e.complete || !once(&e.holders, holder) {
 		return nil
 	}
 	sum := Checksum(lines)
-	meta, err := get(t.holder, "metadata")
+	meta, err := get(holder, "metadata")
 	var ann, old entry
 	if err == nil {
 		ann, err = get(meta.value, "annotations")
@@ -254,10 +265,10 @@ func (e *editor) template(t podTemplate, w Workload) error {
 	if old.key != nil && old.index < 0 {
 		return fmt.Errorf("%s: %s: cannot write the %s annotation: it comes from a merge key (<<); write it out", e.d.at(old.key.Line), w.object(), e.r.annotation())
 	}
-	if n, why := sharedMetadata(t.holder); n != nil {
+	if n, why := sharedMetadata(holder); n != nil {
 		return fmt.Errorf("%s: %s: cannot write the %s annotation: the pod template's %s", e.d.at(n.Line), w.object(), e.r.annotation(), why)
 	}
-	e.annotations = append(e.annotations, annotationChange{holder: t.holder, value: sum})
+	e.annotations = append(e.annotations, annotationChange{holder: holder, value: sum})
 	return nil
 }
 
@@ -334,7 +345,8 @@ func (e *editor) podSpecImages(spec *yaml.Node, w Workload) ([]string, error) {
 }
 
 // pinImage pins the image field key of mapping m (a container's "image",
-// an image volume's "reference"), which w uses in pod spec spec. It
+// an image volume's "reference", a field an ImagePath names), which w
+// uses in pod spec spec (nil for an ImagePath's field). It
 // returns the field's checksum line, or "" when m has no such field or
 // its digest is not known yet.
 func (e *editor) pinImage(spec, m *yaml.Node, key string, w Workload) (string, error) {
@@ -363,10 +375,12 @@ func (e *editor) pinImage(spec, m *yaml.Node, key string, w Workload) (string, e
 		return w.Container + "=" + img.Value, nil
 	}
 	u := use{image: img.Value, ref: ref, workload: w, where: where}
-	if e.specUses == nil {
-		e.specUses = map[*yaml.Node][]use{}
+	if spec != nil {
+		if e.specUses == nil {
+			e.specUses = map[*yaml.Node][]use{}
+		}
+		e.specUses[spec] = append(e.specUses[spec], u)
 	}
-	e.specUses[spec] = append(e.specUses[spec], u)
 	dg, ok := e.digest(u)
 	if !ok {
 		e.complete = false

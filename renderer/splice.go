@@ -27,6 +27,7 @@ func splice(d *document, images []imageChange, annotations []annotationChange, k
 	if hasOtherBreaks(s.body) {
 		return nil, false // the parser's lines are not the LF-separated ones
 	}
+	s.json = jsonStart(s.body) >= 0
 	s.eol = "\n"
 	if bytes.Contains(s.body, []byte("\r\n")) {
 		s.eol = "\r\n"
@@ -46,7 +47,11 @@ func splice(d *document, images []imageChange, annotations []annotationChange, k
 		edits = append(edits, e)
 	}
 	for _, a := range annotations {
-		e, ok := s.setAnnotation(a.holder, key, a.value)
+		set := s.setAnnotation
+		if s.json {
+			set = s.setFlowAnnotation
+		}
+		e, ok := set(a.holder, key, a.value)
 		if !ok {
 			return nil, false
 		}
@@ -74,6 +79,7 @@ type spliceState struct {
 	body       []byte
 	lineStarts []int // computed on first use
 	eol        string
+	json       bool // the document is written as JSON
 	// The last position offset found: a later node on the same line
 	// continues from it, so that many nodes on one very long line (flow
 	// style) cost the line's length once, not once per node.
@@ -139,8 +145,12 @@ func (s *spliceState) replaceScalar(n *yaml.Node, value string, style yaml.Style
 		return edit{}, false
 	}
 	end := at + len(token)
-	if !bytes.HasPrefix(s.body[at:], []byte(token)) || (end < len(s.body) && !isSpace(s.body[end])) {
+	if !bytes.HasPrefix(s.body[at:], []byte(token)) || (end < len(s.body) && !isSpace(s.body[end]) && !(s.json && isJSONDelimiter(s.body[end]))) {
 		return edit{}, false // not the token we expect, or not followed by a blank: flow or multi-line
+	}
+	if s.json {
+		// JSON has one kind of string.
+		style = yaml.DoubleQuotedStyle
 	}
 	text, ok := quote(value, style)
 	return edit{start: at, end: end, text: text}, ok
@@ -307,3 +317,6 @@ func hasOtherBreaks(b []byte) bool {
 }
 
 func isSpace(c byte) bool { return c == ' ' || c == '\t' || c == '\r' || c == '\n' }
+
+// isJSONDelimiter reports whether c may follow a value in JSON.
+func isJSONDelimiter(c byte) bool { return c == ',' || c == '}' || c == ']' }

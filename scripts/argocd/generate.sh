@@ -43,6 +43,9 @@
 #   DIGESTPIN_FROZEN           with DIGESTPIN_LOCK: "true" (default) fails on
 #                              an image missing from the lock; "false"
 #                              resolves it at its registry
+#   DIGESTPIN_CONFIG           digestpin configuration file (relative,
+#                              inside the repository): more pod spec, image
+#                              and checksum paths
 #   DIGESTPIN_CACHE_TTL        live resolution, cached this long (e.g. 5m)
 #   DIGESTPIN_MODE             pin (default), digest or annotate
 #   DIGESTPIN_REGISTRY_MIRROR  FROM=TO[,FROM=TO]: ask a mirror, keep the name
@@ -301,6 +304,10 @@ if [[ -n "${ARGOCD_ENV_DIGESTPIN_LOCK:-}" ]]; then
 	false) ;;
 	*) die "DIGESTPIN_FROZEN=${ARGOCD_ENV_DIGESTPIN_FROZEN}: want true or false" ;;
 	esac
+fi
+if [[ -n "${ARGOCD_ENV_DIGESTPIN_CONFIG:-}" ]]; then
+	inside_repo "configuration file" "$ARGOCD_ENV_DIGESTPIN_CONFIG"
+	pin_args+=(--config "$ARGOCD_ENV_DIGESTPIN_CONFIG")
 fi
 # option FLAG NAME passes ARGOCD_ENV_NAME to digestpin as --FLAG when set.
 option() {

@@ -1,0 +1,206 @@
+package config
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"strings"
+
+	"sigs.k8s.io/kustomize/kyaml/yaml"
+
+	"github.com/digestpin/digestpin/internal/readfile"
+	"github.com/digestpin/digestpin/renderer"
+)
+
+// APIVersion and Kind identify a digestpin configuration file.
+const (
+	APIVersion = "digestpin.dev/v1alpha1"
+	Kind       = "Config"
+)
+
+// MaxSize bounds the size of a configuration file.
+const MaxSize = 1 << 20
+
+// Config is what a configuration file declares, beyond the built-in
+// defaults. The zero value declares nothing.
+type Config struct {
+	// PodSpecPaths are more pod specs to scan (podSpecPaths).
+	PodSpecPaths []renderer.PodSpecPath
+	// ImagePaths are more image fields (imagePaths).
+	ImagePaths []renderer.ImagePath
+	// ChecksumPaths say where the checksum of image fields goes
+	// (checksumPaths).
+	ChecksumPaths []renderer.ChecksumPath
+}
+
+// Load reads the configuration file at path, a regular file of at most
+// MaxSize bytes, and parses it.
+func Load(path string) (Config, error) {
+	b, err := readfile.Regular(path, MaxSize)
+	if err != nil {
+		return Config{}, fmt.Errorf("reading %s: %w", path, err)
+	}
+	return Parse(path, b)
+}
+
+// keys are the keys of a configuration file, each with the function
+// that sets it from its value. apiVersion and kind are checked apart.
+var keys = map[string]func(c *Config, v *yaml.Node) error{
+	"podSpecPaths": func(c *Config, v *yaml.Node) error {
+		return eachString(v, func(n *yaml.Node) error {
+			p, err := renderer.ParsePodSpecPath(n.Value)
+			c.PodSpecPaths = append(c.PodSpecPaths, p)
+			return err
+		})
+	},
+	"imagePaths": func(c *Config, v *yaml.Node) error {
+		return eachString(v, func(n *yaml.Node) error {
+			p, err := renderer.ParseImagePath(n.Value)
+			c.ImagePaths = append(c.ImagePaths, p)
+			return err
+		})
+	},
+	"checksumPaths": func(c *Config, v *yaml.Node) error {
+		return eachString(v, func(n *yaml.Node) error {
+			p, err := renderer.ParseChecksumPath(n.Value)
+			c.ChecksumPaths = append(c.ChecksumPaths, p)
+			return err
+		})
+	},
+}
+
+// known lists the keys of a configuration file for messages.
+const known = "apiVersion, kind, podSpecPaths, imagePaths, checksumPaths"
+
+// lineError is an error at a line of the file.
+type lineError struct {
+	line int
+	err  error
+}
+
+func (e *lineError) Error() string { return e.err.Error() }
+
+// at returns an error at node n's line.
+func at(n *yaml.Node, format string, args ...any) error {
+	return &lineError{n.Line, fmt.Errorf(format, args...)}
+}
+
+// Parse parses the configuration file b, named name in errors
+// ("digestpin.yaml, line 7: …").
+func Parse(name string, b []byte) (Config, error) {
+	c, err := parse(b)
+	var le *lineError
+	switch {
+	case errors.As(err, &le):
+		return Config{}, fmt.Errorf("%s, line %d: %w", name, le.line, le.err)
+	case err != nil:
+		return Config{}, fmt.Errorf("%s: %w", name, err)
+	}
+	return c, nil
+}
+
+func parse(b []byte) (Config, error) {
+	dec := yaml.NewDecoder(bytes.NewReader(b))
+	var doc yaml.Node
+	if err := dec.Decode(&doc); err != nil {
+		if errors.Is(err, io.EOF) {
+			return Config{}, fmt.Errorf("empty: want apiVersion: %s and kind: %s", APIVersion, Kind)
+		}
+		return Config{}, fmt.Errorf("malformed YAML: %s", strings.TrimPrefix(err.Error(), "yaml: "))
+	}
+	var next yaml.Node
+	if err := dec.Decode(&next); err == nil {
+		return Config{}, at(&next, "a second YAML document: a configuration file holds one")
+	} else if !errors.Is(err, io.EOF) {
+		return Config{}, fmt.Errorf("malformed YAML: %s", strings.TrimPrefix(err.Error(), "yaml: "))
+	}
+	m := &doc
+	if m.Kind == yaml.DocumentNode && len(m.Content) == 1 {
+		m = m.Content[0]
+	}
+	if m.Kind != yaml.MappingNode {
+		return Config{}, at(m, "want a mapping with apiVersion: %s and kind: %s", APIVersion, Kind)
+	}
+	// First, every key must be one this version knows, written once, so
+	// that a typo fails rather than leaves a declaration out.
+	values := map[string]*yaml.Node{}
+	for i := 0; i+1 < len(m.Content); i += 2 {
+		k := m.Content[i]
+		if k.Kind != yaml.ScalarNode || k.Tag != "!!str" {
+			return Config{}, at(k, "a key that is not a string (keys: %s)", known)
+		}
+		if _, ok := keys[k.Value]; !ok && k.Value != "apiVersion" && k.Value != "kind" {
+			return Config{}, at(k, "unknown key %q (keys: %s)", k.Value, known)
+		}
+		if values[k.Value] != nil {
+			return Config{}, at(k, "%s is given twice", k.Value)
+		}
+		values[k.Value] = m.Content[i+1]
+	}
+	// Then the version: a file of another version or kind may mean
+	// something else by the same keys.
+	for _, f := range []struct{ key, want string }{{"apiVersion", APIVersion}, {"kind", Kind}} {
+		v := values[f.key]
+		switch {
+		case v == nil:
+			return Config{}, at(m, "no %s: want %s: %s", f.key, f.key, f.want)
+		case v.Kind != yaml.ScalarNode || v.Tag != "!!str" || v.Value != f.want:
+			return Config{}, at(v, "%s is %s, want %s", f.key, describe(v), f.want)
+		}
+	}
+	// Finally the declarations, in the order of the file.
+	var c Config
+	for i := 0; i+1 < len(m.Content); i += 2 {
+		set := keys[m.Content[i].Value]
+		if set == nil {
+			continue
+		}
+		if err := set(&c, m.Content[i+1]); err != nil {
+			var le *lineError
+			if errors.As(err, &le) {
+				return Config{}, &lineError{le.line, fmt.Errorf("%s: %w", m.Content[i].Value, le.err)}
+			}
+			return Config{}, at(m.Content[i+1], "%s: %w", m.Content[i].Value, err)
+		}
+	}
+	return c, nil
+}
+
+// eachString calls fn with each item of v, a sequence of strings (or
+// null: none), and returns its first error at the item's line.
+func eachString(v *yaml.Node, fn func(n *yaml.Node) error) error {
+	if v.Kind == yaml.ScalarNode && v.Tag == "!!null" {
+		return nil
+	}
+	if v.Kind != yaml.SequenceNode {
+		return at(v, "want a list of strings, found %s", describe(v))
+	}
+	for _, n := range v.Content {
+		if n.Kind != yaml.ScalarNode || n.Tag != "!!str" {
+			return at(n, "want a string, found %s", describe(n))
+		}
+		if err := fn(n); err != nil {
+			return at(n, "%w", err)
+		}
+	}
+	return nil
+}
+
+// describe names a node for messages: `"digestpin.dev/v1"`, `a mapping`,
+// `int 3`.
+func describe(n *yaml.Node) string {
+	switch {
+	case n.Kind == yaml.MappingNode:
+		return "a mapping"
+	case n.Kind == yaml.SequenceNode:
+		return "a list"
+	case n.Kind == yaml.AliasNode:
+		return "an alias (*" + n.Value + ")"
+	case n.Tag == "!!str":
+		return fmt.Sprintf("%q", n.Value)
+	case n.Tag == "!!null":
+		return "empty"
+	}
+	return strings.TrimPrefix(n.Tag, "!!") + " " + n.Value
+}

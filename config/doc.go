@@ -1,0 +1,26 @@
+// Package config reads digestpin's configuration file (--config FILE): the
+// declarations that a workstation, a CI step and an Argo CD plugin share,
+// so that each renders a chart the same way.
+//
+// The file is one YAML document, a versioned object:
+//
+//	apiVersion: digestpin.dev/v1alpha1
+//	kind: Config
+//	# More pod specs, as --pod-spec-path takes them.
+//	podSpecPaths:
+//	  - example.com/Worker=spec.pools.*.template.spec
+//	# More image fields outside pod specs, as --image-path takes them.
+//	imagePaths:
+//	  - example.com/Runner=spec.jobs.*.tool.image
+//	# Where the checksum of a kind's image fields goes, as
+//	# --checksum-path takes it.
+//	checksumPaths:
+//	  - example.com/Runner=spec.jobs.*
+//
+// apiVersion and kind are required; every other key is optional. A key
+// that this version does not know, a key given twice, a value of the wrong
+// type or a path that does not parse is an error naming the file and the
+// line, so that a typo never silently leaves images unpinned. Later keys
+// (tag policies, a cache URL) are added to the same object, under the
+// same apiVersion as long as old files keep their meaning.
+package config

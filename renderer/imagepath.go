@@ -1,0 +1,363 @@
+package renderer
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+
+	"sigs.k8s.io/kustomize/kyaml/yaml"
+)
+
+// ImagePath names a field that holds an image reference as a string,
+// outside the container lists of a pod spec: an Argo Workflows template's
+// container.image, a Tekton step's image, a SparkApplication's
+// spec.image. A "*" field steps into every item of a sequence (or every
+// value of a mapping), as in a PodSpecPath; the last field is a name.
+//
+// The images found are pinned like containers' images. They go into no
+// pod template's checksum: a ChecksumPath of the kind says where their
+// checksum goes, if anywhere.
+type ImagePath struct {
+	// Group is the API group of the kind, or "*" for any group.
+	Group string
+	// Kind is the object kind, e.g. "Workflow".
+	Kind string
+	// Fields lead from the object's root to the image field.
+	Fields []string
+}
+
+// String formats p as the --image-path flag takes it.
+func (p ImagePath) String() string { return kindPath(p.Group, p.Kind, p.Fields) }
+
+// ParseImagePath parses "[GROUP/]KIND=FIELD.PATH", e.g.
+// "argoproj.io/Workflow=spec.templates.*.container.image". Without a group
+// the kind matches in every API group. The last field must be a name:
+// the key of the image field in its mapping.
+func ParseImagePath(s string) (ImagePath, error) {
+	group, kind, fields, err := parseKindPath("image path", s)
+	if err != nil {
+		return ImagePath{}, err
+	}
+	if fields[len(fields)-1] == "*" {
+		return ImagePath{}, fmt.Errorf("parsing image path %q: the last field must name the image field, not \"*\"", s)
+	}
+	return ImagePath{Group: group, Kind: kind, Fields: fields}, nil
+}
+
+// ChecksumPath says where an object of one kind gets the checksum of the
+// image fields that its ImagePaths find: in the metadata.annotations of
+// each mapping that Fields lead to (created when missing, as in a pod
+// template), covering the image fields inside that mapping, i.e. those of
+// the ImagePaths whose fields start with Fields. Fields may be empty: the
+// object itself. An image path that two checksum paths cover belongs to
+// the longer. Without a ChecksumPath a kind's image fields get no
+// checksum.
+type ChecksumPath struct {
+	// Group is the API group of the kind, or "*" for any group.
+	Group string
+	// Kind is the object kind.
+	Kind string
+	// Fields lead from the object's root to the mapping that gets the
+	// annotation.
+	Fields []string
+}
+
+// String formats p as the --checksum-path flag takes it: "." for the
+// object itself.
+func (p ChecksumPath) String() string {
+	if len(p.Fields) == 0 {
+		return kindPath(p.Group, p.Kind, []string{"."})
+	}
+	return kindPath(p.Group, p.Kind, p.Fields)
+}
+
+// ParseChecksumPath parses "[GROUP/]KIND=FIELD.PATH", e.g.
+// "example.com/Runner=spec.runTemplate", or "[GROUP/]KIND=." for the
+// object's own metadata.
+func ParseChecksumPath(s string) (ChecksumPath, error) {
+	if k, ok := strings.CutSuffix(s, "=."); ok {
+		group, kind, err := parseKind("checksum path", s, k)
+		return ChecksumPath{Group: group, Kind: kind}, err
+	}
+	group, kind, fields, err := parseKindPath("checksum path", s)
+	if err != nil {
+		return ChecksumPath{}, err
+	}
+	return ChecksumPath{Group: group, Kind: kind, Fields: fields}, nil
+}
+
+// FieldPrefix starts the Workload.Container of an image field that an
+// ImagePath found, and its line in a checksum: "field/PATH=REF", where
+// PATH is the field's path in the object, items numbered:
+// "field/spec.templates[0].container.image".
+const FieldPrefix = "field/"
+
+// workflowImages are the image fields of an Argo Workflows workflow spec.
+var workflowImages = [][]string{
+	{"templates", "*", "container", "image"},
+	{"templates", "*", "script", "image"},
+	{"templates", "*", "initContainers", "*", "image"},
+	{"templates", "*", "sidecars", "*", "image"},
+	{"templates", "*", "containerSet", "containers", "*", "image"},
+}
+
+// taskImages are the image fields of a Tekton task spec.
+var taskImages = [][]string{
+	{"steps", "*", "image"},
+	{"sidecars", "*", "image"},
+	{"stepTemplate", "image"},
+}
+
+// pipelineImages are the image fields of a Tekton pipeline spec: those of
+// the task specs embedded in its tasks and finally tasks.
+var pipelineImages = slices.Concat(
+	under([]string{"tasks", "*", "taskSpec"}, taskImages),
+	under([]string{"finally", "*", "taskSpec"}, taskImages),
+)
+
+// sparkImages are the image fields of a Spark operator application spec.
+var sparkImages = [][]string{
+	{"image"},
+	{"driver", "image"},
+	{"driver", "initContainers", "*", "image"},
+	{"driver", "sidecars", "*", "image"},
+	{"executor", "image"},
+	{"executor", "initContainers", "*", "image"},
+	{"executor", "sidecars", "*", "image"},
+}
+
+// DefaultImagePaths are the image fields of the CRDs that run images
+// without a pod spec of their own, each matched by API group and kind:
+//
+//   - Argo Workflows: the templates of a Workflow, WorkflowTemplate,
+//     ClusterWorkflowTemplate and CronWorkflow (its spec.workflowSpec):
+//     container, script, initContainers, sidecars and containerSet images;
+//   - Tekton: the steps, sidecars and stepTemplate of a Task and
+//     ClusterTask, of the task specs embedded in a Pipeline's tasks and
+//     finally tasks, in a TaskRun and in a PipelineRun's pipeline spec;
+//     a StepAction's image;
+//   - the Spark operator: a SparkApplication's image, and the images,
+//     initContainers and sidecars of its driver and executor, also in a
+//     ScheduledSparkApplication's template.
+//
+// None of them has a checksum: a Workflow, TaskRun or PipelineRun runs
+// once, and a template (WorkflowTemplate, CronWorkflow, Task, Pipeline)
+// has no running pods to roll: the next run takes the pinned images. The
+// Spark operator resubmits an application whose spec changes, which the
+// pinned image does.
+var DefaultImagePaths = slices.Concat(
+	imagePaths("argoproj.io", "Workflow", []string{"spec"}, workflowImages),
+	imagePaths("argoproj.io", "WorkflowTemplate", []string{"spec"}, workflowImages),
+	imagePaths("argoproj.io", "ClusterWorkflowTemplate", []string{"spec"}, workflowImages),
+	imagePaths("argoproj.io", "CronWorkflow", []string{"spec", "workflowSpec"}, workflowImages),
+	imagePaths("tekton.dev", "Task", []string{"spec"}, taskImages),
+	imagePaths("tekton.dev", "ClusterTask", []string{"spec"}, taskImages),
+	imagePaths("tekton.dev", "Pipeline", []string{"spec"}, pipelineImages),
+	imagePaths("tekton.dev", "TaskRun", []string{"spec", "taskSpec"}, taskImages),
+	imagePaths("tekton.dev", "PipelineRun", []string{"spec", "pipelineSpec"}, pipelineImages),
+	imagePaths("tekton.dev", "StepAction", []string{"spec"}, [][]string{{"image"}}),
+	imagePaths("sparkoperator.k8s.io", "SparkApplication", []string{"spec"}, sparkImages),
+	imagePaths("sparkoperator.k8s.io", "ScheduledSparkApplication", []string{"spec", "template"}, sparkImages),
+)
+
+// under puts each of paths under prefix.
+func under(prefix []string, paths [][]string) [][]string {
+	out := make([][]string, len(paths))
+	for i, p := range paths {
+		out[i] = slices.Concat(prefix, p)
+	}
+	return out
+}
+
+// imagePaths declares paths, under prefix, for one group and kind.
+func imagePaths(group, kind string, prefix []string, paths [][]string) []ImagePath {
+	out := make([]ImagePath, len(paths))
+	for i, p := range under(prefix, paths) {
+		out[i] = ImagePath{Group: group, Kind: kind, Fields: p}
+	}
+	return out
+}
+
+// imageKeys returns the last fields of the image paths that do not
+// contain "image", the word that tells a document that may hold an image
+// field (mayHoldImage); usually none.
+func (r *Renderer) imageKeys() []string {
+	var keys []string
+	for _, p := range r.imagePaths() {
+		if f := p.Fields[len(p.Fields)-1]; !strings.Contains(f, string(imageKey)) && !slices.Contains(keys, f) {
+			keys = append(keys, f)
+		}
+	}
+	return keys
+}
+
+func (r *Renderer) imagePaths() []ImagePath {
+	if r.ImagePaths == nil {
+		return DefaultImagePaths
+	}
+	return r.ImagePaths
+}
+
+// imageFields pins the image fields that the image paths of the object's
+// group and kind find in obj, used by w, and writes the checksums that
+// its checksum paths ask for.
+func (e *editor) imageFields(obj *yaml.Node, group, kind string, w Workload) error {
+	var paths []ImagePath
+	for _, p := range e.r.imagePaths() {
+		if matchesKind(p.Group, p.Kind, group, kind) && len(p.Fields) > 0 {
+			paths = append(paths, p)
+		}
+	}
+	if len(paths) == 0 {
+		return nil
+	}
+	var checks []ChecksumPath
+	for _, c := range e.r.ChecksumPaths {
+		if matchesKind(c.Group, c.Kind, group, kind) {
+			checks = append(checks, c)
+		}
+	}
+	// Each image path belongs to the longest checksum path that its
+	// fields start with, or to none.
+	owner := make([]int, len(paths))
+	for i, p := range paths {
+		owner[i] = -1
+		for j, c := range checks {
+			if len(c.Fields) < len(p.Fields) && slices.Equal(c.Fields, p.Fields[:len(c.Fields)]) &&
+				(owner[i] < 0 || len(c.Fields) > len(checks[owner[i]].Fields)) {
+				owner[i] = j
+			}
+		}
+	}
+	owned := func(j int) []ImagePath {
+		var out []ImagePath
+		for i, p := range paths {
+			if owner[i] == j {
+				out = append(out, p)
+			}
+		}
+		return out
+	}
+	pinned := map[string]bool{} // the image fields pinned, by path
+	if _, err := e.pinFields(obj, "", owned(-1), 0, w, pinned); err != nil {
+		return err
+	}
+	for j, c := range checks {
+		own := owned(j)
+		if len(own) == 0 {
+			continue
+		}
+		type holder struct {
+			node  *yaml.Node
+			trail string
+		}
+		var holders []holder
+		if len(c.Fields) == 0 {
+			holders = append(holders, holder{node: obj})
+		}
+		err := walk(obj, c.Fields, map[walkStep]bool{}, e.routes.step, func(_, node *yaml.Node, _ string, trail []string) {
+			if node.Kind == yaml.MappingNode {
+				holders = append(holders, holder{node, fieldPath(trail)})
+			}
+		})
+		if err != nil {
+			return e.keyError(err, w.object())
+		}
+		for _, h := range holders {
+			lines, err := e.pinFields(h.node, h.trail, own, len(c.Fields), w, pinned)
+			if err != nil {
+				return err
+			}
+			if err := e.checksum(h.node, lines, w); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// pinFields pins the image fields of paths in mapping from, which the
+// path base (fieldPath) leads to from the object, following each path's
+// fields after the first skip. It pins each field path once (pinned
+// remembers), and returns the checksum lines of the fields pinned.
+func (e *editor) pinFields(from *yaml.Node, base string, paths []ImagePath, skip int, w Workload, pinned map[string]bool) ([]string, error) {
+	type field struct {
+		m    *yaml.Node // the mapping that holds the image field
+		path string
+	}
+	var lines []string
+	for _, p := range paths {
+		key := p.Fields[len(p.Fields)-1]
+		var found []field
+		if mid := p.Fields[skip : len(p.Fields)-1]; len(mid) == 0 {
+			found = append(found, field{from, joinPath(base, key)})
+		} else {
+			err := walk(from, mid, map[walkStep]bool{}, e.routes.step, func(_, node *yaml.Node, _ string, trail []string) {
+				if node.Kind == yaml.MappingNode {
+					found = append(found, field{node, joinPath(joinPath(base, fieldPath(trail)), key)})
+				}
+			})
+			if err != nil {
+				return nil, e.keyError(err, w.object())
+			}
+		}
+		for _, f := range found {
+			if pinned[f.path] {
+				continue
+			}
+			pinned[f.path] = true
+			w.Container = FieldPrefix + f.path
+			image, err := get(f.m, key)
+			if err != nil {
+				return nil, e.keyError(err, w.String())
+			}
+			if unset(image.value) {
+				continue
+			}
+			line, err := e.pinImage(nil, f.m, key, w)
+			if err != nil {
+				return nil, err
+			}
+			if line != "" {
+				lines = append(lines, line)
+			}
+		}
+	}
+	return lines, nil
+}
+
+// unset reports whether an image field found by an image path is one to
+// leave alone: absent, null or "" (the operators read an optional image
+// left empty as unset: a Spark driver without its own image runs
+// spec.image), or a placeholder that the workflow engine fills in when
+// it runs: Argo Workflows' "{{inputs.parameters.image}}", Tekton's
+// "$(params.image)". Neither "{{" nor "$(" can be part of a reference.
+func unset(n *yaml.Node) bool {
+	switch {
+	case n == nil:
+		return true
+	case n.Kind != yaml.ScalarNode:
+		return false // pinImage refuses it
+	}
+	return n.Tag == "!!null" || (n.Tag == "!!str" && (n.Value == "" || strings.Contains(n.Value, "{{") || strings.Contains(n.Value, "$(")))
+}
+
+// fieldPath joins a walk's trail into a field path: "spec.templates[0]".
+func fieldPath(trail []string) string {
+	var b strings.Builder
+	for _, t := range trail {
+		if b.Len() > 0 && !strings.HasPrefix(t, "[") {
+			b.WriteByte('.')
+		}
+		b.WriteString(t)
+	}
+	return b.String()
+}
+
+// joinPath appends field path rest to path base.
+func joinPath(base, rest string) string {
+	if base == "" || strings.HasPrefix(rest, "[") {
+		return base + rest
+	}
+	return base + "." + rest
+}

@@ -1,0 +1,335 @@
+package renderer
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+)
+
+func TestParseImagePath(t *testing.T) {
+	for _, tc := range []struct {
+		in   string
+		want ImagePath
+		err  string
+	}{
+		{in: "argoproj.io/Workflow=spec.templates.*.container.image", want: ImagePath{Group: "argoproj.io", Kind: "Workflow", Fields: []string{"spec", "templates", "*", "container", "image"}}},
+		{in: "Runner=spec.runnerImage", want: ImagePath{Group: "*", Kind: "Runner", Fields: []string{"spec", "runnerImage"}}},
+		{in: "v1/Pod=spec.x", want: ImagePath{Group: "v1", Kind: "Pod", Fields: []string{"spec", "x"}}},
+		{in: "Runner=spec.images.*", err: `parsing image path "Runner=spec.images.*": the last field must name the image field, not "*"`},
+		{in: "Runner", err: `parsing image path "Runner": want KIND=FIELD.PATH or GROUP/KIND=FIELD.PATH`},
+		{in: "=spec.image", err: `want KIND=FIELD.PATH`},
+		{in: "a/b/C=spec.image", err: `parsing image path "a/b/C=spec.image": bad kind "a/b/C"`},
+		{in: "Runner=spec..image", err: `parsing image path "Runner=spec..image": empty field in "spec..image"`},
+	} {
+		t.Run(tc.in, func(t *testing.T) {
+			got, err := ParseImagePath(tc.in)
+			if tc.err != "" {
+				if err == nil || !strings.Contains(err.Error(), tc.err) {
+					t.Fatalf("ParseImagePath(%q) = %v, %v, want error %q", tc.in, got, err, tc.err)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatalf("ParseImagePath(%q) = %v", tc.in, err)
+			}
+			if diff := cmp.Diff(tc.want, got); diff != "" {
+				t.Errorf("ParseImagePath(%q) (-want +got):\n%s", tc.in, diff)
+			}
+			if got.String() != tc.in {
+				t.Errorf("ParseImagePath(%q).String() = %q", tc.in, got.String())
+			}
+		})
+	}
+}
+
+func TestParseChecksumPath(t *testing.T) {
+	for _, tc := range []struct {
+		in   string
+		want ChecksumPath
+		err  string
+	}{
+		{in: "example.com/Runner=spec.template", want: ChecksumPath{Group: "example.com", Kind: "Runner", Fields: []string{"spec", "template"}}},
+		{in: "Runner=spec.templates.*", want: ChecksumPath{Group: "*", Kind: "Runner", Fields: []string{"spec", "templates", "*"}}},
+		{in: "example.com/Runner=.", want: ChecksumPath{Group: "example.com", Kind: "Runner"}},
+		{in: "Runner=", err: `parsing checksum path "Runner=": want KIND=FIELD.PATH`},
+		{in: "/=.", err: `parsing checksum path "/=.": bad kind "/"`},
+		{in: "Runner=spec.", err: `parsing checksum path "Runner=spec.": empty field in "spec."`},
+	} {
+		t.Run(tc.in, func(t *testing.T) {
+			got, err := ParseChecksumPath(tc.in)
+			if tc.err != "" {
+				if err == nil || !strings.Contains(err.Error(), tc.err) {
+					t.Fatalf("ParseChecksumPath(%q) = %v, %v, want error %q", tc.in, got, err, tc.err)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatalf("ParseChecksumPath(%q) = %v", tc.in, err)
+			}
+			if diff := cmp.Diff(tc.want, got); diff != "" {
+				t.Errorf("ParseChecksumPath(%q) (-want +got):\n%s", tc.in, diff)
+			}
+			if got.String() != tc.in {
+				t.Errorf("ParseChecksumPath(%q).String() = %q", tc.in, got.String())
+			}
+		})
+	}
+}
+
+// TestImagePathKeysUntouched renders documents of the kinds of
+// DefaultImagePaths, and lookalikes, whose "image" keys and image-like
+// strings are no image field of a default path, or a placeholder that
+// the engine fills in: each comes out byte for byte as it came in.
+func TestImagePathKeysUntouched(t *testing.T) {
+	for _, tc := range []struct{ desc, in string }{
+		{
+			desc: "an Argo Workflow with a parameterised image, an empty script image and image parameters",
+			in:   "apiVersion: argoproj.io/v1alpha1\nkind: Workflow\nmetadata:\n  name: w\nspec:\n  arguments:\n    parameters:\n    - name: image\n      value: registry.example/app:1\n  podMetadata:\n    annotations:\n      image: registry.example/app:1\n  templates:\n  - name: a\n    container:\n      image: '{{inputs.parameters.image}}'\n  - name: b\n    script:\n      image: ''\n      source: 'echo image: registry.example/app:1'\n  - name: c\n    inputs:\n      parameters:\n      - name: image\n        default: registry.example/app:1\n    container:\n      image: \"{{workflow.parameters.image}}\"\n",
+		},
+		{
+			desc: "an Argo resource template whose manifest holds an image",
+			in:   "apiVersion: argoproj.io/v1alpha1\nkind: WorkflowTemplate\nmetadata:\n  name: w\nspec:\n  templates:\n  - name: r\n    resource:\n      action: create\n      manifest: |\n        kind: Pod\n        spec:\n          containers:\n          - image: registry.example/app:1\n    podSpecPatch: '{\"containers\":[{\"name\":\"main\",\"image\":\"registry.example/app:1\"}]}'\n",
+		},
+		{
+			desc: "an Argo Workflow's image keys outside templates",
+			in:   "apiVersion: argoproj.io/v1alpha1\nkind: Workflow\nmetadata:\n  name: w\nspec:\n  image: registry.example/app:1\n  container:\n    image: registry.example/app:1\n  templateDefaults:\n    metadata:\n      annotations:\n        image: registry.example/app:1\n",
+		},
+		{
+			desc: "a CronWorkflow's templates outside workflowSpec",
+			in:   "apiVersion: argoproj.io/v1alpha1\nkind: CronWorkflow\nmetadata:\n  name: c\nspec:\n  schedules: ['* * * * *']\n  templates:\n  - name: a\n    container:\n      image: registry.example/app:1\n",
+		},
+		{
+			desc: "an Argo Sensor and EventSource, whose triggers hold images",
+			in:   "apiVersion: argoproj.io/v1alpha1\nkind: Sensor\nmetadata:\n  name: s\nspec:\n  template:\n    container:\n      image: registry.example/app:1\n  triggers:\n  - template:\n      name: t\n      k8s:\n        source:\n          resource:\n            spec:\n              templates:\n              - container:\n                  image: registry.example/app:1\n",
+		},
+		{
+			desc: "a Workflow of another group",
+			in:   "apiVersion: example.com/v1\nkind: Workflow\nmetadata:\n  name: w\nspec:\n  templates:\n  - container:\n      image: registry.example/app:1\n",
+		},
+		{
+			desc: "a Tekton Task with parameterised images and image parameters",
+			in:   "apiVersion: tekton.dev/v1\nkind: Task\nmetadata:\n  name: t\nspec:\n  params:\n  - name: image\n    default: registry.example/app:1\n  results:\n  - name: image\n  stepTemplate:\n    image: $(params.image)\n  steps:\n  - name: a\n    image: $(params.image)\n    script: 'echo image: registry.example/app:1'\n  - name: b\n    ref:\n      name: build\n    params:\n    - name: image\n      value: registry.example/app:1\n",
+		},
+		{
+			desc: "a Tekton Pipeline's task params and a custom task spec",
+			in:   "apiVersion: tekton.dev/v1\nkind: Pipeline\nmetadata:\n  name: p\nspec:\n  tasks:\n  - name: a\n    params:\n    - name: image\n      value: registry.example/app:1\n    taskRef:\n      name: build\n  - name: b\n    taskSpec:\n      apiVersion: example.dev/v1\n      kind: Wait\n      spec:\n        image: registry.example/app:1\n",
+		},
+		{
+			desc: "a Tekton TaskRun's step overrides and a Task of another group",
+			in:   "apiVersion: tekton.dev/v1\nkind: TaskRun\nmetadata:\n  name: r\nspec:\n  taskRef:\n    name: t\n  stepSpecs:\n  - name: a\n    computeResources: {}\n  params:\n  - name: image\n    value: registry.example/app:1\n---\napiVersion: example.com/v1\nkind: Task\nmetadata:\n  name: t\nspec:\n  steps:\n  - image: registry.example/app:1\n",
+		},
+		{
+			desc: "a SparkApplication's sparkConf, an empty executor image and a null driver image",
+			in:   "apiVersion: sparkoperator.k8s.io/v1beta2\nkind: SparkApplication\nmetadata:\n  name: s\nspec:\n  imagePullPolicy: Always\n  sparkConf:\n    spark.kubernetes.container.image: registry.example/app:1\n  hadoopConf:\n    image: registry.example/app:1\n  driver:\n    image:\n    labels:\n      image: registry.example/app:1\n  executor:\n    image: ''\n",
+		},
+	} {
+		t.Run(tc.desc, func(t *testing.T) {
+			res, err := (&Renderer{Resolver: newFixed()}).Render(context.Background(), []byte(tc.in))
+			if err != nil {
+				t.Fatalf("Render() = %v", err)
+			}
+			if diff := cmp.Diff(tc.in, string(res.Output)); diff != "" {
+				t.Errorf("Render() changed a document without an image field (-in +out):\n%s", diff)
+			}
+			if len(res.Images) != 0 {
+				t.Errorf("Render() found images %v, want none", res.Images)
+			}
+		})
+	}
+}
+
+// runner is a CRD with image fields outside a pod spec, for paths given
+// as flags would be.
+const runner = `apiVersion: example.com/v1
+kind: Runner
+metadata:
+  name: r
+spec:
+  runnerRef: registry.example/runner:1
+  jobs:
+  - name: a
+    metadata:
+      labels: {job: a}
+    tool: registry.example/tool-a:1
+  - name: b
+    tool: registry.example/tool-b:1
+`
+
+// TestImagePathsAndChecksumPaths renders the runner CRD with declared
+// image paths (one whose field has no "image" in its name: the document
+// must still be read) and checksum paths: the object itself, each job,
+// or none; the checksum lines are field/PATH=REF.
+func TestImagePathsAndChecksumPaths(t *testing.T) {
+	ref := func(s string) string { return "registry.example/" + s + "@" + dg("registry.example/"+s) }
+	paths := []ImagePath{
+		{Group: "example.com", Kind: "Runner", Fields: []string{"spec", "runnerRef"}},
+		{Group: "*", Kind: "Runner", Fields: []string{"spec", "jobs", "*", "tool"}},
+	}
+	runnerLine := "field/spec.runnerRef=" + ref("runner:1")
+	aLine := "field/spec.jobs[0].tool=" + ref("tool-a:1")
+	bLine := "field/spec.jobs[1].tool=" + ref("tool-b:1")
+	pinned := strings.NewReplacer("registry.example/runner:1", ref("runner:1"), "registry.example/tool-a:1", ref("tool-a:1"), "registry.example/tool-b:1", ref("tool-b:1")).Replace(runner)
+	for _, tc := range []struct {
+		desc      string
+		checksums []ChecksumPath
+		want      string
+	}{
+		{desc: "no checksum path", want: pinned},
+		{
+			desc:      "the object itself",
+			checksums: []ChecksumPath{{Group: "example.com", Kind: "Runner"}},
+			want:      strings.Replace(pinned, "  name: r\n", "  name: r\n  annotations:\n    checksum/images: '"+Checksum([]string{runnerLine, aLine, bLine})+"'\n", 1),
+		},
+		{
+			// The jobs' own paths belong to the longer checksum path;
+			// spec.runnerRef to the object.
+			desc:      "each job, and the object",
+			checksums: []ChecksumPath{{Group: "*", Kind: "Runner"}, {Group: "*", Kind: "Runner", Fields: []string{"spec", "jobs", "*"}}},
+			want: strings.NewReplacer(
+				"  name: r\n", "  name: r\n  annotations:\n    checksum/images: '"+Checksum([]string{runnerLine})+"'\n",
+				"      labels: {job: a}\n", "      labels: {job: a}\n      annotations:\n        checksum/images: '"+Checksum([]string{aLine})+"'\n",
+			).Replace(pinned) + "    metadata:\n      annotations:\n        checksum/images: '" + Checksum([]string{bLine}) + "'\n",
+		},
+		{
+			desc:      "a checksum path of another group",
+			checksums: []ChecksumPath{{Group: "other.example.com", Kind: "Runner"}},
+			want:      pinned,
+		},
+	} {
+		t.Run(tc.desc, func(t *testing.T) {
+			r := &Renderer{Resolver: newFixed(), ImagePaths: paths, ChecksumPaths: tc.checksums}
+			res, err := r.Render(context.Background(), []byte(runner))
+			if err != nil {
+				t.Fatalf("Render() = %v", err)
+			}
+			if diff := cmp.Diff(tc.want, string(res.Output)); diff != "" {
+				t.Errorf("Render() (-want +got):\n%s", diff)
+			}
+			var got []string
+			for _, img := range res.Images {
+				for _, w := range img.Workloads {
+					got = append(got, w.String())
+				}
+			}
+			want := []string{"Runner/r field spec.runnerRef", "Runner/r field spec.jobs[0].tool", "Runner/r field spec.jobs[1].tool"}
+			if diff := cmp.Diff(slices.Sorted(slices.Values(want)), slices.Sorted(slices.Values(got))); diff != "" {
+				t.Errorf("Render() workloads (-want +got):\n%s", diff)
+			}
+			again, err := r.Render(context.Background(), res.Output)
+			if err != nil {
+				t.Fatalf("Render(output) = %v", err)
+			}
+			if diff := cmp.Diff(string(res.Output), string(again.Output)); diff != "" {
+				t.Errorf("Render() changed its own output (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+// TestImagePathRepeatingADefault checks that an image path given twice
+// (a flag that repeats a default) pins and reports each field once.
+func TestImagePathRepeatingADefault(t *testing.T) {
+	p, err := ParseImagePath("tekton.dev/Task=spec.steps.*.image")
+	if err != nil {
+		t.Fatal(err)
+	}
+	in := "apiVersion: tekton.dev/v1\nkind: Task\nmetadata:\n  name: t\nspec:\n  steps:\n  - name: a\n    image: registry.example/app:1\n"
+	r := &Renderer{Resolver: newFixed(), ImagePaths: append(slices.Clip(DefaultImagePaths), p)}
+	res, err := r.Render(context.Background(), []byte(in))
+	if err != nil {
+		t.Fatalf("Render() = %v", err)
+	}
+	if len(res.Images) != 1 || len(res.Images[0].Workloads) != 1 {
+		t.Errorf("Render() images = %+v, want one image used once", res.Images)
+	}
+	if want := strings.Replace(in, "app:1", "app:1@"+dg("registry.example/app:1"), 1); string(res.Output) != want {
+		t.Errorf("Render() = %s, want %s", res.Output, want)
+	}
+}
+
+// TestImagePathErrors checks that image fields found by image paths are
+// refused as containers' images are: where the API server could read
+// something else, where they hold no reference, with the document, line,
+// object and field.
+func TestImagePathErrors(t *testing.T) {
+	const task = "apiVersion: tekton.dev/v1\nkind: Task\nmetadata:\n  name: t\nspec:\n  steps:\n  - name: a\n"
+	for _, tc := range []struct {
+		desc, in string
+		want     []string
+	}{
+		{
+			desc: "a repeated image key",
+			in:   task + "    image: registry.example/a:1\n    image: registry.example/b:1\n",
+			want: []string{"document 1, line 9: Task/t field spec.steps[0].image: image is given twice"},
+		},
+		{
+			desc: "a repeated steps key",
+			in:   task + "    image: registry.example/a:1\n  steps: []\n",
+			want: []string{"document 1, line 9: Task/t: steps is given twice"},
+		},
+		{
+			desc: "an image from a merge key and the mapping",
+			in:   "apiVersion: tekton.dev/v1\nkind: Task\nmetadata:\n  name: t\nbase: &b {image: registry.example/a:1}\nspec:\n  steps:\n  - <<: *b\n    image: registry.example/b:1\n",
+			want: []string{"document 1, line 8: Task/t field spec.steps[0].image: image is both in the mapping and in a merge key (<<)"},
+		},
+		{
+			desc: "a number",
+			in:   task + "    image: 12\n",
+			want: []string{`document 1, line 8: Task/t field spec.steps[0].image: image is int 12, want a reference such as registry/name:tag`},
+		},
+		{
+			desc: "a mapping",
+			in:   "apiVersion: sparkoperator.k8s.io/v1beta2\nkind: SparkApplication\nmetadata:\n  name: s\n  namespace: n\nspec:\n  image: {name: spark}\n",
+			want: []string{`document 1, line 7: SparkApplication/n/s field spec.image: image is a mapping`},
+		},
+		{
+			desc: "a bad reference",
+			in:   task + "    image: Registry.example/A:1\n",
+			want: []string{`document 1, line 8: Task/t field spec.steps[0].image: parsing image "Registry.example/A:1"`},
+		},
+		{
+			desc: "a blank reference",
+			in:   task + "    image: ' '\n",
+			want: []string{`document 1, line 8: Task/t field spec.steps[0].image: image is empty`},
+		},
+		{
+			desc: "an image that a ConfigMap shares",
+			in:   "apiVersion: v1\nkind: List\nitems:\n- apiVersion: v1\n  kind: ConfigMap\n  metadata: {name: c}\n  data: &d {image: registry.example/a:1}\n- apiVersion: tekton.dev/v1\n  kind: Task\n  metadata: {name: t}\n  spec:\n    steps:\n    - *d\n",
+			want: []string{"document 1, line 7: &d is not on the way to a pod spec's images"},
+		},
+	} {
+		t.Run(tc.desc, func(t *testing.T) {
+			wantRefused(t, &Renderer{Resolver: newFixed()}, tc.in, tc.want)
+		})
+	}
+}
+
+// TestImagePathKeepUnresolved checks that KeepUnresolved keeps an image
+// field that holds no reference, or whose image cannot be resolved, as it
+// keeps a container's, with a warning naming the field.
+func TestImagePathKeepUnresolved(t *testing.T) {
+	in := "apiVersion: tekton.dev/v1\nkind: Task\nmetadata:\n  name: t\nspec:\n  steps:\n  - name: a\n    image: ' '\n  - name: b\n    image: registry.example/gone:1\n  - name: c\n    image: registry.example/app:1\n"
+	f := newFixed()
+	f.failed["registry.example/gone:1"] = fmt.Errorf("not found")
+	var warnings []string
+	r := &Renderer{Resolver: f, KeepUnresolved: true, Warnf: func(format string, args ...any) { warnings = append(warnings, fmt.Sprintf(format, args...)) }}
+	res, err := r.Render(context.Background(), []byte(in))
+	if err != nil {
+		t.Fatalf("Render() = %v", err)
+	}
+	want := strings.Replace(in, "app:1", "app:1@"+dg("registry.example/app:1"), 1)
+	if diff := cmp.Diff(want, string(res.Output)); diff != "" {
+		t.Errorf("Render() (-want +got):\n%s", diff)
+	}
+	wantW := []string{
+		`keeping registry.example/gone:1 unpinned: document 1, line 10: Task/t field spec.steps[1].image: resolving registry.example/gone:1: not found`,
+		`keeping image " " unpinned: document 1, line 8: Task/t field spec.steps[0].image: image is empty, want a reference such as registry/name:tag`,
+	}
+	if diff := cmp.Diff(wantW, warnings); diff != "" {
+		t.Errorf("warnings (-want +got):\n%s", diff)
+	}
+}

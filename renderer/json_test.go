@@ -1,0 +1,125 @@
+package renderer
+
+import (
+	"context"
+	"encoding/json"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/digestpin/digestpin/internal/testfiles"
+)
+
+// TestJSONGoldenStaysJSON checks the JSON golden files (TestGolden
+// compares them and checks that they are fixed points): every document
+// written as JSON is JSON in the output, and the output of kubectl's one
+// JSON object is one JSON object.
+func TestJSONGoldenStaysJSON(t *testing.T) {
+	for _, name := range []string{"kubectl-json", "json-stream"} {
+		t.Run(name, func(t *testing.T) {
+			in := testfiles.Read(t, filepath.Join("testdata", name+".input.yaml"))
+			res, err := (&Renderer{Resolver: newFixed()}).Render(context.Background(), in)
+			if err != nil {
+				t.Fatalf("Render() = %v", err)
+			}
+			inDocs, outDocs := splitStream(in), splitStream(res.Output)
+			if len(inDocs) != len(outDocs) {
+				t.Fatalf("%d documents in, %d out", len(inDocs), len(outDocs))
+			}
+			var docs int
+			for i := range inDocs {
+				if jsonStart(inDocs[i].body()) < 0 {
+					continue
+				}
+				docs++
+				if jsonStart(outDocs[i].body()) < 0 {
+					t.Errorf("document %d is no longer JSON:\n%s", i+1, outDocs[i].raw)
+				}
+			}
+			if docs == 0 {
+				t.Fatal("no JSON document in the input")
+			}
+			if name == "kubectl-json" && !json.Valid(res.Output) {
+				t.Errorf("the output is not JSON:\n%s", res.Output)
+			}
+		})
+	}
+}
+
+// TestJSONDocuments renders small JSON documents: the image and the
+// annotation are written in JSON syntax, in the document's layout, and
+// the output is JSON that the API server reads as the input but for the
+// images and the checksum.
+func TestJSONDocuments(t *testing.T) {
+	img := "registry.example/app:1"
+	pinned := img + "@" + dg(img)
+	sum := Checksum([]string{"app=" + pinned})
+	for _, tc := range []struct {
+		desc, in, want string
+		mode           Mode
+	}{
+		{
+			desc: "compact, without metadata in the template",
+			in:   `{"apiVersion":"apps/v1","kind":"Deployment","metadata":{"name":"d"},"spec":{"template":{"spec":{"containers":[{"name":"app","image":"IMG"}]}}}}`,
+			want: `{"apiVersion":"apps/v1","kind":"Deployment","metadata":{"name":"d"},"spec":{"template":{"metadata":{"annotations":{"checksum/images":"SUM"}},"spec":{"containers":[{"name":"app","image":"PIN"}]}}}}`,
+		},
+		{
+			desc: "spaced, with empty metadata",
+			in:   `{"apiVersion": "v1", "kind": "Pod", "metadata": {}, "spec": {"containers": [{"name": "app", "image": "IMG"}]}}` + "\n",
+			want: `{"apiVersion": "v1", "kind": "Pod", "metadata": {"annotations": {"checksum/images": "SUM"}}, "spec": {"containers": [{"name": "app", "image": "PIN"}]}}` + "\n",
+		},
+		{
+			desc: "empty annotations, in digest mode",
+			in:   `{"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p", "annotations": { }}, "spec": {"containers": [{"name": "app", "image": "IMG"}]}}`,
+			want: `{"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p", "annotations": {"checksum/images": "DSUM"}}, "spec": {"containers": [{"name": "app", "image": "registry.example/app@DG"}]}}`,
+			mode: ModeDigest,
+		},
+		{
+			desc: "a stale checksum, in annotate mode",
+			in:   `{"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p", "annotations": {"a": "b", "checksum/images": "old"}}, "spec": {"containers": [{"name": "app", "image": "IMG"}]}}`,
+			want: `{"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p", "annotations": {"a": "b", "checksum/images": "SUM"}}, "spec": {"containers": [{"name": "app", "image": "IMG"}]}}`,
+			mode: ModeAnnotate,
+		},
+		{
+			desc: "indented with tabs and CRLF",
+			in:   "{\r\n\t\"apiVersion\": \"v1\",\r\n\t\"kind\": \"Pod\",\r\n\t\"metadata\": {\r\n\t\t\"name\": \"p\"\r\n\t},\r\n\t\"spec\": {\"containers\": [{\"name\": \"app\", \"image\": \"IMG\"}]}\r\n}\r\n",
+			want: "{\r\n\t\"apiVersion\": \"v1\",\r\n\t\"kind\": \"Pod\",\r\n\t\"metadata\": {\r\n\t\t\"annotations\": {\r\n\t\t\t\"checksum/images\": \"SUM\"\r\n\t\t},\r\n\t\t\"name\": \"p\"\r\n\t},\r\n\t\"spec\": {\"containers\": [{\"name\": \"app\", \"image\": \"PIN\"}]}\r\n}\r\n",
+		},
+		{
+			desc: "an escaped image, encoded again with the document's indentation",
+			in:   "# Source: c/t.json\n{\n  \"apiVersion\": \"v1\",\n  \"kind\": \"Pod\",\n  \"metadata\": {\"name\": \"p\"},\n  \"spec\": {\"containers\": [{\"name\": \"app\", \"image\": \"registry.example\\u002fapp:1\", \"ports\": [], \"env\": {}}]}\n}\n",
+			want: "# Source: c/t.json\n{\n  \"apiVersion\": \"v1\",\n  \"kind\": \"Pod\",\n  \"metadata\": {\n    \"name\": \"p\",\n    \"annotations\": {\n      \"checksum/images\": \"SUM\"\n    }\n  },\n  \"spec\": {\n    \"containers\": [\n      {\n        \"name\": \"app\",\n        \"image\": \"PIN\",\n        \"ports\": [],\n        \"env\": {}\n      }\n    ]\n  }\n}\n",
+		},
+		{
+			desc: "a Tekton Task (an image path)",
+			in:   `{"apiVersion": "tekton.dev/v1", "kind": "Task", "metadata": {"name": "t"}, "spec": {"steps": [{"name": "a", "image": "IMG"}]}}`,
+			want: `{"apiVersion": "tekton.dev/v1", "kind": "Task", "metadata": {"name": "t"}, "spec": {"steps": [{"name": "a", "image": "PIN"}]}}`,
+		},
+	} {
+		t.Run(tc.desc, func(t *testing.T) {
+			digestLine := "app=registry.example/app@" + dg(img)
+			r := strings.NewReplacer("IMG", img, "PIN", pinned, "DSUM", Checksum([]string{digestLine}), "SUM", sum, "DG", dg(img))
+			in, want := r.Replace(tc.in), r.Replace(tc.want)
+			rr := &Renderer{Resolver: newFixed(), Mode: tc.mode}
+			res, err := rr.Render(context.Background(), []byte(in))
+			if err != nil {
+				t.Fatalf("Render() = %v", err)
+			}
+			if diff := cmp.Diff(want, string(res.Output)); diff != "" {
+				t.Errorf("Render() (-want +got):\n%s", diff)
+			}
+			if jsonStart([]byte(want)) < 0 {
+				t.Errorf("the wanted output is not JSON:\n%s", want)
+			}
+			if tc.mode == "" {
+				checkAsAPIServer(t, []byte(in), res.Output)
+			}
+			again, err := rr.Render(context.Background(), res.Output)
+			if err != nil || string(again.Output) != string(res.Output) {
+				t.Errorf("Render() changed its own output (err %v):\n%s", err, cmp.Diff(string(res.Output), string(again.Output)))
+			}
+		})
+	}
+}
