@@ -80,7 +80,7 @@ func newChain(o *Options) (*chain, error) {
 			}
 			dir = d
 		}
-		cache, err := resolve.NewCache(dir, o.CacheTTL)
+		cache, err := resolve.NewDirCache(dir, o.CacheTTL)
 		if err != nil {
 			return nil, err
 		}
