@@ -11,7 +11,9 @@ import (
 // resolution vocabulary they share imports neither (nor anything else of
 // ours), steady renders compare documents without a registry client, and
 // nothing in the binary pulls in the Helm SDK (the embedding example is a
-// module of its own).
+// module of its own). The Redis client stays in internal/redisstore: the
+// renderer, the resolver, steady renders and their shared vocabulary never
+// import it.
 func TestLayering(t *testing.T) {
 	for _, tc := range []struct {
 		pkg       string
@@ -21,6 +23,10 @@ func TestLayering(t *testing.T) {
 		{pkg: "./resolve", forbidden: []string{"sigs.k8s.io/kustomize/kyaml", "go.yaml.in/yaml", "gopkg.in/yaml", "github.com/digestpin/digestpin/renderer"}},
 		{pkg: "./resolution", forbidden: []string{"github.com/google/go-containerregistry/pkg/v1/remote", "github.com/google/go-containerregistry/pkg/authn", "sigs.k8s.io/kustomize/kyaml", "go.yaml.in/yaml", "github.com/digestpin/digestpin/"}},
 		{pkg: "./steady", forbidden: []string{"github.com/google/go-containerregistry/pkg/v1/remote", "github.com/google/go-containerregistry/pkg/authn", "github.com/digestpin/digestpin/resolve"}},
+		{pkg: "./renderer", forbidden: []string{"github.com/redis/"}},
+		{pkg: "./resolve", forbidden: []string{"github.com/redis/"}},
+		{pkg: "./resolution", forbidden: []string{"github.com/redis/"}},
+		{pkg: "./steady", forbidden: []string{"github.com/redis/"}},
 		{pkg: ".", forbidden: []string{"helm.sh/", "k8s.io/client-go"}},
 	} {
 		out, err := exec.Command("go", "list", "-deps", "-f", "{{.ImportPath}}", tc.pkg).Output()
