@@ -11,6 +11,7 @@ import (
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 	"github.com/spf13/pflag"
 
+	"github.com/digestpin/digestpin/internal/redisstore"
 	"github.com/digestpin/digestpin/pin"
 	"github.com/digestpin/digestpin/renderer"
 	"github.com/digestpin/digestpin/resolve"
@@ -44,6 +45,12 @@ type options struct {
 	previous           string
 	stateDir           string
 	stateKey           string
+	cacheURL           string
+	stateStore         string
+	stateTTL           time.Duration
+	redisPasswordFile  string
+	redisCAFile        string
+	redisPrefix        string
 	logFile            string
 	ttyErrors          bool
 	verbose            bool
@@ -84,6 +91,12 @@ func (o *options) bind(fs *pflag.FlagSet) {
 	fs.StringVar(&o.previous, "previous", "", "`FILE` holds the previous output of this release (none there: a first render): write it again, byte for byte, when nothing but volatile fields changed")
 	fs.StringVar(&o.stateDir, "state-dir", "", "keep each release's output in `DIR` (files 0600 in a 0700 folder; they hold rendered Secrets) and use it as the previous output, like --previous; needs --state-key")
 	fs.StringVar(&o.stateKey, "state-key", "", "the `KEY` of this release's output in --state-dir, e.g. NAMESPACE/APP")
+	fs.StringVar(&o.cacheURL, "cache", "", "keep resolutions for --cache-ttl on the Redis at `URL` (redis://[USER@]HOST[:PORT][/DB], or rediss:// for TLS), shared by every process that uses it; excludes --cache-dir")
+	fs.StringVar(&o.stateStore, "state-store", "", "keep each release's output on the Redis at `URL` (as for --cache; it holds rendered Secrets) and use it as the previous output, like --state-dir; needs --state-key")
+	fs.DurationVar(&o.stateTTL, "state-ttl", 7*24*time.Hour, "forget an output on the --state-store Redis after `DURATION` without a render")
+	fs.StringVar(&o.redisPasswordFile, "redis-password-file", "", "the Redis password is in `FILE` (default: the URL's, else $DIGESTPIN_REDIS_PASSWORD, else $REDIS_PASSWORD)")
+	fs.StringVar(&o.redisCAFile, "redis-ca-file", "", "trust the PEM CA certificates in `FILE` for a rediss:// Redis instead of the system's")
+	fs.StringVar(&o.redisPrefix, "redis-prefix", redisstore.DefaultPrefix, "begin every Redis key with `PREFIX`")
 	fs.StringVar(&o.logFile, "log-file", "", "also append messages to `FILE`")
 	fs.BoolVar(&o.ttyErrors, "tty-errors", false, "also write the reason of a failure to the controlling terminal when stderr is not a terminal (the Helm 4 plugin sets it: Helm 4 discards a post-renderer's stderr)")
 	fs.BoolVarP(&o.verbose, "verbose", "v", false, "log each resolution to stderr")
@@ -207,6 +220,13 @@ func (o *options) pinOptions(log *logger) (pin.Options, error) {
 		}
 		store = ds
 	}
+	cache, rstore, err := o.redis(log)
+	if err != nil {
+		return pin.Options{}, err
+	}
+	if rstore != nil {
+		store = rstore
+	}
 	return pin.Options{
 		Renderer: renderer.Renderer{
 			Mode:               mode,
@@ -222,6 +242,7 @@ func (o *options) pinOptions(log *logger) (pin.Options, error) {
 		Check:          o.check,
 		CacheDir:       o.cacheDir,
 		CacheTTL:       o.cacheTTL,
+		Cache:          cache,
 		WriteLock:      o.writeLock,
 		Report:         o.report,
 		VolatileFrom:   o.volatileFrom,
@@ -256,6 +277,7 @@ var pinFields = map[string]string{
 	"Check":        "check",
 	"CacheDir":     "cache-dir",
 	"CacheTTL":     "cache-ttl",
+	"Cache":        "cache",
 	"WriteLock":    "write-lock",
 	"Report":       "report",
 	"Platform":     "platform",
