@@ -3,7 +3,11 @@ package e2e
 import (
 	"bytes"
 	"context"
+	"errors"
+	"io/fs"
+	"os"
 	"os/exec"
+	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -188,5 +192,54 @@ func TestRedisAuthTLS(t *testing.T) {
 	}
 	if strings.Count(r.stderr, "warning:") != 1 || !strings.Contains(r.stderr, "WRONGPASS") || strings.Contains(r.stderr, password) {
 		t.Errorf("stderr = %q, want one warning without the password", r.stderr)
+	}
+}
+
+// TestArgoCDRedis is two repo-server replicas whose sidecars point
+// digestpin at one Redis (DIGESTPIN_CACHE, DIGESTPIN_STATE_STORE and the
+// password in REDIS_PASSWORD, as the README shows): the second replica
+// asks no registry, writes the first one's output, and no replica keeps
+// the state on its own disk.
+func TestArgoCDRedis(t *testing.T) {
+	reg := testregistry.New(t)
+	pushShop(t, reg)
+	const password = "argocd-redis-auth"
+	srv := testredis.Start(t, testredis.Options{Password: password})
+	src := argoApp(t, registryValues(reg))
+	sidecarEnv := []string{"DIGESTPIN_CACHE=" + srv.URL(0), "DIGESTPIN_CACHE_TTL=1h", "DIGESTPIN_STATE_STORE=" + srv.URL(0), "REDIS_PASSWORD=" + password}
+	initCmd, gen := pluginCommands(t)
+	generate := func(sc *sidecar) result {
+		t.Helper()
+		env := append(sc.env("VALUES_FILES=values-e2e.yaml"), sidecarEnv...)
+		if r := runCmd(t, src, nil, env, initCmd[0], initCmd[1:]...); r.err != nil {
+			return r
+		}
+		return runCmd(t, src, nil, env, gen[0], gen[1:]...)
+	}
+	replicas := []*sidecar{newSidecar(t), newSidecar(t)}
+	first := generate(replicas[0])
+	if first.err != nil || first.stderr != "" {
+		t.Fatalf("generate on replica 0: %v\n%s", first.err, first.stderr)
+	}
+	if n := reg.Count("HEAD manifests"); n != len(shopImages) {
+		t.Errorf("replica 0: HEAD manifests = %d, want %d", n, len(shopImages))
+	}
+	reg.ResetCounts()
+	second := generate(replicas[1])
+	if second.err != nil || second.stdout != first.stdout {
+		t.Fatalf("replica 1 wrote another output (err %v):\n%s", second.err, second.stderr)
+	}
+	if n := reg.Total(); n != 0 {
+		t.Errorf("replica 1 made %d registry requests, want 0", n)
+	}
+	rc := srv.Client(0)
+	defer rc.Close()
+	if n, err := rc.Exists(context.Background(), "digestpin:state:prod/shop/web").Result(); n != 1 || err != nil {
+		t.Errorf("Redis holds the state of prod/shop/web %d times (%v), want 1", n, err)
+	}
+	for i, sc := range replicas {
+		if _, err := os.Stat(filepath.Join(sc.home, "cache")); !errors.Is(err, fs.ErrNotExist) {
+			t.Errorf("replica %d wrote to its cache folder (%v): the cache and state are on Redis", i, err)
+		}
 	}
 }
