@@ -38,8 +38,11 @@ import (
 // empty.
 const DefaultPrefix = "digestpin:"
 
-// DefaultTimeout bounds each Redis call when Options.Timeout is zero.
-const DefaultTimeout = time.Second
+// DefaultTimeout bounds each Redis call when Options.Timeout is zero. A
+// call takes well under a millisecond; the bound is for a loaded machine
+// (Redis, or the process itself, waiting for a CPU), since a call that
+// runs into it turns Redis off for the run.
+const DefaultTimeout = 2 * time.Second
 
 // Options configure a Client.
 type Options struct {
