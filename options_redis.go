@@ -33,9 +33,9 @@ const claimWait = 10 * time.Second
 func (o *options) redis(log *logger) (resolve.Cache, steady.Store, error) {
 	switch {
 	case o.cacheURL == "" && o.stateStore == "":
-		for f, v := range map[string]string{"redis-password-file": o.redisPasswordFile, "redis-ca-file": o.redisCAFile} {
-			if v != "" {
-				return nil, nil, fmt.Errorf("%s needs --cache or --state-store, a Redis URL", o.name(f))
+		for _, f := range []struct{ flag, value string }{{"redis-password-file", o.redisPasswordFile}, {"redis-ca-file", o.redisCAFile}} {
+			if f.value != "" {
+				return nil, nil, fmt.Errorf("%s needs --cache or --state-store, a Redis URL", o.name(f.flag))
 			}
 		}
 		return nil, nil, nil
