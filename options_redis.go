@@ -17,7 +17,7 @@ import (
 // holds none and no --redis-password-file is given: ours, then the one
 // Argo CD's own components read from the argocd-redis Secret.
 const (
-	redisPasswordEnv     = "DIGESTPIN_REDIS_PASSWORD"
+	redisPasswordEnv     = "DIGESTPIN_REDIS_PASSWORD" //nolint:gosec // the name of a variable, not a credential
 	argoRedisPasswordEnv = "REDIS_PASSWORD"
 )
 

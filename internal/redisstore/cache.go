@@ -34,12 +34,12 @@ type Cache struct {
 
 var _ resolve.Cache = (*Cache)(nil)
 
-// Polling for another process's answer starts at pollMin and doubles up
-// to pollMax: a registry answers in tens of milliseconds, and hundreds of
+// Polling for another process's answer starts at firstPoll and doubles up
+// to lastPoll: a registry answers in tens of milliseconds, and hundreds of
 // waiters must not flood the server.
 const (
-	pollMin = 10 * time.Millisecond
-	pollMax = 100 * time.Millisecond
+	firstPoll = 10 * time.Millisecond
+	lastPoll  = 100 * time.Millisecond
 )
 
 // Cache returns the resolution cache on c, whose entries are valid for
@@ -113,7 +113,7 @@ func (k *Cache) Claim(ctx context.Context, ref name.Reference, key string) (v1.H
 	_, _ = rand.Read(tok[:]) // crypto/rand.Read never fails
 	token := hex.EncodeToString(tok[:])
 	deadline := time.Now().Add(k.wait)
-	poll := pollMin
+	poll := firstPoll
 	for {
 		var got bool
 		err := k.c.call(ctx, "locking "+lock, func(ctx context.Context) error {
@@ -145,7 +145,7 @@ func (k *Cache) Claim(ctx context.Context, ref name.Reference, key string) (v1.H
 			return v1.Hash{}, false, none
 		case <-t.C:
 		}
-		poll = min(2*poll, pollMax)
+		poll = min(2*poll, lastPoll)
 		if h, ok := k.Get(ctx, ref, key); ok {
 			return h, true, none
 		}

@@ -288,12 +288,12 @@ func TestClientOff(t *testing.T) {
 	ctx := context.Background()
 	ref := mustRef(t, "registry.example/app:1")
 	for _, tc := range []struct {
-		desc   string
-		break_ func(t *testing.T, s *testredis.Server)
-		want   string
+		desc    string
+		breakIt func(t *testing.T, s *testredis.Server)
+		want    string
 	}{
-		{desc: "killed", break_: func(_ *testing.T, s *testredis.Server) { s.Kill() }, want: "connection refused"},
-		{desc: "stalled", break_: func(t *testing.T, s *testredis.Server) { s.Pause(t) }, want: "timeout"},
+		{desc: "killed", breakIt: func(_ *testing.T, s *testredis.Server) { s.Kill() }, want: "connection refused"},
+		{desc: "stalled", breakIt: func(t *testing.T, s *testredis.Server) { s.Pause(t) }, want: "timeout"},
 	} {
 		t.Run(tc.desc, func(t *testing.T) {
 			srv := testredis.Start(t, testredis.Options{})
@@ -306,7 +306,7 @@ func TestClientOff(t *testing.T) {
 			if err := k.Put(ctx, ref, "k", digest); err != nil {
 				t.Fatal(err)
 			}
-			tc.break_(t, srv)
+			tc.breakIt(t, srv)
 			start := time.Now()
 			for range 3 {
 				if _, ok := k.Get(ctx, ref, "k"); ok {
