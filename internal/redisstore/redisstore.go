@@ -183,8 +183,10 @@ func (c *Client) String() string { return c.where }
 func (c *Client) Close() error { return c.rdb.Close() }
 
 // call runs f with the Client's timeout, unless the Client is off. A
-// failure other than a missing key (redis.Nil) turns it off, with one
-// warning; a failure because ctx ended (the run stops) does not warn.
+// failure other than a missing key (redis.Nil) or a key of another type
+// (WRONGTYPE: a foreign value, which the caller ignores) turns it off,
+// with one warning; a failure because ctx ended (the run stops) does not
+// warn.
 func (c *Client) call(ctx context.Context, what string, f func(ctx context.Context) error) error {
 	if c.off.Load() {
 		return errOff
@@ -192,7 +194,7 @@ func (c *Client) call(ctx context.Context, what string, f func(ctx context.Conte
 	cctx, cancel := context.WithTimeout(ctx, c.timeout)
 	defer cancel()
 	err := f(cctx)
-	if err == nil || errors.Is(err, redis.Nil) || ctx.Err() != nil {
+	if err == nil || errors.Is(err, redis.Nil) || redis.HasErrorPrefix(err, "WRONGTYPE") || ctx.Err() != nil {
 		return err
 	}
 	c.offOnce.Do(func() {
@@ -217,6 +219,9 @@ func (c *Client) get(ctx context.Context, key string) (b []byte, found bool) {
 		b, err = c.rdb.Get(ctx, key).Bytes()
 		return err
 	})
+	if redis.HasErrorPrefix(err, "WRONGTYPE") {
+		c.ignore(key, errors.New("not a string"))
+	}
 	return b, err == nil
 }
 

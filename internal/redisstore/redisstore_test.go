@@ -188,8 +188,10 @@ func TestCacheIgnoresForeignValues(t *testing.T) {
 	}
 	for _, tc := range []struct {
 		desc, value string
+		list        bool // a list, not a string
 	}{
 		{desc: "garbage", value: "\x00\xffnot json"},
+		{desc: "a list", value: entry(ref, "k", digest.String()), list: true},
 		{desc: "truncated", value: `{"format":"digestpin-cache-v2","refer`},
 		{desc: "another reference's entry", value: entry(other, "k", digest.String())},
 		{desc: "another key's entry", value: entry(ref, "other", digest.String())},
@@ -200,7 +202,14 @@ func TestCacheIgnoresForeignValues(t *testing.T) {
 			c, w := newClient(t, Options{URL: srv.URL(0)})
 			k := newCache(t, c, time.Hour, time.Second)
 			ek := DefaultPrefix + "resolution:" + resolve.CacheEntryID(ref, "k")
-			if err := rc.Set(ctx, ek, tc.value, time.Hour).Err(); err != nil {
+			rc.Del(ctx, ek)
+			var err error
+			if tc.list {
+				err = rc.RPush(ctx, ek, tc.value).Err()
+			} else {
+				err = rc.Set(ctx, ek, tc.value, time.Hour).Err()
+			}
+			if err != nil {
 				t.Fatal(err)
 			}
 			for range 2 {
