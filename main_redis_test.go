@@ -123,3 +123,18 @@ func TestRunRedisStateStore(t *testing.T) {
 		}
 	}
 }
+
+// TestRunRedisFrozenAsksNothing checks that --frozen does not read the
+// cache: a Redis that does not answer (port 1) is never contacted, so no
+// warning.
+func TestRunRedisFrozenAsksNothing(t *testing.T) {
+	fixture, lock := webhookFixtures(t)
+	in := testfiles.Read(t, fixture("input"))
+	out, stderr, err := runIn(t, string(in), "--lock", lock, "--frozen", "--cache", "redis://127.0.0.1:1/0", "--cache-ttl", "1h")
+	if err != nil || out == "" {
+		t.Fatalf("run() = %v\n%s", err, stderr)
+	}
+	if stderr != "" {
+		t.Errorf("stderr = %q, want nothing: --frozen must not contact Redis", stderr)
+	}
+}
