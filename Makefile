@@ -50,9 +50,11 @@ $(HELM4):
 
 # Benchmarks: the renderer, resolver and steady renders in-process, then the whole binary
 # on growing streams and against a loopback registry with 50 ms latency.
+# benchredis: 1, 4 and 16 processes at once without a cache, a cache folder each, one Redis.
 bench: build
 	go test -run '^$$' -bench . -benchmem -benchtime 3x ./renderer/ ./resolve/ ./steady/
 	go run ./internal/cmd/bench $(BIN)
+	go run ./internal/cmd/benchredis $(BIN)
 
 # Every fuzz target briefly (FUZZTIME each, default 15s); CI runs this too.
 fuzz:

@@ -29,6 +29,10 @@ var flagValues = map[string][]string{
 	"config":        {fileValue},
 	"state-dir":     {dirValue},
 	"cache-dir":     {dirValue},
+
+	// The Redis flags (options_redis.go).
+	"redis-password-file": {fileValue},
+	"redis-ca-file":       {fileValue},
 }
 
 const (

@@ -12,7 +12,9 @@ import (
 // ours), steady renders compare documents without a registry client, the
 // configuration file is read without one, and
 // nothing in the binary pulls in the Helm SDK (the embedding example is a
-// module of its own).
+// module of its own). The Redis client stays in internal/redisstore: the
+// renderer, the resolver, steady renders and their shared vocabulary never
+// import it.
 func TestLayering(t *testing.T) {
 	for _, tc := range []struct {
 		pkg       string
@@ -23,6 +25,10 @@ func TestLayering(t *testing.T) {
 		{pkg: "./resolution", forbidden: []string{"github.com/google/go-containerregistry/pkg/v1/remote", "github.com/google/go-containerregistry/pkg/authn", "sigs.k8s.io/kustomize/kyaml", "go.yaml.in/yaml", "github.com/digestpin/digestpin/"}},
 		{pkg: "./steady", forbidden: []string{"github.com/google/go-containerregistry/pkg/v1/remote", "github.com/google/go-containerregistry/pkg/authn", "github.com/digestpin/digestpin/resolve"}},
 		{pkg: "./config", forbidden: []string{"github.com/google/go-containerregistry/pkg/v1/remote", "github.com/google/go-containerregistry/pkg/authn", "github.com/digestpin/digestpin/resolve"}},
+		{pkg: "./renderer", forbidden: []string{"github.com/redis/"}},
+		{pkg: "./resolve", forbidden: []string{"github.com/redis/"}},
+		{pkg: "./resolution", forbidden: []string{"github.com/redis/"}},
+		{pkg: "./steady", forbidden: []string{"github.com/redis/"}},
 		{pkg: ".", forbidden: []string{"helm.sh/", "k8s.io/client-go"}},
 	} {
 		out, err := exec.Command("go", "list", "-deps", "-f", "{{.ImportPath}}", tc.pkg).Output()

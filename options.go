@@ -13,6 +13,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/digestpin/digestpin/config"
+	"github.com/digestpin/digestpin/internal/redisstore"
 	"github.com/digestpin/digestpin/pin"
 	"github.com/digestpin/digestpin/renderer"
 	"github.com/digestpin/digestpin/resolve"
@@ -54,6 +55,12 @@ type options struct {
 	tagIgnore          []string
 	maxTags            int
 	keelAnnotations    bool
+	cacheURL           string
+	stateStore         string
+	stateTTL           time.Duration
+	redisPasswordFile  string
+	redisCAFile        string
+	redisPrefix        string
 	logFile            string
 	ttyErrors          bool
 	verbose            bool
@@ -102,6 +109,12 @@ func (o *options) bind(fs *pflag.FlagSet) {
 	fs.StringArrayVar(&o.tagIgnore, "tag-ignore", nil, "the --tag-policy of IMAGE never considers tags matching REGEXP (`IMAGE=REGEXP`; repeatable)")
 	fs.IntVar(&o.maxTags, "max-tags", resolve.DefaultMaxTags, "the latest tag policy reads the creation time of at most `N` candidates, the highest in natural order")
 	fs.BoolVar(&o.keelAnnotations, "keel-annotations", false, "give the images of each workload with Keel's keel.sh/policy annotation (or label) the tag policy it means (all, major, minor, patch, force with keel.sh/match-tag, glob:, regexp:), relative to each image's tag")
+	fs.StringVar(&o.cacheURL, "cache", "", "keep resolutions for --cache-ttl on the Redis at `URL` (redis://[USER@]HOST[:PORT][/DB], or rediss:// for TLS), shared by every process that uses it; excludes --cache-dir")
+	fs.StringVar(&o.stateStore, "state-store", "", "keep each release's output on the Redis at `URL` (as for --cache; it holds rendered Secrets) and use it as the previous output, like --state-dir; needs --state-key")
+	fs.DurationVar(&o.stateTTL, "state-ttl", 7*24*time.Hour, "forget an output on the --state-store Redis after `DURATION` without a render")
+	fs.StringVar(&o.redisPasswordFile, "redis-password-file", "", "the Redis password is in `FILE` (default: the URL's, else $DIGESTPIN_REDIS_PASSWORD, else $REDIS_PASSWORD)")
+	fs.StringVar(&o.redisCAFile, "redis-ca-file", "", "trust the PEM CA certificates in `FILE` for a rediss:// Redis instead of the system's")
+	fs.StringVar(&o.redisPrefix, "redis-prefix", redisstore.DefaultPrefix, "begin every Redis key with `PREFIX`")
 	fs.StringVar(&o.logFile, "log-file", "", "also append messages to `FILE`")
 	fs.BoolVar(&o.ttyErrors, "tty-errors", false, "also write the reason of a failure to the controlling terminal when stderr is not a terminal (the Helm 4 plugin sets it: Helm 4 discards a post-renderer's stderr)")
 	fs.BoolVarP(&o.verbose, "verbose", "v", false, "log each resolution to stderr")
@@ -253,6 +266,13 @@ func (o *options) pinOptions(log *logger) (pin.Options, error) {
 		}
 		store = ds
 	}
+	cache, rstore, err := o.redis(log)
+	if err != nil {
+		return pin.Options{}, err
+	}
+	if rstore != nil {
+		store = rstore
+	}
 	return pin.Options{
 		Renderer: renderer.Renderer{
 			Mode:               mode,
@@ -270,6 +290,7 @@ func (o *options) pinOptions(log *logger) (pin.Options, error) {
 		Check:          o.check,
 		CacheDir:       o.cacheDir,
 		CacheTTL:       o.cacheTTL,
+		Cache:          cache,
 		WriteLock:      o.writeLock,
 		Report:         o.report,
 		VolatileFrom:   o.volatileFrom,
@@ -342,6 +363,7 @@ var pinFields = map[string]string{
 	"Check":        "check",
 	"CacheDir":     "cache-dir",
 	"CacheTTL":     "cache-ttl",
+	"Cache":        "cache",
 	"WriteLock":    "write-lock",
 	"Report":       "report",
 	"Platform":     "platform",

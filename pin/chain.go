@@ -35,7 +35,8 @@ type chain struct {
 //	Lock            lock file, then cache, then registry
 //	(none)          cache, then registry
 //
-// The cache is there only with a CacheTTL. Each layer is a
+// The cache (Options.Cache, or a DirCache) is there only with a
+// CacheTTL. Each layer is a
 // resolution.Resolver; nothing downstream needs to know which.
 func newChain(o *Options) (*chain, error) {
 	c := &chain{platform: o.platform(), tags: o.TagPolicies}
@@ -92,19 +93,23 @@ func newChain(o *Options) (*chain, error) {
 	live := registry
 	var popts []resolve.PolicyOption
 	if o.CacheTTL > 0 {
-		dir := o.CacheDir
-		if dir == "" {
-			d, err := resolve.DefaultCacheDir()
+		cache := o.Cache
+		if cache == nil {
+			dir := o.CacheDir
+			if dir == "" {
+				d, err := resolve.DefaultCacheDir()
+				if err != nil {
+					return nil, err
+				}
+				dir = d
+			}
+			dc, err := resolve.NewDirCache(dir, o.CacheTTL)
 			if err != nil {
 				return nil, err
 			}
-			dir = d
+			o.logf("resolution cache in %s, TTL %s", dir, o.CacheTTL)
+			cache = dc
 		}
-		cache, err := resolve.NewCache(dir, o.CacheTTL)
-		if err != nil {
-			return nil, err
-		}
-		o.logf("resolution cache in %s, TTL %s", dir, o.CacheTTL)
 		live = resolve.NewCachingResolver(registry, cache, key, o.warnf)
 		popts = append(popts, resolve.WithChoiceCache(cache, key, o.warnf))
 	}

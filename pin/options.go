@@ -48,6 +48,12 @@ type Options struct {
 	// the cache.
 	CacheDir string
 	CacheTTL time.Duration
+	// Cache, when set, keeps resolutions there instead of in CacheDir,
+	// e.g. on a Redis that several processes share; it excludes
+	// CacheDir and needs CacheTTL (which then only turns the cache on:
+	// the Cache's entries live as long as it says). It must be safe for
+	// concurrent use.
+	Cache resolve.Cache
 
 	// WriteLock is a lock file to write every resolution to; "" means
 	// none. It may be the Lock file.
@@ -126,6 +132,10 @@ func (o *Options) validate() error {
 		return bad("Check", "needs Lock FILE")
 	case o.CacheTTL < 0:
 		return bad("CacheTTL", fmt.Sprintf("must not be negative, got %s", o.CacheTTL))
+	case o.Cache != nil && o.CacheDir != "":
+		return bad("CacheDir", "excludes Cache: resolutions are kept in one place")
+	case o.Cache != nil && o.CacheTTL == 0:
+		return bad("Cache", "needs CacheTTL DURATION, how long a resolution stays valid")
 	case o.CacheDir != "" && o.CacheTTL == 0:
 		return bad("CacheDir", "needs CacheTTL DURATION, how long a resolution stays valid")
 	case o.Platform != nil && (o.Platform.OS == "" || o.Platform.Architecture == ""):

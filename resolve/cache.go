@@ -19,22 +19,48 @@ import (
 	"github.com/digestpin/digestpin/resolution"
 )
 
-// Cache is an on-disk cache of resolutions: one small JSON file per
-// reference and key in one folder. The key is everything besides the
-// reference that decides the answer (see Resolver.CacheKey). Entries
-// expire after the TTL; an expired, unreadable or foreign entry counts as
-// a miss and is overwritten by the next resolution, and so does an entry
-// of an earlier format. Reading an entry never blocks: a FIFO, a device,
-// a socket or a link in the folder is a miss.
+// Cache keeps resolutions between runs, for a TTL, keyed by the
+// reference and everything besides it that decides the answer (see
+// Resolver.CacheKey). A CachingResolver consults it. DirCache keeps them in
+// a folder; other implementations (a shared Redis, in digestpin) keep them
+// where several processes and machines read them. Implementations must be
+// safe for concurrent use. A cache that fails (unreachable, corrupt) is a
+// miss and never an error of the resolution: it says so itself, if at
+// all.
+type Cache interface {
+	// Get returns the cached digest of ref under key when an entry
+	// younger than the TTL exists.
+	Get(ctx context.Context, ref name.Reference, key string) (v1.Hash, bool)
+	// Claim is called on a miss, before the caller asks the registry:
+	// when another process is resolving ref under key at the moment, it
+	// may wait (briefly, with a bound) for that answer and return it with
+	// found true. Otherwise the caller asks the registry itself, stores
+	// the answer with Put and then calls release, which is never nil. A
+	// cache that only one process at a time uses returns at once.
+	Claim(ctx context.Context, ref name.Reference, key string) (h v1.Hash, found bool, release func())
+	// Put stores the digest of ref under key, resolved now.
+	Put(ctx context.Context, ref name.Reference, key string, h v1.Hash) error
+}
+
+// DirCache is an on-disk Cache: one small JSON file per reference and key
+// in one folder. Entries expire after the TTL; an expired, unreadable or
+// foreign entry counts as a miss and is overwritten by the next
+// resolution, and so does an entry of an earlier format. Reading an entry
+// never blocks: a FIFO, a device, a socket or a link in the folder is a
+// miss.
 //
 // Several processes may share one folder at once: each entry is written to
 // a temporary file and renamed into place, so a reader sees a whole entry
-// or none, and the last writer wins. A Cache is safe for concurrent use.
-type Cache struct {
+// or none, and the last writer wins. Claim never waits: processes that
+// miss together each ask the registry. A DirCache is safe for concurrent
+// use.
+type DirCache struct {
 	dir string
 	ttl time.Duration
 	now func() time.Time
 }
+
+var _ Cache = (*DirCache)(nil)
 
 // cacheFormat names the format of entries and of their keys. Entries of
 // another format (those of earlier versions, keyed by reference and
@@ -54,6 +80,57 @@ type cacheEntry struct {
 	Resolved  time.Time `json:"resolved"`
 }
 
+// ErrCacheEntryExpired is the error of DecodeCacheEntry for an entry
+// older than the TTL, or resolved in the future (a clock that went back):
+// a plain miss, unlike an entry that is not one of ours.
+var ErrCacheEntryExpired = errors.New("cache entry expired")
+
+// CacheEntryID names the entry of ref under key, for every Cache: a hex
+// SHA-256 of the format, the reference and the key, so that entries of
+// another format are never even read.
+func CacheEntryID(ref name.Reference, key string) string {
+	sum := sha256.Sum256([]byte(cacheFormat + "\n" + ref.Name() + "\n" + key))
+	return hex.EncodeToString(sum[:])
+}
+
+// EncodeCacheEntry returns the entry that says ref resolved to h under
+// key at resolved, as JSON of at most a few hundred bytes.
+func EncodeCacheEntry(ref name.Reference, key string, h v1.Hash, resolved time.Time) ([]byte, error) {
+	b, err := json.Marshal(cacheEntry{Format: cacheFormat, Reference: ref.Name(), Key: key, Digest: h.String(), Resolved: resolved.UTC()})
+	if err != nil {
+		return nil, fmt.Errorf("encoding cache entry for %s: %w", ref.Name(), err)
+	}
+	return b, nil
+}
+
+// DecodeCacheEntry returns the digest of the entry b, written by
+// EncodeCacheEntry for ref under key, when it is younger than ttl at now.
+// An entry too old (or from the future) is ErrCacheEntryExpired; anything
+// else that is not an entry of ref under key in this format (corrupt, of
+// another reference, key or format) is another error, which says why.
+func DecodeCacheEntry(b []byte, ref name.Reference, key string, now time.Time, ttl time.Duration) (v1.Hash, error) {
+	var e cacheEntry
+	if err := json.Unmarshal(b, &e); err != nil {
+		return v1.Hash{}, fmt.Errorf("not a cache entry: %w", err)
+	}
+	// Entries are found by a hash: check that this one is really ours.
+	switch {
+	case e.Format != cacheFormat:
+		return v1.Hash{}, fmt.Errorf("cache entry of format %q, want %q", e.Format, cacheFormat)
+	case e.Reference != ref.Name() || e.Key != key:
+		return v1.Hash{}, fmt.Errorf("cache entry of %q, not of %q under this key", e.Reference, ref.Name())
+	}
+	h, err := v1.NewHash(e.Digest)
+	if err != nil {
+		return v1.Hash{}, fmt.Errorf("cache entry of %s: %w", ref.Name(), err)
+	}
+	// An entry from the future (a clock that went back) is not trusted.
+	if age := now.Sub(e.Resolved); age < 0 || age >= ttl {
+		return v1.Hash{}, ErrCacheEntryExpired
+	}
+	return h, nil
+}
+
 // DefaultCacheDir returns the cache folder used when only a TTL is given:
 // "digestpin" in os.UserCacheDir ($XDG_CACHE_HOME or ~/.cache on Linux).
 func DefaultCacheDir() (string, error) {
@@ -64,10 +141,10 @@ func DefaultCacheDir() (string, error) {
 	return filepath.Join(d, "digestpin"), nil
 }
 
-// NewCache returns a cache in dir whose entries are valid for ttl, which
-// must be positive. It creates dir (mode 0700) when missing and checks
-// that it can write there.
-func NewCache(dir string, ttl time.Duration) (*Cache, error) {
+// NewDirCache returns a cache in dir whose entries are valid for ttl,
+// which must be positive. It creates dir (mode 0700) when missing and
+// checks that it can write there.
+func NewDirCache(dir string, ttl time.Duration) (*DirCache, error) {
 	if dir == "" {
 		return nil, errors.New("cache folder is empty")
 	}
@@ -85,52 +162,43 @@ func NewCache(dir string, ttl time.Duration) (*Cache, error) {
 	}
 	_ = probe.Close()
 	_ = os.Remove(probe.Name()) // a probe left behind costs nothing
-	return &Cache{dir: dir, ttl: ttl, now: time.Now}, nil
+	return &DirCache{dir: dir, ttl: ttl, now: time.Now}, nil
 }
 
 // Dir returns the cache folder.
-func (c *Cache) Dir() string { return c.dir }
+func (c *DirCache) Dir() string { return c.dir }
 
 // path returns the file of the entry for ref and key.
-func (c *Cache) path(ref name.Reference, key string) string {
-	sum := sha256.Sum256([]byte(cacheFormat + "\n" + ref.Name() + "\n" + key))
-	return filepath.Join(c.dir, hex.EncodeToString(sum[:])+".json")
+func (c *DirCache) path(ref name.Reference, key string) string {
+	return filepath.Join(c.dir, CacheEntryID(ref, key)+".json")
 }
 
-// Get returns the cached digest of ref under key when an entry younger
-// than the TTL exists. key is what, besides the reference, decides the
-// answer: Resolver.CacheKey's, or "" for an index digest and the
-// platform as v1.Platform.String formats it otherwise, when nothing else
-// does (no mirrors, no credentials that matter).
-func (c *Cache) Get(ref name.Reference, key string) (v1.Hash, bool) {
+// Get implements Cache. key is what, besides the reference, decides the
+// answer: Resolver.CacheKey's, or "" for an index digest and the platform
+// as v1.Platform.String formats it otherwise, when nothing else does (no
+// mirrors, no credentials that matter).
+func (c *DirCache) Get(_ context.Context, ref name.Reference, key string) (v1.Hash, bool) {
 	b, err := readSmallFile(c.path(ref, key), maxCacheEntry, false)
 	if err != nil {
 		return v1.Hash{}, false
 	}
-	var e cacheEntry
-	if err := json.Unmarshal(b, &e); err != nil {
-		return v1.Hash{}, false
-	}
-	// The file name is a hash: check that the entry is really ours.
-	if e.Format != cacheFormat || e.Reference != ref.Name() || e.Key != key {
-		return v1.Hash{}, false
-	}
-	// An entry from the future (a clock that went back) is not trusted.
-	if age := c.now().Sub(e.Resolved); age < 0 || age >= c.ttl {
-		return v1.Hash{}, false
-	}
-	h, err := v1.NewHash(e.Digest)
+	h, err := DecodeCacheEntry(b, ref, key, c.now(), c.ttl)
 	if err != nil {
 		return v1.Hash{}, false
 	}
 	return h, true
 }
 
-// Put stores the digest of ref under key, resolved now.
-func (c *Cache) Put(ref name.Reference, key string, h v1.Hash) error {
-	b, err := json.Marshal(cacheEntry{Format: cacheFormat, Reference: ref.Name(), Key: key, Digest: h.String(), Resolved: c.now().UTC()})
+// Claim implements Cache: it never waits, and release does nothing.
+func (c *DirCache) Claim(context.Context, name.Reference, string) (v1.Hash, bool, func()) {
+	return v1.Hash{}, false, func() {}
+}
+
+// Put implements Cache.
+func (c *DirCache) Put(_ context.Context, ref name.Reference, key string, h v1.Hash) error {
+	b, err := EncodeCacheEntry(ref, key, h, c.now())
 	if err != nil {
-		return fmt.Errorf("encoding cache entry for %s: %w", ref.Name(), err)
+		return err
 	}
 	if err := atomicfile.WriteFile(c.path(ref, key), b, 0o644); err != nil {
 		return fmt.Errorf("writing cache entry for %s: %w", ref.Name(), err)
@@ -149,7 +217,7 @@ type CacheKeyFunc func(ctx context.Context, ref name.Reference) (key string, ok 
 // wrapped resolver is.
 type CachingResolver struct {
 	next  resolution.Resolver
-	cache *Cache
+	cache Cache
 	key   CacheKeyFunc
 	warnf func(format string, args ...any)
 }
@@ -166,7 +234,7 @@ var (
 // credentials are asked). A reference that key cannot key (ok false, or an
 // error) goes to next without the cache. warnf receives a failure to store
 // an entry, which does not fail the resolution; nil discards it.
-func NewCachingResolver(next resolution.Resolver, c *Cache, key CacheKeyFunc, warnf func(format string, args ...any)) *CachingResolver {
+func NewCachingResolver(next resolution.Resolver, c Cache, key CacheKeyFunc, warnf func(format string, args ...any)) *CachingResolver {
 	if warnf == nil {
 		warnf = func(string, ...any) {}
 	}
@@ -189,14 +257,21 @@ func (r *CachingResolver) Resolve(ctx context.Context, ref name.Reference) (reso
 		// The wrapped resolver meets the same failure and says it.
 		return r.next.Resolve(ctx, ref)
 	}
-	if h, ok := r.cache.Get(ref, key); ok {
+	if h, ok := r.cache.Get(ctx, ref, key); ok {
 		return resolution.Resolution{Digest: h, Source: resolution.Cache}, nil
 	}
+	// A miss: another process that shares the cache may be asking the
+	// registry for ref right now; its answer is as good as ours.
+	h, found, release := r.cache.Claim(ctx, ref, key)
+	if found {
+		return resolution.Resolution{Digest: h, Source: resolution.Cache}, nil
+	}
+	defer release()
 	res, err := r.next.Resolve(ctx, ref)
 	if err != nil {
 		return resolution.Resolution{}, err
 	}
-	if err := r.cache.Put(ref, key, res.Digest); err != nil {
+	if err := r.cache.Put(ctx, ref, key, res.Digest); err != nil {
 		r.warnf("%v", err)
 	}
 	return res, nil

@@ -46,11 +46,11 @@ func (c *clock) add(d time.Duration) {
 }
 
 // newTestCache returns a cache in a temporary folder on a fake clock.
-func newTestCache(t *testing.T, ttl time.Duration) (*Cache, *clock) {
+func newTestCache(t *testing.T, ttl time.Duration) (*DirCache, *clock) {
 	t.Helper()
-	c, err := NewCache(filepath.Join(t.TempDir(), "cache"), ttl)
+	c, err := NewDirCache(filepath.Join(t.TempDir(), "cache"), ttl)
 	if err != nil {
-		t.Fatalf("NewCache: %v", err)
+		t.Fatalf("NewDirCache: %v", err)
 	}
 	clk := &clock{t: time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)}
 	c.now = clk.now
@@ -59,7 +59,7 @@ func newTestCache(t *testing.T, ttl time.Duration) (*Cache, *clock) {
 
 // cachedRun resolves ref as one digestpin run does: with a fresh registry
 // Resolver (which remembers nothing) behind the shared cache.
-func cachedRun(t *testing.T, c *Cache, platform, ref string) (v1.Hash, string, error) {
+func cachedRun(t *testing.T, c *DirCache, platform, ref string) (v1.Hash, string, error) {
 	t.Helper()
 	var opts []Option
 	if platform != "" {
@@ -180,25 +180,25 @@ func TestCacheBadEntries(t *testing.T) {
 	key := runKey(t, ref.String())
 	for _, tc := range []struct {
 		desc  string
-		entry func(c *Cache) []byte
+		entry func(c *DirCache) []byte
 	}{
-		{desc: "truncated", entry: func(*Cache) []byte { return []byte(`{"format":"` + cacheFormat + `","reference":`) }},
-		{desc: "bad digest", entry: func(c *Cache) []byte {
+		{desc: "truncated", entry: func(*DirCache) []byte { return []byte(`{"format":"` + cacheFormat + `","reference":`) }},
+		{desc: "bad digest", entry: func(c *DirCache) []byte {
 			return entryJSON(cacheFormat, ref.Name(), key, "sha256:00", c.now())
 		}},
-		{desc: "another reference's entry", entry: func(c *Cache) []byte {
+		{desc: "another reference's entry", entry: func(c *DirCache) []byte {
 			return entryJSON(cacheFormat, other.Name(), key, want.String(), c.now())
 		}},
-		{desc: "another key's entry", entry: func(c *Cache) []byte {
+		{desc: "another key's entry", entry: func(c *DirCache) []byte {
 			return entryJSON(cacheFormat, ref.Name(), "linux/amd64", want.String(), c.now())
 		}},
-		{desc: "another format's entry", entry: func(c *Cache) []byte {
+		{desc: "another format's entry", entry: func(c *DirCache) []byte {
 			return entryJSON("digestpin-cache-v3", ref.Name(), key, want.String(), c.now())
 		}},
-		{desc: "an entry of the first format, keyed by platform only", entry: func(c *Cache) []byte {
+		{desc: "an entry of the first format, keyed by platform only", entry: func(c *DirCache) []byte {
 			return []byte(`{"reference":"` + ref.Name() + `","digest":"` + want.String() + `","resolved":"` + c.now().Format(time.RFC3339) + `"}`)
 		}},
-		{desc: "from the future", entry: func(c *Cache) []byte {
+		{desc: "from the future", entry: func(c *DirCache) []byte {
 			return entryJSON(cacheFormat, ref.Name(), key, want.String(), c.now().Add(time.Hour))
 		}},
 	} {
@@ -207,14 +207,14 @@ func TestCacheBadEntries(t *testing.T) {
 			if err := os.WriteFile(c.path(ref, key), tc.entry(c), 0o600); err != nil {
 				t.Fatal(err)
 			}
-			if h, ok := c.Get(ref, key); ok {
+			if h, ok := c.Get(context.Background(), ref, key); ok {
 				t.Fatalf("Get = %s, true; want a miss", h)
 			}
 			// The next resolution replaces the bad entry.
 			if h, src, err := cachedRun(t, c, "", ref.String()); err != nil || h != want || src != string(resolution.Registry) {
 				t.Fatalf("Resolve = %s, %s, %v; want %s from the registry", h, src, err, want)
 			}
-			if h, ok := c.Get(ref, key); !ok || h != want {
+			if h, ok := c.Get(context.Background(), ref, key); !ok || h != want {
 				t.Errorf("Get after resolving = %s, %v; want %s, true", h, ok, want)
 			}
 		})
@@ -269,7 +269,7 @@ func TestCacheSharedConcurrently(t *testing.T) {
 	refs := []string{"a:1", "b:1", "c:1", "d:1"}
 	var wg sync.WaitGroup
 	for range 8 {
-		c, err := NewCache(dir, time.Hour)
+		c, err := NewDirCache(dir, time.Hour)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -313,7 +313,7 @@ func TestCachingResolverPassesDigests(t *testing.T) {
 	}
 }
 
-func TestNewCacheErrors(t *testing.T) {
+func TestNewDirCacheErrors(t *testing.T) {
 	file := filepath.Join(t.TempDir(), "file")
 	if err := os.WriteFile(file, nil, 0o600); err != nil {
 		t.Fatal(err)
@@ -330,9 +330,9 @@ func TestNewCacheErrors(t *testing.T) {
 		{desc: "folder under a file", dir: filepath.Join(file, "sub"), ttl: time.Minute, want: "creating cache folder"},
 	} {
 		t.Run(tc.desc, func(t *testing.T) {
-			_, err := NewCache(tc.dir, tc.ttl)
+			_, err := NewDirCache(tc.dir, tc.ttl)
 			if err == nil || !strings.Contains(err.Error(), tc.want) {
-				t.Errorf("NewCache(%q, %s) = %v, want an error containing %q", tc.dir, tc.ttl, err, tc.want)
+				t.Errorf("NewDirCache(%q, %s) = %v, want an error containing %q", tc.dir, tc.ttl, err, tc.want)
 			}
 		})
 	}

@@ -28,7 +28,7 @@ type choiceEntry struct {
 }
 
 // choicePath returns the file of the choice for repo under key.
-func (c *Cache) choicePath(repo name.Repository, key string) string {
+func (c *DirCache) choicePath(repo name.Repository, key string) string {
 	sum := sha256.Sum256([]byte(choiceFormat + "\n" + repo.Name() + "\n" + key))
 	return filepath.Join(c.dir, hex.EncodeToString(sum[:])+".json")
 }
@@ -36,7 +36,7 @@ func (c *Cache) choicePath(repo name.Repository, key string) string {
 // getChoice returns the cached choice for repo under key (which holds
 // the policy) when one younger than the TTL exists; like Get, anything
 // else is a miss.
-func (c *Cache) getChoice(repo name.Repository, key string) (Choice, bool) {
+func (c *DirCache) getChoice(repo name.Repository, key string) (Choice, bool) {
 	b, err := readSmallFile(c.choicePath(repo, key), maxCacheEntry, false)
 	if err != nil {
 		return Choice{}, false
@@ -58,7 +58,7 @@ func (c *Cache) getChoice(repo name.Repository, key string) (Choice, bool) {
 }
 
 // putChoice stores the choice for repo under key, made now.
-func (c *Cache) putChoice(repo name.Repository, key string, ch Choice) error {
+func (c *DirCache) putChoice(repo name.Repository, key string, ch Choice) error {
 	b, err := json.Marshal(choiceEntry{Format: choiceFormat, Repository: repo.Name(), Key: key, Choice: ch, Resolved: c.now().UTC()})
 	if err != nil {
 		return fmt.Errorf("encoding the tag choice of %s: %w", repo.Name(), err)

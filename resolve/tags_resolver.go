@@ -40,7 +40,7 @@ type PolicyResolver struct {
 	tags     TagSource
 	next     resolution.Resolver
 	maxTags  int
-	cache    *Cache       // nil: none
+	cache    *DirCache    // nil: none
 	key      CacheKeyFunc // with cache
 	warnf    func(format string, args ...any)
 	choices  sync.Map // choiceKey → *choiceCall
@@ -84,11 +84,16 @@ func WithMaxTags(n int) PolicyOption {
 
 // WithChoiceCache keeps each repository's choice in c (the resolution
 // cache, for its TTL) under key's key for the repository plus the policy,
-// so that a cached choice costs no listing. warnf receives a failure to
-// store one; nil discards it. By default choices are not cached.
-func WithChoiceCache(c *Cache, key CacheKeyFunc, warnf func(format string, args ...any)) PolicyOption {
+// so that a cached choice costs no listing. Only a DirCache keeps choices:
+// with another Cache (Redis) each run lists the tags again, and only the
+// digest of the chosen tag is shared. warnf receives a failure to store
+// one; nil discards it. By default choices are not cached.
+func WithChoiceCache(c Cache, key CacheKeyFunc, warnf func(format string, args ...any)) PolicyOption {
 	return func(r *PolicyResolver) error {
-		r.cache, r.key, r.warnf = c, key, warnf
+		if dc, ok := c.(*DirCache); ok {
+			r.cache = dc
+		}
+		r.key, r.warnf = key, warnf
 		return nil
 	}
 }

@@ -330,7 +330,7 @@ func TestPolicyResolverCache(t *testing.T) {
 	run := func(policies *TagPolicies) resolution.Resolution {
 		t.Helper()
 		r, _ := newTestResolver(t)
-		cache, err := NewCache(dir, time.Hour)
+		cache, err := NewDirCache(dir, time.Hour)
 		must(t, err)
 		live := NewCachingResolver(r, cache, r.CacheKey, nil)
 		pr, err := NewPolicyResolver(live, r, policies, WithChoiceCache(cache, r.CacheKey, nil))

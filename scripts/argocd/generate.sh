@@ -336,7 +336,11 @@ esac
 # goes to digestpin on stdin, as without steady renders.
 render >"$tmp/second.yaml"
 state_dir=${DIGESTPIN_CMP_STATE_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/digestpin-state}
+state=(--state-dir "$state_dir")
+# DIGESTPIN_STATE_STORE on the sidecar (a Redis URL, which digestpin reads
+# itself) keeps the state on Redis, shared by every replica, instead.
+[[ -z "${DIGESTPIN_STATE_STORE:-}" ]] || state=()
 pin_args+=(--volatile-from "$tmp/second.yaml"
-	--state-dir "$state_dir"
+	"${state[@]}"
 	--state-key "${ARGOCD_APP_NAMESPACE:-default}/$ARGOCD_APP_NAME/${ARGOCD_APP_SOURCE_PATH:-.}")
 render | digestpin "${pin_args[@]}"
