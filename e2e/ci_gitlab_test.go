@@ -9,6 +9,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -80,46 +81,49 @@ func runGitLabJob(t *testing.T, job gitlabJob, project, path string, vars map[st
 // helmServer serves the Helm CLI helm as Helm's release site does:
 // /helm-VERSION-OS-ARCH.tar.gz holding OS-ARCH/helm, and its .sha256sum
 // ("SUM  FILE"), for this machine's platform. It returns the server's
-// URL.
+// URL. The archive is streamed to a file, never held in memory: the
+// binary is 100+ MB, and this process's size is where the peak RSS of the
+// processes it starts begins (see runHostile).
 func helmServer(t *testing.T, helm, version string) string {
 	t.Helper()
 	platform := runtime.GOOS + "-" + runtime.GOARCH
-	bin, err := os.ReadFile(helm)
+	file := "helm-" + version + "-" + platform + ".tar.gz"
+	dir := t.TempDir()
+	in, err := os.Open(helm)
 	if err != nil {
 		t.Fatal(err)
 	}
-	var archive bytes.Buffer
-	zw, err := gzip.NewWriterLevel(&archive, gzip.BestSpeed)
+	defer in.Close()
+	fi, err := in.Stat()
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, err := os.Create(filepath.Join(dir, file))
+	if err != nil {
+		t.Fatal(err)
+	}
+	sum := sha256.New()
+	zw, err := gzip.NewWriterLevel(io.MultiWriter(out, sum), gzip.BestSpeed)
 	if err != nil {
 		t.Fatal(err)
 	}
 	tw := tar.NewWriter(zw)
-	if err := tw.WriteHeader(&tar.Header{Name: platform + "/helm", Mode: 0o755, Size: int64(len(bin)), Typeflag: tar.TypeReg}); err != nil {
+	if err := tw.WriteHeader(&tar.Header{Name: platform + "/helm", Mode: 0o755, Size: fi.Size(), Typeflag: tar.TypeReg}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := tw.Write(bin); err != nil {
-		t.Fatal(err)
-	}
-	if err := tw.Close(); err != nil {
-		t.Fatal(err)
-	}
-	if err := zw.Close(); err != nil {
-		t.Fatal(err)
-	}
-	file := "helm-" + version + "-" + platform + ".tar.gz"
-	sum := sha256.Sum256(archive.Bytes())
-	files := map[string][]byte{
-		"/" + file:                archive.Bytes(),
-		"/" + file + ".sha256sum": fmt.Appendf(nil, "%s  %s\n", hex.EncodeToString(sum[:]), file),
-	}
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		b, ok := files[r.URL.Path]
-		if !ok {
-			http.NotFound(w, r)
-			return
+	for _, step := range []func() error{
+		func() error { _, err := io.Copy(tw, in); return err },
+		tw.Close, zw.Close, out.Close,
+	} {
+		if err := step(); err != nil {
+			t.Fatalf("writing %s: %v", file, err)
 		}
-		_, _ = w.Write(b) // a failed write fails the download, which the test sees
-	}))
+	}
+	line := fmt.Sprintf("%s  %s\n", hex.EncodeToString(sum.Sum(nil)), file)
+	if err := os.WriteFile(filepath.Join(dir, file+".sha256sum"), []byte(line), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(http.FileServer(http.Dir(dir)))
 	t.Cleanup(srv.Close)
 	return srv.URL
 }
