@@ -367,6 +367,14 @@ func TestGitHubAction(t *testing.T) {
 		{desc: "update after the push", vars: with(), commit: true, output: []string{"web/digests.lock updated"}},
 		{desc: "check again", vars: with("mode", "check"), output: []string{"matches the registry"}},
 		{
+			desc: "version input", vars: with("mode", "check", "version", "v"+version),
+			output: []string{"installed digestpin " + version, "matches the registry"},
+		},
+		{
+			desc: "no such version", vars: with("version", "0.0.9"), fail: true,
+			output: []string{"digestpin_0.0.9_", "cannot download"}, absent: []string{"digestpin-lock:"},
+		},
+		{
 			desc: "wrong checksum", vars: with("releases-url", base+"/bad"), fail: true,
 			output: []string{"refusing to install it"}, absent: []string{"digestpin-lock:"},
 		},
