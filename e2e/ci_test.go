@@ -76,9 +76,13 @@ func TestCIStep(t *testing.T) {
 		push   string // push this repository:tag again first
 		status int
 		stderr []string
-		noLock bool // the lock file must not exist after the step
+		stdout string // what stdout starts with; nothing by default
+		noLock bool   // the lock file must not exist after the step
 	}{
 		{desc: "usage", args: nil, status: 2, stderr: []string{"Usage:", "digestpin-lock.sh [--check]"}, noLock: true},
+		{desc: "help", args: []string{"--help"}, stdout: "Usage:\n  digestpin-lock.sh [--check]", noLock: true},
+		{desc: "unknown option", args: []string{"--chek", "web"}, status: 2, stderr: []string{"unknown option --chek", "Usage:"}, noLock: true},
+		{desc: "check and commit", args: []string{"--check", "--commit", "web"}, status: 2, stderr: []string{"--check only reads it"}, noLock: true},
 		{desc: "check before anything is recorded", args: []string{"--check", "web"}, status: 1, stderr: []string{"lock file web/digests.lock not found"}, noLock: true},
 		{desc: "record", args: []string{"--output", "manifests.yaml", "web"}, stderr: []string{"web/digests.lock updated: commit it"}},
 		{desc: "record again", args: []string{"web"}, stderr: []string{"web/digests.lock unchanged"}},
@@ -106,8 +110,8 @@ func TestCIStep(t *testing.T) {
 				t.Errorf("%s: stderr does not contain %q:\n%s", s.desc, w, r.stderr)
 			}
 		}
-		if r.stdout != "" {
-			t.Errorf("%s: stdout = %q, want nothing", s.desc, r.stdout)
+		if !strings.HasPrefix(r.stdout, s.stdout) || (s.stdout == "") != (r.stdout == "") {
+			t.Errorf("%s: stdout = %q, want %q", s.desc, r.stdout, s.stdout)
 		}
 		if _, err := os.Stat(lock); s.noLock != os.IsNotExist(err) {
 			t.Errorf("%s: lock file: %v, want it to exist: %v", s.desc, err, !s.noLock)
@@ -160,5 +164,54 @@ func TestCIStepOutput(t *testing.T) {
 	}
 	if _, err := os.Stat(filepath.Join(chart, "pinned.lock")); err != nil {
 		t.Errorf("--lock pinned.lock: %v", err)
+	}
+}
+
+// TestCIStepRenderFailure checks that a chart that helm cannot render is
+// reported as a render failure, naming helm and its error, and neither
+// taken for a registry difference (--check) nor recorded as a lock file
+// without images.
+func TestCIStepRenderFailure(t *testing.T) {
+	reg := testregistry.New(t)
+	pushShop(t, reg)
+	sc := newSidecar(t)
+	chart := ciChart(t, sc, reg)
+	step := filepath.Join(repoRoot(t), "scripts", "ci", "digestpin-lock.sh")
+	lock := filepath.Join(chart, "digests.lock")
+	if r := runCmd(t, chart, nil, sc.env(), step, ".", "--values", "values-e2e.yaml"); r.err != nil {
+		t.Fatalf("recording: %v\n%s", r.err, r.stderr)
+	}
+	recorded, err := os.ReadFile(lock)
+	if err != nil {
+		t.Fatal(err)
+	}
+	broken := filepath.Join(chart, "templates", "broken.yaml")
+	if err := os.WriteFile(broken, []byte("value: {{ .Values.missing.deeper }}\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, args := range [][]string{{"--check"}, nil, {"--output", "manifests.yaml"}} {
+		args = append(args, ".", "--values", "values-e2e.yaml")
+		r := runCmd(t, chart, nil, sc.env(), step, args...)
+		if got := exitStatus(r.err); got != 1 {
+			t.Errorf("digestpin-lock.sh %s: exit status %d, want 1\n%s", strings.Join(args, " "), got, r.stderr)
+		}
+		var last string
+		if lines := strings.Split(strings.TrimSpace(r.stderr), "\n"); len(lines) > 0 {
+			last = lines[len(lines)-1]
+		}
+		for _, want := range []string{"digestpin-lock: render failed", "template web .", "broken.yaml", "nil pointer"} {
+			if !strings.Contains(last, want) {
+				t.Errorf("digestpin-lock.sh %s: last line %q does not contain %q\n%s", strings.Join(args, " "), last, want, r.stderr)
+			}
+		}
+		if strings.Contains(r.stderr, "registry") {
+			t.Errorf("digestpin-lock.sh %s blames the registry:\n%s", strings.Join(args, " "), r.stderr)
+		}
+		if got, err := os.ReadFile(lock); err != nil || string(got) != string(recorded) {
+			t.Errorf("digestpin-lock.sh %s: lock file changed (%v):\n%s", strings.Join(args, " "), err, got)
+		}
+		if _, err := os.Stat(filepath.Join(chart, "manifests.yaml")); !os.IsNotExist(err) {
+			t.Errorf("digestpin-lock.sh %s: --output file: %v, want none", strings.Join(args, " "), err)
+		}
 	}
 }

@@ -3,7 +3,8 @@
 # dist/), for each OS/ARCH of PLATFORMS (default: the six below). `make
 # release` runs it. For VERSION and each platform:
 #
-#   digestpin_VERSION_OS_ARCH.tar.gz        digestpin[.exe], LICENSE, README.md:
+#   digestpin_VERSION_OS_ARCH.tar.gz        digestpin[.exe], LICENSE, README.md,
+#                                           digestpin-lock.sh, digestpin-ci.sh:
 #                                           what the plugins' install hook downloads
 #   digestpin-plugin-VERSION-OS-ARCH.tgz    the Helm 3 plugin with its binary,
 #                                           for `helm plugin install URL`
@@ -59,6 +60,8 @@ for p in $PLATFORMS; do
   echo "release: digestpin $VERSION for $os/$arch"
   GOOS=$os GOARCH=$arch CGO_ENABLED=0 go build -trimpath -ldflags "-X main.version=$VERSION" -o "$bin/$exe" .
   cp LICENSE README.md "$bin/"
+  # The CI steps: the GitLab CI template runs them from this archive.
+  cp scripts/ci/digestpin-lock.sh scripts/ci/digestpin-ci.sh "$bin/"
   archive "$DIST/digestpin_${VERSION}_${os}_${arch}.tar.gz" "$bin"
 
   h3=$stage/h3-$os-$arch

@@ -3,7 +3,7 @@
 # Helm chart's images in a digestpin lock file.
 #
 # Usage:
-#   digestpin-lock.sh [--check] [--lock FILE] [--output FILE] CHART [HELM TEMPLATE FLAGS...]
+#   digestpin-lock.sh [--check] [--lock FILE] [--output FILE] [--commit|--push] CHART [HELM TEMPLATE FLAGS...]
 #
 # Record (the default), after CI pushed the images:
 #   helm template RELEASE CHART [FLAGS...] | digestpin --write-lock FILE
@@ -16,6 +16,11 @@
 # naming each image, when the registry serves another digest than FILE, or
 # an image is missing from it: a gate for pull requests and scheduled jobs.
 #
+# The chart is rendered first, on its own: when `helm template` fails, the
+# step says so, with helm's error, and neither asks a registry nor touches
+# FILE (a failed render is never taken for a registry difference, nor
+# recorded as a lock file without images).
+#
 # --output FILE keeps the pinned manifests (by default they are discarded),
 # and keeps them steady: the chart is rendered twice with the same flags and
 # digestpin is given the second render (--volatile-from) and FILE as it is
@@ -23,101 +28,196 @@
 # (generated certificates and passwords, random names, now), FILE is left
 # untouched, byte for byte, and there is nothing to commit; otherwise it is
 # replaced whole. A failed step leaves FILE as it was.
+#
+# --commit (record only) then commits the lock file and the --output file
+# in the git repository of the current folder when they differ from HEAD,
+# a new, untracked lock file included; --push also pushes that commit, to
+# PUSH_BRANCH (default: the branch checked out) of PUSH_REMOTE (default
+# origin). Nothing is committed when nothing changed.
+#
 # The HELM TEMPLATE FLAGS are passed as they are (--values, --set,
 # --namespace, …).
 #
 # Environment: RELEASE is the release name (default: the chart folder's
 # name); HELM and DIGESTPIN name the commands (default: helm, digestpin);
-# DIGESTPIN_* variables configure digestpin as usual (DIGESTPIN_PLATFORM,
-# DIGESTPIN_INSECURE_REGISTRY, …).
+# COMMIT_MESSAGE the commit's message; PUSH_REMOTE and PUSH_BRANCH where
+# --push pushes to; DIGESTPIN_* variables configure digestpin as usual
+# (DIGESTPIN_PLATFORM, DIGESTPIN_INSECURE_REGISTRY, …).
 #
-# Exit status: 0 done; 1 the render or the check failed; 2 bad usage.
+# Exit status: 0 done (--help too); 1 the render, the check, digestpin or
+# git failed; 2 bad usage.
 set -o errexit -o nounset -o pipefail
 
+# usage prints the usage lines of the comment above.
 usage() {
-	sed -n 's/^# \{0,1\}//; 5,6p' "$0" >&2
+	sed -n 's/^# \{0,1\}//; 5,6p' "$0"
+}
+
+# bad_usage says what is wrong with the command line, then how to use it,
+# on stderr, and exits 2.
+bad_usage() {
+	if [[ $# -gt 0 ]]; then
+		echo "digestpin-lock: $*" >&2
+	fi
+	usage >&2
 	exit 2
+}
+
+# fail says why the step failed, in one line on stderr, and exits 1.
+fail() {
+	echo "digestpin-lock: $*" >&2
+	exit 1
 }
 
 check=false
 lock=
 output=/dev/null
+commit=false
+push=false
 while [[ $# -gt 0 ]]; do
 	case "$1" in
 	--check) check=true ;;
+	--commit) commit=true ;;
+	--push) commit=true push=true ;;
 	--lock)
-		[[ $# -ge 2 ]] || usage
+		[[ $# -ge 2 ]] || bad_usage "--lock needs a FILE"
 		lock=$2
 		shift
 		;;
 	--output)
-		[[ $# -ge 2 ]] || usage
+		[[ $# -ge 2 ]] || bad_usage "--output needs a FILE"
 		output=$2
 		shift
 		;;
-	-h | --help) usage ;;
-	-*) echo "digestpin-lock: unknown option $1" >&2 && usage ;;
+	-h | --help)
+		usage
+		exit 0
+		;;
+	-*) bad_usage "unknown option $1" ;;
 	*) break ;;
 	esac
 	shift
 done
-[[ $# -ge 1 ]] || usage
+[[ $# -ge 1 ]] || bad_usage
 chart=$1
 shift
-[[ -d "$chart" ]] || {
-	echo "digestpin-lock: chart folder $chart not found" >&2
-	exit 2
-}
+[[ "$check" == false || "$commit" == false ]] || bad_usage "--commit and --push record a lock file; --check only reads it"
+[[ -d "$chart" ]] || bad_usage "chart folder $chart not found"
 lock=${lock:-$chart/digests.lock}
 release=${RELEASE:-$(basename "$(cd "$chart" && pwd -P)")}
 helm=${HELM:-helm}
 digestpin=${DIGESTPIN:-digestpin}
 
-# pin renders the chart and pins it with digestpin and the flags in
-# pin_flags, into --output. With an --output file, the chart is rendered
-# twice and the file is replaced only when digestpin wrote something else.
-# Each command's status is checked: errexit does not apply in `if ! pin`.
-tmp=
-trap 'if [[ -n "$tmp" ]]; then rm -rf -- "$tmp"; fi' EXIT
-pin() {
-	if [[ "$output" == /dev/null ]]; then
-		"$helm" template "$release" "$chart" "$@" | "$digestpin" "${pin_flags[@]}" >/dev/null || return 1
-		return 0
+tmp=$(mktemp -d "${TMPDIR:-/tmp}/digestpin-lock.XXXXXX")
+newoutput=
+trap 'rm -rf -- "$tmp"; if [[ -n "$newoutput" ]]; then rm -f -- "$newoutput"; fi' EXIT
+
+# render runs helm template with the HELM TEMPLATE FLAGS into file $1. When
+# helm fails, it shows helm's messages and says, in one line naming helm
+# and its error, that the render failed.
+render() {
+	local to=$1 status=0
+	shift
+	"$helm" template "$release" "$chart" "$@" >"$to" 2>"$tmp/helm.err" || status=$?
+	cat -- "$tmp/helm.err" >&2
+	if [[ "$status" != 0 ]]; then
+		local msg
+		# helm's error: the paragraph from "Error:" on, in one line (Helm 4
+		# spreads it over indented lines), else helm's last line.
+		msg=$(awk '/^Error:/ { on = 1 } on && /^[[:space:]]*$/ { exit } on { $1 = $1; line = line (line == "" ? "" : " ") $0 } END { print line }' "$tmp/helm.err")
+		if [[ -z "$msg" ]]; then
+			msg=$(grep -v '^[[:space:]]*$' "$tmp/helm.err" | tail -n 1 || true)
+		fi
+		fail "render failed, nothing was resolved: $helm template $release $chart: ${msg:-exit status $status}"
 	fi
-	tmp=$(mktemp -d "$(dirname -- "$output")/.digestpin-lock.XXXXXX") || return 1
-	"$helm" template "$release" "$chart" "$@" >"$tmp/second.yaml" || return 1
-	"$helm" template "$release" "$chart" "$@" |
-		"$digestpin" "${pin_flags[@]}" --volatile-from "$tmp/second.yaml" --previous "$output" >"$tmp/output.yaml" || return 1
-	if [[ -f "$output" ]] && cmp -s -- "$tmp/output.yaml" "$output"; then
+}
+
+# pin renders the chart and pins it with digestpin and the flags in
+# pin_flags, into --output, and reports whether digestpin succeeded; its
+# messages go to stderr and to $tmp/digestpin.err. With an --output file,
+# the chart is rendered twice and the file is replaced only when digestpin
+# wrote something else.
+pin() {
+	local status=0
+	render "$tmp/render.yaml" "$@"
+	if [[ "$output" == /dev/null ]]; then
+		"$digestpin" "${pin_flags[@]}" <"$tmp/render.yaml" >/dev/null 2>"$tmp/digestpin.err" || status=$?
+		cat -- "$tmp/digestpin.err" >&2
+		return "$status"
+	fi
+	render "$tmp/second.yaml" "$@"
+	newoutput=$(mktemp "$(dirname -- "$output")/.digestpin-lock.XXXXXX") || fail "cannot write beside $output"
+	"$digestpin" "${pin_flags[@]}" --volatile-from "$tmp/second.yaml" --previous "$output" \
+		<"$tmp/render.yaml" >"$newoutput" 2>"$tmp/digestpin.err" || status=$?
+	cat -- "$tmp/digestpin.err" >&2
+	[[ "$status" == 0 ]] || return "$status"
+	if [[ -f "$output" ]] && cmp -s -- "$newoutput" "$output"; then
 		echo "digestpin-lock: $output unchanged" >&2
 		return 0
 	fi
-	mv -f -- "$tmp/output.yaml" "$output" || return 1
+	mv -f -- "$newoutput" "$output" || fail "cannot replace $output"
+	newoutput=
 	echo "digestpin-lock: $output updated: commit it" >&2
 }
 
 if [[ "$check" == true ]]; then
-	[[ -f "$lock" ]] || {
-		echo "digestpin-lock: lock file $lock not found: record it first (without --check)" >&2
-		exit 1
-	}
+	[[ -f "$lock" ]] || fail "lock file $lock not found: record it first (without --check)"
 	pin_flags=(--lock "$lock" --check)
 	if ! pin "$@"; then
-		echo "digestpin-lock: $lock does not match the registry: run this step without --check and commit the lock file" >&2
-		exit 1
+		if grep -q 'the registry differs from lock file' "$tmp/digestpin.err"; then
+			fail "$lock does not match the registry: run this step without --check and commit the lock file"
+		fi
+		fail "digestpin failed (its error is above), $lock was not checked"
 	fi
 	echo "digestpin-lock: $lock matches the registry" >&2
 	exit 0
 fi
 
-before=
-if [[ -f "$lock" ]]; then
-	before=$(cat "$lock")
+# digestpin writes the new lock file beside the lock file (through a
+# symbolic link, beside its target), as a copy of it, so that it keeps the
+# file's mode; it replaces the lock file only when its content changed, so
+# that an unchanged lock file is left untouched.
+target=$lock
+if [[ -L "$lock" ]]; then
+	target=$(readlink -f -- "$lock") || fail "cannot follow the symbolic link $lock"
 fi
-pin_flags=(--write-lock "$lock")
-pin "$@"
-if [[ "$before" == "$(cat "$lock")" ]]; then
+newlock=$(mktemp "$(dirname -- "$target")/.digestpin-lock.XXXXXX") || fail "cannot write beside $lock"
+if [[ -f "$target" ]]; then
+	cp -p -- "$target" "$newlock" || fail "cannot copy $lock"
+else
+	rm -f -- "$newlock"
+fi
+trap 'rm -rf -- "$tmp"; rm -f -- "$newlock" ${newoutput:+"$newoutput"}' EXIT
+pin_flags=(--write-lock "$newlock")
+pin "$@" || fail "digestpin failed (its error is above), $lock was left as it was"
+if [[ -f "$target" ]] && cmp -s -- "$newlock" "$target"; then
 	echo "digestpin-lock: $lock unchanged" >&2
 else
+	mv -f -- "$newlock" "$target" || fail "cannot replace $lock"
 	echo "digestpin-lock: $lock updated: commit it" >&2
 fi
+[[ "$commit" == true ]] || exit 0
+
+# Commit what changed: git add, then compare the index with HEAD, so that a
+# new, untracked lock file counts as a change (git diff alone does not see
+# it).
+files=("$lock")
+if [[ "$output" != /dev/null ]]; then
+	files+=("$output")
+fi
+git add -- "${files[@]}" || fail "git add ${files[*]} failed"
+if git diff --cached --quiet -- "${files[@]}"; then
+	echo "digestpin-lock: ${files[*]} as committed, nothing to commit" >&2
+	exit 0
+fi
+git commit --quiet -m "${COMMIT_MESSAGE:-digestpin: pin the image digests of $chart}" -- "${files[@]}" ||
+	fail "git commit ${files[*]} failed"
+echo "digestpin-lock: committed ${files[*]} as $(git rev-parse --short HEAD)" >&2
+[[ "$push" == true ]] || exit 0
+
+remote=${PUSH_REMOTE:-origin}
+branch=${PUSH_BRANCH:-$(git symbolic-ref --quiet --short HEAD || true)}
+[[ -n "$branch" ]] || fail "no branch is checked out (detached HEAD): set PUSH_BRANCH to the branch to push to"
+git push --quiet "$remote" "HEAD:refs/heads/$branch" ||
+	fail "git push to branch $branch failed (its error is above): the commit is only local; run the job again"
+echo "digestpin-lock: pushed to branch $branch" >&2

@@ -10,11 +10,16 @@ package main
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"regexp"
+	"slices"
 	"strings"
+
+	"sigs.k8s.io/kustomize/kyaml/yaml"
 
 	"github.com/digestpin/digestpin/internal/testregistry"
 )
@@ -25,13 +30,15 @@ const exampleRegistry = "registry.example"
 var imageLine = regexp.MustCompile(`(?m)^\s*image:\s*["']?` + regexp.QuoteMeta(exampleRegistry) + `/([^"'\s]+)`)
 
 func main() {
-	if err := demo(os.Args[1:]); err != nil {
+	if err := demo(os.Args[1:], os.Stdout, os.Stderr); err != nil {
 		fmt.Fprintf(os.Stderr, "demo: %v\n", err)
 		os.Exit(1)
 	}
 }
 
-func demo(args []string) (err error) {
+// demo runs the demo: the pinned example on stdout, what happens on
+// stderr, each line starting with "# ".
+func demo(args []string, stdout, stderr io.Writer) (err error) {
 	if len(args) > 0 && args[0] == "--" {
 		args = args[1:]
 	}
@@ -60,44 +67,88 @@ func demo(args []string) (err error) {
 	if len(repos) == 0 {
 		return fmt.Errorf("%s names no image on %s", example, exampleRegistry)
 	}
-	note("started a registry on %s with %d images: %s", reg.Host(), len(repos), strings.Join(repos, ", "))
+	note(stderr, "started a registry on %s with %d images: %s", reg.Host(), len(repos), strings.Join(repos, ", "))
 	// --mirror-only: registry.example itself is never asked.
 	flags := []string{"--registry-mirror=" + exampleRegistry + "=" + reg.Host(), "--mirror-only"}
-	note("running: %s %s < %s", bin, strings.Join(flags, " "), example)
+	note(stderr, "running: %s %s < %s", bin, strings.Join(flags, " "), example)
 
-	first, err := pin(bin, in, flags...)
+	first, err := pin(bin, in, stderr, flags...)
 	if err != nil {
 		return err
 	}
-	os.Stdout.Write(first)
-	second, err := pin(bin, in, flags...)
+	if _, err := stdout.Write(first); err != nil {
+		return fmt.Errorf("writing the output: %w", err)
+	}
+	second, err := pin(bin, in, stderr, flags...)
 	if err != nil {
 		return err
 	}
-	note("second run: byte-identical output: %v", bytes.Equal(first, second))
+	note(stderr, "second run: byte-identical output: %v", bytes.Equal(first, second))
 
 	moved := repos[0]
 	reg.PushImage(tb, moved)
-	third, err := pin(bin, in, flags...)
+	third, err := pin(bin, in, stderr, flags...)
 	if err != nil {
 		return err
 	}
-	a, b := bytes.Split(first, []byte("\n---\n")), bytes.Split(third, []byte("\n---\n"))
-	var changed []string
-	for i := range min(len(a), len(b)) {
-		if !bytes.Equal(a[i], b[i]) {
-			changed = append(changed, fmt.Sprint(i+1))
-		}
+	changed, err := changedDocuments(first, third)
+	if err != nil {
+		return err
 	}
-	note("pushed a new image as %s/%s: documents changed: %s of %d", exampleRegistry, moved, strings.Join(changed, ", "), len(b))
+	note(stderr, "pushed a new image as %s/%s: %s", exampleRegistry, moved, changed)
 	return nil
 }
 
+// changedDocuments compares two outputs of digestpin for the same input,
+// document by document, and says how many documents changed and which,
+// as KIND/NAMESPACE/NAME (KIND/NAME without a namespace):
+// "1 of 3 documents changed: Deployment/shop/web".
+func changedDocuments(before, after []byte) (string, error) {
+	a, err := documents(before)
+	if err != nil {
+		return "", fmt.Errorf("reading the first output: %w", err)
+	}
+	b, err := documents(after)
+	if err != nil {
+		return "", fmt.Errorf("reading the second output: %w", err)
+	}
+	if len(a) != len(b) {
+		return "", fmt.Errorf("the outputs have %d and %d documents", len(a), len(b))
+	}
+	var changed []string
+	for i := range b {
+		sa, err := a[i].String()
+		if err != nil {
+			return "", fmt.Errorf("encoding document %d: %w", i+1, err)
+		}
+		sb, err := b[i].String()
+		if err != nil {
+			return "", fmt.Errorf("encoding document %d: %w", i+1, err)
+		}
+		if sa == sb {
+			continue
+		}
+		id := []string{b[i].GetKind(), b[i].GetNamespace(), b[i].GetName()}
+		if id[1] == "" {
+			id = slices.Delete(id, 1, 2)
+		}
+		changed = append(changed, strings.Join(id, "/"))
+	}
+	noun := "documents"
+	if len(b) == 1 {
+		noun = "document"
+	}
+	if len(changed) == 0 {
+		return fmt.Sprintf("0 of %d %s changed", len(b), noun), nil
+	}
+	return fmt.Sprintf("%d of %d %s changed: %s", len(changed), len(b), noun, strings.Join(changed, ", ")), nil
+}
+
 // pin runs digestpin on in and returns its output.
-func pin(bin string, in []byte, args ...string) ([]byte, error) {
+func pin(bin string, in []byte, stderr io.Writer, args ...string) ([]byte, error) {
 	cmd := exec.Command(bin, args...)
 	cmd.Stdin = bytes.NewReader(in)
-	cmd.Stderr = os.Stderr
+	cmd.Stderr = stderr
 	out, err := cmd.Output()
 	if err != nil {
 		return nil, fmt.Errorf("running %s: %w", bin, err)
@@ -105,6 +156,27 @@ func pin(bin string, in []byte, args ...string) ([]byte, error) {
 	return out, nil
 }
 
-func note(format string, args ...any) {
-	fmt.Fprintf(os.Stderr, "# "+format+"\n", args...)
+// note writes one line of what the demo does to w.
+func note(w io.Writer, format string, args ...any) {
+	fmt.Fprintf(w, "# "+format+"\n", args...)
+}
+
+// documents parses a YAML stream into its documents, empty ones left
+// out.
+func documents(stream []byte) ([]*yaml.RNode, error) {
+	var docs []*yaml.RNode
+	dec := yaml.NewDecoder(bytes.NewReader(stream))
+	for i := 1; ; i++ {
+		var n yaml.Node
+		err := dec.Decode(&n)
+		if errors.Is(err, io.EOF) {
+			return docs, nil
+		}
+		if err != nil {
+			return nil, fmt.Errorf("document %d: %w", i, err)
+		}
+		if rn := yaml.NewRNode(&n); !rn.IsNilOrEmpty() {
+			docs = append(docs, rn)
+		}
+	}
 }

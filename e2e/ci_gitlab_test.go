@@ -1,0 +1,202 @@
+//go:build unix
+
+package e2e
+
+import (
+	"archive/tar"
+	"bytes"
+	"compress/gzip"
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"testing"
+
+	"github.com/digestpin/digestpin/internal/testregistry"
+)
+
+// gitlabJob is a job of a GitLab CI file: every key the template may use,
+// and no other.
+type gitlabJob struct {
+	Variables    map[string]string `yaml:"variables"`
+	BeforeScript []string          `yaml:"before_script"`
+	Script       []string          `yaml:"script"`
+}
+
+// gitlabTemplate reads scripts/ci/gitlab/digestpin.gitlab-ci.yml and
+// returns its hidden job .digestpin-lock, the one users extend.
+func gitlabTemplate(t *testing.T) gitlabJob {
+	t.Helper()
+	var jobs map[string]gitlabJob
+	decodeStrict(t, filepath.Join(repoRoot(t), "scripts", "ci", "gitlab", "digestpin.gitlab-ci.yml"), &jobs)
+	job, ok := jobs[".digestpin-lock"]
+	if !ok || len(jobs) != 1 || len(job.Script) == 0 {
+		t.Fatalf("the GitLab template has jobs %v, want one, .digestpin-lock, with a script", jobs)
+	}
+	for k, v := range job.Variables {
+		// GitLab expands $NAME in variables; the test does not, so the
+		// template may not rely on it.
+		if strings.Contains(v, "$") {
+			t.Fatalf("the GitLab template's variable %s=%q refers to another variable", k, v)
+		}
+	}
+	return job
+}
+
+// runGitLabJob runs a job that extends the template as a GitLab runner's
+// shell executor does: the template's variables, overridden by the job's,
+// and GitLab's own for a branch pipeline in the environment; before_script
+// and script lines one after the other in one bash with -eo pipefail, in
+// the project folder, a detached checkout of the commit. It returns what
+// the job printed.
+func runGitLabJob(t *testing.T, job gitlabJob, project, path string, vars map[string]string) (string, error) {
+	t.Helper()
+	env := append(ciGitEnv(project),
+		"PATH="+path, "HOME="+t.TempDir(), "TMPDIR="+t.TempDir(), "CI=true", "GITLAB_CI=true",
+		"CI_PROJECT_DIR="+project, "CI_COMMIT_BRANCH=main", "CI_COMMIT_REF_NAME=main",
+		"GITLAB_USER_NAME=Shop Maintainer", "GITLAB_USER_EMAIL=maintainer@shop.example")
+	for k, v := range job.Variables {
+		env = append(env, k+"="+v)
+	}
+	for k, v := range vars {
+		env = append(env, k+"="+v)
+	}
+	script := "set -eo pipefail\n" + strings.Join(append(append([]string(nil), job.BeforeScript...), job.Script...), "\n") + "\n"
+	cmd := exec.Command("bash", "--noprofile", "--norc", "-c", script)
+	cmd.Dir = project
+	cmd.Env = cleanEnv(env...)
+	var out bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &out
+	err := cmd.Run()
+	return out.String(), err
+}
+
+// helmServer serves the Helm CLI helm as Helm's release site does:
+// /helm-VERSION-OS-ARCH.tar.gz holding OS-ARCH/helm, and its .sha256sum
+// ("SUM  FILE"), for this machine's platform. It returns the server's
+// URL. The archive is streamed to a file, never held in memory: the
+// binary is 100+ MB, and this process's size is where the peak RSS of the
+// processes it starts begins (see runHostile).
+func helmServer(t *testing.T, helm, version string) string {
+	t.Helper()
+	platform := runtime.GOOS + "-" + runtime.GOARCH
+	file := "helm-" + version + "-" + platform + ".tar.gz"
+	dir := t.TempDir()
+	in, err := os.Open(helm)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer in.Close()
+	fi, err := in.Stat()
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, err := os.Create(filepath.Join(dir, file))
+	if err != nil {
+		t.Fatal(err)
+	}
+	sum := sha256.New()
+	zw, err := gzip.NewWriterLevel(io.MultiWriter(out, sum), gzip.BestSpeed)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tw := tar.NewWriter(zw)
+	if err := tw.WriteHeader(&tar.Header{Name: platform + "/helm", Mode: 0o755, Size: fi.Size(), Typeflag: tar.TypeReg}); err != nil {
+		t.Fatal(err)
+	}
+	for _, step := range []func() error{
+		func() error { _, err := io.Copy(tw, in); return err },
+		tw.Close, zw.Close, out.Close,
+	} {
+		if err := step(); err != nil {
+			t.Fatalf("writing %s: %v", file, err)
+		}
+	}
+	line := fmt.Sprintf("%s  %s\n", hex.EncodeToString(sum.Sum(nil)), file)
+	if err := os.WriteFile(filepath.Join(dir, file+".sha256sum"), []byte(line), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(http.FileServer(http.Dir(dir)))
+	t.Cleanup(srv.Close)
+	return srv.URL
+}
+
+// TestGitLabTemplate runs a job extending the GitLab CI template, as a
+// GitLab runner would, in a detached checkout with a chart and without
+// helm (the job installs Helm from a loopback server), against a release
+// served on loopback (made by make release for this platform) and a
+// loopback registry.
+func TestGitLabTemplate(t *testing.T) {
+	dir, version := releaseFiles(t)
+	base := releaseServer(t, dir, version)
+	job := gitlabTemplate(t)
+	if got := job.Variables["DIGESTPIN_CI_VERSION"]; got != version {
+		t.Errorf("the GitLab template installs digestpin %q by default, plugin.yaml says %q", got, version)
+	}
+	const helmVersion = "v4.3.1"
+	helmURL := helmServer(t, helm4(t), helmVersion)
+	reg := testregistry.New(t)
+	digests := pushShop(t, reg)
+	r := newCIRepo(t, reg)
+	// A GitLab runner checks out the commit, not the branch.
+	git(t, r.dir, "checkout", "-q", "--detach")
+	path := ciPath(t, false)
+	// Helm is installed once, into the tools folder the runs share (a
+	// runner's cache): the first run downloads it.
+	tools := t.TempDir()
+
+	with := func(extra ...string) map[string]string {
+		m := map[string]string{
+			"DIGESTPIN_CI_CHART": "web", "DIGESTPIN_CI_RELEASE": "shop", "DIGESTPIN_CI_NAMESPACE": "prod",
+			"DIGESTPIN_CI_VALUES": "web/values-e2e.yaml", "DIGESTPIN_CI_RELEASES_URL": base + "/v" + version,
+			"DIGESTPIN_CI_PUSH_URL": r.origin, "DIGESTPIN_CI_HELM_URL": helmURL, "DIGESTPIN_CI_HELM_VERSION": helmVersion,
+			"DIGESTPIN_CI_TOOLS": tools,
+		}
+		for i := 0; i+1 < len(extra); i += 2 {
+			m[extra[i]] = extra[i+1]
+		}
+		return m
+	}
+	runCICases(t, r, reg, digests, []ciCase{
+		{
+			desc: "first update", vars: with(), commit: true,
+			output: []string{
+				"helm is not installed: downloading " + helmURL + "/helm-" + helmVersion + "-",
+				"installed digestpin " + version, "web/digests.lock updated", "pushed to branch main",
+			},
+		},
+		{desc: "update, nothing changed", vars: with(), output: []string{"web/digests.lock unchanged", "nothing to commit"}},
+		{
+			desc: "check after a push", vars: with("DIGESTPIN_CI_MODE", "check"), push: "shop/web:1.4", fail: true,
+			output: []string{reg.Ref("shop/web:1.4") + ": moved from", "does not match the registry"},
+		},
+		{
+			desc: "check of a broken chart", vars: with("DIGESTPIN_CI_MODE", "check"), broken: true, fail: true,
+			output: []string{"render failed", "broken.yaml", "nil pointer"}, absent: []string{"does not match the registry"},
+		},
+		{desc: "update after the push", vars: with(), commit: true, output: []string{"web/digests.lock updated"}},
+		{desc: "check", vars: with("DIGESTPIN_CI_MODE", "check"), output: []string{"web/digests.lock matches the registry"}},
+		{
+			desc: "wrong checksum", vars: with("DIGESTPIN_CI_RELEASES_URL", base+"/bad"), fail: true,
+			output: []string{"refusing to install it"}, absent: []string{"digestpin-lock:"},
+		},
+		{
+			desc: "no release", vars: with("DIGESTPIN_CI_RELEASES_URL", base+"/v0.0.0"), fail: true,
+			output: []string{"cannot download " + base + "/v0.0.0/SHA256SUMS"}, absent: []string{"digestpin-lock:"},
+		},
+	}, func(vars map[string]string) (string, error) {
+		return runGitLabJob(t, job, r.dir, path, vars)
+	})
+	// The job's commits carry the name GitLab gives the person who ran
+	// the pipeline.
+	if got := gitOut(t, r.dir, "log", "-1", "--format=%an <%ae>"); got != "Shop Maintainer <maintainer@shop.example>" {
+		t.Errorf("the job's commit is by %q, want the pipeline's user", got)
+	}
+}
