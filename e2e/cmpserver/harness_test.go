@@ -228,9 +228,20 @@ func startServer(t *testing.T) *server {
 	if err := cmd.Start(); err != nil {
 		t.Fatalf("starting argocd-cmp-server: %v", err)
 	}
-	exited := make(chan error, 1)
-	go func() { exited <- cmd.Wait() }()
+	var waitErr error // set before exited is closed
+	exited := make(chan struct{})
+	go func() {
+		waitErr = cmd.Wait()
+		close(exited)
+	}()
 	t.Cleanup(func() {
+		select {
+		case <-exited:
+			if !t.Failed() {
+				t.Errorf("argocd-cmp-server exited during the test: %v", waitErr)
+			}
+		default:
+		}
 		// The server traps SIGTERM to remove its socket but keeps
 		// serving; the kubelet kills it after the grace period.
 		_ = cmd.Process.Kill()
@@ -247,9 +258,8 @@ func startServer(t *testing.T) *server {
 			break
 		}
 		select {
-		case err := <-exited:
-			exited <- err
-			t.Fatalf("argocd-cmp-server exited (%v):\n%s", err, s.log.String())
+		case <-exited:
+			t.Fatalf("argocd-cmp-server exited (%v):\n%s", waitErr, s.log.String())
 		case <-time.After(20 * time.Millisecond):
 		}
 		if time.Now().After(deadline) {
