@@ -15,14 +15,19 @@ KUSTOMIZE := $(CACHE)/kustomize-$(KUSTOMIZE_VERSION)/kustomize
 GOLANGCI_VERSION := v2.15.0
 GOLANGCI := $(CACHE)/golangci-lint-$(GOLANGCI_VERSION)/golangci-lint
 LDFLAGS := -X main.version=$(VERSION)
+# Argo CD's argocd-cmp-server, for the plugin's tests in e2e/cmpserver; the
+# version is the one that module requires.
+ARGOCD_VERSION := $(shell sed -n 's|^[[:space:]]*github.com/argoproj/argo-cd/v3 \(v[^ ]*\)$$|\1|p' e2e/cmpserver/go.mod)
+ARGOCD_CMP_SERVER := $(CACHE)/argocd-cmp-server-$(ARGOCD_VERSION)/argocd-cmp-server
 
 # Tests that drive the real binary and Helm CLIs find them here.
 export DIGESTPIN_TEST_BIN := $(CURDIR)/$(BIN)
 export DIGESTPIN_TEST_HELM3 := $(HELM3)
 export DIGESTPIN_TEST_HELM4 := $(HELM4)
 export DIGESTPIN_TEST_KUSTOMIZE := $(KUSTOMIZE)
+export DIGESTPIN_TEST_ARGOCD_CMP_SERVER := $(ARGOCD_CMP_SERVER)
 
-.PHONY: all build test demo helm lint bench fuzz clean install release dist
+.PHONY: all build test demo helm argocd-cmp-server lint bench fuzz clean install release dist
 
 all: build
 
@@ -32,10 +37,13 @@ build:
 # The Helm SDK example is its own module; without -race it reuses most of
 # the Helm CLI builds, where -race would compile Helm and Kubernetes again
 # (minutes). Our own code in it is race-tested in ./postrender.
-test: build helm $(KUSTOMIZE)
+# e2e/cmpserver (the Argo CD plugin under argocd-cmp-server) is one too, and
+# runs without -race for the same reason: it holds test code only.
+test: build helm $(KUSTOMIZE) argocd-cmp-server
 	scripts/test-deps.sh
 	go test -race -cover ./...
 	cd examples/helmsdk && go test ./...
+	cd e2e/cmpserver && go test ./...
 
 demo: build
 	go run ./internal/cmd/demo -- $(BIN) testdata/example.yaml
@@ -47,6 +55,11 @@ $(HELM3):
 
 $(HELM4):
 	GOBIN=$(dir $@) go install helm.sh/helm/v4/cmd/helm@$(HELM4_VERSION)
+
+argocd-cmp-server: $(ARGOCD_CMP_SERVER)
+
+$(ARGOCD_CMP_SERVER):
+	cd e2e/cmpserver && go build -o $@ ./cmd/argocd-cmp-server
 
 # Benchmarks: the renderer, resolver and steady renders in-process, then the whole binary
 # on growing streams and against a loopback registry with 50 ms latency.
