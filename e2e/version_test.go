@@ -29,14 +29,30 @@ func TestGoInstallVersion(t *testing.T) {
 		t.Fatal(err)
 	}
 	// A module zip holds the module's files under module@version/, less
-	// those of nested modules (examples/helmsdk has a go.mod of its own).
+	// those of nested modules (examples/helmsdk and e2e/cmpserver have a
+	// go.mod of their own), as the go command makes it from a repository.
+	files := strings.Split(strings.TrimSpace(string(out)), "\n")
+	var nested []string
+	for _, f := range files {
+		if d, ok := strings.CutSuffix(f, "/go.mod"); ok {
+			nested = append(nested, d+"/")
+		}
+	}
+	inNested := func(f string) bool {
+		for _, d := range nested {
+			if strings.HasPrefix(f, d) {
+				return true
+			}
+		}
+		return false
+	}
 	zf, err := os.Create(filepath.Join(dir, version+".zip"))
 	if err != nil {
 		t.Fatal(err)
 	}
 	zw := zip.NewWriter(zf)
-	for _, f := range strings.Split(strings.TrimSpace(string(out)), "\n") {
-		if strings.HasPrefix(f, "examples/") {
+	for _, f := range files {
+		if inNested(f) {
 			continue
 		}
 		fi, err := os.Lstat(filepath.Join(root, f))
