@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -330,5 +331,27 @@ func TestReportContent(t *testing.T) {
 	}}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("report mismatch (-want +got):\n%s", diff)
+	}
+}
+
+// TestOptionErrorNames checks that each pin.Options field and resolve option
+// in a message becomes its flag, also where one name is a prefix of another
+// ("Cache", "CacheDir", "CacheTTL"); the pairs come from maps, so the check
+// runs many times to meet many orders.
+func TestOptionErrorNames(t *testing.T) {
+	o := &options{fromEnv: map[string]bool{}}
+	want := map[string]string{}
+	for field, flag := range pinFields {
+		want[field] = "--" + flag
+	}
+	for i := 0; i < len(resolveOptions); i += 2 {
+		want[resolveOptions[i]] = "--" + resolveOptions[i+1]
+	}
+	for range 50 {
+		for name, flag := range want {
+			if got := o.optionError(errors.New(name + " is wrong")).Error(); got != flag+" is wrong" {
+				t.Fatalf("optionError(%q) = %q, want %q", name+" is wrong", got, flag+" is wrong")
+			}
+		}
 	}
 }

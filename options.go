@@ -398,12 +398,30 @@ func (o *options) optionError(err error) error {
 	for field, flag := range pinFields {
 		pairs = append(pairs, field, o.name(flag))
 	}
-	r := strings.NewReplacer(pairs...)
+	r := strings.NewReplacer(longestFirst(pairs)...)
 	var oe *pin.OptionError
 	if errors.As(err, &oe) {
 		return fmt.Errorf("%s %s", o.name(pinFields[oe.Field]), r.Replace(oe.Reason))
 	}
 	return errors.New(r.Replace(strings.TrimPrefix(err.Error(), "configuring resolver: ")))
+}
+
+// longestFirst orders old/new pairs for strings.NewReplacer so that a name
+// is tried before any name that is a prefix of it ("CacheTTL" before
+// "Cache"): the replacer takes the first pair, in argument order, that
+// matches at a position.
+func longestFirst(pairs []string) []string {
+	type pair struct{ old, new string }
+	ps := make([]pair, 0, len(pairs)/2)
+	for i := 0; i+1 < len(pairs); i += 2 {
+		ps = append(ps, pair{pairs[i], pairs[i+1]})
+	}
+	slices.SortStableFunc(ps, func(a, b pair) int { return len(b.old) - len(a.old) })
+	out := make([]string, 0, len(pairs))
+	for _, p := range ps {
+		out = append(out, p.old, p.new)
+	}
+	return out
 }
 
 // usage prints the help text.
