@@ -18,6 +18,10 @@ import (
 var steadyCharts = []struct {
 	name     string
 	warnings []string
+	// inner, if set, changes a value that the chart renders into a
+	// string beside generated text: a real change inside a volatile
+	// field.
+	inner, innerWant string
 }{
 	{name: "webhook", warnings: []string{
 		`Secret/r-tls (webhook/templates/webhook.yaml): data["tls.crt"], data["tls.key"] differ between two renders of the same input`,
@@ -25,9 +29,9 @@ var steadyCharts = []struct {
 		"MutatingWebhookConfiguration/r (webhook/templates/webhook.yaml): webhooks[name=inject.steady.example].clientConfig.caBundle differs between two renders of the same input",
 	}},
 	{name: "password", warnings: []string{
-		"Secret/r-password (password/templates/secret.yaml): data.password differs between two renders of the same input",
+		`Secret/r-password (password/templates/secret.yaml): data.password, stringData["config.ini"] differ between two renders of the same input`,
 		"Deployment/r (password/templates/deployment.yaml): pod template annotation checksum/secret differs between two renders of the same input: this workload restarts on every render",
-	}},
+	}, inner: "title=Web", innerWant: "title = Web"},
 	{name: "testhook", warnings: []string{
 		"(testhook/templates/test.yaml): pod field metadata.name differs between two renders of the same input: this workload restarts on every render",
 	}},
@@ -121,6 +125,12 @@ func TestSteadyRenders(t *testing.T) {
 				// A value that matters.
 				if r := pin("replicas=2"); r.stdout == first.stdout || !strings.Contains(r.stdout, "replicas: 2") {
 					t.Errorf("replicas=2: the output is the previous one or lacks replicas: 2:\n%s", r.stdout)
+				}
+				// A value rendered beside generated text in one string.
+				if c.inner != "" {
+					if r := pin(c.inner); r.stdout == first.stdout || !strings.Contains(r.stdout, c.innerWant) {
+						t.Errorf("%s: the output is the previous one or lacks %q:\n%s", c.inner, c.innerWant, r.stdout)
+					}
 				}
 				// A document added, then removed.
 				added := pin("extra=true")

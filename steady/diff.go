@@ -22,6 +22,9 @@ func decode(j []byte) (any, error) {
 // differ collects the paths where two values differ.
 type differ struct {
 	paths []path
+	// pairs, when not nil, gets the two values of each path where both
+	// are strings, by the path's String.
+	pairs map[string][2]string
 }
 
 func (d *differ) add(p path) { d.paths = append(d.paths, slices.Clone(p)) }
@@ -70,6 +73,11 @@ func (d *differ) diff(p path, a, b any) {
 		// types are different, even a number and its string.
 		if a != b {
 			d.add(p)
+			as, aok := a.(string)
+			bs, bok := b.(string)
+			if d.pairs != nil && aok && bok {
+				d.pairs[p.String()] = [2]string{as, bs}
+			}
 		}
 	}
 }

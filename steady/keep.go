@@ -90,15 +90,25 @@ func Keep(previous, output []byte, v *Volatility, o Options) (Decision, error) {
 		if f := o.changedImage(y, x); f != "" {
 			return fresh("%s: image field %s changed", name, f)
 		}
-		var df differ
+		df := differ{pairs: map[string][2]string{}}
 		df.diff(nil, y, x)
 		var volatile pathSet // a nil set covers nothing
 		if v != nil {
 			volatile = v.fields[d.key]
 		}
 		for _, q := range df.paths {
-			if !volatile.covers(q) {
+			t, ok := volatile.covers(q)
+			if !ok {
 				return fresh("%s: %s changed", name, q)
+			}
+			if t == nil {
+				continue
+			}
+			// A string that two renders made partly alike: the previous
+			// and the new value must agree where the renders did.
+			pair, ok := df.pairs[q.String()]
+			if !ok || !t.fits(pair[0]) || !t.fits(pair[1]) {
+				return fresh("%s: %s changed where two renders of the same input agree", name, q)
 			}
 		}
 	}

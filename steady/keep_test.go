@@ -32,6 +32,23 @@ func TestKeep(t *testing.T) {
 		{desc: "a difference without a second render", previous: cm("x"), output: cm("y"), wantReason: "ConfigMap/a: data.v changed"},
 		{desc: "a volatile field", input: cm("1"), second: cm("2"), previous: cm("x"), output: cm("y"), wantKept: true},
 		{
+			desc:  "a generated value inside a string: the rest of the string is real",
+			input: cm(`"pw=Xk2p title=shop"`), second: cm(`"pw=b7Yw title=shop"`),
+			previous: cm(`"pw=Qq1z title=shop"`), output: cm(`"pw=Xk2p title=shop2"`),
+			wantReason: "ConfigMap/a: data.v changed where two renders of the same input agree",
+		},
+		{
+			desc:  "a generated value inside a string, nothing else changed",
+			input: cm(`"pw=Xk2p title=shop"`), second: cm(`"pw=b7Yw title=shop"`),
+			previous: cm(`"pw=Qq1z title=shop"`), output: cm(`"pw=Xk2p title=shop"`), wantKept: true,
+		},
+		{
+			desc:  "a generated value inside a string, the previous one made otherwise",
+			input: cm(`"pw=Xk2p title=shop"`), second: cm(`"pw=b7Yw title=shop"`),
+			previous: cm(`"pw=Qq1z title=web"`), output: cm(`"pw=Xk2p title=shop"`),
+			wantReason: "ConfigMap/a: data.v changed where two renders of the same input agree",
+		},
+		{
 			desc:  "a field that was equal in the two renders of now",
 			input: cm("1"), second: cm("1"), previous: cm("x"), output: cm("y"), wantReason: "data.v changed",
 		},

@@ -68,31 +68,44 @@ func (p path) write(b *strings.Builder, i int) {
 	}
 }
 
-// pathSet is a set of paths, by their String.
-type pathSet map[string]struct{}
+// pathSet is a set of paths, by their String, each with the template of
+// its two values where both are strings (see template), else nil.
+type pathSet map[string]*template
 
-func newPathSet(paths []path) pathSet {
+// newPathSet returns the set of paths, with the templates of the string
+// values that differ at them: a pair of values for each path's String,
+// as differ collects them.
+func newPathSet(paths []path, pairs map[string][2]string) pathSet {
 	s := make(pathSet, len(paths))
 	for _, p := range paths {
-		s[p.String()] = struct{}{}
+		k := p.String()
+		var t *template
+		if v, ok := pairs[k]; ok {
+			t = newTemplate(v[0], v[1])
+		}
+		s[k] = t
 	}
 	return s
 }
 
 // covers reports whether the set holds p or one of its ancestors, in
-// time linear in the length of p's String.
-func (s pathSet) covers(p path) bool {
+// time linear in the length of p's String. When it holds p itself, not an
+// ancestor, t is p's template (nil when p's values were not both strings).
+func (s pathSet) covers(p path) (t *template, ok bool) {
 	if _, ok := s["."]; ok {
-		return true
+		return nil, true
 	}
 	var b strings.Builder
 	for i := range p {
 		p.write(&b, i)
-		if _, ok := s[b.String()]; ok {
-			return true
+		if t, ok := s[b.String()]; ok {
+			if i < len(p)-1 {
+				t = nil // an ancestor: the whole subtree is volatile
+			}
+			return t, true
 		}
 	}
-	return false
+	return nil, false
 }
 
 // bare reports whether s can be written unquoted: letters, digits, "_"

@@ -43,12 +43,25 @@ func TestPathSetCovers(t *testing.T) {
 		{[]path{nil}, data.key("x"), true},
 		{nil, data.key("x"), false},
 	} {
-		if got := newPathSet(tc.set).covers(tc.p); got != tc.want {
+		if _, got := newPathSet(tc.set, nil).covers(tc.p); got != tc.want {
 			t.Errorf("%v.covers(%s) = %v, want %v", tc.set, tc.p, got, tc.want)
 		}
 	}
 	var none pathSet
-	if none.covers(data) {
+	if _, ok := none.covers(data); ok {
 		t.Errorf("a nil set covers %s", data)
+	}
+
+	// A string path gets its template when it is the path covered, not
+	// when an ancestor covers it.
+	s := newPathSet([]path{data.key("a"), data.key("b")}, map[string][2]string{"data.a": {"x=1 y", "x=2 y"}})
+	if tm, ok := s.covers(data.key("a")); !ok || tm == nil {
+		t.Errorf("covers(data.a) = %v, %v, want a template", tm, ok)
+	}
+	if tm, ok := s.covers(data.key("b")); !ok || tm != nil {
+		t.Errorf("covers(data.b) = %v, %v, want no template (not strings)", tm, ok)
+	}
+	if tm, ok := newPathSet([]path{data}, nil).covers(data.key("a")); !ok || tm != nil {
+		t.Errorf("covers(data.a) under data = %v, %v, want no template", tm, ok)
 	}
 }

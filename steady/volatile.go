@@ -150,9 +150,9 @@ func Diff(input, second []byte, o Options) (*Volatility, error) {
 		if ka, kb, ok := sameKinds(x, y); !ok {
 			return nil, fmt.Errorf("%s: %s in the input, %s in the second render: not two renders of the same chart and values", d.where(), ka, kb)
 		}
-		var df differ
+		df := differ{pairs: map[string][2]string{}}
 		df.diff(nil, x, y)
-		v.fields[d.key] = newPathSet(df.paths)
+		v.fields[d.key] = newPathSet(df.paths, df.pairs)
 		o.volatile(v, d, x, y, df.paths)
 	}
 	for _, e := range b.docs {
