@@ -57,7 +57,8 @@ func New(opts ...Option) (*Resolver, error) {
 			max:           defaultBackoffMax,
 			maxRetryAfter: DefaultMaxRetryAfter,
 		},
-		logf: func(string, ...any) {},
+		logf:      func(string, ...any) {},
+		tagLimits: defaultTagLimits,
 	}
 	for _, opt := range opts {
 		if err := opt(&o); err != nil {
