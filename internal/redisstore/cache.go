@@ -5,6 +5,7 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"errors"
+	"fmt"
 	"time"
 
 	"github.com/google/go-containerregistry/pkg/name"
@@ -33,6 +34,10 @@ type Cache struct {
 }
 
 var _ resolve.Cache = (*Cache)(nil)
+
+// maxEntry bounds what is read of one entry; an entry is a few hundred
+// bytes, like one of resolve.DirCache.
+const maxEntry = 64 << 10
 
 // Polling for another process's answer starts at firstPoll and doubles up
 // to lastPoll: a registry answers in tens of milliseconds, and hundreds of
@@ -67,7 +72,7 @@ func (k *Cache) lockKey(ref name.Reference, key string) string {
 // Get implements resolve.Cache.
 func (k *Cache) Get(ctx context.Context, ref name.Reference, key string) (v1.Hash, bool) {
 	ek := k.entryKey(ref, key)
-	b, ok := k.c.get(ctx, ek)
+	b, ok := k.c.get(ctx, ek, maxEntry)
 	if !ok {
 		return v1.Hash{}, false
 	}
@@ -88,6 +93,10 @@ func (k *Cache) Put(ctx context.Context, ref name.Reference, key string, h v1.Ha
 	b, err := resolve.EncodeCacheEntry(ref, key, h, k.now())
 	if err != nil {
 		return err
+	}
+	if len(b) > maxEntry {
+		// Get would ignore it.
+		return fmt.Errorf("storing cache entry for %s: %d bytes, more than %d", ref.Name(), len(b), maxEntry)
 	}
 	k.c.set(ctx, k.entryKey(ref, key), b, k.ttl)
 	return nil

@@ -455,7 +455,7 @@ func TestStore(t *testing.T) {
 			t.Errorf("Get(%s) = %q, %t, %v; want nothing", key, b, ok, err)
 		}
 	}
-	if got := w.get(); len(got) != 2 || !strings.Contains(got[0], "not an output digestpin stored") || !strings.Contains(got[1], "65 bytes, more than 64") {
+	if got := w.get(); len(got) != 2 || !strings.Contains(got[0], "not an output digestpin stored") || !strings.Contains(got[1], fmt.Sprintf("more than %d bytes", len(stateMark)+64)) {
 		t.Errorf("warnings = %q", got)
 	}
 }
