@@ -4,9 +4,12 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
+	"unicode"
 
 	"github.com/google/go-containerregistry/pkg/name"
 	v1 "github.com/google/go-containerregistry/pkg/v1"
@@ -25,15 +28,36 @@ import (
 // "resolving:" + the same ID), so that of all the processes that miss an
 // entry at once, one asks the registry and the others wait for its
 // answer, polling, for at most the wait bound. A lock whose holder died
-// expires after the same bound. It is safe for concurrent use.
+// expires after the same bound. A holder that fails publishes its error
+// under PREFIX + "failed:" + the same ID for FailureTTL (or the TTL, if
+// shorter), so that the processes that wait, and those that miss the
+// entry meanwhile, fail at once with the same error instead of each
+// asking the registry in turn. It is safe for concurrent use.
 type Cache struct {
-	c    *Client
-	ttl  time.Duration
-	wait time.Duration
-	now  func() time.Time
+	c       *Client
+	ttl     time.Duration
+	wait    time.Duration
+	failTTL time.Duration
+	now     func() time.Time
 }
 
 var _ resolve.Cache = (*Cache)(nil)
+
+// FailureTTL is how long a failed resolution is shared with the other
+// processes (less when the cache's TTL is shorter): long enough for the
+// processes of one sync that wait for it, short enough that an image
+// pushed after the failure is found by the next render.
+const FailureTTL = 5 * time.Second
+
+// failureFormat names the format of a shared failure.
+const failureFormat = "digestpin-failure-v1"
+
+// maxFailure bounds what is read of one shared failure, and maxMessage
+// what is kept of its message.
+const (
+	maxFailure = 8 << 10
+	maxMessage = 2 << 10
+)
 
 // maxEntry bounds what is read of one entry; an entry is a few hundred
 // bytes, like one of resolve.DirCache.
@@ -58,7 +82,7 @@ func (c *Client) Cache(ttl, wait time.Duration) (*Cache, error) {
 	case wait < 0:
 		return nil, errors.New("cache wait must not be negative, got " + wait.String())
 	}
-	return &Cache{c: c, ttl: ttl, wait: wait, now: time.Now}, nil
+	return &Cache{c: c, ttl: ttl, wait: wait, failTTL: min(FailureTTL, ttl), now: time.Now}, nil
 }
 
 func (k *Cache) entryKey(ref name.Reference, key string) string {
@@ -67,6 +91,56 @@ func (k *Cache) entryKey(ref name.Reference, key string) string {
 
 func (k *Cache) lockKey(ref name.Reference, key string) string {
 	return k.c.prefix + "resolving:" + resolve.CacheEntryID(ref, key)
+}
+
+func (k *Cache) failKey(ref name.Reference, key string) string {
+	return k.c.prefix + "failed:" + resolve.CacheEntryID(ref, key)
+}
+
+// failureEntry is a failed resolution, shared briefly.
+type failureEntry struct {
+	Format    string `json:"format"`
+	Reference string `json:"reference"`
+	Key       string `json:"key"`
+	Error     string `json:"error"`
+}
+
+// fail publishes the failure of ref under key for failTTL. The message is
+// one line (the resolver's errors are, and have their credentials
+// masked), cut to maxMessage.
+func (k *Cache) fail(ctx context.Context, ref name.Reference, key string, failure error) {
+	msg := strings.Join(strings.Fields(failure.Error()), " ")
+	if len(msg) > maxMessage {
+		msg = strings.ToValidUTF8(msg[:maxMessage], "") + "…"
+	}
+	b, err := json.Marshal(failureEntry{Format: failureFormat, Reference: ref.Name(), Key: key, Error: msg})
+	if err != nil || len(b) > maxFailure {
+		return // a key too large to share: the others ask the registry
+	}
+	k.c.set(ctx, k.failKey(ref, key), b, k.failTTL)
+}
+
+// failure returns the failure of ref under key that another process
+// published, if any: an error that says it is that process's answer.
+func (k *Cache) failure(ctx context.Context, ref name.Reference, key string) error {
+	fk := k.failKey(ref, key)
+	b, ok := k.c.get(ctx, fk, maxFailure)
+	if !ok {
+		return nil
+	}
+	var e failureEntry
+	switch err := json.Unmarshal(b, &e); {
+	case err != nil:
+		k.c.ignore(fk, fmt.Errorf("not a shared failure: %w", err))
+		return nil
+	case e.Format != failureFormat || e.Reference != ref.Name() || e.Key != key:
+		k.c.ignore(fk, fmt.Errorf("a shared failure of format %q of %q, not of %q under this key", e.Format, e.Reference, ref.Name()))
+		return nil
+	case e.Error == "" || len(e.Error) > maxMessage+len("…") || strings.ContainsFunc(e.Error, unicode.IsControl):
+		k.c.ignore(fk, errors.New("a shared failure whose message is empty, too long or not one line"))
+		return nil
+	}
+	return fmt.Errorf("%s (the answer another process had moments ago, shared through Redis for %s)", e.Error, k.failTTL)
 }
 
 // Get implements resolve.Cache.
@@ -107,15 +181,15 @@ func (k *Cache) Put(ctx context.Context, ref name.Reference, key string, h v1.Ha
 var releaseScript = redis.NewScript(`if redis.call("GET", KEYS[1]) == ARGV[1] then return redis.call("DEL", KEYS[1]) end return 0`)
 
 // Claim implements resolve.Cache: it takes the lock of the entry, or
-// waits for the answer of the process that holds it. The lock is
-// released by release, or expires after the wait bound. When the holder
-// gives up without an answer (its lock is gone), a waiter takes the lock
-// itself; when the bound passes, or Redis fails, the caller asks the
-// registry without a lock.
-func (k *Cache) Claim(ctx context.Context, ref name.Reference, key string) (v1.Hash, bool, func()) {
-	none := func() {}
+// waits for the answer of the process that holds it: a digest, or a
+// failure it published. The lock is released by release, or expires after
+// the wait bound. When the holder gives up without an answer (its lock is
+// gone), a waiter takes the lock itself; when the bound passes, or Redis
+// fails, the caller asks the registry without a lock.
+func (k *Cache) Claim(ctx context.Context, ref name.Reference, key string) (v1.Hash, bool, func(error), error) {
+	none := func(error) {}
 	if k.wait <= 0 {
-		return v1.Hash{}, false, none
+		return v1.Hash{}, false, none, nil
 	}
 	lock := k.lockKey(ref, key)
 	var tok [16]byte
@@ -131,32 +205,45 @@ func (k *Cache) Claim(ctx context.Context, ref name.Reference, key string) (v1.H
 			return err
 		})
 		if err != nil {
-			return v1.Hash{}, false, none
+			return v1.Hash{}, false, none, nil
 		}
 		if got {
-			// Another process may have stored the answer between the
-			// caller's miss and this lock.
+			// Another process may have stored the answer, or its
+			// failure, between the caller's miss and this lock.
 			if h, ok := k.Get(ctx, ref, key); ok {
 				k.release(ctx, lock, token)
-				return h, true, none
+				return h, true, none, nil
 			}
-			return v1.Hash{}, false, func() { k.release(ctx, lock, token) }
+			if err := k.failure(ctx, ref, key); err != nil {
+				k.release(ctx, lock, token)
+				return v1.Hash{}, false, none, err
+			}
+			return v1.Hash{}, false, func(failure error) {
+				if failure != nil && k.failTTL > 0 {
+					// Before the lock goes, so that a waiter finds it.
+					k.fail(context.WithoutCancel(ctx), ref, key, failure)
+				}
+				k.release(ctx, lock, token)
+			}, nil
 		}
 		// Another process is asking the registry: wait for its answer.
 		if time.Now().Add(poll).After(deadline) {
 			k.c.logf("%s: no answer from the process resolving it within %s; asking the registry", ref, k.wait)
-			return v1.Hash{}, false, none
+			return v1.Hash{}, false, none, nil
 		}
 		t := time.NewTimer(poll)
 		select {
 		case <-ctx.Done():
 			t.Stop()
-			return v1.Hash{}, false, none
+			return v1.Hash{}, false, none, nil
 		case <-t.C:
 		}
 		poll = min(2*poll, lastPoll)
 		if h, ok := k.Get(ctx, ref, key); ok {
-			return h, true, none
+			return h, true, none, nil
+		}
+		if err := k.failure(ctx, ref, key); err != nil {
+			return v1.Hash{}, false, none, err
 		}
 	}
 }
