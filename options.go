@@ -58,6 +58,7 @@ type options struct {
 	cacheURL           string
 	stateStore         string
 	stateTTL           time.Duration
+	stateTTLSet        bool // --state-ttl or DIGESTPIN_STATE_TTL was given
 	redisPasswordFile  string
 	redisCAFile        string
 	redisPrefix        string
