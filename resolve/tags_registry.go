@@ -166,21 +166,11 @@ func (r *Resolver) imageOf(d *remote.Descriptor) (v1.Image, error) {
 // bound, as resolve does for a digest. repoOnly names each candidate by
 // its repository in the error.
 func (r *Resolver) ask(ctx context.Context, ref name.Reference, repoOnly bool, fn func(context.Context, *remote.Puller, name.Reference) error) error {
-	cands, err := r.candidates(ref)
+	cands, done, err := r.slot(ctx, ref)
 	if err != nil {
 		return err
 	}
-	for _, c := range cands {
-		repo := c.ref.Context().RepositoryStr()
-		c.sess.want(repo)
-		defer c.sess.done(repo)
-	}
-	select {
-	case r.sem <- struct{}{}:
-		defer func() { <-r.sem }()
-	case <-ctx.Done():
-		return fmt.Errorf("%s: not asked before the deadline: %w", ref, ctx.Err())
-	}
+	defer done()
 	var fails []tryFailure
 	for _, c := range cands {
 		c.repoOnly = repoOnly
