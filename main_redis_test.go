@@ -34,7 +34,7 @@ func TestRunRedisOptionErrors(t *testing.T) {
 		{desc: "bad state TTL", args: []string{"--state-store", "redis://127.0.0.1:1/0", "--state-key", "a", "--state-ttl", "0s"}, want: `invalid --state-ttl "0s"`},
 		{desc: "state TTL without a state store", args: []string{"--state-ttl", "1h"}, want: "--state-ttl needs --state-store URL"},
 		{desc: "state TTL without a state store, beside a cache", args: []string{"--cache", "redis://127.0.0.1:1/0", "--cache-ttl", "5m", "--state-ttl", "168h"}, want: "--state-ttl needs --state-store URL"},
-		{desc: "state TTL from the environment without a state store", args: []string{"--state-dir", "s", "--state-key", "a"}, env: map[string]string{"DIGESTPIN_STATE_TTL": "1h"}, want: "DIGESTPIN_STATE_TTL needs --state-store URL"},
+		{desc: "state TTL from the environment without a state store", args: []string{"--state-dir", filepath.Join(t.TempDir(), "s"), "--state-key", "a"}, env: map[string]string{"DIGESTPIN_STATE_TTL": "1h"}, want: "DIGESTPIN_STATE_TTL needs --state-store URL"},
 		{desc: "password file without Redis", args: []string{"--redis-password-file", pwFile}, want: "--redis-password-file needs --cache or --state-store"},
 		{desc: "CA file without Redis", env: map[string]string{"DIGESTPIN_REDIS_CA_FILE": "ca.pem"}, want: "DIGESTPIN_REDIS_CA_FILE needs --cache or --state-store"},
 		{desc: "CA file without TLS", args: []string{"--cache", "redis://127.0.0.1:1/0", "--cache-ttl", "5m", "--redis-ca-file", "ca.pem"}, want: "a CA file needs rediss://"},

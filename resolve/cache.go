@@ -44,6 +44,12 @@ type Cache interface {
 	Claim(ctx context.Context, ref name.Reference, key string) (h v1.Hash, found bool, release func(failure error), err error)
 	// Put stores the digest of ref under key, resolved now.
 	Put(ctx context.Context, ref name.Reference, key string, h v1.Hash) error
+	// GetChoice returns the tag choice cached for repo under key (which
+	// names the policy, see WithChoiceCache) when one younger than the
+	// TTL exists.
+	GetChoice(ctx context.Context, repo name.Repository, key string) (Choice, bool)
+	// PutChoice stores the tag choice for repo under key, made now.
+	PutChoice(ctx context.Context, repo name.Repository, key string, c Choice) error
 }
 
 // DirCache is an on-disk Cache: one small JSON file per reference and key

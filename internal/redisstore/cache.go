@@ -20,7 +20,9 @@ import (
 
 // Cache is a resolve.Cache on Redis. An entry is the JSON of
 // resolve.EncodeCacheEntry under PREFIX + "resolution:" +
-// resolve.CacheEntryID, which expires with the TTL; a reader also checks
+// resolve.CacheEntryID, and a tag choice that of resolve.EncodeChoiceEntry
+// under PREFIX + "choice:" + resolve.ChoiceEntryID; each expires with the
+// TTL; a reader also checks
 // the entry's age against its own TTL, so processes with other TTLs can
 // share the server.
 //
@@ -173,6 +175,41 @@ func (k *Cache) Put(ctx context.Context, ref name.Reference, key string, h v1.Ha
 		return fmt.Errorf("storing cache entry for %s: %d bytes, more than %d", ref.Name(), len(b), maxEntry)
 	}
 	k.c.set(ctx, k.entryKey(ref, key), b, k.ttl)
+	return nil
+}
+
+func (k *Cache) choiceKey(repo name.Repository, key string) string {
+	return k.c.prefix + "choice:" + resolve.ChoiceEntryID(repo, key)
+}
+
+// GetChoice implements resolve.Cache: every process that shares the
+// server shares the tag choices, so a repository's tags are listed once
+// per TTL, not once per process.
+func (k *Cache) GetChoice(ctx context.Context, repo name.Repository, key string) (resolve.Choice, bool) {
+	ck := k.choiceKey(repo, key)
+	b, ok := k.c.get(ctx, ck, resolve.MaxChoiceEntry)
+	if !ok {
+		return resolve.Choice{}, false
+	}
+	c, err := resolve.DecodeChoiceEntry(b, repo, key, k.now(), k.ttl)
+	switch {
+	case errors.Is(err, resolve.ErrCacheEntryExpired):
+		return resolve.Choice{}, false
+	case err != nil:
+		k.c.ignore(ck, err)
+		return resolve.Choice{}, false
+	}
+	return c, true
+}
+
+// PutChoice implements resolve.Cache. A failure of Redis is not an
+// error: the Client warned about it.
+func (k *Cache) PutChoice(ctx context.Context, repo name.Repository, key string, c resolve.Choice) error {
+	b, err := resolve.EncodeChoiceEntry(repo, key, c, k.now())
+	if err != nil {
+		return err
+	}
+	k.c.set(ctx, k.choiceKey(repo, key), b, k.ttl)
 	return nil
 }
 

@@ -56,3 +56,64 @@ func TestCacheFailureSharedBriefly(t *testing.T) {
 		t.Errorf("6 processes took %s to fail, want about one request's time", d)
 	}
 }
+
+// TestChoicesShared is two processes applying one tag policy through one
+// Redis: the first lists the repository's tags, the second takes its
+// choice and lists nothing. A choice someone else wrote, whose tag is not
+// a valid tag, is ignored with a warning.
+func TestChoicesShared(t *testing.T) {
+	srv := testredis.Start(t, testredis.Options{})
+	rc := srv.Client(0)
+	defer rc.Close()
+	reg := testregistry.New(t)
+	d := reg.PushImage(t, "team/app:1.4.2")
+	reg.PushImage(t, "team/app:1.3.0")
+	reg.ResetCounts()
+	var ps resolve.TagPolicies
+	if err := ps.Add(reg.Ref("team/app"), "semver:~1.4"); err != nil {
+		t.Fatal(err)
+	}
+	ref := mustRef(t, reg.Ref("team/app:1.4"))
+	// process returns a resolver of its own, on its own Client.
+	process := func() (*resolve.PolicyResolver, *warnings) {
+		c, w := newClient(t, Options{URL: srv.URL(0)})
+		k := newCache(t, c, time.Hour, 10*time.Second)
+		r, err := resolve.New()
+		if err != nil {
+			t.Fatal(err)
+		}
+		pr, err := resolve.NewPolicyResolver(resolve.NewCachingResolver(r, k, r.CacheKey, t.Errorf), r, &ps, resolve.WithChoiceCache(k, r.CacheKey, t.Errorf))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return pr, w
+	}
+	for i := range 3 {
+		pr, w := process()
+		res, err := pr.Resolve(context.Background(), ref)
+		if err != nil || res.Digest != d || res.Tag != "1.4.2" {
+			t.Errorf("process %d: Resolve = %+v, %v; want 1.4.2 at %s", i, res, err, d)
+		}
+		if got := w.get(); len(got) > 0 {
+			t.Errorf("process %d: warnings %q", i, got)
+		}
+	}
+	if n := reg.Count("GET tags"); n != 1 {
+		t.Errorf("3 processes listed the tags %d times, want once", n)
+	}
+	// A foreign choice: its tag would break the reference.
+	keys, err := rc.Keys(context.Background(), "digestpin:choice:*").Result()
+	if err != nil || len(keys) != 1 {
+		t.Fatalf("choice keys = %q, %v; want one", keys, err)
+	}
+	v := rc.Get(context.Background(), keys[0]).Val()
+	rc.Set(context.Background(), keys[0], strings.Replace(v, `"tag":"1.4.2"`, `"tag":"1.4.2 evil"`, 1), time.Hour)
+	pr, w := process()
+	res, err := pr.Resolve(context.Background(), ref)
+	if err != nil || res.Tag != "1.4.2" || reg.Count("GET tags") != 2 {
+		t.Errorf("Resolve with a foreign choice = %+v, %v after %d listings; want 1.4.2 from a new listing", res, err, reg.Count("GET tags"))
+	}
+	if got := w.get(); len(got) != 1 || !strings.Contains(got[0], `"1.4.2 evil" is not a valid tag`) {
+		t.Errorf("warnings = %q, want one about the foreign choice", got)
+	}
+}
