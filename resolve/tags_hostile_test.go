@@ -246,11 +246,11 @@ func TestPolicyIgnoresInvalidTags(t *testing.T) {
 func TestCreatedHostileConfig(t *testing.T) {
 	for _, tc := range []struct {
 		desc string
-		body func(real []byte) []byte
+		body func(served []byte) []byte
 		want string
 	}{
-		{"another blob (a newer creation time)", func(real []byte) []byte {
-			return []byte(strings.Replace(string(real), "2026", "2099", 1))
+		{"another blob (a newer creation time)", func(served []byte) []byte {
+			return []byte(strings.Replace(string(served), "2026", "2099", 1))
 		}, "error verifying sha256 checksum"},
 		// The manifest says the size, and the digest, of a config larger
 		// than a registry answer may be.

@@ -215,16 +215,16 @@ func (c *Client) ignore(key string, err error) {
 	}
 }
 
-// get returns the value of key when it has at most max bytes; found is
+// get returns the value of key when it has at most limit bytes; found is
 // false when there is none, when Redis failed (see call), and when the
-// value is longer, which is ignored with a warning. Only max+1 bytes of a
+// value is longer, which is ignored with a warning. Only limit+1 bytes of a
 // value are ever read (GETRANGE), so that a huge value someone wrote under
 // the key cannot fill the process's memory. No value of ours is empty: an
 // empty one, like a missing key, is none.
-func (c *Client) get(ctx context.Context, key string, max int) (b []byte, found bool) {
+func (c *Client) get(ctx context.Context, key string, limit int) (b []byte, found bool) {
 	err := c.call(ctx, "reading "+key, func(ctx context.Context) error {
 		var err error
-		b, err = c.rdb.GetRange(ctx, key, 0, int64(max)).Bytes()
+		b, err = c.rdb.GetRange(ctx, key, 0, int64(limit)).Bytes()
 		return err
 	})
 	switch {
@@ -233,8 +233,8 @@ func (c *Client) get(ctx context.Context, key string, max int) (b []byte, found 
 		return nil, false
 	case err != nil || len(b) == 0:
 		return nil, false
-	case len(b) > max:
-		c.ignore(key, fmt.Errorf("more than %d bytes", max))
+	case len(b) > limit:
+		c.ignore(key, fmt.Errorf("more than %d bytes", limit))
 		return nil, false
 	}
 	return b, true
