@@ -50,6 +50,12 @@ type Cache interface {
 	GetChoice(ctx context.Context, repo name.Repository, key string) (Choice, bool)
 	// PutChoice stores the tag choice for repo under key, made now.
 	PutChoice(ctx context.Context, repo name.Repository, key string, c Choice) error
+	// ClaimChoice is Claim for the tag choice of repo under key: it may
+	// wait for the choice of another process that is making it and return
+	// it with found true; otherwise the caller lists the tags, stores its
+	// choice with PutChoice and then calls release, which is never nil.
+	// A failure is not shared.
+	ClaimChoice(ctx context.Context, repo name.Repository, key string) (c Choice, found bool, release func())
 }
 
 // DirCache is an on-disk Cache: one small JSON file per reference and key
@@ -203,6 +209,12 @@ func (c *DirCache) Get(_ context.Context, ref name.Reference, key string) (v1.Ha
 // failure is not kept.
 func (c *DirCache) Claim(context.Context, name.Reference, string) (v1.Hash, bool, func(error), error) {
 	return v1.Hash{}, false, func(error) {}, nil
+}
+
+// ClaimChoice implements Cache: it never waits, and release does
+// nothing.
+func (c *DirCache) ClaimChoice(context.Context, name.Repository, string) (Choice, bool, func()) {
+	return Choice{}, false, func() {}
 }
 
 // Put implements Cache.

@@ -187,6 +187,13 @@ func (r *PolicyResolver) chooseNow(ctx context.Context, ref name.Reference, p *T
 			if c, ok := r.cache.GetChoice(ctx, repo, key); ok {
 				return c, nil
 			}
+			// Another process that shares the cache may be making
+			// this choice right now.
+			c, found, release := r.cache.ClaimChoice(ctx, repo, key)
+			if found {
+				return c, nil
+			}
+			defer release()
 		}
 	}
 	tags, err := r.list(ctx, repo)

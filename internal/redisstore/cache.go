@@ -27,7 +27,7 @@ import (
 // share the server.
 //
 // Claim takes a short lock per entry (SET NX PX under PREFIX +
-// "resolving:" + the same ID), so that of all the processes that miss an
+// "resolving:" + the same ID; ClaimChoice under "choosing:"), so that of all the processes that miss an
 // entry at once, one asks the registry and the others wait for its
 // answer, polling, for at most the wait bound. A lock whose holder died
 // expires after the same bound. A holder that fails publishes its error
@@ -224,11 +224,58 @@ var releaseScript = redis.NewScript(`if redis.call("GET", KEYS[1]) == ARGV[1] th
 // gone), a waiter takes the lock itself; when the bound passes, or Redis
 // fails, the caller asks the registry without a lock.
 func (k *Cache) Claim(ctx context.Context, ref name.Reference, key string) (v1.Hash, bool, func(error), error) {
-	none := func(error) {}
-	if k.wait <= 0 {
-		return v1.Hash{}, false, none, nil
+	var h v1.Hash
+	found, unlock, err := k.claim(ctx, k.lockKey(ref, key), ref.String(), func() (bool, error) {
+		var ok bool
+		if h, ok = k.Get(ctx, ref, key); ok {
+			return true, nil
+		}
+		return false, k.failure(ctx, ref, key)
+	})
+	switch {
+	case err != nil || found:
+		return h, found, func(error) {}, err
+	case unlock == nil:
+		return v1.Hash{}, false, func(error) {}, nil
 	}
-	lock := k.lockKey(ref, key)
+	return v1.Hash{}, false, func(failure error) {
+		if failure != nil && k.failTTL > 0 {
+			// Before the lock goes, so that a waiter finds it.
+			k.fail(context.WithoutCancel(ctx), ref, key, failure)
+		}
+		unlock()
+	}, nil
+}
+
+// ClaimChoice implements resolve.Cache as Claim does, for the tag choice
+// of repo under key (a failure is not shared), so that of the processes
+// that miss a choice at once, one lists the tags.
+func (k *Cache) ClaimChoice(ctx context.Context, repo name.Repository, key string) (resolve.Choice, bool, func()) {
+	var c resolve.Choice
+	found, unlock, _ := k.claim(ctx, k.c.prefix+"choosing:"+resolve.ChoiceEntryID(repo, key), repo.String(), func() (bool, error) {
+		var ok bool
+		c, ok = k.GetChoice(ctx, repo, key)
+		return ok, nil
+	})
+	if found {
+		return c, true, func() {}
+	}
+	if unlock == nil {
+		unlock = func() {}
+	}
+	return resolve.Choice{}, false, unlock
+}
+
+// claim takes lock, or polls answered for the answer of the process that
+// holds it, for at most the wait bound. It returns found or err as
+// answered gives them; unlock, when the caller holds the lock and is to
+// find the answer itself; or none of them, when the bound passed, ctx
+// ended or Redis failed, and the caller asks without a lock. what names
+// the object in messages.
+func (k *Cache) claim(ctx context.Context, lock, what string, answered func() (bool, error)) (found bool, unlock func(), err error) {
+	if k.wait <= 0 {
+		return false, nil, nil
+	}
 	var tok [16]byte
 	_, _ = rand.Read(tok[:]) // crypto/rand.Read never fails
 	token := hex.EncodeToString(tok[:])
@@ -242,45 +289,32 @@ func (k *Cache) Claim(ctx context.Context, ref name.Reference, key string) (v1.H
 			return err
 		})
 		if err != nil {
-			return v1.Hash{}, false, none, nil
+			return false, nil, nil
 		}
 		if got {
 			// Another process may have stored the answer, or its
 			// failure, between the caller's miss and this lock.
-			if h, ok := k.Get(ctx, ref, key); ok {
+			if found, err := answered(); found || err != nil {
 				k.release(ctx, lock, token)
-				return h, true, none, nil
+				return found, nil, err
 			}
-			if err := k.failure(ctx, ref, key); err != nil {
-				k.release(ctx, lock, token)
-				return v1.Hash{}, false, none, err
-			}
-			return v1.Hash{}, false, func(failure error) {
-				if failure != nil && k.failTTL > 0 {
-					// Before the lock goes, so that a waiter finds it.
-					k.fail(context.WithoutCancel(ctx), ref, key, failure)
-				}
-				k.release(ctx, lock, token)
-			}, nil
+			return false, func() { k.release(ctx, lock, token) }, nil
 		}
-		// Another process is asking the registry: wait for its answer.
+		// Another process is asking: wait for its answer.
 		if time.Now().Add(poll).After(deadline) {
-			k.c.logf("%s: no answer from the process resolving it within %s; asking the registry", ref, k.wait)
-			return v1.Hash{}, false, none, nil
+			k.c.logf("%s: no answer from the process resolving it within %s; asking the registry", what, k.wait)
+			return false, nil, nil
 		}
 		t := time.NewTimer(poll)
 		select {
 		case <-ctx.Done():
 			t.Stop()
-			return v1.Hash{}, false, none, nil
+			return false, nil, nil
 		case <-t.C:
 		}
 		poll = min(2*poll, lastPoll)
-		if h, ok := k.Get(ctx, ref, key); ok {
-			return h, true, none, nil
-		}
-		if err := k.failure(ctx, ref, key); err != nil {
-			return v1.Hash{}, false, none, err
+		if found, err := answered(); found || err != nil {
+			return found, nil, err
 		}
 	}
 }

@@ -57,9 +57,9 @@ func TestCacheFailureSharedBriefly(t *testing.T) {
 	}
 }
 
-// TestChoicesShared is two processes applying one tag policy through one
-// Redis: the first lists the repository's tags, the second takes its
-// choice and lists nothing. A choice someone else wrote, whose tag is not
+// TestChoicesShared is several processes applying one tag policy through
+// one Redis, four at once and two after them: one lists the repository's
+// tags, the others take its choice and list nothing. A choice someone else wrote, whose tag is not
 // a valid tag, is ignored with a warning.
 func TestChoicesShared(t *testing.T) {
 	srv := testredis.Start(t, testredis.Options{})
@@ -88,18 +88,26 @@ func TestChoicesShared(t *testing.T) {
 		}
 		return pr, w
 	}
-	for i := range 3 {
-		pr, w := process()
-		res, err := pr.Resolve(context.Background(), ref)
-		if err != nil || res.Digest != d || res.Tag != "1.4.2" {
-			t.Errorf("process %d: Resolve = %+v, %v; want 1.4.2 at %s", i, res, err, d)
+	// Four processes at once, then two after them.
+	reg.SetLatency(50 * time.Millisecond)
+	for _, wave := range []int{4, 2} {
+		var wg sync.WaitGroup
+		for i := range wave {
+			pr, w := process()
+			wg.Go(func() {
+				res, err := pr.Resolve(context.Background(), ref)
+				if err != nil || res.Digest != d || res.Tag != "1.4.2" {
+					t.Errorf("process %d: Resolve = %+v, %v; want 1.4.2 at %s", i, res, err, d)
+				}
+				if got := w.get(); len(got) > 0 {
+					t.Errorf("process %d: warnings %q", i, got)
+				}
+			})
 		}
-		if got := w.get(); len(got) > 0 {
-			t.Errorf("process %d: warnings %q", i, got)
-		}
+		wg.Wait()
 	}
 	if n := reg.Count("GET tags"); n != 1 {
-		t.Errorf("3 processes listed the tags %d times, want once", n)
+		t.Errorf("6 processes listed the tags %d times, want once", n)
 	}
 	// A foreign choice: its tag would break the reference.
 	keys, err := rc.Keys(context.Background(), "digestpin:choice:*").Result()
