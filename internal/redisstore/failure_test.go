@@ -125,3 +125,33 @@ func TestChoicesShared(t *testing.T) {
 		t.Errorf("warnings = %q, want one about the foreign choice", got)
 	}
 }
+
+// TestForeignFailuresIgnored writes failures digestpin would not write
+// under a failure key: each is ignored with a warning, and the caller
+// takes the lock and asks the registry itself.
+func TestForeignFailuresIgnored(t *testing.T) {
+	srv := testredis.Start(t, testredis.Options{})
+	rc := srv.Client(0)
+	defer rc.Close()
+	ctx := context.Background()
+	ref := mustRef(t, "registry.example/app:1")
+	for _, v := range []string{
+		`not json`,
+		`{"format":"digestpin-failure-v1","reference":"registry.example/other:1","key":"k","error":"x"}`,
+		`{"format":"digestpin-failure-v1","reference":"` + ref.Name() + `","key":"k","error":"\u001b[31mred"}`,
+		`{"format":"digestpin-failure-v1","reference":"` + ref.Name() + `","key":"k","error":""}`,
+		`{"format":"digestpin-failure-v1","reference":"` + ref.Name() + `","key":"k","error":"` + strings.Repeat("x", maxMessage+10) + `"}`,
+	} {
+		c, w := newClient(t, Options{URL: srv.URL(0)})
+		k := newCache(t, c, time.Hour, time.Second)
+		rc.Set(ctx, k.failKey(ref, "k"), v, time.Minute)
+		_, found, release, err := k.Claim(ctx, ref, "k")
+		if found || err != nil {
+			t.Errorf("Claim with the failure %.40q = %t, %v; want the lock", v, found, err)
+		}
+		release(nil)
+		if got := w.get(); len(got) != 1 || !strings.Contains(got[0], "ignoring the value of key digestpin:failed:") {
+			t.Errorf("warnings with the failure %.40q = %q, want one", v, got)
+		}
+	}
+}
