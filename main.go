@@ -131,6 +131,7 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	// The environment applies even after a bad flag, so that
 	// DIGESTPIN_LOG_FILE and DIGESTPIN_TTY_ERRORS carry its message too.
 	eerr := o.setFromEnv(fs, os.LookupEnv)
+	o.stateTTLSet = fs.Changed("state-ttl")
 	log := newLogger(stderr, o)
 	defer log.close()
 	err := func() error {

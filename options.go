@@ -1,9 +1,11 @@
 package main
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"slices"
 	"strings"
 	"time"
@@ -58,6 +60,7 @@ type options struct {
 	cacheURL           string
 	stateStore         string
 	stateTTL           time.Duration
+	stateTTLSet        bool // --state-ttl or DIGESTPIN_STATE_TTL was given
 	redisPasswordFile  string
 	redisCAFile        string
 	redisPrefix        string
@@ -395,8 +398,11 @@ func (o *options) optionError(err error) error {
 	for i := 0; i < len(resolveOptions); i += 2 {
 		pairs = append(pairs, resolveOptions[i], o.name(resolveOptions[i+1]))
 	}
-	for field, flag := range pinFields {
-		pairs = append(pairs, field, o.name(flag))
+	// Longest field first: a Replacer tries its pairs in order, and
+	// "Cache" must not take the start of "CacheTTL".
+	fields := slices.SortedFunc(maps.Keys(pinFields), func(a, b string) int { return cmp.Or(len(b)-len(a), strings.Compare(a, b)) })
+	for _, field := range fields {
+		pairs = append(pairs, field, o.name(pinFields[field]))
 	}
 	r := strings.NewReplacer(longestFirst(pairs)...)
 	var oe *pin.OptionError

@@ -32,6 +32,10 @@ const claimWait = 10 * time.Second
 // warned about once.
 func (o *options) redis(log *logger) (resolve.Cache, steady.Store, error) {
 	switch {
+	case o.stateTTLSet && o.stateStore == "":
+		// It would be ignored: --state-dir keeps its files until they
+		// are replaced.
+		return nil, nil, fmt.Errorf("%s needs %s URL: it is how long an output stays on that Redis", o.name("state-ttl"), o.name("state-store"))
 	case o.cacheURL == "" && o.stateStore == "":
 		for _, f := range []struct{ flag, value string }{{"redis-password-file", o.redisPasswordFile}, {"redis-ca-file", o.redisCAFile}} {
 			if f.value != "" {

@@ -243,3 +243,39 @@ func TestArgoCDRedis(t *testing.T) {
 		}
 	}
 }
+
+// TestRedisMissingImageOneRequest runs several digestpin processes at
+// once on a stream whose image the registry does not have, sharing one
+// Redis: the registry is asked once in all, every process fails with the
+// 404 naming the image, and none waits for the others in turn.
+func TestRedisMissingImageOneRequest(t *testing.T) {
+	bin := digestpinBin(t)
+	reg := testregistry.New(t)
+	reg.PushImage(t, "team/app:1") // the repository exists; tag 1.0 does not
+	var buf bytes.Buffer
+	if err := gen.Stream(&buf, gen.Options{Deployments: 1, Images: []string{reg.Ref("team/app")}}); err != nil {
+		t.Fatal(err)
+	}
+	reg.SetLatency(200 * time.Millisecond)
+	reg.ResetCounts()
+	srv := testredis.Start(t, testredis.Options{})
+	env := []string{"DIGESTPIN_CACHE=" + srv.URL(0), "DIGESTPIN_CACHE_TTL=1h"}
+	const procs = 6
+	start := time.Now()
+	outs := runProcs(t, bin, procs, buf.Bytes(), env, nil)
+	took := time.Since(start)
+	t.Logf("%d processes failed in %s, %d manifest requests", procs, took.Round(time.Millisecond), reg.Manifests())
+	for i, r := range outs {
+		if r.err == nil || r.stdout != "" || !strings.Contains(r.stderr, reg.Ref("team/app:1.0")) || !strings.Contains(r.stderr, "404") {
+			t.Errorf("process %d: %v, stdout %d bytes, stderr %q; want a failure naming the image and the 404, nothing on stdout", i, r.err, len(r.stdout), r.stderr)
+		}
+	}
+	if n := reg.Manifests(); n != 1 {
+		t.Errorf("%d processes made %d manifest requests for one missing image, want 1", procs, n)
+	}
+	// One request of 200 ms and six process starts, not six requests in
+	// turn (1.2 s and more).
+	if took > 5*time.Second {
+		t.Errorf("%d processes took %s to fail", procs, took)
+	}
+}

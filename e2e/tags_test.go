@@ -3,11 +3,14 @@
 package e2e
 
 import (
+	"bytes"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/digestpin/digestpin/internal/gen"
+	"github.com/digestpin/digestpin/internal/testredis"
 	"github.com/digestpin/digestpin/internal/testregistry"
 )
 
@@ -88,5 +91,38 @@ func TestKeelAnnotationsBinary(t *testing.T) {
 		if !strings.Contains(res.stdout, "image: "+want+"\n") {
 			t.Errorf("output lacks %s:\n%s", want, res.stdout)
 		}
+	}
+}
+
+// TestTagPolicyRedisSharesChoices runs several digestpin processes at
+// once with a tag policy and one Redis: the tags are listed once in all,
+// and every process writes the chosen tag.
+func TestTagPolicyRedisSharesChoices(t *testing.T) {
+	bin := digestpinBin(t)
+	reg := testregistry.New(t)
+	for _, tag := range []string{"1.0", "1.0.1", "1.0.2", "1.1.0"} {
+		reg.PushImage(t, "app:"+tag)
+	}
+	var buf bytes.Buffer
+	if err := gen.Stream(&buf, gen.Options{Deployments: 2, Images: []string{reg.Ref("app")}}); err != nil {
+		t.Fatal(err)
+	}
+	reg.SetLatency(100 * time.Millisecond)
+	reg.ResetCounts()
+	srv := testredis.Start(t, testredis.Options{})
+	env := []string{"DIGESTPIN_CACHE=" + srv.URL(0), "DIGESTPIN_CACHE_TTL=1h", "DIGESTPIN_TAG_POLICY=" + reg.Ref("app") + "=semver:~1.0"}
+	for wave := range 2 {
+		outs := runProcs(t, bin, 4, buf.Bytes(), env, nil)
+		for i, r := range outs {
+			n := strings.Count(r.stdout, reg.Ref("app:1.0.2@sha256:"))
+			if r.err != nil || n == 0 || n != strings.Count(r.stdout, "@sha256:") {
+				t.Errorf("wave %d, process %d: %v, want every image pinned to app:1.0.2\n%s", wave, i, r.err, r.stderr)
+			}
+		}
+	}
+	// The first process to miss lists; the others wait for its choice.
+	t.Logf("8 processes in two waves: %d tags/list requests", reg.Count("GET tags"))
+	if n := reg.Count("GET tags"); n != 1 {
+		t.Errorf("8 processes in two waves listed the tags %d times, want once", n)
 	}
 }

@@ -33,13 +33,29 @@ type Cache interface {
 	Get(ctx context.Context, ref name.Reference, key string) (v1.Hash, bool)
 	// Claim is called on a miss, before the caller asks the registry:
 	// when another process is resolving ref under key at the moment, it
-	// may wait (briefly, with a bound) for that answer and return it with
-	// found true. Otherwise the caller asks the registry itself, stores
-	// the answer with Put and then calls release, which is never nil. A
+	// may wait (briefly, with a bound) for that answer and return it: the
+	// digest with found true, or, when that process failed moments ago,
+	// its failure as err, which the caller returns as its own. Otherwise
+	// the caller asks the registry itself, stores a digest with Put, and
+	// then calls release, which is never nil: with nil after a digest, or
+	// with the error of the resolution, which the cache may keep for a few
+	// seconds (never longer than its TTL) for the processes that wait. A
 	// cache that only one process at a time uses returns at once.
-	Claim(ctx context.Context, ref name.Reference, key string) (h v1.Hash, found bool, release func())
+	Claim(ctx context.Context, ref name.Reference, key string) (h v1.Hash, found bool, release func(failure error), err error)
 	// Put stores the digest of ref under key, resolved now.
 	Put(ctx context.Context, ref name.Reference, key string, h v1.Hash) error
+	// GetChoice returns the tag choice cached for repo under key (which
+	// names the policy, see WithChoiceCache) when one younger than the
+	// TTL exists.
+	GetChoice(ctx context.Context, repo name.Repository, key string) (Choice, bool)
+	// PutChoice stores the tag choice for repo under key, made now.
+	PutChoice(ctx context.Context, repo name.Repository, key string, c Choice) error
+	// ClaimChoice is Claim for the tag choice of repo under key: it may
+	// wait for the choice of another process that is making it and return
+	// it with found true; otherwise the caller lists the tags, stores its
+	// choice with PutChoice and then calls release, which is never nil.
+	// A failure is not shared.
+	ClaimChoice(ctx context.Context, repo name.Repository, key string) (c Choice, found bool, release func())
 }
 
 // DirCache is an on-disk Cache: one small JSON file per reference and key
@@ -189,9 +205,16 @@ func (c *DirCache) Get(_ context.Context, ref name.Reference, key string) (v1.Ha
 	return h, true
 }
 
-// Claim implements Cache: it never waits, and release does nothing.
-func (c *DirCache) Claim(context.Context, name.Reference, string) (v1.Hash, bool, func()) {
-	return v1.Hash{}, false, func() {}
+// Claim implements Cache: it never waits, and release does nothing; a
+// failure is not kept.
+func (c *DirCache) Claim(context.Context, name.Reference, string) (v1.Hash, bool, func(error), error) {
+	return v1.Hash{}, false, func(error) {}, nil
+}
+
+// ClaimChoice implements Cache: it never waits, and release does
+// nothing.
+func (c *DirCache) ClaimChoice(context.Context, name.Repository, string) (Choice, bool, func()) {
+	return Choice{}, false, func() {}
 }
 
 // Put implements Cache.
@@ -261,18 +284,29 @@ func (r *CachingResolver) Resolve(ctx context.Context, ref name.Reference) (reso
 		return resolution.Resolution{Digest: h, Source: resolution.Cache}, nil
 	}
 	// A miss: another process that shares the cache may be asking the
-	// registry for ref right now; its answer is as good as ours.
-	h, found, release := r.cache.Claim(ctx, ref, key)
-	if found {
+	// registry for ref right now; its answer is as good as ours, and so
+	// is its failure.
+	h, found, release, err := r.cache.Claim(ctx, ref, key)
+	switch {
+	case err != nil:
+		return resolution.Resolution{}, err
+	case found:
 		return resolution.Resolution{Digest: h, Source: resolution.Cache}, nil
 	}
-	defer release()
 	res, err := r.next.Resolve(ctx, ref)
 	if err != nil {
+		// A run that ends (its deadline, a signal) has no answer to
+		// share: the registry did not give one.
+		if ctx.Err() != nil {
+			release(nil)
+		} else {
+			release(err)
+		}
 		return resolution.Resolution{}, err
 	}
 	if err := r.cache.Put(ctx, ref, key, res.Digest); err != nil {
 		r.warnf("%v", err)
 	}
+	release(nil)
 	return res, nil
 }

@@ -28,6 +28,7 @@ type options struct {
 	retry          retryPolicy
 	userAgent      string
 	logf           func(format string, args ...any)
+	tagLimits      tagLimits
 
 	// Tests only: how host names are looked up, and addresses classed.
 	lookup   func(ctx context.Context, host string) ([]netip.Addr, error)

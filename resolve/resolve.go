@@ -57,7 +57,8 @@ func New(opts ...Option) (*Resolver, error) {
 			max:           defaultBackoffMax,
 			maxRetryAfter: DefaultMaxRetryAfter,
 		},
-		logf: func(string, ...any) {},
+		logf:      func(string, ...any) {},
+		tagLimits: defaultTagLimits,
 	}
 	for _, opt := range opts {
 		if err := opt(&o); err != nil {
@@ -134,23 +135,11 @@ type candidate struct {
 // resolve asks the mirrors and the registry in turn, within the
 // concurrency bound.
 func (r *Resolver) resolve(ctx context.Context, ref name.Reference) (v1.Hash, error) {
-	cands, err := r.candidates(ref)
+	cands, done, err := r.slot(ctx, ref)
 	if err != nil {
 		return v1.Hash{}, err
 	}
-	// First, announce the repositories before waiting for a slot, so that
-	// a registry's first token covers every reference waiting for it.
-	for _, c := range cands {
-		repo := c.ref.Context().RepositoryStr()
-		c.sess.want(repo)
-		defer c.sess.done(repo)
-	}
-	select {
-	case r.sem <- struct{}{}:
-		defer func() { <-r.sem }()
-	case <-ctx.Done():
-		return v1.Hash{}, fmt.Errorf("%s: not asked before the deadline: %w", ref, ctx.Err())
-	}
+	defer done()
 	// Then ask each candidate in turn until one answers. A platform
 	// mismatch is an answer: no other candidate is asked.
 	var fails []tryFailure
@@ -173,6 +162,32 @@ func (r *Resolver) resolve(ctx context.Context, ref name.Reference) (v1.Hash, er
 		}
 	}
 	return v1.Hash{}, newError(ref, fails, r.red)
+}
+
+// slot returns ref's candidates once the Resolver's concurrency bound
+// lets it ask them; done gives the slot back. First it announces the
+// candidates' repositories to their sessions, before waiting for the slot,
+// so that a registry's first token covers every reference waiting for it.
+func (r *Resolver) slot(ctx context.Context, ref name.Reference) (cands []candidate, done func(), err error) {
+	cands, err = r.candidates(ref)
+	if err != nil {
+		return nil, nil, err
+	}
+	for _, c := range cands {
+		c.sess.want(c.ref.Context().RepositoryStr())
+	}
+	unwant := func() {
+		for i := len(cands) - 1; i >= 0; i-- {
+			cands[i].sess.done(cands[i].ref.Context().RepositoryStr())
+		}
+	}
+	select {
+	case r.sem <- struct{}{}:
+		return cands, func() { <-r.sem; unwant() }, nil
+	case <-ctx.Done():
+		unwant()
+		return nil, nil, fmt.Errorf("%s: not asked before the deadline: %w", ref, ctx.Err())
+	}
 }
 
 // candidates lists where to ask about ref: its registry's mirrors in

@@ -24,16 +24,37 @@ type TagSource interface {
 
 var _ TagSource = (*Resolver)(nil)
 
+// tagLimits bound what a Resolver reads of one repository's tag listing,
+// so that a registry that answers in bad faith (an endless or looping
+// chain of Link headers, millions of tags) fails the listing with a clear
+// error instead of holding the run or its memory. Each page is also
+// bounded by maxResponseBody.
+type tagLimits struct {
+	pages int // tags/list requests
+	tags  int // tags, over all pages
+	bytes int // bytes of tag names, over all pages
+}
+
+// defaultTagLimits are far above what real registries list: the busiest
+// repositories have tens of thousands of tags, and registries page at 50
+// to 1000 tags a page.
+var defaultTagLimits = tagLimits{pages: 1000, tags: 100_000, bytes: 16 << 20}
+
 // Tags lists every tag of repo: one tags/list request per page, following
-// the registry's Link headers (go-containerregistry's remote.List), at
-// the first of its mirrors that answers, then the registry itself unless
+// the registry's Link headers (go-containerregistry's remote.Lister, which
+// follows a Link only to the registry's own scheme and host), at the first
+// of its mirrors that answers, then the registry itself unless
 // mirror-only, like Resolve. It counts against the Resolver's concurrency
-// bound. An error names the repository and what each registry answered.
+// bound. A listing longer than 1000 pages, 100,000 tags or 16 MiB of tag
+// names, or whose Link headers go round in a loop, is an error. The tags
+// come as the registry wrote them: names that are not valid tags and
+// repeated names are left to the policy (see TagPolicy). An error names
+// the repository and what each registry answered.
 func (r *Resolver) Tags(ctx context.Context, repo name.Repository) ([]string, error) {
 	var tags []string
 	err := r.ask(ctx, repo.Tag("latest"), true, func(ctx context.Context, p *remote.Puller, ref name.Reference) error {
 		var err error
-		tags, err = p.List(ctx, ref.Context())
+		tags, err = r.list(ctx, p, ref.Context())
 		if err == nil {
 			r.o.logf("listed %d tags of %s", len(tags), ref.Context())
 		}
@@ -41,6 +62,42 @@ func (r *Resolver) Tags(ctx context.Context, repo name.Repository) ([]string, er
 	})
 	if err != nil {
 		return nil, fmt.Errorf("listing tags: %w", err)
+	}
+	return tags, nil
+}
+
+// list reads every page of repo's tags/list within the Resolver's
+// tagLimits.
+func (r *Resolver) list(ctx context.Context, p *remote.Puller, repo name.Repository) ([]string, error) {
+	lim := r.o.tagLimits
+	l, err := p.Lister(ctx, repo)
+	if err != nil {
+		return nil, err
+	}
+	tags := []string{}
+	size := 0
+	seen := map[string]bool{} // the pages' Link targets
+	for pages := 1; l.HasNext(); pages++ {
+		page, err := l.Next(ctx)
+		if err != nil {
+			return nil, err
+		}
+		for _, t := range page.Tags {
+			size += len(t)
+		}
+		tags = append(tags, page.Tags...)
+		switch {
+		case len(tags) > lim.tags:
+			return nil, fmt.Errorf("more than %d tags in %d pages: too many to choose from", lim.tags, pages)
+		case size > lim.bytes:
+			return nil, fmt.Errorf("more than %d bytes of tag names in %d pages: too many to choose from", lim.bytes, pages)
+		case page.Next == "":
+		case seen[page.Next]:
+			return nil, fmt.Errorf("page %d links back to an earlier page: the registry's pagination goes round in a loop", pages)
+		case pages >= lim.pages:
+			return nil, fmt.Errorf("still another page after %d pages of tags: too many to choose from", pages)
+		}
+		seen[page.Next] = true
 	}
 	return tags, nil
 }
@@ -109,21 +166,11 @@ func (r *Resolver) imageOf(d *remote.Descriptor) (v1.Image, error) {
 // bound, as resolve does for a digest. repoOnly names each candidate by
 // its repository in the error.
 func (r *Resolver) ask(ctx context.Context, ref name.Reference, repoOnly bool, fn func(context.Context, *remote.Puller, name.Reference) error) error {
-	cands, err := r.candidates(ref)
+	cands, done, err := r.slot(ctx, ref)
 	if err != nil {
 		return err
 	}
-	for _, c := range cands {
-		repo := c.ref.Context().RepositoryStr()
-		c.sess.want(repo)
-		defer c.sess.done(repo)
-	}
-	select {
-	case r.sem <- struct{}{}:
-		defer func() { <-r.sem }()
-	case <-ctx.Done():
-		return fmt.Errorf("%s: not asked before the deadline: %w", ref, ctx.Err())
-	}
+	defer done()
 	var fails []tryFailure
 	for _, c := range cands {
 		c.repoOnly = repoOnly

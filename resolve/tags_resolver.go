@@ -40,7 +40,7 @@ type PolicyResolver struct {
 	tags     TagSource
 	next     resolution.Resolver
 	maxTags  int
-	cache    *DirCache    // nil: none
+	cache    Cache        // nil: none
 	key      CacheKeyFunc // with cache
 	warnf    func(format string, args ...any)
 	choices  sync.Map // choiceKey → *choiceCall
@@ -83,17 +83,13 @@ func WithMaxTags(n int) PolicyOption {
 }
 
 // WithChoiceCache keeps each repository's choice in c (the resolution
-// cache, for its TTL) under key's key for the repository plus the policy,
-// so that a cached choice costs no listing. Only a DirCache keeps choices:
-// with another Cache (Redis) each run lists the tags again, and only the
-// digest of the chosen tag is shared. warnf receives a failure to store
-// one; nil discards it. By default choices are not cached.
+// cache, for its TTL: a folder, or Redis shared by every process) under
+// key's key for the repository plus the policy, so that a cached choice
+// costs no listing. warnf receives a failure to store one; nil discards
+// it. By default choices are not cached.
 func WithChoiceCache(c Cache, key CacheKeyFunc, warnf func(format string, args ...any)) PolicyOption {
 	return func(r *PolicyResolver) error {
-		if dc, ok := c.(*DirCache); ok {
-			r.cache = dc
-		}
-		r.key, r.warnf = key, warnf
+		r.cache, r.key, r.warnf = c, key, warnf
 		return nil
 	}
 }
@@ -187,10 +183,17 @@ func (r *PolicyResolver) chooseNow(ctx context.Context, ref name.Reference, p *T
 	if r.cache != nil {
 		k, ok, err := r.key(ctx, ref)
 		if err == nil && ok {
-			key, cached = fmt.Sprintf("%s\npolicy %s\nmax-tags %d", k, p, r.maxTags), true
-			if c, ok := r.cache.getChoice(repo, key); ok {
+			key, cached = choiceCacheKey(k, p, r.maxTags), true
+			if c, ok := r.cache.GetChoice(ctx, repo, key); ok {
 				return c, nil
 			}
+			// Another process that shares the cache may be making
+			// this choice right now.
+			c, found, release := r.cache.ClaimChoice(ctx, repo, key)
+			if found {
+				return c, nil
+			}
+			defer release()
 		}
 	}
 	tags, err := r.list(ctx, repo)
@@ -204,7 +207,7 @@ func (r *PolicyResolver) chooseNow(ctx context.Context, ref name.Reference, p *T
 	}
 	c := Choice{Policy: p.String(), Tag: tag, Candidates: cands}
 	if cached {
-		if err := r.cache.putChoice(repo, key, c); err != nil {
+		if err := r.cache.PutChoice(ctx, repo, key, c); err != nil {
 			r.warnf("%v", err)
 		}
 	}

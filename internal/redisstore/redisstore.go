@@ -24,6 +24,7 @@ import (
 	"errors"
 	"fmt"
 	"net/url"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -92,15 +93,18 @@ var errOff = errors.New("redis is off for this run")
 // New checks the options and returns a Client. It does not connect: the
 // first call does.
 func New(o Options) (*Client, error) {
+	// Neither url.Parse's errors nor the parts of a URL it misread may be
+	// shown: a password with an unescaped '/', '?', '#' or '%' ends the
+	// user information early, and the rest of it is taken for the host,
+	// the port, the path or the query.
+	const hidden = "parsing the Redis URL (not shown: it may hold a password)"
+	const escape = "percent-encode '/', '?', '#', '%' and '@' in the user and the password"
 	u, err := url.Parse(o.URL)
 	if err != nil {
-		// url.Error repeats the URL, password included: keep its
-		// reason only.
-		var ue *url.Error
-		if errors.As(err, &ue) {
-			err = ue.Err
-		}
-		return nil, fmt.Errorf("parsing the Redis URL (not shown: it may hold a password): %w", err)
+		return nil, fmt.Errorf("%s: malformed; %s", hidden, escape)
+	}
+	if strings.ContainsAny(u.Host+u.Path+u.RawPath+u.RawQuery+u.Fragment+u.Opaque, "@%") {
+		return nil, fmt.Errorf("%s: an '@' or '%%' after the host; %s", hidden, escape)
 	}
 	where := u.Scheme + "://" + u.Host + u.Path
 	switch {
@@ -211,18 +215,29 @@ func (c *Client) ignore(key string, err error) {
 	}
 }
 
-// get returns the value of key; found is false when there is none or
-// when Redis failed (see call).
-func (c *Client) get(ctx context.Context, key string) (b []byte, found bool) {
+// get returns the value of key when it has at most limit bytes; found is
+// false when there is none, when Redis failed (see call), and when the
+// value is longer, which is ignored with a warning. Only limit+1 bytes of a
+// value are ever read (GETRANGE), so that a huge value someone wrote under
+// the key cannot fill the process's memory. No value of ours is empty: an
+// empty one, like a missing key, is none.
+func (c *Client) get(ctx context.Context, key string, limit int) (b []byte, found bool) {
 	err := c.call(ctx, "reading "+key, func(ctx context.Context) error {
 		var err error
-		b, err = c.rdb.Get(ctx, key).Bytes()
+		b, err = c.rdb.GetRange(ctx, key, 0, int64(limit)).Bytes()
 		return err
 	})
-	if redis.HasErrorPrefix(err, "WRONGTYPE") {
+	switch {
+	case redis.HasErrorPrefix(err, "WRONGTYPE"):
 		c.ignore(key, errors.New("not a string"))
+		return nil, false
+	case err != nil || len(b) == 0:
+		return nil, false
+	case len(b) > limit:
+		c.ignore(key, fmt.Errorf("more than %d bytes", limit))
+		return nil, false
 	}
-	return b, err == nil
+	return b, true
 }
 
 // set stores b under key for ttl.

@@ -2,6 +2,7 @@ package redisstore
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 	"sync"
@@ -240,19 +241,19 @@ func TestClaim(t *testing.T) {
 	ka, kb := newCache(t, a, time.Hour, 2*time.Second), newCache(t, b, time.Hour, 2*time.Second)
 
 	// a claims; b waits for a's answer.
-	if _, found, release := ka.Claim(ctx, ref, "k"); found {
-		t.Fatal("first Claim found an answer")
+	if _, found, release, err := ka.Claim(ctx, ref, "k"); found || err != nil {
+		t.Fatalf("first Claim found an answer: %t, %v", found, err)
 	} else {
 		go func() {
 			time.Sleep(100 * time.Millisecond)
 			_ = ka.Put(ctx, ref, "k", digest)
-			release()
+			release(nil)
 		}()
 	}
 	start := time.Now()
-	h, found, _ := kb.Claim(ctx, ref, "k")
-	if !found || h != digest {
-		t.Fatalf("waiting Claim = %s, %t; want %s", h, found, digest)
+	h, found, _, err := kb.Claim(ctx, ref, "k")
+	if !found || h != digest || err != nil {
+		t.Fatalf("waiting Claim = %s, %t, %v; want %s", h, found, err, digest)
 	}
 	if d := time.Since(start); d > time.Second {
 		t.Errorf("waiting Claim took %s", d)
@@ -260,22 +261,22 @@ func TestClaim(t *testing.T) {
 
 	// a gives up without an answer: b takes the lock at once, not after
 	// the bound.
-	_, _, release := ka.Claim(ctx, ref, "k2")
-	go func() { time.Sleep(100 * time.Millisecond); release() }()
+	_, _, release, _ := ka.Claim(ctx, ref, "k2")
+	go func() { time.Sleep(100 * time.Millisecond); release(nil) }()
 	start = time.Now()
-	if _, found, release := kb.Claim(ctx, ref, "k2"); found {
-		t.Error("Claim after a release without answer found one")
+	if _, found, release, err := kb.Claim(ctx, ref, "k2"); found || err != nil {
+		t.Errorf("Claim after a release without answer found one: %t, %v", found, err)
 	} else {
-		release()
+		release(nil)
 	}
 	if d := time.Since(start); d > time.Second {
 		t.Errorf("Claim after a release took %s", d)
 	}
 
 	// A holder that died: b asks the registry itself after the bound.
-	_, _, _ = ka.Claim(ctx, ref, "k3")
+	_, _, _, _ = ka.Claim(ctx, ref, "k3")
 	start = time.Now()
-	if _, found, _ := kb.Claim(ctx, ref, "k3"); found {
+	if _, found, _, _ := kb.Claim(ctx, ref, "k3"); found {
 		t.Error("Claim of a dead holder's lock found an answer")
 	}
 	if d := time.Since(start); d < 1500*time.Millisecond || d > 3*time.Second {
@@ -286,8 +287,33 @@ func TestClaim(t *testing.T) {
 	if err := ka.Put(ctx, ref, "k4", digest); err != nil {
 		t.Fatal(err)
 	}
-	if h, found, _ := kb.Claim(ctx, ref, "k4"); !found || h != digest {
-		t.Errorf("Claim with the answer stored = %s, %t", h, found)
+	if h, found, _, err := kb.Claim(ctx, ref, "k4"); !found || h != digest || err != nil {
+		t.Errorf("Claim with the answer stored = %s, %t, %v", h, found, err)
+	}
+
+	// a fails: b, waiting, fails at once with a's error, and so does a
+	// Claim that comes after, until the failure expires.
+	ka.failTTL, kb.failTTL = 500*time.Millisecond, 500*time.Millisecond
+	_, _, release, _ = ka.Claim(ctx, ref, "k5")
+	go func() {
+		time.Sleep(100 * time.Millisecond)
+		release(errors.New("registry.example/app:1: HEAD manifest: 404 Not Found\nsecond line"))
+	}()
+	start = time.Now()
+	for range 2 {
+		_, found, _, err := kb.Claim(ctx, ref, "k5")
+		if want := "registry.example/app:1: HEAD manifest: 404 Not Found second line (the answer another process had moments ago"; found || err == nil || !strings.HasPrefix(err.Error(), want) {
+			t.Errorf("Claim of a failed resolution = %t, %v; want an error that begins %q", found, err, want)
+		}
+	}
+	if d := time.Since(start); d > time.Second {
+		t.Errorf("Claims of a failed resolution took %s", d)
+	}
+	time.Sleep(600 * time.Millisecond)
+	if _, found, release, err := kb.Claim(ctx, ref, "k5"); found || err != nil {
+		t.Errorf("Claim after the failure expired = %t, %v; want the lock", found, err)
+	} else {
+		release(nil)
 	}
 }
 
@@ -321,10 +347,10 @@ func TestClientOff(t *testing.T) {
 				if _, ok := k.Get(ctx, ref, "k"); ok {
 					t.Error("Get hit on a broken server")
 				}
-				if _, found, release := k.Claim(ctx, ref, "k"); found {
-					t.Error("Claim found an answer on a broken server")
+				if _, found, release, err := k.Claim(ctx, ref, "k"); found || err != nil {
+					t.Errorf("Claim found an answer on a broken server: %t, %v", found, err)
 				} else {
-					release()
+					release(errors.New("a failure"))
 				}
 				if err := k.Put(ctx, ref, "k", digest); err != nil {
 					t.Errorf("Put: %v", err)
@@ -455,7 +481,7 @@ func TestStore(t *testing.T) {
 			t.Errorf("Get(%s) = %q, %t, %v; want nothing", key, b, ok, err)
 		}
 	}
-	if got := w.get(); len(got) != 2 || !strings.Contains(got[0], "not an output digestpin stored") || !strings.Contains(got[1], "65 bytes, more than 64") {
+	if got := w.get(); len(got) != 2 || !strings.Contains(got[0], "not an output digestpin stored") || !strings.Contains(got[1], fmt.Sprintf("more than %d bytes", len(stateMark)+64)) {
 		t.Errorf("warnings = %q", got)
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"time"
 
 	"github.com/digestpin/digestpin/steady"
@@ -54,17 +55,14 @@ func (s *Store) Get(ctx context.Context, key string) ([]byte, bool, error) {
 		return nil, false, errors.New("reading previous output: empty key")
 	}
 	k := s.key(key)
-	b, ok := s.c.get(ctx, k)
+	// The bound is on the whole value, the mark included.
+	b, ok := s.c.get(ctx, k, len(stateMark)+int(min(s.maxSize, math.MaxInt32)))
 	if !ok {
 		return nil, false, nil
 	}
 	out, marked := bytes.CutPrefix(b, []byte(stateMark))
-	switch {
-	case !marked:
+	if !marked {
 		s.c.ignore(k, errors.New("not an output digestpin stored"))
-		return nil, false, nil
-	case int64(len(out)) > s.maxSize:
-		s.c.ignore(k, fmt.Errorf("%d bytes, more than %d", len(out), s.maxSize))
 		return nil, false, nil
 	}
 	return out, true, nil
