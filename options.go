@@ -1,11 +1,9 @@
 package main
 
 import (
-	"cmp"
 	"errors"
 	"fmt"
 	"io"
-	"maps"
 	"slices"
 	"strings"
 	"time"
@@ -398,11 +396,8 @@ func (o *options) optionError(err error) error {
 	for i := 0; i < len(resolveOptions); i += 2 {
 		pairs = append(pairs, resolveOptions[i], o.name(resolveOptions[i+1]))
 	}
-	// Longest field first: a Replacer tries its pairs in order, and
-	// "Cache" must not take the start of "CacheTTL".
-	fields := slices.SortedFunc(maps.Keys(pinFields), func(a, b string) int { return cmp.Or(len(b)-len(a), strings.Compare(a, b)) })
-	for _, field := range fields {
-		pairs = append(pairs, field, o.name(pinFields[field]))
+	for field, flag := range pinFields {
+		pairs = append(pairs, field, o.name(flag))
 	}
 	r := strings.NewReplacer(longestFirst(pairs)...)
 	var oe *pin.OptionError
