@@ -260,11 +260,9 @@ func (o *options) pinOptions(log *logger) (pin.Options, error) {
 	}
 	var store steady.Store
 	if o.stateDir != "" {
-		ds, err := steady.NewDirStore(o.stateDir, 0)
-		if err != nil {
-			return pin.Options{}, fmt.Errorf("%s: %w", o.name("state-dir"), err)
-		}
-		store = ds
+		// A state folder that cannot be used warns and costs the
+		// previous output, never the render (steady.OpenDirStore).
+		store = steady.OpenDirStore(o.stateDir, 0, log.warnf)
 	}
 	cache, rstore, err := o.redis(log)
 	if err != nil {
