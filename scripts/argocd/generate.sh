@@ -384,6 +384,14 @@ state=(--state-dir "$state_dir")
 # DIGESTPIN_STATE_STORE on the sidecar (a Redis URL, which digestpin reads
 # itself) keeps the state on Redis, shared by every replica, instead.
 [[ -z "${DIGESTPIN_STATE_STORE:-}" ]] || state=()
+# The key must name this Application only: it holds the previous output,
+# the Application's generated passwords and keys. A Kubernetes namespace
+# or name has no /, so NAMESPACE/NAME/PATH is read one way only; a
+# destination namespace "prod/shop" of Application "x" would otherwise
+# read the output of Application "shop" in prod at x/PATH.
+for var in ARGOCD_APP_NAMESPACE ARGOCD_APP_NAME; do
+	[[ "${!var:-}" != */* ]] || die "$var \"${!var}\": a / in it (not a Kubernetes name), refused for the key of the previous output"
+done
 pin_args+=(--volatile-from "$tmp/second.yaml"
 	"${state[@]}"
 	--state-key "${ARGOCD_APP_NAMESPACE:-default}/$ARGOCD_APP_NAME/${ARGOCD_APP_SOURCE_PATH:-.}")
