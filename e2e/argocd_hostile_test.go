@@ -302,3 +302,41 @@ func TestArgoCDStateKeys(t *testing.T) {
 		t.Errorf("a failed generation printed:\n%s", attacker.stdout)
 	}
 }
+
+// TestArgoCDSourcePath: the repository's root is the source folder
+// without ARGOCD_APP_SOURCE_PATH, which Argo CD passes as the Application
+// wrote it. A path such as ./helm, or one through a link inside the
+// repository, must not make a folder above the repository its root: the
+// files beside the repository would pass for its own.
+func TestArgoCDSourcePath(t *testing.T) {
+	reg := testregistry.New(t)
+	pushFixed(t, reg, "shop/web:1.4", "1")
+	sc, _, _ := hostileSidecar(t, helm4(t))
+	for _, tc := range []struct {
+		desc, path string
+		dir        string // the folder Argo CD runs the plugin in, under the repository
+		want       string
+	}{
+		{desc: "a leading ./", path: "./helm", dir: "helm", want: "digestpin-cmp: values file ../../outside.yaml: outside the repository"},
+		{desc: "dots and slashes", path: "././/helm/./", dir: "helm", want: "digestpin-cmp: values file ../../outside.yaml: outside the repository"},
+		{desc: "through a link", path: "up/up/helm", dir: "up/up/helm", want: `digestpin-cmp: ARGOCD_APP_SOURCE_PATH "up/up/helm": goes through a symbolic link`},
+		{desc: "out of the repository", path: "helm/../../helm", dir: "helm", want: `digestpin-cmp: ARGOCD_APP_SOURCE_PATH "helm/../../helm": leaves the repository`},
+	} {
+		t.Run(tc.desc, func(t *testing.T) {
+			src, _ := argoSource(t, "helm", reg)
+			repo := filepath.Dir(src)
+			mklink(t, ".", filepath.Join(repo, "up"))
+			// Beside the repository: what another Application's checkout
+			// or the sidecar's files would be.
+			mkfile(t, filepath.Join(repo, "..", "outside.yaml"), "config:\n  password: "+secretMark+"\n")
+			argo := []string{"ARGOCD_APP_SOURCE_PATH=" + tc.path, parameters(t, map[string]any{"name": "values-files", "array": []string{"../../outside.yaml"}})}
+			r := sc.generateWith(t, filepath.Join(repo, tc.dir), argo)
+			if strings.Contains(r.stdout, secretMark) {
+				t.Fatalf("a file beside the repository reached the output:\n%s", r.stdout)
+			}
+			if r.err == nil || !strings.Contains(r.stderr, tc.want) {
+				t.Errorf("generate: %v, stderr:\n%s\nwant a failure containing %q", r.err, r.stderr, tc.want)
+			}
+		})
+	}
+}

@@ -89,11 +89,34 @@ die() {
 : "${ARGOCD_APP_NAME:?digestpin-cmp: ARGOCD_APP_NAME is not set: run by Argo CD}"
 
 # repo is the root of the repository copy Argo CD gave the plugin: the source
-# folder without ARGOCD_APP_SOURCE_PATH.
+# folder without ARGOCD_APP_SOURCE_PATH. Argo CD passes the path as the
+# Application wrote it ("./web", "web/", "a//b"), and runs the plugin in
+# the folder it names, cleaned: the path is cleaned the same way, and the
+# source folder, links resolved, must end with it. Otherwise a "." or a
+# link inside the path would make a folder above the repository its root,
+# and the files beside it (other Applications' checkouts) its own.
 src=$(pwd -P)
+clean=()
+IFS=/ read -r -a parts <<<"${ARGOCD_APP_SOURCE_PATH:-}"
+for part in "${parts[@]}"; do
+	case $part in
+	'' | .) ;;
+	..)
+		((${#clean[@]})) || die "ARGOCD_APP_SOURCE_PATH \"$ARGOCD_APP_SOURCE_PATH\": leaves the repository"
+		clean=("${clean[@]:0:${#clean[@]}-1}")
+		;;
+	*) clean+=("$part") ;;
+	esac
+done
 repo=$src
-if [[ -n "${ARGOCD_APP_SOURCE_PATH:-}" && "${ARGOCD_APP_SOURCE_PATH}" != "." ]]; then
-	repo=$(cd "$src/$(sed 's|[^/][^/]*|..|g' <<<"${ARGOCD_APP_SOURCE_PATH%/}")" && pwd -P)
+if ((${#clean[@]})); then
+	rel=$(
+		IFS=/
+		echo "${clean[*]}"
+	)
+	[[ "$src" == */"$rel" ]] ||
+		die "ARGOCD_APP_SOURCE_PATH \"$ARGOCD_APP_SOURCE_PATH\": goes through a symbolic link (the folder is $src); name the folder itself"
+	repo=${src%/"$rel"}
 fi
 
 # No symbolic link of the repository may point outside it (Argo CD's own
