@@ -6,12 +6,12 @@
 # decides it:
 #
 #   Chart.yaml              a Helm chart, rendered as Argo CD's Helm does:
-#                             helm template RELEASE . --namespace NAMESPACE \
-#                               --kube-version "$KUBE_VERSION" \
-#                               --api-versions "$KUBE_API_VERSIONS" \
-#                               [--values FILE]... [--values INLINE] \
-#                               [--set|--set-string|--set-file K=V]... \
-#                               --include-crds | digestpin [options]
+#                             helm template --namespace=NAMESPACE \
+#                               --kube-version="$KUBE_VERSION" \
+#                               --api-versions="$KUBE_API_VERSIONS" \
+#                               [--values=FILE]... [--values=INLINE] \
+#                               [--set|--set-string|--set-file=K=V]... \
+#                               --include-crds -- RELEASE . | digestpin [options]
 #   kustomization.yaml,     a kustomization: kustomize build . | digestpin
 #   .yml or Kustomization
 #   anything else           plain manifests: the folder's *.yaml, *.yml and
