@@ -340,3 +340,39 @@ func TestArgoCDSourcePath(t *testing.T) {
 		})
 	}
 }
+
+// TestArgoCDApplicationEnv: of the variables an Application sets
+// (ARGOCD_ENV_*), only those generate.sh lists reach digestpin; one that
+// names a sidecar setting (a log or cache folder, the docker config, an
+// insecure registry) changes nothing.
+func TestArgoCDApplicationEnv(t *testing.T) {
+	reg := testregistry.New(t)
+	digest := pushFixed(t, reg, "shop/web:1.4", "1")
+	sc := newSidecar(t)
+	src, argo := argoSource(t, "helm", reg)
+	dir := t.TempDir()
+	paths := map[string]string{
+		"DIGESTPIN_LOG_FILE":  filepath.Join(dir, "log"),
+		"DIGESTPIN_CACHE_DIR": filepath.Join(dir, "cache"),
+		"DIGESTPIN_STATE_DIR": filepath.Join(dir, "state"),
+		"DIGESTPIN_REPORT":    filepath.Join(dir, "report.json"),
+		"DOCKER_CONFIG":       filepath.Join(dir, "docker"),
+		"HELM_CACHE_HOME":     filepath.Join(dir, "helm-cache"),
+	}
+	appEnv := []string{"DIGESTPIN_CACHE_TTL=1h", "DIGESTPIN_INSECURE_REGISTRY=" + reg.Host(), "DIGESTPIN_STATE_KEY=prod/other/helm"}
+	for name, p := range paths {
+		appEnv = append(appEnv, name+"="+p)
+	}
+	r := sc.generateWith(t, src, argo, appEnv...)
+	if r.err != nil {
+		t.Fatalf("generate: %v\n%s", r.err, r.stderr)
+	}
+	if !strings.Contains(r.stdout, "@"+digest.String()) {
+		t.Errorf("output does not pin shop/web:1.4:\n%s", r.stdout)
+	}
+	for name, p := range paths {
+		if _, err := os.Lstat(p); !os.IsNotExist(err) {
+			t.Errorf("ARGOCD_ENV_%s=%s: the path exists (%v), want it untouched", name, p, err)
+		}
+	}
+}
