@@ -194,6 +194,24 @@ func TestArgoCDHostileApplication(t *testing.T) {
 			want: "digestpin-cmp: helm/zero.yaml: a symbolic link to outside the repository",
 		},
 		{
+			desc: "values and set-file files over 64 MiB",
+			prepare: func(t *testing.T, src, secret string) []map[string]any {
+				for _, name := range []string{"huge.yaml", "huge.txt"} {
+					f, err := os.Create(filepath.Join(src, name))
+					if err != nil {
+						t.Fatal(err)
+					}
+					// Sparse: no disk used, and helm would read all of it.
+					if err := f.Truncate(64<<20 + 1); err != nil {
+						t.Fatal(err)
+					}
+					f.Close()
+				}
+				return []map[string]any{{"name": "values-files", "array": []string{"huge.yaml"}}, {"name": "set-file", "map": map[string]string{"file": "huge.txt"}}}
+			},
+			want: "digestpin-cmp: values file huge.yaml: 67108865 bytes, more than 67108864 (64 MiB)",
+		},
+		{
 			desc:   "lock file that is a link to a sidecar file",
 			appEnv: []string{"DIGESTPIN_LOCK=digests.lock"},
 			prepare: func(t *testing.T, src, secret string) []map[string]any {

@@ -143,8 +143,13 @@ inside_repo() {
 	abs=$(realpath -e -- "$path" 2>/dev/null) || die "$what $path: no such file in the source folder"
 	[[ "$abs" == "$repo"/* ]] || die "$what $path: outside the repository"
 	[[ -f "$abs" ]] || die "$what $path: not a regular file"
+	size=$(stat -c %s -- "$abs") || die "$what $path: cannot read its size"
+	((size <= max_file_size)) || die "$what $path: $size bytes, more than $max_file_size (64 MiB)"
 	inside_repo=$abs
 }
+# max_file_size bounds each file an Application names: Helm reads a values
+# file whole into memory, in the sidecar every Application shares.
+max_file_size=$((64 << 20))
 
 # no_list checks that a path Helm reads as a list of paths (--values, and
 # the file of --set-file) is one path: Helm splits at a comma, and would
