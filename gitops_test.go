@@ -237,8 +237,8 @@ func TestCheck(t *testing.T) {
 	// is written.
 	moved := reg.PushImage(t, "app:1.0")
 	r := runPin(t, gen.Deployments("prod", reg.Ref("app:1.0"), reg.Ref("side:2"), reg.Ref("new:1")), "--lock", lock, "--check", "--cache-ttl", "1h", "--cache-dir", t.TempDir())
-	if r.err == nil || exitCode(r.err) != 1 {
-		t.Fatalf("--check with a moved tag = %v, want exit 1", r.err)
+	if r.err == nil || exitCode(r.err) != 3 {
+		t.Fatalf("--check with a moved tag = %v, want exit 3 (a difference)", r.err)
 	}
 	for _, w := range []string{
 		"the registry differs from lock file " + lock + " for 2 image(s)\n",

@@ -83,7 +83,8 @@ func notifyContext(parent context.Context) (context.Context, func()) {
 }
 
 // exitCode maps an error from run to the process exit status: 0 for
-// --help, 2 for usage errors, 128+N for signal N, 1 for everything else.
+// --help, 2 for usage errors, 3 for a --check that found the registry
+// differs from the lock file, 128+N for signal N, 1 for everything else.
 func exitCode(err error) int {
 	var ue *usageError
 	var se *signalError
@@ -92,6 +93,8 @@ func exitCode(err error) int {
 		return 0
 	case errors.As(err, &ue):
 		return 2
+	case errors.Is(err, pin.ErrLockDiffers):
+		return 3
 	case errors.As(err, &se):
 		if s, ok := se.sig.(syscall.Signal); ok {
 			return 128 + int(s)

@@ -261,11 +261,9 @@ func (o *options) pinOptions(log *logger) (pin.Options, error) {
 	}
 	var store steady.Store
 	if o.stateDir != "" {
-		ds, err := steady.NewDirStore(o.stateDir, 0)
-		if err != nil {
-			return pin.Options{}, fmt.Errorf("%s: %w", o.name("state-dir"), err)
-		}
-		store = ds
+		// A state folder that cannot be used warns and costs the
+		// previous output, never the render (steady.OpenDirStore).
+		store = steady.OpenDirStore(o.stateDir, 0, log.warnf)
 	}
 	cache, rstore, err := o.redis(log)
 	if err != nil {
@@ -396,8 +394,15 @@ func (o *options) optionError(err error) error {
 	for i := 0; i < len(resolveOptions); i += 2 {
 		pairs = append(pairs, resolveOptions[i], o.name(resolveOptions[i+1]))
 	}
-	for field, flag := range pinFields {
-		pairs = append(pairs, field, o.name(flag))
+	// Longer field names first: the replacer tries them in order, and
+	// Cache must not replace the start of CacheTTL (map order varies).
+	fields := make([]string, 0, len(pinFields))
+	for field := range pinFields {
+		fields = append(fields, field)
+	}
+	slices.SortFunc(fields, func(a, b string) int { return len(b) - len(a) })
+	for _, field := range fields {
+		pairs = append(pairs, field, o.name(pinFields[field]))
 	}
 	r := strings.NewReplacer(longestFirst(pairs)...)
 	var oe *pin.OptionError

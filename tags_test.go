@@ -180,8 +180,8 @@ func TestTagPolicyLockWorkflow(t *testing.T) {
 	mustRun(t, in, append(policy, "--lock", lock, "--check")...)
 	reg.PushCreated(t, "shop/web:1.4.8", epoch.Add(time.Hour))
 	r = runPin(t, in, append(policy, "--lock", lock, "--check")...)
-	if r.err == nil || exitCode(r.err) != 1 || r.stdout != "" {
-		t.Fatalf("--check after 1.4.8 = %v (stdout %d bytes), want exit 1 and no output", r.err, len(r.stdout))
+	if r.err == nil || exitCode(r.err) != 3 || r.stdout != "" {
+		t.Fatalf("--check after 1.4.8 = %v (stdout %d bytes), want exit 3 (a difference) and no output", r.err, len(r.stdout))
 	}
 	if want := reg.Ref("shop/web") + ": policy semver:~1.4 chose 1.4.2, registry now has 1.4.8"; !strings.Contains(r.stderr, want) {
 		t.Errorf("stderr lacks %q:\n%s", want, r.stderr)

@@ -361,14 +361,15 @@ func TestArgoCDGenerateFailures(t *testing.T) {
 			values: registryValues(reg),
 			env:    []string{"VALUES_FILES=values-e2e.yaml", "DIGESTPIN_LOCK=digests.lock"},
 			links:  map[string]string{"digests.lock": "../../outside.yaml"},
-			want:   []string{"digestpin-cmp: lock file digests.lock: outside the repository"},
+			// Every link of the repository is checked first.
+			want: []string{"digestpin-cmp: web/digests.lock: a symbolic link to outside the repository (../../outside.yaml)"},
 		},
 		{
 			desc:   "a values file in a folder linked out of the repository",
 			values: registryValues(reg),
 			env:    []string{"VALUES_FILES=values-e2e.yaml,elsewhere/outside.yaml"},
 			links:  map[string]string{"elsewhere": "../../elsewhere"},
-			want:   []string{"digestpin-cmp: values file elsewhere/outside.yaml: outside the repository"},
+			want:   []string{"digestpin-cmp: web/elsewhere: a symbolic link to outside the repository (../../elsewhere)"},
 		},
 	} {
 		t.Run(tc.desc, func(t *testing.T) {

@@ -88,7 +88,7 @@ func TestCIStep(t *testing.T) {
 		{desc: "record again", args: []string{"web"}, stderr: []string{"web/digests.lock unchanged"}},
 		{desc: "check", args: []string{"--check", "web"}, stderr: []string{"web/digests.lock matches the registry"}},
 		{
-			desc: "check after a push", args: []string{"--check", "--output", "manifests.yaml", "web"}, push: "shop/web:1.4", status: 1,
+			desc: "check after a push", args: []string{"--check", "--output", "manifests.yaml", "web"}, push: "shop/web:1.4", status: 3,
 			stderr: []string{reg.Ref("shop/web:1.4") + ": moved from " + digests["shop/web:1.4"].String(), "run this step without --check and commit the lock file"},
 		},
 		{desc: "record the push", args: []string{"web"}, stderr: []string{"web/digests.lock updated"}},
@@ -213,5 +213,139 @@ func TestCIStepRenderFailure(t *testing.T) {
 		if _, err := os.Stat(filepath.Join(chart, "manifests.yaml")); !os.IsNotExist(err) {
 			t.Errorf("digestpin-lock.sh %s: --output file: %v, want none", strings.Join(args, " "), err)
 		}
+	}
+}
+
+// TestCIStepExitStatus: a --check that finds the registry moved away from
+// the lock file exits 3, from digestpin and from the CI step, so that a
+// pipeline tells it from a failure (1) without reading messages.
+func TestCIStepExitStatus(t *testing.T) {
+	reg := testregistry.New(t)
+	pushShop(t, reg)
+	sc := newSidecar(t)
+	chart := ciChart(t, sc, reg)
+	step := filepath.Join(repoRoot(t), "scripts", "ci", "digestpin-lock.sh")
+	if r := runCmd(t, chart, nil, sc.env(), step, ".", "--values", "values-e2e.yaml"); r.err != nil {
+		t.Fatalf("recording: %v\n%s", r.err, r.stderr)
+	}
+	render := runCmd(t, chart, nil, sc.env(), helm4(t), "template", "web", ".", "--values", "values-e2e.yaml")
+	if render.err != nil {
+		t.Fatalf("helm template: %v\n%s", render.err, render.stderr)
+	}
+	pushFixed(t, reg, "shop/web:1.4", "2")
+	for _, tc := range []struct {
+		desc   string
+		env    []string
+		status int
+	}{
+		{desc: "the registry moved", status: 3},
+		// The same check, failing for another reason: exit 1.
+		{desc: "a registry that does not answer", env: []string{"DIGESTPIN_REGISTRY_MIRROR=" + reg.Host() + "=127.0.0.1:1", "DIGESTPIN_MIRROR_ONLY=true", "DIGESTPIN_REQUEST_TIMEOUT=1s", "DIGESTPIN_TIMEOUT=5s"}, status: 1},
+	} {
+		t.Run(tc.desc, func(t *testing.T) {
+			env := append(sc.env(), tc.env...)
+			r := runCmd(t, chart, []byte(render.stdout), env, digestpinBin(t), "--lock", "digests.lock", "--check")
+			if got := exitStatus(r.err); got != tc.status {
+				t.Errorf("digestpin --check: exit status %d, want %d\n%s", got, tc.status, r.stderr)
+			}
+			r = runCmd(t, chart, nil, env, step, "--check", ".", "--values", "values-e2e.yaml")
+			if got := exitStatus(r.err); got != tc.status {
+				t.Errorf("digestpin-lock.sh --check: exit status %d, want %d\n%s", got, tc.status, r.stderr)
+			}
+		})
+	}
+}
+
+// TestCIStepHostileNames runs the CI step on file names that a shell
+// script gets wrong: spaces, a leading -, and links. A lock or output file
+// that is a symbolic link out of the working folder (a pull request can
+// commit one) is never written through.
+func TestCIStepHostileNames(t *testing.T) {
+	reg := testregistry.New(t)
+	pushShop(t, reg)
+	sc := newSidecar(t)
+	chart := ciChart(t, sc, reg)
+	work := filepath.Dir(chart)
+	odd := filepath.Join(work, "-my chart")
+	if err := os.Rename(chart, odd); err != nil {
+		t.Fatal(err)
+	}
+	step := filepath.Join(repoRoot(t), "scripts", "ci", "digestpin-lock.sh")
+	env := append(sc.env(), "RELEASE=shop")
+	values := []string{"--values", "-my chart/values-e2e.yaml"}
+	run := func(args ...string) result {
+		t.Helper()
+		return runCmd(t, work, nil, env, step, append(args, values...)...)
+	}
+
+	lock := filepath.Join(odd, "-di gests.lock")
+	if r := run("--lock", "-my chart/-di gests.lock", "--output", "-out put.yaml", "--", "-my chart"); r.err != nil {
+		t.Fatalf("recording: %v\n%s", r.err, r.stderr)
+	}
+	for _, f := range []string{lock, filepath.Join(work, "-out put.yaml")} {
+		if b, err := os.ReadFile(f); err != nil || !strings.Contains(string(b), reg.Host()) {
+			t.Errorf("%s: %v, want it written", f, err)
+		}
+	}
+	if r := run("--check", "--lock", "-my chart/-di gests.lock", "--", "-my chart"); r.err != nil {
+		t.Errorf("checking: %v\n%s", r.err, r.stderr)
+	}
+
+	// Links out of the working folder: a file the job may write that is
+	// not the repository's.
+	outside := filepath.Join(t.TempDir(), "outside")
+	if err := os.WriteFile(outside, []byte("untouched\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		desc string
+		args []string
+		link string
+		want string
+	}{
+		{desc: "lock file", args: []string{"--lock", "link.lock"}, link: "link.lock", want: "digestpin-lock: lock file link.lock: a symbolic link to " + outside + ", outside the working folder"},
+		{desc: "dangling lock file", args: []string{"--lock", "link.lock"}, link: "link.lock", want: "outside the working folder"},
+		{desc: "output file", args: []string{"--output", "link.yaml"}, link: "link.yaml", want: "digestpin-lock: output file link.yaml: a symbolic link to " + outside + ", outside the working folder"},
+	} {
+		t.Run(tc.desc, func(t *testing.T) {
+			target := outside
+			if strings.HasPrefix(tc.desc, "dangling") {
+				target = filepath.Join(filepath.Dir(outside), "new")
+			}
+			link := filepath.Join(work, tc.link)
+			if err := os.Symlink(target, link); err != nil {
+				t.Fatal(err)
+			}
+			defer os.Remove(link)
+			r := run(append(tc.args, "--", "-my chart")...)
+			if got := exitStatus(r.err); got != 1 {
+				t.Errorf("exit status %d, want 1\n%s", got, r.stderr)
+			}
+			if !strings.Contains(r.stderr, tc.want) {
+				t.Errorf("stderr does not contain %q:\n%s", tc.want, r.stderr)
+			}
+			if b, err := os.ReadFile(outside); err != nil || string(b) != "untouched\n" {
+				t.Errorf("the link's target holds %q (%v), want it untouched", b, err)
+			}
+			if _, err := os.Lstat(filepath.Join(filepath.Dir(outside), "new")); !os.IsNotExist(err) {
+				t.Errorf("the dangling link's target: %v, want none", err)
+			}
+		})
+	}
+
+	// digestpin-ci.sh under set -u, without any GITHUB_*, RUNNER_* or
+	// TMPDIR variable, as a plain shell runs it.
+	ci := filepath.Join(repoRoot(t), "scripts", "ci", "digestpin-ci.sh")
+	var bare []string
+	for _, kv := range sc.env() {
+		if !strings.HasPrefix(kv, "GITHUB_") && !strings.HasPrefix(kv, "RUNNER_") && !strings.HasPrefix(kv, "TMPDIR=") {
+			bare = append(bare, kv)
+		}
+	}
+	bare = append(bare, "DIGESTPIN_CI_RELEASE=shop", "DIGESTPIN_CI_CHART=-my chart", "DIGESTPIN_CI_MODE=check", "DIGESTPIN_CI_LOCK_FILE=-my chart/-di gests.lock", "DIGESTPIN_CI_VALUES=-my chart/values-e2e.yaml")
+	cmd := exec.Command("bash", "-u", ci)
+	cmd.Dir, cmd.Env = work, bare // not cleanEnv: nothing of this process's
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Errorf("digestpin-ci.sh: %v\n%s", err, out)
 	}
 }

@@ -334,3 +334,82 @@ func TestSteadyHelmPostRenderer(t *testing.T) {
 		}
 	}
 }
+
+// TestSteadyArgoCDStateUnusable: a state folder the sidecar cannot use (a
+// read-only or full disk, a folder others may write to, a broken file)
+// costs the steadiness of the output, with a warning, never the
+// generation: the output is the new render, whole, and exit 0.
+func TestSteadyArgoCDStateUnusable(t *testing.T) {
+	reg := testregistry.New(t)
+	digest := pushFixed(t, reg, steadyImage, "1")
+	for _, tc := range []struct {
+		desc string
+		// prepare returns DIGESTPIN_CMP_STATE_DIR, after a first
+		// generation into the folder first (empty: none).
+		prepare func(t *testing.T, first string) string
+		want    string
+	}{
+		{
+			desc: "a folder that cannot be made",
+			prepare: func(t *testing.T, _ string) string {
+				file := filepath.Join(t.TempDir(), "file")
+				if err := os.WriteFile(file, nil, 0o600); err != nil {
+					t.Fatal(err)
+				}
+				return filepath.Join(file, "state")
+			},
+			want: "digestpin: warning: opening store: mkdir ",
+		},
+		{
+			desc: "a folder others may write to",
+			prepare: func(t *testing.T, first string) string {
+				if err := os.Chmod(first, 0o777); err != nil {
+					t.Fatal(err)
+				}
+				return first
+			},
+			want: "lets others write to it; want 0700: no previous output, none stored",
+		},
+		{
+			desc: "a state file that cannot be replaced",
+			prepare: func(t *testing.T, first string) string {
+				// The state file becomes a folder: neither read nor
+				// replaced.
+				files, err := filepath.Glob(filepath.Join(first, "*.yaml"))
+				if err != nil || len(files) != 1 {
+					t.Fatalf("state files %v (%v), want one", files, err)
+				}
+				if err := os.Remove(files[0]); err != nil {
+					t.Fatal(err)
+				}
+				if err := os.MkdirAll(filepath.Join(files[0], "x"), 0o700); err != nil {
+					t.Fatal(err)
+				}
+				return first
+			},
+			want: "the next render is a first render",
+		},
+	} {
+		t.Run(tc.desc, func(t *testing.T) {
+			sc := newSidecar(t)
+			src := steadyChart(t, "password", reg)
+			state := filepath.Join(t.TempDir(), "state")
+			values := "VALUES_FILES=values-e2e.yaml"
+			if r := sc.generateWith(t, src, []string{"DIGESTPIN_CMP_STATE_DIR=" + state}, values); r.err != nil {
+				t.Fatalf("first generate: %v\n%s", r.err, r.stderr)
+			}
+			dir := tc.prepare(t, state)
+			r := sc.generateWith(t, src, []string{"DIGESTPIN_CMP_STATE_DIR=" + dir}, values)
+			if r.err != nil {
+				t.Fatalf("generate: %v\n%s", r.err, r.stderr)
+			}
+			if !strings.Contains(r.stderr, tc.want) {
+				t.Errorf("stderr does not contain %q:\n%s", tc.want, r.stderr)
+			}
+			// The new render, whole: every document, the image pinned.
+			if !strings.Contains(r.stdout, "@"+digest.String()) || !strings.Contains(r.stdout, "kind: Secret") || !strings.Contains(r.stdout, "kind: Deployment") {
+				t.Errorf("output is not the whole render:\n%s", r.stdout)
+			}
+		})
+	}
+}

@@ -138,10 +138,23 @@ func (c *chain) verdict(lockPath string) error {
 		for _, m := range moved {
 			errs = append(errs, errors.New("  "+m))
 		}
-		return errors.Join(errs...)
+		return differsError{errors.Join(errs...)}
 	}
 	return nil
 }
+
+// ErrLockDiffers is what the error of a Pin under Options.Check is, by
+// errors.Is, when the registry serves other digests than the lock file
+// (or an image is missing from it): a difference, not a failure.
+// digestpin exits with status 3 for it.
+var ErrLockDiffers = errors.New("the registry differs from the lock file")
+
+// differsError is the error of a Check that found differences: its
+// message lists them, and it is ErrLockDiffers.
+type differsError struct{ error }
+
+// Is reports whether target is ErrLockDiffers.
+func (differsError) Is(target error) bool { return target == ErrLockDiffers }
 
 // errNotLocked is the reason of a Frozen miss.
 var errNotLocked = errors.New("not in the lock file, and --frozen asks no registry")

@@ -144,3 +144,81 @@ func (s *DirStore) Put(ctx context.Context, key string, b []byte) error {
 	}
 	return nil
 }
+
+// OpenDirStore is NewDirStore for a render that its state must never
+// fail: a full disk, a read-only or misconfigured folder cost the
+// steadiness of the output, never the render. It returns the DirStore in
+// dir through Lenient; when the folder cannot be opened (created, or it
+// lets others write to it), a Store that holds nothing and stores
+// nothing, which warns once, at the first Get, through warnf.
+func OpenDirStore(dir string, maxSize int64, warnf func(format string, args ...any)) Store {
+	s, err := NewDirStore(dir, maxSize)
+	if err != nil {
+		return &lenient{warnf: warnf, open: err}
+	}
+	return Lenient(s, warnf)
+}
+
+// Lenient returns s as a Store that never fails, as a Store on Redis
+// does not when Redis fails: where s fails, Get finds nothing (the render
+// is a first render, its output new and whole) and Put stores nothing
+// (the next render is a first render), and warnf is told why. A canceled
+// or expired ctx is still an error: the render stops. It is safe for
+// concurrent use when s and warnf are.
+func Lenient(s Store, warnf func(format string, args ...any)) Store {
+	return &lenient{s: s, warnf: warnf}
+}
+
+// lenient is the Store of Lenient and OpenDirStore: s, or when it could
+// not be opened, the reason in open.
+type lenient struct {
+	s     Store
+	warnf func(format string, args ...any)
+	open  error
+}
+
+var _ Store = (*lenient)(nil)
+
+// Get implements Store.
+func (l *lenient) Get(ctx context.Context, key string) ([]byte, bool, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, false, err
+	}
+	if l.open != nil {
+		l.warn("%v: no previous output, none stored: every render is a first render", l.open)
+		return nil, false, nil
+	}
+	b, ok, err := l.s.Get(ctx, key)
+	if err != nil {
+		if ctx.Err() != nil {
+			return nil, false, err
+		}
+		l.warn("%v: rendering as a first render", err)
+		return nil, false, nil
+	}
+	return b, ok, nil
+}
+
+// Put implements Store.
+func (l *lenient) Put(ctx context.Context, key string, b []byte) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	if l.open != nil {
+		return nil
+	}
+	if err := l.s.Put(ctx, key, b); err != nil {
+		if ctx.Err() != nil {
+			return err
+		}
+		l.warn("%v: the next render is a first render", err)
+	}
+	return nil
+}
+
+// warn calls warnf, when there is one.
+func (l *lenient) warn(format string, args ...any) {
+	if l.warnf != nil {
+		l.warnf(format, args...)
+	}
+}

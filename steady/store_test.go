@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -211,5 +212,112 @@ func TestDirStoreConcurrent(t *testing.T) {
 	}
 	if diff := cmp.Diff(1, len(testfiles.Names(t, dir))); diff != "" {
 		t.Errorf("files in the folder (-want +got):\n%s", diff)
+	}
+}
+
+// TestOpenDirStore: a state folder that cannot be used, or a file that
+// cannot be read or written, costs a warning and the previous output,
+// never an error.
+func TestOpenDirStore(t *testing.T) {
+	ctx := context.Background()
+	const key = "ns/app"
+	for _, tc := range []struct {
+		desc string
+		// prepare returns the state folder, and may break the key's
+		// file in it after the folder is opened.
+		prepare func(t *testing.T) (dir string, after func(t *testing.T, s Store))
+		// get and put are the warnings of Get and Put; "" for none.
+		get, put string
+	}{
+		{
+			desc: "under a file",
+			prepare: func(t *testing.T) (string, func(*testing.T, Store)) {
+				file := filepath.Join(t.TempDir(), "file")
+				if err := os.WriteFile(file, nil, 0o600); err != nil {
+					t.Fatal(err)
+				}
+				return filepath.Join(file, "state"), nil
+			},
+			get: "opening store: mkdir ",
+		},
+		{
+			desc: "a folder others may write to",
+			prepare: func(t *testing.T) (string, func(*testing.T, Store)) {
+				dir := filepath.Join(t.TempDir(), "state")
+				if err := os.Mkdir(dir, 0o700); err != nil {
+					t.Fatal(err)
+				}
+				if err := os.Chmod(dir, 0o777); err != nil {
+					t.Fatal(err)
+				}
+				return dir, nil
+			},
+			get: "lets others write to it; want 0700: no previous output, none stored",
+		},
+		{
+			desc: "the key's file is a folder",
+			prepare: func(t *testing.T) (string, func(*testing.T, Store)) {
+				dir := filepath.Join(t.TempDir(), "state")
+				return dir, func(t *testing.T, s Store) {
+					ds := s.(*lenient).s.(*DirStore)
+					file, _ := ds.file(key)
+					if err := os.MkdirAll(filepath.Join(file, "x"), 0o700); err != nil {
+						t.Fatal(err)
+					}
+				}
+			},
+			get: "not a regular file (d---------): rendering as a first render",
+			put: `storing output of "ns/app": `,
+		},
+	} {
+		t.Run(tc.desc, func(t *testing.T) {
+			var warnings []string
+			warnf := func(format string, args ...any) { warnings = append(warnings, fmt.Sprintf(format, args...)) }
+			dir, after := tc.prepare(t)
+			s := OpenDirStore(dir, 0, warnf)
+			if after != nil {
+				after(t, s)
+			}
+			if b, ok, err := s.Get(ctx, key); b != nil || ok || err != nil {
+				t.Errorf("Get() = %q, %v, %v; want nothing, no error", b, ok, err)
+			}
+			if err := s.Put(ctx, key, []byte("out")); err != nil {
+				t.Errorf("Put() = %v, want nil", err)
+			}
+			want := []string{tc.get}
+			if tc.put != "" {
+				want = append(want, tc.put)
+			}
+			if len(warnings) != len(want) {
+				t.Fatalf("warnings %q, want %d containing %q", warnings, len(want), want)
+			}
+			for i, w := range want {
+				if !strings.Contains(warnings[i], w) {
+					t.Errorf("warning %q does not contain %q", warnings[i], w)
+				}
+			}
+		})
+	}
+
+	// A usable folder works as a DirStore, without a warning; a canceled
+	// context is still an error.
+	var warned bool
+	s := OpenDirStore(filepath.Join(t.TempDir(), "state"), 0, func(string, ...any) { warned = true })
+	if err := s.Put(ctx, key, []byte("out")); err != nil {
+		t.Fatalf("Put() = %v", err)
+	}
+	if b, ok, err := s.Get(ctx, key); string(b) != "out" || !ok || err != nil {
+		t.Errorf("Get() = %q, %v, %v; want out", b, ok, err)
+	}
+	if warned {
+		t.Error("a usable folder warned")
+	}
+	canceled, cancel := context.WithCancel(ctx)
+	cancel()
+	if _, _, err := s.Get(canceled, key); !errors.Is(err, context.Canceled) {
+		t.Errorf("Get(canceled) = %v, want context.Canceled", err)
+	}
+	if err := s.Put(canceled, key, nil); !errors.Is(err, context.Canceled) {
+		t.Errorf("Put(canceled) = %v, want context.Canceled", err)
 	}
 }

@@ -6,12 +6,12 @@
 # decides it:
 #
 #   Chart.yaml              a Helm chart, rendered as Argo CD's Helm does:
-#                             helm template RELEASE . --namespace NAMESPACE \
-#                               --kube-version "$KUBE_VERSION" \
-#                               --api-versions "$KUBE_API_VERSIONS" \
-#                               [--values FILE]... [--values INLINE] \
-#                               [--set|--set-string|--set-file K=V]... \
-#                               --include-crds | digestpin [options]
+#                             helm template --namespace=NAMESPACE \
+#                               --kube-version="$KUBE_VERSION" \
+#                               --api-versions="$KUBE_API_VERSIONS" \
+#                               [--values=FILE]... [--values=INLINE] \
+#                               [--set|--set-string|--set-file=K=V]... \
+#                               --include-crds -- RELEASE . | digestpin [options]
 #   kustomization.yaml,     a kustomization: kustomize build . | digestpin
 #   .yml or Kustomization
 #   anything else           plain manifests: the folder's *.yaml, *.yml and
@@ -64,7 +64,11 @@
 #
 # Every path an Application names (values files, --set-file files, the lock
 # file, and the plain YAML files themselves) must lie inside the
-# repository once every symbolic link in it is followed.
+# repository once every symbolic link in it is followed, and no symbolic
+# link of the repository may point outside it. Helm gets each value as
+# --flag=VALUE and the release name after --, so that no parameter is read
+# as a flag of its own; a values or --set-file path with a comma, and a
+# --set key with a comma or =, are refused (Helm would read more files).
 #
 # Steady renders: the source is rendered twice with the same arguments, and
 # digestpin names the fields that differ between the two (--volatile-from)
@@ -85,28 +89,86 @@ die() {
 : "${ARGOCD_APP_NAME:?digestpin-cmp: ARGOCD_APP_NAME is not set: run by Argo CD}"
 
 # repo is the root of the repository copy Argo CD gave the plugin: the source
-# folder without ARGOCD_APP_SOURCE_PATH.
+# folder without ARGOCD_APP_SOURCE_PATH. Argo CD passes the path as the
+# Application wrote it ("./web", "web/", "a//b"), and runs the plugin in
+# the folder it names, cleaned: the path is cleaned the same way, and the
+# source folder, links resolved, must end with it. Otherwise a "." or a
+# link inside the path would make a folder above the repository its root,
+# and the files beside it (other Applications' checkouts) its own.
 src=$(pwd -P)
+clean=()
+IFS=/ read -r -a parts <<<"${ARGOCD_APP_SOURCE_PATH:-}"
+for part in "${parts[@]}"; do
+	case $part in
+	'' | .) ;;
+	..)
+		((${#clean[@]})) || die "ARGOCD_APP_SOURCE_PATH \"$ARGOCD_APP_SOURCE_PATH\": leaves the repository"
+		clean=("${clean[@]:0:${#clean[@]}-1}")
+		;;
+	*) clean+=("$part") ;;
+	esac
+done
 repo=$src
-if [[ -n "${ARGOCD_APP_SOURCE_PATH:-}" && "${ARGOCD_APP_SOURCE_PATH}" != "." ]]; then
-	repo=$(cd "$src/$(sed 's|[^/][^/]*|..|g' <<<"${ARGOCD_APP_SOURCE_PATH%/}")" && pwd -P)
+if ((${#clean[@]})); then
+	rel=$(
+		IFS=/
+		echo "${clean[*]}"
+	)
+	[[ "$src" == */"$rel" ]] ||
+		die "ARGOCD_APP_SOURCE_PATH \"$ARGOCD_APP_SOURCE_PATH\": goes through a symbolic link (the folder is $src); name the folder itself"
+	repo=${src%/"$rel"}
 fi
+
+# No symbolic link of the repository may point outside it (Argo CD's own
+# rule, unless its repo server runs with --allow-oob-symlinks): Helm reads a
+# chart's files through links (.Files.Get), kustomize its resources, and a
+# link to the sidecar's docker config or Redis password would render them
+# into the manifests. A link inside the repository is fine.
+while IFS= read -r -d '' link; do
+	rel=${link#"$repo"/}
+	target=$(realpath -m -- "$link" 2>/dev/null) || die "$rel: a symbolic link that cannot be followed"
+	[[ "$target" == "$repo" || "$target" == "$repo"/* ]] ||
+		die "$rel: a symbolic link to outside the repository ($(readlink -- "$link")); Argo CD refuses those too"
+done < <(find "$repo" -type l -print0)
 
 # inside_repo checks that a path an Application names is a relative path to
 # a file inside the repository, so that no Application reads the sidecar's
 # own files. Symbolic links are followed first, every one of them: a link
-# committed to the repository may point anywhere.
+# committed to the repository may point anywhere. The path to pass on is in
+# $inside_repo: the file's absolute path, links resolved, so that a tool
+# never reads the Application's text as anything else (a URL, a flag).
 inside_repo() {
 	local what=$1 path=$2 abs
 	[[ "$path" != /* ]] || die "$what $path: want a path relative to the source folder"
 	abs=$(realpath -e -- "$path" 2>/dev/null) || die "$what $path: no such file in the source folder"
 	[[ "$abs" == "$repo"/* ]] || die "$what $path: outside the repository"
 	[[ -f "$abs" ]] || die "$what $path: not a regular file"
+	size=$(stat -c %s -- "$abs") || die "$what $path: cannot read its size"
+	((size <= max_file_size)) || die "$what $path: $size bytes, more than $max_file_size (64 MiB)"
+	inside_repo=$abs
+}
+# max_file_size bounds each file an Application names: Helm reads a values
+# file whole into memory, in the sidecar every Application shares.
+max_file_size=$((64 << 20))
+
+# no_list checks that a path Helm reads as a list of paths (--values, and
+# the file of --set-file) is one path: Helm splits at a comma, and would
+# read what follows it, a file outside the repository, too.
+no_list() {
+	[[ "$2" != *[,$'\n\r"']* ]] || die "$1 $3: a comma, quote or line break in the path (Helm would read it as several files)"
 }
 
 # is_bool checks the value of a true/false parameter or option.
 is_bool() {
 	[[ "$2" == true || "$2" == false ]] || die "$1=$2: want true or false"
+}
+
+# set_key checks the key of a --set, --set-string or --set-file parameter:
+# Helm reads KEY=VALUE[,KEY=VALUE]..., so a comma or an = in a key would
+# start another assignment (for --set-file, the reading of any file of the
+# sidecar); Helm has no escape for them in a key.
+set_key() {
+	[[ "$2" != *[,=]* ]] || die "$1 key \"$2\": a comma or = in the key (Helm would read another assignment)"
 }
 
 # set_value escapes the commas of a --set value as Argo CD's Helm does, so
@@ -171,14 +233,19 @@ while IFS= read -r -d '' name && IFS= read -r -d '' key && IFS= read -r -d '' va
 		has_inline_values=true
 		;;
 	set)
+		set_key "$name" "$key"
 		set_value "$value"
-		sets+=(--set "$key=$set_value")
+		sets+=("--set=$key=$set_value")
 		;;
 	set-string)
+		set_key "$name" "$key"
 		set_value "$value"
-		sets+=(--set-string "$key=$set_value")
+		sets+=("--set-string=$key=$set_value")
 		;;
-	set-file) set_files+=("$key" "$value") ;;
+	set-file)
+		set_key "$name" "$key"
+		set_files+=("$key" "$value")
+		;;
 	ignore-missing-value-files)
 		is_bool "$name" "$value"
 		ignore_missing=$value
@@ -210,7 +277,7 @@ fi
 # render writes the manifests of the source folder to stdout.
 render() {
 	case $flavour in
-	helm) helm "${helm_args[@]}" ;;
+	helm) helm "${helm_args[@]}" -- "$release" . ;;
 	kustomization) kustomize build . ;;
 	directory)
 		local f
@@ -227,13 +294,17 @@ render() {
 
 case $flavour in
 helm)
-	helm_args=(template "$release" . --namespace "$namespace")
+	# Every value goes in a --flag=VALUE word and the release name and
+	# the chart after --, so that no value of the Application is ever
+	# read as a flag of Helm's (a release name "--post-renderer=./x.sh"
+	# would run a program of the repository in the sidecar).
+	helm_args=(template "--namespace=$namespace")
 	# Render for the destination cluster, as Argo CD's built-in Helm does.
 	if [[ -n "$kube_version" ]]; then
-		helm_args+=(--kube-version "$kube_version")
+		helm_args+=("--kube-version=$kube_version")
 	fi
 	if [[ -n "$api_versions" ]]; then
-		helm_args+=(--api-versions "$api_versions")
+		helm_args+=("--api-versions=$api_versions")
 	fi
 	IFS=, read -r -a values_files <<<"${ARGOCD_ENV_VALUES_FILES:-}"
 	for f in "${values_files[@]}" "${param_values_files[@]}"; do
@@ -245,7 +316,8 @@ helm)
 			continue
 		fi
 		inside_repo "values file" "$f"
-		helm_args+=(--values "$f")
+		no_list "values file" "$inside_repo" "$f"
+		helm_args+=("--values=$inside_repo")
 	done
 	# Inline values come after the files, as in Argo CD. A file, not the
 	# command line: they may hold secrets, and Helm's errors quote its
@@ -255,13 +327,13 @@ helm)
 			umask 077
 			printf '%s' "$inline_values" >"$tmp/values-parameter.yaml"
 		)
-		helm_args+=(--values "$tmp/values-parameter.yaml")
+		helm_args+=("--values=$tmp/values-parameter.yaml")
 	fi
 	helm_args+=("${sets[@]}")
 	for ((i = 0; i < ${#set_files[@]}; i += 2)); do
 		inside_repo "set-file ${set_files[i]}" "${set_files[i + 1]}"
-		set_value "${set_files[i + 1]}"
-		helm_args+=(--set-file "${set_files[i]}=$set_value")
+		no_list "set-file ${set_files[i]}" "$inside_repo" "${set_files[i + 1]}"
+		helm_args+=("--set-file=${set_files[i]}=$inside_repo")
 	done
 	if [[ "$skip_crds" == false ]]; then
 		helm_args+=(--include-crds)
@@ -298,7 +370,7 @@ esac
 pin_args=()
 if [[ -n "${ARGOCD_ENV_DIGESTPIN_LOCK:-}" ]]; then
 	inside_repo "lock file" "$ARGOCD_ENV_DIGESTPIN_LOCK"
-	pin_args+=(--lock "$ARGOCD_ENV_DIGESTPIN_LOCK")
+	pin_args+=("--lock=$ARGOCD_ENV_DIGESTPIN_LOCK")
 	case "${ARGOCD_ENV_DIGESTPIN_FROZEN:-true}" in
 	true) pin_args+=(--frozen) ;;
 	false) ;;
@@ -307,7 +379,7 @@ if [[ -n "${ARGOCD_ENV_DIGESTPIN_LOCK:-}" ]]; then
 fi
 if [[ -n "${ARGOCD_ENV_DIGESTPIN_CONFIG:-}" ]]; then
 	inside_repo "configuration file" "$ARGOCD_ENV_DIGESTPIN_CONFIG"
-	pin_args+=(--config "$ARGOCD_ENV_DIGESTPIN_CONFIG")
+	pin_args+=("--config=$ARGOCD_ENV_DIGESTPIN_CONFIG")
 fi
 # option FLAG NAME passes ARGOCD_ENV_NAME to digestpin as --FLAG when set.
 option() {
@@ -340,6 +412,14 @@ state=(--state-dir "$state_dir")
 # DIGESTPIN_STATE_STORE on the sidecar (a Redis URL, which digestpin reads
 # itself) keeps the state on Redis, shared by every replica, instead.
 [[ -z "${DIGESTPIN_STATE_STORE:-}" ]] || state=()
+# The key must name this Application only: it holds the previous output,
+# the Application's generated passwords and keys. A Kubernetes namespace
+# or name has no /, so NAMESPACE/NAME/PATH is read one way only; a
+# destination namespace "prod/shop" of Application "x" would otherwise
+# read the output of Application "shop" in prod at x/PATH.
+for var in ARGOCD_APP_NAMESPACE ARGOCD_APP_NAME; do
+	[[ "${!var:-}" != */* ]] || die "$var \"${!var}\": a / in it (not a Kubernetes name), refused for the key of the previous output"
+done
 pin_args+=(--volatile-from "$tmp/second.yaml"
 	"${state[@]}"
 	--state-key "${ARGOCD_APP_NAMESPACE:-default}/$ARGOCD_APP_NAME/${ARGOCD_APP_SOURCE_PATH:-.}")

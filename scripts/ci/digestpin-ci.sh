@@ -128,15 +128,16 @@ fi
 if [[ -n "${DIGESTPIN_CI_OUTPUT:-}" ]]; then
 	args+=(--output "$DIGESTPIN_CI_OUTPUT")
 fi
-args+=("$chart")
+# -- first: a chart folder may begin with -.
+args+=(-- "$chart")
 if [[ -n "${DIGESTPIN_CI_NAMESPACE:-}" ]]; then
-	args+=(--namespace "$DIGESTPIN_CI_NAMESPACE")
+	args+=("--namespace=$DIGESTPIN_CI_NAMESPACE")
 fi
 while IFS= read -r f; do
 	f=${f#"${f%%[![:space:]]*}"}
 	f=${f%"${f##*[![:space:]]}"}
 	if [[ -n "$f" ]]; then
-		args+=(--values "$f")
+		args+=("--values=$f")
 	fi
 done < <(printf '%s\n' "${DIGESTPIN_CI_VALUES:-}" | tr ',' '\n')
 while IFS= read -r a; do

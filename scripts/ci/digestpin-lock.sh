@@ -3,7 +3,7 @@
 # Helm chart's images in a digestpin lock file.
 #
 # Usage:
-#   digestpin-lock.sh [--check] [--lock FILE] [--output FILE] [--commit|--push] CHART [HELM TEMPLATE FLAGS...]
+#   digestpin-lock.sh [--check] [--lock FILE] [--output FILE] [--commit|--push] [--] CHART [HELM TEMPLATE FLAGS...]
 #
 # Record (the default), after CI pushed the images:
 #   helm template RELEASE CHART [FLAGS...] | digestpin --write-lock FILE
@@ -36,7 +36,10 @@
 # origin). Nothing is committed when nothing changed.
 #
 # The HELM TEMPLATE FLAGS are passed as they are (--values, --set,
-# --namespace, …).
+# --namespace, …). A CHART that begins with - follows --; file names may
+# hold spaces. The lock file and the --output file may be symbolic links
+# only to files inside the working folder (the repository): the step never
+# writes through a link that a commit points elsewhere.
 #
 # Environment: RELEASE is the release name (default: the chart folder's
 # name); HELM and DIGESTPIN name the commands (default: helm, digestpin);
@@ -44,8 +47,9 @@
 # --push pushes to; DIGESTPIN_* variables configure digestpin as usual
 # (DIGESTPIN_PLATFORM, DIGESTPIN_INSECURE_REGISTRY, …).
 #
-# Exit status: 0 done (--help too); 1 the render, the check, digestpin or
-# git failed; 2 bad usage.
+# Exit status: 0 done (--help too); 1 the render, digestpin or git failed
+# (or --check could not check); 2 bad usage; 3 --check found the registry
+# differs from the lock file (digestpin --check exits 3 for it too).
 set -o errexit -o nounset -o pipefail
 
 # usage prints the usage lines of the comment above.
@@ -93,6 +97,10 @@ while [[ $# -gt 0 ]]; do
 		usage
 		exit 0
 		;;
+	--)
+		shift
+		break
+		;;
 	-*) bad_usage "unknown option $1" ;;
 	*) break ;;
 	esac
@@ -104,13 +112,49 @@ shift
 [[ "$check" == false || "$commit" == false ]] || bad_usage "--commit and --push record a lock file; --check only reads it"
 [[ -d "$chart" ]] || bad_usage "chart folder $chart not found"
 lock=${lock:-$chart/digests.lock}
-release=${RELEASE:-$(basename "$(cd "$chart" && pwd -P)")}
+release=${RELEASE:-$(basename -- "$(cd -- "$chart" && pwd -P)")}
+# helm reads a chart argument that begins with - as a flag.
+[[ "$chart" != -* ]] || chart=./$chart
 helm=${HELM:-helm}
 digestpin=${DIGESTPIN:-digestpin}
+
+# in_work checks that FILE ($2), when its name is in the working folder
+# (relative without .., or absolute under it), is there once its symbolic
+# links are followed: a pull request may commit a link in place of the
+# lock file, to a file of the runner's that the step would then write
+# (the job's own paths elsewhere, such as --output /tmp/x, are its choice).
+work=$(pwd -P)
+in_work() {
+	local what=$1 file=$2 target
+	case /$file/ in */../*) return 0 ;; esac
+	if [[ "$file" == /* && "$file" != "$work"/* && "$file" != "$(pwd -L)"/* ]]; then
+		return 0
+	fi
+	if [[ -e "$file" || -L "$file" ]]; then
+		target=$(readlink -f -- "$file") || fail "$what $file: cannot follow its symbolic links"
+	else
+		# A folder that is missing fails later, when the step writes.
+		target=$(cd -- "$(dirname -- "$file")" 2>/dev/null && pwd -P) || return 0
+		target=$target/$(basename -- "$file")
+	fi
+	[[ "$target" == "$work"/* ]] ||
+		fail "$what $file: a symbolic link to $target, outside the working folder $work: refusing to use it"
+}
+in_work "lock file" "$lock"
+[[ "$output" == /dev/null ]] || in_work "output file" "$output"
 
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/digestpin-lock.XXXXXX")
 newoutput=
 trap 'rm -rf -- "$tmp"; if [[ -n "$newoutput" ]]; then rm -f -- "$newoutput"; fi' EXIT
+
+# beside makes a new temporary file beside file $1, and prints its name.
+beside() {
+	local dir
+	dir=$(dirname -- "$1")
+	# mktemp reads a template that begins with - as an option.
+	[[ "$dir" == /* ]] || dir=./$dir
+	mktemp "$dir/.digestpin-lock.XXXXXX"
+}
 
 # render runs helm template with the HELM TEMPLATE FLAGS into file $1. When
 # helm fails, it shows helm's messages and says, in one line naming helm
@@ -118,7 +162,7 @@ trap 'rm -rf -- "$tmp"; if [[ -n "$newoutput" ]]; then rm -f -- "$newoutput"; fi
 render() {
 	local to=$1 status=0
 	shift
-	"$helm" template "$release" "$chart" "$@" >"$to" 2>"$tmp/helm.err" || status=$?
+	"$helm" template "$@" -- "$release" "$chart" >"$to" 2>"$tmp/helm.err" || status=$?
 	cat -- "$tmp/helm.err" >&2
 	if [[ "$status" != 0 ]]; then
 		local msg
@@ -146,8 +190,8 @@ pin() {
 		return "$status"
 	fi
 	render "$tmp/second.yaml" "$@"
-	newoutput=$(mktemp "$(dirname -- "$output")/.digestpin-lock.XXXXXX") || fail "cannot write beside $output"
-	"$digestpin" "${pin_flags[@]}" --volatile-from "$tmp/second.yaml" --previous "$output" \
+	newoutput=$(beside "$output") || fail "cannot write beside $output"
+	"$digestpin" "${pin_flags[@]}" "--volatile-from=$tmp/second.yaml" "--previous=$output" \
 		<"$tmp/render.yaml" >"$newoutput" 2>"$tmp/digestpin.err" || status=$?
 	cat -- "$tmp/digestpin.err" >&2
 	[[ "$status" == 0 ]] || return "$status"
@@ -162,13 +206,17 @@ pin() {
 
 if [[ "$check" == true ]]; then
 	[[ -f "$lock" ]] || fail "lock file $lock not found: record it first (without --check)"
-	pin_flags=(--lock "$lock" --check)
-	if ! pin "$@"; then
-		if grep -q 'the registry differs from lock file' "$tmp/digestpin.err"; then
-			fail "$lock does not match the registry: run this step without --check and commit the lock file"
-		fi
-		fail "digestpin failed (its error is above), $lock was not checked"
-	fi
+	pin_flags=("--lock=$lock" --check)
+	status=0
+	pin "$@" || status=$?
+	case $status in
+	0) ;;
+	3)
+		echo "digestpin-lock: $lock does not match the registry: run this step without --check and commit the lock file" >&2
+		exit 3
+		;;
+	*) fail "digestpin failed (its error is above), $lock was not checked" ;;
+	esac
 	echo "digestpin-lock: $lock matches the registry" >&2
 	exit 0
 fi
@@ -181,14 +229,14 @@ target=$lock
 if [[ -L "$lock" ]]; then
 	target=$(readlink -f -- "$lock") || fail "cannot follow the symbolic link $lock"
 fi
-newlock=$(mktemp "$(dirname -- "$target")/.digestpin-lock.XXXXXX") || fail "cannot write beside $lock"
+newlock=$(beside "$target") || fail "cannot write beside $lock"
 if [[ -f "$target" ]]; then
 	cp -p -- "$target" "$newlock" || fail "cannot copy $lock"
 else
 	rm -f -- "$newlock"
 fi
 trap 'rm -rf -- "$tmp"; rm -f -- "$newlock" ${newoutput:+"$newoutput"}' EXIT
-pin_flags=(--write-lock "$newlock")
+pin_flags=("--write-lock=$newlock")
 pin "$@" || fail "digestpin failed (its error is above), $lock was left as it was"
 if [[ -f "$target" ]] && cmp -s -- "$newlock" "$target"; then
 	echo "digestpin-lock: $lock unchanged" >&2
