@@ -394,15 +394,8 @@ func (o *options) optionError(err error) error {
 	for i := 0; i < len(resolveOptions); i += 2 {
 		pairs = append(pairs, resolveOptions[i], o.name(resolveOptions[i+1]))
 	}
-	// Longer field names first: the replacer tries them in order, and
-	// Cache must not replace the start of CacheTTL (map order varies).
-	fields := make([]string, 0, len(pinFields))
-	for field := range pinFields {
-		fields = append(fields, field)
-	}
-	slices.SortFunc(fields, func(a, b string) int { return len(b) - len(a) })
-	for _, field := range fields {
-		pairs = append(pairs, field, o.name(pinFields[field]))
+	for field, flag := range pinFields {
+		pairs = append(pairs, field, o.name(flag))
 	}
 	r := strings.NewReplacer(longestFirst(pairs)...)
 	var oe *pin.OptionError
