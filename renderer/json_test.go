@@ -1,6 +1,7 @@
 package renderer
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"path/filepath"
@@ -120,6 +121,115 @@ func TestJSONDocuments(t *testing.T) {
 			if err != nil || string(again.Output) != string(res.Output) {
 				t.Errorf("Render() changed its own output (err %v):\n%s", err, cmp.Diff(string(res.Output), string(again.Output)))
 			}
+		})
+	}
+}
+
+// TestJSONOddDocuments renders JSON documents written in the ways that
+// JSON allows and a YAML reading could get wrong: escaped keys, a byte
+// order mark, an existing checksum spelt with an escape, null or odd
+// metadata, huge numbers, deep nesting. The output must be JSON (as
+// encoding/json reads it), and read as the input but for the pinned
+// image and the checksum.
+func TestJSONOddDocuments(t *testing.T) {
+	img := "registry.example/app:1"
+	deep := strings.Repeat(`{"a":`, 500) + "1" + strings.Repeat("}", 500)
+	for _, tc := range []struct{ desc, in string }{
+		{desc: "an escaped image key", in: `{"apiVersion":"v1","kind":"Pod","metadata":{"name":"p"},"spec":{"containers":[{"name":"app","im\u0061ge":"IMG"}]}}`},
+		{desc: "an escaped spec key", in: `{"apiVersion":"v1","kind":"Pod","metadata":{"name":"p"},"sp\u0065c":{"containers":[{"name":"app","image":"IMG"}]}}`},
+		{desc: "a byte order mark", in: "\ufeff" + `{"apiVersion":"v1","kind":"Pod","metadata":{"name":"p"},"spec":{"containers":[{"name":"app","image":"IMG"}]}}`},
+		{desc: "a byte order mark, indented", in: "\ufeff{\n  \"apiVersion\": \"v1\",\n  \"kind\": \"Pod\",\n  \"spec\": {\"containers\": [{\"name\": \"app\", \"image\": \"IMG\"}]}\n}\n"},
+		{desc: "a stale checksum", in: `{"apiVersion":"apps/v1","kind":"Deployment","metadata":{"name":"d"},"spec":{"template":{"metadata":{"annotations":{"checksum/images":"old"}},"spec":{"containers":[{"name":"app","image":"IMG"}]}}}}`},
+		{desc: "a stale checksum with an escaped key", in: `{"apiVersion":"apps/v1","kind":"Deployment","metadata":{"name":"d"},"spec":{"template":{"metadata":{"annotations":{"checksum\u002fimages":"old"}},"spec":{"containers":[{"name":"app","image":"IMG"}]}}}}`},
+		{desc: "null annotations", in: `{"apiVersion":"apps/v1","kind":"Deployment","metadata":{"name":"d"},"spec":{"template":{"metadata":{"annotations":null},"spec":{"containers":[{"name":"app","image":"IMG"}]}}}}`},
+		{desc: "null metadata", in: `{"apiVersion":"apps/v1","kind":"Deployment","metadata":{"name":"d"},"spec":{"template":{"metadata":null,"spec":{"containers":[{"name":"app","image":"IMG"}]}}}}`},
+		{desc: "huge numbers", in: `{"apiVersion":"apps/v1","kind":"Deployment","metadata":{"name":"d"},"spec":{"replicas":1E2,"x":12345678901234567890123456789,"y":-0.5e-3,"template":{"spec":{"containers":[{"name":"app","image":"IMG"}]}}}}`},
+		{desc: "escapes elsewhere", in: `{"apiVersion":"v1","kind":"Pod","metadata":{"name":"p","labels":{"a":"yes","b":"0x10"}},"spec":{"containers":[{"name":"app","image":"IMG","args":["\"q\"","a\u0000b","\u00e9\t"]}]}}`},
+		{desc: "deep nesting", in: `{"apiVersion":"v1","kind":"Pod","metadata":{"name":"p"},"spec":{"containers":[{"name":"app","image":"IMG"}],"x":` + deep + `}}`},
+	} {
+		t.Run(tc.desc, func(t *testing.T) {
+			in := strings.ReplaceAll(tc.in, "IMG", img)
+			r := &Renderer{Resolver: newFixed()}
+			res, err := r.Render(context.Background(), []byte(in))
+			if err != nil {
+				t.Fatalf("Render() = %v", err)
+			}
+			var got, want any
+			if err := json.Unmarshal(bytes.TrimPrefix(res.Output, bom), &got); err != nil {
+				t.Fatalf("the output is not JSON: %v\n%s", err, res.Output)
+			}
+			if err := json.Unmarshal(bytes.TrimPrefix([]byte(in), bom), &want); err != nil {
+				t.Fatalf("the input is not JSON: %v", err)
+			}
+			if bytes.HasPrefix([]byte(in), bom) != bytes.HasPrefix(res.Output, bom) {
+				t.Errorf("the byte order mark was not kept:\n%q", res.Output)
+			}
+			// What encoding/json reads is what the API server reads, but
+			// for the pinned images and the checksum.
+			checkAsAPIServer(t, []byte(in), res.Output)
+			pinned := strings.ReplaceAll(string(res.Output), img+"@"+dg(img), img)
+			var unpinned any
+			if err := json.Unmarshal(bytes.TrimPrefix([]byte(pinned), bom), &unpinned); err != nil {
+				t.Fatal(err)
+			}
+			for _, s := range podSpecsOf(unpinned) {
+				dropChecksum(s.holder)
+			}
+			for _, s := range podSpecsOf(want) {
+				dropChecksum(s.holder)
+			}
+			if diff := cmp.Diff(want, unpinned); diff != "" {
+				t.Errorf("encoding/json reads more than the image changed (-in +out):\n%s", diff)
+			}
+			again, err := r.Render(context.Background(), res.Output)
+			if err != nil || !bytes.Equal(again.Output, res.Output) {
+				t.Errorf("Render() changed its own output (err %v):\n%s", err, cmp.Diff(string(res.Output), string(again.Output)))
+			}
+		})
+	}
+}
+
+// TestJSONRefused checks the JSON documents that digestpin refuses, with
+// the line and what to do: escapes that YAML has not (which the parser
+// would name without a line), keys given twice however they are spelt.
+func TestJSONRefused(t *testing.T) {
+	for _, tc := range []struct {
+		desc, in string
+		want     []string
+	}{
+		{
+			desc: "an escaped slash",
+			in:   `{"apiVersion":"v1","kind":"Pod","metadata":{"name":"p"},"spec":{"containers":[{"name":"app","image":"registry.example\/app:1"}]}}`,
+			want: []string{`document 1, line 1: the JSON escape \/`, "write the character itself"},
+		},
+		{
+			desc: "an escaped slash on line 3, after a comment",
+			in:   "# Source: c/t.json\n{\"apiVersion\": \"v1\", \"kind\": \"Pod\", \"metadata\": {\"name\": \"a\\\\\"},\n \"spec\": {\"containers\": [{\"name\": \"app\", \"image\": \"registry.example\\/app:1\"}]}}\n",
+			want: []string{`document 1 (c/t.json), line 3 (rendered line 2 of the template): the JSON escape \/`},
+		},
+		{
+			desc: "a surrogate pair",
+			in:   `{"apiVersion":"v1","kind":"Pod","metadata":{"name":"p"},"spec":{"containers":[{"name":"app","image":"registry.example/app:1","args":["\ud83d\ude00"]}]}}`,
+			want: []string{`document 1, line 1: the JSON escape \ud83d`},
+		},
+		{
+			desc: "an image key given twice, once escaped",
+			in:   `{"apiVersion":"v1","kind":"Pod","metadata":{"name":"p"},"spec":{"containers":[{"name":"app","image":"registry.example/app:1","im\u0061ge":"registry.example/other:1"}]}}`,
+			want: []string{`document 1, line 1: Pod/p container "app": image is given twice`},
+		},
+		{
+			desc: "a spec given twice, once escaped",
+			in:   `{"apiVersion":"v1","kind":"Pod","metadata":{"name":"p"},"sp\u0065c":{"containers":[{"name":"app","image":"registry.example/app:1"}]},"spec":{"containers":[]}}`,
+			want: []string{`document 1, line 1: Pod/p: spec is given twice`},
+		},
+		{
+			desc: "a checksum given twice",
+			in:   `{"apiVersion":"apps/v1","kind":"Deployment","metadata":{"name":"d"},"spec":{"template":{"metadata":{"annotations":{"checksum/images":"a","checksum\u002fimages":"b"}},"spec":{"containers":[{"name":"app","image":"registry.example/app:1"}]}}}}`,
+			want: []string{`document 1, line 1: Deployment/d: checksum/images is given twice`},
+		},
+	} {
+		t.Run(tc.desc, func(t *testing.T) {
+			wantRefused(t, &Renderer{Resolver: newFixed()}, tc.in, tc.want)
 		})
 	}
 }
