@@ -18,7 +18,9 @@ func TestParseImagePath(t *testing.T) {
 	}{
 		{in: "argoproj.io/Workflow=spec.templates.*.container.image", want: ImagePath{Group: "argoproj.io", Kind: "Workflow", Fields: []string{"spec", "templates", "*", "container", "image"}}},
 		{in: "Runner=spec.runnerImage", want: ImagePath{Group: "*", Kind: "Runner", Fields: []string{"spec", "runnerImage"}}},
-		{in: "v1/Pod=spec.x", want: ImagePath{Group: "v1", Kind: "Pod", Fields: []string{"spec", "x"}}},
+		{in: "/Pod=spec.x", want: ImagePath{Group: "", Kind: "Pod", Fields: []string{"spec", "x"}}},
+		{in: "v1/Pod=spec.x", err: `parsing image path "v1/Pod=spec.x": "v1" is an API version, not a group: write Pod=… for the kind in any group, or /Pod=… for the core group`},
+		{in: "v2beta1/Runner=spec.x", err: `"v2beta1" is an API version, not a group`},
 		{in: "Runner=spec.images.*", err: `parsing image path "Runner=spec.images.*": the last field must name the image field, not "*"`},
 		{in: "Runner", err: `parsing image path "Runner": want KIND=FIELD.PATH or GROUP/KIND=FIELD.PATH`},
 		{in: "=spec.image", err: `want KIND=FIELD.PATH`},
