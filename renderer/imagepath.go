@@ -278,7 +278,14 @@ func (e *editor) imageFields(obj *yaml.Node, group, kind string, w Workload, pod
 			return bad
 		}
 		for _, h := range holders {
-			if what, ok := pods[h.node]; ok {
+			what, ok := pods[h.node]
+			if !ok && inside(pods, h.node) {
+				what, ok = "mapping inside a pod template", true
+			}
+			if ok {
+				// The annotation would be a second checksum of the same
+				// images, or a field of a pod spec that the API server
+				// drops.
 				return fmt.Errorf("%s: %s: the checksum path %s leads to the %s at %s, whose images the pod template's own checksum covers; name a mapping outside the pod template", e.d.at(h.node.Line), w.object(), c, what, h.trail)
 			}
 			lines, err := e.pinFields(h.node, h.trail, own, len(c.Fields), w, fields)
@@ -301,6 +308,31 @@ func (e *editor) imageFields(obj *yaml.Node, group, kind string, w Workload, pod
 		}
 	}
 	return nil
+}
+
+// inside reports whether node n lies inside one of the nodes of pods
+// (aliases followed).
+func inside(pods map[*yaml.Node]string, n *yaml.Node) bool {
+	seen := map[*yaml.Node]bool{}
+	var stack []*yaml.Node
+	for p := range pods {
+		stack = append(stack, p)
+	}
+	for len(stack) > 0 {
+		m := deref(stack[len(stack)-1])
+		stack = stack[:len(stack)-1]
+		if m == nil || seen[m] {
+			continue
+		}
+		seen[m] = true
+		for _, c := range m.Content {
+			if deref(c) == n {
+				return true
+			}
+			stack = append(stack, c)
+		}
+	}
+	return false
 }
 
 // fieldKey is an image field: key in mapping m.

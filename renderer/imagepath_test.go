@@ -454,6 +454,10 @@ func TestChecksumPathRefused(t *testing.T) {
 			want: "document 1, line 7: Deployment/web: the checksum path apps/Deployment=spec.template leads to the pod template at spec.template",
 		},
 		{
+			desc: "a container", in: dep, paths: side, checksums: []string{"Deployment=spec.template.spec.containers.*"},
+			want: "document 1, line 9: Deployment/web: the checksum path Deployment=spec.template.spec.containers.* leads to the mapping inside a pod template at spec.template.spec.containers[0]",
+		},
+		{
 			desc: "a pod spec", in: dep, paths: side, checksums: []string{"Deployment=spec.template.spec"},
 			want: "document 1, line 8: Deployment/web: the checksum path Deployment=spec.template.spec leads to the pod spec at spec.template.spec",
 		},
