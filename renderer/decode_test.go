@@ -5,8 +5,11 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"path/filepath"
+	"reflect"
 	"runtime"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -190,6 +193,13 @@ func TestOutputAsAPIServerReadsIt(t *testing.T) {
 // reads. It assumes pin mode and the default pod spec and image paths.
 func checkAsAPIServer(t *testing.T, in, out []byte) {
 	t.Helper()
+	checkAsAPIServerWith(t, DefaultImagePaths, in, out)
+}
+
+// checkAsAPIServerWith is checkAsAPIServer with the image paths given
+// (their fields in no checksum).
+func checkAsAPIServerWith(t *testing.T, imagePaths []ImagePath, in, out []byte) {
+	t.Helper()
 	inDocs, outDocs := splitStream(in), splitStream(out)
 	if len(inDocs) != len(outDocs) {
 		t.Fatalf("%d documents in, %d out", len(inDocs), len(outDocs))
@@ -236,14 +246,14 @@ func checkAsAPIServer(t *testing.T, in, out []byte) {
 		}
 		// Image fields of DefaultImagePaths: pinned (but for those left
 		// alone: empty, or a parameter), in no checksum.
-		for _, f := range imagePathFieldsOf(a) {
+		for _, f := range imagePathFieldsOf(a, imagePaths) {
 			img, _ := f.m[f.key].(string)
 			if img != "" && !strings.Contains(img, "{{") && !strings.Contains(img, "$(") {
 				inImages = append(inImages, img)
 			}
 			delete(f.m, f.key)
 		}
-		for _, f := range imagePathFieldsOf(b) {
+		for _, f := range imagePathFieldsOf(b, imagePaths) {
 			img, _ := f.m[f.key].(string)
 			if img != "" && !strings.Contains(img, "{{") && !strings.Contains(img, "$(") {
 				if !strings.Contains(img, "@sha256:") {
@@ -324,9 +334,11 @@ func podSpecsOf(v any) []jsonPodSpec {
 	return out
 }
 
-// imagePathFieldsOf follows DefaultImagePaths through a decoded object
-// (and the items of a List) to the mappings that hold image fields.
-func imagePathFieldsOf(v any) []jsonImage {
+// imagePathFieldsOf follows image paths through a decoded object (and
+// the items of a List) to the mappings that hold image fields, each once;
+// "*" steps into the items of a list and the values of a mapping, in the
+// order of their keys.
+func imagePathFieldsOf(v any, paths []ImagePath) []jsonImage {
 	obj, _ := v.(map[string]any)
 	if obj == nil {
 		return nil
@@ -335,33 +347,50 @@ func imagePathFieldsOf(v any) []jsonImage {
 	if items, ok := obj["items"].([]any); ok && strings.HasSuffix(kind, "List") {
 		var out []jsonImage
 		for _, it := range items {
-			out = append(out, imagePathFieldsOf(it)...)
+			out = append(out, imagePathFieldsOf(it, paths)...)
 		}
 		return out
 	}
 	apiVersion, _ := obj["apiVersion"].(string)
 	var out []jsonImage
-	for _, p := range DefaultImagePaths {
-		if p.Kind != kind || p.Group != apiGroup(apiVersion) {
+	type field struct {
+		m   uintptr // the map, by identity
+		key string
+	}
+	seen := map[field]bool{}
+	for _, p := range paths {
+		if p.Kind != kind || (p.Group != "*" && p.Group != apiGroup(apiVersion)) {
 			continue
 		}
 		at := []any{obj}
 		for _, f := range p.Fields[:len(p.Fields)-1] {
 			var next []any
 			for _, n := range at {
-				if f == "*" {
-					list, _ := n.([]any)
-					next = append(next, list...)
-				} else if m, ok := n.(map[string]any); ok && m[f] != nil {
-					next = append(next, m[f])
+				switch n := n.(type) {
+				case []any:
+					if f == "*" {
+						next = append(next, n...)
+					}
+				case map[string]any:
+					if f != "*" {
+						if n[f] != nil {
+							next = append(next, n[f])
+						}
+						continue
+					}
+					for _, k := range slices.Sorted(maps.Keys(n)) {
+						next = append(next, n[k])
+					}
 				}
 			}
 			at = next
 		}
+		key := p.Fields[len(p.Fields)-1]
 		for _, n := range at {
 			if m, ok := n.(map[string]any); ok {
-				if _, ok := m[p.Fields[len(p.Fields)-1]]; ok {
-					out = append(out, jsonImage{name: p.String(), key: p.Fields[len(p.Fields)-1], m: m})
+				if _, ok := m[key]; ok && !seen[field{reflect.ValueOf(m).Pointer(), key}] {
+					seen[field{reflect.ValueOf(m).Pointer(), key}] = true
+					out = append(out, jsonImage{name: p.String(), key: key, m: m})
 				}
 			}
 		}

@@ -367,6 +367,9 @@ func TestImagePathOnAPodSpecField(t *testing.T) {
 			if diff := cmp.Diff(tc.want, string(res.Output)); diff != "" {
 				t.Errorf("Render() (-want +got):\n%s", diff)
 			}
+			if tc.checksums == nil {
+				checkAsAPIServerWith(t, paths, []byte(in), res.Output)
+			}
 			want := []Workload{{Kind: "Deployment", Name: "web", Container: "app"}}
 			if len(res.Images) != 1 {
 				t.Fatalf("Render() images = %+v, want one", res.Images)
@@ -509,6 +512,7 @@ func TestImagePathOverAMapping(t *testing.T) {
 			if want := strings.Count(in, "tool-") * len(tc.want) / 2; strings.Count(string(res.Output), "@sha256:") != want {
 				t.Errorf("Render() pinned %d images, want %d:\n%s", strings.Count(string(res.Output), "@sha256:"), want, res.Output)
 			}
+			checkAsAPIServerWith(t, r.ImagePaths, []byte(in), res.Output)
 		})
 	}
 }
