@@ -217,6 +217,7 @@ func TestImagePathsAndChecksumPaths(t *testing.T) {
 					got = append(got, w.String())
 				}
 			}
+			checkAsAPIServerWith(t, r, []byte(runner), res.Output)
 			want := []string{"Runner/r field spec.runnerRef", "Runner/r field spec.jobs[0].tool", "Runner/r field spec.jobs[1].tool"}
 			if diff := cmp.Diff(slices.Sorted(slices.Values(want)), slices.Sorted(slices.Values(got))); diff != "" {
 				t.Errorf("Render() workloads (-want +got):\n%s", diff)
@@ -367,9 +368,7 @@ func TestImagePathOnAPodSpecField(t *testing.T) {
 			if diff := cmp.Diff(tc.want, string(res.Output)); diff != "" {
 				t.Errorf("Render() (-want +got):\n%s", diff)
 			}
-			if tc.checksums == nil {
-				checkAsAPIServerWith(t, paths, []byte(in), res.Output)
-			}
+			checkAsAPIServerWith(t, r, []byte(in), res.Output)
 			want := []Workload{{Kind: "Deployment", Name: "web", Container: "app"}}
 			if len(res.Images) != 1 {
 				t.Fatalf("Render() images = %+v, want one", res.Images)
@@ -453,6 +452,10 @@ func TestChecksumPathRefused(t *testing.T) {
 			want:      "document 1, line 6: Runner/r: the checksum path Runner=spec.runnerRef leads to a scalar at spec.runnerRef, want a mapping",
 		},
 		{
+			desc: "the object's metadata a scalar", in: strings.Replace(runner, "metadata:\n  name: r\n", "metadata: 0\n", 1), paths: jobs, checksums: []string{"Runner=."},
+			want: "document 1, line 3: Runner/: cannot write the checksum/images annotation: metadata is int 0, want a mapping",
+		},
+		{
 			desc: "a pod template", in: dep, paths: side, checksums: []string{"apps/Deployment=spec.template"},
 			want: "document 1, line 7: Deployment/web: the checksum path apps/Deployment=spec.template leads to the pod template at spec.template",
 		},
@@ -512,7 +515,7 @@ func TestImagePathOverAMapping(t *testing.T) {
 			if want := strings.Count(in, "tool-") * len(tc.want) / 2; strings.Count(string(res.Output), "@sha256:") != want {
 				t.Errorf("Render() pinned %d images, want %d:\n%s", strings.Count(string(res.Output), "@sha256:"), want, res.Output)
 			}
-			checkAsAPIServerWith(t, r.ImagePaths, []byte(in), res.Output)
+			checkAsAPIServerWith(t, r, []byte(in), res.Output)
 		})
 	}
 }

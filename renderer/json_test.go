@@ -223,6 +223,21 @@ func TestJSONRefused(t *testing.T) {
 			want: []string{`document 1, line 1: Pod/p: spec is given twice`},
 		},
 		{
+			desc: "annotations that are a list",
+			in:   `{"apiVersion":"apps/v1","kind":"Deployment","metadata":{"name":"d"},"spec":{"template":{"metadata":{"annotations":[]},"spec":{"containers":[{"name":"app","image":"registry.example/app:1"}]}}}}`,
+			want: []string{`document 1, line 1: Deployment/d: cannot write the checksum/images annotation: annotations is a sequence, want a mapping`},
+		},
+		{
+			desc: "annotations that are a string",
+			in:   `{"apiVersion":"apps/v1","kind":"Deployment","metadata":{"name":"d"},"spec":{"template":{"metadata":{"annotations":"x"},"spec":{"containers":[{"name":"app","image":"registry.example/app:1"}]}}}}`,
+			want: []string{`annotations is str x, want a mapping`},
+		},
+		{
+			desc: "metadata that is a number",
+			in:   `{"apiVersion":"apps/v1","kind":"Deployment","metadata":{"name":"d"},"spec":{"template":{"metadata":0,"spec":{"containers":[{"name":"app","image":"registry.example/app:1"}]}}}}`,
+			want: []string{`document 1, line 1: Deployment/d: cannot write the checksum/images annotation: metadata is int 0, want a mapping`},
+		},
+		{
 			desc: "a checksum given twice",
 			in:   `{"apiVersion":"apps/v1","kind":"Deployment","metadata":{"name":"d"},"spec":{"template":{"metadata":{"annotations":{"checksum/images":"a","checksum\u002fimages":"b"}},"spec":{"containers":[{"name":"app","image":"registry.example/app:1"}]}}}}`,
 			want: []string{`document 1, line 1: Deployment/d: checksum/images is given twice`},

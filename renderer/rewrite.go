@@ -271,6 +271,17 @@ func (e *editor) checksum(holder *yaml.Node, lines []string, w Workload) error {
 	if err != nil {
 		return e.keyError(err, w.object())
 	}
+	// The API server refuses metadata or annotations that are not
+	// mappings (or null); writing a mapping in their place would make an
+	// object of what it refuses.
+	for _, f := range []struct {
+		name string
+		v    *yaml.Node
+	}{{"metadata", meta.value}, {"annotations", ann.value}} {
+		if f.v != nil && f.v.Kind != yaml.MappingNode && (f.v.Kind != yaml.ScalarNode || f.v.Tag != "!!null") {
+			return fmt.Errorf("%s: %s: cannot write the %s annotation: %s is %s, want a mapping", e.d.at(f.v.Line), w.object(), e.r.annotation(), f.name, describe(f.v))
+		}
+	}
 	if old.value != nil && old.value.Kind == yaml.ScalarNode && old.value.Value == sum {
 		return nil
 	}
