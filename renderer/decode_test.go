@@ -616,3 +616,19 @@ func TestEncoderKeepsFlowNulls(t *testing.T) {
 	}
 	checkAsAPIServer(t, []byte(in), res.Output)
 }
+
+// TestEmptyNonSpecificTag checks that a document written again keeps the
+// empty strings that it spells "!": the API server's decoder reads them
+// as "", the parser as null. (Found by FuzzImagePaths.)
+func TestEmptyNonSpecificTag(t *testing.T) {
+	// The escaped image makes the renderer encode the document again.
+	in := "apiVersion: v1\nkind: Pod\nmetadata:\n  name: !\nspec:\n  containers:\n  - name: app\n    image: \"registry.example\\x2fapp:1\"\n    args:\n    - ! x\n    - !\n    workingDir: !\n    command:\n    - !\n    - ''\n"
+	res, err := (&Renderer{Resolver: newFixed()}).Render(context.Background(), []byte(in))
+	if err != nil {
+		t.Fatalf("Render() = %v", err)
+	}
+	if !strings.Contains(string(res.Output), "@sha256:") {
+		t.Fatalf("Render() pinned nothing:\n%s", res.Output)
+	}
+	checkAsAPIServer(t, []byte(in), res.Output)
+}
