@@ -91,6 +91,8 @@ func TestConfigTagPolicyErrors(t *testing.T) {
 		{desc: "a filter without policy", keys: "tagIgnore: [shop/api=x]\n", want: `, line 3: tagIgnore: invalid "shop/api=x": shop/api has no tag policy`},
 		{desc: "a number", keys: "tagPolicies: [1]\n", want: `, line 3: tagPolicies: want a string, found int 1`},
 		{desc: "a flag's error names the flag", keys: "tagPolicies: [shop/web=latest]\n", args: []string{"--tag-policy", "shop/web"}, want: `invalid --tag-policy "shop/web": want IMAGE=STRATEGY`},
+		{desc: "annotate mode", keys: "tagPolicies: [shop/web=latest]\n", args: []string{"--mode", "annotate"}, want: ": tagPolicies excludes the annotate mode"},
+		{desc: "annotate mode, with a flag's policy", keys: "tagPolicies: [shop/web=latest]\n", args: []string{"--mode", "annotate", "--tag-policy", "shop/api=latest"}, want: "--tag-policy excludes the annotate mode"},
 		{desc: "max tags", keys: "tagPolicies: [shop/web=latest]\n", args: []string{"--max-tags", "0"}, want: `invalid --max-tags "0": want at least 1`},
 	} {
 		t.Run(tc.desc, func(t *testing.T) {
@@ -100,7 +102,7 @@ func TestConfigTagPolicyErrors(t *testing.T) {
 				t.Fatalf("digestpin = %v (exit %d), want exit 2", r.err, exitCode(r.err))
 			}
 			want := tc.want
-			if strings.HasPrefix(want, ", line") {
+			if strings.HasPrefix(want, ", line") || strings.HasPrefix(want, ": tagPolicies") {
 				want = "--config: " + path + want
 			}
 			if !strings.Contains(r.stderr, want) {

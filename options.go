@@ -69,6 +69,10 @@ type options struct {
 	// fromEnv holds the flags set from their DIGESTPIN_* variable, so
 	// that a message names what the person wrote.
 	fromEnv map[string]bool
+
+	// configTagPolicies says that the configuration file declared tag
+	// policies, for messages about them.
+	configTagPolicies bool
 }
 
 func newOptions() *options { return &options{fromEnv: map[string]bool{}} }
@@ -336,6 +340,7 @@ func (o *options) parseTagPolicies(cfg config.Config) (*resolve.TagPolicies, err
 	if o.maxTags < 1 {
 		return nil, o.invalid("max-tags", o.maxTags, "want at least 1")
 	}
+	o.configTagPolicies = len(cfg.TagPolicies) > 0
 	ps := &resolve.TagPolicies{}
 	for _, f := range []struct {
 		flag, want string
@@ -417,7 +422,11 @@ func (o *options) optionError(err error) error {
 	r := strings.NewReplacer(pairs...)
 	var oe *pin.OptionError
 	if errors.As(err, &oe) {
-		return fmt.Errorf("%s %s", o.name(pinFields[oe.Field]), r.Replace(oe.Reason))
+		name := o.name(pinFields[oe.Field])
+		if oe.Field == "TagPolicies" && len(o.tagPolicies) == 0 && o.configTagPolicies {
+			name = fmt.Sprintf("%s: %s: tagPolicies", o.name("config"), o.config)
+		}
+		return fmt.Errorf("%s %s", name, r.Replace(oe.Reason))
 	}
 	return errors.New(r.Replace(strings.TrimPrefix(err.Error(), "configuring resolver: ")))
 }
