@@ -4,11 +4,14 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"math/rand"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+	k8syaml "sigs.k8s.io/yaml"
 
 	"github.com/digestpin/digestpin/internal/testfiles"
 )
@@ -246,5 +249,96 @@ func TestJSONRefused(t *testing.T) {
 		t.Run(tc.desc, func(t *testing.T) {
 			wantRefused(t, &Renderer{Resolver: newFixed()}, tc.in, tc.want)
 		})
+	}
+}
+
+// TestJSONLayouts renders JSON documents laid out in many ways (blanks,
+// tabs, line breaks and CRLF between tokens, a "# Source:" comment or a
+// byte order mark before them), of the kinds of pod specs, of image paths
+// with checksum paths, and Lists. Every output must be JSON, read by the
+// API server as the input but for images and checksums, and render to
+// itself. The layouts are random with a fixed seed; those that the API
+// server's decoder refuses are not counted.
+func TestJSONLayouts(t *testing.T) {
+	docs := []string{
+		`{"apiVersion":"apps/v1","kind":"Deployment","metadata":{"name":"d"},"spec":{"template":{"spec":{"containers":[{"name":"app","image":"registry.example/app:1"}]}}}}`,
+		`{"apiVersion":"apps/v1","kind":"Deployment","metadata":{"name":"d"},"spec":{"template":{"metadata":{},"spec":{"containers":[{"name":"app","image":"registry.example/app:1"}]}}}}`,
+		`{"apiVersion":"apps/v1","kind":"Deployment","metadata":{"name":"d"},"spec":{"template":{"metadata":{"labels":{"a":"b"}},"spec":{"containers":[{"name":"app","image":"registry.example/app:1"}]}}}}`,
+		`{"apiVersion":"apps/v1","kind":"Deployment","metadata":{"name":"d"},"spec":{"template":{"metadata":{"annotations":{"x":"y"}},"spec":{"containers":[{"name":"app","image":"registry.example/app:1"}]}}}}`,
+		`{"apiVersion":"apps/v1","kind":"Deployment","metadata":{"name":"d"},"spec":{"template":{"metadata":{"annotations":{}},"spec":{"containers":[{"name":"app","image":"registry.example/app:1"}]}}}}`,
+		`{"apiVersion":"apps/v1","kind":"Deployment","metadata":{"name":"d"},"spec":{"template":{"spec":{"containers":[{"name":"app","image":"registry.example/app:1"}]},"metadata":{"annotations":{"checksum/images":"x"}}}}}`,
+		`{"apiVersion":"example.com/v1","kind":"Runner","metadata":{"name":"r"},"spec":{"runnerRef":"registry.example/r:1","jobs":[{"tool":"registry.example/a:1"},{"metadata":{"labels":{}},"tool":"registry.example/b:1"},{"metadata":{"annotations":{"z":"1"}},"tool":"registry.example/c:1"}]}}`,
+		`{"apiVersion":"example.com/v1","kind":"Runner","spec":{"jobs":{"x":{"tool":"registry.example/a:1"}}}}`,
+		`{"kind":"List","apiVersion":"v1","items":[{"apiVersion":"v1","kind":"Pod","spec":{"containers":[{"name":"a","image":"registry.example/app:1"}]}},{"apiVersion":"tekton.dev/v1","kind":"Task","spec":{"steps":[{"image":"registry.example/b:1"}]}}]}`,
+	}
+	r := &Renderer{Resolver: newFixed(), ImagePaths: append(slices.Clip(DefaultImagePaths), fuzzImagePaths...), ChecksumPaths: fuzzChecksumPaths}
+	rng := rand.New(rand.NewSource(1))
+	blanks := []string{"", " ", "  ", "\t", "\n", "\n  ", "\n\t\t", " \n "}
+	blank := func(crlf bool) string {
+		b := blanks[rng.Intn(len(blanks))]
+		if crlf {
+			b = strings.ReplaceAll(b, "\n", "\r\n")
+		}
+		return b
+	}
+	counted := 0
+	for i := range 600 {
+		// Blanks after "{", "[" and ",", before "}" and "]", a space
+		// around ":" and before ",", never inside strings.
+		crlf := rng.Intn(3) == 0
+		var b strings.Builder
+		inString, escaped := false, false
+		for _, c := range docs[i%len(docs)] {
+			switch {
+			case inString:
+				inString = escaped || c != '"'
+				escaped = !escaped && c == '\\'
+				b.WriteRune(c)
+				continue
+			case strings.ContainsRune("}]", c) && rng.Intn(2) == 0:
+				b.WriteString(blank(crlf))
+			case strings.ContainsRune(",:", c) && rng.Intn(3) == 0:
+				b.WriteString(" ")
+			}
+			b.WriteRune(c)
+			switch {
+			case c == '"':
+				inString = true
+			case c == ':' && rng.Intn(2) == 0:
+				b.WriteString(" ")
+			case strings.ContainsRune("{[,", c) && rng.Intn(2) == 0:
+				b.WriteString(blank(crlf))
+			}
+		}
+		var head string
+		switch rng.Intn(4) {
+		case 0:
+			head = "# Source: c/t.json\n"
+		case 1:
+			head = "\ufeff"
+		}
+		doc := head + b.String()
+		if !json.Valid([]byte(b.String())) {
+			t.Fatalf("the test wrote a document that is not JSON: %q", doc)
+		}
+		if _, err := k8syaml.YAMLToJSON([]byte(doc)); err != nil {
+			continue
+		}
+		counted++
+		res, err := r.Render(context.Background(), []byte(doc))
+		if err != nil {
+			t.Fatalf("Render(%q) = %v", doc, err)
+		}
+		if !json.Valid(bytes.TrimPrefix(res.Output, []byte(head))) {
+			t.Fatalf("Render(%q) = %q, which is not JSON after %q", doc, res.Output, head)
+		}
+		checkAsAPIServerWith(t, r, []byte(doc), res.Output)
+		again, err := r.Render(context.Background(), res.Output)
+		if err != nil || !bytes.Equal(again.Output, res.Output) {
+			t.Fatalf("Render(%q) changed its own output %q (err %v):\n%q", doc, res.Output, err, again.Output)
+		}
+	}
+	if counted < 500 {
+		t.Errorf("only %d of 600 layouts counted", counted)
 	}
 }
