@@ -280,6 +280,26 @@ func TestImagePathErrors(t *testing.T) {
 			want: []string{"document 1, line 8: Task/t field spec.steps[0].image: image is both in the mapping and in a merge key (<<)"},
 		},
 		{
+			desc: "steps both in the spec and in a merge key",
+			in:   "apiVersion: tekton.dev/v1\nkind: Task\nmetadata:\n  name: t\nbase: &b {steps: [{image: registry.example/a:1}]}\nspec:\n  <<: *b\n  steps:\n  - image: registry.example/b:1\n",
+			want: []string{"document 1, line 7: Task/t: steps is both in the mapping and in a merge key (<<)"},
+		},
+		{
+			desc: "a \"*\" over a mapping with a merge key",
+			in:   "apiVersion: example.com/v1\nkind: Runner\nmetadata:\n  name: r\nbase: &b {x: {tool: registry.example/a:1}}\nspec:\n  jobs:\n    <<: *b\n    y: {tool: registry.example/b:1}\n",
+			want: []string{"document 1, line 8: Runner/r: jobs holds a merge key (<<); write it out"},
+		},
+		{
+			desc: "a list",
+			in:   task + "    image: [registry.example/a:1]\n",
+			want: []string{`document 1, line 8: Task/t field spec.steps[0].image: image is a sequence, want a reference such as registry/name:tag`},
+		},
+		{
+			desc: "a boolean",
+			in:   task + "    image: true\n",
+			want: []string{`document 1, line 8: Task/t field spec.steps[0].image: image is bool true, want a reference`},
+		},
+		{
 			desc: "a number",
 			in:   task + "    image: 12\n",
 			want: []string{`document 1, line 8: Task/t field spec.steps[0].image: image is int 12, want a reference such as registry/name:tag`},
@@ -306,7 +326,8 @@ func TestImagePathErrors(t *testing.T) {
 		},
 	} {
 		t.Run(tc.desc, func(t *testing.T) {
-			wantRefused(t, &Renderer{Resolver: newFixed()}, tc.in, tc.want)
+			paths := append(slices.Clip(DefaultImagePaths), ImagePath{Group: "*", Kind: "Runner", Fields: []string{"spec", "jobs", "*", "tool"}})
+			wantRefused(t, &Renderer{Resolver: newFixed(), ImagePaths: paths}, tc.in, tc.want)
 		})
 	}
 }
