@@ -1,9 +1,11 @@
 package main
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"slices"
 	"strings"
 	"time"
@@ -416,8 +418,12 @@ func (o *options) optionError(err error) error {
 	for i := 0; i < len(resolveOptions); i += 2 {
 		pairs = append(pairs, resolveOptions[i], o.name(resolveOptions[i+1]))
 	}
-	for field, flag := range pinFields {
-		pairs = append(pairs, field, o.name(flag))
+	// The replacer tries its pairs in order at each position: longer
+	// names first, so that CacheTTL is not read as Cache and TTL.
+	fields := slices.Collect(maps.Keys(pinFields))
+	slices.SortFunc(fields, func(a, b string) int { return cmp.Or(len(b)-len(a), strings.Compare(a, b)) })
+	for _, field := range fields {
+		pairs = append(pairs, field, o.name(pinFields[field]))
 	}
 	r := strings.NewReplacer(pairs...)
 	var oe *pin.OptionError
