@@ -241,6 +241,7 @@ func (e *editor) imageFields(obj *yaml.Node, group, kind string, w Workload, pod
 	// the fields of both.
 	var annotated []*yaml.Node
 	linesOf := map[*yaml.Node][]string{}
+	var podNodes map[*yaml.Node]bool // the nodes inside pods, once asked
 	for j, c := range checks {
 		var own []ImagePath
 		for i, p := range paths {
@@ -279,8 +280,13 @@ func (e *editor) imageFields(obj *yaml.Node, group, kind string, w Workload, pod
 		}
 		for _, h := range holders {
 			what, ok := pods[h.node]
-			if !ok && inside(pods, h.node) {
-				what, ok = "mapping inside a pod template", true
+			if !ok && len(pods) > 0 {
+				if podNodes == nil {
+					podNodes = nodesUnder(pods)
+				}
+				if podNodes[h.node] {
+					what, ok = "mapping inside a pod template", true
+				}
 			}
 			if ok {
 				// The annotation would be a second checksum of the same
@@ -310,9 +316,9 @@ func (e *editor) imageFields(obj *yaml.Node, group, kind string, w Workload, pod
 	return nil
 }
 
-// inside reports whether node n lies inside one of the nodes of pods
-// (aliases followed).
-func inside(pods map[*yaml.Node]string, n *yaml.Node) bool {
+// nodesUnder returns the nodes inside the nodes of pods (aliases
+// followed), each visited once.
+func nodesUnder(pods map[*yaml.Node]string) map[*yaml.Node]bool {
 	seen := map[*yaml.Node]bool{}
 	var stack []*yaml.Node
 	for p := range pods {
@@ -325,14 +331,9 @@ func inside(pods map[*yaml.Node]string, n *yaml.Node) bool {
 			continue
 		}
 		seen[m] = true
-		for _, c := range m.Content {
-			if deref(c) == n {
-				return true
-			}
-			stack = append(stack, c)
-		}
+		stack = append(stack, m.Content...)
 	}
-	return false
+	return seen
 }
 
 // fieldKey is an image field: key in mapping m.
