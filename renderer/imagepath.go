@@ -198,18 +198,23 @@ func (r *Renderer) imagePaths() []ImagePath {
 	return r.ImagePaths
 }
 
-// imageFields pins the image fields that the image paths of the object's
-// group and kind find in obj, used by w, and writes the checksums that
-// its checksum paths ask for. pods are the pod templates and pod specs
-// that the object's pod spec paths found, which a checksum path may not
-// name: they have a checksum of their own, or no metadata.
-func (e *editor) imageFields(obj *yaml.Node, group, kind string, w Workload, pods map[*yaml.Node]string) error {
+// imagePathsFor returns the image paths of a group and kind.
+func (r *Renderer) imagePathsFor(group, kind string) []ImagePath {
 	var paths []ImagePath
-	for _, p := range e.r.imagePaths() {
+	for _, p := range r.imagePaths() {
 		if matchesKind(p.Group, p.Kind, group, kind) && len(p.Fields) > 0 {
 			paths = append(paths, p)
 		}
 	}
+	return paths
+}
+
+// imageFields pins the image fields that paths (the image paths of the
+// object's group and kind) find in obj, used by w, and writes the checksums that
+// its checksum paths ask for. pods are the pod templates and pod specs
+// that the object's pod spec paths found, which a checksum path may not
+// name: they have a checksum of their own, or no metadata.
+func (e *editor) imageFields(obj *yaml.Node, group, kind string, paths []ImagePath, w Workload, pods map[*yaml.Node]string) error {
 	if len(paths) == 0 {
 		return nil
 	}

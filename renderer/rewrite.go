@@ -126,7 +126,8 @@ type editor struct {
 	// podFields are the image fields of pod specs, each with the value
 	// pinned ("" while its digest is not known): an image path that
 	// leads to one finds a container's image, pinned already.
-	podFields map[fieldKey]string
+	podFields       map[fieldKey]string
+	podFieldsWanted bool // the object being edited has image paths
 	// kept are the warnings about image fields kept as written because
 	// they hold no reference (KeepUnresolved).
 	kept []string
@@ -209,10 +210,17 @@ func (e *editor) object(obj *yaml.Node, depth int) error {
 	if err != nil {
 		return e.keyError(err, w.object())
 	}
+	// The image fields of pod specs and the pod templates matter to the
+	// image paths of the kind, which most kinds have none of.
+	paths := e.r.imagePathsFor(apiGroup(apiVersion), kind)
+	e.podFieldsWanted = len(paths) > 0
 	var pods map[*yaml.Node]string
 	for _, t := range templates {
 		if err := e.template(t, w); err != nil {
 			return err
+		}
+		if len(paths) == 0 {
+			continue
 		}
 		if pods == nil {
 			pods = map[*yaml.Node]string{}
@@ -222,7 +230,7 @@ func (e *editor) object(obj *yaml.Node, depth int) error {
 			pods[t.holder] = "pod template"
 		}
 	}
-	return e.imageFields(obj, apiGroup(apiVersion), kind, w, pods)
+	return e.imageFields(obj, apiGroup(apiVersion), kind, paths, w, pods)
 }
 
 // template pins the images of one pod template and sets its checksum.
@@ -427,6 +435,9 @@ func (e *editor) pinImage(spec, m *yaml.Node, key string, w Workload) (string, e
 // podField records the value of image field key of mapping m of a pod
 // spec: "" while its digest is not known.
 func (e *editor) podField(m *yaml.Node, key, value string) {
+	if !e.podFieldsWanted {
+		return
+	}
 	if e.podFields == nil {
 		e.podFields = map[fieldKey]string{}
 	}
