@@ -457,15 +457,17 @@ func dropAllChecksums(v any) {
 // dropChecksum removes the checksum annotation of a decoded pod template
 // (and annotations or metadata left empty), and returns its value.
 func dropChecksum(holder map[string]any) string {
-	meta, _ := holder["metadata"].(map[string]any)
-	ann, _ := meta["annotations"].(map[string]any)
+	meta, isMap := holder["metadata"].(map[string]any)
+	ann, annIsMap := meta["annotations"].(map[string]any)
 	v, ok := ann[DefaultChecksumAnnotation]
 	delete(ann, DefaultChecksumAnnotation)
-	if len(ann) == 0 {
+	// Empty, null and absent metadata (and annotations) are the same to
+	// the API server; other values (a number, a list) stay, so that a
+	// renderer that replaced them shows.
+	if len(ann) == 0 && (annIsMap || meta["annotations"] == nil) {
 		delete(meta, "annotations")
 	}
-	if len(meta) == 0 {
-		// Empty, null and absent metadata are the same to the API server.
+	if len(meta) == 0 && (isMap || holder["metadata"] == nil) {
 		delete(holder, "metadata")
 	}
 	if !ok {
