@@ -70,6 +70,10 @@ type options struct {
 	// fromEnv holds the flags set from their DIGESTPIN_* variable, so
 	// that a message names what the person wrote.
 	fromEnv map[string]bool
+
+	// configTagPolicies says that the configuration file declared tag
+	// policies, for messages about them.
+	configTagPolicies bool
 }
 
 func newOptions() *options { return &options{fromEnv: map[string]bool{}} }
@@ -84,7 +88,7 @@ func (o *options) bind(fs *pflag.FlagSet) {
 	fs.StringSliceVar(&o.podSpecPaths, "pod-spec-path", nil, "also scan pod specs at `[GROUP/]KIND=FIELD.PATH` (repeatable; \"*\" steps into every list item)")
 	fs.StringSliceVar(&o.imagePaths, "image-path", nil, "also pin the image reference in the string field at `[GROUP/]KIND=FIELD.PATH` (repeatable; \"*\" steps into every list item; the last field names the image field)")
 	fs.StringSliceVar(&o.checksumPaths, "checksum-path", nil, "write the checksum of a kind's --image-path fields into metadata.annotations of the mapping at `[GROUP/]KIND=FIELD.PATH` (\".\": the object), covering the image fields inside it (repeatable; default: no checksum)")
-	fs.StringVar(&o.config, "config", "", "read pod spec, image and checksum paths from the configuration `FILE` (apiVersion digestpin.dev/v1alpha1, kind Config); flags add to it")
+	fs.StringVar(&o.config, "config", "", "read pod spec, image and checksum paths and tag policies from the configuration `FILE` (apiVersion digestpin.dev/v1alpha1, kind Config); flags add to it")
 	fs.IntVar(&o.concurrency, "concurrency", resolve.DefaultJobs, "distinct references resolved at once")
 	fs.DurationVar(&o.timeout, "timeout", 2*time.Minute, "bound on the whole run, reading the input included")
 	fs.DurationVar(&o.requestTimeout, "request-timeout", 30*time.Second, "bound on one registry request")
@@ -255,7 +259,7 @@ func (o *options) pinOptions(log *logger) (pin.Options, error) {
 		}
 		ropts = append(ropts, resolve.WithMirror(from, to))
 	}
-	policies, err := o.parseTagPolicies()
+	policies, err := o.parseTagPolicies(cfg)
 	if err != nil {
 		return pin.Options{}, err
 	}
@@ -324,35 +328,52 @@ func (o *options) parsePlatform() (*v1.Platform, error) {
 
 // parseTagPolicies parses --tag-policy, then --tag-allow and
 // --tag-ignore, so that their order does not matter; nil without
-// policies.
-func (o *options) parseTagPolicies() (*resolve.TagPolicies, error) {
-	if len(o.tagPolicies) == 0 && len(o.tagAllow) == 0 && len(o.tagIgnore) == 0 {
+// policies. The configuration file's entries of each come before the
+// flags': a flag adds to them, and replaces the file's strategy or
+// filter of the same image.
+func (o *options) parseTagPolicies(cfg config.Config) (*resolve.TagPolicies, error) {
+	if len(o.tagPolicies) == 0 && len(o.tagAllow) == 0 && len(o.tagIgnore) == 0 &&
+		len(cfg.TagPolicies) == 0 && len(cfg.TagAllow) == 0 && len(cfg.TagIgnore) == 0 {
 		return nil, nil
 	}
 	if o.maxTags < 1 {
 		return nil, o.invalid("max-tags", o.maxTags, "want at least 1")
 	}
+	o.configTagPolicies = len(cfg.TagPolicies) > 0
 	ps := &resolve.TagPolicies{}
 	for _, f := range []struct {
 		flag, want string
 		values     []string
 		add        func(image, value string) error
+		key        string // of the configuration file
+		entries    []config.Entry
 	}{
-		{"tag-policy", "IMAGE=STRATEGY", o.tagPolicies, ps.Add},
-		{"tag-allow", "IMAGE=REGEXP", o.tagAllow, ps.Allow},
-		{"tag-ignore", "IMAGE=REGEXP", o.tagIgnore, ps.Ignore},
+		{"tag-policy", "IMAGE=STRATEGY", o.tagPolicies, ps.Add, "tagPolicies", cfg.TagPolicies},
+		{"tag-allow", "IMAGE=REGEXP", o.tagAllow, ps.Allow, "tagAllow", cfg.TagAllow},
+		{"tag-ignore", "IMAGE=REGEXP", o.tagIgnore, ps.Ignore, "tagIgnore", cfg.TagIgnore},
 	} {
-		for _, v := range f.values {
-			image, value, ok := strings.Cut(v, "=")
-			if !ok {
-				return nil, o.invalid(f.flag, v, "want %s", f.want)
+		for _, e := range f.entries {
+			if err := addTagEntry(e.Value, f.want, f.add); err != nil {
+				return nil, fmt.Errorf("%s: %s, line %d: %s: invalid %q: %w", o.name("config"), o.config, e.Line, f.key, e.Value, err)
 			}
-			if err := f.add(image, value); err != nil {
+		}
+		for _, v := range f.values {
+			if err := addTagEntry(v, f.want, f.add); err != nil {
 				return nil, o.invalid(f.flag, v, "%v", err)
 			}
 		}
 	}
 	return ps, nil
+}
+
+// addTagEntry parses v, "IMAGE=VALUE" (want names the form), and adds it
+// with add.
+func addTagEntry(v, want string, add func(image, value string) error) error {
+	image, value, ok := strings.Cut(v, "=")
+	if !ok {
+		return fmt.Errorf("want %s", want)
+	}
+	return add(image, value)
 }
 
 // pinFields names the flag of each pin.Options field, for messages.
@@ -400,7 +421,11 @@ func (o *options) optionError(err error) error {
 	r := strings.NewReplacer(longestFirst(pairs)...)
 	var oe *pin.OptionError
 	if errors.As(err, &oe) {
-		return fmt.Errorf("%s %s", o.name(pinFields[oe.Field]), r.Replace(oe.Reason))
+		name := o.name(pinFields[oe.Field])
+		if oe.Field == "TagPolicies" && len(o.tagPolicies) == 0 && o.configTagPolicies {
+			name = fmt.Sprintf("%s: %s: tagPolicies", o.name("config"), o.config)
+		}
+		return fmt.Errorf("%s %s", name, r.Replace(oe.Reason))
 	}
 	return errors.New(r.Replace(strings.TrimPrefix(err.Error(), "configuring resolver: ")))
 }

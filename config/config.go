@@ -32,6 +32,20 @@ type Config struct {
 	// ChecksumPaths say where the checksum of image fields goes
 	// (checksumPaths).
 	ChecksumPaths []renderer.ChecksumPath
+
+	// TagPolicies, TagAllow and TagIgnore are tag policies and their
+	// filters (tagPolicies, tagAllow, tagIgnore), as the flags
+	// --tag-policy ("IMAGE=STRATEGY"), --tag-allow and --tag-ignore
+	// ("IMAGE=REGEXP") take them. Parse checks that each is a string;
+	// whoever builds the policies checks the rest with the flags' parser
+	// (this package does not import the resolver), naming Entry.Line.
+	TagPolicies, TagAllow, TagIgnore []Entry
+}
+
+// Entry is one string of a list of the file, and its line.
+type Entry struct {
+	Value string
+	Line  int
 }
 
 // Load reads the configuration file at path, a regular file of at most
@@ -68,10 +82,21 @@ var keys = map[string]func(c *Config, v *yaml.Node) error{
 			return err
 		})
 	},
+	"tagPolicies": func(c *Config, v *yaml.Node) error { return entries(v, &c.TagPolicies) },
+	"tagAllow":    func(c *Config, v *yaml.Node) error { return entries(v, &c.TagAllow) },
+	"tagIgnore":   func(c *Config, v *yaml.Node) error { return entries(v, &c.TagIgnore) },
+}
+
+// entries appends the strings of list v to *to, with their lines.
+func entries(v *yaml.Node, to *[]Entry) error {
+	return eachString(v, func(n *yaml.Node) error {
+		*to = append(*to, Entry{Value: n.Value, Line: n.Line})
+		return nil
+	})
 }
 
 // known lists the keys of a configuration file for messages.
-const known = "apiVersion, kind, podSpecPaths, imagePaths, checksumPaths"
+const known = "apiVersion, kind, podSpecPaths, imagePaths, checksumPaths, tagPolicies, tagAllow, tagIgnore"
 
 // lineError is an error at a line of the file.
 type lineError struct {
@@ -127,6 +152,9 @@ func parse(b []byte) (Config, error) {
 	values := map[string]*yaml.Node{}
 	for i := 0; i+1 < len(m.Content); i += 2 {
 		k := m.Content[i]
+		if k.Kind == yaml.ScalarNode && k.Tag == "!!merge" {
+			return Config{}, at(k, "a merge key (<<): write the keys out (keys: %s)", known)
+		}
 		if k.Kind != yaml.ScalarNode || k.Tag != "!!str" {
 			return Config{}, at(k, "a key that is not a string (keys: %s)", known)
 		}

@@ -16,6 +16,12 @@
 //	# --checksum-path takes it.
 //	checksumPaths:
 //	  - example.com/Runner=spec.jobs.*
+//	# Tag policies and their filters, as --tag-policy, --tag-allow and
+//	# --tag-ignore take them; the flags' parser checks them.
+//	tagPolicies:
+//	  - registry.example/shop/web=semver:~1.4
+//	tagIgnore:
+//	  - registry.example/shop/web=-rc
 //
 // apiVersion and kind are required; every other key is optional. A key
 // that this version does not know, a key given twice, a value of the wrong

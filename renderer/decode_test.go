@@ -5,8 +5,11 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"path/filepath"
+	"reflect"
 	"runtime"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -190,6 +193,15 @@ func TestOutputAsAPIServerReadsIt(t *testing.T) {
 // reads. It assumes pin mode and the default pod spec and image paths.
 func checkAsAPIServer(t *testing.T, in, out []byte) {
 	t.Helper()
+	checkAsAPIServerWith(t, &Renderer{}, in, out)
+}
+
+// checkAsAPIServerWith is checkAsAPIServer with the image paths of r.
+// With checksum paths, it drops every checksum annotation outside pod
+// templates before it compares, without checking them.
+func checkAsAPIServerWith(t *testing.T, r *Renderer, in, out []byte) {
+	t.Helper()
+	imagePaths := r.imagePaths()
 	inDocs, outDocs := splitStream(in), splitStream(out)
 	if len(inDocs) != len(outDocs) {
 		t.Fatalf("%d documents in, %d out", len(inDocs), len(outDocs))
@@ -236,14 +248,14 @@ func checkAsAPIServer(t *testing.T, in, out []byte) {
 		}
 		// Image fields of DefaultImagePaths: pinned (but for those left
 		// alone: empty, or a parameter), in no checksum.
-		for _, f := range imagePathFieldsOf(a) {
+		for _, f := range imagePathFieldsOf(a, imagePaths) {
 			img, _ := f.m[f.key].(string)
 			if img != "" && !strings.Contains(img, "{{") && !strings.Contains(img, "$(") {
 				inImages = append(inImages, img)
 			}
 			delete(f.m, f.key)
 		}
-		for _, f := range imagePathFieldsOf(b) {
+		for _, f := range imagePathFieldsOf(b, imagePaths) {
 			img, _ := f.m[f.key].(string)
 			if img != "" && !strings.Contains(img, "{{") && !strings.Contains(img, "$(") {
 				if !strings.Contains(img, "@sha256:") {
@@ -261,6 +273,10 @@ func checkAsAPIServer(t *testing.T, in, out []byte) {
 					t.Errorf("document %d: image %q became %q", i+1, want, outImages[j])
 				}
 			}
+		}
+		if len(r.ChecksumPaths) > 0 {
+			dropAllChecksums(a)
+			dropAllChecksums(b)
 		}
 		if diff := cmp.Diff(a, b); diff != "" {
 			t.Errorf("document %d: the API server reads more than images changed (-in +out):\n%s", i+1, diff)
@@ -324,9 +340,11 @@ func podSpecsOf(v any) []jsonPodSpec {
 	return out
 }
 
-// imagePathFieldsOf follows DefaultImagePaths through a decoded object
-// (and the items of a List) to the mappings that hold image fields.
-func imagePathFieldsOf(v any) []jsonImage {
+// imagePathFieldsOf follows image paths through a decoded object (and
+// the items of a List) to the mappings that hold image fields, each once;
+// "*" steps into the items of a list and the values of a mapping, in the
+// order of their keys.
+func imagePathFieldsOf(v any, paths []ImagePath) []jsonImage {
 	obj, _ := v.(map[string]any)
 	if obj == nil {
 		return nil
@@ -335,33 +353,50 @@ func imagePathFieldsOf(v any) []jsonImage {
 	if items, ok := obj["items"].([]any); ok && strings.HasSuffix(kind, "List") {
 		var out []jsonImage
 		for _, it := range items {
-			out = append(out, imagePathFieldsOf(it)...)
+			out = append(out, imagePathFieldsOf(it, paths)...)
 		}
 		return out
 	}
 	apiVersion, _ := obj["apiVersion"].(string)
 	var out []jsonImage
-	for _, p := range DefaultImagePaths {
-		if p.Kind != kind || p.Group != apiGroup(apiVersion) {
+	type field struct {
+		m   uintptr // the map, by identity
+		key string
+	}
+	seen := map[field]bool{}
+	for _, p := range paths {
+		if p.Kind != kind || (p.Group != "*" && p.Group != apiGroup(apiVersion)) {
 			continue
 		}
 		at := []any{obj}
 		for _, f := range p.Fields[:len(p.Fields)-1] {
 			var next []any
 			for _, n := range at {
-				if f == "*" {
-					list, _ := n.([]any)
-					next = append(next, list...)
-				} else if m, ok := n.(map[string]any); ok && m[f] != nil {
-					next = append(next, m[f])
+				switch n := n.(type) {
+				case []any:
+					if f == "*" {
+						next = append(next, n...)
+					}
+				case map[string]any:
+					if f != "*" {
+						if n[f] != nil {
+							next = append(next, n[f])
+						}
+						continue
+					}
+					for _, k := range slices.Sorted(maps.Keys(n)) {
+						next = append(next, n[k])
+					}
 				}
 			}
 			at = next
 		}
+		key := p.Fields[len(p.Fields)-1]
 		for _, n := range at {
 			if m, ok := n.(map[string]any); ok {
-				if _, ok := m[p.Fields[len(p.Fields)-1]]; ok {
-					out = append(out, jsonImage{name: p.String(), key: p.Fields[len(p.Fields)-1], m: m})
+				if _, ok := m[key]; ok && !seen[field{reflect.ValueOf(m).Pointer(), key}] {
+					seen[field{reflect.ValueOf(m).Pointer(), key}] = true
+					out = append(out, jsonImage{name: p.String(), key: key, m: m})
 				}
 			}
 		}
@@ -400,18 +435,39 @@ func imageFieldsOf(spec map[string]any) []jsonImage {
 	return out
 }
 
+// dropAllChecksums drops the checksum annotation of every mapping of a
+// decoded document (see dropChecksum).
+func dropAllChecksums(v any) {
+	switch v := v.(type) {
+	case map[string]any:
+		for _, c := range v {
+			dropAllChecksums(c)
+		}
+		// Null metadata is absent metadata to the API server.
+		if m, ok := v["metadata"]; ok && (m == nil || reflect.TypeOf(m).Kind() == reflect.Map) {
+			dropChecksum(v)
+		}
+	case []any:
+		for _, c := range v {
+			dropAllChecksums(c)
+		}
+	}
+}
+
 // dropChecksum removes the checksum annotation of a decoded pod template
 // (and annotations or metadata left empty), and returns its value.
 func dropChecksum(holder map[string]any) string {
-	meta, _ := holder["metadata"].(map[string]any)
-	ann, _ := meta["annotations"].(map[string]any)
+	meta, isMap := holder["metadata"].(map[string]any)
+	ann, annIsMap := meta["annotations"].(map[string]any)
 	v, ok := ann[DefaultChecksumAnnotation]
 	delete(ann, DefaultChecksumAnnotation)
-	if len(ann) == 0 {
+	// Empty, null and absent metadata (and annotations) are the same to
+	// the API server; other values (a number, a list) stay, so that a
+	// renderer that replaced them shows.
+	if len(ann) == 0 && (annIsMap || meta["annotations"] == nil) {
 		delete(meta, "annotations")
 	}
-	if len(meta) == 0 {
-		// Empty, null and absent metadata are the same to the API server.
+	if len(meta) == 0 && (isMap || holder["metadata"] == nil) {
 		delete(holder, "metadata")
 	}
 	if !ok {
@@ -559,6 +615,22 @@ func TestEncoderKeepsFlowNulls(t *testing.T) {
 	}
 	if strings.Contains(string(res.Output), "''") {
 		t.Errorf("Render() wrote an empty string for a null:\n%s", res.Output)
+	}
+	checkAsAPIServer(t, []byte(in), res.Output)
+}
+
+// TestEmptyNonSpecificTag checks that a document written again keeps the
+// empty strings that it spells "!": the API server's decoder reads them
+// as "", the parser as null. (Found by FuzzImagePaths.)
+func TestEmptyNonSpecificTag(t *testing.T) {
+	// The escaped image makes the renderer encode the document again.
+	in := "apiVersion: v1\nkind: Pod\nmetadata:\n  name: !\nspec:\n  containers:\n  - name: app\n    image: \"registry.example\\x2fapp:1\"\n    args:\n    - ! x\n    - !\n    workingDir: !\n    command:\n    - !\n    - ''\n"
+	res, err := (&Renderer{Resolver: newFixed()}).Render(context.Background(), []byte(in))
+	if err != nil {
+		t.Fatalf("Render() = %v", err)
+	}
+	if !strings.Contains(string(res.Output), "@sha256:") {
+		t.Fatalf("Render() pinned nothing:\n%s", res.Output)
 	}
 	checkAsAPIServer(t, []byte(in), res.Output)
 }

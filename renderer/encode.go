@@ -22,6 +22,7 @@ func encode(d *document, root *yaml.Node, crlf bool) ([]byte, error) {
 		buf.WriteString("---\n")
 	}
 	spellFlowNulls(root)
+	spellEmptyTagged(root, d.body())
 	style := yaml.SequenceIndentStyle(yaml.DeriveSeqIndentStyle(string(d.body())))
 	enc := yaml.NewEncoderWithOptions(&buf, &yaml.EncoderOptions{SeqIndent: style})
 	if err := enc.Encode(root); err != nil {
@@ -63,6 +64,26 @@ func spellFlowNulls(root *yaml.Node) {
 				stack = append(stack, frame{c, flow})
 			}
 		}
+	}
+}
+
+// spellEmptyTagged writes as "" the empty scalars that the document body
+// spells "!" (the non-specific tag, with no value): the parser reads them
+// as null, the API server's decoder as an empty string, and the encoder
+// would write a null.
+func spellEmptyTagged(root *yaml.Node, body []byte) {
+	s := spliceState{body: body}
+	stack := []*yaml.Node{root}
+	for len(stack) > 0 {
+		n := stack[len(stack)-1]
+		stack = stack[:len(stack)-1]
+		if n.Kind == yaml.ScalarNode && n.Tag == "!!null" && n.Value == "" {
+			if at, _, ok := s.offset(n); ok && at < len(body) && body[at] == '!' &&
+				(at+1 == len(body) || bytes.IndexByte([]byte(" \t\r\n,]}"), body[at+1]) >= 0) {
+				n.Tag, n.Style = "!!str", yaml.DoubleQuotedStyle
+			}
+		}
+		stack = append(stack, n.Content...)
 	}
 }
 

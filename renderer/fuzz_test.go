@@ -46,6 +46,18 @@ func addSeeds(f *testing.F) {
 	} {
 		f.Add([]byte(s))
 	}
+	// JSON documents written in the ways JSON allows: escapes, a byte
+	// order mark, null metadata, an existing checksum, huge numbers.
+	for _, s := range []string{
+		`{"apiVersion":"v1","kind":"Pod","metadata":{"name":"p"},"spec":{"containers":[{"name":"app","im\u0061ge":"registry.example/app:1"}]}}`,
+		"\ufeff" + `{"apiVersion":"v1","kind":"Pod","metadata":{"name":"p"},"spec":{"containers":[{"name":"app","image":"registry.example/app:1"}]}}`,
+		`{"apiVersion":"apps/v1","kind":"Deployment","metadata":{"name":"d"},"spec":{"replicas":1E2,"x":12345678901234567890123456789,"template":{"metadata":null,"spec":{"containers":[{"name":"app","image":"registry.example/app:1"}]}}}}`,
+		`{"apiVersion":"apps/v1","kind":"Deployment","spec":{"template":{"metadata":{"annotations":{"checksum\u002fimages":"old"}},"spec":{"containers":[{"name":"app","image":"registry.example/app:1"}]}}}}`,
+		`{"apiVersion":"v1","kind":"Pod","spec":{"containers":[{"name":"app","image":"registry.example\/app:1","args":["\ud83d\ude00"]}]}}`,
+		`{"apiVersion": "tekton.dev/v1", "kind": "Task", "spec": {"steps": {"a": {"image": "registry.example/app:1"}}}}`,
+	} {
+		f.Add([]byte(s))
+	}
 	// Every ambiguous key and every sharing through anchors that the
 	// table tests refuse or write out.
 	for _, tc := range ambiguousKeys {
@@ -106,6 +118,69 @@ func FuzzRender(f *testing.F) {
 			t.Fatalf("Render changed the number of documents: %d → %d", len(inDocs), len(docs))
 		}
 		checkAsAPIServer(t, in, res.Output)
+	})
+}
+
+// fuzzImagePaths and fuzzChecksumPaths are what FuzzImagePaths renders
+// with: two image paths that reach the same fields, one that reaches a
+// field on the object, and checksum paths on the object and each job.
+var (
+	fuzzImagePaths = []ImagePath{
+		{Group: "*", Kind: "Runner", Fields: []string{"spec", "jobs", "*", "tool"}},
+		{Group: "example.com", Kind: "Runner", Fields: []string{"spec", "*", "*", "tool"}},
+		{Group: "*", Kind: "Runner", Fields: []string{"spec", "runnerRef"}},
+		{Group: "apps", Kind: "Deployment", Fields: []string{"spec", "template", "spec", "containers", "*", "image"}},
+	}
+	fuzzChecksumPaths = []ChecksumPath{
+		{Group: "*", Kind: "Runner"},
+		{Group: "*", Kind: "Runner", Fields: []string{"spec", "jobs", "*"}},
+	}
+)
+
+// FuzzImagePaths renders arbitrary streams with image paths and checksum
+// paths. Render must not panic; when it succeeds, its output must render
+// to itself, JSON documents must stay JSON, and the API server must read
+// input and output alike but for pinned image fields (every one that the
+// paths reach) and checksums.
+func FuzzImagePaths(f *testing.F) {
+	f.Add([]byte(runner))
+	f.Add([]byte(strings.Replace(deployment, "IMAGE", "registry.example/app:1", 1)))
+	for _, s := range []string{
+		`{"apiVersion": "example.com/v1", "kind": "Runner", "metadata": {"name": "r"}, "spec": {"runnerRef": "registry.example/r:1", "jobs": [{"tool": "registry.example/a:1"}, {"metadata": null, "tool": "registry.example/b:1"}]}}`,
+		"\ufeff{\n  \"apiVersion\": \"example.com/v1\",\n  \"kind\": \"Runner\",\n  \"spec\": {\"jobs\": {\"x\": {\"tool\": \"registry.example/a:1\"}}}\n}\n",
+		"apiVersion: example.com/v1\nkind: Runner\nmetadata: {name: r, annotations: {checksum/images: old}}\nspec:\n  jobs:\n  - &j {tool: registry.example/a:1}\n  - *j\n  other: [{tool: registry.example/b:1}]\n",
+		"apiVersion: example.com/v1\nkind: Runner\nspec:\n  jobs: [{tool: registry.example/a:1}]\n  runnerRef: [registry.example/b:1]\n",
+		"apiVersion: example.com/v1\nkind: Runner\nspec:\n  jobs: x\n",
+		"apiVersion: v1\nkind: List\nitems:\n- apiVersion: example.com/v1\n  kind: Runner\n  spec: {jobs: [{tool: 'registry.example/a:1'}]}\n",
+	} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, in []byte) {
+		r := &Renderer{Resolver: newFixed(), ImagePaths: fuzzImagePaths, ChecksumPaths: fuzzChecksumPaths}
+		res, err := r.Render(context.Background(), in)
+		if err != nil {
+			if res.Output != nil {
+				t.Fatalf("Render() returned output with error %v", err)
+			}
+			return
+		}
+		again, err := r.Render(context.Background(), res.Output)
+		if err != nil {
+			t.Fatalf("Render(output) = %v\ninput:\n%q\noutput:\n%q", err, in, res.Output)
+		}
+		if !bytes.Equal(again.Output, res.Output) {
+			t.Fatalf("Render is not idempotent\ninput:\n%q\nfirst:\n%q\nsecond:\n%q", in, res.Output, again.Output)
+		}
+		inDocs, outDocs := splitStream(in), splitStream(res.Output)
+		if len(inDocs) != len(outDocs) {
+			t.Fatalf("Render changed the number of documents: %d → %d", len(inDocs), len(outDocs))
+		}
+		for i, d := range inDocs {
+			if jsonStart(d.body()) >= 0 && jsonStart(outDocs[i].body()) < 0 {
+				t.Fatalf("JSON document %d is no longer JSON: %q → %q", i+1, d.raw, outDocs[i].raw)
+			}
+		}
+		checkAsAPIServerWith(t, r, in, res.Output)
 	})
 }
 

@@ -352,6 +352,14 @@ func FuzzImageField(f *testing.F) {
 	for _, s := range []string{"registry.example/app:1", "nginx", "localhost:5000/a/b:c", "a:1@" + dg("z"), "Nginx:1", "a b", "", "1", "~", "'", `"`, "[x]", "a\nb", "#", "app:1 # c"} {
 		f.Add(s, uint8(0))
 	}
+	// Cases of the image paths' and JSON hardening: escapes YAML has not,
+	// the non-specific tag, a byte order mark, placeholders, a registry
+	// with a quote, a huge number.
+	for _, s := range []string{`registry.example\/app:1`, `\ud83d\ude00`, "!", "! x", "\ufeffnginx", "{{inputs.parameters.image}}", "$(params.image)", "re998tr0.exY20l'/run", "1e400"} {
+		for style := range uint8(4) {
+			f.Add(s, style)
+		}
+	}
 	f.Fuzz(func(t *testing.T, image string, style uint8) {
 		var field string
 		switch style % 4 {

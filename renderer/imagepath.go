@@ -198,16 +198,23 @@ func (r *Renderer) imagePaths() []ImagePath {
 	return r.ImagePaths
 }
 
-// imageFields pins the image fields that the image paths of the object's
-// group and kind find in obj, used by w, and writes the checksums that
-// its checksum paths ask for.
-func (e *editor) imageFields(obj *yaml.Node, group, kind string, w Workload) error {
+// imagePathsFor returns the image paths of a group and kind.
+func (r *Renderer) imagePathsFor(group, kind string) []ImagePath {
 	var paths []ImagePath
-	for _, p := range e.r.imagePaths() {
+	for _, p := range r.imagePaths() {
 		if matchesKind(p.Group, p.Kind, group, kind) && len(p.Fields) > 0 {
 			paths = append(paths, p)
 		}
 	}
+	return paths
+}
+
+// imageFields pins the image fields that paths (the image paths of the
+// object's group and kind) find in obj, used by w, and writes the checksums that
+// its checksum paths ask for. pods are the pod templates and pod specs
+// that the object's pod spec paths found, which a checksum path may not
+// name: they have a checksum of their own, or no metadata.
+func (e *editor) imageFields(obj *yaml.Node, group, kind string, paths []ImagePath, w Workload, pods map[*yaml.Node]string) error {
 	if len(paths) == 0 {
 		return nil
 	}
@@ -217,8 +224,14 @@ func (e *editor) imageFields(obj *yaml.Node, group, kind string, w Workload) err
 			checks = append(checks, c)
 		}
 	}
-	// Each image path belongs to the longest checksum path that its
-	// fields start with, or to none.
+	// First, pin every image field that the paths find, each once
+	// however many paths lead to it, whatever the checksum paths say.
+	fields := map[fieldKey]string{} // the checksum line of each field
+	if _, err := e.pinFields(obj, "", paths, 0, w, fields); err != nil {
+		return err
+	}
+	// Then the checksums: each image path belongs to the longest
+	// checksum path that its fields start with, or to none.
 	owner := make([]int, len(paths))
 	for i, p := range paths {
 		owner[i] = -1
@@ -229,21 +242,18 @@ func (e *editor) imageFields(obj *yaml.Node, group, kind string, w Workload) err
 			}
 		}
 	}
-	owned := func(j int) []ImagePath {
-		var out []ImagePath
+	// A mapping that two checksum paths lead to gets one checksum, of
+	// the fields of both.
+	var annotated []*yaml.Node
+	linesOf := map[*yaml.Node][]string{}
+	var podNodes map[*yaml.Node]bool // the nodes inside pods, once asked
+	for j, c := range checks {
+		var own []ImagePath
 		for i, p := range paths {
 			if owner[i] == j {
-				out = append(out, p)
+				own = append(own, p)
 			}
 		}
-		return out
-	}
-	pinned := map[string]bool{} // the image fields pinned, by path
-	if _, err := e.pinFields(obj, "", owned(-1), 0, w, pinned); err != nil {
-		return err
-	}
-	for j, c := range checks {
-		own := owned(j)
 		if len(own) == 0 {
 			continue
 		}
@@ -252,40 +262,105 @@ func (e *editor) imageFields(obj *yaml.Node, group, kind string, w Workload) err
 			trail string
 		}
 		var holders []holder
+		var bad error
 		if len(c.Fields) == 0 {
 			holders = append(holders, holder{node: obj})
 		}
 		err := walk(obj, c.Fields, map[walkStep]bool{}, e.routes.step, func(_, node *yaml.Node, _ string, trail []string) {
-			if node.Kind == yaml.MappingNode {
-				holders = append(holders, holder{node, fieldPath(trail)})
+			// A checksum path that misses its mapping would leave the
+			// images under it out of every checksum: refuse it.
+			switch at := fieldPath(trail); {
+			case bad != nil || (node.Kind == yaml.ScalarNode && node.Tag == "!!null"):
+			case node.Kind != yaml.MappingNode:
+				bad = fmt.Errorf("%s: %s: the checksum path %s leads to %s at %s, want a mapping", e.d.at(node.Line), w.object(), c, kindName(node), at)
+			default:
+				holders = append(holders, holder{node, at})
 			}
 		})
 		if err != nil {
 			return e.keyError(err, w.object())
 		}
+		if bad != nil {
+			return bad
+		}
 		for _, h := range holders {
-			lines, err := e.pinFields(h.node, h.trail, own, len(c.Fields), w, pinned)
+			what, ok := pods[h.node]
+			if !ok && len(pods) > 0 {
+				if podNodes == nil {
+					podNodes = nodesUnder(pods)
+				}
+				if podNodes[h.node] {
+					what, ok = "mapping inside a pod template", true
+				}
+			}
+			if ok {
+				// The annotation would be a second checksum of the same
+				// images, or a field of a pod spec that the API server
+				// drops.
+				return fmt.Errorf("%s: %s: the checksum path %s leads to the %s at %s, whose images the pod template's own checksum covers; name a mapping outside the pod template", e.d.at(h.node.Line), w.object(), c, what, h.trail)
+			}
+			lines, err := e.pinFields(h.node, h.trail, own, len(c.Fields), w, fields)
 			if err != nil {
 				return err
 			}
-			if err := e.checksum(h.node, lines, w); err != nil {
-				return err
+			if _, ok := linesOf[h.node]; !ok {
+				annotated = append(annotated, h.node)
 			}
+			for _, l := range lines {
+				if !slices.Contains(linesOf[h.node], l) {
+					linesOf[h.node] = append(linesOf[h.node], l)
+				}
+			}
+		}
+	}
+	for _, h := range annotated {
+		if err := e.checksum(h, linesOf[h], w); err != nil {
+			return err
 		}
 	}
 	return nil
 }
 
+// nodesUnder returns the nodes inside the nodes of pods (aliases
+// followed), each visited once.
+func nodesUnder(pods map[*yaml.Node]string) map[*yaml.Node]bool {
+	seen := map[*yaml.Node]bool{}
+	var stack []*yaml.Node
+	for p := range pods {
+		stack = append(stack, p)
+	}
+	for len(stack) > 0 {
+		m := deref(stack[len(stack)-1])
+		stack = stack[:len(stack)-1]
+		if m == nil || seen[m] {
+			continue
+		}
+		seen[m] = true
+		stack = append(stack, m.Content...)
+	}
+	return seen
+}
+
+// fieldKey is an image field: key in mapping m.
+type fieldKey struct {
+	m   *yaml.Node
+	key string
+}
+
 // pinFields pins the image fields of paths in mapping from, which the
 // path base (fieldPath) leads to from the object, following each path's
-// fields after the first skip. It pins each field path once (pinned
-// remembers), and returns the checksum lines of the fields pinned.
-func (e *editor) pinFields(from *yaml.Node, base string, paths []ImagePath, skip int, w Workload, pinned map[string]bool) ([]string, error) {
+// fields after the first skip. It pins each field once: fields holds the
+// checksum line of each field pinned ("" for none: a field left unset,
+// or whose digest is not known yet), and a field that a pod spec path
+// found is its container's, pinned and reported as such. It returns the
+// checksum lines of the fields found, each once.
+func (e *editor) pinFields(from *yaml.Node, base string, paths []ImagePath, skip int, w Workload, fields map[fieldKey]string) ([]string, error) {
 	type field struct {
 		m    *yaml.Node // the mapping that holds the image field
 		path string
 	}
 	var lines []string
+	listed := map[fieldKey]bool{}
 	for _, p := range paths {
 		key := p.Fields[len(p.Fields)-1]
 		var found []field
@@ -302,28 +377,44 @@ func (e *editor) pinFields(from *yaml.Node, base string, paths []ImagePath, skip
 			}
 		}
 		for _, f := range found {
-			if pinned[f.path] {
-				continue
+			k := fieldKey{deref(f.m), key}
+			line, done := fields[k]
+			if !done {
+				var err error
+				if line, err = e.pinField(f.m, key, f.path, w); err != nil {
+					return nil, err
+				}
+				fields[k] = line
 			}
-			pinned[f.path] = true
-			w.Container = FieldPrefix + f.path
-			image, err := get(f.m, key)
-			if err != nil {
-				return nil, e.keyError(err, w.String())
-			}
-			if unset(image.value) {
-				continue
-			}
-			line, err := e.pinImage(nil, f.m, key, w)
-			if err != nil {
-				return nil, err
-			}
-			if line != "" {
+			if line != "" && !listed[k] {
+				listed[k] = true
 				lines = append(lines, line)
 			}
 		}
 	}
 	return lines, nil
+}
+
+// pinField pins image field key of mapping m, at path in the object, and
+// returns its checksum line ("" for none). A field that a pod spec path
+// found already is not pinned again: it is the container's (or image
+// volume's), and its line names the field with the value pinned.
+func (e *editor) pinField(m *yaml.Node, key, path string, w Workload) (string, error) {
+	w.Container = FieldPrefix + path
+	if value, ok := e.podFields[fieldKey{deref(m), key}]; ok {
+		if value == "" {
+			return "", nil
+		}
+		return w.Container + "=" + value, nil
+	}
+	image, err := get(m, key)
+	if err != nil {
+		return "", e.keyError(err, w.String())
+	}
+	if unset(image.value) {
+		return "", nil
+	}
+	return e.pinImage(nil, m, key, w)
 }
 
 // unset reports whether an image field found by an image path is one to

@@ -18,7 +18,9 @@ func TestParseImagePath(t *testing.T) {
 	}{
 		{in: "argoproj.io/Workflow=spec.templates.*.container.image", want: ImagePath{Group: "argoproj.io", Kind: "Workflow", Fields: []string{"spec", "templates", "*", "container", "image"}}},
 		{in: "Runner=spec.runnerImage", want: ImagePath{Group: "*", Kind: "Runner", Fields: []string{"spec", "runnerImage"}}},
-		{in: "v1/Pod=spec.x", want: ImagePath{Group: "v1", Kind: "Pod", Fields: []string{"spec", "x"}}},
+		{in: "/Pod=spec.x", want: ImagePath{Group: "", Kind: "Pod", Fields: []string{"spec", "x"}}},
+		{in: "v1/Pod=spec.x", err: `parsing image path "v1/Pod=spec.x": "v1" is an API version, not a group: write Pod=… for the kind in any group, or /Pod=… for the core group`},
+		{in: "v2beta1/Runner=spec.x", err: `"v2beta1" is an API version, not a group`},
 		{in: "Runner=spec.images.*", err: `parsing image path "Runner=spec.images.*": the last field must name the image field, not "*"`},
 		{in: "Runner", err: `parsing image path "Runner": want KIND=FIELD.PATH or GROUP/KIND=FIELD.PATH`},
 		{in: "=spec.image", err: `want KIND=FIELD.PATH`},
@@ -215,6 +217,7 @@ func TestImagePathsAndChecksumPaths(t *testing.T) {
 					got = append(got, w.String())
 				}
 			}
+			checkAsAPIServerWith(t, r, []byte(runner), res.Output)
 			want := []string{"Runner/r field spec.runnerRef", "Runner/r field spec.jobs[0].tool", "Runner/r field spec.jobs[1].tool"}
 			if diff := cmp.Diff(slices.Sorted(slices.Values(want)), slices.Sorted(slices.Values(got))); diff != "" {
 				t.Errorf("Render() workloads (-want +got):\n%s", diff)
@@ -277,6 +280,26 @@ func TestImagePathErrors(t *testing.T) {
 			want: []string{"document 1, line 8: Task/t field spec.steps[0].image: image is both in the mapping and in a merge key (<<)"},
 		},
 		{
+			desc: "steps both in the spec and in a merge key",
+			in:   "apiVersion: tekton.dev/v1\nkind: Task\nmetadata:\n  name: t\nbase: &b {steps: [{image: registry.example/a:1}]}\nspec:\n  <<: *b\n  steps:\n  - image: registry.example/b:1\n",
+			want: []string{"document 1, line 7: Task/t: steps is both in the mapping and in a merge key (<<)"},
+		},
+		{
+			desc: "a \"*\" over a mapping with a merge key",
+			in:   "apiVersion: example.com/v1\nkind: Runner\nmetadata:\n  name: r\nbase: &b {x: {tool: registry.example/a:1}}\nspec:\n  jobs:\n    <<: *b\n    y: {tool: registry.example/b:1}\n",
+			want: []string{"document 1, line 8: Runner/r: jobs holds a merge key (<<); write it out"},
+		},
+		{
+			desc: "a list",
+			in:   task + "    image: [registry.example/a:1]\n",
+			want: []string{`document 1, line 8: Task/t field spec.steps[0].image: image is a sequence, want a reference such as registry/name:tag`},
+		},
+		{
+			desc: "a boolean",
+			in:   task + "    image: true\n",
+			want: []string{`document 1, line 8: Task/t field spec.steps[0].image: image is bool true, want a reference`},
+		},
+		{
 			desc: "a number",
 			in:   task + "    image: 12\n",
 			want: []string{`document 1, line 8: Task/t field spec.steps[0].image: image is int 12, want a reference such as registry/name:tag`},
@@ -303,7 +326,8 @@ func TestImagePathErrors(t *testing.T) {
 		},
 	} {
 		t.Run(tc.desc, func(t *testing.T) {
-			wantRefused(t, &Renderer{Resolver: newFixed()}, tc.in, tc.want)
+			paths := append(slices.Clip(DefaultImagePaths), ImagePath{Group: "*", Kind: "Runner", Fields: []string{"spec", "jobs", "*", "tool"}})
+			wantRefused(t, &Renderer{Resolver: newFixed(), ImagePaths: paths}, tc.in, tc.want)
 		})
 	}
 }
@@ -331,5 +355,188 @@ func TestImagePathKeepUnresolved(t *testing.T) {
 	}
 	if diff := cmp.Diff(wantW, warnings); diff != "" {
 		t.Errorf("warnings (-want +got):\n%s", diff)
+	}
+}
+
+// TestImagePathOnAPodSpecField checks that an image path that leads to a
+// container's image (a path given as a flag that repeats the pod spec)
+// pins and reports the image once, as the container's, and that a
+// checksum path covering the field agrees with the pod template on it.
+func TestImagePathOnAPodSpecField(t *testing.T) {
+	img := "registry.example/app:1"
+	pinned := img + "@" + dg(img)
+	in := strings.Replace(deployment, "IMAGE", img, 1)
+	withTemplateSum := strings.Replace(strings.Replace(deployment, "IMAGE", pinned, 1), "    spec:\n", "    metadata:\n      annotations:\n        checksum/images: '"+Checksum([]string{"app=" + pinned})+"'\n    spec:\n", 1)
+	paths := []ImagePath{{Group: "apps", Kind: "Deployment", Fields: []string{"spec", "template", "spec", "containers", "*", "image"}}}
+	for _, tc := range []struct {
+		desc      string
+		checksums []ChecksumPath
+		want      string
+	}{
+		{desc: "no checksum path", want: withTemplateSum},
+		{
+			desc:      "a checksum on the object",
+			checksums: []ChecksumPath{{Group: "apps", Kind: "Deployment"}},
+			want:      strings.Replace(withTemplateSum, "  name: web\n", "  name: web\n  annotations:\n    checksum/images: '"+Checksum([]string{"field/spec.template.spec.containers[0].image=" + pinned})+"'\n", 1),
+		},
+	} {
+		t.Run(tc.desc, func(t *testing.T) {
+			r := &Renderer{Resolver: newFixed(), ImagePaths: paths, ChecksumPaths: tc.checksums}
+			res, err := r.Render(context.Background(), []byte(in))
+			if err != nil {
+				t.Fatalf("Render() = %v", err)
+			}
+			if diff := cmp.Diff(tc.want, string(res.Output)); diff != "" {
+				t.Errorf("Render() (-want +got):\n%s", diff)
+			}
+			checkAsAPIServerWith(t, r, []byte(in), res.Output)
+			want := []Workload{{Kind: "Deployment", Name: "web", Container: "app"}}
+			if len(res.Images) != 1 {
+				t.Fatalf("Render() images = %+v, want one", res.Images)
+			}
+			if diff := cmp.Diff(want, res.Images[0].Workloads); diff != "" {
+				t.Errorf("Render() workloads (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+// TestChecksumPathCoversEveryPathToAField checks that a field that two
+// image paths lead to, one of which a checksum path owns, is pinned once
+// and covered by that checksum, whichever path comes first; and that a
+// mapping that two checksum paths lead to gets one checksum.
+func TestChecksumPathCoversEveryPathToAField(t *testing.T) {
+	ref := func(s string) string { return "registry.example/" + s + "@" + dg("registry.example/"+s) }
+	aLine := "field/spec.jobs[0].tool=" + ref("tool-a:1")
+	bLine := "field/spec.jobs[1].tool=" + ref("tool-b:1")
+	want := strings.NewReplacer(
+		"registry.example/tool-a:1", ref("tool-a:1"), "registry.example/tool-b:1", ref("tool-b:1"),
+		"      labels: {job: a}\n", "      labels: {job: a}\n      annotations:\n        checksum/images: '"+Checksum([]string{aLine})+"'\n",
+	).Replace(runner) + "    metadata:\n      annotations:\n        checksum/images: '" + Checksum([]string{bLine}) + "'\n"
+	jobs := ImagePath{Group: "*", Kind: "Runner", Fields: []string{"spec", "jobs", "*", "tool"}}
+	anyPath := ImagePath{Group: "*", Kind: "Runner", Fields: []string{"spec", "*", "*", "tool"}}
+	jobsSum := ChecksumPath{Group: "*", Kind: "Runner", Fields: []string{"spec", "jobs", "*"}}
+	anySum := ChecksumPath{Group: "example.com", Kind: "Runner", Fields: []string{"spec", "*", "*"}}
+	for _, tc := range []struct {
+		paths     []ImagePath
+		checksums []ChecksumPath
+	}{
+		{[]ImagePath{jobs, anyPath}, []ChecksumPath{jobsSum}},
+		{[]ImagePath{anyPath, jobs}, []ChecksumPath{jobsSum}},
+		{[]ImagePath{jobs, jobs}, []ChecksumPath{jobsSum}},
+		// Two checksum paths that lead to the same mappings, each owning
+		// one of the image paths: one checksum each.
+		{[]ImagePath{jobs, anyPath}, []ChecksumPath{jobsSum, anySum}},
+		{[]ImagePath{anyPath, jobs}, []ChecksumPath{anySum, jobsSum}},
+	} {
+		t.Run(fmt.Sprint(tc.paths, tc.checksums), func(t *testing.T) {
+			r := &Renderer{Resolver: newFixed(), ImagePaths: tc.paths, ChecksumPaths: tc.checksums}
+			res, err := r.Render(context.Background(), []byte(runner))
+			if err != nil {
+				t.Fatalf("Render() = %v", err)
+			}
+			if diff := cmp.Diff(want, string(res.Output)); diff != "" {
+				t.Errorf("Render() (-want +got):\n%s", diff)
+			}
+			for _, img := range res.Images {
+				if len(img.Workloads) != 1 {
+					t.Errorf("Render() reports %s used by %v, want once", img.Reference, img.Workloads)
+				}
+			}
+		})
+	}
+}
+
+// TestChecksumPathRefused checks that a checksum path that would leave
+// image fields out of every checksum, or write an annotation where the
+// API server reads none, is refused: one that leads to a list or a
+// scalar, to a pod template or pod spec (which have checksums of their
+// own, or no metadata).
+func TestChecksumPathRefused(t *testing.T) {
+	jobs := []ImagePath{{Group: "*", Kind: "Runner", Fields: []string{"spec", "jobs", "*", "tool"}}}
+	side := []ImagePath{{Group: "apps", Kind: "Deployment", Fields: []string{"spec", "template", "spec", "containers", "*", "sidecar", "image"}}}
+	dep := strings.Replace(deployment, "IMAGE", "registry.example/app:1", 1) + "        sidecar: {image: registry.example/side:1}\n"
+	for _, tc := range []struct {
+		desc      string
+		in        string
+		paths     []ImagePath
+		checksums []string
+		want      string
+	}{
+		{
+			desc: "a list", in: runner, paths: jobs, checksums: []string{"Runner=spec.jobs"},
+			want: "document 1, line 8: Runner/r: the checksum path Runner=spec.jobs leads to a sequence at spec.jobs, want a mapping",
+		},
+		{
+			desc: "a scalar", in: runner, paths: append(slices.Clip(jobs), ImagePath{Group: "*", Kind: "Runner", Fields: []string{"spec", "runnerRef", "x", "image"}}),
+			checksums: []string{"Runner=spec.runnerRef"},
+			want:      "document 1, line 6: Runner/r: the checksum path Runner=spec.runnerRef leads to a scalar at spec.runnerRef, want a mapping",
+		},
+		{
+			desc: "the object's metadata a scalar", in: strings.Replace(runner, "metadata:\n  name: r\n", "metadata: 0\n", 1), paths: jobs, checksums: []string{"Runner=."},
+			want: "document 1, line 3: Runner/: cannot write the checksum/images annotation: metadata is int 0, want a mapping",
+		},
+		{
+			desc: "a pod template", in: dep, paths: side, checksums: []string{"apps/Deployment=spec.template"},
+			want: "document 1, line 7: Deployment/web: the checksum path apps/Deployment=spec.template leads to the pod template at spec.template",
+		},
+		{
+			desc: "a container", in: dep, paths: side, checksums: []string{"Deployment=spec.template.spec.containers.*"},
+			want: "document 1, line 9: Deployment/web: the checksum path Deployment=spec.template.spec.containers.* leads to the mapping inside a pod template at spec.template.spec.containers[0]",
+		},
+		{
+			desc: "a pod spec", in: dep, paths: side, checksums: []string{"Deployment=spec.template.spec"},
+			want: "document 1, line 8: Deployment/web: the checksum path Deployment=spec.template.spec leads to the pod spec at spec.template.spec",
+		},
+	} {
+		t.Run(tc.desc, func(t *testing.T) {
+			r := &Renderer{Resolver: newFixed(), ImagePaths: tc.paths}
+			for _, s := range tc.checksums {
+				c, err := ParseChecksumPath(s)
+				if err != nil {
+					t.Fatal(err)
+				}
+				r.ChecksumPaths = append(r.ChecksumPaths, c)
+			}
+			wantRefused(t, r, tc.in, []string{tc.want})
+		})
+	}
+}
+
+// TestImagePathOverAMapping checks that a "*" field steps into every
+// value of a mapping, each field named by its key, and that the group of
+// a path must be the object's.
+func TestImagePathOverAMapping(t *testing.T) {
+	in := "apiVersion: example.com/v1\nkind: Runner\nmetadata:\n  name: r\nspec:\n  jobs:\n    x:\n      tool: registry.example/tool-a:1\n    y.z:\n      tool: registry.example/tool-b:1\n"
+	for _, tc := range []struct {
+		desc  string
+		group string
+		want  []string
+	}{
+		{desc: "any group", group: "*", want: []string{"Runner/r field spec.jobs.x.tool", "Runner/r field spec.jobs.y.z.tool"}},
+		{desc: "the group", group: "example.com", want: []string{"Runner/r field spec.jobs.x.tool", "Runner/r field spec.jobs.y.z.tool"}},
+		{desc: "another group", group: "example.org"},
+		{desc: "the core group", group: ""},
+	} {
+		t.Run(tc.desc, func(t *testing.T) {
+			r := &Renderer{Resolver: newFixed(), ImagePaths: []ImagePath{{Group: tc.group, Kind: "Runner", Fields: []string{"spec", "jobs", "*", "tool"}}}}
+			res, err := r.Render(context.Background(), []byte(in))
+			if err != nil {
+				t.Fatalf("Render() = %v", err)
+			}
+			var got []string
+			for _, img := range res.Images {
+				for _, w := range img.Workloads {
+					got = append(got, w.String())
+				}
+			}
+			if diff := cmp.Diff(tc.want, got); diff != "" {
+				t.Errorf("Render() workloads (-want +got):\n%s", diff)
+			}
+			if want := strings.Count(in, "tool-") * len(tc.want) / 2; strings.Count(string(res.Output), "@sha256:") != want {
+				t.Errorf("Render() pinned %d images, want %d:\n%s", strings.Count(string(res.Output), "@sha256:"), want, res.Output)
+			}
+			checkAsAPIServerWith(t, r, []byte(in), res.Output)
+		})
 	}
 }

@@ -21,6 +21,9 @@ import (
 // when the body is not one JSON object.
 func jsonStart(body []byte) int {
 	at := 0
+	if bytes.HasPrefix(body, bom) {
+		at = len(bom) // the stream's byte order mark, which YAML reads too
+	}
 	for at < len(body) {
 		switch c := body[at]; {
 		case c == ' ' || c == '\t' || c == '\r' || c == '\n':
@@ -39,6 +42,9 @@ func jsonStart(body []byte) int {
 	}
 	return -1
 }
+
+// bom is the UTF-8 byte order mark, which may start the stream.
+var bom = []byte("\ufeff")
 
 // setFlowAnnotation sets key to value in the metadata.annotations of
 // holder, a mapping of a JSON document: it replaces an existing value,

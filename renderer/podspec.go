@@ -3,6 +3,7 @@ package renderer
 import (
 	"errors"
 	"fmt"
+	"regexp"
 	"strconv"
 	"strings"
 
@@ -77,8 +78,16 @@ func parseKind(what, s, k string) (group, kind string, err error) {
 	if kind == "" || strings.Contains(kind, "/") {
 		return "", "", fmt.Errorf("parsing %s %q: bad kind %q", what, s, k)
 	}
+	// "v1/Pod" reads as the group "v1", which no object has: the path
+	// would match nothing, and its images would go unpinned.
+	if apiVersionLike.MatchString(group) {
+		return "", "", fmt.Errorf("parsing %s %q: %q is an API version, not a group: write %s=… for the kind in any group, or /%s=… for the core group", what, s, group, kind, kind)
+	}
 	return group, kind, nil
 }
+
+// apiVersionLike matches a Kubernetes API version: "v1", "v2beta1".
+var apiVersionLike = regexp.MustCompile(`^v[0-9]+((alpha|beta)[0-9]*)?$`)
 
 // kindPath formats a path of group and kind as the flags take it.
 func kindPath(group, kind string, fields []string) string {

@@ -123,6 +123,11 @@ type editor struct {
 	specLines map[*yaml.Node][]string // pod spec → its checksum lines
 	specUses  map[*yaml.Node][]use    // pod spec → its image fields
 	holders   map[*yaml.Node]bool     // templates annotated
+	// podFields are the image fields of pod specs, each with the value
+	// pinned ("" while its digest is not known): an image path that
+	// leads to one finds a container's image, pinned already.
+	podFields       map[fieldKey]string
+	podFieldsWanted bool // the object being edited has image paths
 	// kept are the warnings about image fields kept as written because
 	// they hold no reference (KeepUnresolved).
 	kept []string
@@ -205,12 +210,27 @@ func (e *editor) object(obj *yaml.Node, depth int) error {
 	if err != nil {
 		return e.keyError(err, w.object())
 	}
+	// The image fields of pod specs and the pod templates matter to the
+	// image paths of the kind, which most kinds have none of.
+	paths := e.r.imagePathsFor(apiGroup(apiVersion), kind)
+	e.podFieldsWanted = len(paths) > 0
+	var pods map[*yaml.Node]string
 	for _, t := range templates {
 		if err := e.template(t, w); err != nil {
 			return err
 		}
+		if len(paths) == 0 {
+			continue
+		}
+		if pods == nil {
+			pods = map[*yaml.Node]string{}
+		}
+		pods[t.spec] = "pod spec"
+		if t.holder != nil {
+			pods[t.holder] = "pod template"
+		}
 	}
-	return e.imageFields(obj, apiGroup(apiVersion), kind, w)
+	return e.imageFields(obj, apiGroup(apiVersion), kind, paths, w, pods)
 }
 
 // template pins the images of one pod template and sets its checksum.
@@ -258,6 +278,17 @@ func (e *editor) checksum(holder *yaml.Node, lines []string, w Workload) error {
 	}
 	if err != nil {
 		return e.keyError(err, w.object())
+	}
+	// The API server refuses metadata or annotations that are not
+	// mappings (or null); writing a mapping in their place would make an
+	// object of what it refuses.
+	for _, f := range []struct {
+		name string
+		v    *yaml.Node
+	}{{"metadata", meta.value}, {"annotations", ann.value}} {
+		if f.v != nil && f.v.Kind != yaml.MappingNode && (f.v.Kind != yaml.ScalarNode || f.v.Tag != "!!null") {
+			return fmt.Errorf("%s: %s: cannot write the %s annotation: %s is %s, want a mapping", e.d.at(f.v.Line), w.object(), e.r.annotation(), f.name, describe(f.v))
+		}
 	}
 	if old.value != nil && old.value.Kind == yaml.ScalarNode && old.value.Value == sum {
 		return nil
@@ -372,6 +403,9 @@ func (e *editor) pinImage(spec, m *yaml.Node, key string, w Workload) (string, e
 		// in); keep it as written, in the checksum as written, and say so
 		// once the document is done.
 		e.kept = append(e.kept, fmt.Sprintf("keeping %s %q unpinned: %v", key, img.Value, err))
+		if spec != nil {
+			e.podField(m, key, img.Value)
+		}
 		return w.Container + "=" + img.Value, nil
 	}
 	u := use{image: img.Value, ref: ref, workload: w, where: where}
@@ -380,6 +414,7 @@ func (e *editor) pinImage(spec, m *yaml.Node, key string, w Workload) (string, e
 			e.specUses = map[*yaml.Node][]use{}
 		}
 		e.specUses[spec] = append(e.specUses[spec], u)
+		e.podField(m, key, "")
 	}
 	dg, ok := e.digest(u)
 	if !ok {
@@ -391,7 +426,22 @@ func (e *editor) pinImage(spec, m *yaml.Node, key string, w Workload) (string, e
 		value = pinnedTo(img.Value, dg, e.r.mode())
 	}
 	e.changeImage(m, image, value)
+	if spec != nil {
+		e.podField(m, key, value)
+	}
 	return w.Container + "=" + value, nil
+}
+
+// podField records the value of image field key of mapping m of a pod
+// spec: "" while its digest is not known.
+func (e *editor) podField(m *yaml.Node, key, value string) {
+	if !e.podFieldsWanted {
+		return
+	}
+	if e.podFields == nil {
+		e.podFields = map[fieldKey]string{}
+	}
+	e.podFields[fieldKey{deref(m), key}] = value
 }
 
 // parseReference parses the value of image field key (a string scalar),
