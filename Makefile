@@ -38,12 +38,14 @@ build:
 # the Helm CLI builds, where -race would compile Helm and Kubernetes again
 # (minutes). Our own code in it is race-tested in ./postrender.
 # e2e/cmpserver (the Argo CD plugin under argocd-cmp-server) is one too, and
-# runs without -race for the same reason: it holds test code only.
+# runs without -race for the same reason: it holds test code only. Both
+# get go vet here, where their builds are cached (golangci-lint on them
+# would add minutes to CI; make lint covers the main module).
 test: build helm $(KUSTOMIZE) argocd-cmp-server
 	scripts/test-deps.sh
 	go test -race -cover ./...
-	cd examples/helmsdk && go test ./...
-	cd e2e/cmpserver && go test ./...
+	cd examples/helmsdk && go vet ./... && go test ./...
+	cd e2e/cmpserver && go vet ./... && go test ./...
 
 demo: build
 	go run ./internal/cmd/demo -- $(BIN) testdata/example.yaml
