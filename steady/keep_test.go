@@ -60,9 +60,14 @@ func TestKeep(t *testing.T) {
 			wantReason: "ConfigMap/b: data.v changed",
 		},
 		{
-			desc:  "a volatile subtree covers the fields under it",
+			desc:  "a value that changed shape covers no field under it",
 			input: "# Source: c/cm.yaml\nkind: ConfigMap\nmetadata: {name: a}\ndata: none\n", second: cm("2"),
-			previous: cm("x"), output: cm("y"), wantKept: true,
+			previous: cm("x"), output: cm("y"), wantReason: "ConfigMap/a: data.v changed",
+		},
+		{
+			desc:  "a value that changed shape, as it did between the renders",
+			input: "# Source: c/cm.yaml\nkind: ConfigMap\nmetadata: {name: a}\ndata: none\n", second: cm("2"),
+			previous: cm("2"), output: "# Source: c/cm.yaml\nkind: ConfigMap\nmetadata: {name: a}\ndata: none\n", wantKept: true,
 		},
 		{
 			desc:  "a volatile field under a value that changed shape",
@@ -142,6 +147,72 @@ func TestKeep(t *testing.T) {
 			wantKept: true,
 		},
 		{
+			desc:  "a list of generated length: a later item is real",
+			input: cm("[--seed=A, --x=1, --y=1]"), second: cm("[--x=1, --y=1]"),
+			previous: cm("[--seed=B, --x=1, --y=1]"), output: cm("[--seed=C, --x=2, --y=1]"),
+			wantReason: "ConfigMap/a: data.v[0] changed",
+		},
+		{
+			desc:  "list items that shift between renders: each item is real",
+			input: cm("[abc=1, user=2]"), second: cm("[user=2, xyz=1]"),
+			previous: cm("[qqq=1, user=2]"), output: cm("[user=3, zzz=1]"),
+			wantReason: "ConfigMap/a: data.v[0] changed",
+		},
+		{
+			desc:  "list items at the same places: the others are volatile",
+			input: cm("[--seed=A, --x=1]"), second: cm("[--seed=B, --x=1]"),
+			previous: cm("[--seed=C, --x=1]"), output: cm("[--seed=D, --x=1]"), wantKept: true,
+		},
+		{
+			desc:  "named items in another order between renders: their values are real",
+			input: cm("[{name: A, value: r1}, {name: B, value: '1'}]"), second: cm("[{name: B, value: '1'}, {name: A, value: r2}]"),
+			previous: cm("[{name: A, value: r0}, {name: B, value: '1'}]"), output: cm("[{name: A, value: r3}, {name: B, value: '2'}]"),
+			wantReason: "ConfigMap/a: data.v[name=B].value changed",
+		},
+		{
+			desc:  "a key in one render only: the values under it are real",
+			input: cm("{a: 1, extra: {b: 1}}"), second: cm("{a: 1}"),
+			previous: cm("{a: 1, extra: {b: 1}}"), output: cm("{a: 1, extra: {b: 2}}"),
+			wantReason: "ConfigMap/a: data.v.extra.b changed",
+		},
+		{
+			desc:  "a key in one render only: its value is real",
+			input: cm("{a: 1, extra: {b: 1}}"), second: cm("{a: 1}"),
+			previous: cm("{a: 1}"), output: cm("{a: 1, extra: {b: 2}}"),
+			wantReason: "ConfigMap/a: data.v.extra changed",
+		},
+		{
+			desc:  "a key in one render only: it comes and goes",
+			input: cm("{a: 1, extra: {b: 1}}"), second: cm("{a: 1}"),
+			previous: cm("{a: 1}"), output: cm("{a: 1, extra: {b: 1}}"), wantKept: true,
+		},
+		{
+			desc:  "a volatile number that is gone",
+			input: cm("{a: 1, num: 1}"), second: cm("{a: 1, num: 2}"),
+			previous: cm("{a: 1, num: 3}"), output: cm("{a: 1}"),
+			wantReason: "ConfigMap/a: data.v.num changed",
+		},
+		{
+			desc:  "a volatile number that became a mapping",
+			input: cm("{num: 1}"), second: cm("{num: 2}"),
+			previous: cm("{num: 3}"), output: cm("{num: {x: 1}}"),
+			wantReason: "ConfigMap/a: data.v.num changed",
+		},
+		{
+			desc:  "a generated number of documents: the documents are real",
+			input: "# Source: c/cm.yaml\nkind: ConfigMap\nmetadata: {name: g-abc}\ndata: {v: r1}\n---\n" + cm("user"), second: cm("user"),
+			previous: cm("old"), output: cm("new"),
+			wantReason: "ConfigMap/a: data.v changed",
+		},
+		{
+			desc:       "a generated number of documents, for Helm 4: the documents are real",
+			input:      h4("# Source: c/cm.yaml\nkind: ConfigMap\nmetadata: {name: g-abc}\ndata: {v: r1}\n---\n" + cm("user")),
+			second:     cm("user"),
+			previous:   h4(cm("old")),
+			output:     h4(cm("new")),
+			wantReason: "ConfigMap/a: data.v changed",
+		},
+		{
 			desc:       "a List item that changed",
 			previous:   "apiVersion: v1\nkind: List\nitems:\n- kind: ConfigMap\n  metadata: {name: a}\n  data: {v: x}\n",
 			output:     "apiVersion: v1\nkind: List\nitems:\n- kind: ConfigMap\n  metadata: {name: a}\n  data: {v: y}\n",
@@ -190,4 +261,20 @@ func TestKeepErrors(t *testing.T) {
 			}
 		})
 	}
+}
+
+// h4 writes the "# Source:" file of each document of s in FileAnnotation,
+// as Helm 4 hands a post-renderer its documents; each document's metadata
+// must be a flow mapping.
+func h4(s string) string {
+	docs := strings.Split(s, "---\n")
+	for i, d := range docs {
+		src, rest, ok := strings.Cut(d, "\n")
+		file, found := strings.CutPrefix(src, "# Source: ")
+		if !ok || !found {
+			continue
+		}
+		docs[i] = strings.Replace(rest, "metadata: {", "metadata: {annotations: {"+FileAnnotation+": "+file+"}, ", 1)
+	}
+	return strings.Join(docs, "---\n")
 }
