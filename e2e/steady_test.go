@@ -161,6 +161,53 @@ func TestSteadyRenders(t *testing.T) {
 	}
 }
 
+// TestSteadyShiftingList renders testdata/steady/shifting, whose
+// container arguments are a generated number of generated ones and then
+// the title from the chart's values, with both Helm CLIs: the title
+// stands at another index in each render, and a new title must give the
+// new output however the lengths of the renders and of the previous
+// output fall (a comparison by index hid it about two times in three).
+func TestSteadyShiftingList(t *testing.T) {
+	for _, h := range []struct{ name, bin string }{{"helm3", helm3(t)}, {"helm4", helm4(t)}} {
+		t.Run(h.name, func(t *testing.T) {
+			reg := testregistry.New(t)
+			pushFixed(t, reg, steadyImage, "1")
+			chart := steadyChart(t, "shifting", reg)
+			dir := t.TempDir()
+			previous := filepath.Join(dir, "previous.yaml")
+			secondFile := filepath.Join(dir, "second.yaml")
+			pin := func(title string) result {
+				t.Helper()
+				args := []string{"template", "r", chart, "--namespace", "ns", "--values", filepath.Join(chart, "values-e2e.yaml"), "--set", "title=" + title}
+				first := runCmd(t, dir, nil, nil, h.bin, args...)
+				second := runCmd(t, dir, nil, nil, h.bin, args...)
+				if first.err != nil || second.err != nil {
+					t.Fatalf("helm template: %v %v\n%s%s", first.err, second.err, first.stderr, second.stderr)
+				}
+				if err := os.WriteFile(secondFile, []byte(second.stdout), 0o644); err != nil {
+					t.Fatal(err)
+				}
+				r := runCmd(t, dir, []byte(first.stdout), nil, digestpinBin(t), "--volatile-from", secondFile, "--previous", previous)
+				if r.err != nil {
+					t.Fatalf("digestpin: %v\n%s", r.err, r.stderr)
+				}
+				return r
+			}
+			last := pin("Shop")
+			for _, title := range []string{"Web", "Store", "Market", "Bazaar"} {
+				if err := os.WriteFile(previous, []byte(last.stdout), 0o644); err != nil {
+					t.Fatal(err)
+				}
+				r := pin(title)
+				if r.stdout == last.stdout || !strings.Contains(r.stdout, "--title="+title+"\n") {
+					t.Fatalf("title=%s: the output is the previous one or lacks --title=%s:\n%s", title, title, r.stderr)
+				}
+				last = r
+			}
+		})
+	}
+}
+
 // TestSteadyArgoCD runs the plugin's generate twice for each steady chart,
 // as Argo CD does: the same bytes both times, a state file 0600 in a 0700
 // folder, the chart's randomness without DIGESTPIN_STEADY, and a moved
