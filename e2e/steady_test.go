@@ -18,10 +18,10 @@ import (
 var steadyCharts = []struct {
 	name     string
 	warnings []string
-	// inner, if set, changes a value that the chart renders into a
-	// string beside generated text: a real change inside a volatile
-	// field.
-	inner, innerWant string
+	// inner are --set flags that each change a value that the chart
+	// renders into a string beside generated text, and the text the new
+	// output must hold: a real change inside a volatile field.
+	inner [][2]string
 }{
 	{name: "webhook", warnings: []string{
 		`Secret/r-tls (webhook/templates/webhook.yaml): data["tls.crt"], data["tls.key"] differ between two renders of the same input`,
@@ -31,7 +31,7 @@ var steadyCharts = []struct {
 	{name: "password", warnings: []string{
 		`Secret/r-password (password/templates/secret.yaml): data.password, stringData["config.ini"] differ between two renders of the same input`,
 		"Deployment/r (password/templates/deployment.yaml): pod template annotation checksum/secret differs between two renders of the same input: this workload restarts on every render",
-	}, inner: "title=Web", innerWant: "title = Web"},
+	}, inner: [][2]string{{"title=Web", "title = Web"}, {"settings={port = 80}", "    port = 80\n"}}},
 	{name: "testhook", warnings: []string{
 		"(testhook/templates/test.yaml): pod field metadata.name differs between two renders of the same input: this workload restarts on every render",
 	}},
@@ -127,10 +127,17 @@ func TestSteadyRenders(t *testing.T) {
 					t.Errorf("replicas=2: the output is the previous one or lacks replicas: 2:\n%s", r.stdout)
 				}
 				// A value rendered beside generated text in one string.
-				if c.inner != "" {
-					if r := pin(c.inner); r.stdout == first.stdout || !strings.Contains(r.stdout, c.innerWant) {
-						t.Errorf("%s: the output is the previous one or lacks %q:\n%s", c.inner, c.innerWant, r.stdout)
+				for _, in := range c.inner {
+					r := pin(in[0])
+					if r.stdout == first.stdout || !strings.Contains(r.stdout, in[1]) {
+						t.Errorf("%s: the output is the previous one or lacks %q:\n%s", in[0], in[1], r.stdout)
 					}
+					// And back: the previous output holds the value.
+					keep(r.stdout)
+					if back := pin(); back.stdout == r.stdout || strings.Contains(back.stdout, in[1]) {
+						t.Errorf("%s, then without it: the output is the previous one or holds %q:\n%s", in[0], in[1], back.stdout)
+					}
+					keep(first.stdout)
 				}
 				// A document added, then removed.
 				added := pin("extra=true")

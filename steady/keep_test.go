@@ -38,6 +38,12 @@ func TestKeep(t *testing.T) {
 			wantReason: "ConfigMap/a: data.v changed where two renders of the same input agree",
 		},
 		{
+			desc:  "a generated value inside a string: a line gone beside it is real",
+			input: cm(`"pw=Xk2p\ntitle=shop"`), second: cm(`"pw=b7Yw\ntitle=shop"`),
+			previous: cm(`"pw=Qq1z\nport=80\ntitle=shop"`), output: cm(`"pw=Xk2p\ntitle=shop"`),
+			wantReason: "ConfigMap/a: data.v changed where two renders of the same input agree",
+		},
+		{
 			desc:  "a generated value inside a string, nothing else changed",
 			input: cm(`"pw=Xk2p title=shop"`), second: cm(`"pw=b7Yw title=shop"`),
 			previous: cm(`"pw=Qq1z title=shop"`), output: cm(`"pw=Xk2p title=shop"`), wantKept: true,
