@@ -28,6 +28,9 @@ type differ struct {
 	// wholes, when not nil, gets the two values of each path that is no
 	// leaf (see addWhole), by the path's String.
 	wholes map[string][2]any
+	// scalars, when not nil, gets the two values of each leaf (two
+	// scalars that differ), by the path's String.
+	scalars map[string][2]any
 	// byIndex compares unnamed lists item by item even when their items
 	// do not line up, for the warnings, which name the items that
 	// differ; never for the fields Keep allows.
@@ -36,7 +39,7 @@ type differ struct {
 
 // newDiffer returns a differ that collects the values of its paths.
 func newDiffer() *differ {
-	return &differ{pairs: map[string][2]string{}, wholes: map[string][2]any{}}
+	return &differ{pairs: map[string][2]string{}, wholes: map[string][2]any{}, scalars: map[string][2]any{}}
 }
 
 // absent is the value of a key or item where a render holds none.
@@ -115,6 +118,9 @@ func (d *differ) diff(p path, a, b any) {
 		}
 		if a != b {
 			d.add(p)
+			if d.scalars != nil {
+				d.scalars[p.String()] = [2]any{a, b}
+			}
 			as, aok := a.(string)
 			bs, bok := b.(string)
 			if d.pairs != nil && aok && bok {

@@ -44,6 +44,7 @@ func FuzzDiffKeep(f *testing.F) {
 		{"{a: 1, num: 1}", "{a: 1, num: 2}"},
 		{"none", "{a: 1}"},
 		{`"pw=Xk2p\ntitle=shop"`, `"pw=b7Yw\ntitle=shop"`},
+		{"{t: shop}", "{t: null}"},
 	} {
 		f.Add(cm(seed[0]), cm(seed[1]))
 	}
@@ -283,7 +284,9 @@ func orOld(v, old any) any {
 
 // agreed returns values of a field that differ from x, a scalar, where
 // x and y agree: another value when they are equal or y is no scalar (or
-// absent{}); for two different strings, x without one of the runs they
+// absent{}); for two different scalars not both strings, a string (that
+// is not y) instead of x, since only two numbers or two booleans allow
+// others; for two different strings, x without one of the runs they
 // share (when it occurs once in x), and x with a character that neither
 // render had in the first gap.
 func agreed(x, y any) []any {
@@ -302,7 +305,16 @@ func agreed(x, y any) []any {
 	xs, ok := x.(string)
 	ys, ok2 := y.(string)
 	if !ok || !ok2 {
-		return nil
+		// Two scalars that differ allow others of their type when they
+		// are of one type, and nothing but themselves otherwise.
+		var other any = "~"
+		if xs, ok := x.(string); ok {
+			other = xs + "~"
+		}
+		if other == y {
+			return nil
+		}
+		return []any{other}
 	}
 	var out []any
 	t := newTemplate(xs, ys)

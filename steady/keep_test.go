@@ -30,7 +30,7 @@ func TestKeep(t *testing.T) {
 			output:   cm("x"), wantKept: true,
 		},
 		{desc: "a difference without a second render", previous: cm("x"), output: cm("y"), wantReason: "ConfigMap/a: data.v changed"},
-		{desc: "a volatile field", input: cm("1"), second: cm("2"), previous: cm("x"), output: cm("y"), wantKept: true},
+		{desc: "a volatile field", input: cm("1"), second: cm("2"), previous: cm("3"), output: cm("1"), wantKept: true},
 		{
 			desc:  "a generated value inside a string: the rest of the string is real",
 			input: cm(`"pw=Xk2p title=shop"`), second: cm(`"pw=b7Yw title=shop"`),
@@ -61,8 +61,8 @@ func TestKeep(t *testing.T) {
 		{
 			desc:  "a volatile field of another document",
 			input: cm("1"), second: cm("2"),
-			previous:   cm("x") + "---\n# Source: c/b.yaml\nkind: ConfigMap\nmetadata: {name: b}\ndata: {v: x}\n",
-			output:     cm("y") + "---\n# Source: c/b.yaml\nkind: ConfigMap\nmetadata: {name: b}\ndata: {v: y}\n",
+			previous:   cm("3") + "---\n# Source: c/b.yaml\nkind: ConfigMap\nmetadata: {name: b}\ndata: {v: x}\n",
+			output:     cm("1") + "---\n# Source: c/b.yaml\nkind: ConfigMap\nmetadata: {name: b}\ndata: {v: y}\n",
 			wantReason: "ConfigMap/b: data.v changed",
 		},
 		{
@@ -203,6 +203,28 @@ func TestKeep(t *testing.T) {
 			input: cm("{num: 1}"), second: cm("{num: 2}"),
 			previous: cm("{num: 3}"), output: cm("{num: {x: 1}}"),
 			wantReason: "ConfigMap/a: data.v.num changed",
+		},
+		{
+			desc:  "a value in one render and null in the other: another value is real",
+			input: cm("{t: shop}"), second: cm("{t: null}"),
+			previous: cm("{t: web}"), output: cm("{t: shop}"),
+			wantReason: "ConfigMap/a: data.v.t changed",
+		},
+		{
+			desc:  "a value in one render and null in the other: null again",
+			input: cm("{t: shop}"), second: cm("{t: null}"),
+			previous: cm("{t: null}"), output: cm("{t: shop}"), wantKept: true,
+		},
+		{
+			desc:  "a volatile number: a string there is real",
+			input: cm("{num: 1}"), second: cm("{num: 2}"),
+			previous: cm("{num: web}"), output: cm("{num: 1}"),
+			wantReason: "ConfigMap/a: data.v.num changed",
+		},
+		{
+			desc:  "a volatile boolean",
+			input: cm("{b: true}"), second: cm("{b: false}"),
+			previous: cm("{b: false}"), output: cm("{b: true}"), wantKept: true,
 		},
 		{
 			desc:  "a generated number of documents: the documents are real",

@@ -78,9 +78,10 @@ type field struct {
 	// t is the template of the two values when both are strings (see
 	// template), else nil.
 	t *template
-	// whole is true when the path is no leaf (see differ.addWhole), and
-	// values are then the two values.
-	whole  bool
+	// whole is true when the path is no leaf (see differ.addWhole).
+	whole bool
+	// values are the two values: two scalars, or for a whole path
+	// anything (absent{} for a key or item that a render does not hold).
 	values [2]any
 }
 
@@ -97,6 +98,9 @@ func newPathSet(d *differ) pathSet {
 		if v, ok := d.wholes[k]; ok {
 			f.whole, f.values = true, v
 		}
+		if v, ok := d.scalars[k]; ok {
+			f.values = v
+		}
 		s[k] = f
 	}
 	return s
@@ -106,10 +110,12 @@ func newPathSet(d *differ) pathSet {
 // other values, the previous and the new output as d found them: p must
 // be a path of the set itself, never one under it, since what differed
 // between the renders says nothing about the fields under it, and the
-// difference must be of the kind the renders showed. A leaf (two
-// scalars) allows another two scalars, fitting its template when it has
-// one; a whole difference (a key present in one only, another shape)
-// allows only the values the two renders held. The reason says why not.
+// difference must be of the kind the renders showed. A leaf of two
+// scalars of one type (two numbers, two strings, two booleans) allows
+// another two of that type, strings fitting its template; a leaf of two
+// types (a string and null) and a whole difference (a key present in one
+// only, another shape) allow only the values the two renders held. The
+// reason says why not.
 func (s pathSet) allows(p path, d *differ) (reason string, ok bool) {
 	k := p.String()
 	f, ok := s[k]
@@ -117,15 +123,21 @@ func (s pathSet) allows(p path, d *differ) (reason string, ok bool) {
 		return "changed", false
 	}
 	w, whole := d.wholes[k]
+	if !whole {
+		w = d.scalars[k]
+	}
+	ft := reflect.TypeOf(f.values[0])
 	switch {
 	case f.whole != whole:
 		return "changed", false
-	case whole:
+	case whole || ft != reflect.TypeOf(f.values[1]):
 		for _, v := range w {
 			if !reflect.DeepEqual(v, f.values[0]) && !reflect.DeepEqual(v, f.values[1]) {
 				return "changed", false
 			}
 		}
+	case reflect.TypeOf(w[0]) != ft || reflect.TypeOf(w[1]) != ft:
+		return "changed", false
 	case f.t != nil:
 		// A string that two renders made partly alike: the previous
 		// and the new value must agree where the renders did.
