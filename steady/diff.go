@@ -213,10 +213,9 @@ func lcs(a, b []string) int {
 	prev, cur := make([]int, len(b)+1), make([]int, len(b)+1)
 	for i := range a {
 		for j := range b {
-			switch {
-			case a[i] == b[j]:
+			if a[i] == b[j] {
 				cur[j+1] = prev[j] + 1
-			default:
+			} else {
 				cur[j+1] = max(prev[j+1], cur[j])
 			}
 		}
