@@ -129,13 +129,15 @@ func realChanges(a, b []byte) []realChange {
 		if err != nil {
 			return nil
 		}
+		// The annotation first, so that a change to it is a change.
+		x, y = withFile(x, d.file), withFile(y, e.file)
 		walkAgreed(nil, x, y, func(p path, set func(any), changed any) {
 			if len(out) >= maxChanges {
 				return
 			}
 			set(changed)
 			defer set(nil)
-			doc, err := json.Marshal(withFile(x, d.file))
+			doc, err := json.Marshal(x)
 			if err != nil {
 				return
 			}
