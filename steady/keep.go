@@ -20,7 +20,8 @@ type Decision struct {
 // Keep chooses between previous, the output digestpin wrote last time for
 // this release, and output, the one it made now. It returns previous, byte
 // for byte, when both hold the same documents (matched as Diff matches
-// them) and every field that differs is volatile in v; otherwise output.
+// them) and every field that differs is volatile in v, in the way the
+// package documentation says; otherwise output.
 // With a nil v it keeps previous only when both mean the same, field for
 // field. A difference in an image field (the image of a container, init
 // or ephemeral container, or the reference of an image volume, anywhere in
