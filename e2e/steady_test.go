@@ -18,10 +18,10 @@ import (
 var steadyCharts = []struct {
 	name     string
 	warnings []string
-	// inner, if set, changes a value that the chart renders into a
-	// string beside generated text: a real change inside a volatile
-	// field.
-	inner, innerWant string
+	// inner are --set flags that each change a value that the chart
+	// renders into a string beside generated text, and the text the new
+	// output must hold: a real change inside a volatile field.
+	inner [][2]string
 }{
 	{name: "webhook", warnings: []string{
 		`Secret/r-tls (webhook/templates/webhook.yaml): data["tls.crt"], data["tls.key"] differ between two renders of the same input`,
@@ -31,7 +31,7 @@ var steadyCharts = []struct {
 	{name: "password", warnings: []string{
 		`Secret/r-password (password/templates/secret.yaml): data.password, stringData["config.ini"] differ between two renders of the same input`,
 		"Deployment/r (password/templates/deployment.yaml): pod template annotation checksum/secret differs between two renders of the same input: this workload restarts on every render",
-	}, inner: "title=Web", innerWant: "title = Web"},
+	}, inner: [][2]string{{"title=Web", "title = Web"}, {"settings={port = 80}", "    port = 80\n"}}},
 	{name: "testhook", warnings: []string{
 		"(testhook/templates/test.yaml): pod field metadata.name differs between two renders of the same input: this workload restarts on every render",
 	}},
@@ -127,10 +127,17 @@ func TestSteadyRenders(t *testing.T) {
 					t.Errorf("replicas=2: the output is the previous one or lacks replicas: 2:\n%s", r.stdout)
 				}
 				// A value rendered beside generated text in one string.
-				if c.inner != "" {
-					if r := pin(c.inner); r.stdout == first.stdout || !strings.Contains(r.stdout, c.innerWant) {
-						t.Errorf("%s: the output is the previous one or lacks %q:\n%s", c.inner, c.innerWant, r.stdout)
+				for _, in := range c.inner {
+					r := pin(in[0])
+					if r.stdout == first.stdout || !strings.Contains(r.stdout, in[1]) {
+						t.Errorf("%s: the output is the previous one or lacks %q:\n%s", in[0], in[1], r.stdout)
 					}
+					// And back: the previous output holds the value.
+					keep(r.stdout)
+					if back := pin(); back.stdout == r.stdout || strings.Contains(back.stdout, in[1]) {
+						t.Errorf("%s, then without it: the output is the previous one or holds %q:\n%s", in[0], in[1], back.stdout)
+					}
+					keep(first.stdout)
 				}
 				// A document added, then removed.
 				added := pin("extra=true")
@@ -158,6 +165,53 @@ func TestSteadyRenders(t *testing.T) {
 				}
 			})
 		}
+	}
+}
+
+// TestSteadyShiftingList renders testdata/steady/shifting, whose
+// container arguments are a generated number of generated ones and then
+// the title from the chart's values, with both Helm CLIs: the title
+// stands at another index in each render, and a new title must give the
+// new output however the lengths of the renders and of the previous
+// output fall (a comparison by index hid it about two times in three).
+func TestSteadyShiftingList(t *testing.T) {
+	for _, h := range []struct{ name, bin string }{{"helm3", helm3(t)}, {"helm4", helm4(t)}} {
+		t.Run(h.name, func(t *testing.T) {
+			reg := testregistry.New(t)
+			pushFixed(t, reg, steadyImage, "1")
+			chart := steadyChart(t, "shifting", reg)
+			dir := t.TempDir()
+			previous := filepath.Join(dir, "previous.yaml")
+			secondFile := filepath.Join(dir, "second.yaml")
+			pin := func(title string) result {
+				t.Helper()
+				args := []string{"template", "r", chart, "--namespace", "ns", "--values", filepath.Join(chart, "values-e2e.yaml"), "--set", "title=" + title}
+				first := runCmd(t, dir, nil, nil, h.bin, args...)
+				second := runCmd(t, dir, nil, nil, h.bin, args...)
+				if first.err != nil || second.err != nil {
+					t.Fatalf("helm template: %v %v\n%s%s", first.err, second.err, first.stderr, second.stderr)
+				}
+				if err := os.WriteFile(secondFile, []byte(second.stdout), 0o644); err != nil {
+					t.Fatal(err)
+				}
+				r := runCmd(t, dir, []byte(first.stdout), nil, digestpinBin(t), "--volatile-from", secondFile, "--previous", previous)
+				if r.err != nil {
+					t.Fatalf("digestpin: %v\n%s", r.err, r.stderr)
+				}
+				return r
+			}
+			last := pin("Shop")
+			for _, title := range []string{"Web", "Store", "Market", "Bazaar"} {
+				if err := os.WriteFile(previous, []byte(last.stdout), 0o644); err != nil {
+					t.Fatal(err)
+				}
+				r := pin(title)
+				if r.stdout == last.stdout || !strings.Contains(r.stdout, "--title="+title+"\n") {
+					t.Fatalf("title=%s: the output is the previous one or lacks --title=%s:\n%s", title, title, r.stderr)
+				}
+				last = r
+			}
+		})
 	}
 }
 

@@ -38,9 +38,17 @@
 // a mapping with a distinct string name (containers, env, volumes,
 // webhooks, ports…), and [INDEX] otherwise: containers[name=app].image,
 // args[2]. A name that is not made only of letters, digits, ".", "_" and
-// "-" is quoted: [name="a b"]. The root of a document is ".". A path names a whole subtree when the two
+// "-" is quoted: [name="a b"]. The root of a document is ".". A path names a whole value when the two
 // renders differ in its shape (a key or item present in one only, a
-// mapping in one and a list in the other, named items in another order).
+// mapping in one and a list in the other, named items in another order,
+// a list without names whose items do not line up by position).
+//
+// A volatile field allows Keep a difference at its own path only, never
+// under it, and only of the kind the two renders showed: two numbers,
+// strings or booleans allow another two of that type (strings where the
+// two renders agree, see template); any other difference, only the two
+// values the renders held. The documents of a file whose number of
+// documents differs between the two renders have no volatile field.
 //
 // A run that uses both: Diff the input with the second render and warn
 // with Volatility.Warnings; render the input; Keep the previous output

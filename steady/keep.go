@@ -20,7 +20,8 @@ type Decision struct {
 // Keep chooses between previous, the output digestpin wrote last time for
 // this release, and output, the one it made now. It returns previous, byte
 // for byte, when both hold the same documents (matched as Diff matches
-// them) and every field that differs is volatile in v; otherwise output.
+// them) and every field that differs is volatile in v, in the way the
+// package documentation says; otherwise output.
 // With a nil v it keeps previous only when both mean the same, field for
 // field. A difference in an image field (the image of a container, init
 // or ephemeral container, or the reference of an image volume, anywhere in
@@ -90,25 +91,15 @@ func Keep(previous, output []byte, v *Volatility, o Options) (Decision, error) {
 		if f := o.changedImage(y, x); f != "" {
 			return fresh("%s: image field %s changed", name, f)
 		}
-		df := differ{pairs: map[string][2]string{}}
+		df := newDiffer()
 		df.diff(nil, y, x)
-		var volatile pathSet // a nil set covers nothing
+		var volatile pathSet // a nil set allows nothing
 		if v != nil {
 			volatile = v.fields[d.key]
 		}
 		for _, q := range df.paths {
-			t, ok := volatile.covers(q)
-			if !ok {
-				return fresh("%s: %s changed", name, q)
-			}
-			if t == nil {
-				continue
-			}
-			// A string that two renders made partly alike: the previous
-			// and the new value must agree where the renders did.
-			pair, ok := df.pairs[q.String()]
-			if !ok || !t.fits(pair[0]) || !t.fits(pair[1]) {
-				return fresh("%s: %s changed where two renders of the same input agree", name, q)
+			if why, ok := volatile.allows(q, df); !ok {
+				return fresh("%s: %s %s", name, q, why)
 			}
 		}
 	}

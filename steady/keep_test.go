@@ -30,11 +30,17 @@ func TestKeep(t *testing.T) {
 			output:   cm("x"), wantKept: true,
 		},
 		{desc: "a difference without a second render", previous: cm("x"), output: cm("y"), wantReason: "ConfigMap/a: data.v changed"},
-		{desc: "a volatile field", input: cm("1"), second: cm("2"), previous: cm("x"), output: cm("y"), wantKept: true},
+		{desc: "a volatile field", input: cm("1"), second: cm("2"), previous: cm("3"), output: cm("1"), wantKept: true},
 		{
 			desc:  "a generated value inside a string: the rest of the string is real",
 			input: cm(`"pw=Xk2p title=shop"`), second: cm(`"pw=b7Yw title=shop"`),
 			previous: cm(`"pw=Qq1z title=shop"`), output: cm(`"pw=Xk2p title=shop2"`),
+			wantReason: "ConfigMap/a: data.v changed where two renders of the same input agree",
+		},
+		{
+			desc:  "a generated value inside a string: a line gone beside it is real",
+			input: cm(`"pw=Xk2p\ntitle=shop"`), second: cm(`"pw=b7Yw\ntitle=shop"`),
+			previous: cm(`"pw=Qq1z\nport=80\ntitle=shop"`), output: cm(`"pw=Xk2p\ntitle=shop"`),
 			wantReason: "ConfigMap/a: data.v changed where two renders of the same input agree",
 		},
 		{
@@ -55,14 +61,19 @@ func TestKeep(t *testing.T) {
 		{
 			desc:  "a volatile field of another document",
 			input: cm("1"), second: cm("2"),
-			previous:   cm("x") + "---\n# Source: c/b.yaml\nkind: ConfigMap\nmetadata: {name: b}\ndata: {v: x}\n",
-			output:     cm("y") + "---\n# Source: c/b.yaml\nkind: ConfigMap\nmetadata: {name: b}\ndata: {v: y}\n",
+			previous:   cm("3") + "---\n# Source: c/b.yaml\nkind: ConfigMap\nmetadata: {name: b}\ndata: {v: x}\n",
+			output:     cm("1") + "---\n# Source: c/b.yaml\nkind: ConfigMap\nmetadata: {name: b}\ndata: {v: y}\n",
 			wantReason: "ConfigMap/b: data.v changed",
 		},
 		{
-			desc:  "a volatile subtree covers the fields under it",
+			desc:  "a value that changed shape covers no field under it",
 			input: "# Source: c/cm.yaml\nkind: ConfigMap\nmetadata: {name: a}\ndata: none\n", second: cm("2"),
-			previous: cm("x"), output: cm("y"), wantKept: true,
+			previous: cm("x"), output: cm("y"), wantReason: "ConfigMap/a: data.v changed",
+		},
+		{
+			desc:  "a value that changed shape, as it did between the renders",
+			input: "# Source: c/cm.yaml\nkind: ConfigMap\nmetadata: {name: a}\ndata: none\n", second: cm("2"),
+			previous: cm("2"), output: "# Source: c/cm.yaml\nkind: ConfigMap\nmetadata: {name: a}\ndata: none\n", wantKept: true,
 		},
 		{
 			desc:  "a volatile field under a value that changed shape",
@@ -142,6 +153,94 @@ func TestKeep(t *testing.T) {
 			wantKept: true,
 		},
 		{
+			desc:  "a list of generated length: a later item is real",
+			input: cm("[--seed=A, --x=1, --y=1]"), second: cm("[--x=1, --y=1]"),
+			previous: cm("[--seed=B, --x=1, --y=1]"), output: cm("[--seed=C, --x=2, --y=1]"),
+			wantReason: "ConfigMap/a: data.v[0] changed",
+		},
+		{
+			desc:  "list items that shift between renders: each item is real",
+			input: cm("[abc=1, user=2]"), second: cm("[user=2, xyz=1]"),
+			previous: cm("[qqq=1, user=2]"), output: cm("[user=3, zzz=1]"),
+			wantReason: "ConfigMap/a: data.v[0] changed",
+		},
+		{
+			desc:  "list items at the same places: the others are volatile",
+			input: cm("[--seed=A, --x=1]"), second: cm("[--seed=B, --x=1]"),
+			previous: cm("[--seed=C, --x=1]"), output: cm("[--seed=D, --x=1]"), wantKept: true,
+		},
+		{
+			desc:  "named items in another order between renders: their values are real",
+			input: cm("[{name: A, value: r1}, {name: B, value: '1'}]"), second: cm("[{name: B, value: '1'}, {name: A, value: r2}]"),
+			previous: cm("[{name: A, value: r0}, {name: B, value: '1'}]"), output: cm("[{name: A, value: r3}, {name: B, value: '2'}]"),
+			wantReason: "ConfigMap/a: data.v[name=B].value changed",
+		},
+		{
+			desc:  "a key in one render only: the values under it are real",
+			input: cm("{a: 1, extra: {b: 1}}"), second: cm("{a: 1}"),
+			previous: cm("{a: 1, extra: {b: 1}}"), output: cm("{a: 1, extra: {b: 2}}"),
+			wantReason: "ConfigMap/a: data.v.extra.b changed",
+		},
+		{
+			desc:  "a key in one render only: its value is real",
+			input: cm("{a: 1, extra: {b: 1}}"), second: cm("{a: 1}"),
+			previous: cm("{a: 1}"), output: cm("{a: 1, extra: {b: 2}}"),
+			wantReason: "ConfigMap/a: data.v.extra changed",
+		},
+		{
+			desc:  "a key in one render only: it comes and goes",
+			input: cm("{a: 1, extra: {b: 1}}"), second: cm("{a: 1}"),
+			previous: cm("{a: 1}"), output: cm("{a: 1, extra: {b: 1}}"), wantKept: true,
+		},
+		{
+			desc:  "a volatile number that is gone",
+			input: cm("{a: 1, num: 1}"), second: cm("{a: 1, num: 2}"),
+			previous: cm("{a: 1, num: 3}"), output: cm("{a: 1}"),
+			wantReason: "ConfigMap/a: data.v.num changed",
+		},
+		{
+			desc:  "a volatile number that became a mapping",
+			input: cm("{num: 1}"), second: cm("{num: 2}"),
+			previous: cm("{num: 3}"), output: cm("{num: {x: 1}}"),
+			wantReason: "ConfigMap/a: data.v.num changed",
+		},
+		{
+			desc:  "a value in one render and null in the other: another value is real",
+			input: cm("{t: shop}"), second: cm("{t: null}"),
+			previous: cm("{t: web}"), output: cm("{t: shop}"),
+			wantReason: "ConfigMap/a: data.v.t changed",
+		},
+		{
+			desc:  "a value in one render and null in the other: null again",
+			input: cm("{t: shop}"), second: cm("{t: null}"),
+			previous: cm("{t: null}"), output: cm("{t: shop}"), wantKept: true,
+		},
+		{
+			desc:  "a volatile number: a string there is real",
+			input: cm("{num: 1}"), second: cm("{num: 2}"),
+			previous: cm("{num: web}"), output: cm("{num: 1}"),
+			wantReason: "ConfigMap/a: data.v.num changed",
+		},
+		{
+			desc:  "a volatile boolean",
+			input: cm("{b: true}"), second: cm("{b: false}"),
+			previous: cm("{b: false}"), output: cm("{b: true}"), wantKept: true,
+		},
+		{
+			desc:  "a generated number of documents: the documents are real",
+			input: "# Source: c/cm.yaml\nkind: ConfigMap\nmetadata: {name: g-abc}\ndata: {v: r1}\n---\n" + cm("user"), second: cm("user"),
+			previous: cm("old"), output: cm("new"),
+			wantReason: "ConfigMap/a: data.v changed",
+		},
+		{
+			desc:       "a generated number of documents, for Helm 4: the documents are real",
+			input:      h4("# Source: c/cm.yaml\nkind: ConfigMap\nmetadata: {name: g-abc}\ndata: {v: r1}\n---\n" + cm("user")),
+			second:     cm("user"),
+			previous:   h4(cm("old")),
+			output:     h4(cm("new")),
+			wantReason: "ConfigMap/a: data.v changed",
+		},
+		{
 			desc:       "a List item that changed",
 			previous:   "apiVersion: v1\nkind: List\nitems:\n- kind: ConfigMap\n  metadata: {name: a}\n  data: {v: x}\n",
 			output:     "apiVersion: v1\nkind: List\nitems:\n- kind: ConfigMap\n  metadata: {name: a}\n  data: {v: y}\n",
@@ -190,4 +289,20 @@ func TestKeepErrors(t *testing.T) {
 			}
 		})
 	}
+}
+
+// h4 writes the "# Source:" file of each document of s in FileAnnotation,
+// as Helm 4 hands a post-renderer its documents; each document's metadata
+// must be a flow mapping.
+func h4(s string) string {
+	docs := strings.Split(s, "---\n")
+	for i, d := range docs {
+		src, rest, ok := strings.Cut(d, "\n")
+		file, found := strings.CutPrefix(src, "# Source: ")
+		if !ok || !found {
+			continue
+		}
+		docs[i] = strings.Replace(rest, "metadata: {", "metadata: {annotations: {"+FileAnnotation+": "+file+"}, ", 1)
+	}
+	return strings.Join(docs, "---\n")
 }

@@ -1,6 +1,7 @@
 package steady
 
 import (
+	"reflect"
 	"strconv"
 	"strings"
 )
@@ -68,44 +69,84 @@ func (p path) write(b *strings.Builder, i int) {
 	}
 }
 
-// pathSet is a set of paths, by their String, each with the template of
-// its two values where both are strings (see template), else nil.
-type pathSet map[string]*template
+// pathSet is the volatile fields of one document: how two renders
+// differ at each path where they differ, by the path's String.
+type pathSet map[string]field
 
-// newPathSet returns the set of paths, with the templates of the string
-// values that differ at them: a pair of values for each path's String,
-// as differ collects them.
-func newPathSet(paths []path, pairs map[string][2]string) pathSet {
-	s := make(pathSet, len(paths))
-	for _, p := range paths {
+// field is how two renders differ at one path.
+type field struct {
+	// t is the template of the two values when both are strings (see
+	// template), else nil.
+	t *template
+	// whole is true when the path is no leaf (see differ.addWhole).
+	whole bool
+	// values are the two values: two scalars, or for a whole path
+	// anything (absent{} for a key or item that a render does not hold).
+	values [2]any
+}
+
+// newPathSet returns the volatile fields that d found between two
+// renders.
+func newPathSet(d *differ) pathSet {
+	s := make(pathSet, len(d.paths))
+	for _, p := range d.paths {
 		k := p.String()
-		var t *template
-		if v, ok := pairs[k]; ok {
-			t = newTemplate(v[0], v[1])
+		var f field
+		if v, ok := d.pairs[k]; ok {
+			f.t = newTemplate(v[0], v[1])
 		}
-		s[k] = t
+		if v, ok := d.wholes[k]; ok {
+			f.whole, f.values = true, v
+		}
+		if v, ok := d.scalars[k]; ok {
+			f.values = v
+		}
+		s[k] = f
 	}
 	return s
 }
 
-// covers reports whether the set holds p or one of its ancestors, in
-// time linear in the length of p's String. When it holds p itself, not an
-// ancestor, t is p's template (nil when p's values were not both strings).
-func (s pathSet) covers(p path) (t *template, ok bool) {
-	if _, ok := s["."]; ok {
-		return nil, true
+// allows reports whether the set allows the difference at p between two
+// other values, the previous and the new output as d found them: p must
+// be a path of the set itself, never one under it, since what differed
+// between the renders says nothing about the fields under it, and the
+// difference must be of the kind the renders showed. A leaf of two
+// scalars of one type (two numbers, two strings, two booleans) allows
+// another two of that type, strings fitting its template; a leaf of two
+// types (a string and null) and a whole difference (a key present in one
+// only, another shape) allow only the values the two renders held. The
+// reason says why not.
+func (s pathSet) allows(p path, d *differ) (reason string, ok bool) {
+	k := p.String()
+	f, ok := s[k]
+	if !ok {
+		return "changed", false
 	}
-	var b strings.Builder
-	for i := range p {
-		p.write(&b, i)
-		if t, ok := s[b.String()]; ok {
-			if i < len(p)-1 {
-				t = nil // an ancestor: the whole subtree is volatile
+	w, whole := d.wholes[k]
+	if !whole {
+		w = d.scalars[k]
+	}
+	ft := reflect.TypeOf(f.values[0])
+	switch {
+	case f.whole != whole:
+		return "changed", false
+	case whole || ft != reflect.TypeOf(f.values[1]):
+		for _, v := range w {
+			if !reflect.DeepEqual(v, f.values[0]) && !reflect.DeepEqual(v, f.values[1]) {
+				return "changed", false
 			}
-			return t, true
+		}
+	case reflect.TypeOf(w[0]) != ft || reflect.TypeOf(w[1]) != ft:
+		return "changed", false
+	case f.t != nil:
+		// A string that two renders made partly alike: the previous
+		// and the new value must agree where the renders did.
+		pair, ok := d.pairs[k]
+		if !ok || !f.t.fits(pair[0]) || !f.t.fits(pair[1]) {
+			return "changed where two renders of the same input agree", false
 		}
 	}
-	return nil, false
+	return "", true
 }
 
 // bare reports whether s can be written unquoted: letters, digits, "_"

@@ -13,7 +13,8 @@ import (
 // }}` in one config file): the field is volatile, but a change to the
 // title is real, and must not hide behind the password. Keep keeps the
 // previous output only when the previous value fits the template: equal
-// to the new one everywhere but in the gaps.
+// to the new one everywhere but in the gaps, and in each gap of the
+// punctuation that one of the renders had there.
 //
 // The renders are compared token by token, a token being a run of
 // letters, digits and "+/=_." (so that a generated password, hex digest or
@@ -26,6 +27,12 @@ type template struct {
 	// lits means the renders were too big to align (see maxAlign): the
 	// template fits no value but the new one.
 	lits []string
+	// gaps are, for each gap, the punctuation (the characters that are
+	// not word characters, in order) of the two renders' text there: a
+	// value's text in the gap must have the punctuation of one of them.
+	// A generated password is one word, and a line that a value adds
+	// beside it is not.
+	gaps [][2]string
 }
 
 // maxAlign bounds the cells of the alignment table of two renders' tokens
@@ -50,15 +57,22 @@ func newTemplate(a, b string) *template {
 		return &template{}
 	}
 	var (
-		t   template
-		cur strings.Builder
-		gap bool // a gap is open: the last step was not a shared token
+		t      template
+		cur    strings.Builder
+		gap    bool            // a gap is open: the last step was not a shared token
+		ga, gb strings.Builder // the punctuation of a and b in the open gap
 	)
+	closeGap := func() {
+		t.lits = append(t.lits, cur.String())
+		t.gaps = append(t.gaps, [2]string{ga.String(), gb.String()})
+		cur.Reset()
+		ga.Reset()
+		gb.Reset()
+		gap = false
+	}
 	shared := func(tok string) {
 		if gap {
-			t.lits = append(t.lits, cur.String())
-			cur.Reset()
-			gap = false
+			closeGap()
 		}
 		cur.WriteString(tok)
 	}
@@ -88,9 +102,11 @@ func newTemplate(a, b string) *template {
 			i, j = i+1, j+1
 		case j == len(mb) || (i < len(ma) && l[(i+1)*w+j] >= l[i*w+j+1]):
 			gap = true
+			punctuation(&ga, ma[i])
 			i++
 		default:
 			gap = true
+			punctuation(&gb, mb[j])
 			j++
 		}
 	}
@@ -98,8 +114,7 @@ func newTemplate(a, b string) *template {
 		shared(tok)
 	}
 	if gap {
-		t.lits = append(t.lits, cur.String())
-		cur.Reset()
+		closeGap()
 	}
 	t.lits = append(t.lits, cur.String())
 	if len(t.lits) == 1 {
@@ -120,16 +135,36 @@ func (t *template) fits(s string) bool {
 	if len(s) < len(first)+len(last) || !strings.HasPrefix(s, first) || !strings.HasSuffix(s, last) {
 		return false
 	}
-	// The leftmost match of each run leaves the most room for the rest.
+	// The leftmost match of each run leaves the most room for the rest,
+	// and the least text in the gap before it.
 	s = s[len(first) : len(s)-len(last)]
-	for _, lit := range t.lits[1 : len(t.lits)-1] {
+	for k, lit := range t.lits[1 : len(t.lits)-1] {
 		i := strings.Index(s, lit)
-		if i < 0 {
+		if i < 0 || !t.gapFits(k, s[:i]) {
 			return false
 		}
 		s = s[i+len(lit):]
 	}
-	return true
+	return t.gapFits(len(t.lits)-2, s)
+}
+
+// gapFits reports whether s, the text of a value in gap k, has the
+// punctuation of one of the two renders' text there.
+func (t *template) gapFits(k int, s string) bool {
+	var b strings.Builder
+	for _, tok := range tokens(s) {
+		punctuation(&b, tok)
+	}
+	p := b.String()
+	return p == t.gaps[k][0] || p == t.gaps[k][1]
+}
+
+// punctuation writes tok to b when it is no word (a single character
+// that is not a word character).
+func punctuation(b *strings.Builder, tok string) {
+	if r, _ := utf8.DecodeRuneInString(tok); !word(r) {
+		b.WriteString(tok)
+	}
 }
 
 // tokens splits s into runs of word characters (letters, digits and

@@ -12,8 +12,8 @@ import (
 )
 
 // TestTemplate checks which values fit the template of two renders of a
-// field: the shared text must be there, in order, and anything may fill
-// the gaps.
+// field: the shared text must be there, in order, and the gaps hold words
+// and the punctuation one of the renders held there.
 func TestTemplate(t *testing.T) {
 	conf := func(pw, title string) string {
 		return "[admin]\npassword = " + pw + "\ntitle = " + title + "\n"
@@ -30,8 +30,13 @@ func TestTemplate(t *testing.T) {
 		{
 			desc: "a password beside a value",
 			a:    conf("Xk2pQ9rT", "Shop"), b: conf("b7Yw1LmZ", "Shop"),
-			fits: []string{conf("Pq8sR2tU", "Shop"), conf("", "Shop"), conf("a b", "Shop")},
-			not:  []string{conf("Pq8sR2tU", "Shop 2"), conf("Pq8sR2tU", "Sho"), "", conf("Pq8sR2tU", "Shop") + "x", "x" + conf("Pq8sR2tU", "Shop")},
+			fits: []string{conf("Pq8sR2tU", "Shop"), conf("", "Shop")},
+			not: []string{
+				conf("Pq8sR2tU", "Shop 2"), conf("Pq8sR2tU", "Sho"), "", conf("Pq8sR2tU", "Shop") + "x", "x" + conf("Pq8sR2tU", "Shop"),
+				// A gap holds what the renders held there: one word,
+				// not a line that a value added beside the password.
+				conf("a b", "Shop"), conf("Pq8sR2tU\nport = 80", "Shop"),
+			},
 		},
 		{
 			desc: "a whole value",
@@ -66,7 +71,7 @@ func TestTemplate(t *testing.T) {
 			desc: "a name with a random suffix",
 			a:    "r-test-ab1cd", b: "r-test-x9yz2",
 			fits: []string{"r-test-qq7"},
-			not:  []string{"web-test-qq7"},
+			not:  []string{"web-test-qq7", "r-test-qq7-x"},
 		},
 		{
 			desc: "a value only in one render",

@@ -127,6 +127,7 @@ func Diff(input, second []byte, o Options) (*Volatility, error) {
 		return nil, err
 	}
 	v := &Volatility{fields: map[string]pathSet{}}
+	groups := sameCounts(a, b)
 	for _, d := range a.docs {
 		e, ok := b.byKey[d.key]
 		if !ok {
@@ -150,10 +151,17 @@ func Diff(input, second []byte, o Options) (*Volatility, error) {
 		if ka, kb, ok := sameKinds(x, y); !ok {
 			return nil, fmt.Errorf("%s: %s in the input, %s in the second render: not two renders of the same chart and values", d.where(), ka, kb)
 		}
-		df := differ{pairs: map[string][2]string{}}
+		df := newDiffer()
 		df.diff(nil, x, y)
-		v.fields[d.key] = newPathSet(df.paths, df.pairs)
-		o.volatile(v, d, x, y, df.paths)
+		// A file whose number of documents differs between the renders
+		// pairs its documents by a position that shifts: what differs
+		// between two of them says nothing about the next render's.
+		if groups[group(d.key)] {
+			v.fields[d.key] = newPathSet(df)
+		}
+		report := &differ{byIndex: true}
+		report.diff(nil, x, y)
+		o.volatile(v, d, x, y, report.paths)
 	}
 	for _, e := range b.docs {
 		if _, ok := a.byKey[e.key]; !ok {
@@ -286,4 +294,30 @@ func sameKinds(x, y any) (string, string, bool) {
 		}
 	}
 	return "", "", true
+}
+
+// group returns the part of a document key that names its file (and, in
+// a Helm 4 stream, its kind): the key without the position.
+func group(key string) string {
+	return key[:strings.LastIndexByte(key, 0)]
+}
+
+// sameCounts returns the groups (see group) that hold as many documents
+// in a as in b, each true.
+func sameCounts(a, b *stream) map[string]bool {
+	count := func(s *stream) map[string]int {
+		n := map[string]int{}
+		for _, d := range s.docs {
+			n[group(d.key)]++
+		}
+		return n
+	}
+	na, nb := count(a), count(b)
+	same := make(map[string]bool, len(na))
+	for g, n := range na {
+		if nb[g] == n {
+			same[g] = true
+		}
+	}
+	return same
 }
