@@ -1,8 +1,10 @@
 package resolve
 
 import (
+	"cmp"
 	"encoding/base64"
 	"net/http"
+	"slices"
 	"strings"
 	"sync"
 
@@ -78,14 +80,22 @@ func (r *redactor) addHeader(h string) {
 	}
 }
 
-// redact masks every known credential in s.
+// redact masks every known credential in s, the longest first: a
+// credential that holds a shorter one (a basic auth header holds its
+// password's bytes only encoded, but a token may hold a password) would
+// otherwise keep its other parts in plain sight.
 func (r *redactor) redact(s string) string {
 	r.mu.RLock()
-	defer r.mu.RUnlock()
+	found := make([]string, 0, len(r.secrets))
 	for secret := range r.secrets {
 		if strings.Contains(s, secret) {
-			s = strings.ReplaceAll(s, secret, "[REDACTED]")
+			found = append(found, secret)
 		}
+	}
+	r.mu.RUnlock()
+	slices.SortFunc(found, func(a, b string) int { return cmp.Or(len(b)-len(a), strings.Compare(a, b)) })
+	for _, secret := range found {
+		s = strings.ReplaceAll(s, secret, "[REDACTED]")
 	}
 	return s
 }
