@@ -215,9 +215,19 @@ func checkAsAPIServerWith(t *testing.T, r *Renderer, in, out []byte) {
 		if errB != nil {
 			t.Fatalf("document %d: the output does not decode: %v\n%s", i+1, errB, outDocs[i].raw)
 		}
+		// An image field the API server reads as anything but a string
+		// (a YAML 1.1 boolean such as y) must have been refused.
+		notString := func(f jsonImage) {
+			if v, ok := f.m[f.key]; ok && v != nil {
+				if _, ok := v.(string); !ok {
+					t.Errorf("document %d: the API server reads %q as %v (%T), and digestpin pinned it\n%s", i+1, f.name, v, v, inDocs[i].raw)
+				}
+			}
+		}
 		var inImages []string
 		for _, s := range podSpecsOf(a) {
 			for _, f := range imageFieldsOf(s.spec) {
+				notString(f)
 				img, _ := f.m[f.key].(string)
 				inImages = append(inImages, img)
 				delete(f.m, f.key)
@@ -249,6 +259,7 @@ func checkAsAPIServerWith(t *testing.T, r *Renderer, in, out []byte) {
 		// Image fields of DefaultImagePaths: pinned (but for those left
 		// alone: empty, or a parameter), in no checksum.
 		for _, f := range imagePathFieldsOf(a, imagePaths) {
+			notString(f)
 			img, _ := f.m[f.key].(string)
 			if img != "" && !strings.Contains(img, "{{") && !strings.Contains(img, "$(") {
 				inImages = append(inImages, img)

@@ -2,6 +2,7 @@ package renderer
 
 import (
 	"bytes"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"regexp"
@@ -11,6 +12,7 @@ import (
 	"unicode/utf8"
 
 	"sigs.k8s.io/kustomize/kyaml/yaml"
+	syaml "sigs.k8s.io/yaml"
 )
 
 // keyError is a key that digestpin and the API server's decoder could read
@@ -93,6 +95,36 @@ func describe(n *yaml.Node) string {
 		return fmt.Sprintf("%s %q", strings.TrimPrefix(n.Tag, "!!"), n.Value)
 	}
 	return fmt.Sprintf("%s %s", strings.TrimPrefix(n.Tag, "!!"), n.Value)
+}
+
+// yaml11Reading returns what the API server reads for the plain scalar
+// n when it is not the string digestpin reads, and false otherwise. The
+// API server reads YAML 1.1 (sigs.k8s.io/yaml), where a plain y, yes, on,
+// n, no or off is a boolean; digestpin's parser
+// reads YAML 1.2, where they are strings. A scalar with "/", ":" or "@" is
+// never one of them, and is not looked at again.
+func yaml11Reading(n *yaml.Node) (string, bool) {
+	if n.Kind != yaml.ScalarNode || n.Tag != "!!str" || n.Style != 0 || strings.ContainsAny(n.Value, "/:@") {
+		return "", false
+	}
+	j, err := syaml.YAMLToJSON([]byte("v: " + n.Value))
+	if err != nil {
+		return "", false
+	}
+	var m map[string]any
+	if err := json.Unmarshal(j, &m); err != nil {
+		return "", false
+	}
+	switch v := m["v"].(type) {
+	case string:
+		return "", false
+	case bool:
+		return fmt.Sprintf("the boolean %t", v), true
+	case nil:
+		return "null", true
+	default:
+		return fmt.Sprintf("the number %v", v), true
+	}
 }
 
 // yamlOnlyEscape finds the first escape in the strings of the JSON

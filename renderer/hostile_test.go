@@ -95,6 +95,25 @@ func TestHostileInputRefused(t *testing.T) {
 			want: []string{"line 8", "image is bool true"},
 		},
 		{
+			// Found by FuzzImagePaths (testdata/fuzz/FuzzImagePaths/5fa7b6fb888affd5):
+			// YAML 1.1, which the API server reads, has booleans that
+			// YAML 1.2 reads as strings.
+			desc: "image is y, a YAML 1.1 boolean",
+			in:   strings.Replace(pod, "IMAGE", "y", 1),
+			want: []string{"document 1, line 8", `Pod/p container "app": image is y, which the API server reads as the boolean true: quote it ("y") if it is a reference`},
+		},
+		{
+			desc: "image is off",
+			in:   strings.Replace(pod, "IMAGE", "off", 1),
+			want: []string{"line 8", "image is off, which the API server reads as the boolean false"},
+		},
+		{
+			desc: "image is ON",
+			in:   strings.Replace(pod, "IMAGE", "ON", 1),
+			want: []string{"line 8", "image is ON, which the API server reads as the boolean true"},
+		},
+
+		{
 			desc: "image is a sequence",
 			in:   strings.Replace(pod, "IMAGE", "[registry.example/app, '1']", 1),
 			want: []string{"line 8", "image is a sequence"},
@@ -422,5 +441,19 @@ func wantRefused(t *testing.T, r *Renderer, in string, want []string) {
 	}
 	if res.Output != nil {
 		t.Errorf("Render() returned output with an error: %q", res.Output)
+	}
+}
+
+// TestQuotedYAML11Words checks that a YAML 1.1 boolean word, quoted, is a
+// reference like any other: the API server reads the string too.
+func TestQuotedYAML11Words(t *testing.T) {
+	for _, img := range []string{`"y"`, `'on'`, `!!str no`} {
+		r := &Renderer{Resolver: newFixed()}
+		res, err := r.Render(context.Background(), []byte(strings.Replace(pod, "IMAGE", img, 1)))
+		if err != nil {
+			t.Errorf("image %s: %v", img, err)
+			continue
+		}
+		checkAsAPIServer(t, []byte(strings.Replace(pod, "IMAGE", img, 1)), res.Output)
 	}
 }

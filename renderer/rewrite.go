@@ -393,6 +393,9 @@ func (e *editor) pinImage(spec, m *yaml.Node, key string, w Workload) (string, e
 	if img.Kind != yaml.ScalarNode || img.Tag != "!!str" {
 		return "", fmt.Errorf("%s: %s: %s is %s, want a reference such as registry/name:tag", where, w, key, describe(img))
 	}
+	if v, ok := yaml11Reading(img); ok {
+		return "", fmt.Errorf("%s: %s: %s is %s, which the API server reads as %s: quote it (%q) if it is a reference", where, w, key, img.Value, v, img.Value)
+	}
 	ref, err := parseReference(key, img)
 	if err != nil {
 		err = fmt.Errorf("%s: %s: %w", where, w, err)
