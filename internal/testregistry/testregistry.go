@@ -240,3 +240,17 @@ func (f *Fatal) Close() {
 		f.cleanups[i]()
 	}
 }
+
+// Run runs f, for a program outside tests, with a Fatal as its TB: the
+// cleanups run when f returns, and a Fatalf (any panic) becomes Run's
+// error.
+func Run(f func(tb TB) error) (err error) {
+	tb := &Fatal{}
+	defer tb.Close()
+	defer func() {
+		if r := recover(); r != nil {
+			err = fmt.Errorf("%v", r)
+		}
+	}()
+	return f(tb)
+}

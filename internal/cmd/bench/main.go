@@ -75,15 +75,11 @@ func median(n int, bin string, in []byte, args ...string) (sample, []byte, error
 	return s, out, nil
 }
 
-func bench(bin string, runs int) (err error) {
-	tb := &testregistry.Fatal{}
-	defer tb.Close()
-	defer func() {
-		if r := recover(); r != nil {
-			err = fmt.Errorf("%v", r)
-		}
-	}()
+func bench(bin string, runs int) error {
+	return testregistry.Run(func(tb testregistry.TB) error { return benchWith(tb, bin, runs) })
+}
 
+func benchWith(tb testregistry.TB, bin string, runs int) error {
 	// Growth with the stream: already-pinned Deployments (two containers
 	// each) plus a Service and a ConfigMap per three Deployments; and the
 	// same streams as digestpin's own output (nothing to change).

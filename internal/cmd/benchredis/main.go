@@ -44,14 +44,11 @@ type mode struct {
 	env  func(i int) []string
 }
 
-func bench(bin string, renders int) (err error) {
-	tb := &testregistry.Fatal{}
-	defer tb.Close()
-	defer func() {
-		if r := recover(); r != nil {
-			err = fmt.Errorf("%v", r)
-		}
-	}()
+func bench(bin string, renders int) error {
+	return testregistry.Run(func(tb testregistry.TB) error { return benchWith(tb, bin, renders) })
+}
+
+func benchWith(tb testregistry.TB, bin string, renders int) error {
 	reg := testregistry.New(tb)
 	imgs := gen.Images(reg.Host(), 40)
 	for _, img := range imgs {

@@ -38,7 +38,7 @@ func main() {
 
 // demo runs the demo: the pinned example on stdout, what happens on
 // stderr, each line starting with "# ".
-func demo(args []string, stdout, stderr io.Writer) (err error) {
+func demo(args []string, stdout, stderr io.Writer) error {
 	if len(args) > 0 && args[0] == "--" {
 		args = args[1:]
 	}
@@ -50,13 +50,12 @@ func demo(args []string, stdout, stderr io.Writer) (err error) {
 	if err != nil {
 		return fmt.Errorf("reading example: %w", err)
 	}
-	tb := &testregistry.Fatal{}
-	defer tb.Close()
-	defer func() {
-		if r := recover(); r != nil {
-			err = fmt.Errorf("%v", r)
-		}
-	}()
+	return testregistry.Run(func(tb testregistry.TB) error { return show(tb, bin, example, in, stdout, stderr) })
+}
+
+// show runs the demo on the example file (its content in), with a
+// registry of tb.
+func show(tb testregistry.TB, bin, example string, in []byte, stdout, stderr io.Writer) error {
 	reg := testregistry.New(tb)
 	var repos []string
 	for _, m := range imageLine.FindAllSubmatch(in, -1) {
