@@ -61,6 +61,10 @@ type Options struct {
 	// Report is a file to write the JSON report of every image to; ""
 	// means none.
 	Report string
+	// Generated, when set, is called once the stream is rendered; what it
+	// returns is the report's "generated" section (digestpin template sets
+	// it to the certificates and varying calls of its render).
+	Generated func() *Generated
 
 	// VolatileFrom is a second render of the same chart and values, as
 	// Helm wrote it (before digestpin); "" means none. The fields that

@@ -209,6 +209,9 @@ func (p *Pinner) prepare(res *Result, platform string) error {
 	if p.o.Report != "" {
 		rep := NewReport(res.Images, platform)
 		rep.Volatile = res.Volatile
+		if p.o.Generated != nil {
+			rep.Generated = p.o.Generated()
+		}
 		rep.addChoices(res.choices)
 		b, err := rep.marshal()
 		if err != nil {

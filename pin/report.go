@@ -21,6 +21,9 @@ type Report struct {
 	// restart on every render because of them; absent when nothing is
 	// volatile or without a second render.
 	Volatile []steady.Volatile `json:"volatile,omitempty"`
+	// Generated is what a deterministic render generated (Options.Generated);
+	// absent for a stream that was not rendered so.
+	Generated *Generated `json:"generated,omitempty"`
 }
 
 // ReportImage is one distinct image of a run.

@@ -1,0 +1,477 @@
+// Package helmrender renders a Helm chart in-process with Helm 4's engine,
+// as `helm template` does, with template functions the caller replaces and
+// template sources the caller may rewrite first. digestpin template uses it
+// with the deterministic generators of package detgen, then pins the
+// result as the filter does; it never touches a registry of images or a
+// Kubernetes cluster itself.
+//
+// The output is the stream `helm template` prints for the same chart,
+// values and flags (Helm 4.3.1): the release manifest, then the hooks,
+// each with its `# Source:` comment, and with ShowOnly the chosen
+// templates in Helm's order.
+package helmrender
+
+import (
+	"bytes"
+	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"os"
+	"path"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"sort"
+	"strconv"
+	"strings"
+	"text/template"
+	"time"
+
+	"github.com/spf13/pflag"
+	"helm.sh/helm/v4/pkg/action"
+	ci "helm.sh/helm/v4/pkg/chart"
+	"helm.sh/helm/v4/pkg/chart/common"
+	"helm.sh/helm/v4/pkg/chart/loader"
+	chart "helm.sh/helm/v4/pkg/chart/v2"
+	"helm.sh/helm/v4/pkg/cli"
+	"helm.sh/helm/v4/pkg/cli/values"
+	"helm.sh/helm/v4/pkg/downloader"
+	"helm.sh/helm/v4/pkg/getter"
+	"helm.sh/helm/v4/pkg/registry"
+	release "helm.sh/helm/v4/pkg/release/v1"
+	releaseutil "helm.sh/helm/v4/pkg/release/v1/util"
+)
+
+// DefaultReleaseName is the release name helm template uses when none is
+// given.
+const DefaultReleaseName = "release-name"
+
+// Options are one render: helm template's arguments and flags, and the
+// caller's template functions.
+type Options struct {
+	// ReleaseName is the release's name; "" means DefaultReleaseName.
+	ReleaseName string
+	// Chart is the chart reference: a folder, a .tgz, repo/name, a URL,
+	// an oci:// reference, or a name in ChartPath.RepoURL.
+	Chart string
+	// Settings are Helm's environment (HELM_* variables, namespace,
+	// repository and registry configuration); nil means cli.New().
+	Settings *cli.EnvSettings
+	// ChartPath locates the chart: version, repository and its
+	// credentials, TLS files, verification.
+	ChartPath action.ChartPathOptions
+	// Values are -f/--values, --set, --set-string, --set-file,
+	// --set-json and --set-literal.
+	Values values.Options
+
+	// KubeVersion is --kube-version, "" for Helm's default.
+	KubeVersion string
+	// APIVersions are --api-versions.
+	APIVersions []string
+	IncludeCRDs bool // --include-crds
+	SkipCRDs    bool // --skip-crds
+	SkipTests   bool // --skip-tests
+	NoHooks     bool // --no-hooks
+	IsUpgrade   bool // --is-upgrade
+	// ShowOnly are --show-only: template paths or globs in the chart.
+	ShowOnly             []string
+	DependencyUpdate     bool // --dependency-update
+	Devel                bool // --devel
+	SkipSchemaValidation bool // --skip-schema-validation
+	EnableDNS            bool // --enable-dns
+
+	// Funcs replace or add template functions (Helm's
+	// action.Configuration.CustomTemplateFuncs).
+	Funcs template.FuncMap
+	// Rewrite, when set, gets the source of every template of the chart
+	// and its subcharts, under the name Helm renders it by (e.g.
+	// "mychart/templates/secret.yaml"), before rendering, and returns the
+	// source to render.
+	Rewrite func(name, src string) (string, error)
+
+	// dryRun is --dry-run, which may only be "client".
+	dryRun string
+
+	// Log receives Helm's own messages (warnings and, with
+	// Settings.Debug, debug lines); nil discards them.
+	Log io.Writer
+}
+
+// Bind defines helm template's flags (Helm 4.3.1, with their names,
+// defaults and meaning) on fs, writing into o; Settings, when nil, becomes
+// cli.New() and gets the global flags (-n, --kube-context, --debug,
+// --registry-config, ...). Flags that matter to an install only are
+// accepted and hidden, as helm template accepts them.
+func (o *Options) Bind(fs *pflag.FlagSet) {
+	r := o
+	if o.Settings == nil {
+		o.Settings = cli.New()
+	}
+	o.Settings.AddFlags(fs)
+
+	// helm template's own flags.
+	fs.StringSliceVarP(&r.Values.ValueFiles, "values", "f", nil, "specify values in a YAML file or a URL (can specify multiple)")
+	fs.StringArrayVar(&r.Values.Values, "set", nil, "set values on the command line (can specify multiple or separate values with commas: key1=val1,key2=val2)")
+	fs.StringArrayVar(&r.Values.StringValues, "set-string", nil, "set STRING values on the command line (can specify multiple or separate values with commas: key1=val1,key2=val2)")
+	fs.StringArrayVar(&r.Values.FileValues, "set-file", nil, "set values from respective files specified via the command line (can specify multiple or separate values with commas: key1=path1,key2=path2)")
+	fs.StringArrayVar(&r.Values.JSONValues, "set-json", nil, "set JSON values on the command line (can specify multiple or separate values with commas: key1=jsonval1,key2=jsonval2 or using json format: {\"key1\": jsonval1, \"key2\": \"jsonval2\"})")
+	fs.StringArrayVar(&r.Values.LiteralValues, "set-literal", nil, "set a literal STRING value on the command line")
+	c := &r.ChartPath
+	fs.StringVar(&c.Version, "version", "", "specify a version constraint for the chart version to use (e.g. 1.1.1 or ^2.0.0); default: the latest")
+	fs.BoolVar(&c.Verify, "verify", false, "verify the chart package before using it")
+	fs.StringVar(&c.Keyring, "keyring", defaultKeyring(), "location of public keys used for verification")
+	fs.StringVar(&c.RepoURL, "repo", "", "chart repository url where to locate the requested chart")
+	fs.StringVar(&c.Username, "username", "", "chart repository username where to locate the requested chart")
+	fs.StringVar(&c.Password, "password", "", "chart repository password where to locate the requested chart")
+	fs.StringVar(&c.CertFile, "cert-file", "", "identify HTTPS client using this SSL certificate file")
+	fs.StringVar(&c.KeyFile, "key-file", "", "identify HTTPS client using this SSL key file")
+	fs.BoolVar(&c.InsecureSkipTLSVerify, "insecure-skip-tls-verify", false, "skip tls certificate checks for the chart download")
+	fs.BoolVar(&c.PlainHTTP, "plain-http", false, "use insecure HTTP connections for the chart download")
+	fs.StringVar(&c.CaFile, "ca-file", "", "verify certificates of HTTPS-enabled chart servers using this CA bundle (for image registries: --registry-ca-file)")
+	fs.BoolVar(&c.PassCredentialsAll, "pass-credentials", false, "pass credentials to all domains")
+	fs.StringArrayVarP(&r.ShowOnly, "show-only", "s", nil, "only show manifests rendered from the given templates")
+	fs.BoolVar(&r.IncludeCRDs, "include-crds", false, "include CRDs in the templated output")
+	fs.BoolVar(&r.SkipCRDs, "skip-crds", false, "if set, no CRDs will be installed")
+	fs.BoolVar(&r.SkipTests, "skip-tests", false, "skip tests from templated output")
+	fs.BoolVar(&r.NoHooks, "no-hooks", false, "prevent hooks from running during install")
+	fs.BoolVar(&r.IsUpgrade, "is-upgrade", false, "set .Release.IsUpgrade instead of .Release.IsInstall")
+	fs.StringVar(&r.KubeVersion, "kube-version", "", "Kubernetes version used for Capabilities.KubeVersion")
+	fs.StringSliceVarP(&r.APIVersions, "api-versions", "a", nil, "Kubernetes api versions used for Capabilities.APIVersions (multiple can be specified)")
+	fs.BoolVar(&r.DependencyUpdate, "dependency-update", false, "update dependencies if they are missing before installing the chart")
+	fs.BoolVar(&r.Devel, "devel", false, "use development versions, too. Equivalent to version '>0.0.0-0'. If --version is set, this is ignored")
+	fs.BoolVar(&r.SkipSchemaValidation, "skip-schema-validation", false, "if set, disables JSON schema validation")
+	fs.BoolVar(&r.EnableDNS, "enable-dns", false, "enable DNS lookups when rendering templates")
+	fs.StringVar(&o.dryRun, "dry-run", "client", `simulates the operation client-side ("client", the only one digestpin template does)`)
+	fs.Lookup("dry-run").NoOptDefVal = "client"
+
+	// Install flags helm template accepts and ignores.
+	for _, b := range []string{"create-namespace", "force-replace", "force-conflicts", "server-side", "replace", "wait-for-jobs", "disable-openapi-validation", "rollback-on-failure", "atomic", "take-ownership", "hide-notes", "render-subchart-notes", "force"} {
+		fs.Bool(b, b == "server-side", "accepted for helm template's sake; no effect on the output")
+		_ = fs.MarkHidden(b)
+	}
+	for _, s := range []string{"description", "wait"} {
+		fs.String(s, "", "accepted for helm template's sake; no effect on the output")
+		_ = fs.MarkHidden(s)
+	}
+	fs.Lookup("wait").NoOptDefVal = "watcher"
+	fs.StringToStringP("labels", "l", nil, "accepted for helm template's sake; no effect on the output")
+	_ = fs.MarkHidden("labels")
+}
+
+// defaultKeyring is Helm's default --keyring: ~/.gnupg/pubring.gpg.
+func defaultKeyring() string {
+	if v, ok := os.LookupEnv("GNUPGHOME"); ok {
+		return v + "/pubring.gpg"
+	}
+	home, err := os.UserHomeDir()
+	if err != nil {
+		return ""
+	}
+	return home + "/.gnupg/pubring.gpg"
+}
+
+// SetArgs takes helm template's arguments: [NAME] CHART.
+func (o *Options) SetArgs(args []string) error {
+	switch len(args) {
+	case 1:
+		o.Chart = args[0]
+	case 2:
+		o.ReleaseName, o.Chart = args[0], args[1]
+	default:
+		return fmt.Errorf("want [NAME] CHART, got %d arguments", len(args))
+	}
+	return nil
+}
+
+// Template renders the chart as `helm template` does and returns the
+// stream it prints.
+func Template(ctx context.Context, o Options) ([]byte, error) {
+	if o.dryRun != "" && o.dryRun != "client" {
+		return nil, fmt.Errorf("invalid --dry-run %q: only client-side rendering (--dry-run=client) is done here", o.dryRun)
+	}
+	settings := o.Settings
+	if settings == nil {
+		settings = cli.New()
+	}
+	logw := o.Log
+	if logw == nil {
+		logw = io.Discard
+	}
+	level := slog.LevelWarn
+	if settings.Debug {
+		level = slog.LevelDebug
+	}
+	logger := slog.New(slog.NewTextHandler(logw, &slog.HandlerOptions{Level: level}))
+
+	cfg := action.NewConfiguration()
+	cfg.SetLogger(logger.Handler())
+	cfg.CustomTemplateFuncs = o.Funcs
+
+	client := action.NewInstall(cfg)
+	client.ChartPathOptions = o.ChartPath
+	client.DryRunStrategy = action.DryRunClient
+	client.Replace = true // helm template skips the name check
+	client.IncludeCRDs = o.IncludeCRDs
+	client.SkipCRDs = o.SkipCRDs
+	client.DisableHooks = o.NoHooks
+	client.IsUpgrade = o.IsUpgrade
+	client.DependencyUpdate = o.DependencyUpdate
+	client.Devel = o.Devel
+	client.SkipSchemaValidation = o.SkipSchemaValidation
+	client.EnableDNS = o.EnableDNS
+	client.APIVersions = common.VersionSet(o.APIVersions)
+	client.Namespace = settings.Namespace()
+	client.ReleaseName = o.ReleaseName
+	if client.ReleaseName == "" {
+		client.ReleaseName = DefaultReleaseName
+	}
+	if o.KubeVersion != "" {
+		kv, err := common.ParseKubeVersion(o.KubeVersion)
+		if err != nil {
+			return nil, fmt.Errorf("--kube-version %q: %w", o.KubeVersion, err)
+		}
+		client.KubeVersion = kv
+	}
+	if client.Version == "" && client.Devel {
+		client.Version = ">0.0.0-0"
+	}
+
+	rc, err := registryClient(settings, o.ChartPath, logw)
+	if err != nil {
+		return nil, err
+	}
+	client.SetRegistryClient(rc)
+
+	chartPath, err := client.LocateChart(o.Chart, settings)
+	if err != nil {
+		return nil, fmt.Errorf("locating chart %s: %w", o.Chart, err)
+	}
+	getters := getter.All(settings)
+	vals, err := o.Values.MergeValues(getters)
+	if err != nil {
+		return nil, err
+	}
+	ch, err := loadChart(chartPath, o, client, settings, getters, logw)
+	if err != nil {
+		return nil, err
+	}
+	switch ch.Metadata.Type {
+	case "", "application":
+	default:
+		return nil, fmt.Errorf("chart %s: %s charts are not installable", o.Chart, ch.Metadata.Type)
+	}
+	if ch.Metadata.Deprecated {
+		logger.Warn("this chart is deprecated")
+	}
+	if o.Rewrite != nil {
+		if err := rewrite(ch, o.Rewrite); err != nil {
+			return nil, err
+		}
+	}
+
+	ri, err := client.RunWithContext(ctx, ch, vals)
+	if err != nil {
+		return nil, err
+	}
+	rel, ok := ri.(*release.Release)
+	if !ok || rel == nil {
+		return nil, fmt.Errorf("rendering chart %s: Helm returned a release of type %T", o.Chart, ri)
+	}
+	return print(rel, o)
+}
+
+// loadChart loads the chart at chartPath and, with DependencyUpdate,
+// brings its missing dependencies, as helm template does.
+func loadChart(chartPath string, o Options, client *action.Install, settings *cli.EnvSettings, getters getter.Providers, out io.Writer) (*chart.Chart, error) {
+	load := func() (*chart.Chart, ci.Accessor, error) {
+		c, err := loader.Load(chartPath)
+		if err != nil {
+			return nil, nil, fmt.Errorf("loading chart %s: %w", chartPath, err)
+		}
+		ch, ok := c.(*chart.Chart)
+		if !ok {
+			return nil, nil, fmt.Errorf("loading chart %s: a chart of type %T is not supported; digestpin template renders apiVersion v1 and v2 charts", chartPath, c)
+		}
+		ac, err := ci.NewAccessor(ch)
+		if err != nil {
+			return nil, nil, fmt.Errorf("loading chart %s: %w", chartPath, err)
+		}
+		return ch, ac, nil
+	}
+	ch, ac, err := load()
+	if err != nil {
+		return nil, err
+	}
+	reqs := ac.MetaDependencies()
+	if len(reqs) == 0 {
+		return ch, nil
+	}
+	if err := action.CheckDependencies(ch, reqs); err != nil {
+		if !o.DependencyUpdate {
+			return nil, fmt.Errorf("an error occurred while checking for chart dependencies. You may need to run 'helm dependency build' to fetch missing dependencies: %w", err)
+		}
+		epoch, err := sourceDateEpoch()
+		if err != nil {
+			return nil, err
+		}
+		man := &downloader.Manager{
+			Out:              out,
+			ChartPath:        chartPath,
+			Keyring:          client.Keyring,
+			Getters:          getters,
+			RepositoryConfig: settings.RepositoryConfig,
+			RepositoryCache:  settings.RepositoryCache,
+			ContentCache:     settings.ContentCache,
+			Debug:            settings.Debug,
+			RegistryClient:   client.GetRegistryClient(),
+			SourceDateEpoch:  epoch,
+		}
+		if err := man.Update(); err != nil {
+			return nil, fmt.Errorf("updating the dependencies of chart %s: %w", chartPath, err)
+		}
+		if ch, _, err = load(); err != nil {
+			return nil, err
+		}
+	}
+	return ch, nil
+}
+
+// sourceDateEpoch is $SOURCE_DATE_EPOCH as a time, nil when it is not
+// set; Helm dates the archives of updated dependencies with it.
+func sourceDateEpoch() (*time.Time, error) {
+	v, ok := os.LookupEnv("SOURCE_DATE_EPOCH")
+	if !ok || v == "" {
+		return nil, nil
+	}
+	s, err := strconv.ParseInt(v, 10, 64)
+	if err != nil || s < 0 {
+		return nil, fmt.Errorf("SOURCE_DATE_EPOCH %q is not a number of seconds since 1970", v)
+	}
+	t := time.Unix(s, 0)
+	return &t, nil
+}
+
+// rewrite hands every template of ch and of its subcharts to f.
+func rewrite(ch *chart.Chart, f func(name, src string) (string, error)) error {
+	for _, t := range ch.Templates {
+		name := path.Join(ch.ChartFullPath(), t.Name)
+		src, err := f(name, string(t.Data))
+		if err != nil {
+			return fmt.Errorf("reading template %s: %w", name, err)
+		}
+		t.Data = []byte(src)
+	}
+	for _, dep := range ch.Dependencies() {
+		if err := rewrite(dep, f); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// sourceRE finds the template path in a `# Source:` line, after the chart
+// name, as helm template matches --show-only.
+var sourceRE = regexp.MustCompile("# Source: [^/]+/(.+)")
+
+// print writes rel's manifest and hooks as helm template prints them.
+func print(rel *release.Release, o Options) ([]byte, error) {
+	var all bytes.Buffer
+	fmt.Fprintln(&all, strings.TrimSpace(rel.Manifest))
+	if !o.NoHooks {
+		for _, h := range rel.Hooks {
+			if o.SkipTests && slices.Contains(h.Events, release.HookTest) {
+				continue
+			}
+			fmt.Fprintf(&all, "---\n# Source: %s\n%s\n", h.Path, h.Manifest)
+		}
+	}
+	if len(o.ShowOnly) == 0 {
+		return all.Bytes(), nil
+	}
+	split := releaseutil.SplitManifests(all.String())
+	keys := make([]string, 0, len(split))
+	for k := range split {
+		keys = append(keys, k)
+	}
+	sort.Sort(releaseutil.BySplitManifestsOrder(keys))
+	var out bytes.Buffer
+	for _, want := range o.ShowOnly {
+		want = filepath.ToSlash(want)
+		found := false
+		for _, k := range keys {
+			m := split[k]
+			sm := sourceRE.FindStringSubmatch(m)
+			if sm == nil {
+				continue
+			}
+			if ok, _ := path.Match(want, sm[1]); !ok {
+				continue
+			}
+			fmt.Fprintf(&out, "---\n%s\n", m)
+			found = true
+		}
+		if !found {
+			return nil, fmt.Errorf("could not find template %s in chart", want)
+		}
+	}
+	return out.Bytes(), nil
+}
+
+// registryClient is the OCI registry client Helm uses for oci:// charts,
+// with the chart options' TLS files and credentials.
+func registryClient(settings *cli.EnvSettings, c action.ChartPathOptions, out io.Writer) (*registry.Client, error) {
+	opts := []registry.ClientOption{
+		registry.ClientOptDebug(settings.Debug),
+		registry.ClientOptEnableCache(true),
+		registry.ClientOptWriter(out),
+		registry.ClientOptCredentialsFile(settings.RegistryConfig),
+		registry.ClientOptBasicAuth(c.Username, c.Password),
+	}
+	switch {
+	case c.CertFile != "" && c.KeyFile != "" || c.CaFile != "" || c.InsecureSkipTLSVerify:
+		tc, err := tlsConfig(c)
+		if err != nil {
+			return nil, err
+		}
+		opts = append(opts, registry.ClientOptHTTPClient(&http.Client{
+			Transport: &http.Transport{TLSClientConfig: tc, Proxy: http.ProxyFromEnvironment},
+		}))
+	case c.PlainHTTP:
+		opts = append(opts, registry.ClientOptPlainHTTP())
+	}
+	rc, err := registry.NewClient(opts...)
+	if err != nil {
+		return nil, fmt.Errorf("making the chart registry client: %w", err)
+	}
+	return rc, nil
+}
+
+// tlsConfig is the TLS configuration of --cert-file, --key-file, --ca-file
+// and --insecure-skip-tls-verify.
+func tlsConfig(c action.ChartPathOptions) (*tls.Config, error) {
+	tc := &tls.Config{InsecureSkipVerify: c.InsecureSkipTLSVerify} //nolint:gosec // the user's --insecure-skip-tls-verify
+	if c.CertFile != "" && c.KeyFile != "" {
+		pair, err := tls.LoadX509KeyPair(c.CertFile, c.KeyFile)
+		if err != nil {
+			return nil, fmt.Errorf("reading --cert-file %s and --key-file %s: %w", c.CertFile, c.KeyFile, err)
+		}
+		tc.Certificates = []tls.Certificate{pair}
+	}
+	if c.CaFile != "" {
+		pem, err := os.ReadFile(c.CaFile)
+		if err != nil {
+			return nil, fmt.Errorf("reading --ca-file: %w", err)
+		}
+		pool := x509.NewCertPool()
+		if !pool.AppendCertsFromPEM(pem) {
+			return nil, errors.New("--ca-file " + c.CaFile + " holds no PEM certificate")
+		}
+		tc.RootCAs = pool
+	}
+	return tc, nil
+}
