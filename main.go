@@ -122,6 +122,14 @@ func (e *timeoutError) Error() string { return fmt.Sprintf("%s %s ran out", e.fl
 // stderr (and --log-file, and with --tty-errors the terminal); run reports
 // the error it returns there itself.
 func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) error {
+	if len(args) > 0 {
+		switch args[0] {
+		case "template":
+			return runTemplate(ctx, args[1:], stdout, stderr)
+		case "seed":
+			return runSeed(args[1:], stdout, stderr)
+		}
+	}
 	o := newOptions()
 	fs := pflag.NewFlagSet("digestpin", pflag.ContinueOnError)
 	fs.SetOutput(io.Discard)
@@ -169,7 +177,8 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		if err != nil {
 			return &usageError{o.optionError(err)}
 		}
-		return o.pinStream(ctx, p, stdin, stdout, log)
+		read := func(ctx context.Context) ([]byte, error) { return o.read(ctx, stdin, log) }
+		return o.pinStream(ctx, p, read, stdout, log)
 	}()
 	if err != nil {
 		log.fail(err)
@@ -177,13 +186,14 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	return err
 }
 
-// pinStream reads the input, pins it, writes it to stdout and only then
-// puts the lock file and the report in place. A signal or --timeout at any
-// point before the output is written means nothing is written at all.
-func (o *options) pinStream(ctx context.Context, p *pin.Pinner, stdin io.Reader, stdout io.Writer, log *logger) error {
+// pinStream gets the input (reads it, or renders the chart), pins it,
+// writes it to stdout and only then puts the lock file and the report in
+// place. A signal or --timeout at any point before the output is written
+// means nothing is written at all.
+func (o *options) pinStream(ctx context.Context, p *pin.Pinner, input func(context.Context) ([]byte, error), stdout io.Writer, log *logger) error {
 	ctx, cancel := context.WithTimeoutCause(ctx, o.timeout, &timeoutError{flag: o.name("timeout"), d: o.timeout})
 	defer cancel()
-	in, err := o.read(ctx, stdin, log)
+	in, err := input(ctx)
 	if err != nil {
 		return stopped(ctx, err)
 	}

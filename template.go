@@ -1,0 +1,236 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/spf13/pflag"
+	"helm.sh/helm/v4/pkg/cli"
+
+	"github.com/digestpin/digestpin/detgen"
+	"github.com/digestpin/digestpin/helmrender"
+	"github.com/digestpin/digestpin/pin"
+)
+
+// templateRenames are the pinning flags that digestpin template names
+// otherwise, because helm template has a flag of that name with another
+// meaning: -f is --values there, --version the chart's version, --ca-file
+// the chart repository's CA. "" means the flag does not exist there.
+var templateRenames = map[string]string{
+	"filename": "",
+	"version":  "",
+	"ca-file":  "registry-ca-file",
+}
+
+// templateOptions are digestpin template's own options: helm template's
+// and the seed's. The pinning flags live in options.
+type templateOptions struct {
+	seedFile string
+	render   helmrender.Options
+}
+
+// bindPinning defines the pinning flags of o on fs, under their
+// templateRenames names.
+func bindPinning(o *options, fs *pflag.FlagSet) {
+	all := pflag.NewFlagSet("pinning", pflag.ContinueOnError)
+	o.bind(all)
+	all.VisitAll(func(f *pflag.Flag) {
+		name, renamed := templateRenames[f.Name]
+		if renamed && name == "" {
+			return
+		}
+		g := *f
+		if renamed {
+			g.Name = name
+			g.Shorthand = ""
+		}
+		if fs.Lookup(g.Name) != nil || (g.Shorthand != "" && fs.ShorthandLookup(g.Shorthand) != nil) {
+			g.Shorthand = ""
+		}
+		fs.AddFlag(&g)
+	})
+}
+
+// runTemplate is `digestpin template [NAME] CHART [flags]`: it renders the
+// chart with Helm 4's engine and deterministic generator functions derived
+// from the seed and the release, then pins the result exactly as the
+// filter does, and writes it to stdout only when everything succeeded.
+func runTemplate(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	o := newOptions()
+	t := &templateOptions{render: helmrender.Options{Settings: cli.New()}}
+	helmFS := pflag.NewFlagSet("helm", pflag.ContinueOnError)
+	helmFS.SortFlags = false
+	t.render.Bind(helmFS)
+	pinFS := pflag.NewFlagSet("pinning", pflag.ContinueOnError)
+	pinFS.SortFlags = false
+	bindPinning(o, pinFS)
+	pinFS.StringVar(&t.seedFile, "seed-file", "", "derive every generated value (passwords, keys, certificates) from the seed in `FILE` (make one with: digestpin seed > FILE)")
+	fs := pflag.NewFlagSet("digestpin template", pflag.ContinueOnError)
+	fs.SortFlags = false
+	fs.SetOutput(io.Discard)
+	fs.AddFlagSet(helmFS)
+	fs.AddFlagSet(pinFS)
+
+	perr := fs.Parse(args)
+	if errors.Is(perr, pflag.ErrHelp) {
+		templateUsage(stderr, helmFS, pinFS)
+		return perr
+	}
+	eerr := o.setFromEnv(pinFS, os.LookupEnv)
+	log := newLogger(stderr, o)
+	defer log.close()
+	err := func() error {
+		switch {
+		case perr != nil:
+			return &usageError{fmt.Errorf("%w (see digestpin template --help)", perr)}
+		case eerr != nil:
+			return &usageError{eerr}
+		}
+		if err := t.render.SetArgs(fs.Args()); err != nil {
+			return &usageError{fmt.Errorf("%w (usage: digestpin template [NAME] CHART --seed-file FILE [flags])", err)}
+		}
+		if t.seedFile == "" {
+			return &usageError{errors.New("digestpin template needs a seed: --seed-file FILE or DIGESTPIN_SEED_FILE (make one with: digestpin seed > FILE)")}
+		}
+		seed, err := detgen.ReadSeedFile(t.seedFile)
+		if err != nil {
+			return &usageError{fmt.Errorf("%s: %w", o.name("seed-file"), err)}
+		}
+		popts, err := o.pinOptions(log)
+		if err != nil {
+			return &usageError{err}
+		}
+		name := t.render.ReleaseName
+		if name == "" {
+			name = helmrender.DefaultReleaseName
+		}
+		gen := detgen.New(seed, detgen.Release{Name: name, Namespace: t.render.Settings.Namespace()}, time.Now)
+		popts.Generated = func() *pin.Generated { return generatedReport(gen) }
+		p, err := pin.New(popts)
+		if err != nil {
+			return &usageError{o.optionError(err)}
+		}
+		t.render.Funcs = gen.Funcs()
+		t.render.Rewrite = detgen.Rewrite
+		t.render.Log = helmLog{log}
+		render := func(ctx context.Context) ([]byte, error) {
+			b, err := helmrender.Template(ctx, t.render)
+			if err != nil {
+				return nil, fmt.Errorf("rendering chart %s: %s", t.render.Chart, oneLine(err))
+			}
+			warnGenerated(log, gen)
+			return b, nil
+		}
+		return o.pinStream(ctx, p, render, stdout, log)
+	}()
+	if err != nil {
+		log.fail(err)
+	}
+	return err
+}
+
+// helmLog carries Helm's own messages to the log, each line a warning.
+type helmLog struct{ log *logger }
+
+func (h helmLog) Write(p []byte) (int, error) {
+	for l := range strings.SplitSeq(strings.TrimRight(string(p), "\n"), "\n") {
+		if l = strings.TrimSpace(l); l != "" {
+			h.log.printf("helm: ", "%s", l)
+		}
+	}
+	return len(p), nil
+}
+
+// oneLine is err's message on one line: Helm's template errors span
+// several (the template, the call, the cause), and name the located
+// generator functions digestpin put in by their own names.
+func oneLine(err error) string {
+	var parts []string
+	for l := range strings.SplitSeq(err.Error(), "\n") {
+		if l = strings.TrimSpace(l); l != "" {
+			parts = append(parts, l)
+		}
+	}
+	// The located functions carry the call's identity as their first
+	// argument; a message names them by the chart's own names.
+	return strings.ReplaceAll(strings.Join(parts, ": "), detgen.LocatedName(""), "")
+}
+
+// where says where a generator call is: the template file rendered and,
+// when the call is written in another (a named template, a tpl string),
+// that one, with the line.
+func where(file, enclosing string, line int) string {
+	switch {
+	case enclosing == "" || enclosing == file:
+		if line > 0 {
+			return fmt.Sprintf("%s:%d", file, line)
+		}
+		return file
+	case line > 0:
+		return fmt.Sprintf("%s (in %s, line %d)", file, enclosing, line)
+	default:
+		return fmt.Sprintf("%s (in %s)", file, enclosing)
+	}
+}
+
+// warnGenerated names, one line each, every use of something that still
+// varies from one render to the next, and says when each generated
+// certificate is re-issued.
+func warnGenerated(log *logger, gen *detgen.Generator) {
+	for _, u := range gen.Varying() {
+		detail := ""
+		if u.Detail != "" {
+			detail = " (" + u.Detail + ")"
+		}
+		log.warnf("%s: %s varies from one render to the next, and so does the manifest%s", where(u.Template, u.Enclosing, u.Line), u.Function, detail)
+	}
+	for _, c := range gen.Certificates() {
+		log.debugf("%s: %s certificate %q valid %s to %s, re-issued from %s", where(c.Template, c.Enclosing, c.Line), c.Function, c.CommonName,
+			c.NotBefore.UTC().Format(time.RFC3339), c.NotAfter.UTC().Format(time.RFC3339), c.ReissueAt.UTC().Format(time.RFC3339))
+	}
+}
+
+// generatedReport is the report's account of what gen generated.
+func generatedReport(gen *detgen.Generator) *pin.Generated {
+	g := &pin.Generated{}
+	for _, c := range gen.Certificates() {
+		g.Certificates = append(g.Certificates, pin.GeneratedCertificate{
+			Template: where(c.Template, c.Enclosing, c.Line), Function: c.Function, CommonName: c.CommonName,
+			NotBefore: c.NotBefore.UTC(), NotAfter: c.NotAfter.UTC(), ReissueAt: c.ReissueAt.UTC(),
+		})
+	}
+	for _, u := range gen.Varying() {
+		g.Varying = append(g.Varying, pin.GeneratedUse{Template: where(u.Template, u.Enclosing, u.Line), Function: u.Function})
+	}
+	if len(g.Certificates) == 0 && len(g.Varying) == 0 {
+		return nil
+	}
+	return g
+}
+
+// templateUsage is digestpin template --help.
+func templateUsage(w io.Writer, helmFS, pinFS *pflag.FlagSet) {
+	fmt.Fprintf(w, `digestpin template renders a Helm chart with Helm 4's engine, as helm template
+does, with every generator function (randAlphaNum, genCA, htpasswd, ...) made
+deterministic: each value derives from the secret seed, the release and the
+call, so the same seed, chart and values give the same bytes, and any change
+of a generator's input gives a new value. It then pins every image as
+digestpin does, and writes the manifests to stdout.
+
+Usage:
+  digestpin template [NAME] CHART --seed-file FILE [flags]
+  digestpin seed > FILE
+
+Helm flags (helm template's, same meaning):
+%s
+Pinning flags (digestpin's; --ca-file is --registry-ca-file here):
+%s
+Every pinning flag can also be set as DIGESTPIN_<FLAG>; HELM_* variables set
+Helm's (HELM_NAMESPACE, HELM_REGISTRY_CONFIG, ...); flags win.
+`, helmFS.FlagUsages(), pinFS.FlagUsages())
+}
