@@ -53,16 +53,26 @@ func (s *Seed) UnmarshalText(text []byte) error {
 	if !ok {
 		return errors.New("not a digestpin seed: want one line " + seedPrefix + "<base64 of 32 bytes>")
 	}
+	if bytes.ContainsAny(rest, "\r\n") {
+		return errors.New("not a digestpin seed: more than one line")
+	}
 	var got Seed
-	n, err := base64.StdEncoding.Decode(got[:], rest)
-	switch {
-	case len(rest) > base64.StdEncoding.EncodedLen(len(got)):
+	if len(rest) > base64.StdEncoding.EncodedLen(len(got)) {
 		return errors.New("seed is longer than 32 bytes")
+	}
+	// Decode into a buffer of the decoded length: Decode panics when the
+	// destination is too short for what it reads.
+	buf := make([]byte, base64.StdEncoding.DecodedLen(len(rest)))
+	n, err := base64.StdEncoding.Decode(buf, rest)
+	switch {
 	case err != nil:
 		return errors.New("seed is not valid base64")
 	case n != len(got):
 		return fmt.Errorf("seed has %d bytes, want 32", n)
-	case got == Seed{}:
+	}
+	copy(got[:], buf)
+	clear(buf)
+	if got == (Seed{}) {
 		return errors.New("seed is all zero bytes")
 	}
 	*s = got
