@@ -44,6 +44,12 @@ func New(seed Seed, rel Release, now func() time.Time) *Generator {
 	return &Generator{seed: seed, rel: rel, now: now, counts: map[string]int{}}
 }
 
+// Format prints the release only, for every verb: fmt would otherwise print
+// the seed field's bytes, as it formats unexported fields by reflection.
+func (g *Generator) Format(f fmt.State, _ rune) {
+	fmt.Fprintf(f, "detgen.Generator{release %s/%s}", g.rel.Namespace, g.rel.Name)
+}
+
 // Names the rewritten calls take: the located variant of "f" is "_dp_f",
 // whose first argument is the call's identity.
 const (
