@@ -311,4 +311,3 @@ func TestForgedIdentity(t *testing.T) {
 		}
 	}
 }
-
