@@ -1,0 +1,95 @@
+// Package detgen makes a Helm chart's randomness a function of a secret
+// seed, so that rendering the same chart with the same values and seed gives
+// the same bytes, and any change of what a generator is given gives a new
+// value.
+//
+// # Design
+//
+// Helm 4 lets an embedder replace template functions
+// (action.Configuration.CustomTemplateFuncs, copied over Helm's own map
+// last). Funcs returns replacements for every source of randomness in Helm
+// 4.3.1's function map (sprig v3.3.0 and Helm's own): randAlphaNum,
+// randAlpha, randNumeric, randAscii, randBytes, randInt, uuidv4, shuffle,
+// genPrivateKey, genCA(WithKey), genSelfSignedCert(WithKey),
+// genSignedCert(WithKey), buildCustomCert (for its return type), bcrypt,
+// htpasswd, encryptAES; keys and values, which sprig returns in Go's
+// randomised map order, come back sorted. derivePassword and decryptAES are
+// deterministic already and stay Helm's. Each replacement takes the same
+// parameters, returns the same form (alphabets, PEM block types, key types
+// and sizes, certificate fields, bcrypt cost, the encryptAES format that
+// sprig's decryptAES reads) and fails the same way as the original, except
+// where noted on the function.
+//
+// A template function cannot see who called it, so Rewrite parses each
+// template file (text/template/parse) and gives every call of a replaced
+// function its identity as a first argument: `randAlphaNum 16` becomes
+// `_dp_randAlphaNum "v1|…" 16`. The identity is the template the call is
+// written in (the file or the define), a hash of the call's source line
+// (trimmed), the function, its arguments, and the number of equal calls
+// before it in the top-level file now executing, which the begin marker
+// Rewrite puts at the start of each non-partial file names. Line numbers are
+// not part of it: adding a line above a call leaves its value. Calls Rewrite
+// cannot see, in a tpl string, are identified by the top-level file, the
+// function, the arguments and their occurrence.
+//
+// Every value is derived with HKDF-SHA256 from the seed, under a versioned
+// label, with the canonical length-prefixed encoding of the release name and
+// namespace, the purpose, the function, the identity and the arguments as
+// info. Strings, bytes and UUIDs are drawn from ChaCha8 (math/rand/v2,
+// cryptographically strong) keyed with 32 derived bytes, by rejection
+// sampling, so no character is likelier than another. RSA and ECDSA keys are
+// c2sp.org/det-keygen's (filippo.io/keygen), Ed25519 keys come from a derived
+// seed, DSA keys from crypto/dsa's procedure over a derived stream. bcrypt
+// takes a derived salt; encryptAES a derived IV (from the call, the key and
+// the plaintext). Signatures need no randomness: RSA PKCS #1 v1.5 and Ed25519
+// are deterministic and ECDSA is signed by RFC 6979.
+//
+// A key depends on its call, never on time. A certificate is valid for
+// exactly the days asked from the start of the current re-issue window:
+// windows are 2/3 of the validity long, aligned to the Unix epoch plus an
+// offset derived from the call, so the same certificate is rendered until
+// the next window starts (Certificate.ReissueAt), while a third of its
+// validity is left, and a chart's certificates do not all roll over at once.
+// A CA keeps its key across re-issues, and a certificate it signs depends on
+// the CA's key and name only, so leaves chain to the old and the new CA.
+//
+// What no seed can fix, the clock and the cluster (now, ago, a date without
+// a time, durationRound of a time, lookup, getHostByName), keeps Helm's
+// behaviour and is recorded: Varying lists each use with its file, template
+// and line, for one warning line.
+//
+// # What the seed protects
+//
+// Whoever has the seed and a chart can compute every password, private key,
+// bcrypt salt and IV that chart generates for any release name and namespace.
+// Without it the values are as unpredictable as crypto/rand's: no output,
+// error or record holds the seed, a derived key or a counter. Guard it like a
+// private key (mode 0600, a Kubernetes Secret, a CI secret); one seed per
+// trust domain: whoever can render a chart of their choosing with a release
+// name and namespace of their choosing under the same seed can reproduce
+// another release's values. Rotating the seed rotates every generated value
+// at once; losing it regenerates every value once.
+//
+// # Known limits
+//
+//   - Two equal calls (same function and arguments) on identical lines of one
+//     template take their values by the order they run in: the first gets
+//     occurrence 0, the second 1. Removing the first hands its value to the
+//     second. The same holds for a define included more than once from one
+//     file.
+//   - A call's value changes when its line's text, its template's name or its
+//     file's name changes (renaming a file, re-indenting is fine), or when
+//     the set of equal calls before it does.
+//   - Calls inside tpl strings have no source line or template of their own:
+//     they are identified by their order among equal calls in the file.
+//   - A rewritten line's columns move, so a Helm error's column on such a line
+//     is off; its line is right. An error names the located function
+//     (_dp_genCA); OriginalName maps it back.
+//   - Certificate validity must be 1 to 100000 days: sprig would issue an
+//     already expired certificate for 0 or fewer days, this is an error.
+//     randInt with max <= min and randBytes with a negative count are errors
+//     where sprig panics.
+//   - now, ago and date keep varying; lookup returns an empty map without a
+//     cluster (SetLookup for one); getHostByName returns "" as Helm does
+//     without --enable-dns.
+package detgen
