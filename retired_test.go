@@ -2,7 +2,9 @@ package main
 
 import (
 	"bytes"
+	"os"
 	"regexp"
+	"strings"
 	"testing"
 
 	"github.com/spf13/pflag"
@@ -152,5 +154,18 @@ func TestRetiredArgocdSettings(t *testing.T) {
 				t.Errorf("stderr =\n%s\nwant\n%s", stderr, want)
 			}
 		})
+	}
+}
+
+// TestREADMERetiredSample checks that the README shows the line digestpin
+// really prints for a retired flag, word for word.
+func TestREADMERetiredSample(t *testing.T) {
+	readme, err := os.ReadFile("README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, stderr, err := runIn(t, "", "--previous", "rendered/web.yaml")
+	if err == nil || !strings.Contains(string(readme), "\n"+stderr) {
+		t.Errorf("the README does not show what digestpin prints for --previous:\n%s", stderr)
 	}
 }
