@@ -53,15 +53,15 @@
 #   DIGESTPIN_ON_ERROR         fail (default) or keep
 #   DIGESTPIN_VERBOSE          "true" logs each resolution to stderr
 #
-# DIGESTPIN_STEADY, and the sidecar's DIGESTPIN_CMP_STATE_DIR, belonged to
-# the retired two-render mode: `digestpin argocd-parameters` fails the
-# generation when one is set, saying what replaces it (DIGESTPIN_STEADY
-# "false", one render, is what the plugin does, and still works).
-#
 # Only these reach digestpin from an Application. The sidecar's own
 # DIGESTPIN_* variables (set by the Argo CD administrator in
 # repo-server-patch.yaml: timeouts, insecure registries, a default cache
 # TTL) apply to every Application; the options above win over them.
+#
+# DIGESTPIN_STEADY, and the sidecar's DIGESTPIN_CMP_STATE_DIR, belonged to
+# the retired two-render mode: `digestpin argocd-parameters` fails the
+# generation when one is set, saying what replaces it (DIGESTPIN_STEADY
+# "false", one render, is what the plugin does, and still works).
 #
 # Every path an Application names (values files, --set-file files, the lock
 # file, and the plain YAML files themselves) must lie inside the
@@ -70,7 +70,6 @@
 # --flag=VALUE and the release name after --, so that no parameter is read
 # as a flag of its own; a values or --set-file path with a comma, and a
 # --set key with a comma or =, are refused (Helm would read more files).
-#
 set -o errexit -o nounset -o pipefail
 
 die() {
