@@ -63,11 +63,11 @@ argocd-cmp-server: $(ARGOCD_CMP_SERVER)
 $(ARGOCD_CMP_SERVER):
 	cd e2e/cmpserver && go build -o $@ ./cmd/argocd-cmp-server
 
-# Benchmarks: the renderer, resolver and steady renders in-process, then the whole binary
+# Benchmarks: the renderer and resolver in-process, then the whole binary
 # on growing streams and against a loopback registry with 50 ms latency.
 # benchredis: 1, 4 and 16 processes at once without a cache, a cache folder each, one Redis.
 bench: build
-	go test -run '^$$' -bench . -benchmem -benchtime 3x ./renderer/ ./resolve/ ./steady/
+	go test -run '^$$' -bench . -benchmem -benchtime 3x ./renderer/ ./resolve/
 	go run ./internal/cmd/bench $(BIN)
 	go run ./internal/cmd/benchredis $(BIN)
 

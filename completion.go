@@ -15,20 +15,17 @@ var shells = []string{"bash", "zsh", "fish"}
 // flagValues are the values a flag takes, for completion: a list of words,
 // or fileValue / dirValue for a path.
 var flagValues = map[string][]string{
-	"mode":          {"pin", "digest", "annotate"},
-	"on-error":      {"fail", "keep"},
-	"filename":      {fileValue},
-	"ca-file":       {fileValue},
-	"pull-secret":   {fileValue},
-	"write-lock":    {fileValue},
-	"lock":          {fileValue},
-	"report":        {fileValue},
-	"log-file":      {fileValue},
-	"volatile-from": {fileValue},
-	"previous":      {fileValue},
-	"config":        {fileValue},
-	"state-dir":     {dirValue},
-	"cache-dir":     {dirValue},
+	"mode":        {"pin", "digest", "annotate"},
+	"on-error":    {"fail", "keep"},
+	"filename":    {fileValue},
+	"ca-file":     {fileValue},
+	"pull-secret": {fileValue},
+	"write-lock":  {fileValue},
+	"lock":        {fileValue},
+	"report":      {fileValue},
+	"log-file":    {fileValue},
+	"config":      {fileValue},
+	"cache-dir":   {dirValue},
 
 	// The Redis flags (options_redis.go).
 	"redis-password-file": {fileValue},
@@ -48,10 +45,14 @@ type completionFlag struct {
 	values            []string // words, or fileValue or dirValue; nil: anything
 }
 
-// completionFlags lists the flags of fs for completion, in order.
+// completionFlags lists the flags of fs for completion, in order, but not
+// the hidden ones (retired.go).
 func completionFlags(fs *pflag.FlagSet) []completionFlag {
 	var out []completionFlag
 	fs.VisitAll(func(f *pflag.Flag) {
+		if f.Hidden {
+			return
+		}
 		_, help := pflag.UnquoteUsage(f)
 		// The first clause is enough for a menu.
 		if i := strings.IndexAny(help, ":;("); i > 0 {

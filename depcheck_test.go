@@ -9,12 +9,11 @@ import (
 // TestLayering keeps the architecture honest: the renderer never imports
 // the registry client or credentials, the resolver never touches YAML, the
 // resolution vocabulary they share imports neither (nor anything else of
-// ours), steady renders compare documents without a registry client, the
-// configuration file is read without one, the Helm SDK is reached only
-// through helmrender (for digestpin template), and the deterministic
-// generators import nothing of Helm, Kubernetes or ours. The Redis client stays in internal/redisstore: the
-// renderer, the resolver, steady renders and their shared vocabulary never
-// import it.
+// ours), the configuration file is read without a registry client, the
+// Helm SDK is reached only through helmrender (for digestpin template), and
+// the deterministic generators import nothing of Helm, Kubernetes or ours.
+// The Redis client stays in internal/redisstore: the renderer, the
+// resolver, the library and their shared vocabulary never import it.
 func TestLayering(t *testing.T) {
 	for _, tc := range []struct {
 		pkg       string
@@ -23,12 +22,11 @@ func TestLayering(t *testing.T) {
 		{pkg: "./renderer", forbidden: []string{"github.com/google/go-containerregistry/pkg/v1/remote", "github.com/google/go-containerregistry/pkg/authn", "github.com/digestpin/digestpin/resolve"}},
 		{pkg: "./resolve", forbidden: []string{"sigs.k8s.io/kustomize/kyaml", "go.yaml.in/yaml", "gopkg.in/yaml", "github.com/digestpin/digestpin/renderer"}},
 		{pkg: "./resolution", forbidden: []string{"github.com/google/go-containerregistry/pkg/v1/remote", "github.com/google/go-containerregistry/pkg/authn", "sigs.k8s.io/kustomize/kyaml", "go.yaml.in/yaml", "github.com/digestpin/digestpin/"}},
-		{pkg: "./steady", forbidden: []string{"github.com/google/go-containerregistry/pkg/v1/remote", "github.com/google/go-containerregistry/pkg/authn", "github.com/digestpin/digestpin/resolve"}},
 		{pkg: "./config", forbidden: []string{"github.com/google/go-containerregistry/pkg/v1/remote", "github.com/google/go-containerregistry/pkg/authn", "github.com/digestpin/digestpin/resolve"}},
 		{pkg: "./renderer", forbidden: []string{"github.com/redis/"}},
 		{pkg: "./resolve", forbidden: []string{"github.com/redis/"}},
 		{pkg: "./resolution", forbidden: []string{"github.com/redis/"}},
-		{pkg: "./steady", forbidden: []string{"github.com/redis/"}},
+		{pkg: "./pin", forbidden: []string{"github.com/redis/"}},
 		// Helm's SDK (and with it client-go) only through helmrender,
 		// which digestpin template uses; the library packages, and the
 		// deterministic generators, stay free of it.

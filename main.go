@@ -142,11 +142,15 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	// The environment applies even after a bad flag, so that
 	// DIGESTPIN_LOG_FILE and DIGESTPIN_TTY_ERRORS carry its message too.
 	eerr := o.setFromEnv(fs, os.LookupEnv)
-	o.stateTTLSet = fs.Changed("state-ttl")
+	// A retired flag fails the run first, whatever else is wrong with it:
+	// its message says what to do instead.
+	rerr := o.checkRetired(fs)
 	log := newLogger(stderr, o)
 	defer log.close()
 	err := func() error {
 		switch {
+		case rerr != nil:
+			return rerr
 		case perr != nil:
 			return &usageError{fmt.Errorf("%w (see digestpin --help)", perr)}
 		case eerr != nil:
@@ -164,7 +168,11 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 			return nil
 		case fs.Arg(0) == "argocd-parameters" && fs.NArg() == 1:
 			// Internal: the Argo CD plugin's generate.sh reads its
-			// parameters through it (argocd.go).
+			// parameters through it (argocd.go), and it refuses the
+			// plugin's retired settings (retired.go).
+			if err := checkRetiredArgocd(os.LookupEnv); err != nil {
+				return err
+			}
 			return writeArgocdParameters(stdout, os.LookupEnv)
 		case fs.NArg() > 0:
 			return &usageError{fmt.Errorf("unexpected argument %q: digestpin reads the manifests on stdin or from -f FILE", fs.Arg(0))}

@@ -1,13 +1,11 @@
 package main
 
 import (
-	"context"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
-	"github.com/digestpin/digestpin/internal/testfiles"
 	"github.com/digestpin/digestpin/internal/testredis"
 )
 
@@ -28,15 +26,8 @@ func TestRunRedisOptionErrors(t *testing.T) {
 		{desc: "cache and a cache folder", args: []string{"--cache", "redis://127.0.0.1:1/0", "--cache-ttl", "5m", "--cache-dir", "c"}, want: "--cache excludes --cache-dir"},
 		{desc: "cache of another scheme", args: []string{"--cache", "http://u:" + secret + "@127.0.0.1:1/0", "--cache-ttl", "5m"}, want: "--cache: redis URL http://127.0.0.1:1/0: want redis://"},
 		{desc: "bad URL from the environment", env: map[string]string{"DIGESTPIN_CACHE": "redis://u:" + secret + "@host:port/0", "DIGESTPIN_CACHE_TTL": "5m"}, want: "DIGESTPIN_CACHE: parsing the Redis URL (not shown"},
-		{desc: "state store without a key", args: []string{"--state-store", "redis://127.0.0.1:1/0"}, want: "--state-store needs --state-key KEY"},
-		{desc: "state store and a state folder", args: []string{"--state-store", "redis://127.0.0.1:1/0", "--state-dir", "s", "--state-key", "a"}, want: "--state-store excludes --state-dir"},
-		{desc: "state store and previous", args: []string{"--state-store", "redis://127.0.0.1:1/0", "--previous", "p", "--state-key", "a"}, want: "--previous excludes --state-store"},
-		{desc: "bad state TTL", args: []string{"--state-store", "redis://127.0.0.1:1/0", "--state-key", "a", "--state-ttl", "0s"}, want: `invalid --state-ttl "0s"`},
-		{desc: "state TTL without a state store", args: []string{"--state-ttl", "1h"}, want: "--state-ttl needs --state-store URL"},
-		{desc: "state TTL without a state store, beside a cache", args: []string{"--cache", "redis://127.0.0.1:1/0", "--cache-ttl", "5m", "--state-ttl", "168h"}, want: "--state-ttl needs --state-store URL"},
-		{desc: "state TTL from the environment without a state store", args: []string{"--state-dir", filepath.Join(t.TempDir(), "s"), "--state-key", "a"}, env: map[string]string{"DIGESTPIN_STATE_TTL": "1h"}, want: "DIGESTPIN_STATE_TTL needs --state-store URL"},
-		{desc: "password file without Redis", args: []string{"--redis-password-file", pwFile}, want: "--redis-password-file needs --cache or --state-store"},
-		{desc: "CA file without Redis", env: map[string]string{"DIGESTPIN_REDIS_CA_FILE": "ca.pem"}, want: "DIGESTPIN_REDIS_CA_FILE needs --cache or --state-store"},
+		{desc: "password file without Redis", args: []string{"--redis-password-file", pwFile}, want: "--redis-password-file needs --cache URL, a Redis"},
+		{desc: "CA file without Redis", env: map[string]string{"DIGESTPIN_REDIS_CA_FILE": "ca.pem"}, want: "DIGESTPIN_REDIS_CA_FILE needs --cache URL, a Redis"},
 		{desc: "CA file without TLS", args: []string{"--cache", "redis://127.0.0.1:1/0", "--cache-ttl", "5m", "--redis-ca-file", "ca.pem"}, want: "a CA file needs rediss://"},
 		{desc: "password file and a password in the URL", args: []string{"--cache", "redis://:" + secret + "@127.0.0.1:1/0", "--cache-ttl", "5m", "--redis-password-file", pwFile}, want: "--redis-password-file and a password in the Redis URL: give one"},
 		{desc: "password file missing", args: []string{"--cache", "redis://127.0.0.1:1/0", "--cache-ttl", "5m", "--redis-password-file", "/nonexistent"}, want: "--redis-password-file: reading the Redis password"},
@@ -97,43 +88,16 @@ func TestRunRedisCache(t *testing.T) {
 	}
 }
 
-// TestRunRedisStateStore keeps the previous output on Redis: a second
-// render of the same input comes out as the first, byte for byte, as with
-// --state-dir.
-func TestRunRedisStateStore(t *testing.T) {
-	fixture, lock := webhookFixtures(t)
-	in := testfiles.Read(t, fixture("input"))
-	second := testfiles.Read(t, fixture("second"))
-	srv := testredis.Start(t, testredis.Options{})
-	args := []string{"--lock", lock, "--frozen", "--state-store", srv.URL(2), "--state-key", "tz/tzinject", "--redis-prefix", "dp:"}
-	first, stderr, err := runIn(t, string(in), append(args, "--volatile-from", fixture("second"))...)
-	if err != nil {
-		t.Fatalf("first run() = %v\n%s", err, stderr)
-	}
-	out, stderr, err := runIn(t, string(second), append(args, "--volatile-from", fixture("input"))...)
-	if err != nil {
-		t.Fatalf("second run() = %v\n%s", err, stderr)
-	}
-	if out != first {
-		t.Errorf("second run wrote\n%s\nwant the first output\n%s", out, first)
-	}
-	for db, want := range []int64{0, 0, 1} {
-		rc := srv.Client(db)
-		n, err := rc.Exists(context.Background(), "dp:state:tz/tzinject").Result()
-		_ = rc.Close()
-		if err != nil || n != want {
-			t.Errorf("database %d holds the state %d times (%v), want %d", db, n, err, want)
-		}
-	}
-}
-
 // TestRunRedisFrozenAsksNothing checks that --frozen does not read the
 // cache: a Redis that does not answer (port 1) is never contacted, so no
 // warning.
 func TestRunRedisFrozenAsksNothing(t *testing.T) {
-	fixture, lock := webhookFixtures(t)
-	in := testfiles.Read(t, fixture("input"))
-	out, stderr, err := runIn(t, string(in), "--lock", lock, "--frozen", "--cache", "redis://127.0.0.1:1/0", "--cache-ttl", "1h")
+	_, in := shop(t)
+	lock := filepath.Join(t.TempDir(), "digests.lock")
+	if _, stderr, err := runIn(t, in, "--write-lock", lock); err != nil {
+		t.Fatalf("recording the lock file: %v\n%s", err, stderr)
+	}
+	out, stderr, err := runIn(t, in, "--lock", lock, "--frozen", "--cache", "redis://127.0.0.1:1/0", "--cache-ttl", "1h")
 	if err != nil || out == "" {
 		t.Fatalf("run() = %v\n%s", err, stderr)
 	}

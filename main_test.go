@@ -3,18 +3,12 @@ package main
 import (
 	"bytes"
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 
-	v1 "github.com/google/go-containerregistry/pkg/v1"
-
-	"github.com/digestpin/digestpin/internal/testfiles"
 	"github.com/digestpin/digestpin/internal/testregistry"
 )
 
@@ -248,9 +242,6 @@ func TestRunErrors(t *testing.T) {
 		{desc: "empty mirror", env: map[string]string{"DIGESTPIN_REGISTRY_MIRROR": "docker.io="}, want: []string{`DIGESTPIN_REGISTRY_MIRROR: mirror "docker.io"="": want FROM=TO, both non-empty`}, usage: true},
 		{desc: "mirror-only alone", args: []string{"--mirror-only"}, want: []string{"--mirror-only: needs a --registry-mirror"}, usage: true},
 		{desc: "CA file that is no file", args: []string{"--ca-file", "/dev/null"}, want: []string{"--ca-file: reading /dev/null: not a regular file"}, usage: true},
-		{desc: "previous and a state folder", args: []string{"--previous", "p.yaml", "--state-dir", "state", "--state-key", "ns/app"}, want: []string{"--previous excludes --state-dir"}, usage: true},
-		{desc: "state folder without a key", args: []string{"--state-dir", "state"}, want: []string{"--state-dir needs --state-key KEY"}, usage: true},
-		{desc: "state key without a folder", env: map[string]string{"DIGESTPIN_STATE_KEY": "ns/app"}, want: []string{"DIGESTPIN_STATE_KEY needs --state-dir"}, usage: true},
 		{desc: "an argument", args: []string{"chart/"}, want: []string{`unexpected argument "chart/"`}, usage: true},
 		{desc: "missing file", args: []string{"-f", "/nonexistent.yaml"}, want: []string{"reading manifests", "/nonexistent.yaml"}},
 	} {
@@ -367,68 +358,5 @@ func TestREADMEErrorSample(t *testing.T) {
 	got := strings.ReplaceAll(strings.TrimSuffix(stderr, "\n"), reg.Host(), "registry.example")
 	if got != sample {
 		t.Errorf("digestpin prints\n%s\nthe README shows\n%s", got, sample)
-	}
-}
-
-// webhookFixtures returns the path of each of the steady package's
-// fixtures of the webhook chart ("input", "second", "previous"), and a lock
-// file that pins its image as the fixtures were pinned: to the SHA-256 of
-// its name.
-func webhookFixtures(t *testing.T) (fixture func(string) string, lock string) {
-	t.Helper()
-	ref := "registry.example/tz/tzinject:1.4"
-	sum := sha256.Sum256([]byte(ref))
-	lock = filepath.Join(t.TempDir(), "digests.lock")
-	testfiles.WriteLock(t, lock, map[string]v1.Hash{ref: {Algorithm: "sha256", Hex: hex.EncodeToString(sum[:])}})
-	return func(name string) string { return filepath.Join("steady", "testdata", "webhook."+name+".yaml") }, lock
-}
-
-// TestRunSteadyRenders checks that --volatile-from and --previous reach
-// the run: the webhook chart's previous output comes out again, byte for
-// byte, and stderr names the field that restarts the Deployment.
-func TestRunSteadyRenders(t *testing.T) {
-	fixture, lock := webhookFixtures(t)
-	in := testfiles.Read(t, fixture("input"))
-	previous := testfiles.Read(t, fixture("previous"))
-	t.Setenv("DIGESTPIN_PREVIOUS", fixture("previous"))
-	out, stderr, err := runIn(t, string(in), "--lock", lock, "--frozen", "--volatile-from", fixture("second"))
-	if err != nil {
-		t.Fatalf("run() = %v\n%s", err, stderr)
-	}
-	if out != string(previous) {
-		t.Errorf("output is not the previous output:\n%s", out)
-	}
-	want := "digestpin: warning: Deployment/tz/tzinject (tzinject/templates/deployment.yaml): pod template annotation checksum/config differs between two renders of the same input: this workload restarts on every render\n"
-	if !strings.Contains(stderr, want) {
-		t.Errorf("stderr = %q, want %q", stderr, want)
-	}
-}
-
-// TestRunStateDir keeps the previous output in --state-dir: the first run
-// stores what it wrote, and a second render of the same input comes out
-// as the first, byte for byte.
-func TestRunStateDir(t *testing.T) {
-	fixture, lock := webhookFixtures(t)
-	in := testfiles.Read(t, fixture("input"))
-	second := testfiles.Read(t, fixture("second"))
-	state := filepath.Join(t.TempDir(), "state")
-	args := []string{"--lock", lock, "--frozen", "--state-dir", state, "--state-key", "tz/tzinject"}
-	first, stderr, err := runIn(t, string(in), append(args, "--volatile-from", fixture("second"))...)
-	if err != nil {
-		t.Fatalf("first run() = %v\n%s", err, stderr)
-	}
-	fi, err := os.Stat(state)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if fi.Mode().Perm() != 0o700 {
-		t.Errorf("state folder mode %s, want 0700", fi.Mode().Perm())
-	}
-	out, stderr, err := runIn(t, string(second), append(args, "--volatile-from", fixture("input"))...)
-	if err != nil {
-		t.Fatalf("second run() = %v\n%s", err, stderr)
-	}
-	if out != first {
-		t.Errorf("second run wrote\n%s\nwant the first output\n%s", out, first)
 	}
 }

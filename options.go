@@ -17,7 +17,6 @@ import (
 	"github.com/digestpin/digestpin/pin"
 	"github.com/digestpin/digestpin/renderer"
 	"github.com/digestpin/digestpin/resolve"
-	"github.com/digestpin/digestpin/steady"
 )
 
 // options are the command line, after flags and environment.
@@ -46,19 +45,12 @@ type options struct {
 	cacheDir           string
 	cacheTTL           time.Duration
 	report             string
-	volatileFrom       string
-	previous           string
-	stateDir           string
-	stateKey           string
 	tagPolicies        []string
 	tagAllow           []string
 	tagIgnore          []string
 	maxTags            int
 	keelAnnotations    bool
 	cacheURL           string
-	stateStore         string
-	stateTTL           time.Duration
-	stateTTLSet        bool // --state-ttl or DIGESTPIN_STATE_TTL was given
 	redisPasswordFile  string
 	redisCAFile        string
 	redisPrefix        string
@@ -105,18 +97,12 @@ func (o *options) bind(fs *pflag.FlagSet) {
 	fs.StringVar(&o.cacheDir, "cache-dir", "", "keep resolutions in `DIR` for --cache-ttl (default: digestpin in the user cache folder, $XDG_CACHE_HOME or ~/.cache)")
 	fs.DurationVar(&o.cacheTTL, "cache-ttl", 0, "reuse a cached resolution younger than `DURATION` (e.g. 5m) without asking the registry; 0 disables the cache")
 	fs.StringVar(&o.report, "report", "", "after a successful run, write a JSON report of every image (reference, digest, source, workloads) to `FILE`")
-	fs.StringVar(&o.volatileFrom, "volatile-from", "", "`FILE` holds a second render of the same chart and values, as Helm wrote it: name every field that differs between the two renders, and the workloads it restarts on every render")
-	fs.StringVar(&o.previous, "previous", "", "`FILE` holds the previous output of this release (none there: a first render): write it again, byte for byte, when nothing but volatile fields changed")
-	fs.StringVar(&o.stateDir, "state-dir", "", "keep each release's output in `DIR` (files 0600 in a 0700 folder; they hold rendered Secrets) and use it as the previous output, like --previous; needs --state-key")
-	fs.StringVar(&o.stateKey, "state-key", "", "the `KEY` of this release's output in --state-dir, e.g. NAMESPACE/APP")
 	fs.StringArrayVar(&o.tagPolicies, "tag-policy", nil, "choose the tag of repository IMAGE's images (`IMAGE=STRATEGY`): semver:CONSTRAINT (highest version, Helm's syntax, e.g. semver:~1.4), latest (newest image), name:REGEXP (alphabetically last match) or digest (the tag as written); repeatable")
 	fs.StringArrayVar(&o.tagAllow, "tag-allow", nil, "the --tag-policy of IMAGE considers only tags matching REGEXP (`IMAGE=REGEXP`; repeatable)")
 	fs.StringArrayVar(&o.tagIgnore, "tag-ignore", nil, "the --tag-policy of IMAGE never considers tags matching REGEXP (`IMAGE=REGEXP`; repeatable)")
 	fs.IntVar(&o.maxTags, "max-tags", resolve.DefaultMaxTags, "the latest tag policy reads the creation time of at most `N` candidates, the highest in natural order")
 	fs.BoolVar(&o.keelAnnotations, "keel-annotations", false, "give the images of each workload with Keel's keel.sh/policy annotation (or label) the tag policy it means (all, major, minor, patch, force with keel.sh/match-tag, glob:, regexp:), relative to each image's tag")
 	fs.StringVar(&o.cacheURL, "cache", "", "keep resolutions for --cache-ttl on the Redis at `URL` (redis://[USER@]HOST[:PORT][/DB], or rediss:// for TLS), shared by every process that uses it; excludes --cache-dir")
-	fs.StringVar(&o.stateStore, "state-store", "", "keep each release's output on the Redis at `URL` (as for --cache; it holds rendered Secrets) and use it as the previous output, like --state-dir; needs --state-key")
-	fs.DurationVar(&o.stateTTL, "state-ttl", 7*24*time.Hour, "forget an output on the --state-store Redis after `DURATION` without a render")
 	fs.StringVar(&o.redisPasswordFile, "redis-password-file", "", "the Redis password is in `FILE` (default: the URL's, else $DIGESTPIN_REDIS_PASSWORD, else $REDIS_PASSWORD)")
 	fs.StringVar(&o.redisCAFile, "redis-ca-file", "", "trust the PEM CA certificates in `FILE` for a rediss:// Redis instead of the system's")
 	fs.StringVar(&o.redisPrefix, "redis-prefix", redisstore.DefaultPrefix, "begin every Redis key with `PREFIX`")
@@ -124,6 +110,7 @@ func (o *options) bind(fs *pflag.FlagSet) {
 	fs.BoolVar(&o.ttyErrors, "tty-errors", false, "also write the reason of a failure to the controlling terminal when stderr is not a terminal (the Helm 4 plugin sets it: Helm 4 discards a post-renderer's stderr)")
 	fs.BoolVarP(&o.verbose, "verbose", "v", false, "log each resolution to stderr")
 	fs.BoolVar(&o.version, "version", false, "print the version and exit")
+	bindRetired(fs)
 }
 
 // envName is the environment variable that sets flag f when it is not on
@@ -263,18 +250,9 @@ func (o *options) pinOptions(log *logger) (pin.Options, error) {
 	if err != nil {
 		return pin.Options{}, err
 	}
-	var store steady.Store
-	if o.stateDir != "" {
-		// A state folder that cannot be used warns and costs the
-		// previous output, never the render (steady.OpenDirStore).
-		store = steady.OpenDirStore(o.stateDir, 0, log.warnf)
-	}
-	cache, rstore, err := o.redis(log)
+	cache, err := o.redis(log)
 	if err != nil {
 		return pin.Options{}, err
-	}
-	if rstore != nil {
-		store = rstore
 	}
 	return pin.Options{
 		Renderer: renderer.Renderer{
@@ -296,10 +274,6 @@ func (o *options) pinOptions(log *logger) (pin.Options, error) {
 		Cache:          cache,
 		WriteLock:      o.writeLock,
 		Report:         o.report,
-		VolatileFrom:   o.volatileFrom,
-		Previous:       o.previous,
-		Store:          store,
-		StateKey:       o.stateKey,
 		Logf:           log.debugf,
 
 		// Tag policies.
@@ -378,21 +352,17 @@ func addTagEntry(v, want string, add func(image, value string) error) error {
 
 // pinFields names the flag of each pin.Options field, for messages.
 var pinFields = map[string]string{
-	"Lock":         "lock",
-	"Frozen":       "frozen",
-	"Check":        "check",
-	"CacheDir":     "cache-dir",
-	"CacheTTL":     "cache-ttl",
-	"Cache":        "cache",
-	"WriteLock":    "write-lock",
-	"Report":       "report",
-	"Platform":     "platform",
-	"VolatileFrom": "volatile-from",
-	"Previous":     "previous",
-	"Store":        "state-dir",
-	"StateKey":     "state-key",
-	"TagPolicies":  "tag-policy",
-	"MaxTags":      "max-tags",
+	"Lock":        "lock",
+	"Frozen":      "frozen",
+	"Check":       "check",
+	"CacheDir":    "cache-dir",
+	"CacheTTL":    "cache-ttl",
+	"Cache":       "cache",
+	"WriteLock":   "write-lock",
+	"Report":      "report",
+	"Platform":    "platform",
+	"TagPolicies": "tag-policy",
+	"MaxTags":     "max-tags",
 }
 
 // resolveOptions names the flag of each resolve option, for messages.

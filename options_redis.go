@@ -10,7 +10,6 @@ import (
 	"github.com/digestpin/digestpin/internal/readfile"
 	"github.com/digestpin/digestpin/internal/redisstore"
 	"github.com/digestpin/digestpin/resolve"
-	"github.com/digestpin/digestpin/steady"
 )
 
 // The environment variables that hold the Redis password when the URL
@@ -26,87 +25,43 @@ const (
 // --request-timeout).
 const claimWait = 10 * time.Second
 
-// redis returns the resolution cache of --cache and the state store of
-// --state-store, each nil when its flag is not set. The two share one
-// Client when they name the same server, so that a Redis that fails is
-// warned about once.
-func (o *options) redis(log *logger) (resolve.Cache, steady.Store, error) {
+// redis returns the resolution cache of --cache, nil when it is not set.
+func (o *options) redis(log *logger) (resolve.Cache, error) {
 	switch {
-	case o.stateTTLSet && o.stateStore == "":
-		// It would be ignored: --state-dir keeps its files until they
-		// are replaced.
-		return nil, nil, fmt.Errorf("%s needs %s URL: it is how long an output stays on that Redis", o.name("state-ttl"), o.name("state-store"))
-	case o.cacheURL == "" && o.stateStore == "":
+	case o.cacheURL == "":
 		for _, f := range []struct{ flag, value string }{{"redis-password-file", o.redisPasswordFile}, {"redis-ca-file", o.redisCAFile}} {
 			if f.value != "" {
-				return nil, nil, fmt.Errorf("%s needs --cache or --state-store, a Redis URL", o.name(f.flag))
+				return nil, fmt.Errorf("%s needs %s URL, a Redis", o.name(f.flag), o.name("cache"))
 			}
 		}
-		return nil, nil, nil
-	case o.cacheURL != "" && o.cacheDir != "":
-		return nil, nil, fmt.Errorf("%s excludes %s: resolutions are kept in one place", o.name("cache"), o.name("cache-dir"))
-	case o.cacheURL != "" && o.cacheTTL == 0:
-		return nil, nil, fmt.Errorf("%s needs %s DURATION, how long a resolution stays valid", o.name("cache"), o.name("cache-ttl"))
-	case o.stateStore != "" && o.stateDir != "":
-		return nil, nil, fmt.Errorf("%s excludes %s: the previous output is kept in one place", o.name("state-store"), o.name("state-dir"))
-	case o.stateStore != "" && o.previous != "":
-		return nil, nil, fmt.Errorf("%s excludes %s: the previous output comes from one place", o.name("previous"), o.name("state-store"))
-	case o.stateStore != "" && o.stateKey == "":
-		return nil, nil, fmt.Errorf("%s needs %s KEY, the key of this release's output", o.name("state-store"), o.name("state-key"))
-	case o.stateTTL <= 0:
-		return nil, nil, o.invalid("state-ttl", o.stateTTL, "want a positive duration, e.g. 168h")
+		return nil, nil
+	case o.cacheDir != "":
+		return nil, fmt.Errorf("%s excludes %s: resolutions are kept in one place", o.name("cache"), o.name("cache-dir"))
+	case o.cacheTTL == 0:
+		return nil, fmt.Errorf("%s needs %s DURATION, how long a resolution stays valid", o.name("cache"), o.name("cache-ttl"))
 	}
-	clients := map[string]*redisstore.Client{}
-	client := func(flag, u string) (*redisstore.Client, error) {
-		if c, ok := clients[u]; ok {
-			return c, nil
-		}
-		password, err := o.redisPassword(u)
-		if err != nil {
-			return nil, err
-		}
-		c, err := redisstore.New(redisstore.Options{
-			URL:      u,
-			Password: password,
-			CAFile:   o.redisCAFile,
-			Prefix:   o.redisPrefix,
-			Timeout:  min(o.requestTimeout, redisstore.DefaultTimeout),
-			Warnf:    log.warnf,
-			Logf:     log.debugf,
-		})
-		if err != nil {
-			return nil, fmt.Errorf("%s: %w", o.name(flag), err)
-		}
-		clients[u] = c
-		return c, nil
+	password, err := o.redisPassword(o.cacheURL)
+	if err != nil {
+		return nil, err
 	}
-	var cache resolve.Cache
-	if o.cacheURL != "" {
-		c, err := client("cache", o.cacheURL)
-		if err != nil {
-			return nil, nil, err
-		}
-		rc, err := c.Cache(o.cacheTTL, min(o.requestTimeout, claimWait))
-		if err != nil {
-			return nil, nil, fmt.Errorf("%s: %w", o.name("cache"), err)
-		}
-		log.debugf("resolution cache on %s, TTL %s", c, o.cacheTTL)
-		cache = rc
+	c, err := redisstore.New(redisstore.Options{
+		URL:      o.cacheURL,
+		Password: password,
+		CAFile:   o.redisCAFile,
+		Prefix:   o.redisPrefix,
+		Timeout:  min(o.requestTimeout, redisstore.DefaultTimeout),
+		Warnf:    log.warnf,
+		Logf:     log.debugf,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", o.name("cache"), err)
 	}
-	var store steady.Store
-	if o.stateStore != "" {
-		c, err := client("state-store", o.stateStore)
-		if err != nil {
-			return nil, nil, err
-		}
-		rs, err := c.Store(o.stateTTL, 0)
-		if err != nil {
-			return nil, nil, fmt.Errorf("%s: %w", o.name("state-store"), err)
-		}
-		log.debugf("render state on %s, TTL %s", c, o.stateTTL)
-		store = rs
+	rc, err := c.Cache(o.cacheTTL, min(o.requestTimeout, claimWait))
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", o.name("cache"), err)
 	}
-	return cache, store, nil
+	log.debugf("resolution cache on %s, TTL %s", c, o.cacheTTL)
+	return rc, nil
 }
 
 // redisPassword returns the password for the Redis at rawURL when the URL

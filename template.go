@@ -82,10 +82,13 @@ func runTemplate(ctx context.Context, args []string, stdout, stderr io.Writer) e
 		return perr
 	}
 	eerr := o.setFromEnv(pinFS, os.LookupEnv)
+	rerr := o.checkRetired(pinFS)
 	log := newLogger(stderr, o)
 	defer log.close()
 	err := func() error {
 		switch {
+		case rerr != nil:
+			return rerr
 		case perr != nil:
 			return &usageError{fmt.Errorf("%w (see digestpin template --help)", perr)}
 		case eerr != nil:

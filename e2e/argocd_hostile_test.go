@@ -282,45 +282,6 @@ func mklink(t *testing.T, target, link string) {
 	}
 }
 
-// TestArgoCDStateKeys: an Application must never get another one's
-// previous output (it holds that one's generated passwords and keys). The
-// state key is DESTINATION-NAMESPACE/APP-NAME/SOURCE-PATH; a destination
-// namespace with a / in it would make another Application's key.
-func TestArgoCDStateKeys(t *testing.T) {
-	reg := testregistry.New(t)
-	pushFixed(t, reg, steadyImage, "1")
-	sc := newSidecar(t)
-	values := "VALUES_FILES=values-e2e.yaml"
-
-	// The victim: shop in prod, its chart at x/web of its repository.
-	victimSrc := filepath.Join(t.TempDir(), "repo", "x", "web")
-	if err := os.CopyFS(victimSrc, os.DirFS(steadyChart(t, "password", reg))); err != nil {
-		t.Fatal(err)
-	}
-	victim := sc.generateWith(t, victimSrc, []string{"ARGOCD_APP_NAMESPACE=prod", "ARGOCD_APP_NAME=shop", "ARGOCD_APP_SOURCE_PATH=x/web"}, values)
-	if victim.err != nil {
-		t.Fatalf("the victim's generate: %v\n%s", victim.err, victim.stderr)
-	}
-
-	// The attacker: the same chart, release and namespace, as
-	// Application x with destination namespace "prod/shop" and source
-	// path web.
-	attacker := sc.generateWith(t, steadyChart(t, "password", reg), []string{
-		"ARGOCD_APP_NAMESPACE=prod/shop", "ARGOCD_APP_NAME=x", "ARGOCD_APP_SOURCE_PATH=web",
-		parameters(t, map[string]any{"name": "release-name", "string": "shop"}, map[string]any{"name": "namespace", "string": "prod"}),
-	}, values)
-	if attacker.stdout == victim.stdout {
-		t.Fatalf("the attacker's generation wrote the victim's previous output:\n%s", attacker.stdout)
-	}
-	want := `digestpin-cmp: ARGOCD_APP_NAMESPACE "prod/shop": a / in it`
-	if attacker.err == nil || !strings.Contains(attacker.stderr, want) {
-		t.Errorf("the attacker's generate: %v, stderr %q; want a failure containing %q", attacker.err, attacker.stderr, want)
-	}
-	if attacker.stdout != "" {
-		t.Errorf("a failed generation printed:\n%s", attacker.stdout)
-	}
-}
-
 // TestArgoCDSourcePath: the repository's root is the source folder
 // without ARGOCD_APP_SOURCE_PATH, which Argo CD passes as the Application
 // wrote it. A path such as ./helm, or one through a link inside the
@@ -372,12 +333,11 @@ func TestArgoCDApplicationEnv(t *testing.T) {
 	paths := map[string]string{
 		"DIGESTPIN_LOG_FILE":  filepath.Join(dir, "log"),
 		"DIGESTPIN_CACHE_DIR": filepath.Join(dir, "cache"),
-		"DIGESTPIN_STATE_DIR": filepath.Join(dir, "state"),
 		"DIGESTPIN_REPORT":    filepath.Join(dir, "report.json"),
 		"DOCKER_CONFIG":       filepath.Join(dir, "docker"),
 		"HELM_CACHE_HOME":     filepath.Join(dir, "helm-cache"),
 	}
-	appEnv := []string{"DIGESTPIN_CACHE_TTL=1h", "DIGESTPIN_INSECURE_REGISTRY=" + reg.Host(), "DIGESTPIN_STATE_KEY=prod/other/helm"}
+	appEnv := []string{"DIGESTPIN_CACHE_TTL=1h", "DIGESTPIN_INSECURE_REGISTRY=" + reg.Host()}
 	for name, p := range paths {
 		appEnv = append(appEnv, name+"="+p)
 	}

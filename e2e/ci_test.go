@@ -167,6 +167,50 @@ func TestCIStepOutput(t *testing.T) {
 	}
 }
 
+// TestCIStepOutputUnchanged runs the CI step twice with --output: the
+// second run, with the same registry state, says the file is unchanged
+// and leaves it untouched (the same file, the same time), with no
+// temporary file left beside it; a push replaces it.
+func TestCIStepOutputUnchanged(t *testing.T) {
+	reg := testregistry.New(t)
+	pushShop(t, reg)
+	sc := newSidecar(t)
+	chart := ciChart(t, sc, reg)
+	step := filepath.Join(repoRoot(t), "scripts", "ci", "digestpin-lock.sh")
+	out := filepath.Join(chart, "manifests.yaml")
+	run := func(want string) (os.FileInfo, string) {
+		t.Helper()
+		r := runCmd(t, chart, nil, sc.env(), step, "--output", "manifests.yaml", ".", "--values", "values-e2e.yaml")
+		if r.err != nil {
+			t.Fatalf("digestpin-lock.sh: %v\n%s", r.err, r.stderr)
+		}
+		if !strings.Contains(r.stderr, want) {
+			t.Errorf("stderr does not say %q:\n%s", want, r.stderr)
+		}
+		fi, err := os.Stat(out)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, err := os.ReadFile(out)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return fi, string(b)
+	}
+	first, b := run("manifests.yaml updated: commit it")
+	second, b2 := run("manifests.yaml unchanged")
+	if !os.SameFile(first, second) || !first.ModTime().Equal(second.ModTime()) || b2 != b {
+		t.Error("the second run replaced manifests.yaml")
+	}
+	if left, _ := filepath.Glob(filepath.Join(chart, ".digestpin-lock.*")); len(left) != 0 {
+		t.Errorf("temporary files left: %v", left)
+	}
+	moved := pushFixed(t, reg, "shop/web:1.4", "2")
+	if _, b3 := run("manifests.yaml updated: commit it"); !strings.Contains(b3, "@"+moved.String()) {
+		t.Errorf("after a push manifests.yaml does not pin %s", moved)
+	}
+}
+
 // TestCIStepRenderFailure checks that a chart that helm cannot render is
 // reported as a render failure, naming helm and its error, and neither
 // taken for a registry difference (--check) nor recorded as a lock file

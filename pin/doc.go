@@ -7,7 +7,6 @@
 // over a Pinner. A Pin prepares everything and writes nothing the caller
 // has not asked for: the lock file and the report are written beside their
 // destinations and put in place only by Result.Commit, after the caller
-// has written the output, and so is the steady-render state in
-// Options.Store; Result.Discard drops them. So a run that fails, at any
-// point, leaves every file and the store as they were.
+// has written the output; Result.Discard drops them. So a run that fails,
+// at any point, leaves every file as it was.
 package pin

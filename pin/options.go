@@ -9,7 +9,6 @@ import (
 	"github.com/digestpin/digestpin/renderer"
 	"github.com/digestpin/digestpin/resolution"
 	"github.com/digestpin/digestpin/resolve"
-	"github.com/digestpin/digestpin/steady"
 )
 
 // Options configure a Pinner. The zero value pins with the renderer's
@@ -66,30 +65,6 @@ type Options struct {
 	// it to the certificates and varying calls of its render).
 	Generated func() *Generated
 
-	// VolatileFrom is a second render of the same chart and values, as
-	// Helm wrote it (before digestpin); "" means none. The fields that
-	// differ between it and the input are volatile: each document with
-	// volatile fields is reported through Renderer.Warnf (naming the
-	// workloads they restart on every render) and in the report.
-	VolatileFrom string
-	// Previous is the output of the previous render of this release; ""
-	// means none, and so does a file that does not exist (a first
-	// render). When the new output equals it in every field but the
-	// volatile ones, with the same documents, Pin returns the previous
-	// output byte for byte; otherwise the new output, whole. Image fields
-	// and the checksum annotation always count.
-	Previous string
-	// Store, with StateKey, keeps the previous output instead of a
-	// Previous file: Pin reads it from Store under StateKey (none there:
-	// a first render) and Commit stores the Output under StateKey, so
-	// that only an output the caller wrote becomes the next run's
-	// previous one. nil means none; it excludes Previous. The Store must
-	// be safe for concurrent use.
-	Store steady.Store
-	// StateKey is the key of this release's output in Store, e.g.
-	// "NAMESPACE/APP"; it is needed with Store.
-	StateKey string
-
 	// TagPolicies, when set, choose the tag of the images of their
 	// repositories (see resolve.TagPolicy): a tags/list per repository,
 	// once per Pin, and the chosen tag is written into the output, the
@@ -144,12 +119,6 @@ func (o *Options) validate() error {
 		return bad("CacheDir", "needs CacheTTL DURATION, how long a resolution stays valid")
 	case o.Platform != nil && (o.Platform.OS == "" || o.Platform.Architecture == ""):
 		return bad("Platform", fmt.Sprintf("%q has no OS or no architecture: want os/arch[/variant]", o.Platform.String()))
-	case o.Store != nil && o.Previous != "":
-		return bad("Previous", "excludes Store: the previous output comes from one place, a file or the store")
-	case o.Store != nil && o.StateKey == "":
-		return bad("Store", "needs StateKey KEY, the key of this release's output in the store")
-	case o.Store == nil && o.StateKey != "":
-		return bad("StateKey", "needs Store, where the previous output is kept")
 	case o.TagPolicies.Len() > 0 && o.Renderer.Mode == renderer.ModeAnnotate:
 		return bad("TagPolicies", "excludes the annotate mode: the image fields would keep the tags as written, and the pods run other images than the checksum covers")
 	case o.MaxTags < 0:

@@ -2,14 +2,10 @@ package pin
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
-	"fmt"
 	"os"
 	"path/filepath"
-	"slices"
 	"strings"
 	"testing"
 
@@ -21,7 +17,6 @@ import (
 	"github.com/digestpin/digestpin/internal/testfiles"
 	"github.com/digestpin/digestpin/internal/testregistry"
 	"github.com/digestpin/digestpin/resolution"
-	"github.com/digestpin/digestpin/steady"
 )
 
 // refuse is a registry that fails the test when asked anything.
@@ -45,9 +40,6 @@ func TestNewRejects(t *testing.T) {
 		{desc: "cache folder without TTL", o: Options{CacheDir: "d"}, field: "CacheDir"},
 		{desc: "platform without architecture", o: Options{Platform: &v1.Platform{OS: "linux"}}, field: "Platform"},
 		{desc: "platform without OS", o: Options{Platform: &v1.Platform{Architecture: "amd64"}}, field: "Platform"},
-		{desc: "previous and a store", o: Options{Previous: "p", Store: memStore{}, StateKey: "k"}, field: "Previous"},
-		{desc: "store without a key", o: Options{Store: memStore{}}, field: "Store"},
-		{desc: "key without a store", o: Options{StateKey: "k"}, field: "StateKey"},
 	} {
 		t.Run(tc.desc, func(t *testing.T) {
 			_, err := New(tc.o)
@@ -269,173 +261,6 @@ func TestReportSources(t *testing.T) {
 	}
 	if diff := cmp.Diff(map[string]resolution.Source{reg.Ref("app:1"): resolution.Lock, reg.Ref("side:2"): resolution.Registry}, got); diff != "" {
 		t.Errorf("report sources (-want +got):\n%s", diff)
-	}
-}
-
-// nameDigests is a registry whose digest of a reference is the SHA-256 of
-// its name and, for the references in moved, a salt: the registry state
-// the steady package's fixtures were pinned against.
-type nameDigests map[string]string
-
-func (m nameDigests) Resolve(_ context.Context, ref name.Reference) (resolution.Resolution, error) {
-	sum := sha256.Sum256([]byte(ref.Name() + m[ref.Name()]))
-	return resolution.Resolution{Digest: v1.Hash{Algorithm: "sha256", Hex: hex.EncodeToString(sum[:])}, Source: resolution.Registry}, nil
-}
-
-// TestSteadyRenders runs the webhook chart's two renders and its previous
-// output through a Pin: the previous output is written again when only the
-// chart's randomness changed, and the person is told which fields churn.
-func TestSteadyRenders(t *testing.T) {
-	fixture := func(name string) string { return filepath.Join("..", "steady", "testdata", "webhook."+name+".yaml") }
-	in, err := os.ReadFile(fixture("input"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	previous, err := os.ReadFile(fixture("previous"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, tc := range []struct {
-		desc         string
-		volatileFrom string
-		previous     string
-		moved        nameDigests
-		kept         bool
-	}{
-		{desc: "only the chart's randomness changed", volatileFrom: fixture("second"), previous: fixture("previous"), kept: true},
-		{desc: "no second render", previous: fixture("previous")},
-		{desc: "a first render", volatileFrom: fixture("second"), previous: filepath.Join(t.TempDir(), "none.yaml")},
-		{desc: "an image moved", volatileFrom: fixture("second"), previous: fixture("previous"), moved: nameDigests{"registry.example/tz/tzinject:1.4": "moved"}},
-	} {
-		t.Run(tc.desc, func(t *testing.T) {
-			var warnings []string
-			report := filepath.Join(t.TempDir(), "report.json")
-			o := Options{Registry: tc.moved, VolatileFrom: tc.volatileFrom, Previous: tc.previous, Report: report}
-			if o.Registry == nil {
-				o.Registry = nameDigests{}
-			}
-			o.Renderer.Warnf = func(f string, args ...any) { warnings = append(warnings, fmt.Sprintf(f, args...)) }
-			p, err := New(o)
-			if err != nil {
-				t.Fatal(err)
-			}
-			res, err := p.Pin(context.Background(), in)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if got := string(res.Output) == string(previous); got != tc.kept || res.KeptPrevious != tc.kept {
-				t.Errorf("output is the previous one: %v (KeptPrevious %v), want %v", got, res.KeptPrevious, tc.kept)
-			}
-			if tc.moved != nil && !strings.Contains(string(res.Output), "@sha256:") {
-				t.Errorf("the new output is not pinned:\n%s", res.Output)
-			}
-			wantWarning := "Deployment/tz/tzinject (tzinject/templates/deployment.yaml): pod template annotation checksum/config differs between two renders of the same input: this workload restarts on every render"
-			if got := slices.Contains(warnings, wantWarning); got != (tc.volatileFrom != "") {
-				t.Errorf("warnings %q: has %q: %v, want %v", warnings, wantWarning, got, tc.volatileFrom != "")
-			}
-			if err := res.Commit(); err != nil {
-				t.Fatal(err)
-			}
-			r := readReport(t, report)
-			restarts := slices.ContainsFunc(r.Volatile, func(v steady.Volatile) bool { return v.Object == "Deployment/tz/tzinject" && v.Restarts })
-			if restarts != (tc.volatileFrom != "") {
-				t.Errorf("report volatile = %+v, want the Deployment restarting: %v", r.Volatile, tc.volatileFrom != "")
-			}
-		})
-	}
-}
-
-// memStore is a steady.Store in a map.
-type memStore map[string][]byte
-
-func (m memStore) Get(_ context.Context, key string) ([]byte, bool, error) {
-	b, ok := m[key]
-	return b, ok, nil
-}
-
-func (m memStore) Put(_ context.Context, key string, b []byte) error {
-	m[key] = slices.Clone(b)
-	return nil
-}
-
-// TestStateStore keeps the previous output in a DirStore: a first render
-// stores its output only on Commit, a later render of the same input with
-// new randomness writes it again byte for byte, a discarded run stores
-// nothing, and a moved image replaces it.
-func TestStateStore(t *testing.T) {
-	fixture := func(name string) string { return filepath.Join("..", "steady", "testdata", "webhook."+name+".yaml") }
-	in, err := os.ReadFile(fixture("input"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	store, err := steady.NewDirStore(filepath.Join(t.TempDir(), "state"), 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	const key = "tz/tzinject"
-	pinWith := func(reg nameDigests, volatileFrom string, in []byte) *Result {
-		t.Helper()
-		p, err := New(Options{Registry: reg, VolatileFrom: volatileFrom, Store: store, StateKey: key})
-		if err != nil {
-			t.Fatal(err)
-		}
-		res, err := p.Pin(context.Background(), in)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return res
-	}
-	stored := func() []byte {
-		t.Helper()
-		b, ok, err := store.Get(context.Background(), key)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if !ok {
-			return nil
-		}
-		return b
-	}
-
-	// First, a first render that is discarded stores nothing.
-	pinWith(nameDigests{}, "", in).Discard()
-	if b := stored(); b != nil {
-		t.Fatalf("a discarded run stored %d bytes", len(b))
-	}
-	// Next, a first render that is written is stored as written.
-	first := pinWith(nameDigests{}, "", in)
-	if first.KeptPrevious {
-		t.Error("a first render kept a previous output")
-	}
-	if err := first.Commit(); err != nil {
-		t.Fatal(err)
-	}
-	if got := stored(); string(got) != string(first.Output) {
-		t.Fatalf("stored %d bytes, want the output's %d", len(got), len(first.Output))
-	}
-	// The second render of the same input differs only in the chart's
-	// randomness: the stored output is written again.
-	second, err := os.ReadFile(fixture("second"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	again := pinWith(nameDigests{}, fixture("input"), second)
-	if !again.KeptPrevious || string(again.Output) != string(first.Output) {
-		t.Errorf("output after new randomness: KeptPrevious %v, same bytes %v; want the first output", again.KeptPrevious, string(again.Output) == string(first.Output))
-	}
-	if err := again.Commit(); err != nil {
-		t.Fatal(err)
-	}
-	// A moved image is real: the new output is written and stored.
-	moved := pinWith(nameDigests{"registry.example/tz/tzinject:1.4": "moved"}, fixture("second"), in)
-	if moved.KeptPrevious || string(moved.Output) == string(first.Output) {
-		t.Fatalf("an image moved, and the output is the previous one")
-	}
-	if err := moved.Commit(); err != nil {
-		t.Fatal(err)
-	}
-	if got := stored(); string(got) != string(moved.Output) {
-		t.Errorf("after a moved image the store holds %d bytes, want the new output's %d", len(got), len(moved.Output))
 	}
 }
 

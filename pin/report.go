@@ -6,7 +6,6 @@ import (
 
 	"github.com/digestpin/digestpin/renderer"
 	"github.com/digestpin/digestpin/resolution"
-	"github.com/digestpin/digestpin/steady"
 )
 
 // ReportVersion is the format of the report file.
@@ -16,11 +15,6 @@ const ReportVersion = 1
 type Report struct {
 	Version int           `json:"version"`
 	Images  []ReportImage `json:"images"`
-	// Volatile lists the documents whose fields differ between two renders
-	// of the same input (Options.VolatileFrom), and the workloads that
-	// restart on every render because of them; absent when nothing is
-	// volatile or without a second render.
-	Volatile []steady.Volatile `json:"volatile,omitempty"`
 	// Generated is what a deterministic render generated (Options.Generated);
 	// absent for a stream that was not rendered so.
 	Generated *Generated `json:"generated,omitempty"`

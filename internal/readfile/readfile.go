@@ -1,6 +1,6 @@
-// Package readfile reads the files a person names (a lock file, a second
-// render, a previous output) without ever blocking on something that is
-// not a file.
+// Package readfile reads the files a person names (a lock file, a
+// configuration file, a Redis password or CA file) without ever blocking
+// on something that is not a file.
 package readfile
 
 import (

@@ -16,9 +16,9 @@ import (
 	"github.com/digestpin/digestpin/internal/testredis"
 )
 
-// TestHugeValuesAreNotRead stores values far larger than any of ours
-// under the keys of an entry and of a state: each is ignored with a
-// warning, and reading it allocates a small part of it.
+// TestHugeValuesAreNotRead stores a value far larger than any of ours
+// under the key of an entry: it is ignored with a warning, and reading it
+// allocates a small part of it.
 func TestHugeValuesAreNotRead(t *testing.T) {
 	srv := testredis.Start(t, testredis.Options{})
 	rc := srv.Client(0)
@@ -26,14 +26,9 @@ func TestHugeValuesAreNotRead(t *testing.T) {
 	ctx := context.Background()
 	c, w := newClient(t, Options{URL: srv.URL(0)})
 	k := newCache(t, c, time.Hour, 0)
-	st, err := c.Store(time.Hour, 1<<20)
-	if err != nil {
-		t.Fatal(err)
-	}
 	ref := mustRef(t, "registry.example/app:1")
 	huge := strings.Repeat("x", 32<<20)
 	rc.Set(ctx, k.entryKey(ref, "k"), huge, 0)
-	rc.Set(ctx, st.key("ns/app"), stateMark+huge, 0)
 	// alloc returns how many bytes f allocates.
 	alloc := func(f func()) uint64 {
 		var before, after runtime.MemStats
@@ -49,29 +44,14 @@ func TestHugeValuesAreNotRead(t *testing.T) {
 	}); n > 1<<20 {
 		t.Errorf("Get of a 32 MiB entry allocated %d bytes, want under 1 MiB", n)
 	}
-	if n := alloc(func() {
-		if b, ok, err := st.Get(ctx, "ns/app"); ok || err != nil {
-			t.Errorf("Store.Get of a huge state = %d bytes, %t, %v; want nothing", len(b), ok, err)
-		}
-	}); n > 4<<20 {
-		t.Errorf("Store.Get of a 32 MiB state allocated %d bytes, want under 4 MiB (the bound is 1 MiB)", n)
-	}
 	got := w.get()
-	if len(got) != 2 || !strings.Contains(got[0], fmt.Sprintf("more than %d bytes", maxEntry)) ||
-		!strings.Contains(got[1], fmt.Sprintf("more than %d bytes", len(stateMark)+1<<20)) {
-		t.Errorf("warnings = %q, want one per value, each naming the bound", got)
-	}
-	// A value of the bound exactly is read.
-	if err := st.Put(ctx, "ns/full", make([]byte, 1<<20)); err != nil {
-		t.Fatal(err)
-	}
-	if b, ok, err := st.Get(ctx, "ns/full"); !ok || err != nil || len(b) != 1<<20 {
-		t.Errorf("Store.Get of a value of the bound = %d bytes, %t, %v", len(b), ok, err)
+	if len(got) != 1 || !strings.Contains(got[0], fmt.Sprintf("more than %d bytes", maxEntry)) {
+		t.Errorf("warnings = %q, want one naming the bound", got)
 	}
 }
 
-// TestKeysDoNotCollide stores, for references, cache keys and state keys
-// that would run together if they were only concatenated (odd characters,
+// TestKeysDoNotCollide stores, for references and cache keys that would
+// run together if they were only concatenated (odd characters,
 // newlines, spaces, very long ones), a value each: each reads back its
 // own.
 func TestKeysDoNotCollide(t *testing.T) {
@@ -109,22 +89,6 @@ func TestKeysDoNotCollide(t *testing.T) {
 		}
 		if h, ok := k.Get(ctx, ref, e.key); !ok || h != hashOf(i) {
 			t.Errorf("Get(%q, %.20q) = %s, %t; want its own digest %s", e.ref, e.key, h, ok, hashOf(i))
-		}
-	}
-	st, err := c.Store(time.Hour, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	long = strings.Repeat("k", 1<<16)
-	keys := []string{"ns/app", "ns/app\n", "ns/app ", " ns/app", "ns\napp", "state:ns/app", "ns/app\x00", long, long + "k"}
-	for _, key := range keys {
-		if err := st.Put(ctx, key, []byte("value of "+key)); err != nil {
-			t.Fatal(err)
-		}
-	}
-	for _, key := range keys {
-		if b, ok, err := st.Get(ctx, key); !ok || err != nil || string(b) != "value of "+key {
-			t.Errorf("Store.Get(%.20q) = %.30q, %t, %v; want its own value", key, b, ok, err)
 		}
 	}
 	if got := w.get(); len(got) != 0 {

@@ -1,16 +1,15 @@
-// Package redisstore keeps digestpin's resolution cache and steady-render
-// state on Redis, where every digestpin process that points at the same
-// server shares them: the Argo CD repo-server replicas, with Argo CD's own
-// Redis.
+// Package redisstore keeps digestpin's resolution cache (resolutions, tag
+// choices and the short locks around them) on Redis, where every digestpin
+// process that points at the same server shares it: the Argo CD
+// repo-server replicas, with Argo CD's own Redis.
 //
 // Redis is an accelerator, never a dependency. Every call is bounded by a
 // timeout; the first failure of a run (Redis down, slow, refusing the
 // password) turns the Client off for the rest of the run with one
-// warning, after which the cache misses and the state store holds
-// nothing, so that the run resolves at the registries as without Redis. A
-// value that is not digestpin's (corrupt, foreign, of another format) is
-// ignored with a warning. Nothing Redis does can fail a render or change
-// its images.
+// warning, after which the cache misses, so that the run resolves at the
+// registries as without Redis. A value that is not digestpin's (corrupt,
+// foreign, of another format) is ignored with a warning. Nothing Redis
+// does can fail a render or change its images.
 //
 // The package uses github.com/redis/go-redis/v9, the client Argo CD itself
 // uses for the same server. Passwords never appear in messages: the
@@ -71,9 +70,9 @@ type Options struct {
 	Logf func(format string, args ...any)
 }
 
-// Client is a connection pool to one Redis server, shared by a Cache and a
-// Store, with the failure rule of the package: after its first failure it
-// asks Redis nothing more. It is safe for concurrent use.
+// Client is a connection pool to one Redis server, for a Cache, with the
+// failure rule of the package: after its first failure it asks Redis
+// nothing more. It is safe for concurrent use.
 type Client struct {
 	rdb     *redis.Client
 	where   string // scheme://host:port/db: no user, no password
@@ -203,7 +202,7 @@ func (c *Client) call(ctx context.Context, what string, f func(ctx context.Conte
 	}
 	c.offOnce.Do(func() {
 		c.off.Store(true)
-		c.warnf("Redis %s: %s: %v; going on without Redis for the rest of this run (registries asked directly, no stored previous output)", c.where, what, err)
+		c.warnf("Redis %s: %s: %v; going on without Redis for the rest of this run (registries asked directly)", c.where, what, err)
 	})
 	return err
 }

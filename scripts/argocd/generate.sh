@@ -52,15 +52,16 @@
 #   DIGESTPIN_PLATFORM         os/arch: pin one platform's manifest
 #   DIGESTPIN_ON_ERROR         fail (default) or keep
 #   DIGESTPIN_VERBOSE          "true" logs each resolution to stderr
-#   DIGESTPIN_STEADY           "true" (default) keeps the chart's own
-#                              randomness (generated certificates and
-#                              passwords, random names, now) from changing
-#                              the manifests; "false" renders once
 #
 # Only these reach digestpin from an Application. The sidecar's own
 # DIGESTPIN_* variables (set by the Argo CD administrator in
 # repo-server-patch.yaml: timeouts, insecure registries, a default cache
 # TTL) apply to every Application; the options above win over them.
+#
+# DIGESTPIN_STEADY, and the sidecar's DIGESTPIN_CMP_STATE_DIR, belonged to
+# the retired two-render mode: `digestpin argocd-parameters` fails the
+# generation when one is set, saying what replaces it (DIGESTPIN_STEADY
+# "false", one render, is what the plugin does, and still works).
 #
 # Every path an Application names (values files, --set-file files, the lock
 # file, and the plain YAML files themselves) must lie inside the
@@ -69,16 +70,6 @@
 # --flag=VALUE and the release name after --, so that no parameter is read
 # as a flag of its own; a values or --set-file path with a comma, and a
 # --set key with a comma or =, are refused (Helm would read more files).
-#
-# Steady renders: the source is rendered twice with the same arguments, and
-# digestpin names the fields that differ between the two (--volatile-from)
-# and writes the previous output of this Application again, byte for byte,
-# when nothing else changed. The previous output is what this script wrote
-# last time, kept on the sidecar (--state-dir) under the key
-# DESTINATION-NAMESPACE/APP-NAME/SOURCE-PATH. The folder is
-# DIGESTPIN_CMP_STATE_DIR on the sidecar (default
-# ${XDG_CACHE_HOME:-$HOME/.cache}/digestpin-state); its files hold rendered
-# Secrets (mode 0600, folder 0700). Each repo-server replica keeps its own.
 set -o errexit -o nounset -o pipefail
 
 die() {
@@ -205,8 +196,9 @@ else
 fi
 
 # The Application's parameters, as NAME KEY VALUE records; digestpin
-# refuses unknown names and values of the wrong kind. Read into variables
-# first: the order of the parameters must not matter.
+# refuses unknown names, values of the wrong kind and the retired settings
+# (see above). Read into variables first: the order of the parameters must
+# not matter.
 release=${ARGOCD_APP_NAME#*_}
 namespace=${ARGOCD_APP_NAMESPACE:-default}
 kube_version=${KUBE_VERSION:-}
@@ -395,32 +387,4 @@ option platform DIGESTPIN_PLATFORM
 option on-error DIGESTPIN_ON_ERROR
 option verbose DIGESTPIN_VERBOSE
 
-case "${ARGOCD_ENV_DIGESTPIN_STEADY:-true}" in
-true) ;;
-false)
-	render | digestpin "${pin_args[@]}"
-	exit
-	;;
-*) die "DIGESTPIN_STEADY=${ARGOCD_ENV_DIGESTPIN_STEADY}: want true or false" ;;
-esac
-
-# A second render with the same arguments, for --volatile-from; the first
-# goes to digestpin on stdin, as without steady renders.
-render >"$tmp/second.yaml"
-state_dir=${DIGESTPIN_CMP_STATE_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/digestpin-state}
-state=(--state-dir "$state_dir")
-# DIGESTPIN_STATE_STORE on the sidecar (a Redis URL, which digestpin reads
-# itself) keeps the state on Redis, shared by every replica, instead.
-[[ -z "${DIGESTPIN_STATE_STORE:-}" ]] || state=()
-# The key must name this Application only: it holds the previous output,
-# the Application's generated passwords and keys. A Kubernetes namespace
-# or name has no /, so NAMESPACE/NAME/PATH is read one way only; a
-# destination namespace "prod/shop" of Application "x" would otherwise
-# read the output of Application "shop" in prod at x/PATH.
-for var in ARGOCD_APP_NAMESPACE ARGOCD_APP_NAME; do
-	[[ "${!var:-}" != */* ]] || die "$var \"${!var}\": a / in it (not a Kubernetes name), refused for the key of the previous output"
-done
-pin_args+=(--volatile-from "$tmp/second.yaml"
-	"${state[@]}"
-	--state-key "${ARGOCD_APP_NAMESPACE:-default}/$ARGOCD_APP_NAME/${ARGOCD_APP_SOURCE_PATH:-.}")
 render | digestpin "${pin_args[@]}"

@@ -28,7 +28,16 @@ die() {
 for tool in digestpin helm; do
 	command -v "$tool" >/dev/null || die "$tool is not on the sidecar's PATH ($PATH): use the image built from scripts/argocd/Dockerfile"
 done
-v=$(digestpin --version 2>&1) || die "digestpin --version failed: $v"
+# digestpin exits 2 for a DIGESTPIN_* variable of the sidecar that it
+# refuses (a retired one, a value it cannot read): its own line says
+# which, and is passed on as it is.
+status=0
+v=$(digestpin --version 2>&1) || status=$?
+if [[ "$status" == 2 ]]; then
+	echo "$v" >&2
+	exit 2
+fi
+[[ "$status" == 0 ]] || die "digestpin --version failed: $v"
 h=$(helm version --short 2>&1) || die "helm version failed: $h"
 echo "digestpin-cmp: $v, helm $h" >&2
 if [[ ! -f Chart.yaml && (-f kustomization.yaml || -f kustomization.yml || -f Kustomization) ]]; then

@@ -16,7 +16,7 @@
 #   DIGESTPIN_CI_HELM_ARGS     more helm template flags, one per line, each
 #                              as --flag=value
 #   DIGESTPIN_CI_LOCK_FILE     the lock file (default CHART/digests.lock)
-#   DIGESTPIN_CI_OUTPUT        also write the pinned manifests there (steady)
+#   DIGESTPIN_CI_OUTPUT        also write the pinned manifests there
 #   DIGESTPIN_CI_COMMIT        update: commit the lock (and output) file when
 #                              it changed or is new (default true)
 #   DIGESTPIN_CI_PUSH          update: push that commit (default true), to

@@ -21,13 +21,12 @@
 # FILE (a failed render is never taken for a registry difference, nor
 # recorded as a lock file without images).
 #
-# --output FILE keeps the pinned manifests (by default they are discarded),
-# and keeps them steady: the chart is rendered twice with the same flags and
-# digestpin is given the second render (--volatile-from) and FILE as it is
-# (--previous). When nothing but the chart's own randomness changed
-# (generated certificates and passwords, random names, now), FILE is left
-# untouched, byte for byte, and there is nothing to commit; otherwise it is
-# replaced whole. A failed step leaves FILE as it was.
+# --output FILE keeps the pinned manifests (by default they are discarded).
+# FILE is replaced only when digestpin wrote other bytes, so that an
+# unchanged release leaves it untouched and there is nothing to commit; a
+# failed step leaves FILE as it was. A chart that generates certificates or
+# passwords with Helm's random functions changes FILE on every run: render
+# it with `digestpin template` instead (README: Deterministic renders).
 #
 # --commit (record only) then commits the lock file and the --output file
 # in the git repository of the current folder when they differ from HEAD,
@@ -178,9 +177,8 @@ render() {
 
 # pin renders the chart and pins it with digestpin and the flags in
 # pin_flags, into --output, and reports whether digestpin succeeded; its
-# messages go to stderr and to $tmp/digestpin.err. With an --output file,
-# the chart is rendered twice and the file is replaced only when digestpin
-# wrote something else.
+# messages go to stderr and to $tmp/digestpin.err. An --output file is
+# replaced only when digestpin wrote something else.
 pin() {
 	local status=0
 	render "$tmp/render.yaml" "$@"
@@ -189,10 +187,8 @@ pin() {
 		cat -- "$tmp/digestpin.err" >&2
 		return "$status"
 	fi
-	render "$tmp/second.yaml" "$@"
 	newoutput=$(beside "$output") || fail "cannot write beside $output"
-	"$digestpin" "${pin_flags[@]}" "--volatile-from=$tmp/second.yaml" "--previous=$output" \
-		<"$tmp/render.yaml" >"$newoutput" 2>"$tmp/digestpin.err" || status=$?
+	"$digestpin" "${pin_flags[@]}" <"$tmp/render.yaml" >"$newoutput" 2>"$tmp/digestpin.err" || status=$?
 	cat -- "$tmp/digestpin.err" >&2
 	[[ "$status" == 0 ]] || return "$status"
 	if [[ -f "$output" ]] && cmp -s -- "$newoutput" "$output"; then
