@@ -29,9 +29,10 @@ func newSeed(t *testing.T) string {
 	}
 	defer f.Close()
 	cmd := exec.Command(digestpinBin(t), "seed")
-	cmd.Stdout = f
-	if out, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("digestpin seed: %v: %s", err, out)
+	var stderr strings.Builder
+	cmd.Stdout, cmd.Stderr = f, &stderr
+	if err := cmd.Run(); err != nil {
+		t.Fatalf("digestpin seed: %v: %s", err, stderr.String())
 	}
 	return p
 }
