@@ -12,7 +12,8 @@ import (
 // ours), steady renders compare documents without a registry client, the
 // configuration file is read without one, and
 // nothing in the binary pulls in the Helm SDK (the embedding example is a
-// module of its own). The Redis client stays in internal/redisstore: the
+// module of its own), the deterministic generators (detgen) import neither
+// Helm nor sprig nor the rest of ours. The Redis client stays in internal/redisstore: the
 // renderer, the resolver, steady renders and their shared vocabulary never
 // import it.
 func TestLayering(t *testing.T) {
@@ -30,6 +31,9 @@ func TestLayering(t *testing.T) {
 		{pkg: "./resolution", forbidden: []string{"github.com/redis/"}},
 		{pkg: "./steady", forbidden: []string{"github.com/redis/"}},
 		{pkg: ".", forbidden: []string{"helm.sh/", "k8s.io/client-go"}},
+		// The deterministic generators stay small and Helm-free: sprig is
+		// their tests' reference only.
+		{pkg: "./detgen", forbidden: []string{"helm.sh/", "k8s.io/", "github.com/Masterminds/sprig", "github.com/digestpin/digestpin/"}},
 	} {
 		out, err := exec.Command("go", "list", "-deps", "-f", "{{.ImportPath}}", tc.pkg).Output()
 		if err != nil {
