@@ -66,10 +66,12 @@ $(ARGOCD_CMP_SERVER):
 # Benchmarks: the renderer and resolver in-process, then the whole binary
 # on growing streams and against a loopback registry with 50 ms latency.
 # benchredis: 1, 4 and 16 processes at once without a cache, a cache folder each, one Redis.
-bench: build
+# benchtemplate: digestpin template against helm template | digestpin (Helm 4 CLI) on a large chart.
+bench: build $(HELM4)
 	go test -run '^$$' -bench . -benchmem -benchtime 3x ./renderer/ ./resolve/
 	go run ./internal/cmd/bench $(BIN)
 	go run ./internal/cmd/benchredis $(BIN)
+	go run ./internal/cmd/benchtemplate $(BIN) $(HELM4)
 
 # Every fuzz target briefly (FUZZTIME each, default 15s); CI runs this too.
 fuzz:

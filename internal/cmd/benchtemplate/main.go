@@ -1,0 +1,265 @@
+// Command benchtemplate measures digestpin template on a large generated
+// chart (of kube-prometheus-stack's size: 150 templates, large CRDs,
+// generated certificates and passwords) against the pipelines it
+// replaces: `helm template | digestpin` under the Helm 4 CLI, and the
+// retired two-render mode's least cost, two `helm template` runs and
+// digestpin once (the comparison of the two renders excluded). Images come
+// from a lock file (--frozen), so only rendering and pinning are measured.
+// It prints a Markdown table for the README.
+//
+// Usage: go run ./internal/cmd/benchtemplate [-runs 5] DIGESTPIN-BINARY HELM4-BINARY
+package main
+
+import (
+	"bytes"
+	"flag"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/digestpin/digestpin/internal/testregistry"
+)
+
+func main() {
+	runs := flag.Int("runs", 5, "runs of each measurement; the median is shown")
+	flag.Parse()
+	if flag.NArg() != 2 {
+		fmt.Fprintln(os.Stderr, "usage: benchtemplate [-runs N] DIGESTPIN-BINARY HELM4-BINARY")
+		os.Exit(2)
+	}
+	err := testregistry.Run(func(tb testregistry.TB) error { return bench(tb, flag.Arg(0), flag.Arg(1), *runs) })
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "benchtemplate: %v\n", err)
+		os.Exit(1)
+	}
+}
+
+// Chart size: templates of each kind, CRDs and their size, generators.
+const (
+	workloads = 50 // each a Deployment, a Service and a ConfigMap
+	secrets   = 20 // each with two generated passwords
+	webhooks  = 4  // each a CA, a signed certificate and a webhook configuration
+	crds      = 10
+	crdBytes  = 300 << 10
+)
+
+func bench(tb testregistry.TB, bin, helm string, runs int) error {
+	dir, err := os.MkdirTemp("", "benchtemplate")
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(dir)
+	reg := testregistry.New(tb)
+	for i := range workloads {
+		reg.PushImage(tb, fmt.Sprintf("app%d:1.0", i))
+	}
+	chart := filepath.Join(dir, "big")
+	if err := writeChart(chart, reg.Host()); err != nil {
+		return err
+	}
+	seed := filepath.Join(dir, "seed")
+	f, err := os.Create(seed)
+	if err != nil {
+		return err
+	}
+	cmd := exec.Command(bin, "seed")
+	cmd.Stdout = f
+	if err := cmd.Run(); err != nil {
+		return fmt.Errorf("digestpin seed: %w", err)
+	}
+	f.Close()
+	lock := filepath.Join(dir, "digests.lock")
+	env := append(os.Environ(),
+		"HELM_CACHE_HOME="+filepath.Join(dir, "cache"), "HELM_CONFIG_HOME="+filepath.Join(dir, "config"), "HELM_DATA_HOME="+filepath.Join(dir, "data"),
+		"BIN="+bin, "HELM="+helm, "CHART="+chart, "SEED="+seed, "LOCK="+lock, "OUT="+filepath.Join(dir, "second.yaml"))
+	// The first run writes the lock file the others read.
+	if _, err := sh(env, `"$BIN" template big "$CHART" --include-crds --seed-file "$SEED" --write-lock "$LOCK"`); err != nil {
+		return err
+	}
+	cases := []struct{ name, script string }{
+		{"helm template \\| digestpin (Helm 4.3.1 CLI)", `"$HELM" template big "$CHART" --include-crds | "$BIN" --lock "$LOCK" --frozen`},
+		{"digestpin template", `"$BIN" template big "$CHART" --include-crds --seed-file "$SEED" --lock "$LOCK" --frozen`},
+		{"two renders + digestpin (the retired mode's least cost)", `"$HELM" template big "$CHART" --include-crds >"$OUT" && "$HELM" template big "$CHART" --include-crds | "$BIN" --lock "$LOCK" --frozen`},
+	}
+	walls := make([]time.Duration, len(cases))
+	var size int
+	for i, c := range cases {
+		var ws []time.Duration
+		for range runs {
+			start := time.Now()
+			out, err := sh(env, c.script)
+			if err != nil {
+				return err
+			}
+			ws = append(ws, time.Since(start))
+			size = len(out)
+		}
+		slices.Sort(ws)
+		walls[i] = ws[len(ws)/2]
+	}
+	fmt.Printf("Chart: %d templates (%d Deployments), %d CRDs of %d KiB, %d generated certificates and %d passwords; output %.1f MB; median of %d runs.\n\n",
+		3*workloads+secrets+2*webhooks, workloads, crds, crdBytes>>10, 2*webhooks, 2*secrets, float64(size)/(1<<20), runs)
+	fmt.Println("| pipeline | wall | relative to digestpin template |")
+	fmt.Println("|---|---|---|")
+	for i, c := range cases {
+		fmt.Printf("| %s | %s | %.2f× |\n", c.name, walls[i].Round(time.Millisecond), float64(walls[i])/float64(walls[1]))
+	}
+	return nil
+}
+
+// sh runs script with sh -c and returns its stdout.
+func sh(env []string, script string) ([]byte, error) {
+	cmd := exec.Command("sh", "-c", "set -e; "+script)
+	cmd.Env = env
+	var out, errb bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errb
+	if err := cmd.Run(); err != nil {
+		return nil, fmt.Errorf("%s: %w: %s", script, err, errb.String())
+	}
+	return out.Bytes(), nil
+}
+
+// writeChart writes the large chart, its images at host.
+func writeChart(dir, host string) error {
+	files := map[string]string{
+		"Chart.yaml":  "apiVersion: v2\nname: big\nversion: 1.0.0\n",
+		"values.yaml": fmt.Sprintf("registry: %s\nreplicas: 2\ndomain: cluster.local\n", host),
+		"templates/_helpers.tpl": `{{- define "big.labels" -}}
+app.kubernetes.io/instance: {{ .Release.Name }}
+app.kubernetes.io/managed-by: {{ .Release.Service }}
+{{- end -}}
+`,
+	}
+	for i := range workloads {
+		files[fmt.Sprintf("templates/app%d/deployment.yaml", i)] = fmt.Sprintf(`apiVersion: apps/v1
+kind: Deployment
+metadata:
+  name: {{ .Release.Name }}-app%[1]d
+  labels:
+    {{- include "big.labels" . | nindent 4 }}
+spec:
+  replicas: {{ .Values.replicas }}
+  selector:
+    matchLabels:
+      app: app%[1]d
+  template:
+    metadata:
+      labels:
+        app: app%[1]d
+      annotations:
+        checksum/config: {{ include (print $.Template.BasePath "/app%[1]d/configmap.yaml") . | sha256sum }}
+    spec:
+      containers:
+        - name: app
+          image: {{ .Values.registry }}/app%[1]d:1.0
+          args: ["--port=8080", "--log-level=info"]
+          ports:
+            - containerPort: 8080
+          resources:
+            requests: {cpu: 100m, memory: 128Mi}
+        - name: sidecar
+          image: {{ .Values.registry }}/app%[2]d:1.0
+`, i, (i+1)%workloads)
+		files[fmt.Sprintf("templates/app%d/service.yaml", i)] = fmt.Sprintf(`apiVersion: v1
+kind: Service
+metadata:
+  name: {{ .Release.Name }}-app%[1]d
+  labels:
+    {{- include "big.labels" . | nindent 4 }}
+spec:
+  selector:
+    app: app%[1]d
+  ports:
+    - port: 80
+      targetPort: 8080
+`, i)
+		files[fmt.Sprintf("templates/app%d/configmap.yaml", i)] = fmt.Sprintf(`apiVersion: v1
+kind: ConfigMap
+metadata:
+  name: {{ .Release.Name }}-app%[1]d
+data:
+  config.yaml: |
+    {{- dict "name" "app%[1]d" "replicas" .Values.replicas "rules" (list "a" "b" "c") | toYaml | nindent 4 }}
+`, i)
+	}
+	for i := range secrets {
+		files[fmt.Sprintf("templates/secret%d.yaml", i)] = fmt.Sprintf(`apiVersion: v1
+kind: Secret
+metadata:
+  name: {{ .Release.Name }}-secret%d
+data:
+  password: {{ randAlphaNum 32 | b64enc }}
+  token: {{ uuidv4 | b64enc }}
+`, i)
+	}
+	for i := range webhooks {
+		files[fmt.Sprintf("templates/webhook%d.yaml", i)] = fmt.Sprintf(`{{- $svc := printf "%%s-webhook%[1]d.%%s.svc" .Release.Name .Release.Namespace }}
+{{- $ca := genCA "webhook%[1]d-ca" 365 }}
+{{- $cert := genSignedCert $svc nil (list $svc (printf "%%s.%%s" $svc .Values.domain)) 365 $ca }}
+apiVersion: v1
+kind: Secret
+metadata:
+  name: {{ .Release.Name }}-webhook%[1]d-tls
+type: kubernetes.io/tls
+data:
+  tls.crt: {{ $cert.Cert | b64enc }}
+  tls.key: {{ $cert.Key | b64enc }}
+---
+apiVersion: admissionregistration.k8s.io/v1
+kind: ValidatingWebhookConfiguration
+metadata:
+  name: {{ .Release.Name }}-webhook%[1]d
+webhooks:
+  - name: webhook%[1]d.example.com
+    admissionReviewVersions: ["v1"]
+    sideEffects: None
+    clientConfig:
+      caBundle: {{ $ca.Cert | b64enc }}
+      service:
+        name: {{ .Release.Name }}-webhook%[1]d
+        namespace: {{ .Release.Namespace }}
+`, i)
+	}
+	for i := range crds {
+		var props strings.Builder
+		for j := 0; props.Len() < crdBytes; j++ {
+			fmt.Fprintf(&props, "                field%d:\n                  type: string\n                  description: A field of the generated resource, described at length as the operators' CRDs are.\n", j)
+		}
+		files[fmt.Sprintf("crds/crd%d.yaml", i)] = fmt.Sprintf(`apiVersion: apiextensions.k8s.io/v1
+kind: CustomResourceDefinition
+metadata:
+  name: things%[1]d.big.example
+spec:
+  group: big.example
+  names:
+    kind: Thing%[1]d
+    plural: things%[1]d
+  scope: Namespaced
+  versions:
+    - name: v1
+      served: true
+      storage: true
+      schema:
+        openAPIV3Schema:
+          type: object
+          properties:
+            spec:
+              type: object
+              properties:
+%[2]s`, i, props.String())
+	}
+	for name, content := range files {
+		p := filepath.Join(dir, name)
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			return err
+		}
+		if err := os.WriteFile(p, []byte(content), 0o644); err != nil {
+			return err
+		}
+	}
+	return nil
+}
