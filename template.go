@@ -122,12 +122,33 @@ func runTemplate(ctx context.Context, args []string, stdout, stderr io.Writer) e
 		t.render.Rewrite = detgen.Rewrite
 		t.render.Log = helmLog{log}
 		render := func(ctx context.Context) ([]byte, error) {
-			b, err := helmrender.Template(ctx, t.render)
-			if err != nil {
-				return nil, fmt.Errorf("rendering chart %s: %s", t.render.Chart, oneLine(err))
+			// Helm's engine does not stop a template that runs long when
+			// ctx ends, so the render runs on its own goroutine, which is
+			// left behind by a process about to exit (as o.read's is).
+			type result struct {
+				b   []byte
+				err error
+			}
+			done := make(chan result, 1)
+			go func() {
+				b, err := helmrender.Template(ctx, t.render)
+				done <- result{b, err}
+			}()
+			var r result
+			select {
+			case r = <-done:
+			case <-ctx.Done():
+				return nil, fmt.Errorf("rendering chart %s: %w", t.render.Chart, ctx.Err())
+			}
+			if r.err != nil {
+				msg := oneLine(r.err)
+				if pw := t.render.ChartPath.Password; pw != "" {
+					msg = strings.ReplaceAll(msg, pw, "[REDACTED]")
+				}
+				return nil, fmt.Errorf("rendering chart %s: %s", t.render.Chart, msg)
 			}
 			warnGenerated(log, gen)
-			return b, nil
+			return r.b, nil
 		}
 		return o.pinStream(ctx, p, render, stdout, log)
 	}()

@@ -436,3 +436,29 @@ func writePEM(t *testing.T, path string, c *x509.Certificate) {
 		t.Fatal(err)
 	}
 }
+
+// TestTemplateTimeout: --timeout bounds the render too, even a template
+// that would run for hours; nothing is written.
+func TestTemplateTimeout(t *testing.T) {
+	chart := t.TempDir()
+	for name, content := range map[string]string{
+		"Chart.yaml":          "apiVersion: v2\nname: slow\nversion: 0.1.0\n",
+		"templates/slow.yaml": "{{- range until 100000 }}{{ range until 100000 }}{{ end }}{{ end }}\n",
+	} {
+		p := filepath.Join(chart, name)
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, []byte(content), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	start := time.Now()
+	res := runCmd(t, "", nil, helmHome(t, ""), digestpinBin(t), "template", "r", chart, "--seed-file", newSeed(t), "--timeout", "1s")
+	if took := time.Since(start); took > 20*time.Second {
+		t.Errorf("--timeout 1s took %v", took)
+	}
+	if res.err == nil || res.stdout != "" || !strings.Contains(res.stderr, "--timeout 1s") {
+		t.Errorf("err %v, stdout %q, stderr %q: want a failure naming --timeout 1s and no output", res.err, res.stdout, res.stderr)
+	}
+}
