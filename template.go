@@ -97,6 +97,12 @@ func runTemplate(ctx context.Context, args []string, stdout, stderr io.Writer) e
 		if err := t.render.SetArgs(fs.Args()); err != nil {
 			return &usageError{fmt.Errorf("%w (usage: digestpin template [NAME] CHART --seed-file FILE [flags])", err)}
 		}
+		if t.render.EnableDNS {
+			// Every answer of getHostByName could differ from the last; a
+			// deterministic render does without them, as helm template does
+			// by default.
+			return &usageError{errors.New("--enable-dns: digestpin template renders without DNS lookups (getHostByName gives \"\", as helm template does without the flag)")}
+		}
 		if t.seedFile == "" {
 			return &usageError{errors.New("digestpin template needs a seed: --seed-file FILE or DIGESTPIN_SEED_FILE (make one with: digestpin seed > FILE)")}
 		}
