@@ -6,6 +6,8 @@ import (
 	"crypto/x509"
 	"encoding/base64"
 	"encoding/pem"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -464,4 +466,69 @@ func TestTemplateTimeout(t *testing.T) {
 	if res.err == nil || res.stdout != "" || !strings.Contains(res.stderr, "--timeout 1s") {
 		t.Errorf("err %v, stdout %q, stderr %q: want a failure naming --timeout 1s and no output", res.err, res.stdout, res.stderr)
 	}
+}
+
+// TestTemplateChartSources renders testdata/generated from each place a
+// chart comes from: its folder, its .tgz, a chart repository with basic
+// auth (--repo, --username, --password), and an OCI registry (oci://,
+// --plain-http), all on loopback. The generated values depend on the seed,
+// the release and the chart only, so every source gives the same bytes.
+func TestTemplateChartSources(t *testing.T) {
+	bin, h4 := digestpinBin(t), helm4(t)
+	reg := testregistry.New(t)
+	reg.PushImage(t, "app:1.0")
+	seed := newSeed(t)
+	dir := t.TempDir()
+	if r := runCmd(t, dir, nil, helmHome(t, ""), h4, "package", filepath.Join(repoRoot(t), "testdata", "generated"), "-d", dir); r.err != nil {
+		t.Fatalf("helm package: %v\n%s", r.err, r.stderr)
+	}
+	tgz := filepath.Join(dir, "webhook-0.1.0.tgz")
+	files := http.FileServer(http.Dir(dir))
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
+		if u, p, ok := req.BasicAuth(); !ok || u != "ci" || p != "s3cret-pw" {
+			http.Error(w, "unauthorized", http.StatusUnauthorized)
+			return
+		}
+		files.ServeHTTP(w, req)
+	}))
+	t.Cleanup(srv.Close)
+	if r := runCmd(t, dir, nil, helmHome(t, ""), h4, "repo", "index", dir, "--url", srv.URL); r.err != nil {
+		t.Fatalf("helm repo index: %v\n%s", r.err, r.stderr)
+	}
+	home := helmHome(t, "")
+	if r := runCmd(t, dir, nil, home, h4, "push", tgz, "oci://"+reg.Host()+"/charts", "--plain-http"); r.err != nil {
+		t.Fatalf("helm push: %v\n%s", r.err, r.stderr)
+	}
+	common := []string{"-n", "ns", "--seed-file", seed, "--set", "image=" + reg.Ref("app:1.0")}
+	render := func(chartArgs ...string) result {
+		return runCmd(t, "", nil, home, bin, append(append([]string{"template", "r"}, chartArgs...), common...)...)
+	}
+	want := render(filepath.Join(repoRoot(t), "testdata", "generated"))
+	if want.err != nil {
+		t.Fatalf("digestpin template of the folder: %v\n%s", want.err, want.stderr)
+	}
+	for _, tc := range []struct {
+		name string
+		args []string
+	}{
+		{"archive", []string{tgz}},
+		{"chart repository", []string{"webhook", "--repo", srv.URL, "--version", "0.1.0", "--username", "ci", "--password", "s3cret-pw"}},
+		{"oci", []string{"oci://" + reg.Host() + "/charts/webhook", "--version", "0.1.0", "--plain-http"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got := render(tc.args...)
+			if got.err != nil {
+				t.Fatalf("digestpin template: %v\n%s", got.err, got.stderr)
+			}
+			if got.stdout != want.stdout {
+				t.Errorf("the render differs from the folder's:\n%s", got.stdout)
+			}
+		})
+	}
+	t.Run("wrong password", func(t *testing.T) {
+		got := render("webhook", "--repo", srv.URL, "--version", "0.1.0", "--username", "ci", "--password", "wrong-pw-42")
+		if got.err == nil || got.stdout != "" || strings.Contains(got.stderr, "wrong-pw-42") || strings.Count(strings.TrimSpace(got.stderr), "\n") != 0 {
+			t.Errorf("err %v, stdout %q, stderr %q: want one error line without the password and no output", got.err, got.stdout, got.stderr)
+		}
+	})
 }
