@@ -186,9 +186,7 @@ func oneLine(err error) string {
 			parts = append(parts, l)
 		}
 	}
-	// The located functions carry the call's identity as their first
-	// argument; a message names them by the chart's own names.
-	return strings.ReplaceAll(strings.Join(parts, ": "), detgen.LocatedName(""), "")
+	return detgen.CleanMessage(strings.Join(parts, ": "))
 }
 
 // where says where a generator call is: the template file rendered and,
