@@ -181,7 +181,9 @@ func TestTemplateDeterministic(t *testing.T) {
 		t.Fatalf("two renders with the same seed differ:\n%s\n---\n%s", first.stdout, again.stdout)
 	}
 	base := objects(t, first.stdout)
-	secret := func(objs map[string]*yaml.RNode, key string) string { return field(t, objs, "Secret/r-app", "data", key) }
+	secret := func(objs map[string]*yaml.RNode, key string) string {
+		return field(t, objs, "Secret/r-app", "data", key)
+	}
 	tlsCrt := field(t, base, "Secret/r-tls", "data", "tls.crt")
 	checksum := field(t, base, "Deployment/r-webhook", "spec", "template", "metadata", "annotations", "checksum/config")
 
