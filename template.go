@@ -217,7 +217,22 @@ func warnGenerated(log *logger, gen *detgen.Generator) {
 		}
 		log.warnf("%s: %s varies from one render to the next, and so does the manifest%s", where(u.Template, u.Enclosing, u.Line), u.Function, detail)
 	}
-	for _, c := range gen.Certificates() {
+	certs := gen.Certificates()
+	if len(certs) > 0 {
+		next := certs[0]
+		for _, c := range certs[1:] {
+			if c.ReissueAt.Before(next.ReissueAt) {
+				next = c
+			}
+		}
+		what := fmt.Sprintf("%d generated certificates stay the same until their re-issue; the next", len(certs))
+		if len(certs) == 1 {
+			what = "1 generated certificate stays the same until its re-issue; it"
+		}
+		log.warnf("%s, %s %q in %s, is re-issued from %s, and pods that hash it restart once (-v lists each)",
+			what, next.Function, next.CommonName, where(next.Template, next.Enclosing, next.Line), next.ReissueAt.UTC().Format(time.RFC3339))
+	}
+	for _, c := range certs {
 		log.debugf("%s: %s certificate %q valid %s to %s, re-issued from %s", where(c.Template, c.Enclosing, c.Line), c.Function, c.CommonName,
 			c.NotBefore.UTC().Format(time.RFC3339), c.NotAfter.UTC().Format(time.RFC3339), c.ReissueAt.UTC().Format(time.RFC3339))
 	}

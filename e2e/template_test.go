@@ -5,6 +5,7 @@ package e2e
 import (
 	"crypto/x509"
 	"encoding/base64"
+	"encoding/json"
 	"encoding/pem"
 	"net/http"
 	"net/http/httptest"
@@ -268,6 +269,38 @@ func TestTemplateDeterministic(t *testing.T) {
 		writePEM(t, leafFile, leaf)
 		if out, err := exec.Command("openssl", "verify", "-CAfile", caFile, leafFile).CombinedOutput(); err != nil {
 			t.Errorf("openssl verify: %v: %s", err, out)
+		}
+	})
+	t.Run("the re-issue is announced and reported", func(t *testing.T) {
+		if !strings.Contains(first.stderr, "2 generated certificates stay the same until their re-issue") || !strings.Contains(first.stderr, "re-issued from 20") {
+			t.Errorf("stderr %q lacks the re-issue warning", first.stderr)
+		}
+		report := filepath.Join(t.TempDir(), "report.json")
+		g.mustRender("r", "--report", report)
+		b, err := os.ReadFile(report)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var rep struct {
+			Generated struct {
+				Certificates []struct {
+					Function, CommonName string
+					NotBefore, NotAfter  time.Time
+					ReissueAt            time.Time
+				}
+			}
+		}
+		if err := json.Unmarshal(b, &rep); err != nil {
+			t.Fatal(err)
+		}
+		certs := rep.Generated.Certificates
+		if len(certs) != 2 {
+			t.Fatalf("report lists %d certificates, want 2:\n%s", len(certs), b)
+		}
+		for _, c := range certs {
+			if !c.NotBefore.Before(c.ReissueAt) || !c.ReissueAt.Before(c.NotAfter) || time.Now().After(c.ReissueAt) {
+				t.Errorf("%s %q: NotBefore %v, re-issue %v, NotAfter %v: want NotBefore < now < re-issue < NotAfter", c.Function, c.CommonName, c.NotBefore, c.ReissueAt, c.NotAfter)
+			}
 		}
 	})
 	t.Run("an image push changes the Deployment only", func(t *testing.T) {
