@@ -156,7 +156,7 @@ func runTemplate(ctx context.Context, args []string, stdout, stderr io.Writer) e
 			warnGenerated(log, gen)
 			return r.b, nil
 		}
-		return o.pinStream(ctx, p, render, stdout, log)
+		return o.pinStream(ctx, p, render, stdout)
 	}()
 	if err != nil {
 		log.fail(err)
