@@ -120,7 +120,11 @@ func (r *Renderer) Render(ctx context.Context, in []byte) (Result, error) {
 	// First, walk every document and collect its images, validating every
 	// reference before any network call. A document whose images all
 	// carry digests is final already; the others wait for the resolver.
-	c, err := r.collect(ctx, splitStream(in))
+	docs, err := splitStream(in)
+	if err != nil {
+		return Result{}, err
+	}
+	c, err := r.collect(ctx, docs)
 	if err != nil {
 		return Result{}, err
 	}
