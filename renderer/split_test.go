@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"os"
 	"path/filepath"
@@ -268,4 +269,21 @@ func mustSplit(t testing.TB, in []byte) []*document {
 		t.Fatalf("splitStream(%q) = %v", in, err)
 	}
 	return docs
+}
+
+func ExampleSplit() {
+	docs, err := Split([]byte("---\n# Source: c/templates/a.yaml\nkind: ConfigMap\n---# b\nkind: Secret\n"))
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	for _, d := range docs {
+		fmt.Printf("%q\n", d)
+	}
+	_, err = Split([]byte("kind: ConfigMap\n--- !!map\nkind: Secret\n"))
+	fmt.Println(err)
+	// Output:
+	// "---\n# Source: c/templates/a.yaml\nkind: ConfigMap\n"
+	// "---# b\nkind: Secret\n"
+	// document 2, line 2: the line "--- !!map" starts with "---": Kubernetes' YAML reader (kubectl, Helm, Argo CD) takes it for a document separator, and refuses one followed by anything but a comment
 }

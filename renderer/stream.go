@@ -144,6 +144,26 @@ func splitStream(in []byte) ([]*document, error) {
 
 var newline = []byte("\n")
 
+// Split cuts a manifest stream into its documents where Kubernetes' YAML
+// reader (k8s.io/apimachinery's, which kubectl, Helm's kube client and
+// Argo CD use) cuts it, as Render does: at each line that starts with
+// "---" followed by nothing but a comment. It returns each document as the
+// bytes it was read from, its separator line included, so that the
+// documents concatenated are the stream. It refuses a stream that reader
+// refuses (a line that starts with "---" followed by anything else),
+// naming the line. Split is safe for concurrent use.
+func Split(stream []byte) ([][]byte, error) {
+	docs, err := splitStream(stream)
+	if err != nil {
+		return nil, err
+	}
+	out := make([][]byte, len(docs))
+	for i, d := range docs {
+		out[i] = d.raw
+	}
+	return out, nil
+}
+
 // nextDashes returns the offset of the first line at or after from (a
 // line start) that starts with "---", or -1. It jumps from one
 // occurrence to the next with the (vectorised) substring search rather

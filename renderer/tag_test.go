@@ -86,17 +86,17 @@ func TestTagMovesOnlyItsWorkloads(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	b, a := bytes.Split(before.Output, []byte("\n---\n")), bytes.Split(after.Output, []byte("\n---\n"))
+	b, a := mustSplit(t, before.Output), mustSplit(t, after.Output)
 	if len(a) != 3 || len(b) != 3 {
 		t.Fatalf("want 3 documents, got %d and %d", len(b), len(a))
 	}
 	for i, changed := range []bool{false, true, false} {
-		if got := !bytes.Equal(a[i], b[i]); got != changed {
-			t.Errorf("document %d changed = %t, want %t:\n%s\n---\n%s", i+1, got, changed, b[i], a[i])
+		if got := !bytes.Equal(a[i].raw, b[i].raw); got != changed {
+			t.Errorf("document %d changed = %t, want %t:\n%s\n---\n%s", i+1, got, changed, b[i].raw, a[i].raw)
 		}
 	}
-	if !strings.Contains(string(a[1]), "image: registry.example/shop/api:main-21@"+dg("registry.example/shop/api:main-21")) {
-		t.Errorf("api not pinned to main-21:\n%s", a[1])
+	if !strings.Contains(string(a[1].raw), "image: registry.example/shop/api:main-21@"+dg("registry.example/shop/api:main-21")) {
+		t.Errorf("api not pinned to main-21:\n%s", a[1].raw)
 	}
 }
 
