@@ -9,6 +9,7 @@ import (
 	"io"
 	"slices"
 	"strings"
+	"sync"
 
 	"github.com/digestpin/digestpin/resolution"
 )
@@ -48,6 +49,10 @@ type Renderer struct {
 	// keys are imageKeys, set on the copy of the Renderer that a Render
 	// works with.
 	keys []string
+	// checked holds the result of imageref.Check of each image value the
+	// Render met (string to error, nil for valid): a stream repeats a few
+	// references in thousands of fields. nil outside a Render.
+	checked *sync.Map
 }
 
 // Workload is one container, image volume or image field that uses an
@@ -115,6 +120,7 @@ func (r *Renderer) Render(ctx context.Context, in []byte) (Result, error) {
 	// into a copy.
 	rr := *r
 	rr.keys = r.imageKeys()
+	rr.checked = new(sync.Map)
 	r = &rr
 
 	// First, walk every document and collect its images, validating every
