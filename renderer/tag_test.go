@@ -113,15 +113,18 @@ func deployments(pairs ...string) string {
 // TestTagInvalid: a tag that is not one fails the image, whatever the
 // resolver says.
 func TestTagInvalid(t *testing.T) {
-	c := newChooser()
-	c.set("registry.example/shop/web", "1.4/../x")
-	_, err := (&Renderer{Resolver: c}).Render(context.Background(), []byte(deployments("web", "registry.example/shop/web:1.4")))
-	if err == nil || !strings.Contains(err.Error(), `resolver chose an invalid tag "1.4/../x"`) {
-		t.Errorf("Render = %v, want an invalid tag", err)
+	// Tags go-containerregistry takes, but the kubelet refuses, too.
+	for _, tag := range []string{"1.4/../x", "-bad", ".1"} {
+		c := newChooser()
+		c.set("registry.example/shop/web", tag)
+		_, err := (&Renderer{Resolver: c}).Render(context.Background(), []byte(deployments("web", "registry.example/shop/web:1.4")))
+		if err == nil || !strings.Contains(err.Error(), `resolver chose an invalid tag "`+tag+`"`) {
+			t.Errorf("Render with tag %q = %v, want an invalid tag", tag, err)
+		}
 	}
 	// In annotate mode the image field keeps its tag: a chosen tag would
 	// leave the pods running another image than the checksum covers.
-	_, err = (&Renderer{Resolver: newChooser(), Mode: ModeAnnotate}).Render(context.Background(), []byte(deployments("web", "registry.example/shop/web:1.4")))
+	_, err := (&Renderer{Resolver: newChooser(), Mode: ModeAnnotate}).Render(context.Background(), []byte(deployments("web", "registry.example/shop/web:1.4")))
 	if want := "document 1, line 10: Deployment/web container \"app\": resolving registry.example/shop/web:1.4: a tag policy chose 1.4.7, but --mode annotate keeps the tag as written"; err == nil || !strings.HasPrefix(err.Error(), want) {
 		t.Errorf("Render(annotate) = %v, want %q", err, want)
 	}
