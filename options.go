@@ -276,7 +276,7 @@ func (o *options) pinOptions(log *logger) (pin.Options, error) {
 	if rstore != nil {
 		store = rstore
 	}
-	return pin.Options{
+	opts := pin.Options{
 		Renderer: renderer.Renderer{
 			Mode:               mode,
 			ChecksumAnnotation: o.checksumAnnotation,
@@ -306,7 +306,13 @@ func (o *options) pinOptions(log *logger) (pin.Options, error) {
 		TagPolicies:     policies,
 		MaxTags:         o.maxTags,
 		KeelAnnotations: o.keelAnnotations,
-	}, nil
+	}
+	// A checksum path that covers no image path, from the flags or the
+	// file, is the person's to fix: say so before reading the input.
+	if err := opts.Renderer.Validate(); err != nil {
+		return pin.Options{}, err
+	}
+	return opts, nil
 }
 
 // parsePlatform parses --platform once, for every layer: nil without

@@ -116,6 +116,9 @@ func (r *Renderer) Render(ctx context.Context, in []byte) (Result, error) {
 		return Result{}, fmt.Errorf("document 1, line 1: the stream is %s; digestpin reads UTF-8 only", enc)
 	}
 
+	if err := r.Validate(); err != nil {
+		return Result{}, err
+	}
 	// The Renderer is shared: what a Render derives from its fields goes
 	// into a copy.
 	rr := *r
@@ -153,6 +156,20 @@ func (r *Renderer) Render(ctx context.Context, in []byte) (Result, error) {
 		}
 	}
 	return Result{Output: bytes.Join(c.out, nil), Images: images}, nil
+}
+
+// Validate checks the settings that no document can make right, and
+// that would otherwise pin silently other than asked: Mode is one of the
+// modes, and each ChecksumPath covers an image path (one of its kind
+// whose fields start with the checksum path's and go further; without
+// one it would write no checksum). Render calls it first.
+func (r *Renderer) Validate() error {
+	switch r.Mode {
+	case "", ModePin, ModeDigest, ModeAnnotate:
+	default:
+		return fmt.Errorf("mode %q: want %s, %s or %s", r.Mode, ModePin, ModeDigest, ModeAnnotate)
+	}
+	return r.checkChecksumPaths()
 }
 
 // String formats a workload as "Deployment/ns/web container "app"", or
