@@ -295,8 +295,8 @@ func (ps *TagPolicies) AddReference(ref name.Reference, strategy string) error {
 	return nil
 }
 
-// Clone returns a copy of ps that Add and AddReference may change
-// without changing ps; a nil ps gives an empty TagPolicies.
+// Clone returns a copy of ps that Add, AddReference, Allow and Ignore
+// may change without changing ps; a nil ps gives an empty TagPolicies.
 func (ps *TagPolicies) Clone() *TagPolicies {
 	c := &TagPolicies{}
 	if ps != nil {
@@ -343,15 +343,18 @@ func (ps *TagPolicies) filter(image, expr string, allow bool) error {
 	if err != nil {
 		return fmt.Errorf("parsing regular expression %q: %w", expr, err)
 	}
-	p := ps.m[repo.Name()]
-	if p == nil {
+	old := ps.m[repo.Name()]
+	if old == nil {
 		return fmt.Errorf("%s has no tag policy: set one first", image)
 	}
+	// A new policy, not a change of the old one, which a Clone shares.
+	p := *old
 	if allow {
 		p.allow = re
 	} else {
 		p.ignore = re
 	}
+	ps.m[repo.Name()] = &p
 	return nil
 }
 
