@@ -1,15 +1,7 @@
-// Package imageref checks image references against the grammar Kubernetes
-// reads them with: the distribution spec's, as github.com/distribution/reference
-// implements it. The kubelet parses every image with that package
-// (ParseNormalizedNamed) and refuses to pull one it cannot parse
-// (InvalidImageName). go-containerregistry's name package, which digestpin
-// resolves with, accepts more ("...", "a..b", "-foo", "foo//bar", "_foo",
-// a tag "-bad", a host with "'"): digestpin checks each reference here
-// first, so that it never asks a registry about, or pins, an image that no
-// node can pull.
 package imageref
 
 import (
+	"errors"
 	"fmt"
 	"regexp"
 	"strings"
@@ -24,8 +16,9 @@ import (
 // fault: `invalid reference format: the path component "a..b" is not …`.
 func Check(image string) error {
 	_, err := reference.ParseNormalizedNamed(image)
-	//nolint:errorlint // the parser's bare error says nothing of the part at fault
-	if err == reference.ErrReferenceInvalidFormat {
+	// The parser's bare "invalid reference format" says nothing of the
+	// part at fault; its other errors do.
+	if errors.Is(err, reference.ErrReferenceInvalidFormat) {
 		if why := diagnose(image); why != "" {
 			return fmt.Errorf("%w: %s", err, why)
 		}
