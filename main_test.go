@@ -10,7 +10,23 @@ import (
 	"testing"
 
 	"github.com/digestpin/digestpin/internal/testregistry"
+	"github.com/digestpin/digestpin/renderer"
 )
+
+// documents splits a manifest stream with digestpin's one splitter,
+// renderer.Split: each document with its separator line.
+func documents(t *testing.T, stream string) []string {
+	t.Helper()
+	docs, err := renderer.Split([]byte(stream))
+	if err != nil {
+		t.Fatalf("splitting the stream: %v\n%s", err, stream)
+	}
+	out := make([]string, len(docs))
+	for i, d := range docs {
+		out[i] = string(d)
+	}
+	return out
+}
 
 // runIn runs the command with args on stdin and returns stdout, stderr and
 // the error.
@@ -202,7 +218,7 @@ func TestRunMovedTag(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	b, a := strings.Split(before, "\n---\n"), strings.Split(after, "\n---\n")
+	b, a := documents(t, before), documents(t, after)
 	if len(a) != len(b) {
 		t.Fatalf("document count changed: %d → %d", len(b), len(a))
 	}

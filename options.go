@@ -183,15 +183,19 @@ func (o *options) pinOptions(log *logger) (pin.Options, error) {
 	case o.concurrency < 1:
 		return pin.Options{}, o.invalid("concurrency", o.concurrency, "want at least 1")
 	}
-	// The paths: the built-in ones, then the configuration file's, then
-	// the flags'.
+	// The paths and tag policies: the built-in ones, then the
+	// configuration file's (as the library applies one), then the flags'.
 	var cfg config.Config
 	if o.config != "" {
 		if cfg, err = config.Load(o.config); err != nil {
 			return pin.Options{}, fmt.Errorf("%s: %w", o.name("config"), err)
 		}
 	}
-	paths := slices.Concat(renderer.DefaultPodSpecPaths, cfg.PodSpecPaths)
+	var base pin.Options
+	if err := base.ApplyConfig(cfg); err != nil {
+		return pin.Options{}, fmt.Errorf("%s: %w", o.name("config"), err)
+	}
+	paths := base.Renderer.PodSpecPaths
 	for _, s := range o.podSpecPaths {
 		p, err := renderer.ParsePodSpecPath(s)
 		if err != nil {
@@ -199,7 +203,7 @@ func (o *options) pinOptions(log *logger) (pin.Options, error) {
 		}
 		paths = append(paths[:len(paths):len(paths)], p)
 	}
-	imagePaths := slices.Concat(renderer.DefaultImagePaths, cfg.ImagePaths)
+	imagePaths := base.Renderer.ImagePaths
 	for _, s := range o.imagePaths {
 		p, err := renderer.ParseImagePath(s)
 		if err != nil {
@@ -207,13 +211,13 @@ func (o *options) pinOptions(log *logger) (pin.Options, error) {
 		}
 		imagePaths = append(imagePaths[:len(imagePaths):len(imagePaths)], p)
 	}
-	checksumPaths := cfg.ChecksumPaths
+	checksumPaths := base.Renderer.ChecksumPaths
 	for _, s := range o.checksumPaths {
 		p, err := renderer.ParseChecksumPath(s)
 		if err != nil {
 			return pin.Options{}, fmt.Errorf("%s: %w", o.name("checksum-path"), err)
 		}
-		checksumPaths = append(checksumPaths, p)
+		checksumPaths = append(checksumPaths[:len(checksumPaths):len(checksumPaths)], p)
 	}
 	platform, err := o.parsePlatform()
 	if err != nil {
@@ -246,7 +250,7 @@ func (o *options) pinOptions(log *logger) (pin.Options, error) {
 		}
 		ropts = append(ropts, resolve.WithMirror(from, to))
 	}
-	policies, err := o.parseTagPolicies(cfg)
+	policies, err := o.parseTagPolicies(base.TagPolicies, cfg)
 	if err != nil {
 		return pin.Options{}, err
 	}
@@ -254,7 +258,7 @@ func (o *options) pinOptions(log *logger) (pin.Options, error) {
 	if err != nil {
 		return pin.Options{}, err
 	}
-	return pin.Options{
+	opts := pin.Options{
 		Renderer: renderer.Renderer{
 			Mode:               mode,
 			ChecksumAnnotation: o.checksumAnnotation,
@@ -280,7 +284,13 @@ func (o *options) pinOptions(log *logger) (pin.Options, error) {
 		TagPolicies:     policies,
 		MaxTags:         o.maxTags,
 		KeelAnnotations: o.keelAnnotations,
-	}, nil
+	}
+	// A checksum path that covers no image path, from the flags or the
+	// file, is the person's to fix: say so before reading the input.
+	if err := opts.Renderer.Validate(); err != nil {
+		return pin.Options{}, err
+	}
+	return opts, nil
 }
 
 // parsePlatform parses --platform once, for every layer: nil without
@@ -301,53 +311,36 @@ func (o *options) parsePlatform() (*v1.Platform, error) {
 }
 
 // parseTagPolicies parses --tag-policy, then --tag-allow and
-// --tag-ignore, so that their order does not matter; nil without
-// policies. The configuration file's entries of each come before the
-// flags': a flag adds to them, and replaces the file's strategy or
-// filter of the same image.
-func (o *options) parseTagPolicies(cfg config.Config) (*resolve.TagPolicies, error) {
-	if len(o.tagPolicies) == 0 && len(o.tagAllow) == 0 && len(o.tagIgnore) == 0 &&
-		len(cfg.TagPolicies) == 0 && len(cfg.TagAllow) == 0 && len(cfg.TagIgnore) == 0 {
+// --tag-ignore, so that their order does not matter, onto the
+// configuration file's policies (pin.Options.ApplyConfig made them);
+// nil without policies. A flag adds to the file's, and replaces its
+// strategy or filter of the same image; a filter of the file needs a
+// policy in the file.
+func (o *options) parseTagPolicies(fromConfig *resolve.TagPolicies, cfg config.Config) (*resolve.TagPolicies, error) {
+	if len(o.tagPolicies) == 0 && len(o.tagAllow) == 0 && len(o.tagIgnore) == 0 && fromConfig == nil {
 		return nil, nil
 	}
 	if o.maxTags < 1 {
 		return nil, o.invalid("max-tags", o.maxTags, "want at least 1")
 	}
 	o.configTagPolicies = len(cfg.TagPolicies) > 0
-	ps := &resolve.TagPolicies{}
+	ps := fromConfig.Clone()
 	for _, f := range []struct {
 		flag, want string
 		values     []string
 		add        func(image, value string) error
-		key        string // of the configuration file
-		entries    []config.Entry
 	}{
-		{"tag-policy", "IMAGE=STRATEGY", o.tagPolicies, ps.Add, "tagPolicies", cfg.TagPolicies},
-		{"tag-allow", "IMAGE=REGEXP", o.tagAllow, ps.Allow, "tagAllow", cfg.TagAllow},
-		{"tag-ignore", "IMAGE=REGEXP", o.tagIgnore, ps.Ignore, "tagIgnore", cfg.TagIgnore},
+		{"tag-policy", "IMAGE=STRATEGY", o.tagPolicies, ps.Add},
+		{"tag-allow", "IMAGE=REGEXP", o.tagAllow, ps.Allow},
+		{"tag-ignore", "IMAGE=REGEXP", o.tagIgnore, ps.Ignore},
 	} {
-		for _, e := range f.entries {
-			if err := addTagEntry(e.Value, f.want, f.add); err != nil {
-				return nil, fmt.Errorf("%s: %s, line %d: %s: invalid %q: %w", o.name("config"), o.config, e.Line, f.key, e.Value, err)
-			}
-		}
 		for _, v := range f.values {
-			if err := addTagEntry(v, f.want, f.add); err != nil {
+			if err := pin.AddTagEntry(v, f.want, f.add); err != nil {
 				return nil, o.invalid(f.flag, v, "%v", err)
 			}
 		}
 	}
 	return ps, nil
-}
-
-// addTagEntry parses v, "IMAGE=VALUE" (want names the form), and adds it
-// with add.
-func addTagEntry(v, want string, add func(image, value string) error) error {
-	image, value, ok := strings.Cut(v, "=")
-	if !ok {
-		return fmt.Errorf("want %s", want)
-	}
-	return add(image, value)
 }
 
 // pinFields names the flag of each pin.Options field, for messages.

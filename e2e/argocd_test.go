@@ -283,7 +283,7 @@ func TestArgoCDGenerateLive(t *testing.T) {
 	if refreshed.err != nil {
 		t.Fatalf("generate after a push: %v\n%s", refreshed.err, refreshed.stderr)
 	}
-	changed := changedSources(first.stdout, refreshed.stdout)
+	changed := changedSources(t, first.stdout, refreshed.stdout)
 	if want := []string{"web/templates/cronjob.yaml", "web/templates/deployment.yaml"}; !cmp.Equal(want, changed) {
 		t.Errorf("documents changed by a push of shop/web:1.4 = %v, want %v", changed, want)
 	}
@@ -294,8 +294,9 @@ func TestArgoCDGenerateLive(t *testing.T) {
 
 // changedSources returns the "# Source:" files of the documents that
 // differ between two outputs of the same chart.
-func changedSources(a, b string) []string {
-	da, db := strings.Split(a, "\n---\n"), strings.Split(b, "\n---\n")
+func changedSources(t *testing.T, a, b string) []string {
+	t.Helper()
+	da, db := documents(t, a), documents(t, b)
 	var out []string
 	for i := range min(len(da), len(db)) {
 		if da[i] == db[i] {

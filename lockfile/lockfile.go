@@ -13,6 +13,7 @@ import (
 	"sigs.k8s.io/kustomize/kyaml/yaml"
 
 	"github.com/digestpin/digestpin/internal/atomicfile"
+	"github.com/digestpin/digestpin/internal/imageref"
 	"github.com/digestpin/digestpin/internal/readfile"
 )
 
@@ -115,6 +116,9 @@ func New(entries []Entry) (*Lock, error) {
 // normalise validates e and returns it in its canonical form.
 func normalise(e Entry) (Entry, v1.Hash, error) {
 	ref, err := name.ParseReference(e.Reference)
+	if err == nil {
+		err = imageref.Check(e.Reference) // what the kubelet refuses is never pinned
+	}
 	if err != nil {
 		return Entry{}, v1.Hash{}, fmt.Errorf("parsing reference %q: %w", e.Reference, err)
 	}
@@ -132,6 +136,9 @@ func normalise(e Entry) (Entry, v1.Hash, error) {
 	case e.Tag != "":
 		if _, err := name.NewTag(ref.Context().Name()+":"+e.Tag, name.StrictValidation); err != nil {
 			return Entry{}, v1.Hash{}, fmt.Errorf("parsing tag %q of %s: %w", e.Tag, e.Reference, err)
+		}
+		if !imageref.ValidTag(e.Tag) {
+			return Entry{}, v1.Hash{}, fmt.Errorf("parsing tag %q of %s: want %s", e.Tag, e.Reference, imageref.TagRule)
 		}
 	}
 	if e.Platform != "" {

@@ -149,6 +149,11 @@ func TestParseErrors(t *testing.T) {
 		{desc: "policy without tag", in: "version: 2\nimages:\n- reference: nginx:1\n  digest: " + d1 + "\n  policy: latest\n", want: "entry 1: nginx:1 has a policy without a tag"},
 		{desc: "tag without policy", in: "version: 2\nimages:\n- reference: nginx:1\n  digest: " + d1 + "\n  tag: x\n", want: "entry 1: nginx:1 has a policy without a tag"},
 		{desc: "bad tag", in: "version: 2\nimages:\n- reference: nginx:1\n  digest: " + d1 + "\n  policy: latest\n  tag: a/b\n", want: `entry 1: parsing tag "a/b" of nginx:1`},
+		// Tags go-containerregistry takes, but the kubelet refuses.
+		{desc: "a tag that starts with -", in: "version: 2\nimages:\n- reference: nginx:1\n  digest: " + d1 + "\n  policy: latest\n  tag: -bad\n", want: `entry 1: parsing tag "-bad" of nginx:1`},
+		{desc: "a tag that starts with .", in: "version: 2\nimages:\n- reference: nginx:1\n  digest: " + d1 + "\n  policy: latest\n  tag: .x\n", want: `entry 1: parsing tag ".x" of nginx:1`},
+		// References the kubelet refuses are never locked.
+		{desc: "a reference the kubelet refuses", in: "version: 2\nimages:\n- reference: a..b:1\n  digest: " + d1 + "\n", want: `entry 1: parsing reference "a..b:1"`},
 		{desc: "policy conflict", in: "version: 2\nimages:\n- reference: nginx:1\n  digest: " + d1 + "\n  policy: latest\n  tag: \"2\"\n- reference: nginx:1\n  digest: " + d1 + "\n  policy: latest\n  tag: \"3\"\n", want: "entry 2: index.docker.io/library/nginx:1 with policy latest is locked twice, to 2@" + d1 + " and 3@" + d1},
 		{desc: "bad reference", in: "version: 1\nimages:\n- reference: Nginx:1\n  digest: " + d1 + "\n", want: `entry 1: parsing reference "Nginx:1"`},
 		{desc: "digest reference", in: "version: 1\nimages:\n- reference: nginx@" + d1 + "\n  digest: " + d1 + "\n", want: "already carries a digest"},

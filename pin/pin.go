@@ -24,6 +24,10 @@ func New(o Options) (*Pinner, error) {
 	if err := o.validate(); err != nil {
 		return nil, err
 	}
+	// The renderer's settings too, now rather than at the first Pin.
+	if err := o.Renderer.Validate(); err != nil {
+		return nil, &OptionError{Field: "Renderer", Reason: err.Error()}
+	}
 	// Options of the registry resolver are checked now, not at the first
 	// Pin.
 	if o.Registry == nil && !o.Frozen {

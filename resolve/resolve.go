@@ -82,6 +82,17 @@ func New(opts ...Option) (*Resolver, error) {
 	return &Resolver{o: o, red: red, base: base, sem: make(chan struct{}, o.jobs)}, nil
 }
 
+// Platform returns the platform whose manifest the Resolver pins
+// (WithPlatform), or nil when it pins the multi-platform index. The
+// caller may not change it.
+func (r *Resolver) Platform() *v1.Platform {
+	if r.o.platform == nil {
+		return nil
+	}
+	p := *r.o.platform
+	return &p
+}
+
 // Resolve returns the digest the registry serves for ref now, with source
 // resolution.Registry. A reference that carries a digest returns it
 // without a request, with source resolution.Pinned. An error is one line
