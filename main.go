@@ -135,6 +135,9 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	// DIGESTPIN_LOG_FILE and DIGESTPIN_TTY_ERRORS carry its message too.
 	eerr := o.setFromEnv(fs, os.LookupEnv)
 	o.stateTTLSet = fs.Changed("state-ttl")
+	// Before the log file is opened: one that is the output (or the
+	// input) is dropped, so that not even this error goes into it.
+	terr := o.checkTargets(stdin, stdout)
 	log := newLogger(stderr, o)
 	defer log.close()
 	err := func() error {
@@ -143,6 +146,8 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 			return &usageError{fmt.Errorf("%w (see digestpin --help)", perr)}
 		case eerr != nil:
 			return &usageError{eerr}
+		case terr != nil:
+			return &usageError{terr}
 		case o.version:
 			fmt.Fprintf(stdout, "digestpin %s\n", versionString())
 			return nil
