@@ -140,6 +140,7 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	terr := o.checkTargets(stdin, stdout)
 	log := newLogger(stderr, o)
 	defer log.close()
+	log.bound(ctx)
 	err := func() error {
 		switch {
 		case perr != nil:
@@ -184,10 +185,13 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 
 // pinStream reads the input, pins it, writes it to stdout and only then
 // puts the lock file and the report in place. A signal or --timeout at any
-// point before the output is written means nothing is written at all.
+// point before the output is written means nothing is written at all; one
+// while it is written (a reader that does not read) ends the run at once,
+// and the error says how much of the output got out.
 func (o *options) pinStream(ctx context.Context, p *pin.Pinner, stdin io.Reader, stdout io.Writer, log *logger) error {
 	ctx, cancel := context.WithTimeoutCause(ctx, o.timeout, &timeoutError{flag: o.name("timeout"), d: o.timeout})
 	defer cancel()
+	log.bound(ctx)
 	in, err := o.read(ctx, stdin, log)
 	if err != nil {
 		return stopped(ctx, err)
@@ -200,9 +204,9 @@ func (o *options) pinStream(ctx context.Context, p *pin.Pinner, stdin io.Reader,
 		res.Discard()
 		return stopped(ctx, ctx.Err())
 	}
-	if _, err := stdout.Write(res.Output); err != nil {
+	if err := writeOutput(ctx, stdout, res.Output); err != nil {
 		res.Discard()
-		return fmt.Errorf("writing output: %w", err)
+		return err
 	}
 	return res.Commit()
 }
