@@ -141,7 +141,19 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	log := newLogger(stderr, o)
 	defer log.close()
 	log.bound(ctx)
+	// Variables that set nothing (a misspelt name) are warned about where
+	// settings matter: not for --version and the like.
+	warnEnv := func() {
+		for _, w := range envWarnings(fs, os.Environ()) {
+			log.warnf("%s", w)
+		}
+	}
 	err := func() error {
+		switch {
+		case o.version, fs.Arg(0) == "completion", fs.Arg(0) == "argocd-parameters":
+		default:
+			warnEnv()
+		}
 		switch {
 		case perr != nil:
 			return &usageError{fmt.Errorf("%w (see digestpin --help)", perr)}

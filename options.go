@@ -133,12 +133,13 @@ func envName(flag string) string {
 }
 
 // setFromEnv sets every flag not given on the command line from its
-// DIGESTPIN_* environment variable. Lists are comma-separated. It sets
-// every flag it can and returns the first failure.
+// DIGESTPIN_* environment variable, but those of notFromEnv. Lists are
+// comma-separated. It sets every flag it can and returns the first
+// failure.
 func (o *options) setFromEnv(fs *pflag.FlagSet, lookup func(string) (string, bool)) error {
 	var err error
 	fs.VisitAll(func(f *pflag.Flag) {
-		if f.Changed {
+		if f.Changed || notFromEnv[f.Name] {
 			return
 		}
 		v, ok := lookup(envName(f.Name))
@@ -189,6 +190,8 @@ func (o *options) pinOptions(log *logger) (pin.Options, error) {
 	switch {
 	case o.checksumAnnotation == "":
 		return pin.Options{}, fmt.Errorf("%s is empty: want an annotation name", o.name("checksum-annotation"))
+	case renderer.CheckAnnotationName(o.checksumAnnotation) != nil:
+		return pin.Options{}, fmt.Errorf("invalid %s: %w", o.name("checksum-annotation"), renderer.CheckAnnotationName(o.checksumAnnotation))
 	case o.timeout <= 0:
 		return pin.Options{}, o.invalid("timeout", o.timeout, "want a positive duration, e.g. 2m")
 	case o.requestTimeout <= 0:

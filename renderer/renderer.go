@@ -104,6 +104,9 @@ type Result struct {
 // Render rewrites the stream in. On error the Result is empty: no partial
 // output is ever returned. It stops with ctx's error when ctx is done.
 func (r *Renderer) Render(ctx context.Context, in []byte) (Result, error) {
+	if err := CheckAnnotationName(r.annotation()); err != nil {
+		return Result{}, fmt.Errorf("checksum annotation: %w", err)
+	}
 	// A stream in UTF-16 or UTF-32 hides its "---" lines and image fields
 	// from the byte-level scan: refuse it rather than pass it through
 	// unpinned.
