@@ -247,6 +247,8 @@ func TestRunErrors(t *testing.T) {
 		{desc: "bad mirror", args: []string{"--registry-mirror", "docker.io"}, want: []string{`invalid --registry-mirror "docker.io": want FROM=TO`}, usage: true},
 		{desc: "empty mirror", env: map[string]string{"DIGESTPIN_REGISTRY_MIRROR": "docker.io="}, want: []string{`DIGESTPIN_REGISTRY_MIRROR: mirror "docker.io"="": want FROM=TO, both non-empty`}, usage: true},
 		{desc: "mirror-only alone", args: []string{"--mirror-only"}, want: []string{"--mirror-only: needs a --registry-mirror"}, usage: true},
+		{desc: "insecure registry as a URL", args: []string{"--insecure-registry", "http://localhost:5000"}, want: []string{`--insecure-registry: "http://localhost:5000": give the host only, without a scheme: localhost:5000`}, usage: true},
+		{desc: "insecure registry with a path", env: map[string]string{"DIGESTPIN_INSECURE_REGISTRY": "localhost:5000/team"}, want: []string{`DIGESTPIN_INSECURE_REGISTRY: "localhost:5000/team": give the host only, without a path: localhost:5000`}, usage: true},
 		{desc: "checksum annotation with a blank", args: []string{"--checksum-annotation", "bad name"}, want: []string{`invalid --checksum-annotation: annotation name "bad name": the name may hold letters`}, usage: true},
 		{desc: "checksum annotation with two slashes", args: []string{"--checksum-annotation", "a/b/c"}, want: []string{`invalid --checksum-annotation: annotation name "a/b/c": at most one '/'`}, usage: true},
 		{desc: "checksum annotation too long", env: map[string]string{"DIGESTPIN_CHECKSUM_ANNOTATION": "example.com/" + strings.Repeat("n", 64)}, want: []string{"invalid DIGESTPIN_CHECKSUM_ANNOTATION: annotation name", "64 characters, more than 63"}, usage: true},

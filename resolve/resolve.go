@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net/http"
 	"net/url"
+	"slices"
 	"strings"
 	"sync"
 
@@ -80,6 +81,17 @@ func New(opts ...Option) (*Resolver, error) {
 	// nothing more around a transport that already sets one.
 	base = transport.NewUserAgent(base, o.userAgent)
 	return &Resolver{o: o, red: red, base: base, sem: make(chan struct{}, o.jobs)}, nil
+}
+
+// Mirrors returns the mirrors the Resolver was given, in order, as
+// WithMirror was given them: for a caller to tell which of them no image
+// of its own is from.
+func (r *Resolver) Mirrors() []Mirror { return slices.Clone(r.o.mirrorList) }
+
+// UsesMirror reports whether the Resolver would ask mirror m about ref:
+// whether ref's registry is m's From, however either spells the host.
+func UsesMirror(m Mirror, ref name.Reference) bool {
+	return hostKey(m.From) == hostKey(ref.Context().RegistryStr())
 }
 
 // Resolve returns the digest the registry serves for ref now, with source
@@ -195,9 +207,9 @@ func (r *Resolver) slot(ctx context.Context, ref name.Reference) (cands []candid
 func (r *Resolver) candidates(ref name.Reference) ([]candidate, error) {
 	ref = r.withScheme(ref)
 	var cands []candidate
-	ms := r.o.mirrors[ref.Context().RegistryStr()]
+	ms := r.o.mirrors[hostKey(ref.Context().RegistryStr())]
 	for _, m := range ms {
-		mref, err := m.ref(ref, r.o.insecure[m.host])
+		mref, err := m.ref(ref, r.o.insecure[hostKey(m.host)])
 		if err != nil {
 			return nil, fmt.Errorf("naming %s on mirror %s: %w", ref, m, err)
 		}
@@ -315,7 +327,7 @@ func (r *Resolver) platformDigest(ctx context.Context, p *remote.Puller, ref nam
 // withScheme marks a reference to an insecure registry as such, so that
 // it may be reached over plain HTTP.
 func (r *Resolver) withScheme(ref name.Reference) name.Reference {
-	if !r.o.insecure[ref.Context().RegistryStr()] {
+	if !r.o.insecure[hostKey(ref.Context().RegistryStr())] {
 		return ref
 	}
 	if ir, err := name.ParseReference(ref.String(), name.Insecure); err == nil {
