@@ -1,10 +1,14 @@
 package main
 
 import (
+	"encoding/json"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/digestpin/digestpin/internal/testregistry"
+	"github.com/digestpin/digestpin/pin"
 )
 
 // TestUnusedMirrorWarns checks that a --registry-mirror whose FROM no
@@ -45,5 +49,49 @@ func TestUnusedMirrorWarns(t *testing.T) {
 				t.Errorf("stderr:\n%s\nwant one warning about the mirror", stderr)
 			}
 		})
+	}
+}
+
+// TestVerboseOncePerImage checks that -v logs each image once (the
+// resolver logged it a second time), and says which mirror answered
+// where it said "(registry)".
+func TestVerboseOncePerImage(t *testing.T) {
+	reg, in := shop(t)
+	mirror := testregistry.New(t)
+	mirror.PushImage(t, "cache/shop/web:1.4")
+	report := filepath.Join(t.TempDir(), "report.json")
+	_, stderr, err := runIn(t, in, "-v", "--registry-mirror", reg.Host()+"="+mirror.Host()+"/cache", "--report", report)
+	if err != nil {
+		t.Fatalf("run() = %v; stderr:\n%s", err, stderr)
+	}
+	// The report says so too.
+	b, err := os.ReadFile(report)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var rep pin.Report
+	if err := json.Unmarshal(b, &rep); err != nil {
+		t.Fatal(err)
+	}
+	for _, im := range rep.Images {
+		if want := map[bool]string{true: mirror.Host()}[im.Reference == reg.Ref("shop/web:1.4")]; im.Mirror != want || im.Source != "registry" {
+			t.Errorf("report: %s has source %s, mirror %q; want registry, %q", im.Reference, im.Source, im.Mirror, want)
+		}
+	}
+	for img, source := range map[string]string{
+		"shop/web:1.4":     "(mirror " + mirror.Host() + ")",
+		"shop/migrate:1.4": "(registry)",
+		"shop/proxy:2":     "(registry)",
+		"shop/multi:1":     "(registry)",
+	} {
+		var lines []string
+		for _, l := range strings.Split(stderr, "\n") {
+			if strings.Contains(l, reg.Ref(img)) {
+				lines = append(lines, l)
+			}
+		}
+		if len(lines) != 1 || !strings.HasSuffix(lines[0], source) || !strings.HasPrefix(lines[0], "digestpin: "+reg.Ref(img)+": sha256:") {
+			t.Errorf("-v logs %s in %q, want one line \"%s: sha256:… %s\"", img, lines, reg.Ref(img), source)
+		}
 	}
 }

@@ -90,8 +90,13 @@ func (p *Pinner) Pin(ctx context.Context, in []byte) (*Result, error) {
 	if err != nil {
 		return nil, err
 	}
+	// Each image once, with where its digest came from.
 	for _, im := range out.Images {
-		if im.Digest != "" {
+		switch {
+		case im.Digest == "":
+		case im.Mirror != "":
+			p.o.logf("%s: %s (mirror %s)", im.Written, im.Digest, im.Mirror)
+		default:
 			p.o.logf("%s: %s (%s)", im.Written, im.Digest, im.Source)
 		}
 	}

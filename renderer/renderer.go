@@ -86,6 +86,9 @@ type Image struct {
 	// Tag is the tag a tag policy chose, whose digest Digest is; "" when
 	// the image's own tag was resolved.
 	Tag string
+	// Mirror is the registry host of the mirror that answered for the
+	// image's registry (resolution.Resolution.Mirror); "" otherwise.
+	Mirror string
 	// Err is why the image could not be resolved, when KeepUnresolved
 	// kept it.
 	Err error

@@ -177,8 +177,11 @@ func WithUserAgent(ua string) Option {
 	}
 }
 
-// WithLogf sets where a Resolver logs each resolution and each fallback.
-// The default discards the messages. It may be called concurrently.
+// WithLogf sets where a Resolver logs what a caller cannot see in its
+// answers: each fallback (a GET after a HEAD without a digest) and each
+// mirror that failed before another candidate answered. An answer itself
+// is not logged: the caller has it, with Resolution.Mirror. The default
+// discards the messages. It may be called concurrently.
 func WithLogf(logf func(format string, args ...any)) Option {
 	return func(o *options) error {
 		o.logf = logf
