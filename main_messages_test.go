@@ -1,6 +1,7 @@
 package main
 
 import (
+	"encoding/base64"
 	"encoding/json"
 	"os"
 	"path/filepath"
@@ -93,5 +94,61 @@ func TestVerboseOncePerImage(t *testing.T) {
 		if len(lines) != 1 || !strings.HasSuffix(lines[0], source) || !strings.HasPrefix(lines[0], "digestpin: "+reg.Ref(img)+": sha256:") {
 			t.Errorf("-v logs %s in %q, want one line \"%s: sha256:… %s\"", img, lines, reg.Ref(img), source)
 		}
+	}
+}
+
+// TestRefusalSaysWhichCredentials checks that a registry's 401 says
+// whether credentials were sent and where they came from (before, the
+// line was the same with and without), never the secret: none, from the
+// docker config, from a credential helper, from a pull secret.
+func TestRefusalSaysWhichCredentials(t *testing.T) {
+	const secret = "SENTINEL-p4ssw0rd"
+	reg := testregistry.New(t)
+	reg.PushImage(t, "private/app:1")
+	reg.Handle(testregistry.BasicAuth("alice", "right-password"))
+	in := "apiVersion: v1\nkind: Pod\nmetadata:\n  name: p\nspec:\n  containers:\n  - name: a\n    image: " + reg.Ref("private/app:1") + "\n"
+	auth := base64.StdEncoding.EncodeToString([]byte("alice:" + secret))
+	helperDir := t.TempDir()
+	// A credential helper, as docker-credential-* are: a program on PATH.
+	helper := "#!/bin/sh\nread -r _\necho '{\"Username\":\"alice\",\"Secret\":\"" + secret + "\"}'\n"
+	if err := os.WriteFile(filepath.Join(helperDir, "docker-credential-test"), []byte(helper), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	pullSecret := filepath.Join(t.TempDir(), ".dockerconfigjson")
+	if err := os.WriteFile(pullSecret, []byte(`{"auths":{"`+reg.Host()+`":{"auth":"`+auth+`"}}}`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		desc   string
+		config string // config.json; "" for none
+		args   []string
+		want   string
+	}{
+		{desc: "none", want: "no credentials sent: none for " + reg.Host() + " (no docker config:"},
+		{desc: "none in the docker config", config: `{"auths":{"other.example":{"auth":"` + auth + `"}}}`, want: "no credentials sent: none for " + reg.Host() + " in docker config DIR/config.json"},
+		{desc: "docker config", config: `{"auths":{"` + reg.Host() + `":{"auth":"` + auth + `"}}}`, want: `credentials sent: user "alice" from docker config DIR/config.json`},
+		{desc: "credential helper", config: `{"credHelpers":{"` + reg.Host() + `":"test"}}`, want: `credentials sent: user "alice" from credential helper docker-credential-test (docker config DIR/config.json)`},
+		{desc: "credential store", config: `{"credsStore":"test"}`, want: `credentials sent: user "alice" from credential store docker-credential-test (docker config DIR/config.json)`},
+		{desc: "pull secret", args: []string{"--pull-secret", pullSecret}, want: `credentials sent: user "alice" from pull secret ` + pullSecret},
+	} {
+		t.Run(tc.desc, func(t *testing.T) {
+			dir := t.TempDir()
+			t.Setenv("HOME", t.TempDir())
+			t.Setenv("DOCKER_CONFIG", dir)
+			t.Setenv("PATH", helperDir+":"+os.Getenv("PATH"))
+			if tc.config != "" {
+				if err := os.WriteFile(filepath.Join(dir, "config.json"), []byte(tc.config), 0o600); err != nil {
+					t.Fatal(err)
+				}
+			}
+			_, stderr, err := runIn(t, in, tc.args...)
+			want := strings.ReplaceAll(tc.want, "DIR", dir)
+			if err == nil || !strings.Contains(stderr, "401 Unauthorized") || !strings.Contains(stderr, want) {
+				t.Errorf("run() = %v, stderr:\n%s\nwant a 401 that says %q", err, stderr, want)
+			}
+			if strings.Contains(stderr, secret) || strings.Contains(stderr, auth) {
+				t.Errorf("stderr shows the secret:\n%s", stderr)
+			}
+		})
 	}
 }

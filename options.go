@@ -246,7 +246,7 @@ func (o *options) pinOptions(log *logger) (pin.Options, error) {
 		keychains = append(keychains, kc)
 	}
 	ropts := []resolve.Option{
-		resolve.WithKeychain(authn.NewMultiKeychain(append(keychains, authn.DefaultKeychain)...)),
+		resolve.WithKeychain(resolve.Keychains(append(keychains, resolve.DockerKeychain)...)),
 		resolve.WithJobs(o.concurrency),
 		resolve.WithRequestTimeout(o.requestTimeout),
 		resolve.WithInsecureRegistries(o.insecureRegistries...),

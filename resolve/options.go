@@ -50,8 +50,10 @@ const DefaultJobs = 32
 const DefaultRequestTimeout = 30 * time.Second
 
 // WithKeychain sets where credentials come from. The default is
-// authn.DefaultKeychain: the docker config in DOCKER_CONFIG or ~/.docker,
-// with its credential helpers.
+// DockerKeychain: the docker config in DOCKER_CONFIG or ~/.docker, with
+// its credential helpers. A registry's refusal (401, 403) says whether
+// credentials were sent; where they came from too, with DockerKeychain,
+// a ReadPullSecret keychain, or several of them in Keychains.
 func WithKeychain(kc authn.Keychain) Option {
 	return func(o *options) error {
 		if kc == nil {

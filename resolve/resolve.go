@@ -10,7 +10,6 @@ import (
 	"strings"
 	"sync"
 
-	"github.com/google/go-containerregistry/pkg/authn"
 	"github.com/google/go-containerregistry/pkg/name"
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 	"github.com/google/go-containerregistry/pkg/v1/remote"
@@ -48,7 +47,7 @@ type call struct {
 // New returns a Resolver configured by opts.
 func New(opts ...Option) (*Resolver, error) {
 	o := options{
-		keychain:       authn.DefaultKeychain,
+		keychain:       DockerKeychain,
 		jobs:           DefaultJobs,
 		requestTimeout: DefaultRequestTimeout,
 		insecure:       map[string]bool{},
