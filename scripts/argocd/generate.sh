@@ -381,24 +381,28 @@ if [[ -n "${ARGOCD_ENV_DIGESTPIN_CONFIG:-}" ]]; then
 	inside_repo "configuration file" "$ARGOCD_ENV_DIGESTPIN_CONFIG"
 	pin_args+=("--config=$ARGOCD_ENV_DIGESTPIN_CONFIG")
 fi
-# option FLAG NAME passes ARGOCD_ENV_NAME to digestpin as --FLAG when set.
+# option NAME passes ARGOCD_ENV_NAME to digestpin as the variable NAME
+# when set, which wins over the sidecar's own NAME: digestpin's messages
+# then name what the Application wrote (DIGESTPIN_MODE), not a flag it
+# never wrote (--mode).
+pin_env=()
 option() {
-	local var="ARGOCD_ENV_$2"
+	local var="ARGOCD_ENV_$1"
 	if [[ -n "${!var:-}" ]]; then
-		pin_args+=("--$1=${!var}")
+		pin_env+=("$1=${!var}")
 	fi
 }
-option cache-ttl DIGESTPIN_CACHE_TTL
-option mode DIGESTPIN_MODE
-option registry-mirror DIGESTPIN_REGISTRY_MIRROR
-option platform DIGESTPIN_PLATFORM
-option on-error DIGESTPIN_ON_ERROR
-option verbose DIGESTPIN_VERBOSE
+option DIGESTPIN_CACHE_TTL
+option DIGESTPIN_MODE
+option DIGESTPIN_REGISTRY_MIRROR
+option DIGESTPIN_PLATFORM
+option DIGESTPIN_ON_ERROR
+option DIGESTPIN_VERBOSE
 
 case "${ARGOCD_ENV_DIGESTPIN_STEADY:-true}" in
 true) ;;
 false)
-	render | digestpin "${pin_args[@]}"
+	render | env "${pin_env[@]}" digestpin "${pin_args[@]}"
 	exit
 	;;
 *) die "DIGESTPIN_STEADY=${ARGOCD_ENV_DIGESTPIN_STEADY}: want true or false" ;;
@@ -423,4 +427,4 @@ done
 pin_args+=(--volatile-from "$tmp/second.yaml"
 	"${state[@]}"
 	--state-key "${ARGOCD_APP_NAMESPACE:-default}/$ARGOCD_APP_NAME/${ARGOCD_APP_SOURCE_PATH:-.}")
-render | digestpin "${pin_args[@]}"
+render | env "${pin_env[@]}" digestpin "${pin_args[@]}"
