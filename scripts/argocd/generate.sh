@@ -367,7 +367,11 @@ directory)
 	;;
 esac
 
+# Options reach digestpin as flags (pin_args) or, where digestpin's
+# messages should name them as the Application wrote them, as the variable
+# of the same name (pin_env), which wins over the sidecar's own.
 pin_args=()
+pin_env=()
 if [[ -n "${ARGOCD_ENV_DIGESTPIN_LOCK:-}" ]]; then
 	inside_repo "lock file" "$ARGOCD_ENV_DIGESTPIN_LOCK"
 	pin_args+=("--lock=$ARGOCD_ENV_DIGESTPIN_LOCK")
@@ -379,13 +383,11 @@ if [[ -n "${ARGOCD_ENV_DIGESTPIN_LOCK:-}" ]]; then
 fi
 if [[ -n "${ARGOCD_ENV_DIGESTPIN_CONFIG:-}" ]]; then
 	inside_repo "configuration file" "$ARGOCD_ENV_DIGESTPIN_CONFIG"
-	pin_args+=("--config=$ARGOCD_ENV_DIGESTPIN_CONFIG")
+	pin_env+=("DIGESTPIN_CONFIG=$ARGOCD_ENV_DIGESTPIN_CONFIG")
 fi
 # option NAME passes ARGOCD_ENV_NAME to digestpin as the variable NAME
-# when set, which wins over the sidecar's own NAME: digestpin's messages
-# then name what the Application wrote (DIGESTPIN_MODE), not a flag it
-# never wrote (--mode).
-pin_env=()
+# when set: digestpin's messages then name what the Application wrote
+# (DIGESTPIN_MODE), not a flag it never wrote (--mode).
 option() {
 	local var="ARGOCD_ENV_$1"
 	if [[ -n "${!var:-}" ]]; then
