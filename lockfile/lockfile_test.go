@@ -262,3 +262,22 @@ func TestReadNeverQuotesContent(t *testing.T) {
 		})
 	}
 }
+
+// FuzzParseOneDocument checks that Parse never panics, and that a lock
+// file it takes stops being one with any second document after it: two
+// lock files run together are refused, never read as the first.
+func FuzzParseOneDocument(f *testing.F) {
+	f.Add("version: 1\nimages:\n- reference: nginx:1\n  digest: "+d1+"\n", "version: 1\nimages:\n- reference: redis:7\n  digest: "+d2+"\n")
+	f.Add("version: 1\nimages: []\n", "")
+	f.Add("---\nversion: 2\nimages: []\n...\n", "[")
+	f.Add("# digestpin lock file\nversion: 1\nimages: []\n", "# only a comment\n")
+	f.Fuzz(func(t *testing.T, first, second string) {
+		if _, err := Parse([]byte(first)); err != nil {
+			return
+		}
+		both := first + "\n---\n" + second
+		if _, err := Parse([]byte(both)); err == nil {
+			t.Fatalf("Parse(%q) took two documents", both)
+		}
+	})
+}
