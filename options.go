@@ -115,17 +115,26 @@ func (o *options) bind(fs *pflag.FlagSet) {
 
 // envName is the environment variable that sets flag f when it is not on
 // the command line: --cache-ttl is DIGESTPIN_CACHE_TTL.
+// A flag that digestpin template renames (templateRenames) keeps its
+// variable: --registry-ca-file there is --ca-file here, DIGESTPIN_CA_FILE
+// in both.
 func envName(flag string) string {
+	for from, to := range templateRenames {
+		if to != "" && flag == to {
+			flag = from
+		}
+	}
 	return "DIGESTPIN_" + strings.ToUpper(strings.ReplaceAll(flag, "-", "_"))
 }
 
 // setFromEnv sets every flag not given on the command line from its
-// DIGESTPIN_* environment variable. Lists are comma-separated. It sets
-// every flag it can and returns the first failure.
+// DIGESTPIN_* environment variable, but those of notFromEnv. Lists are
+// comma-separated. It sets every flag it can and returns the first
+// failure.
 func (o *options) setFromEnv(fs *pflag.FlagSet, lookup func(string) (string, bool)) error {
 	var err error
 	fs.VisitAll(func(f *pflag.Flag) {
-		if f.Changed {
+		if f.Changed || notFromEnv[f.Name] {
 			return
 		}
 		v, ok := lookup(envName(f.Name))
@@ -176,6 +185,8 @@ func (o *options) pinOptions(log *logger) (pin.Options, error) {
 	switch {
 	case o.checksumAnnotation == "":
 		return pin.Options{}, fmt.Errorf("%s is empty: want an annotation name", o.name("checksum-annotation"))
+	case renderer.CheckAnnotationName(o.checksumAnnotation) != nil:
+		return pin.Options{}, fmt.Errorf("invalid %s: %w", o.name("checksum-annotation"), renderer.CheckAnnotationName(o.checksumAnnotation))
 	case o.timeout <= 0:
 		return pin.Options{}, o.invalid("timeout", o.timeout, "want a positive duration, e.g. 2m")
 	case o.requestTimeout <= 0:
@@ -234,7 +245,7 @@ func (o *options) pinOptions(log *logger) (pin.Options, error) {
 		keychains = append(keychains, kc)
 	}
 	ropts := []resolve.Option{
-		resolve.WithKeychain(authn.NewMultiKeychain(append(keychains, authn.DefaultKeychain)...)),
+		resolve.WithKeychain(resolve.Keychains(append(keychains, resolve.DockerKeychain)...)),
 		resolve.WithJobs(o.concurrency),
 		resolve.WithRequestTimeout(o.requestTimeout),
 		resolve.WithInsecureRegistries(o.insecureRegistries...),

@@ -83,8 +83,21 @@ func runTemplate(ctx context.Context, args []string, stdout, stderr io.Writer) e
 	}
 	eerr := o.setFromEnv(pinFS, os.LookupEnv)
 	rerr := o.checkRetired(pinFS)
+	// Before the log file is opened, as run does: a lock file, report or
+	// log that is the output, the seed or a values file is refused.
+	inputs := []namedInput{{what: "the seed file of " + o.name("seed-file"), path: t.seedFile}}
+	for _, v := range t.render.Values.ValueFiles {
+		inputs = append(inputs, namedInput{what: "the values file " + v, path: v})
+	}
+	terr := o.checkTargets(nil, stdout, inputs...)
 	log := newLogger(stderr, o)
 	defer log.close()
+	log.bound(ctx)
+	if rerr == nil {
+		for _, w := range envWarnings(pinFS, os.Environ()) {
+			log.warnf("%s", w)
+		}
+	}
 	err := func() error {
 		switch {
 		case rerr != nil:
@@ -93,6 +106,8 @@ func runTemplate(ctx context.Context, args []string, stdout, stderr io.Writer) e
 			return &usageError{fmt.Errorf("%w (see digestpin template --help)", perr)}
 		case eerr != nil:
 			return &usageError{eerr}
+		case terr != nil:
+			return &usageError{terr}
 		}
 		if err := t.render.SetArgs(fs.Args()); err != nil {
 			return &usageError{fmt.Errorf("%w (usage: digestpin template [NAME] CHART --seed-file FILE [flags])", err)}
@@ -156,7 +171,7 @@ func runTemplate(ctx context.Context, args []string, stdout, stderr io.Writer) e
 			warnGenerated(log, gen)
 			return r.b, nil
 		}
-		return o.pinStream(ctx, p, render, stdout)
+		return o.pinStream(ctx, p, render, stdout, log)
 	}()
 	if err != nil {
 		log.fail(err)

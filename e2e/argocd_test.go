@@ -351,11 +351,25 @@ func TestArgoCDGenerateFailures(t *testing.T) {
 			env:    []string{"VALUES_FILES=values-e2e.yaml", "DIGESTPIN_LOCK=/etc/hostname"},
 			want:   []string{"digestpin-cmp: lock file /etc/hostname: want a path relative to the source folder"},
 		},
+		// Named as the Application wrote it (before: --mode, which it
+		// never wrote).
 		{
 			desc:   "a bad option",
 			values: registryValues(reg),
 			env:    []string{"VALUES_FILES=values-e2e.yaml", "DIGESTPIN_MODE=sideways"},
-			want:   []string{`invalid --mode "sideways": want pin, digest or annotate`},
+			want:   []string{`invalid DIGESTPIN_MODE "sideways": want pin, digest or annotate`},
+		},
+		{
+			desc:   "a bad platform",
+			values: registryValues(reg),
+			env:    []string{"VALUES_FILES=values-e2e.yaml", "DIGESTPIN_PLATFORM=linux"},
+			want:   []string{`invalid DIGESTPIN_PLATFORM "linux": want os/arch`},
+		},
+		{
+			desc:   "a bad cache TTL",
+			values: registryValues(reg),
+			env:    []string{"VALUES_FILES=values-e2e.yaml", "DIGESTPIN_CACHE_TTL=soon"},
+			want:   []string{`invalid DIGESTPIN_CACHE_TTL="soon"`},
 		},
 		{
 			desc:   "a lock file linked out of the repository",

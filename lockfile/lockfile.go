@@ -176,8 +176,8 @@ func forPlatform(p string) string {
 	return " for " + p
 }
 
-// Parse reads a lock file's bytes. Unknown fields, an unknown version and
-// invalid entries are errors.
+// Parse reads a lock file's bytes. Unknown fields, an unknown version,
+// invalid entries and a second YAML document are errors.
 func Parse(data []byte) (*Lock, error) {
 	dec := yaml.NewDecoder(bytes.NewReader(data))
 	dec.KnownFields(true)
@@ -194,6 +194,20 @@ func Parse(data []byte) (*Lock, error) {
 			return nil, fmt.Errorf("malformed lock file: line %s: not a digestpin lock file (version: %d or %d, images: [reference, digest, platform, policy, tag])", m[1], VersionNoPolicy, Version)
 		}
 		return nil, fmt.Errorf("malformed lock file: not a digestpin lock file (version: %d or %d, images: [reference, digest, platform, policy, tag])", VersionNoPolicy, Version)
+	}
+	// One document: a second one (two lock files run together, say)
+	// would be ignored, and the digests it pins with it.
+	var more yaml.Node
+	switch err := dec.Decode(&more); {
+	case errors.Is(err, io.EOF):
+	case err == nil:
+		return nil, fmt.Errorf("malformed lock file: line %d: a second YAML document; a lock file is one", more.Line)
+	default:
+		line := "after the first document"
+		if m := yamlLine.FindStringSubmatch(err.Error()); m != nil {
+			line = "line " + m[1]
+		}
+		return nil, fmt.Errorf("malformed lock file: %s: a second YAML document, and not one a lock file could be; a lock file is one", line)
 	}
 	switch f.Version {
 	case VersionNoPolicy:

@@ -91,6 +91,9 @@ type Image struct {
 	// Tag is the tag a tag policy chose, whose digest Digest is; "" when
 	// the image's own tag was resolved.
 	Tag string
+	// Mirror is the registry host of the mirror that answered for the
+	// image's registry (resolution.Resolution.Mirror); "" otherwise.
+	Mirror string
 	// Err is why the image could not be resolved, when KeepUnresolved
 	// kept it.
 	Err error
@@ -109,6 +112,9 @@ type Result struct {
 // Render rewrites the stream in. On error the Result is empty: no partial
 // output is ever returned. It stops with ctx's error when ctx is done.
 func (r *Renderer) Render(ctx context.Context, in []byte) (Result, error) {
+	if err := CheckAnnotationName(r.annotation()); err != nil {
+		return Result{}, fmt.Errorf("checksum annotation: %w", err)
+	}
 	// A stream in UTF-16 or UTF-32 hides its "---" lines and image fields
 	// from the byte-level scan: refuse it rather than pass it through
 	// unpinned.

@@ -359,7 +359,11 @@ directory)
 	;;
 esac
 
+# Options reach digestpin as flags (pin_args) or, where digestpin's
+# messages should name them as the Application wrote them, as the variable
+# of the same name (pin_env), which wins over the sidecar's own.
 pin_args=()
+pin_env=()
 if [[ -n "${ARGOCD_ENV_DIGESTPIN_LOCK:-}" ]]; then
 	inside_repo "lock file" "$ARGOCD_ENV_DIGESTPIN_LOCK"
 	pin_args+=("--lock=$ARGOCD_ENV_DIGESTPIN_LOCK")
@@ -371,20 +375,22 @@ if [[ -n "${ARGOCD_ENV_DIGESTPIN_LOCK:-}" ]]; then
 fi
 if [[ -n "${ARGOCD_ENV_DIGESTPIN_CONFIG:-}" ]]; then
 	inside_repo "configuration file" "$ARGOCD_ENV_DIGESTPIN_CONFIG"
-	pin_args+=("--config=$ARGOCD_ENV_DIGESTPIN_CONFIG")
+	pin_env+=("DIGESTPIN_CONFIG=$ARGOCD_ENV_DIGESTPIN_CONFIG")
 fi
-# option FLAG NAME passes ARGOCD_ENV_NAME to digestpin as --FLAG when set.
+# option NAME passes ARGOCD_ENV_NAME to digestpin as the variable NAME
+# when set: digestpin's messages then name what the Application wrote
+# (DIGESTPIN_MODE), not a flag it never wrote (--mode).
 option() {
-	local var="ARGOCD_ENV_$2"
+	local var="ARGOCD_ENV_$1"
 	if [[ -n "${!var:-}" ]]; then
-		pin_args+=("--$1=${!var}")
+		pin_env+=("$1=${!var}")
 	fi
 }
-option cache-ttl DIGESTPIN_CACHE_TTL
-option mode DIGESTPIN_MODE
-option registry-mirror DIGESTPIN_REGISTRY_MIRROR
-option platform DIGESTPIN_PLATFORM
-option on-error DIGESTPIN_ON_ERROR
-option verbose DIGESTPIN_VERBOSE
+option DIGESTPIN_CACHE_TTL
+option DIGESTPIN_MODE
+option DIGESTPIN_REGISTRY_MIRROR
+option DIGESTPIN_PLATFORM
+option DIGESTPIN_ON_ERROR
+option DIGESTPIN_VERBOSE
 
-render | digestpin "${pin_args[@]}"
+render | env "${pin_env[@]}" digestpin "${pin_args[@]}"
