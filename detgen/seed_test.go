@@ -11,6 +11,8 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+
+	"github.com/digestpin/digestpin/internal/testfiles"
 )
 
 func TestNewSeedRoundTrip(t *testing.T) {
@@ -147,57 +149,13 @@ func TestSeedNeverPrinted(t *testing.T) {
 	}
 }
 
-// secretVolume lays out a Kubernetes Secret volume in a new folder as the
-// kubelet's atomic writer does (pkg/volume/util/atomic_writer.go): each key
-// a file in a hidden folder named after the time, ..data a link to that
-// folder, and each key's visible name a link to ..data/KEY. mode is the
-// files' mode after the kubelet's chmod (defaultMode, with the group's read
-// bit added when the pod has an fsGroup). It returns the folder.
+// secretVolume lays out a Kubernetes Secret volume of files in a new folder,
+// as the kubelet does, and returns the folder.
 func secretVolume(t *testing.T, files map[string]string, mode os.FileMode) string {
 	t.Helper()
 	dir := t.TempDir()
-	writeSecretVolume(t, dir, files, mode)
+	testfiles.SecretVolume(t, dir, files, mode)
 	return dir
-}
-
-// writeSecretVolume writes (or, when dir holds one, updates) the volume in
-// dir, as the kubelet does when the Secret changes: a new hidden folder,
-// ..data switched to it with a rename, the old folder removed.
-func writeSecretVolume(t *testing.T, dir string, files map[string]string, mode os.FileMode) {
-	t.Helper()
-	old, _ := os.Readlink(filepath.Join(dir, "..data"))
-	ts, err := os.MkdirTemp(dir, "..2026_07_01_12_00_00.")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := os.Chmod(ts, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	for name, content := range files {
-		p := filepath.Join(ts, name)
-		if err := os.WriteFile(p, []byte(content), mode); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.Chmod(p, mode); err != nil {
-			t.Fatal(err)
-		}
-		if _, err := os.Lstat(filepath.Join(dir, name)); os.IsNotExist(err) {
-			if err := os.Symlink(filepath.Join("..data", name), filepath.Join(dir, name)); err != nil {
-				t.Fatal(err)
-			}
-		}
-	}
-	if err := os.Symlink(filepath.Base(ts), filepath.Join(dir, "..data_tmp")); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.Rename(filepath.Join(dir, "..data_tmp"), filepath.Join(dir, "..data")); err != nil {
-		t.Fatal(err)
-	}
-	if old != "" {
-		if err := os.RemoveAll(filepath.Join(dir, old)); err != nil {
-			t.Fatal(err)
-		}
-	}
 }
 
 // TestReadSeedFileSecretVolume: a seed in a Kubernetes Secret volume is read
@@ -222,7 +180,7 @@ func TestReadSeedFileSecretVolume(t *testing.T) {
 			t.Fatal(err)
 		}
 		text, _ := other.MarshalText()
-		writeSecretVolume(t, dir, map[string]string{"seed": string(text)}, 0o440)
+		testfiles.SecretVolume(t, dir, map[string]string{"seed": string(text)}, 0o440)
 		if s, err := ReadSeedFile(filepath.Join(dir, "seed")); err != nil || s != other {
 			t.Errorf("ReadSeedFile after the update: %v, want the new seed", err)
 		}
@@ -234,7 +192,7 @@ func TestReadSeedFileSecretVolume(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		writeSecretVolume(t, dir, map[string]string{"seed": string(good)}, 0o440)
+		testfiles.SecretVolume(t, dir, map[string]string{"seed": string(good)}, 0o440)
 		if _, err := secretVolumeFile(filepath.Join(dir, "seed"), before); !errors.Is(err, errSeedChanged) {
 			t.Errorf("secretVolumeFile with the file before the swap = %v, want errSeedChanged", err)
 		}
