@@ -187,8 +187,12 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		case fs.Arg(0) == "argocd-parameters" && fs.NArg() == 1:
 			// Internal: the Argo CD plugin's generate.sh reads its
 			// parameters through it (argocd.go), and it refuses the
-			// plugin's retired settings (retired.go).
+			// plugin's retired settings (retired.go) and an
+			// Application's choice of the seed.
 			if err := checkRetiredArgocd(os.LookupEnv); err != nil {
+				return err
+			}
+			if err := checkArgocdSeedEnv(os.LookupEnv); err != nil {
 				return err
 			}
 			return writeArgocdParameters(stdout, os.LookupEnv)

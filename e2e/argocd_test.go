@@ -17,6 +17,7 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/mutate"
 	"sigs.k8s.io/kustomize/kyaml/yaml"
 
+	"github.com/digestpin/digestpin/internal/testfiles"
 	"github.com/digestpin/digestpin/internal/testregistry"
 	"github.com/digestpin/digestpin/lockfile"
 )
@@ -153,8 +154,9 @@ func registryValues(reg *testregistry.Registry) string {
 
 // sidecar is the environment Argo CD's repo server gives the plugin.
 type sidecar struct {
-	path string // PATH with helm and digestpin
-	home string // HOME, Helm's homes and the cache folder live under it
+	path  string // PATH with helm and digestpin
+	home  string // HOME, Helm's homes and the cache folder live under it
+	seeds string // the Secret digestpin-seed's volume, at $HOME/digestpin-seed
 }
 
 func newSidecar(t *testing.T) *sidecar {
@@ -163,10 +165,42 @@ func newSidecar(t *testing.T) *sidecar {
 }
 
 // newSidecarWith returns a sidecar with the given tools on its PATH (see
-// toolPath).
+// toolPath), and a new seed in its Secret volume as
+// repo-server-patch.yaml mounts it (key seed, defaultMode 0400 under the
+// pod's fsGroup: 0440).
 func newSidecarWith(t *testing.T, tools map[string]string) *sidecar {
 	t.Helper()
-	return &sidecar{path: toolPath(t, tools), home: t.TempDir()}
+	home := t.TempDir()
+	s := &sidecar{path: toolPath(t, tools), home: home, seeds: filepath.Join(home, "digestpin-seed")}
+	s.mountSeeds(t, map[string]string{"seed": seedText(t)}, 0o440)
+	return s
+}
+
+// mountSeeds makes the sidecar's Secret volume hold files (key → content)
+// with mode, as the kubelet writes it (testfiles.SecretVolume); with no
+// files, the volume is empty, as it is while the optional Secret does not
+// exist.
+func (s *sidecar) mountSeeds(t *testing.T, files map[string]string, mode os.FileMode) {
+	t.Helper()
+	if err := os.RemoveAll(s.seeds); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.MkdirAll(s.seeds, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if len(files) > 0 {
+		testfiles.SecretVolume(t, s.seeds, files, mode)
+	}
+}
+
+// seedText returns a new seed, as `digestpin seed` writes it.
+func seedText(t *testing.T) string {
+	t.Helper()
+	b, err := os.ReadFile(newSeed(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
 }
 
 // env returns the sidecar's environment for one generation, with the
@@ -185,6 +219,8 @@ func (s *sidecar) envWith(argo []string, appEnv ...string) []string {
 		"HELM_DATA_HOME=" + filepath.Join(s.home, "helm", "data"),
 		"DOCKER_CONFIG=" + filepath.Join(s.home, ".docker"),
 		"XDG_CACHE_HOME=" + filepath.Join(s.home, "cache"),
+		// repo-server-patch.yaml's, under this HOME.
+		"DIGESTPIN_SEED_FILE=" + filepath.Join(s.seeds, "seed"),
 		"ARGOCD_APP_NAME=shop",
 		"ARGOCD_APP_NAMESPACE=prod",
 		"ARGOCD_APP_PROJECT_NAME=default",
