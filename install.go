@@ -325,21 +325,22 @@ func (e *cancelledError) Unwrap() error { return e.sig }
 
 // deployUsage is digestpin install --help and digestpin upgrade --help.
 func deployUsage(w io.Writer, name string, helmFS, pinFS *pflag.FlagSet) {
-	what, usage := "installs a Helm chart as helm install does", "digestpin install [NAME] CHART --seed-file FILE [flags]"
+	what, usage := `digestpin install installs a chart as helm install does, through Helm 4's
+SDK`, "digestpin install [NAME] CHART --seed-file FILE [flags]"
 	if name == "upgrade" {
-		what, usage = "upgrades a release as helm upgrade does", "digestpin upgrade NAME CHART --seed-file FILE [flags]"
+		what, usage = `digestpin upgrade upgrades a release as helm upgrade does, through Helm 4's
+SDK`, "digestpin upgrade NAME CHART --seed-file FILE [flags]"
 	}
-	fmt.Fprintf(w, `digestpin %s %s, through Helm 4's SDK, with
-every generator function (randAlphaNum, genCA, htpasswd, ...) made
-deterministic as digestpin template makes it, and every image (hooks and
-test pods included) pinned to the digest its registry serves, before Helm
-applies the manifests. It prints what helm %s prints. With Helm 4 and
-the digestpin plugin: helm digestpin %s ...
+	fmt.Fprintf(w, `%s, with every generator function (randAlphaNum, genCA, htpasswd, ...)
+made deterministic as digestpin template makes them, and every image (hooks
+and test pods included) pinned to the digest its registry serves, before
+Helm applies the manifests. It prints what helm %s prints. With Helm 4
+and the digestpin plugin: helm digestpin %s ...
 
 Usage:
   %s
 
-Helm flags (helm %s's, same meaning; --post-renderer is digestpin):
+Helm flags (helm %s's, same meaning; the post-renderer is digestpin):
 %s
 Pinning flags (digestpin's; --ca-file is --registry-ca-file here):
 %s
@@ -350,5 +351,5 @@ long pinning the images may take (default 2m0s).
 Every pinning flag can also be set as DIGESTPIN_<FLAG> (DIGESTPIN_PIN_TIMEOUT,
 DIGESTPIN_SEED_FILE, ...); HELM_* variables set Helm's (HELM_NAMESPACE,
 HELM_KUBECONTEXT, HELM_DRIVER, ...); flags win.
-`, name, what, name, name, usage, name, helmFS.FlagUsages(), pinFS.FlagUsages())
+`, what, name, name, usage, name, helmFS.FlagUsages(), pinFS.FlagUsages())
 }

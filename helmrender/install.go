@@ -299,8 +299,8 @@ func Upgrade(ctx context.Context, cfg *action.Configuration, o UpgradeOptions) (
 		uninstalled := isUninstalled(versions)
 		switch {
 		case errors.Is(err, driver.ErrReleaseNotFound) || uninstalled:
-			io := InstallOptions{Source: o.Source, Deploy: o.Deploy, ServerSideApply: o.ServerSideApply != "false", Replace: uninstalled}
-			rel, err := Install(ctx, cfg, io)
+			inst := InstallOptions{Source: o.Source, Deploy: o.Deploy, ServerSideApply: o.ServerSideApply != "false", Replace: uninstalled}
+			rel, err := Install(ctx, cfg, inst)
 			return rel, true, err
 		case err != nil:
 			return nil, false, err
