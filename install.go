@@ -121,6 +121,11 @@ func runDeploy(ctx context.Context, name string, args []string, stdout, stderr i
 		if err := c.deploy().Check(); err != nil {
 			return &usageError{err}
 		}
+		if c.source().EnableDNS {
+			// As digestpin template: getHostByName's answers could differ
+			// from one render to the next.
+			return &usageError{fmt.Errorf("--enable-dns: digestpin %s renders without DNS lookups (getHostByName gives \"\", as helm %s does without the flag)", name, name)}
+		}
 		seed, err := readSeed(o, name, seedFile)
 		if err != nil {
 			return err

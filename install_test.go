@@ -465,6 +465,7 @@ func TestDeployErrors(t *testing.T) {
 		{"force and conflicts", "install", []string{"r", chart, "--force-replace", "--force-conflicts", "--set", good}, 2, "exclude each other"},
 		{"bad wait", "upgrade", []string{"r", chart, "--wait=soon"}, 2, `"--wait"`},
 		{"retired flag", "install", []string{"r", chart, "--previous", "x"}, 2, "--previous was retired"},
+		{"dns", "upgrade", []string{"--install", "r", chart, "--enable-dns", "--set", good}, 2, "--enable-dns: digestpin upgrade renders without DNS lookups"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			out, stderr, err := w.run(tc.cmd, append(tc.args, "--report", report)...)

@@ -5,7 +5,7 @@ import (
 	"fmt"
 	"strings"
 
-	"golang.org/x/crypto/blowfish"
+	"golang.org/x/crypto/blowfish" //nolint:staticcheck // bcrypt's cipher, as in x/crypto/bcrypt
 )
 
 // bcryptCost is sprig's (golang.org/x/crypto/bcrypt.DefaultCost).

@@ -46,8 +46,8 @@ func (g *Generator) validity(c *call, days int) (window, error) {
 		return window{}, fmt.Errorf("validity of %d days: must be at most %d", days, maxDays)
 	}
 	length := int64(days) * secondsPerDay
-	w := length / 3 * 2 // exact: a day's seconds divide by 3
-	offset := int64(binary.BigEndian.Uint64(g.derive(c, purposeOffset, 8)) % uint64(w))
+	w := length / 3 * 2                                                                 // exact: a day's seconds divide by 3
+	offset := int64(binary.BigEndian.Uint64(g.derive(c, purposeOffset, 8)) % uint64(w)) //nolint:gosec // below w, which is an int64
 	now := g.now().Unix()
 	// start = the largest offset + k·w not after now (floor division).
 	k := (now - offset) / w
@@ -102,7 +102,7 @@ func (g *Generator) issue(c *call, cn string, ips, names []any, days int, isCA b
 	}
 	tmpl := &x509.Certificate{
 		// A new window is a new certificate: the serial depends on it.
-		SerialNumber:          serial(g.derive(c, purposeSerial, 16, binary.BigEndian.AppendUint64(nil, uint64(win.notBefore.Unix())))),
+		SerialNumber:          serial(g.derive(c, purposeSerial, 16, binary.AppendVarint(nil, win.notBefore.Unix()))),
 		Subject:               pkix.Name{CommonName: cn},
 		IPAddresses:           netIPs,
 		DNSNames:              dnsNames,

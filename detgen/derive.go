@@ -42,7 +42,7 @@ func (e *encoder) bytes(tag byte, p []byte) {
 
 func (e *encoder) str(s string) { e.bytes('s', []byte(s)) }
 
-func (e *encoder) int(i int64) { e.bytes('i', binary.BigEndian.AppendUint64(nil, uint64(i))) }
+func (e *encoder) int(i int64) { e.bytes('i', binary.AppendVarint(nil, i)) }
 
 // value encodes a template argument by its dynamic type.
 func (e *encoder) value(v reflect.Value) {
@@ -81,7 +81,7 @@ func (e *encoder) value(v reflect.Value) {
 			e.bytes('n', nil)
 			return
 		}
-		e.bytes('l', binary.BigEndian.AppendUint64(nil, uint64(v.Len())))
+		e.bytes('l', binary.AppendVarint(nil, int64(v.Len())))
 		for i := range v.Len() {
 			e.value(v.Index(i))
 		}
@@ -92,7 +92,7 @@ func (e *encoder) value(v reflect.Value) {
 			names[i] = fmt.Sprint(k.Interface())
 		}
 		sort.Sort(byName{names, keys})
-		e.bytes('m', binary.BigEndian.AppendUint64(nil, uint64(len(keys))))
+		e.bytes('m', binary.AppendVarint(nil, int64(len(keys))))
 		for i, k := range keys {
 			e.str(names[i])
 			e.value(v.MapIndex(k))
@@ -162,8 +162,8 @@ func (g *Generator) derive(c *call, purpose string, n int, extra ...[]byte) []by
 // math/rand/v2, keyed from HKDF) with unbiased uniform choices.
 type stream struct{ c *rand.ChaCha8 }
 
-func (g *Generator) stream(c *call, purpose string, extra ...[]byte) *stream {
-	return &stream{c: rand.NewChaCha8([32]byte(g.derive(c, purpose, 32, extra...)))}
+func (g *Generator) stream(c *call, purpose string) *stream {
+	return &stream{c: rand.NewChaCha8([32]byte(g.derive(c, purpose, 32)))}
 }
 
 // Read fills p; it never fails.

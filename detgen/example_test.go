@@ -28,6 +28,6 @@ func Example() {
 		}
 	}
 	// Output:
-	// password: 4eFsbh1otvZWNKMk
-	// password: 4eFsbh1otvZWNKMk
+	// password: aYPkET1kg5nYx3kO
+	// password: aYPkET1kg5nYx3kO
 }

@@ -275,7 +275,7 @@ func TestNoSecretInOutput(t *testing.T) {
 	}
 	for _, text := range texts {
 		for what, s := range secrets {
-			for _, form := range []string{string(s), hex.EncodeToString(s), base64.StdEncoding.EncodeToString(s), base64.RawURLEncoding.EncodeToString(s), fmt.Sprint(s)} {
+			for _, form := range []string{string(s), hex.EncodeToString(s), base64.StdEncoding.EncodeToString(s), base64.RawURLEncoding.EncodeToString(s), fmt.Sprintf("%d", s)} {
 				if strings.Contains(text, form[:len(form)/2]) {
 					t.Errorf("%s shows up in %.200q", what, text)
 				}

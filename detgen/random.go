@@ -69,7 +69,10 @@ func (g *Generator) randInt(c *call, lo, hi int) (int, error) {
 	if hi <= lo {
 		return 0, fmt.Errorf("randInt: max %d is not above min %d", hi, lo)
 	}
-	return lo + int(g.stream(c, purposeValue).below(uint64(hi)-uint64(lo))), nil
+	// The span hi-lo, computed in uint64 where it cannot overflow; lo plus
+	// a draw below it wraps back into [lo, hi).
+	span := uint64(hi) - uint64(lo)                             //nolint:gosec // two's complement: the exact span for hi > lo
+	return lo + int(g.stream(c, purposeValue).below(span)), nil //nolint:gosec // the draw is below the span
 }
 
 // uuidv4 returns a version 4, RFC 9562 variant UUID in its 36-character

@@ -116,26 +116,26 @@ func (g *Generator) durationRound(c *call, duration any) string {
 // not there. Helm's engine.NewLookupFunction returns one.
 type LookupFunc = func(apiVersion, kind, namespace, name string) (map[string]any, error)
 
-// SetLookup makes lookup read the cluster through real (for install and
+// SetLookup makes lookup read the cluster through lookup (for install and
 // upgrade). Without it, lookup returns an empty map, as helm template does.
 // Every lookup call is recorded for Varying either way. Call it before Funcs.
-func (g *Generator) SetLookup(real LookupFunc) {
+func (g *Generator) SetLookup(lookup LookupFunc) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	g.lookup = real
+	g.lookup = lookup
 }
 
 func (g *Generator) lookupFunc(c *call, apiVersion, kind, namespace, name string) (map[string]any, error) {
 	g.mu.Lock()
-	real := g.lookup
+	cluster := g.lookup
 	g.mu.Unlock()
 	what := fmt.Sprintf("%s %s %s/%s", apiVersion, kind, namespace, name)
-	if real == nil {
+	if cluster == nil {
 		g.vary(c, "reads the cluster (empty when rendering without one): "+what)
 		return map[string]any{}, nil
 	}
 	g.vary(c, "reads the cluster: "+what)
-	return real(apiVersion, kind, namespace, name)
+	return cluster(apiVersion, kind, namespace, name)
 }
 
 // getHostByName is Helm's without --enable-dns: "". Its use is recorded,
