@@ -128,6 +128,8 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 			return runTemplate(ctx, args[1:], stdout, stderr)
 		case "seed":
 			return runSeed(args[1:], stdout, stderr)
+		case "install", "upgrade":
+			return runDeploy(ctx, args[0], args[1:], stdout, stderr, helmConfiguration)
 		}
 	}
 	o := newOptions()

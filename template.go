@@ -34,13 +34,13 @@ type templateOptions struct {
 	render   helmrender.Options
 }
 
-// bindPinning defines the pinning flags of o on fs, under their
-// templateRenames names.
-func bindPinning(o *options, fs *pflag.FlagSet) {
+// bindPinning defines the pinning flags of o on fs, under the names
+// renames gives them (templateRenames, deployRenames).
+func bindPinning(o *options, fs *pflag.FlagSet, renames map[string]string) {
 	all := pflag.NewFlagSet("pinning", pflag.ContinueOnError)
 	o.bind(all)
 	all.VisitAll(func(f *pflag.Flag) {
-		name, renamed := templateRenames[f.Name]
+		name, renamed := renames[f.Name]
 		if renamed && name == "" {
 			return
 		}
@@ -62,13 +62,13 @@ func bindPinning(o *options, fs *pflag.FlagSet) {
 // filter does, and writes it to stdout only when everything succeeded.
 func runTemplate(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	o := newOptions()
-	t := &templateOptions{render: helmrender.Options{Settings: cli.New()}}
+	t := &templateOptions{render: helmrender.Options{Source: helmrender.Source{Settings: cli.New()}}}
 	helmFS := pflag.NewFlagSet("helm", pflag.ContinueOnError)
 	helmFS.SortFlags = false
 	t.render.Bind(helmFS)
 	pinFS := pflag.NewFlagSet("pinning", pflag.ContinueOnError)
 	pinFS.SortFlags = false
-	bindPinning(o, pinFS)
+	bindPinning(o, pinFS, templateRenames)
 	pinFS.StringVar(&t.seedFile, "seed-file", "", "derive every generated value (passwords, keys, certificates) from the seed in `FILE` (make one with: digestpin seed > FILE)")
 	fs := pflag.NewFlagSet("digestpin template", pflag.ContinueOnError)
 	fs.SortFlags = false
@@ -118,12 +118,9 @@ func runTemplate(ctx context.Context, args []string, stdout, stderr io.Writer) e
 			// by default.
 			return &usageError{errors.New("--enable-dns: digestpin template renders without DNS lookups (getHostByName gives \"\", as helm template does without the flag)")}
 		}
-		if t.seedFile == "" {
-			return &usageError{errors.New("digestpin template needs a seed: --seed-file FILE or DIGESTPIN_SEED_FILE (make one with: digestpin seed > FILE)")}
-		}
-		seed, err := detgen.ReadSeedFile(t.seedFile)
+		seed, err := readSeed(o, "template", t.seedFile)
 		if err != nil {
-			return &usageError{fmt.Errorf("%s: %w", o.name("seed-file"), err)}
+			return err
 		}
 		popts, err := o.pinOptions(log)
 		if err != nil {
