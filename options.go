@@ -435,6 +435,9 @@ Usage:
   helm template my-release ./chart | digestpin [flags]
   helm install my-release ./chart --post-renderer digestpin [--post-renderer-args=--mode=digest]
   kubectl kustomize overlay/ | digestpin --mode digest
+  digestpin template [NAME] CHART --seed-file FILE [helm template flags] (see digestpin template --help)
+  digestpin install|upgrade NAME CHART --seed-file FILE [helm install|upgrade flags]
+  digestpin seed > FILE
   digestpin completion bash|zsh|fish
 
 Flags:

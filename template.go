@@ -138,7 +138,10 @@ func runTemplate(ctx context.Context, args []string, stdout, stderr io.Writer) e
 		}
 		t.render.Funcs = gen.Funcs()
 		t.render.Rewrite = detgen.Rewrite
-		t.render.Log = helmLog{log}
+		// Helm logs the errors it returns: they wait for the outcome, so
+		// that a failure is one line (as for install and upgrade).
+		hlog := &heldErrors{w: helmLog{log}}
+		t.render.Log = hlog
 		render := func(ctx context.Context) ([]byte, error) {
 			// Helm's engine does not stop a template that runs long when
 			// ctx ends, so the render runs on its own goroutine, which is
@@ -165,6 +168,7 @@ func runTemplate(ctx context.Context, args []string, stdout, stderr io.Writer) e
 				}
 				return nil, fmt.Errorf("rendering chart %s: %s", t.render.Chart, msg)
 			}
+			hlog.flush()
 			warnGenerated(log, gen)
 			return r.b, nil
 		}
