@@ -24,6 +24,13 @@ var otherEnv = []string{
 	"DIGESTPIN_PLUGIN_",        // the plugins' install hook
 	"DIGESTPIN_RELEASE_URL",    // the sidecar image's build (image-fetch.sh)
 	"DIGESTPIN_CMP_STATE_DIR",  // the Argo CD plugin (generate.sh)
+
+	// The flags of digestpin template, install and upgrade, which the
+	// Argo CD sidecar and CI set for every run, the filter's too.
+	"DIGESTPIN_SEED_FILE",
+	"DIGESTPIN_PIN_TIMEOUT",
+	"DIGESTPIN_SEED",                 // refused in an Application's env (argocd.go)
+	"DIGESTPIN_CMP_SEED_PER_PROJECT", // the Argo CD plugin (generate.sh)
 }
 
 // envWarnings returns one warning for each DIGESTPIN_* variable of
