@@ -567,8 +567,8 @@ func TestChecksumPathCoveringNothing(t *testing.T) {
 		},
 		{
 			desc: "a field no image path has",
-			c:    ChecksumPath{Group: "*", Kind: "Runner", Fields: []string{"spec", "tempalte"}},
-			want: "checksum path Runner=spec.tempalte covers no image path: no image path of Runner goes through spec.tempalte",
+			c:    ChecksumPath{Group: "*", Kind: "Runner", Fields: []string{"spec", "podtemplate"}},
+			want: "checksum path Runner=spec.podtemplate covers no image path: no image path of Runner goes through spec.podtemplate",
 		},
 		{
 			desc: "a kind without image paths",

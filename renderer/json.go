@@ -34,10 +34,10 @@ func contentStart(body []byte) int {
 		at = len(bom) // the stream's byte order mark, which YAML reads too
 	}
 	for at < len(body) {
-		switch c := body[at]; {
-		case c == ' ' || c == '\t' || c == '\r' || c == '\n':
+		switch body[at] {
+		case ' ', '\t', '\r', '\n':
 			at++
-		case c == '#':
+		case '#':
 			nl := bytes.IndexByte(body[at:], '\n')
 			if nl < 0 {
 				return len(body)

@@ -147,7 +147,7 @@ func (dockerKeychain) describe(target authn.Resource, _ bool) string {
 // folder.
 func dockerConfigFile() string {
 	exists := func(p string) bool {
-		fi, err := os.Stat(p)
+		fi, err := os.Stat(p) //nolint:gosec // the docker config file the environment names, as docker reads it
 		return err == nil && !fi.IsDir()
 	}
 	home, _ := os.UserHomeDir()

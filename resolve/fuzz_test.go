@@ -115,7 +115,7 @@ func FuzzHostKey(f *testing.F) {
 		if got := hostKey(k); got != k {
 			t.Fatalf("hostKey(%q) = %q, but hostKey(%q) = %q", h, k, k, got)
 		}
-		if got := hostKey(strings.ToUpper(h)); strings.ToLower(h) == strings.ToLower(strings.ToUpper(h)) && got != k {
+		if got := hostKey(strings.ToUpper(h)); strings.EqualFold(h, strings.ToUpper(h)) && got != k {
 			t.Fatalf("hostKey(%q) = %q, but hostKey(%q) = %q", strings.ToUpper(h), got, h, k)
 		}
 		if _, _, hasPort := strings.Cut(h, ":"); !hasPort {

@@ -72,7 +72,7 @@ func Read(t TB, path string) []byte {
 // to the new folder with a rename, then the old folder is removed.
 func SecretVolume(t TB, dir string, files map[string]string, mode os.FileMode) {
 	t.Helper()
-	if err := os.MkdirAll(dir, 0o755); err != nil {
+	if err := os.MkdirAll(dir, 0o755); err != nil { //nolint:gosec // the kubelet's layout
 		t.Fatal(err)
 	}
 	old, _ := os.Readlink(filepath.Join(dir, "..data"))
@@ -80,7 +80,7 @@ func SecretVolume(t TB, dir string, files map[string]string, mode os.FileMode) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := os.Chmod(ts, 0o755); err != nil {
+	if err := os.Chmod(ts, 0o755); err != nil { //nolint:gosec // the kubelet's layout
 		t.Fatal(err)
 	}
 	for name, content := range files {
