@@ -39,6 +39,18 @@ func TestGolden(t *testing.T) {
 		"argo-workflows": {},
 		"tekton":         {},
 		"spark-operator": {},
+		// Operator resources (operatorPodSpecPaths, operatorImagePaths),
+		// each in the layout of the operator's own examples and chart.
+		"prometheus-operator":    {},
+		"cloudnative-pg":         {},
+		"eck":                    {},
+		"strimzi":                {},
+		"opentelemetry-operator": {},
+		"grafana-redis-mongodb":  {},
+		"crossplane":             {},
+		// Argo inline templates and executor plugins, Tekton pipelines
+		// in pipelines, OpenKruise EphemeralJob and AdvancedCronJob.
+		"workflow-shapes": {},
 		// Documents written as JSON stay JSON.
 		"kubectl-json": {},
 		"json-stream":  {},

@@ -24,6 +24,17 @@ type ImagePath struct {
 	Kind string
 	// Fields lead from the object's root to the image field.
 	Fields []string
+	// Tagged says that the field holds a reference only when it carries
+	// a tag or a digest: without one the operator completes it (a base
+	// image that it tags with a version) or reads it as a version
+	// (Grafana's spec.version), and it is left alone. String and
+	// ParseImagePath do not carry it, nor Qualified.
+	Tagged bool
+	// Qualified says that the field holds a reference to pin only when
+	// it names its registry: the operator completes a name without one
+	// with a default registry of its own, not Docker Hub's (Crossplane
+	// packages).
+	Qualified bool
 }
 
 // String formats p as the --image-path flag takes it.
@@ -42,6 +53,26 @@ func ParseImagePath(s string) (ImagePath, error) {
 		return ImagePath{}, fmt.Errorf("parsing image path %q: the last field must name the image field, not \"*\"", s)
 	}
 	return ImagePath{Group: group, Kind: kind, Fields: fields}, nil
+}
+
+// leaves reports whether the image field's value v is one to leave
+// alone because p holds a reference only in a form v is not in (Tagged,
+// Qualified).
+func (p ImagePath) leaves(v string) bool {
+	if p.Tagged {
+		if _, tag, digest := splitImage(v); tag == "" && digest == "" {
+			return true
+		}
+	}
+	return p.Qualified && !namesRegistry(v)
+}
+
+// namesRegistry reports whether reference v starts with a registry host:
+// a first component with a "." or a ":", or "localhost", as Docker reads
+// it.
+func namesRegistry(v string) bool {
+	host, _, ok := strings.Cut(v, "/")
+	return ok && (strings.ContainsAny(host, ".:") || host == "localhost")
 }
 
 // ChecksumPath says where an object of one kind gets the checksum of the
@@ -92,14 +123,27 @@ func ParseChecksumPath(s string) (ChecksumPath, error) {
 // "field/spec.templates[0].container.image".
 const FieldPrefix = "field/"
 
-// workflowImages are the image fields of an Argo Workflows workflow spec.
-var workflowImages = [][]string{
-	{"templates", "*", "container", "image"},
-	{"templates", "*", "script", "image"},
-	{"templates", "*", "initContainers", "*", "image"},
-	{"templates", "*", "sidecars", "*", "image"},
-	{"templates", "*", "containerSet", "containers", "*", "image"},
+// templateImages are the image fields of an Argo Workflows template.
+var templateImages = [][]string{
+	{"container", "image"},
+	{"script", "image"},
+	{"initContainers", "*", "image"},
+	{"sidecars", "*", "image"},
+	{"containerSet", "containers", "*", "image"},
 }
+
+// workflowImages are the image fields of an Argo Workflows workflow spec:
+// those of its templates, of the templates written inline in a DAG's
+// tasks and in steps (one level: an inline template's own inline
+// templates are not followed), of its template defaults, which every
+// template inherits, and the sidecar container of each executor plugin.
+var workflowImages = slices.Concat(
+	under([]string{"templates", "*"}, templateImages),
+	under([]string{"templates", "*", "dag", "tasks", "*", "inline"}, templateImages),
+	under([]string{"templates", "*", "steps", "*", "*", "inline"}, templateImages),
+	under([]string{"templateDefaults"}, templateImages),
+	[][]string{{"executorPlugins", "*", "spec", "sidecar", "container", "image"}},
+)
 
 // taskImages are the image fields of a Tekton task spec.
 var taskImages = [][]string{
@@ -109,11 +153,26 @@ var taskImages = [][]string{
 }
 
 // pipelineImages are the image fields of a Tekton pipeline spec: those of
-// the task specs embedded in its tasks and finally tasks.
-var pipelineImages = slices.Concat(
-	under([]string{"tasks", "*", "taskSpec"}, taskImages),
-	under([]string{"finally", "*", "taskSpec"}, taskImages),
-)
+// the task specs embedded in its tasks and finally tasks, and of the
+// pipeline specs embedded in them (pipelines in pipelines), two levels
+// deep.
+var pipelineImages = nestPipelines(nestPipelines(taskSpecImages(nil)))
+
+// taskSpecImages are the image fields of the task specs embedded in a
+// pipeline spec's tasks and finally tasks, and pipelines, the image
+// fields of pipeline specs, embedded in them too.
+func taskSpecImages(pipelines [][]string) [][]string {
+	return slices.Concat(
+		under([]string{"tasks", "*", "taskSpec"}, taskImages),
+		under([]string{"finally", "*", "taskSpec"}, taskImages),
+		under([]string{"tasks", "*", "pipelineSpec"}, pipelines),
+		under([]string{"finally", "*", "pipelineSpec"}, pipelines),
+	)
+}
+
+// nestPipelines returns the image fields of a pipeline spec whose tasks
+// may embed pipeline specs with the image fields inner.
+func nestPipelines(inner [][]string) [][]string { return taskSpecImages(inner) }
 
 // sparkImages are the image fields of a Spark operator application spec.
 var sparkImages = [][]string{
@@ -127,7 +186,8 @@ var sparkImages = [][]string{
 }
 
 // DefaultImagePaths are the image fields of the CRDs that run images
-// without a pod spec of their own, each matched by API group and kind:
+// without a pod spec of their own, and of operator resources
+// (operatorImagePaths), each matched by API group and kind:
 //
 //   - Argo Workflows: the templates of a Workflow, WorkflowTemplate,
 //     ClusterWorkflowTemplate and CronWorkflow (its spec.workflowSpec):
@@ -158,6 +218,7 @@ var DefaultImagePaths = slices.Concat(
 	imagePaths("tekton.dev", "StepAction", []string{"spec"}, [][]string{{"image"}}),
 	imagePaths("sparkoperator.k8s.io", "SparkApplication", []string{"spec"}, sparkImages),
 	imagePaths("sparkoperator.k8s.io", "ScheduledSparkApplication", []string{"spec", "template"}, sparkImages),
+	operatorImagePaths,
 )
 
 // under puts each of paths under prefix.
@@ -381,7 +442,7 @@ func (e *editor) pinFields(from *yaml.Node, base string, paths []ImagePath, skip
 			line, done := fields[k]
 			if !done {
 				var err error
-				if line, err = e.pinField(f.m, key, f.path, w); err != nil {
+				if line, err = e.pinField(f.m, key, f.path, w, p); err != nil {
 					return nil, err
 				}
 				fields[k] = line
@@ -395,11 +456,12 @@ func (e *editor) pinFields(from *yaml.Node, base string, paths []ImagePath, skip
 	return lines, nil
 }
 
-// pinField pins image field key of mapping m, at path in the object, and
-// returns its checksum line ("" for none). A field that a pod spec path
-// found already is not pinned again: it is the container's (or image
-// volume's), and its line names the field with the value pinned.
-func (e *editor) pinField(m *yaml.Node, key, path string, w Workload) (string, error) {
+// pinField pins image field key of mapping m, at path in the object,
+// which image path p found, and returns its checksum line ("" for none).
+// A field that a pod spec path found already is not pinned again: it is
+// the container's (or image volume's), and its line names the field with
+// the value pinned.
+func (e *editor) pinField(m *yaml.Node, key, path string, w Workload, p ImagePath) (string, error) {
 	w.Container = FieldPrefix + path
 	if value, ok := e.podFields[fieldKey{deref(m), key}]; ok {
 		if value == "" {
@@ -411,7 +473,7 @@ func (e *editor) pinField(m *yaml.Node, key, path string, w Workload) (string, e
 	if err != nil {
 		return "", e.keyError(err, w.String())
 	}
-	if unset(image.value) {
+	if unset(image.value) || (image.value.Kind == yaml.ScalarNode && p.leaves(image.value.Value)) {
 		return "", nil
 	}
 	return e.pinImage(nil, m, key, w)

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -27,8 +28,9 @@ type PodSpecPath struct {
 	// Fields lead from the object's root to the pod spec.
 	Fields []string
 	// NoChecksum says that the mapping found is not a pod template but
-	// containers for other pods (an OpenKruise SidecarSet): its images are
-	// pinned, and no checksum annotation is written anywhere. The zero
+	// containers for other pods (an OpenKruise SidecarSet), or containers
+	// that an operator merges into the pods it makes (a Prometheus): its
+	// images are pinned, and no checksum annotation is written anywhere. The zero
 	// value writes the checksum as described above. String and
 	// ParsePodSpecPath do not carry it: a path given as a flag always
 	// follows the rule on its last field.
@@ -104,11 +106,12 @@ func matchesKind(group, kind, objGroup, objKind string) bool {
 }
 
 // DefaultPodSpecPaths are the pod specs of the Kubernetes workload kinds
-// (in their current and deprecated API groups) and of the workload CRDs
+// (in their current and deprecated API groups), of the workload CRDs
 // that people deploy with Helm: Argo Rollouts, Knative Serving,
-// OpenKruise, KEDA's ScaledJob and OpenShift's DeploymentConfig. Each is
-// matched by API group and kind, in every version of the group.
-var DefaultPodSpecPaths = []PodSpecPath{
+// OpenKruise, KEDA's ScaledJob and OpenShift's DeploymentConfig, and of
+// operator resources (operatorPodSpecPaths). Each is matched by API group
+// and kind, in every version of the group.
+var DefaultPodSpecPaths = slices.Concat([]PodSpecPath{
 	{Group: "", Kind: "Pod", Fields: []string{"spec"}},
 	{Group: "", Kind: "PodTemplate", Fields: []string{"template", "spec"}},
 	{Group: "", Kind: "ReplicationController", Fields: []string{"spec", "template", "spec"}},
@@ -143,10 +146,16 @@ var DefaultPodSpecPaths = []PodSpecPath{
 	{Group: "apps.kruise.io", Kind: "UnitedDeployment", Fields: []string{"spec", "template", "advancedStatefulSetTemplate", "spec", "template", "spec"}},
 	{Group: "apps.kruise.io", Kind: "UnitedDeployment", Fields: []string{"spec", "template", "cloneSetTemplate", "spec", "template", "spec"}},
 	{Group: "apps.kruise.io", Kind: "UnitedDeployment", Fields: []string{"spec", "template", "deploymentTemplate", "spec", "template", "spec"}},
+	// An EphemeralJob adds its template's ephemeral containers to running
+	// pods, which cannot restart them: no checksum. An AdvancedCronJob
+	// keeps the template of a Job or a BroadcastJob, as a CronJob does.
+	{Group: "apps.kruise.io", Kind: "EphemeralJob", Fields: []string{"spec", "template"}, NoChecksum: true},
+	{Group: "apps.kruise.io", Kind: "AdvancedCronJob", Fields: []string{"spec", "template", "jobTemplate", "spec", "template", "spec"}},
+	{Group: "apps.kruise.io", Kind: "AdvancedCronJob", Fields: []string{"spec", "template", "broadcastJobTemplate", "spec", "template", "spec"}},
 	// KEDA: a ScaledJob's jobTargetRef is a Job spec.
 	{Group: "keda.sh", Kind: "ScaledJob", Fields: []string{"spec", "jobTargetRef", "template", "spec"}},
 	{Group: "apps.openshift.io", Kind: "DeploymentConfig", Fields: []string{"spec", "template", "spec"}},
-}
+}, operatorPodSpecPaths)
 
 // containerFields are the fields of a pod spec that hold containers.
 var containerFields = []string{"initContainers", "containers", "ephemeralContainers"}
