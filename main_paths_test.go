@@ -127,6 +127,8 @@ func TestRunImagePathErrors(t *testing.T) {
 		{desc: "image path without a field", args: []string{"--image-path", "Runner"}, want: `--image-path: parsing image path "Runner": want KIND=FIELD.PATH`},
 		{desc: "image path ending in a star", args: []string{"--image-path", "Runner=spec.images.*"}, want: `--image-path: parsing image path "Runner=spec.images.*": the last field must name the image field`},
 		{desc: "image path from the environment", env: map[string]string{"DIGESTPIN_IMAGE_PATH": "a/b/Runner=spec.image"}, want: `DIGESTPIN_IMAGE_PATH: parsing image path "a/b/Runner=spec.image": bad kind`},
+		{desc: "image path with a malformed selector", args: []string{"--image-path", "Deployment=spec.template.spec.containers.*.env[name=AGENT_IMAGE.value"}, want: `--image-path: parsing image path "Deployment=spec.template.spec.containers.*.env[name=AGENT_IMAGE.value": malformed selector "env[name=AGENT_IMAGE.value": want FIELD[KEY=VALUE]`},
+		{desc: "image path with a flag that matches nothing", args: []string{"--image-path", "Deployment=spec.template.spec.containers.*.args[flag=collector-image]"}, want: `--image-path: parsing image path "Deployment=spec.template.spec.containers.*.args[flag=collector-image]": the flag "collector-image" of args[flag=collector-image] matches no argument: a flag starts with "-"`},
 		{desc: "checksum path with an empty field", args: []string{"--checksum-path", "Runner=spec..template"}, want: `--checksum-path: parsing checksum path "Runner=spec..template": empty field`},
 	} {
 		t.Run(tc.desc, func(t *testing.T) {

@@ -78,7 +78,7 @@ func (o *options) bind(fs *pflag.FlagSet) {
 	fs.StringVar(&o.checksumAnnotation, "checksum-annotation", renderer.DefaultChecksumAnnotation, "pod-template annotation that holds the checksum of its images")
 	fs.StringVar(&o.platform, "platform", "", "pin one platform's manifest (`os/arch[/variant]`) instead of the multi-platform index")
 	fs.StringSliceVar(&o.podSpecPaths, "pod-spec-path", nil, "also scan pod specs at `[GROUP/]KIND=FIELD.PATH` (repeatable; \"*\" steps into every list item)")
-	fs.StringSliceVar(&o.imagePaths, "image-path", nil, "also pin the image reference in the string field at `[GROUP/]KIND=FIELD.PATH` (repeatable; \"*\" steps into every list item; the last field names the image field)")
+	fs.StringSliceVar(&o.imagePaths, "image-path", nil, "also pin the image reference in the string field at `[GROUP/]KIND=FIELD.PATH` (repeatable; \"*\" steps into every list item, FIELD[KEY=VALUE] into the items whose KEY is VALUE, as in env[name=AGENT_IMAGE].value; the last field names the image field, or a flag's value in a list of arguments, as in args[flag=--reloader-image])")
 	fs.StringSliceVar(&o.checksumPaths, "checksum-path", nil, "write the checksum of a kind's --image-path fields into metadata.annotations of the mapping at `[GROUP/]KIND=FIELD.PATH` (\".\": the object), covering the image fields inside it (repeatable; default: no checksum)")
 	fs.StringVar(&o.config, "config", "", "read pod spec, image and checksum paths and tag policies from the configuration `FILE` (apiVersion digestpin.dev/v1alpha1, kind Config); flags add to it")
 	fs.IntVar(&o.concurrency, "concurrency", resolve.DefaultJobs, "distinct references resolved at once")

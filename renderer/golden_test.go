@@ -51,6 +51,9 @@ func TestGolden(t *testing.T) {
 		// Argo inline templates and executor plugins, Tekton pipelines
 		// in pipelines, OpenKruise EphemeralJob and AdvancedCronJob.
 		"workflow-shapes": {},
+		// Images in the args and env of operators and controllers
+		// (DefaultContainerImagePaths).
+		"images-in-args-env": {},
 		// Documents written as JSON stay JSON.
 		"kubectl-json": {},
 		"json-stream":  {},

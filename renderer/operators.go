@@ -169,3 +169,72 @@ func qualified(paths []ImagePath) []ImagePath {
 	}
 	return paths
 }
+
+// DefaultContainerImagePaths are the images that operators and
+// controllers take from their own container's arguments and environment,
+// found in every container of every pod spec: each path leads from a
+// container to the field. Each is Tagged: a value without a tag or
+// digest is left alone (the Prometheus Operator tags a base image
+// without one with a version of its own; a registry path alone would
+// otherwise be pinned as "latest"). A value that does not read as a
+// reference (a URL, a path) is never an image. They go into the pod
+// template's checksum like its containers' images.
+var DefaultContainerImagePaths = tagged(slices.Concat(
+	// Prometheus Operator (cmd/operator/main.go): the config reloader it
+	// adds to every Prometheus and Alertmanager pod, and the default
+	// images of the kinds it runs, used as written when tagged
+	// (pkg/operator/image.go, BuildImagePath).
+	argImages("--prometheus-config-reloader", "--prometheus-default-base-image",
+		"--alertmanager-default-base-image", "--thanos-default-base-image"),
+	// OpenTelemetry Operator (internal/config/cli.go): the default images
+	// of what it runs and injects.
+	argImages("--collector-image", "--clusterobservability-collector-image", "--target-allocator-image",
+		"--operator-opamp-bridge-image", "--auto-instrumentation-java-image", "--auto-instrumentation-nodejs-image",
+		"--auto-instrumentation-python-image", "--auto-instrumentation-dotnet-image", "--auto-instrumentation-go-image",
+		"--auto-instrumentation-apache-httpd-image", "--auto-instrumentation-nginx-image"),
+	// Longhorn (longhorn-manager app/daemon.go, app/driver.go): the
+	// engine, instance manager and other images of the manager, and the
+	// CSI sidecars that the driver deployer runs, by flag or variable.
+	argImages("--engine-image", "--instance-manager-image", "--share-manager-image",
+		"--backing-image-manager-image", "--manager-image", "--support-bundle-manager-image",
+		"--csi-attacher-image", "--csi-provisioner-image", "--csi-resizer-image", "--csi-snapshotter-image",
+		"--csi-node-driver-registrar-image", "--csi-liveness-probe-image"),
+	envImages("CSI_ATTACHER_IMAGE", "CSI_PROVISIONER_IMAGE", "CSI_RESIZER_IMAGE", "CSI_SNAPSHOTTER_IMAGE",
+		"CSI_NODE_DRIVER_REGISTRAR_IMAGE", "CSI_LIVENESS_PROBE_IMAGE"),
+	// HashiCorp Vault Agent Injector (vault-k8s subcommand/injector/flags.go):
+	// the agent it injects.
+	envImages("AGENT_INJECT_VAULT_IMAGE"),
+	// MongoDB Community Operator (controllers/construct/mongodbstatefulset.go):
+	// the agent, version hook and readiness probe images. MONGODB_IMAGE
+	// is a name that the operator completes with MONGODB_REPO_URL and
+	// the version: not a reference.
+	envImages("AGENT_IMAGE", "VERSION_UPGRADE_HOOK_IMAGE", "READINESS_PROBE_IMAGE"),
+	// Strimzi cluster operator (ClusterOperatorConfig.java): the default
+	// images of the components it runs. STRIMZI_KAFKA_IMAGES and the
+	// like map versions to images, several in one value: not a
+	// reference.
+	envImages("STRIMZI_DEFAULT_TOPIC_OPERATOR_IMAGE", "STRIMZI_DEFAULT_USER_OPERATOR_IMAGE",
+		"STRIMZI_DEFAULT_KAFKA_EXPORTER_IMAGE", "STRIMZI_DEFAULT_KAFKA_INIT_IMAGE", "STRIMZI_DEFAULT_KAFKA_BRIDGE_IMAGE",
+		"STRIMZI_DEFAULT_CRUISE_CONTROL_IMAGE", "STRIMZI_DEFAULT_KANIKO_EXECUTOR_IMAGE", "STRIMZI_DEFAULT_BUILDAH_IMAGE"),
+))
+
+// argImages declares the values of flags in a container's args and in
+// its command (where Longhorn's chart writes them).
+func argImages(flags ...string) []ImagePath {
+	var out []ImagePath
+	for _, list := range []string{"args", "command"} {
+		for _, f := range flags {
+			out = append(out, ImagePath{Fields: []string{list + "[" + flagKey + "=" + f + "]"}})
+		}
+	}
+	return out
+}
+
+// envImages declares the values of a container's env vars.
+func envImages(vars ...string) []ImagePath {
+	out := make([]ImagePath, len(vars))
+	for i, v := range vars {
+		out[i] = ImagePath{Fields: []string{"env[name=" + v + "]", "value"}}
+	}
+	return out
+}

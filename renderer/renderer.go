@@ -36,6 +36,12 @@ type Renderer struct {
 	// ImagePaths name image fields outside pod specs; nil means
 	// DefaultImagePaths. Every entry that matches a kind is followed.
 	ImagePaths []ImagePath
+	// ContainerImagePaths name image fields inside each container of
+	// every pod spec (in its args and env), each path leading from the
+	// container, its Group and Kind unused; nil means
+	// DefaultContainerImagePaths. They are pinned with the container and
+	// go into its pod template's checksum.
+	ContainerImagePaths []ImagePath
 	// ChecksumPaths say where the image fields of ImagePaths get a
 	// checksum annotation; nil means nowhere.
 	ChecksumPaths []ChecksumPath
@@ -47,7 +53,7 @@ type Renderer struct {
 
 	// keys are imageKeys, set on the copy of the Renderer that a Render
 	// works with.
-	keys []string
+	keys [][]string
 }
 
 // Workload is one container, image volume or image field that uses an
@@ -62,6 +68,20 @@ type Workload struct {
 	// ("field/spec.templates[0].container.image"). A container name is a
 	// DNS label, without "/", so they cannot be confused.
 	Container string `json:"container"`
+	// Field is the path, in the container, of an image field that
+	// ContainerImagePaths found: "args[flag=--config-reloader-image]",
+	// "env[name=AGENT_IMAGE].value"; "" for the container's image.
+	Field string `json:"field,omitempty"`
+}
+
+// line returns the checksum line of the workload's image pinned to
+// value: "NAME=REF", "volume/NAME=REF", "field/PATH=REF", or for a field
+// of a container "NAME/PATH=REF".
+func (w Workload) line(value string) string {
+	if w.Field != "" {
+		return w.Container + "/" + w.Field + "=" + value
+	}
+	return w.Container + "=" + value
 }
 
 // VolumePrefix starts the Workload.Container of an image volume
@@ -155,6 +175,9 @@ func (w Workload) String() string {
 	if f, ok := strings.CutPrefix(w.Container, FieldPrefix); ok {
 		return fmt.Sprintf("%s field %s", w.object(), f)
 	}
+	if w.Field != "" {
+		return fmt.Sprintf("%s container %q field %s", w.object(), w.Container, w.Field)
+	}
 	return fmt.Sprintf("%s container %q", w.object(), w.Container)
 }
 
@@ -184,6 +207,13 @@ func (r *Renderer) annotation() string {
 		return DefaultChecksumAnnotation
 	}
 	return r.ChecksumAnnotation
+}
+
+func (r *Renderer) containerImagePaths() []ImagePath {
+	if r.ContainerImagePaths == nil {
+		return DefaultContainerImagePaths
+	}
+	return r.ContainerImagePaths
 }
 
 func (r *Renderer) paths() []PodSpecPath {

@@ -153,6 +153,10 @@ type imageChange struct {
 	// alias is the image field's alias, which is replaced by a scalar in
 	// parent (a container, or a mapping it merges); or nil.
 	alias, parent *yaml.Node
+	// flow says that the scalar is an item or value of a collection in
+	// flow style ("[…]", "{…}"), where a plain scalar also ends before
+	// ",", "]" or "}".
+	flow bool
 }
 
 // annotationChange sets the checksum annotation of a pod template.
@@ -337,6 +341,12 @@ func (e *editor) podSpecImages(spec *yaml.Node, w Workload) ([]string, error) {
 			if line != "" {
 				lines = append(lines, line)
 			}
+			// Then the images in its args and env.
+			more, err := e.pinFields(c, "", e.r.containerImagePaths(), 0, w, map[fieldKey][]string{}, spec)
+			if err != nil {
+				return nil, err
+			}
+			lines = append(lines, more...)
 		}
 	}
 	// Image volumes (Kubernetes 1.31+): volumes[].image.reference is
@@ -481,15 +491,15 @@ func (e *editor) changeImage(c *yaml.Node, image entry, value string) {
 	if e.r.mode() == ModeAnnotate || value == image.value.Value {
 		return
 	}
-	if raw.Kind != yaml.AliasNode {
-		if once(&e.seen, raw) {
-			e.images = append(e.images, imageChange{node: raw, value: value})
-		}
-		return
-	}
 	parent := deref(c)
 	if len(image.via) >= 2 {
 		parent = deref(image.via[len(image.via)-2])
+	}
+	if raw.Kind != yaml.AliasNode {
+		if once(&e.seen, raw) {
+			e.images = append(e.images, imageChange{node: raw, value: value, flow: parent.Style&yaml.FlowStyle != 0})
+		}
+		return
 	}
 	e.aliasImages = append(e.aliasImages, imageChange{node: image.value, alias: raw, parent: parent, value: value})
 }
