@@ -33,6 +33,7 @@ type options struct {
 	timeout            time.Duration
 	requestTimeout     time.Duration
 	onError            string
+	strict             bool
 	insecureRegistries []string
 	caFiles            []string
 	pullSecrets        []string
@@ -85,6 +86,7 @@ func (o *options) bind(fs *pflag.FlagSet) {
 	fs.DurationVar(&o.timeout, "timeout", 2*time.Minute, "bound on the whole run, reading the input included")
 	fs.DurationVar(&o.requestTimeout, "request-timeout", 30*time.Second, "bound on one registry request")
 	fs.StringVar(&o.onError, "on-error", "fail", "an image that cannot be resolved: fail the run, or keep it unpinned with a warning")
+	fs.BoolVar(&o.strict, "strict", false, "fail the run when a value that looks like an image reference is left as a tag because no image field leads to it (an argument, an env var, a field of a custom resource), instead of warning")
 	fs.StringSliceVar(&o.insecureRegistries, "insecure-registry", nil, "allow plain HTTP and unverified TLS for `HOST[:PORT]` only (repeatable)")
 	fs.StringSliceVar(&o.caFiles, "ca-file", nil, "also trust the PEM CA certificates in `FILE` for registries (repeatable)")
 	fs.StringSliceVar(&o.pullSecrets, "pull-secret", nil, "registry credentials from `FILE`: a Kubernetes image pull secret's .dockerconfigjson (as mounted) or the Secret as JSON; tried before the docker config (repeatable)")
@@ -262,6 +264,7 @@ func (o *options) pinOptions(log *logger) (pin.Options, error) {
 			ImagePaths:         imagePaths,
 			ChecksumPaths:      checksumPaths,
 			KeepUnresolved:     keep,
+			Strict:             o.strict,
 			Warnf:              log.warnf,
 		},
 		ResolveOptions: ropts,

@@ -523,6 +523,7 @@ func (e *editor) pinField(m *yaml.Node, key, path string, w Workload, p ImagePat
 		return nil, e.keyError(err, w.String())
 	}
 	if unset(image.value) || (image.value.Kind == yaml.ScalarNode && p.leaves(image.value.Value)) {
+		e.handle(image.value)
 		return nil, nil
 	}
 	if hasSelector(p.Fields) {
@@ -594,6 +595,7 @@ func (e *editor) pinText(spec, c *yaml.Node, image entry, prefix string, w Workl
 	if img == nil || img.Kind != yaml.ScalarNode || img.Tag != "!!str" {
 		return "", "", nil
 	}
+	e.handle(img)
 	if _, ok := yaml11Reading(img); ok {
 		return "", "", nil
 	}

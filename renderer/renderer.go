@@ -48,6 +48,9 @@ type Renderer struct {
 	// KeepUnresolved keeps an image that cannot be resolved as it is,
 	// with a warning, instead of failing the render.
 	KeepUnresolved bool
+	// Strict fails a render that leaves a value that looks like an image
+	// reference as a tag (see Unpinned) instead of warning about it.
+	Strict bool
 	// Warnf receives warnings; nil discards them.
 	Warnf func(format string, args ...any)
 
@@ -119,6 +122,9 @@ type Result struct {
 	Output []byte
 	// Images lists every distinct image, sorted by Reference.
 	Images []Image
+	// Unpinned lists the values that look like image references left as
+	// tags, in stream order; Render warns about them once.
+	Unpinned []Unpinned
 }
 
 // Render rewrites the stream in. On error the Result is empty: no partial
@@ -157,12 +163,26 @@ func (r *Renderer) Render(ctx context.Context, in []byte) (Result, error) {
 		return Result{}, err
 	}
 	// Warnings come in stream order, whichever core finished a document.
+	var unpinned []Unpinned
+	for _, d := range c.docs {
+		unpinned = append(unpinned, d.unpinned...)
+	}
+	if len(unpinned) > 0 && r.Strict {
+		return Result{}, unpinnedError(unpinned)
+	}
 	for _, d := range c.docs {
 		for _, w := range d.kept {
 			r.warnf("%s", w)
 		}
 	}
-	return Result{Output: bytes.Join(c.out, nil), Images: images}, nil
+	if len(unpinned) > 0 {
+		list := make([]string, len(unpinned))
+		for i, u := range unpinned {
+			list[i] = u.String()
+		}
+		r.warnf("%d image references are left as tags where digestpin knows no image field, and no lock file or report covers them: %s; name their fields with --image-path (--strict fails the run)", len(unpinned), strings.Join(list, ", "))
+	}
+	return Result{Output: bytes.Join(c.out, nil), Images: images, Unpinned: unpinned}, nil
 }
 
 // String formats a workload as "Deployment/ns/web container "app"", or

@@ -61,8 +61,9 @@ func (r *Renderer) rewrite(d *document, p *parsed, digest func(use) (string, boo
 	}
 	e.writeOutAliases()
 	if e.complete {
-		// The last pass over the document says what it kept.
-		d.kept = e.kept
+		// The last pass over the document says what it kept, and what
+		// it left as tags.
+		d.kept, d.unpinned = e.kept, e.unpinned
 	}
 	switch {
 	case !e.complete:
@@ -131,6 +132,12 @@ type editor struct {
 	// kept are the warnings about image fields kept as written because
 	// they hold no reference (KeepUnresolved).
 	kept []string
+	// handled are the scalars that image fields reached; containers the
+	// containers of pod specs still to scan, scanned the nodes scanned;
+	// unpinned the image-like values found that none reached.
+	handled, scanned map[*yaml.Node]bool
+	containers       []containerAt
+	unpinned         []Unpinned
 }
 
 // once reports whether n is not in seen yet, and adds it.
@@ -234,7 +241,12 @@ func (e *editor) object(obj *yaml.Node, depth int) error {
 			pods[t.holder] = "pod template"
 		}
 	}
-	return e.imageFields(obj, apiGroup(apiVersion), kind, paths, w, pods)
+	if err := e.imageFields(obj, apiGroup(apiVersion), kind, paths, w, pods); err != nil {
+		return err
+	}
+	// Last, what looks like an image and is left as a tag.
+	e.scanUnpinned(obj, apiGroup(apiVersion), w)
+	return nil
 }
 
 // template pins the images of one pod template and sets its checksum.
@@ -341,6 +353,7 @@ func (e *editor) podSpecImages(spec *yaml.Node, w Workload) ([]string, error) {
 			if line != "" {
 				lines = append(lines, line)
 			}
+			e.containers = append(e.containers, containerAt{deref(c), w})
 			// Then the images in its args and env.
 			more, err := e.pinFields(c, "", e.r.containerImagePaths(), 0, w, map[fieldKey][]string{}, spec)
 			if err != nil {
@@ -399,6 +412,7 @@ func (e *editor) pinImage(spec, m *yaml.Node, key string, w Workload) (string, e
 	if img == nil {
 		return "", nil // no image: nothing to pin
 	}
+	e.handle(img)
 	where := e.d.at(img.Line)
 	if img.Kind != yaml.ScalarNode || img.Tag != "!!str" {
 		return "", fmt.Errorf("%s: %s: %s is %s, want a reference such as registry/name:tag", where, w, key, describe(img))
