@@ -355,11 +355,13 @@ func (e *editor) podSpecImages(spec *yaml.Node, w Workload) ([]string, error) {
 			}
 			e.containers = append(e.containers, containerAt{deref(c), w})
 			// Then the images in its args and env.
-			more, err := e.pinFields(c, "", e.r.containerImagePaths(), 0, w, map[fieldKey][]string{}, spec)
-			if err != nil {
-				return nil, err
+			if paths := containerPathsFor(c, e.r.containerImagePaths()); len(paths) > 0 {
+				more, err := e.pinFields(c, "", paths, 0, w, map[fieldKey][]string{}, spec)
+				if err != nil {
+					return nil, err
+				}
+				lines = append(lines, more...)
 			}
-			lines = append(lines, more...)
 		}
 	}
 	// Image volumes (Kubernetes 1.31+): volumes[].image.reference is

@@ -145,3 +145,63 @@ func selectItems(n *yaml.Node, s selector) (items, via []*yaml.Node, err error) 
 	}
 	return items, list.via, nil
 }
+
+// containerPathsFor returns those of paths (ContainerImagePaths) that may
+// find a field in container c: a path whose first field selects a flag
+// or an item by a key is kept only when c's list holds an item that
+// could match, the cheap test that spares most containers the walks of
+// every path. A container with a merge key or a key that is not a plain
+// string keeps every path, for the walks to read as the API server does.
+func containerPathsFor(c *yaml.Node, paths []ImagePath) []ImagePath {
+	c = deref(c)
+	if c == nil || c.Kind != yaml.MappingNode {
+		return nil
+	}
+	for i := 0; i < len(c.Content); i += 2 {
+		if k := c.Content[i]; k.Kind != yaml.ScalarNode || k.Tag != "!!str" {
+			return paths
+		}
+	}
+	list := func(field string) *yaml.Node {
+		for i := 0; i+1 < len(c.Content); i += 2 {
+			if c.Content[i].Value == field {
+				return deref(c.Content[i+1])
+			}
+		}
+		return nil
+	}
+	var out []ImagePath
+	for _, p := range paths {
+		sel, ok := parseSelector(p.Fields[0])
+		if !ok || mayMatch(list(sel.field), sel) {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+// mayMatch reports whether an item of list could be one that selector s
+// selects: a string with the flag, a mapping with the key's value, or an
+// item spelt so that only the walk can tell.
+func mayMatch(list *yaml.Node, s selector) bool {
+	if list == nil || list.Kind != yaml.SequenceNode {
+		return false
+	}
+	for _, item := range list.Content {
+		item = deref(item)
+		switch {
+		case s.isFlag() && item.Kind == yaml.ScalarNode:
+			if v := item.Value; v == s.value || strings.HasPrefix(v, s.value+"=") {
+				return true
+			}
+		case !s.isFlag() && item.Kind == yaml.MappingNode:
+			for i := 0; i+1 < len(item.Content); i += 2 {
+				k, v := item.Content[i], deref(item.Content[i+1])
+				if k.Kind != yaml.ScalarNode || k.Tag != "!!str" || (k.Value == s.key && (v.Kind != yaml.ScalarNode || v.Tag != "!!str" || v.Value == s.value)) {
+					return true
+				}
+			}
+		}
+	}
+	return false
+}
