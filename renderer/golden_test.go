@@ -54,6 +54,8 @@ func TestGolden(t *testing.T) {
 		// Images in the args and env of operators and controllers
 		// (DefaultContainerImagePaths).
 		"images-in-args-env": {},
+		// Documents in flow style keep their layout.
+		"flow-style": {},
 		// Documents written as JSON stay JSON.
 		"kubectl-json": {},
 		"json-stream":  {},

@@ -54,6 +54,11 @@ func splice(d *document, images []imageChange, annotations []annotationChange, k
 			set = s.setFlowAnnotation
 		}
 		e, ok := set(a.holder, key, a.value)
+		if !ok && !s.json {
+			// A template written in flow style ("{metadata: {…}, spec:
+			// {…}}") takes the annotation as a JSON object does.
+			e, ok = s.setFlowAnnotation(a.holder, key, a.value)
+		}
 		if !ok {
 			return nil, false
 		}
