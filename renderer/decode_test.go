@@ -15,6 +15,7 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-containerregistry/pkg/name"
 	k8syaml "sigs.k8s.io/yaml"
 
 	"github.com/digestpin/digestpin/internal/testfiles"
@@ -519,6 +520,9 @@ func jsonArgs(list []any, flag, name string) []jsonImage {
 // form DefaultContainerImagePaths pin), as far as a test tells.
 func jsonTagged(v string) bool {
 	if v == "" || strings.Contains(v, "://") || strings.ContainsAny(v[:1], "/.-$~") || strings.ContainsAny(v, " {") {
+		return false
+	}
+	if _, err := name.ParseReference(v); err != nil {
 		return false
 	}
 	return strings.Contains(v, "@") || strings.LastIndex(v, ":") > strings.LastIndex(v, "/")

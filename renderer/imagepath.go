@@ -248,8 +248,9 @@ func imagePaths(group, kind string, prefix []string, paths [][]string) []ImagePa
 }
 
 // imageKeys returns the words that tell a document that may hold an
-// image field of an image path whose last field does not contain
-// "image", the word that tells the others (mayHoldImage): its kind and
+// image field of an image path (or a container image path) whose last
+// field does not contain "image", the word that tells the others
+// (mayHoldImage): its kind and
 // its last field, or for a path with selectors the value of its last
 // selector (an env var's name, a flag), which the document spells out
 // unless it escapes it (mayHoldImage parses a document with a
@@ -257,7 +258,7 @@ func imagePaths(group, kind string, prefix []string, paths [][]string) []ImagePa
 // path's.
 func (r *Renderer) imageKeys() [][]string {
 	var keys [][]string
-	for _, p := range r.imagePaths() {
+	for _, p := range slices.Concat(r.imagePaths(), r.containerImagePaths()) {
 		f := p.Fields[len(p.Fields)-1]
 		if strings.Contains(f, string(imageKey)) {
 			continue
