@@ -529,11 +529,11 @@ func (e *editor) pinField(m *yaml.Node, key, path string, w Workload, p ImagePat
 	}
 	if hasSelector(p.Fields) {
 		// An env var's value, say: a reference only when it reads as one.
-		line, value, err := e.pinText(spec, m, image, "", w, p)
+		line, value := e.pinText(spec, m, image, "", w, p)
 		if spec != nil {
 			e.podField(m, key, value)
 		}
-		return nonEmpty(line), err
+		return nonEmpty(line), nil
 	}
 	line, err := e.pinImage(nil, m, key, w)
 	return nonEmpty(line), err
@@ -570,10 +570,7 @@ func (e *editor) pinFlag(m *yaml.Node, key string, sel selector, w Workload, p I
 			continue
 		}
 		e.routes.steps(list.via)
-		line, value, err := e.pinText(spec, list.value, entry{value: deref(raw), via: []*yaml.Node{raw}}, prefix, w, p)
-		if err != nil {
-			return nil, err
-		}
+		line, value := e.pinText(spec, list.value, entry{value: deref(raw), via: []*yaml.Node{raw}}, prefix, w, p)
 		if line != "" {
 			lines = append(lines, line)
 		}
@@ -591,24 +588,24 @@ func (e *editor) pinFlag(m *yaml.Node, key string, sel selector, w Workload, p I
 // digest that image path p holds; anything else (a URL, a path, a
 // number, a name alone) is left alone without an error. It returns the checksum line and the value pinned ("" for
 // none, or while the digest is not known).
-func (e *editor) pinText(spec, c *yaml.Node, image entry, prefix string, w Workload, p ImagePath) (line, value string, err error) {
+func (e *editor) pinText(spec, c *yaml.Node, image entry, prefix string, w Workload, p ImagePath) (line, value string) {
 	img := image.value
 	if img == nil || img.Kind != yaml.ScalarNode || img.Tag != "!!str" {
-		return "", "", nil
+		return "", ""
 	}
 	e.handle(img)
 	if _, ok := yaml11Reading(img); ok {
-		return "", "", nil
+		return "", ""
 	}
 	// A name without a tag or digest may be one that the program
 	// completes (with a version, a registry of its own): not pinned.
 	text, ok := strings.CutPrefix(img.Value, prefix)
 	if _, tag, digest := splitImage(text); !ok || !readsAsReference(text) || p.leaves(text) || (tag == "" && digest == "") {
-		return "", "", nil
+		return "", ""
 	}
 	ref, err := name.ParseReference(text)
 	if err != nil {
-		return "", "", nil
+		return "", ""
 	}
 	u := use{image: text, ref: ref, workload: w, where: e.d.at(img.Line)}
 	if spec != nil {
@@ -620,14 +617,14 @@ func (e *editor) pinText(spec, c *yaml.Node, image entry, prefix string, w Workl
 	dg, ok := e.digest(u)
 	if !ok {
 		e.complete = false
-		return "", "", nil
+		return "", ""
 	}
 	value = text
 	if dg != "" {
 		value = pinnedTo(text, dg, e.r.mode())
 	}
 	e.changeImage(c, image, prefix+value)
-	return w.line(value), value, nil
+	return w.line(value), value
 }
 
 // readsAsReference reports whether s, a value of a field that may hold
