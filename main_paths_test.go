@@ -9,6 +9,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/google/go-cmp/cmp"
+
 	"github.com/digestpin/digestpin/internal/testregistry"
 	"github.com/digestpin/digestpin/renderer"
 )
@@ -127,6 +129,8 @@ func TestRunImagePathErrors(t *testing.T) {
 		{desc: "image path without a field", args: []string{"--image-path", "Runner"}, want: `--image-path: parsing image path "Runner": want KIND=FIELD.PATH`},
 		{desc: "image path ending in a star", args: []string{"--image-path", "Runner=spec.images.*"}, want: `--image-path: parsing image path "Runner=spec.images.*": the last field must name the image field`},
 		{desc: "image path from the environment", env: map[string]string{"DIGESTPIN_IMAGE_PATH": "a/b/Runner=spec.image"}, want: `DIGESTPIN_IMAGE_PATH: parsing image path "a/b/Runner=spec.image": bad kind`},
+		{desc: "image path with a malformed selector", args: []string{"--image-path", "Deployment=spec.template.spec.containers.*.env[name=AGENT_IMAGE.value"}, want: `--image-path: parsing image path "Deployment=spec.template.spec.containers.*.env[name=AGENT_IMAGE.value": malformed selector "env[name=AGENT_IMAGE.value": want FIELD[KEY=VALUE]`},
+		{desc: "image path with a flag that matches nothing", args: []string{"--image-path", "Deployment=spec.template.spec.containers.*.args[flag=collector-image]"}, want: `--image-path: parsing image path "Deployment=spec.template.spec.containers.*.args[flag=collector-image]": the flag "collector-image" of args[flag=collector-image] matches no argument: a flag starts with "-"`},
 		{desc: "checksum path with an empty field", args: []string{"--checksum-path", "Runner=spec..template"}, want: `--checksum-path: parsing checksum path "Runner=spec..template": empty field`},
 		// A checksum path no image path goes through writes no checksum.
 		{desc: "checksum path that names the image field", args: []string{"--image-path", "Runner=spec.image", "--checksum-path", "Runner=spec.image"}, want: `checksum path Runner=spec.image covers no image path: no image path of Runner goes through spec.image to a field inside it`},
@@ -227,5 +231,69 @@ func TestRunConfig(t *testing.T) {
 				t.Errorf("stdout %q, stderr %q, want nothing and one line with %q", out, stderr, want)
 			}
 		})
+	}
+}
+
+// TestRunUnpinned checks what a run says about values that look like
+// images left as tags: one warning line, an "unpinned" entry in the
+// report with the field's path, and with --strict (or DIGESTPIN_STRICT) a
+// failure that writes nothing; an --image-path naming the field pins it.
+func TestRunUnpinned(t *testing.T) {
+	reg := testregistry.New(t)
+	reg.PushImage(t, "op:1")
+	reg.PushImage(t, "side:2")
+	in := "apiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: op\n  namespace: tools\nspec:\n  template:\n    spec:\n      containers:\n      - name: manager\n        image: " + reg.Ref("op:1") +
+		"\n        env:\n        - name: SIDECAR_IMAGE\n          value: " + reg.Ref("side:2") + "\n"
+	report := filepath.Join(t.TempDir(), "report.json")
+	out, stderr, err := runIn(t, in, "--report", report)
+	if err != nil {
+		t.Fatalf("run() = %v; stderr:\n%s", err, stderr)
+	}
+	if !strings.Contains(out, "value: "+reg.Ref("side:2")+"\n") {
+		t.Errorf("the env var changed:\n%s", out)
+	}
+	want := `1 image references are left as tags where digestpin knows no image field, and no lock file or report covers them: Deployment/tools/op container "manager" field env[name=SIDECAR_IMAGE].value "` + reg.Ref("side:2") + `"`
+	if !strings.Contains(stderr, want) || strings.Count(stderr, "\n") != 1 {
+		t.Errorf("stderr = %q, want one line with %q", stderr, want)
+	}
+	b, err := os.ReadFile(report)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var rep struct {
+		Unpinned []renderer.Unpinned `json:"unpinned"`
+	}
+	if err := json.Unmarshal(b, &rep); err != nil {
+		t.Fatalf("report: %v\n%s", err, b)
+	}
+	wantU := []renderer.Unpinned{{Reference: reg.Ref("side:2"), Workload: renderer.Workload{Kind: "Deployment", Namespace: "tools", Name: "op", Container: "manager", Field: "env[name=SIDECAR_IMAGE].value"}}}
+	if diff := cmp.Diff(wantU, rep.Unpinned); diff != "" {
+		t.Errorf("report unpinned (-want +got):\n%s\n%s", diff, b)
+	}
+
+	// --strict, or its variable: a failure, nothing on stdout.
+	for _, strict := range []struct {
+		args []string
+		env  string
+	}{{args: []string{"--strict"}}, {env: "true"}} {
+		if strict.env != "" {
+			t.Setenv("DIGESTPIN_STRICT", strict.env)
+		}
+		out, stderr, err = runIn(t, in, strict.args...)
+		if err == nil || out != "" {
+			t.Fatalf("run(%q) = %v with stdout %q, want a failure and nothing", strict.args, err, out)
+		}
+		if !strings.Contains(stderr, "document 1, line 14: 1 image references are left as tags where digestpin knows no image field (--strict)") || strings.Count(stderr, "\n") != 1 {
+			t.Errorf("stderr = %q, want one line naming the document", stderr)
+		}
+	}
+
+	// Named, it is pinned, and nothing is left.
+	out, stderr, err = runIn(t, in, "--strict", "--image-path", "apps/Deployment=spec.template.spec.containers.*.env[name=SIDECAR_IMAGE].value")
+	if err != nil {
+		t.Fatalf("run() = %v; stderr:\n%s", err, stderr)
+	}
+	if !strings.Contains(out, "value: "+reg.Ref("side:2")+"@sha256:") || stderr != "" {
+		t.Errorf("with --image-path: stderr %q, output:\n%s", stderr, out)
 	}
 }

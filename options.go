@@ -33,6 +33,7 @@ type options struct {
 	timeout            time.Duration
 	requestTimeout     time.Duration
 	onError            string
+	strict             bool
 	insecureRegistries []string
 	caFiles            []string
 	pullSecrets        []string
@@ -78,13 +79,14 @@ func (o *options) bind(fs *pflag.FlagSet) {
 	fs.StringVar(&o.checksumAnnotation, "checksum-annotation", renderer.DefaultChecksumAnnotation, "pod-template annotation that holds the checksum of its images")
 	fs.StringVar(&o.platform, "platform", "", "pin one platform's manifest (`os/arch[/variant]`) instead of the multi-platform index")
 	fs.StringSliceVar(&o.podSpecPaths, "pod-spec-path", nil, "also scan pod specs at `[GROUP/]KIND=FIELD.PATH` (repeatable; \"*\" steps into every list item)")
-	fs.StringSliceVar(&o.imagePaths, "image-path", nil, "also pin the image reference in the string field at `[GROUP/]KIND=FIELD.PATH` (repeatable; \"*\" steps into every list item; the last field names the image field)")
+	fs.StringSliceVar(&o.imagePaths, "image-path", nil, "also pin the image reference in the string field at `[GROUP/]KIND=FIELD.PATH` (repeatable; \"*\" steps into every list item, FIELD[KEY=VALUE] into the items whose KEY is VALUE, as in env[name=AGENT_IMAGE].value; the last field names the image field, or a flag's value in a list of arguments, as in args[flag=--reloader-image])")
 	fs.StringSliceVar(&o.checksumPaths, "checksum-path", nil, "write the checksum of a kind's --image-path fields into metadata.annotations of the mapping at `[GROUP/]KIND=FIELD.PATH` (\".\": the object), covering the image fields inside it (repeatable; default: no checksum)")
 	fs.StringVar(&o.config, "config", "", "read pod spec, image and checksum paths and tag policies from the configuration `FILE` (apiVersion digestpin.dev/v1alpha1, kind Config); flags add to it")
 	fs.IntVar(&o.concurrency, "concurrency", resolve.DefaultJobs, "distinct references resolved at once")
 	fs.DurationVar(&o.timeout, "timeout", 2*time.Minute, "bound on the whole run, reading the input included")
 	fs.DurationVar(&o.requestTimeout, "request-timeout", 30*time.Second, "bound on one registry request")
 	fs.StringVar(&o.onError, "on-error", "fail", "an image that cannot be resolved: fail the run, or keep it unpinned with a warning")
+	fs.BoolVar(&o.strict, "strict", false, "fail the run when a value that looks like an image reference is left as a tag because no image field leads to it (an argument, an env var, a field of a custom resource), instead of warning")
 	fs.StringSliceVar(&o.insecureRegistries, "insecure-registry", nil, "allow plain HTTP and unverified TLS for `HOST[:PORT]` only (repeatable)")
 	fs.StringSliceVar(&o.caFiles, "ca-file", nil, "also trust the PEM CA certificates in `FILE` for registries (repeatable)")
 	fs.StringSliceVar(&o.pullSecrets, "pull-secret", nil, "registry credentials from `FILE`: a Kubernetes image pull secret's .dockerconfigjson (as mounted) or the Secret as JSON; tried before the docker config (repeatable)")
@@ -277,6 +279,7 @@ func (o *options) pinOptions(log *logger) (pin.Options, error) {
 			ImagePaths:         imagePaths,
 			ChecksumPaths:      checksumPaths,
 			KeepUnresolved:     keep,
+			Strict:             o.strict,
 			Warnf:              log.warnf,
 		},
 		ResolveOptions: ropts,

@@ -84,6 +84,12 @@ func TestParse(t *testing.T) {
 		{desc: "a second document after an end marker", in: head + "...\n---\n", err: "digestpin.yaml, line 4: a second YAML document"},
 		{desc: "a byte order mark and a directive", in: "\ufeff%YAML 1.1\n---\n" + head + "imagePaths: [Runner=spec.image]\n", want: Config{ImagePaths: []renderer.ImagePath{{Group: "*", Kind: "Runner", Fields: []string{"spec", "image"}}}}},
 		{desc: "a version as a group", in: head + "imagePaths: [v1/Pod=spec.x]\n", err: `digestpin.yaml, line 3: imagePaths: parsing image path "v1/Pod=spec.x": "v1" is an API version, not a group`},
+		{desc: "image paths with selectors", in: head + "imagePaths:\n- apps/Deployment=spec.template.spec.containers.*.env[name=AGENT_IMAGE].value\n- Runner=spec.args[flag=--tool-image]\n", want: Config{ImagePaths: []renderer.ImagePath{
+			{Group: "apps", Kind: "Deployment", Fields: []string{"spec", "template", "spec", "containers", "*", "env[name=AGENT_IMAGE]", "value"}},
+			{Group: "*", Kind: "Runner", Fields: []string{"spec", "args[flag=--tool-image]"}},
+		}}},
+		{desc: "a malformed selector", in: head + "imagePaths:\n- Runner=spec.env[name=X.value\n", err: `digestpin.yaml, line 4: imagePaths: parsing image path "Runner=spec.env[name=X.value": malformed selector "env[name=X.value"`},
+		{desc: "a flag that matches no argument", in: head + "imagePaths:\n- Runner=spec.args[flag=tool-image]\n", err: `digestpin.yaml, line 4: imagePaths: parsing image path "Runner=spec.args[flag=tool-image]": the flag "tool-image" of args[flag=tool-image] matches no argument`},
 		{desc: "a bad checksum path", in: head + "checksumPaths:\n- a/b/C=spec\n", err: `digestpin.yaml, line 4: checksumPaths: parsing checksum path "a/b/C=spec": bad kind "a/b/C"`},
 	} {
 		t.Run(tc.desc, func(t *testing.T) {

@@ -12,6 +12,7 @@
 //	# More image fields outside pod specs, as --image-path takes them.
 //	imagePaths:
 //	  - example.com/Runner=spec.jobs.*.tool.image
+//	  - apps/Deployment=spec.template.spec.containers.*.env[name=AGENT_IMAGE].value
 //	# Where the checksum of a kind's image fields goes, as
 //	# --checksum-path takes it.
 //	checksumPaths:

@@ -45,7 +45,10 @@ type Result struct {
 	Output []byte
 	// Images lists every distinct image, sorted by reference.
 	Images []renderer.Image
-	files  []*atomicfile.Pending
+	// Unpinned lists the values that look like image references left as
+	// tags (renderer.Result.Unpinned).
+	Unpinned []renderer.Unpinned
+	files    []*atomicfile.Pending
 	// choices are the tag policies' choices, by Image.Reference.
 	choices map[string]ReportPolicy
 }
@@ -93,7 +96,7 @@ func (p *Pinner) Pin(ctx context.Context, in []byte) (*Result, error) {
 	if err := c.verdict(p.o.Lock); err != nil {
 		return nil, err
 	}
-	res := &Result{Output: out.Output, Images: out.Images}
+	res := &Result{Output: out.Output, Images: out.Images, Unpinned: out.Unpinned}
 	res.choices = c.choices(out.Images)
 	if err := p.prepare(res, c.platform); err != nil {
 		res.Discard()
@@ -122,6 +125,7 @@ func (p *Pinner) prepare(res *Result, platform string) error {
 	}
 	if p.o.Report != "" {
 		rep := NewReport(res.Images, platform)
+		rep.Unpinned = res.Unpinned
 		if p.o.Generated != nil {
 			rep.Generated = p.o.Generated()
 		}

@@ -18,6 +18,10 @@ type Report struct {
 	// Generated is what a deterministic render generated (Options.Generated);
 	// absent for a stream that was not rendered so.
 	Generated *Generated `json:"generated,omitempty"`
+	// Unpinned are the values that look like image references left as
+	// tags, in stream order (renderer.Unpinned): no entry of Images, and
+	// no lock file, covers them. Absent when there are none.
+	Unpinned []renderer.Unpinned `json:"unpinned,omitempty"`
 }
 
 // ReportImage is one distinct image of a run.

@@ -63,7 +63,7 @@ func (b *nodeBudget) take(n int) {
 // takeFor takes the nodes document d may parse into (none when it is not
 // parsed, at most the whole budget: parse refuses a larger one), and
 // returns how many, for give.
-func (b *nodeBudget) takeFor(d *document, keys []string) int {
+func (b *nodeBudget) takeFor(d *document, keys [][]string) int {
 	if !mayHoldImage(d.body(), keys) {
 		return 0
 	}

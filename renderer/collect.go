@@ -169,12 +169,14 @@ func wideEncoding(in []byte) string {
 var imageKey = []byte("image")
 
 // mayHoldImage reports whether a document body may hold an image field:
-// one named "image", or one of keys (the names of image fields that
-// ImagePaths declare without the word).
-func mayHoldImage(body []byte, keys []string) bool {
+// one named "image", or one that ImagePaths declare without the word,
+// in a document that holds every word of one of keys (imageKeys).
+func mayHoldImage(body []byte, keys [][]string) bool {
 	return bytes.Contains(body, imageKey) || bytes.IndexByte(body, '\\') >= 0 ||
 		bytes.Contains(body, []byte("!!")) || bytes.Contains(body, []byte("!<")) || bytes.Contains(body, []byte("%TAG")) ||
-		slices.ContainsFunc(keys, func(k string) bool { return bytes.Contains(body, []byte(k)) })
+		slices.ContainsFunc(keys, func(words []string) bool {
+			return !slices.ContainsFunc(words, func(w string) bool { return !bytes.Contains(body, []byte(w)) })
+		})
 }
 
 // parsed is a parsed document that may hold images.

@@ -15,6 +15,7 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-containerregistry/pkg/name"
 	k8syaml "sigs.k8s.io/yaml"
 
 	"github.com/digestpin/digestpin/internal/testfiles"
@@ -227,7 +228,7 @@ func checkAsAPIServerWith(t *testing.T, r *Renderer, in, out []byte) {
 		// An image field the API server reads as anything but a string
 		// (a YAML 1.1 boolean such as y) must have been refused.
 		notString := func(f jsonImage) {
-			if v, ok := f.m[f.key]; ok && v != nil {
+			if v, ok := f.get(); ok && v != nil {
 				if _, ok := v.(string); !ok {
 					t.Errorf("document %d: the API server reads %q as %v (%T), and digestpin pinned it\n%s", i+1, f.name, v, v, inDocs[i])
 				}
@@ -237,9 +238,9 @@ func checkAsAPIServerWith(t *testing.T, r *Renderer, in, out []byte) {
 		for _, s := range podSpecsOf(a) {
 			for _, f := range imageFieldsOf(s.spec) {
 				notString(f)
-				img, _ := f.m[f.key].(string)
+				img := f.text()
 				inImages = append(inImages, img)
-				delete(f.m, f.key)
+				f.drop()
 			}
 			dropChecksum(s.holder)
 		}
@@ -247,7 +248,7 @@ func checkAsAPIServerWith(t *testing.T, r *Renderer, in, out []byte) {
 		for _, s := range podSpecsOf(b) {
 			var lines []string
 			for _, f := range imageFieldsOf(s.spec) {
-				img, _ := f.m[f.key].(string)
+				img := f.text()
 				if img != "" && !strings.Contains(img, "@sha256:") {
 					t.Errorf("document %d: %q runs %q, which is not pinned\n%s", i+1, f.name, img, outDocs[i])
 				}
@@ -255,7 +256,7 @@ func checkAsAPIServerWith(t *testing.T, r *Renderer, in, out []byte) {
 					lines = append(lines, f.name+"="+img)
 				}
 				outImages = append(outImages, img)
-				delete(f.m, f.key)
+				f.drop()
 			}
 			if s.holder != nil && len(lines) > 0 {
 				if got, want := dropChecksum(s.holder), Checksum(lines); got != want {
@@ -269,21 +270,21 @@ func checkAsAPIServerWith(t *testing.T, r *Renderer, in, out []byte) {
 		// alone: empty, or a parameter), in no checksum.
 		for _, f := range imagePathFieldsOf(a, imagePaths) {
 			notString(f)
-			img, _ := f.m[f.key].(string)
+			img := f.text()
 			if img != "" && !strings.Contains(img, "{{") && !strings.Contains(img, "$(") {
 				inImages = append(inImages, img)
 			}
-			delete(f.m, f.key)
+			f.drop()
 		}
 		for _, f := range imagePathFieldsOf(b, imagePaths) {
-			img, _ := f.m[f.key].(string)
+			img := f.text()
 			if img != "" && !strings.Contains(img, "{{") && !strings.Contains(img, "$(") {
 				if !strings.Contains(img, "@sha256:") {
 					t.Errorf("document %d: image field %q holds %q, which is not pinned\n%s", i+1, f.name, img, outDocs[i])
 				}
 				outImages = append(outImages, img)
 			}
-			delete(f.m, f.key)
+			f.drop()
 		}
 		if len(inImages) != len(outImages) {
 			t.Errorf("document %d: %d images in, %d out", i+1, len(inImages), len(outImages))
@@ -341,20 +342,41 @@ func podSpecsOf(v any) []jsonPodSpec {
 		if p.Kind != kind || p.Group != apiGroup(apiVersion) {
 			continue
 		}
-		holder, n := map[string]any(nil), obj
-		for _, f := range p.Fields {
-			next, _ := n[f].(map[string]any)
-			if next == nil {
-				n = nil
-				break
-			}
-			holder, n = n, next
+		// Follow the fields: a name into a mapping, "*" into every item of
+		// a list (the pod spec paths step into lists only).
+		type at struct {
+			holder map[string]any // the mapping that holds n
+			n      any
 		}
-		if n != nil {
+		ats := []at{{n: obj}}
+		for _, f := range p.Fields {
+			var next []at
+			for _, a := range ats {
+				switch n := a.n.(type) {
+				case map[string]any:
+					if f != "*" && n[f] != nil {
+						next = append(next, at{n, n[f]})
+					}
+				case []any:
+					if f == "*" {
+						for _, v := range n {
+							next = append(next, at{a.holder, v})
+						}
+					}
+				}
+			}
+			ats = next
+		}
+		for _, a := range ats {
+			spec, _ := a.n.(map[string]any)
+			if spec == nil {
+				continue
+			}
+			holder := a.holder
 			if p.Fields[len(p.Fields)-1] != "spec" || p.NoChecksum {
 				holder = nil
 			}
-			out = append(out, jsonPodSpec{spec: n, holder: holder})
+			out = append(out, jsonPodSpec{spec: spec, holder: holder})
 		}
 	}
 	return out
@@ -398,6 +420,15 @@ func imagePathFieldsOf(v any, paths []ImagePath) []jsonImage {
 						next = append(next, n...)
 					}
 				case map[string]any:
+					if sel, ok := parseSelector(f); ok {
+						list, _ := n[sel.field].([]any)
+						for _, it := range list {
+							if m, _ := it.(map[string]any); m != nil && m[sel.key] == sel.value {
+								next = append(next, m)
+							}
+						}
+						continue
+					}
 					if f != "*" {
 						if n[f] != nil {
 							next = append(next, n[f])
@@ -414,6 +445,16 @@ func imagePathFieldsOf(v any, paths []ImagePath) []jsonImage {
 		key := p.Fields[len(p.Fields)-1]
 		for _, n := range at {
 			if m, ok := n.(map[string]any); ok {
+				if sel, ok := parseSelector(key); ok && sel.isFlag() {
+					if list, _ := m[sel.field].([]any); !seen[field{reflect.ValueOf(m).Pointer(), key}] {
+						seen[field{reflect.ValueOf(m).Pointer(), key}] = true
+						out = append(out, jsonArgs(list, sel.value, p.String())...)
+					}
+					continue
+				}
+				if v, ok := m[key].(string); (ok && p.leaves(v)) || (hasSelector(p.Fields) && !jsonTagged(v)) {
+					continue // left alone
+				}
 				if _, ok := m[key]; ok && !seen[field{reflect.ValueOf(m).Pointer(), key}] {
 					seen[field{reflect.ValueOf(m).Pointer(), key}] = true
 					out = append(out, jsonImage{name: p.String(), key: key, m: m})
@@ -425,10 +466,98 @@ func imagePathFieldsOf(v any, paths []ImagePath) []jsonImage {
 }
 
 // jsonImage is an image field of a decoded pod spec: key of mapping m,
-// used by name ("app", or "volume/data" for an image volume).
+// or item index of list after prefix (an argument "--flag=IMAGE"), used
+// by name ("app", or "volume/data" for an image volume, "app/env[…]" for
+// a field of a container).
 type jsonImage struct {
 	name, key string
 	m         map[string]any
+	list      []any
+	index     int
+	prefix    string
+}
+
+// get returns the field's value, and whether it is there.
+func (f jsonImage) get() (any, bool) {
+	if f.list != nil {
+		return f.list[f.index], true
+	}
+	v, ok := f.m[f.key]
+	return v, ok
+}
+
+// text returns the reference the field holds, or "".
+func (f jsonImage) text() string {
+	v, _ := f.get()
+	s, _ := v.(string)
+	return strings.TrimPrefix(s, f.prefix)
+}
+
+// drop takes the field out of the decoded document.
+func (f jsonImage) drop() {
+	if f.list != nil {
+		f.list[f.index] = "(image)"
+		return
+	}
+	delete(f.m, f.key)
+}
+
+// jsonArgs returns the values of flag in a decoded list of arguments, as
+// fields named name: the rest of "FLAG=…" and the item after "FLAG",
+// when it is a tagged reference.
+func jsonArgs(list []any, flag, name string) []jsonImage {
+	var out []jsonImage
+	for i := 0; i < len(list); i++ {
+		a, _ := list[i].(string)
+		f := jsonImage{name: name, list: list, index: i, prefix: flag + "="}
+		switch {
+		case strings.HasPrefix(a, flag+"="):
+		case a == flag && i+1 < len(list):
+			i++
+			f.index, f.prefix = i, ""
+		default:
+			continue
+		}
+		if v := f.text(); jsonTagged(v) {
+			out = append(out, f)
+		}
+	}
+	return out
+}
+
+// jsonTagged reports whether v is a reference with a tag or digest (the
+// form DefaultContainerImagePaths pin), as far as a test tells.
+func jsonTagged(v string) bool {
+	if v == "" || strings.Contains(v, "://") || strings.ContainsAny(v[:1], "/.-$~") || strings.ContainsAny(v, " {") {
+		return false
+	}
+	if _, err := name.ParseReference(v); err != nil {
+		return false
+	}
+	return strings.Contains(v, "@") || strings.LastIndex(v, ":") > strings.LastIndex(v, "/")
+}
+
+// containerFieldsOf returns the fields of DefaultContainerImagePaths in
+// decoded container m, named NAME/PATH.
+func containerFieldsOf(m map[string]any, name string) []jsonImage {
+	var out []jsonImage
+	for _, p := range DefaultContainerImagePaths {
+		sel, _ := parseSelector(p.Fields[0])
+		list, _ := m[sel.field].([]any)
+		if sel.isFlag() {
+			out = append(out, jsonArgs(list, sel.value, name+"/"+p.Fields[0])...)
+			continue
+		}
+		for _, it := range list {
+			env, _ := it.(map[string]any)
+			if env["name"] == sel.value {
+				if v, _ := env["value"].(string); jsonTagged(v) {
+					out = append(out, jsonImage{name: name + "/" + strings.Join(p.Fields, "."), key: "value", m: env})
+				}
+			}
+		}
+	}
+	return out
 }
 
 // imageFieldsOf returns the image fields of a decoded pod spec: those of
@@ -441,6 +570,7 @@ func imageFieldsOf(spec map[string]any) []jsonImage {
 			if m, ok := c.(map[string]any); ok {
 				name, _ := m["name"].(string)
 				out = append(out, jsonImage{name: name, key: "image", m: m})
+				out = append(out, containerFieldsOf(m, name)...)
 			}
 		}
 	}

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-containerregistry/pkg/name"
 	"sigs.k8s.io/kustomize/kyaml/yaml"
 )
@@ -115,7 +116,7 @@ func FuzzRender(f *testing.F) {
 		inDocs := mustSplit(t, in)
 		if len(inDocs) == len(docs) {
 			for i, d := range inDocs {
-				if !mayHoldImage(d.raw, nil) && !bytes.Equal(d.raw, docs[i].raw) {
+				if !mayHoldImage(d.raw, r.imageKeys()) && !bytes.Equal(d.raw, docs[i].raw) {
 					t.Fatalf("document %d without image changed: %q → %q", i+1, d.raw, docs[i].raw)
 				}
 				if jsonStart(d.body()) >= 0 && jsonStart(docs[i].body()) < 0 {
@@ -138,6 +139,11 @@ var (
 		{Group: "example.com", Kind: "Runner", Fields: []string{"spec", "*", "*", "tool"}},
 		{Group: "*", Kind: "Runner", Fields: []string{"spec", "runnerRef"}},
 		{Group: "apps", Kind: "Deployment", Fields: []string{"spec", "template", "spec", "containers", "*", "image"}},
+		// Selectors: an env var by name, a flag in both forms, one that
+		// reaches a field of DefaultContainerImagePaths too.
+		{Group: "*", Kind: "Runner", Fields: []string{"spec", "env[name=RUNNER_IMAGE]", "value"}},
+		{Group: "*", Kind: "Runner", Fields: []string{"spec", "jobs", "*", "args[flag=--tool-image]"}},
+		{Group: "apps", Kind: "Deployment", Fields: []string{"spec", "template", "spec", "containers", "*", "args[flag=--collector-image]"}},
 	}
 	fuzzChecksumPaths = []ChecksumPath{
 		{Group: "*", Kind: "Runner"},
@@ -160,6 +166,11 @@ func FuzzImagePaths(f *testing.F) {
 		"apiVersion: example.com/v1\nkind: Runner\nspec:\n  jobs: [{tool: registry.example/a:1}]\n  runnerRef: [registry.example/b:1]\n",
 		"apiVersion: example.com/v1\nkind: Runner\nspec:\n  jobs: x\n",
 		"apiVersion: v1\nkind: List\nitems:\n- apiVersion: example.com/v1\n  kind: Runner\n  spec: {jobs: [{tool: 'registry.example/a:1'}]}\n",
+		// Selectors.
+		"apiVersion: example.com/v1\nkind: Runner\nmetadata: {name: r}\nspec:\n  env:\n  - {name: RUNNER_IMAGE, value: registry.example/r:1}\n  - name: RUNNER_IMAGE\n    value: https://x/y:1\n  jobs:\n  - args: [--tool-image=registry.example/a:1, --tool-image, 'registry.example/b:1', --tool-image]\n",
+		"apiVersion: example.com/v1\nkind: Runner\nspec:\n  env: &e\n  - name: RUNNER_IMAGE\n    value: &v registry.example/r:1\n  jobs:\n  - args: [--tool-image, *v]\n  other: *e\n",
+		"apiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: d\nspec:\n  template:\n    spec:\n      containers:\n      - name: c\n        image: registry.example/c:1\n        args: [\"--collector-image=registry.example/col:1\", --prometheus-config-reloader, registry.example/rel:1]\n        command: [--engine-image=registry.example/e:1]\n        env:\n        - {name: AGENT_IMAGE, value: registry.example/a:1}\n        - {name: AGENT_IMAGE, value: registry.example/a:1, value: registry.example/b:1}\n",
+		"apiVersion: example.com/v1\nkind: Runner\nspec:\n  env:\n  - name: RUNNER_IMAGE\n    <<: {value: registry.example/r:1}\n  - name: !!binary UlVOTkVSX0lNQUdF\n    value: registry.example/r:1\n",
 	} {
 		f.Add([]byte(s))
 	}
@@ -250,6 +261,41 @@ func FuzzPinnedForm(f *testing.F) {
 			}
 			if again := pinnedForm(got, digest, m); again != got {
 				t.Fatalf("pinnedForm is not a fixed point: %q → %q → %q", image, got, again)
+			}
+		}
+	})
+}
+
+// FuzzParseImagePath parses arbitrary image paths: ParseImagePath must
+// not panic, and a path it accepts must read back from its String.
+func FuzzParseImagePath(f *testing.F) {
+	for _, s := range []string{
+		"Runner=spec.image",
+		"apps/Deployment=spec.template.spec.containers.*.env[name=AGENT_IMAGE].value",
+		"Deployment=spec.template.spec.containers[name=m].args[flag=--x]",
+		"Runner=spec.env[name=a.b[c]].value",
+		"Runner=spec.args[flag=-x=y]",
+		"Runner=spec.[=].x",
+	} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		p, err := ParseImagePath(s)
+		if err != nil {
+			return
+		}
+		again, err := ParseImagePath(p.String())
+		if err != nil {
+			t.Fatalf("ParseImagePath(%q) = %v, but ParseImagePath(%q) = %v", s, p, p.String(), err)
+		}
+		if diff := cmp.Diff(p, again); diff != "" {
+			t.Fatalf("ParseImagePath(%q).String() reads back as another path (-first +again):\n%s", s, diff)
+		}
+		for _, f := range p.Fields {
+			if strings.ContainsAny(f, "[]") {
+				if _, ok := parseSelector(f); !ok {
+					t.Fatalf("ParseImagePath(%q) accepted the field %q, which is no selector", s, f)
+				}
 			}
 		}
 	})

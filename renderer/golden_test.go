@@ -39,6 +39,23 @@ func TestGolden(t *testing.T) {
 		"argo-workflows": {},
 		"tekton":         {},
 		"spark-operator": {},
+		// Operator resources (operatorPodSpecPaths, operatorImagePaths),
+		// each in the layout of the operator's own examples and chart.
+		"prometheus-operator":    {},
+		"cloudnative-pg":         {},
+		"eck":                    {},
+		"strimzi":                {},
+		"opentelemetry-operator": {},
+		"grafana-redis-mongodb":  {},
+		"crossplane":             {},
+		// Argo inline templates and executor plugins, Tekton pipelines
+		// in pipelines, OpenKruise EphemeralJob and AdvancedCronJob.
+		"workflow-shapes": {},
+		// Images in the args and env of operators and controllers
+		// (DefaultContainerImagePaths).
+		"images-in-args-env": {},
+		// Documents in flow style keep their layout.
+		"flow-style": {},
 		// Documents written as JSON stay JSON.
 		"kubectl-json": {},
 		"json-stream":  {},

@@ -4,7 +4,9 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"unicode"
 
+	"github.com/google/go-containerregistry/pkg/name"
 	"sigs.k8s.io/kustomize/kyaml/yaml"
 )
 
@@ -24,6 +26,17 @@ type ImagePath struct {
 	Kind string
 	// Fields lead from the object's root to the image field.
 	Fields []string
+	// Tagged says that the field holds a reference only when it carries
+	// a tag or a digest: without one the operator completes it (a base
+	// image that it tags with a version) or reads it as a version
+	// (Grafana's spec.version), and it is left alone. String and
+	// ParseImagePath do not carry it, nor Qualified.
+	Tagged bool
+	// Qualified says that the field holds a reference to pin only when
+	// it names its registry: the operator completes a name without one
+	// with a default registry of its own, not Docker Hub's (Crossplane
+	// packages).
+	Qualified bool
 }
 
 // String formats p as the --image-path flag takes it.
@@ -32,16 +45,42 @@ func (p ImagePath) String() string { return kindPath(p.Group, p.Kind, p.Fields) 
 // ParseImagePath parses "[GROUP/]KIND=FIELD.PATH", e.g.
 // "argoproj.io/Workflow=spec.templates.*.container.image". Without a group
 // the kind matches in every API group. The last field must be a name:
-// the key of the image field in its mapping.
+// the key of the image field in its mapping, or a flag's value in a
+// list of arguments, "args[flag=--reloader-image]"; other fields may
+// select items by a key, "containers.*.env[name=AGENT_IMAGE].value" (see
+// selector). A field with a selector holds an image only when its value
+// reads as a reference with a tag or digest: a URL, a path or a name
+// alone there is left alone.
 func ParseImagePath(s string) (ImagePath, error) {
 	group, kind, fields, err := parseKindPath("image path", s)
 	if err != nil {
 		return ImagePath{}, err
 	}
-	if fields[len(fields)-1] == "*" {
-		return ImagePath{}, fmt.Errorf("parsing image path %q: the last field must name the image field, not \"*\"", s)
+	last := fields[len(fields)-1]
+	if sel, ok := parseSelector(last); last == "*" || (ok && !sel.isFlag()) {
+		return ImagePath{}, fmt.Errorf("parsing image path %q: the last field must name the image field, not %q", s, last)
 	}
 	return ImagePath{Group: group, Kind: kind, Fields: fields}, nil
+}
+
+// leaves reports whether the image field's value v is one to leave
+// alone because p holds a reference only in a form v is not in (Tagged,
+// Qualified).
+func (p ImagePath) leaves(v string) bool {
+	if p.Tagged {
+		if _, tag, digest := splitImage(v); tag == "" && digest == "" {
+			return true
+		}
+	}
+	return p.Qualified && !namesRegistry(v)
+}
+
+// namesRegistry reports whether reference v starts with a registry host:
+// a first component with a "." or a ":", or "localhost", as Docker reads
+// it.
+func namesRegistry(v string) bool {
+	host, _, ok := strings.Cut(v, "/")
+	return ok && (strings.ContainsAny(host, ".:") || host == "localhost")
 }
 
 // ChecksumPath says where an object of one kind gets the checksum of the
@@ -136,14 +175,27 @@ func (r *Renderer) checkChecksumPaths() error {
 // "field/spec.templates[0].container.image".
 const FieldPrefix = "field/"
 
-// workflowImages are the image fields of an Argo Workflows workflow spec.
-var workflowImages = [][]string{
-	{"templates", "*", "container", "image"},
-	{"templates", "*", "script", "image"},
-	{"templates", "*", "initContainers", "*", "image"},
-	{"templates", "*", "sidecars", "*", "image"},
-	{"templates", "*", "containerSet", "containers", "*", "image"},
+// templateImages are the image fields of an Argo Workflows template.
+var templateImages = [][]string{
+	{"container", "image"},
+	{"script", "image"},
+	{"initContainers", "*", "image"},
+	{"sidecars", "*", "image"},
+	{"containerSet", "containers", "*", "image"},
 }
+
+// workflowImages are the image fields of an Argo Workflows workflow spec:
+// those of its templates, of the templates written inline in a DAG's
+// tasks and in steps (one level: an inline template's own inline
+// templates are not followed), of its template defaults, which every
+// template inherits, and the sidecar container of each executor plugin.
+var workflowImages = slices.Concat(
+	under([]string{"templates", "*"}, templateImages),
+	under([]string{"templates", "*", "dag", "tasks", "*", "inline"}, templateImages),
+	under([]string{"templates", "*", "steps", "*", "*", "inline"}, templateImages),
+	under([]string{"templateDefaults"}, templateImages),
+	[][]string{{"executorPlugins", "*", "spec", "sidecar", "container", "image"}},
+)
 
 // taskImages are the image fields of a Tekton task spec.
 var taskImages = [][]string{
@@ -153,11 +205,26 @@ var taskImages = [][]string{
 }
 
 // pipelineImages are the image fields of a Tekton pipeline spec: those of
-// the task specs embedded in its tasks and finally tasks.
-var pipelineImages = slices.Concat(
-	under([]string{"tasks", "*", "taskSpec"}, taskImages),
-	under([]string{"finally", "*", "taskSpec"}, taskImages),
-)
+// the task specs embedded in its tasks and finally tasks, and of the
+// pipeline specs embedded in them (pipelines in pipelines), two levels
+// deep.
+var pipelineImages = nestPipelines(nestPipelines(taskSpecImages(nil)))
+
+// taskSpecImages are the image fields of the task specs embedded in a
+// pipeline spec's tasks and finally tasks, and pipelines, the image
+// fields of pipeline specs, embedded in them too.
+func taskSpecImages(pipelines [][]string) [][]string {
+	return slices.Concat(
+		under([]string{"tasks", "*", "taskSpec"}, taskImages),
+		under([]string{"finally", "*", "taskSpec"}, taskImages),
+		under([]string{"tasks", "*", "pipelineSpec"}, pipelines),
+		under([]string{"finally", "*", "pipelineSpec"}, pipelines),
+	)
+}
+
+// nestPipelines returns the image fields of a pipeline spec whose tasks
+// may embed pipeline specs with the image fields inner.
+func nestPipelines(inner [][]string) [][]string { return taskSpecImages(inner) }
 
 // sparkImages are the image fields of a Spark operator application spec.
 var sparkImages = [][]string{
@@ -171,7 +238,8 @@ var sparkImages = [][]string{
 }
 
 // DefaultImagePaths are the image fields of the CRDs that run images
-// without a pod spec of their own, each matched by API group and kind:
+// without a pod spec of their own, and of operator resources
+// (operatorImagePaths), each matched by API group and kind:
 //
 //   - Argo Workflows: the templates of a Workflow, WorkflowTemplate,
 //     ClusterWorkflowTemplate and CronWorkflow (its spec.workflowSpec):
@@ -202,6 +270,7 @@ var DefaultImagePaths = slices.Concat(
 	imagePaths("tekton.dev", "StepAction", []string{"spec"}, [][]string{{"image"}}),
 	imagePaths("sparkoperator.k8s.io", "SparkApplication", []string{"spec"}, sparkImages),
 	imagePaths("sparkoperator.k8s.io", "ScheduledSparkApplication", []string{"spec", "template"}, sparkImages),
+	operatorImagePaths,
 )
 
 // under puts each of paths under prefix.
@@ -222,14 +291,34 @@ func imagePaths(group, kind string, prefix []string, paths [][]string) []ImagePa
 	return out
 }
 
-// imageKeys returns the last fields of the image paths that do not
-// contain "image", the word that tells a document that may hold an image
-// field (mayHoldImage); usually none.
-func (r *Renderer) imageKeys() []string {
-	var keys []string
-	for _, p := range r.imagePaths() {
-		if f := p.Fields[len(p.Fields)-1]; !strings.Contains(f, string(imageKey)) && !slices.Contains(keys, f) {
-			keys = append(keys, f)
+// imageKeys returns the words that tell a document that may hold an
+// image field of an image path (or a container image path) whose last
+// field does not contain "image", the word that tells the others
+// (mayHoldImage): its kind and
+// its last field, or for a path with selectors the value of its last
+// selector (an env var's name, a flag), which the document spells out
+// unless it escapes it (mayHoldImage parses a document with a
+// backslash). A word is what a document must hold; each list is one
+// path's.
+func (r *Renderer) imageKeys() [][]string {
+	var keys [][]string
+	for _, p := range slices.Concat(r.imagePaths(), r.containerImagePaths()) {
+		f := p.Fields[len(p.Fields)-1]
+		if strings.Contains(f, string(imageKey)) {
+			continue
+		}
+		for _, g := range slices.Backward(p.Fields) {
+			if sel, ok := parseSelector(g); ok {
+				f = sel.value
+				break
+			}
+		}
+		words := []string{f}
+		if p.Kind != "*" && p.Kind != "" {
+			words = append(words, p.Kind)
+		}
+		if !slices.ContainsFunc(keys, func(k []string) bool { return slices.Equal(k, words) }) {
+			keys = append(keys, words)
 		}
 	}
 	return keys
@@ -270,8 +359,8 @@ func (e *editor) imageFields(obj *yaml.Node, group, kind string, paths []ImagePa
 	}
 	// First, pin every image field that the paths find, each once
 	// however many paths lead to it, whatever the checksum paths say.
-	fields := map[fieldKey]string{} // the checksum line of each field
-	if _, err := e.pinFields(obj, "", paths, 0, w, fields); err != nil {
+	fields := map[fieldKey][]string{} // the checksum lines of each field
+	if _, err := e.pinFields(obj, "", paths, 0, w, fields, nil); err != nil {
 		return err
 	}
 	// Then the checksums: each image path belongs to the longest
@@ -310,7 +399,7 @@ func (e *editor) imageFields(obj *yaml.Node, group, kind string, paths []ImagePa
 		if len(c.Fields) == 0 {
 			holders = append(holders, holder{node: obj})
 		}
-		err := walk(obj, c.Fields, map[walkStep]bool{}, e.routes.step, func(_, node *yaml.Node, _ string, trail []string) {
+		err := walk(obj, c.Fields, e.routes.step, func(_, node *yaml.Node, _ string, trail []string) bool {
 			// A checksum path that misses its mapping would leave the
 			// images under it out of every checksum: refuse it.
 			switch at := fieldPath(trail); {
@@ -319,7 +408,9 @@ func (e *editor) imageFields(obj *yaml.Node, group, kind string, paths []ImagePa
 				bad = fmt.Errorf("%s: %s: the checksum path %s leads to %s at %s, want a mapping", e.d.at(node.Line), w.object(), c, kindName(node), at)
 			default:
 				holders = append(holders, holder{node, at})
+				return true
 			}
+			return false
 		})
 		if err != nil {
 			return e.keyError(err, w.object())
@@ -343,7 +434,7 @@ func (e *editor) imageFields(obj *yaml.Node, group, kind string, paths []ImagePa
 				// drops.
 				return fmt.Errorf("%s: %s: the checksum path %s leads to the %s at %s, whose images the pod template's own checksum covers; name a mapping outside the pod template", e.d.at(h.node.Line), w.object(), c, what, h.trail)
 			}
-			lines, err := e.pinFields(h.node, h.trail, own, len(c.Fields), w, fields)
+			lines, err := e.pinFields(h.node, h.trail, own, len(c.Fields), w, fields, nil)
 			if err != nil {
 				return err
 			}
@@ -393,12 +484,13 @@ type fieldKey struct {
 
 // pinFields pins the image fields of paths in mapping from, which the
 // path base (fieldPath) leads to from the object, following each path's
-// fields after the first skip. It pins each field once: fields holds the
-// checksum line of each field pinned ("" for none: a field left unset,
-// or whose digest is not known yet), and a field that a pod spec path
-// found is its container's, pinned and reported as such. It returns the
-// checksum lines of the fields found, each once.
-func (e *editor) pinFields(from *yaml.Node, base string, paths []ImagePath, skip int, w Workload, fields map[fieldKey]string) ([]string, error) {
+// fields after the first skip. spec is the pod spec when from is one of
+// its containers (ContainerImagePaths), else nil. It pins each field
+// once: fields holds the checksum lines of each field pinned (none: a
+// field left unset, or whose digest is not known yet), and a field that
+// a pod spec path found is its container's, pinned and reported as such.
+// It returns the checksum lines of the fields found, each once.
+func (e *editor) pinFields(from *yaml.Node, base string, paths []ImagePath, skip int, w Workload, fields map[fieldKey][]string, spec *yaml.Node) ([]string, error) {
 	type field struct {
 		m    *yaml.Node // the mapping that holds the image field
 		path string
@@ -411,10 +503,18 @@ func (e *editor) pinFields(from *yaml.Node, base string, paths []ImagePath, skip
 		if mid := p.Fields[skip : len(p.Fields)-1]; len(mid) == 0 {
 			found = append(found, field{from, joinPath(base, key)})
 		} else {
-			err := walk(from, mid, map[walkStep]bool{}, e.routes.step, func(_, node *yaml.Node, _ string, trail []string) {
-				if node.Kind == yaml.MappingNode {
-					found = append(found, field{node, joinPath(joinPath(base, fieldPath(trail)), key)})
+			// The field's key, or the list a flag is in.
+			k := key
+			if sel, ok := parseSelector(key); ok {
+				k = sel.field
+			}
+			err := walk(from, mid, e.routes.step, func(_, node *yaml.Node, _ string, trail []string) bool {
+				if node.Kind != yaml.MappingNode {
+					return false
 				}
+				found = append(found, field{node, joinPath(joinPath(base, fieldPath(trail)), key)})
+				v, _ := get(node, k) // pinField reports its error
+				return v.value != nil
 			})
 			if err != nil {
 				return nil, e.keyError(err, w.object())
@@ -422,43 +522,174 @@ func (e *editor) pinFields(from *yaml.Node, base string, paths []ImagePath, skip
 		}
 		for _, f := range found {
 			k := fieldKey{deref(f.m), key}
-			line, done := fields[k]
+			got, done := fields[k]
 			if !done {
 				var err error
-				if line, err = e.pinField(f.m, key, f.path, w); err != nil {
+				if got, err = e.pinField(f.m, key, f.path, w, p, spec); err != nil {
 					return nil, err
 				}
-				fields[k] = line
+				fields[k] = got
 			}
-			if line != "" && !listed[k] {
+			if len(got) > 0 && !listed[k] {
 				listed[k] = true
-				lines = append(lines, line)
+				lines = append(lines, got...)
 			}
 		}
 	}
 	return lines, nil
 }
 
-// pinField pins image field key of mapping m, at path in the object, and
-// returns its checksum line ("" for none). A field that a pod spec path
-// found already is not pinned again: it is the container's (or image
-// volume's), and its line names the field with the value pinned.
-func (e *editor) pinField(m *yaml.Node, key, path string, w Workload) (string, error) {
-	w.Container = FieldPrefix + path
-	if value, ok := e.podFields[fieldKey{deref(m), key}]; ok {
-		if value == "" {
-			return "", nil
+// pinField pins image field key of mapping m, at path in the object (in
+// the container, for a spec), which image path p found, and returns its
+// checksum lines: none, or one for each value a flag has. A field that a
+// pod spec path found already is not pinned again: it is the
+// container's (or image volume's), and its line names the field with the
+// value pinned.
+func (e *editor) pinField(m *yaml.Node, key, path string, w Workload, p ImagePath, spec *yaml.Node) ([]string, error) {
+	if spec == nil {
+		w.Container = FieldPrefix + path
+	} else {
+		w.Field = path
+	}
+	if values, ok := e.podFields[fieldKey{deref(m), key}]; ok {
+		var lines []string
+		for v := range strings.SplitSeq(values, "\n") {
+			if v != "" {
+				lines = append(lines, w.line(v))
+			}
 		}
-		return w.Container + "=" + value, nil
+		return lines, nil
+	}
+	if sel, ok := parseSelector(key); ok && sel.isFlag() {
+		return e.pinFlag(m, key, sel, w, p, spec)
 	}
 	image, err := get(m, key)
 	if err != nil {
-		return "", e.keyError(err, w.String())
+		return nil, e.keyError(err, w.String())
 	}
-	if unset(image.value) {
-		return "", nil
+	if unset(image.value) || (image.value.Kind == yaml.ScalarNode && p.leaves(image.value.Value)) {
+		e.handle(image.value)
+		return nil, nil
 	}
-	return e.pinImage(nil, m, key, w)
+	if hasSelector(p.Fields) {
+		// An env var's value, say: a reference only when it reads as one.
+		line, value := e.pinText(spec, m, image, "", w, p)
+		if spec != nil {
+			e.podField(m, key, value)
+		}
+		return nonEmpty(line), nil
+	}
+	line, err := e.pinImage(nil, m, key, w)
+	return nonEmpty(line), err
+}
+
+// pinFlag pins the values of the flag sel.value in the list of arguments
+// sel.field of mapping m (key is the selector as written): the rest of
+// each item "FLAG=VALUE", and each item after an item "FLAG", when it
+// reads as a reference (a URL, a path or another flag does not).
+func (e *editor) pinFlag(m *yaml.Node, key string, sel selector, w Workload, p ImagePath, spec *yaml.Node) ([]string, error) {
+	list, err := get(m, sel.field)
+	if err != nil {
+		return nil, e.keyError(err, w.String())
+	}
+	if list.value == nil || list.value.Kind != yaml.SequenceNode {
+		return nil, nil
+	}
+	var lines, values []string
+	items := list.value.Content
+	for i := 0; i < len(items); i++ {
+		arg := deref(items[i])
+		if arg.Kind != yaml.ScalarNode || arg.Tag != "!!str" {
+			continue
+		}
+		var raw *yaml.Node
+		prefix := sel.value + "="
+		switch {
+		case strings.HasPrefix(arg.Value, prefix):
+			raw = items[i]
+		case arg.Value == sel.value && i+1 < len(items):
+			i++
+			raw, prefix = items[i], ""
+		default:
+			continue
+		}
+		e.routes.steps(list.via)
+		line, value := e.pinText(spec, list.value, entry{value: deref(raw), via: []*yaml.Node{raw}}, prefix, w, p)
+		if line != "" {
+			lines = append(lines, line)
+		}
+		values = append(values, value)
+	}
+	if spec != nil {
+		e.podField(m, key, strings.Join(values, "\n"))
+	}
+	return lines, nil
+}
+
+// pinText pins the reference in the string scalar image (found in c, a
+// mapping or a list of arguments) after prefix, used by w in pod spec
+// spec (nil for none), when it reads as a reference with a tag or a
+// digest that image path p holds; anything else (a URL, a path, a
+// number, a name alone) is left alone without an error. It returns the checksum line and the value pinned ("" for
+// none, or while the digest is not known).
+func (e *editor) pinText(spec, c *yaml.Node, image entry, prefix string, w Workload, p ImagePath) (line, value string) {
+	img := image.value
+	if img == nil || img.Kind != yaml.ScalarNode || img.Tag != "!!str" {
+		return "", ""
+	}
+	e.handle(img)
+	if _, ok := yaml11Reading(img); ok {
+		return "", ""
+	}
+	// A name without a tag or digest may be one that the program
+	// completes (with a version, a registry of its own): not pinned.
+	text, ok := strings.CutPrefix(img.Value, prefix)
+	if _, tag, digest := splitImage(text); !ok || !readsAsReference(text) || p.leaves(text) || (tag == "" && digest == "") {
+		return "", ""
+	}
+	ref, err := name.ParseReference(text)
+	if err != nil {
+		return "", ""
+	}
+	u := use{image: text, ref: ref, workload: w, where: e.d.at(img.Line)}
+	if spec != nil {
+		if e.specUses == nil {
+			e.specUses = map[*yaml.Node][]use{}
+		}
+		e.specUses[spec] = append(e.specUses[spec], u)
+	}
+	dg, ok := e.digest(u)
+	if !ok {
+		e.complete = false
+		return "", ""
+	}
+	value = text
+	if dg != "" {
+		value = pinnedTo(text, dg, e.r.mode())
+	}
+	e.changeImage(c, image, prefix+value)
+	return w.line(value), value
+}
+
+// readsAsReference reports whether s, a value of a field that may hold
+// other things than references (an env var, an argument), reads as an
+// image reference: not a URL, a path, a flag, a placeholder or words.
+func readsAsReference(s string) bool {
+	switch {
+	case s == "", strings.Contains(s, "://"), strings.ContainsAny(s[:1], "/.-$~"),
+		strings.ContainsFunc(s, func(r rune) bool { return unicode.IsSpace(r) || unicode.IsControl(r) }),
+		strings.Contains(s, "{{"), strings.Contains(s, "$("):
+		return false
+	}
+	return true
+}
+
+// nonEmpty returns line as a list: none for "".
+func nonEmpty(line string) []string {
+	if line == "" {
+		return nil
+	}
+	return []string{line}
 }
 
 // unset reports whether an image field found by an image path is one to

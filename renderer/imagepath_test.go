@@ -26,6 +26,28 @@ func TestParseImagePath(t *testing.T) {
 		{in: "=spec.image", err: `want KIND=FIELD.PATH`},
 		{in: "a/b/C=spec.image", err: `parsing image path "a/b/C=spec.image": bad kind "a/b/C"`},
 		{in: "Runner=spec..image", err: `parsing image path "Runner=spec..image": empty field in "spec..image"`},
+		// Selectors.
+		{in: "Deployment=spec.template.spec.containers.*.env[name=AGENT_IMAGE].value", want: ImagePath{Group: "*", Kind: "Deployment", Fields: []string{"spec", "template", "spec", "containers", "*", "env[name=AGENT_IMAGE]", "value"}}},
+		{in: "apps/Deployment=spec.template.spec.containers[name=manager].args[flag=--prometheus-config-reloader]", want: ImagePath{Group: "apps", Kind: "Deployment", Fields: []string{"spec", "template", "spec", "containers[name=manager]", "args[flag=--prometheus-config-reloader]"}}},
+		{in: "Runner=spec.env[name=a.b.c].value", want: ImagePath{Group: "*", Kind: "Runner", Fields: []string{"spec", "env[name=a.b.c]", "value"}}},
+		{in: "Runner=spec.command[flag=-image]", want: ImagePath{Group: "*", Kind: "Runner", Fields: []string{"spec", "command[flag=-image]"}}},
+		{in: "Runner=spec.env[name=X]", err: `parsing image path "Runner=spec.env[name=X]": the last field must name the image field, not "env[name=X]"`},
+		{in: "Runner=spec.args[flag=--x].value", err: `parsing image path "Runner=spec.args[flag=--x].value": args[flag=--x] selects a flag's value, which only an image path may end in`},
+		{in: "Runner=spec.env[name=X.value", err: `malformed selector "env[name=X.value": want FIELD[KEY=VALUE]`},
+		{in: "Runner=spec.env[name].value", err: `malformed selector "env[name]"`},
+		{in: "Runner=spec.env[name=X]x.value", err: `malformed selector "env[name=X]x"`},
+		{in: "Runner=spec.env[[name=X]].value", err: `malformed selector "env[[name=X]]"`},
+		{in: "Runner=spec.[name=X].value", err: `malformed selector "[name=X]"`},
+		{in: "Runner=spec.*[name=X].value", err: `malformed selector "*[name=X]": "*" is not a field name`},
+		{in: "Runner=spec.env[=X].value", err: `malformed selector "env[=X]": "" is not a key`},
+		{in: "Runner=spec.env[a.b=X].value", err: `malformed selector "env[a.b=X]": "a.b" is not a key`},
+		{in: "Runner=spec.env[name=].value", err: `malformed selector "env[name=]": empty value`},
+		{in: "Runner=spec.args[flag=image]", err: `the flag "image" of args[flag=image] matches no argument: a flag starts with "-" (args[flag=--image])`},
+		{in: "Runner=spec.args[flag=--]", err: `the flag "--" of args[flag=--] matches no argument: want -NAME or --NAME`},
+		{in: "Runner=spec.args[flag=---x]", err: `matches no argument: want -NAME or --NAME`},
+		{in: "Runner=spec.args[flag=--x=y]", err: `the flag "--x=y" of args[flag=--x=y] matches no argument: a flag name holds no "=" or blank`},
+		{in: "Runner=spec.args[flag=--x y]", err: `matches no argument: a flag name holds no "=" or blank`},
+		{in: "Runner=spec]", err: `malformed selector "spec]"`},
 	} {
 		t.Run(tc.in, func(t *testing.T) {
 			got, err := ParseImagePath(tc.in)
@@ -58,6 +80,8 @@ func TestParseChecksumPath(t *testing.T) {
 		{in: "Runner=spec.templates.*", want: ChecksumPath{Group: "*", Kind: "Runner", Fields: []string{"spec", "templates", "*"}}},
 		{in: "example.com/Runner=.", want: ChecksumPath{Group: "example.com", Kind: "Runner"}},
 		{in: "Runner=", err: `parsing checksum path "Runner=": want KIND=FIELD.PATH`},
+		{in: "Runner=spec.jobs[name=build]", want: ChecksumPath{Group: "*", Kind: "Runner", Fields: []string{"spec", "jobs[name=build]"}}},
+		{in: "Runner=spec.args[flag=--x]", err: `parsing checksum path "Runner=spec.args[flag=--x]": args[flag=--x] selects a flag's value, which only an image path may end in`},
 		{in: "/=.", err: `parsing checksum path "/=.": bad kind "/"`},
 		{in: "Runner=spec.", err: `parsing checksum path "Runner=spec.": empty field in "spec."`},
 	} {

@@ -54,10 +54,11 @@ func contentStart(body []byte) int {
 var bom = []byte("\ufeff")
 
 // setFlowAnnotation sets key to value in the metadata.annotations of
-// holder, a mapping of a JSON document: it replaces an existing value,
-// or inserts a member before the first one of annotations, of metadata
-// (an annotations object) or of the holder (a metadata object), in the
-// layout of the object it goes into.
+// holder, a mapping of a JSON document or a YAML one in flow style: it
+// replaces an existing value, or inserts a member before the first one
+// of annotations, of metadata (an annotations object) or of the holder
+// (a metadata object), in the layout of the object it goes into; in YAML
+// with a plain key and a single-quoted value, as in block style.
 func (s *spliceState) setFlowAnnotation(holder *yaml.Node, key, value string) (edit, bool) {
 	// The editor looked these up already, and made sure that none comes
 	// from a merge key or an alias.
@@ -66,15 +67,23 @@ func (s *spliceState) setFlowAnnotation(holder *yaml.Node, key, value string) (e
 	o, _ := get(a.value, key)
 	meta, ann, old := m.value, a.value, o.value
 	member := jsonString(key) + ": " + jsonString(value) // insertMember spaces ": " as the object does
+	metaKey, annKey, style := `"metadata": `, `"annotations": `, yaml.DoubleQuotedStyle
+	if !s.json {
+		// YAML in flow style: written as its block style would be.
+		if !plainKey.MatchString(key) {
+			return edit{}, false
+		}
+		member, metaKey, annKey, style = key+": '"+value+"'", "metadata: ", "annotations: ", yaml.SingleQuotedStyle
+	}
 	switch {
 	case old != nil:
-		return s.replaceScalar(old, value, yaml.DoubleQuotedStyle)
+		return s.replaceScalar(old, value, style)
 	case isFlowMapping(ann):
 		return s.insertMember(ann, member)
 	case ann == nil && isFlowMapping(meta):
-		return s.insertMember(meta, `"annotations": `, member)
+		return s.insertMember(meta, annKey, member)
 	case meta == nil && isFlowMapping(holder):
-		return s.insertMember(holder, `"metadata": `, `"annotations": `, member)
+		return s.insertMember(holder, metaKey, annKey, member)
 	}
 	return edit{}, false
 }
@@ -117,6 +126,9 @@ func (s *spliceState) insertMember(m *yaml.Node, parts ...string) (edit, bool) {
 	colon := s.jsonColon()
 	if len(m.Content) > 0 {
 		colon = s.before(m.Content[1], ':', colon)
+	}
+	if !s.json {
+		colon = ": " // a plain key ends at ": " only
 	}
 	comma := "," + gap
 	if !strings.Contains(gap, "\n") {

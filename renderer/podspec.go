@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -27,8 +28,9 @@ type PodSpecPath struct {
 	// Fields lead from the object's root to the pod spec.
 	Fields []string
 	// NoChecksum says that the mapping found is not a pod template but
-	// containers for other pods (an OpenKruise SidecarSet): its images are
-	// pinned, and no checksum annotation is written anywhere. The zero
+	// containers for other pods (an OpenKruise SidecarSet), or containers
+	// that an operator merges into the pods it makes (a Prometheus): its
+	// images are pinned, and no checksum annotation is written anywhere. The zero
 	// value writes the checksum as described above. String and
 	// ParsePodSpecPath do not carry it: a path given as a flag always
 	// follows the rule on its last field.
@@ -40,7 +42,8 @@ func (p PodSpecPath) String() string { return kindPath(p.Group, p.Kind, p.Fields
 
 // ParsePodSpecPath parses "KIND=FIELD.PATH" or "GROUP/KIND=FIELD.PATH",
 // e.g. "example.com/Worker=spec.podTemplate.spec". Without a group the
-// kind matches in every API group.
+// kind matches in every API group. A field may select the items of a
+// list by a key, "spec.pools[name=gpu].template.spec" (see selector).
 func ParsePodSpecPath(s string) (PodSpecPath, error) {
 	group, kind, fields, err := parseKindPath("pod spec path", s)
 	if err != nil {
@@ -60,10 +63,15 @@ func parseKindPath(what, s string) (group, kind string, fields []string, err err
 	if group, kind, err = parseKind(what, s, k); err != nil {
 		return "", "", nil, err
 	}
-	fields = strings.Split(path, ".")
-	for _, f := range fields {
-		if f == "" {
-			return "", "", nil, fmt.Errorf("parsing %s %q: empty field in %q", what, s, path)
+	fields = splitPath(path)
+	for i, f := range fields {
+		if err := checkField(f); err != nil {
+			return "", "", nil, fmt.Errorf("parsing %s %q: %w in %q", what, s, err, path)
+		}
+		// A flag's value is a string, not a mapping to go on from: only
+		// an image path may end in one.
+		if sel, ok := parseSelector(f); ok && sel.isFlag() && (what != "image path" || i < len(fields)-1) {
+			return "", "", nil, fmt.Errorf("parsing %s %q: %s selects a flag's value, which only an image path may end in", what, s, f)
 		}
 	}
 	return group, kind, fields, nil
@@ -104,11 +112,12 @@ func matchesKind(group, kind, objGroup, objKind string) bool {
 }
 
 // DefaultPodSpecPaths are the pod specs of the Kubernetes workload kinds
-// (in their current and deprecated API groups) and of the workload CRDs
+// (in their current and deprecated API groups), of the workload CRDs
 // that people deploy with Helm: Argo Rollouts, Knative Serving,
-// OpenKruise, KEDA's ScaledJob and OpenShift's DeploymentConfig. Each is
-// matched by API group and kind, in every version of the group.
-var DefaultPodSpecPaths = []PodSpecPath{
+// OpenKruise, KEDA's ScaledJob and OpenShift's DeploymentConfig, and of
+// operator resources (operatorPodSpecPaths). Each is matched by API group
+// and kind, in every version of the group.
+var DefaultPodSpecPaths = slices.Concat([]PodSpecPath{
 	{Group: "", Kind: "Pod", Fields: []string{"spec"}},
 	{Group: "", Kind: "PodTemplate", Fields: []string{"template", "spec"}},
 	{Group: "", Kind: "ReplicationController", Fields: []string{"spec", "template", "spec"}},
@@ -143,10 +152,16 @@ var DefaultPodSpecPaths = []PodSpecPath{
 	{Group: "apps.kruise.io", Kind: "UnitedDeployment", Fields: []string{"spec", "template", "advancedStatefulSetTemplate", "spec", "template", "spec"}},
 	{Group: "apps.kruise.io", Kind: "UnitedDeployment", Fields: []string{"spec", "template", "cloneSetTemplate", "spec", "template", "spec"}},
 	{Group: "apps.kruise.io", Kind: "UnitedDeployment", Fields: []string{"spec", "template", "deploymentTemplate", "spec", "template", "spec"}},
+	// An EphemeralJob adds its template's ephemeral containers to running
+	// pods, which cannot restart them: no checksum. An AdvancedCronJob
+	// keeps the template of a Job or a BroadcastJob, as a CronJob does.
+	{Group: "apps.kruise.io", Kind: "EphemeralJob", Fields: []string{"spec", "template"}, NoChecksum: true},
+	{Group: "apps.kruise.io", Kind: "AdvancedCronJob", Fields: []string{"spec", "template", "jobTemplate", "spec", "template", "spec"}},
+	{Group: "apps.kruise.io", Kind: "AdvancedCronJob", Fields: []string{"spec", "template", "broadcastJobTemplate", "spec", "template", "spec"}},
 	// KEDA: a ScaledJob's jobTargetRef is a Job spec.
 	{Group: "keda.sh", Kind: "ScaledJob", Fields: []string{"spec", "jobTargetRef", "template", "spec"}},
 	{Group: "apps.openshift.io", Kind: "DeploymentConfig", Fields: []string{"spec", "template", "spec"}},
-}
+}, operatorPodSpecPaths)
 
 // containerFields are the fields of a pod spec that hold containers.
 var containerFields = []string{"initContainers", "containers", "ephemeralContainers"}
@@ -172,9 +187,9 @@ func findPodTemplates(obj *yaml.Node, group, kind string, paths []PodSpecPath, s
 		if !matchesKind(p.Group, p.Kind, group, kind) {
 			continue
 		}
-		err := walk(obj, p.Fields, map[walkStep]bool{}, step, func(holder, spec *yaml.Node, last string, _ []string) {
+		err := walk(obj, p.Fields, step, func(holder, spec *yaml.Node, last string, _ []string) bool {
 			if spec.Kind != yaml.MappingNode {
-				return
+				return false
 			}
 			t := podTemplate{spec: spec}
 			if last == "spec" && !p.NoChecksum {
@@ -184,10 +199,11 @@ func findPodTemplates(obj *yaml.Node, group, kind string, paths []PodSpecPath, s
 				if found[i].holder == nil {
 					found[i].holder = t.holder
 				}
-				return
+				return true
 			}
 			at[spec] = len(found)
 			found = append(found, t)
+			return true
 		})
 		if err != nil {
 			return nil, err
@@ -205,56 +221,99 @@ type walkStep struct {
 // walk follows fields from n and calls fn with every node reached, the
 // mapping that holds it, the last field name, and the trail of steps
 // taken from n (field names, and "[i]" or the key for a "*" step; fn
-// must not keep it). It steps from a node
-// with the same fields left once (seen remembers), so that "*" fields
-// over aliases cannot make it exponential. It looks fields up with get,
-// and returns get's error (or values' error for a "*" step, prefixed with
-// the field stepped from).
-func walk(n *yaml.Node, fields []string, seen map[walkStep]bool, step func(*yaml.Node), fn func(holder, node *yaml.Node, last string, trail []string)) error {
-	return walkFrom(n, "", fields, nil, seen, step, fn)
+// must not keep it). fn says whether the node is one the caller uses (a
+// pod spec, a mapping that holds the image field): then step is called
+// with every node passed on the way to it, as written, so that a node
+// that a "*" step passes on its way to nothing (an alias of a list that
+// holds no such field) is not taken for one on the way to images. It
+// steps from a node with the same fields left once, so that "*" fields
+// over aliases cannot make it exponential; another way to a node
+// stepped from already is stepped when the first led to a node used. It
+// looks fields up with get, and returns get's error (or values' error
+// for a "*" step, prefixed with the field stepped from).
+func walk(n *yaml.Node, fields []string, step func(*yaml.Node), fn func(holder, node *yaml.Node, last string, trail []string) bool) error {
+	w := walker{step: step, fn: fn, seen: map[walkStep]bool{}, used: map[walkStep]bool{}}
+	_, err := w.from(n, "", fields, nil, nil)
+	return err
 }
 
-// walkFrom is walk from node n, which the field named from led to, with
-// trail the steps taken to it.
-func walkFrom(n *yaml.Node, from string, fields, trail []string, seen map[walkStep]bool, step func(*yaml.Node), fn func(holder, node *yaml.Node, last string, trail []string)) error {
+// walker is the state of one walk.
+type walker struct {
+	step func(*yaml.Node)
+	fn   func(holder, node *yaml.Node, last string, trail []string) bool
+	// seen are the nodes stepped from, with the fields left; used those
+	// of them that led to a node used.
+	seen, used map[walkStep]bool
+}
+
+// from walks from node n, which the field named from led to, with trail
+// the steps taken to it and passed the nodes passed on the way, and
+// reports whether it led to a node used.
+func (w *walker) from(n *yaml.Node, from string, fields, trail []string, passed []*yaml.Node) (bool, error) {
 	n = deref(n)
-	if n == nil || len(fields) == 0 || seen[walkStep{n, len(fields)}] {
-		return nil
+	if n == nil || len(fields) == 0 {
+		return false, nil
 	}
-	seen[walkStep{n, len(fields)}] = true
+	at := walkStep{n, len(fields)}
+	if w.seen[at] {
+		if w.used[at] {
+			w.take(passed)
+		}
+		return w.used[at], nil
+	}
+	w.seen[at] = true
 	f, rest := fields[0], fields[1:]
-	var next []*yaml.Node
+	var next, via []*yaml.Node
 	if f == "*" {
 		vs, err := values(n)
 		if ke := (*keyError)(nil); errors.As(err, &ke) {
-			return &keyError{ke.line, strings.TrimSpace(from + " " + ke.msg)}
+			return false, &keyError{ke.line, strings.TrimSpace(from + " " + ke.msg)}
 		}
 		next = vs
+	} else if sel, ok := parseSelector(f); ok {
+		vs, list, err := selectItems(n, sel)
+		if err != nil {
+			return false, err
+		}
+		next, via = vs, list
 	} else {
 		e, err := get(n, f)
 		if err != nil {
-			return err
+			return false, err
 		}
 		if e.value != nil {
-			for _, v := range e.via[:len(e.via)-1] {
-				step(v)
-			}
-			next = []*yaml.Node{e.via[len(e.via)-1]}
+			next, via = e.via[len(e.via)-1:], e.via[:len(e.via)-1]
 		}
 	}
+	used := false
 	for i, c := range next {
-		step(c)
+		p := append(append(slices.Clip(passed), via...), c)
 		t := append(trail, f)
 		if f == "*" {
 			t[len(t)-1] = itemLabel(n, i)
 		}
 		if len(rest) == 0 {
-			fn(n, deref(c), f, t)
-		} else if err := walkFrom(c, f, rest, t, seen, step, fn); err != nil {
-			return err
+			if w.fn(n, deref(c), f, t) {
+				w.take(p)
+				used = true
+			}
+			continue
 		}
+		u, err := w.from(c, f, rest, t, p)
+		if err != nil {
+			return false, err
+		}
+		used = used || u
 	}
-	return nil
+	w.used[at] = used
+	return used, nil
+}
+
+// take steps each of the nodes passed.
+func (w *walker) take(passed []*yaml.Node) {
+	for _, n := range passed {
+		w.step(n)
+	}
 }
 
 // itemLabel names the i-th value that values(n) returns, for a trail:

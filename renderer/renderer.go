@@ -37,18 +37,27 @@ type Renderer struct {
 	// ImagePaths name image fields outside pod specs; nil means
 	// DefaultImagePaths. Every entry that matches a kind is followed.
 	ImagePaths []ImagePath
+	// ContainerImagePaths name image fields inside each container of
+	// every pod spec (in its args and env), each path leading from the
+	// container, its Group and Kind unused; nil means
+	// DefaultContainerImagePaths. They are pinned with the container and
+	// go into its pod template's checksum.
+	ContainerImagePaths []ImagePath
 	// ChecksumPaths say where the image fields of ImagePaths get a
 	// checksum annotation; nil means nowhere.
 	ChecksumPaths []ChecksumPath
 	// KeepUnresolved keeps an image that cannot be resolved as it is,
 	// with a warning, instead of failing the render.
 	KeepUnresolved bool
+	// Strict fails a render that leaves a value that looks like an image
+	// reference as a tag (see Unpinned) instead of warning about it.
+	Strict bool
 	// Warnf receives warnings; nil discards them.
 	Warnf func(format string, args ...any)
 
 	// keys are imageKeys, set on the copy of the Renderer that a Render
 	// works with.
-	keys []string
+	keys [][]string
 	// checked holds the result of imageref.Check of each image value the
 	// Render met (string to error, nil for valid): a stream repeats a few
 	// references in thousands of fields. nil outside a Render.
@@ -67,6 +76,20 @@ type Workload struct {
 	// ("field/spec.templates[0].container.image"). A container name is a
 	// DNS label, without "/", so they cannot be confused.
 	Container string `json:"container"`
+	// Field is the path, in the container, of an image field that
+	// ContainerImagePaths found: "args[flag=--config-reloader-image]",
+	// "env[name=AGENT_IMAGE].value"; "" for the container's image.
+	Field string `json:"field,omitempty"`
+}
+
+// line returns the checksum line of the workload's image pinned to
+// value: "NAME=REF", "volume/NAME=REF", "field/PATH=REF", or for a field
+// of a container "NAME/PATH=REF".
+func (w Workload) line(value string) string {
+	if w.Field != "" {
+		return w.Container + "/" + w.Field + "=" + value
+	}
+	return w.Container + "=" + value
 }
 
 // VolumePrefix starts the Workload.Container of an image volume
@@ -107,6 +130,9 @@ type Result struct {
 	Output []byte
 	// Images lists every distinct image, sorted by Reference.
 	Images []Image
+	// Unpinned lists the values that look like image references left as
+	// tags, in stream order; Render warns about them once.
+	Unpinned []Unpinned
 }
 
 // Render rewrites the stream in. On error the Result is empty: no partial
@@ -156,12 +182,26 @@ func (r *Renderer) Render(ctx context.Context, in []byte) (Result, error) {
 		return Result{}, err
 	}
 	// Warnings come in stream order, whichever core finished a document.
+	var unpinned []Unpinned
+	for _, d := range c.docs {
+		unpinned = append(unpinned, d.unpinned...)
+	}
+	if len(unpinned) > 0 && r.Strict {
+		return Result{}, unpinnedError(unpinned)
+	}
 	for _, d := range c.docs {
 		for _, w := range d.kept {
 			r.warnf("%s", w)
 		}
 	}
-	return Result{Output: bytes.Join(c.out, nil), Images: images}, nil
+	if len(unpinned) > 0 {
+		list := make([]string, len(unpinned))
+		for i, u := range unpinned {
+			list[i] = u.String()
+		}
+		r.warnf("%d image references are left as tags where digestpin knows no image field, and no lock file or report covers them: %s; name their fields with --image-path (--strict fails the run)", len(unpinned), strings.Join(list, ", "))
+	}
+	return Result{Output: bytes.Join(c.out, nil), Images: images, Unpinned: unpinned}, nil
 }
 
 // Validate checks the settings that no document can make right, and
@@ -187,6 +227,9 @@ func (w Workload) String() string {
 	}
 	if f, ok := strings.CutPrefix(w.Container, FieldPrefix); ok {
 		return fmt.Sprintf("%s field %s", w.object(), f)
+	}
+	if w.Field != "" {
+		return fmt.Sprintf("%s container %q field %s", w.object(), w.Container, w.Field)
 	}
 	return fmt.Sprintf("%s container %q", w.object(), w.Container)
 }
@@ -217,6 +260,13 @@ func (r *Renderer) annotation() string {
 		return DefaultChecksumAnnotation
 	}
 	return r.ChecksumAnnotation
+}
+
+func (r *Renderer) containerImagePaths() []ImagePath {
+	if r.ContainerImagePaths == nil {
+		return DefaultContainerImagePaths
+	}
+	return r.ContainerImagePaths
 }
 
 func (r *Renderer) paths() []PodSpecPath {

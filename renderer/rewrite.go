@@ -63,8 +63,9 @@ func (r *Renderer) rewrite(d *document, p *parsed, digest func(use) (string, boo
 	}
 	e.writeOutAliases()
 	if e.complete {
-		// The last pass over the document says what it kept.
-		d.kept = e.kept
+		// The last pass over the document says what it kept, and what
+		// it left as tags.
+		d.kept, d.unpinned = e.kept, e.unpinned
 	}
 	switch {
 	case !e.complete:
@@ -133,6 +134,12 @@ type editor struct {
 	// kept are the warnings about image fields kept as written because
 	// they hold no reference (KeepUnresolved).
 	kept []string
+	// handled are the scalars that image fields reached; containers the
+	// containers of pod specs still to scan, scanned the nodes scanned;
+	// unpinned the image-like values found that none reached.
+	handled, scanned map[*yaml.Node]bool
+	containers       []containerAt
+	unpinned         []Unpinned
 }
 
 // once reports whether n is not in seen yet, and adds it.
@@ -155,6 +162,10 @@ type imageChange struct {
 	// alias is the image field's alias, which is replaced by a scalar in
 	// parent (a container, or a mapping it merges); or nil.
 	alias, parent *yaml.Node
+	// flow says that the scalar is an item or value of a collection in
+	// flow style ("[…]", "{…}"), where a plain scalar also ends before
+	// ",", "]" or "}".
+	flow bool
 }
 
 // annotationChange sets the checksum annotation of a pod template.
@@ -232,7 +243,12 @@ func (e *editor) object(obj *yaml.Node, depth int) error {
 			pods[t.holder] = "pod template"
 		}
 	}
-	return e.imageFields(obj, apiGroup(apiVersion), kind, paths, w, pods)
+	if err := e.imageFields(obj, apiGroup(apiVersion), kind, paths, w, pods); err != nil {
+		return err
+	}
+	// Last, what looks like an image and is left as a tag.
+	e.scanUnpinned(obj, apiGroup(apiVersion), w)
+	return nil
 }
 
 // template pins the images of one pod template and sets its checksum.
@@ -339,6 +355,15 @@ func (e *editor) podSpecImages(spec *yaml.Node, w Workload) ([]string, error) {
 			if line != "" {
 				lines = append(lines, line)
 			}
+			e.containers = append(e.containers, containerAt{deref(c), w})
+			// Then the images in its args and env.
+			if paths := containerPathsFor(c, e.r.containerImagePaths()); len(paths) > 0 {
+				more, err := e.pinFields(c, "", paths, 0, w, map[fieldKey][]string{}, spec)
+				if err != nil {
+					return nil, err
+				}
+				lines = append(lines, more...)
+			}
 		}
 	}
 	// Image volumes (Kubernetes 1.31+): volumes[].image.reference is
@@ -391,6 +416,7 @@ func (e *editor) pinImage(spec, m *yaml.Node, key string, w Workload) (string, e
 	if img == nil {
 		return "", nil // no image: nothing to pin
 	}
+	e.handle(img)
 	where := e.d.at(img.Line)
 	if img.Kind != yaml.ScalarNode || img.Tag != "!!str" {
 		return "", fmt.Errorf("%s: %s: %s is %s, want a reference such as registry/name:tag", where, w, key, describe(img))
@@ -503,15 +529,15 @@ func (e *editor) changeImage(c *yaml.Node, image entry, value string) {
 	if e.r.mode() == ModeAnnotate || value == image.value.Value {
 		return
 	}
-	if raw.Kind != yaml.AliasNode {
-		if once(&e.seen, raw) {
-			e.images = append(e.images, imageChange{node: raw, value: value})
-		}
-		return
-	}
 	parent := deref(c)
 	if len(image.via) >= 2 {
 		parent = deref(image.via[len(image.via)-2])
+	}
+	if raw.Kind != yaml.AliasNode {
+		if once(&e.seen, raw) {
+			e.images = append(e.images, imageChange{node: raw, value: value, flow: parent.Style&yaml.FlowStyle != 0})
+		}
+		return
 	}
 	e.aliasImages = append(e.aliasImages, imageChange{node: image.value, alias: raw, parent: parent, value: value})
 }

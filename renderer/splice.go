@@ -39,7 +39,9 @@ func splice(d *document, images []imageChange, annotations []annotationChange, k
 		if c.alias != nil {
 			e, ok = s.replaceAlias(c.alias, c.value)
 		} else {
+			s.flow = c.flow
 			e, ok = s.replaceScalar(c.node, c.value, c.node.Style)
+			s.flow = false
 		}
 		if !ok {
 			return nil, false
@@ -52,6 +54,11 @@ func splice(d *document, images []imageChange, annotations []annotationChange, k
 			set = s.setFlowAnnotation
 		}
 		e, ok := set(a.holder, key, a.value)
+		if !ok && !s.json {
+			// A template written in flow style ("{metadata: {…}, spec:
+			// {…}}") takes the annotation as a JSON object does.
+			e, ok = s.setFlowAnnotation(a.holder, key, a.value)
+		}
 		if !ok {
 			return nil, false
 		}
@@ -80,6 +87,7 @@ type spliceState struct {
 	lineStarts []int // computed on first use
 	eol        string
 	json       bool // the document is written as JSON
+	flow       bool // the scalar replaced is in a flow collection
 	// The last position offset found: a later node on the same line
 	// continues from it, so that many nodes on one very long line (flow
 	// style) cost the line's length once, not once per node.
@@ -145,7 +153,7 @@ func (s *spliceState) replaceScalar(n *yaml.Node, value string, style yaml.Style
 		return edit{}, false
 	}
 	end := at + len(token)
-	if !bytes.HasPrefix(s.body[at:], []byte(token)) || (end < len(s.body) && !isSpace(s.body[end]) && !(s.json && isJSONDelimiter(s.body[end]))) {
+	if !bytes.HasPrefix(s.body[at:], []byte(token)) || (end < len(s.body) && !isSpace(s.body[end]) && !((s.json || s.flow) && isJSONDelimiter(s.body[end]))) {
 		return edit{}, false // not the token we expect, or not followed by a blank: flow or multi-line
 	}
 	if s.json {
@@ -275,7 +283,7 @@ func quote(value string, style yaml.Style) (string, bool) {
 	switch style {
 	case 0:
 		// Image references never need quotes, but check for what would.
-		if value == "" || strings.ContainsAny(value, " #:\t\n'\"{}[],&*!|>%@`") && !isReference(value) {
+		if value == "" || strings.ContainsAny(value, " #:\t\n'\"{}[],&*!|>%@`") && !isReference(value) && !isFlagReference(value) {
 			return "", false
 		}
 		return value, true
@@ -298,6 +306,13 @@ func quote(value string, style yaml.Style) (string, bool) {
 var reference = regexp.MustCompile(`^[a-z0-9][a-z0-9._:/-]*(:[A-Za-z0-9_][A-Za-z0-9_.-]*)?(@[a-z0-9]+:[a-f0-9]+)?$`)
 
 func isReference(value string) bool { return reference.MatchString(value) }
+
+// flagReference matches a command line argument that gives a flag a
+// pinned reference, "--flag=name:tag@sha256:…": as safe as a plain
+// scalar as the reference.
+var flagReference = regexp.MustCompile(`^--?[A-Za-z0-9][A-Za-z0-9._-]*=[a-z0-9][a-z0-9._:/-]*(:[A-Za-z0-9_][A-Za-z0-9_.-]*)?(@[a-z0-9]+:[a-f0-9]+)?$`)
+
+func isFlagReference(value string) bool { return flagReference.MatchString(value) }
 
 // hasOtherBreaks reports whether b holds a line break that YAML counts
 // but a search for LF does not: a CR not before an LF, or the Unicode

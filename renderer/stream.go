@@ -30,6 +30,9 @@ type document struct {
 	// kept are the warnings of the document's image fields kept as
 	// written (KeepUnresolved), set by the pass that finishes it.
 	kept []string
+	// unpinned are the image-like values of the document that no image
+	// field reached, set by the pass that finishes it.
+	unpinned []Unpinned
 	// sourceLine is the stream line of the "# Source:" comment that
 	// begins the template's output: this document's, or that of the
 	// first of the documents before it in a row with the same source.

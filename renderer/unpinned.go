@@ -1,0 +1,219 @@
+package renderer
+
+import (
+	"fmt"
+	"strconv"
+	"strings"
+
+	"github.com/google/go-containerregistry/pkg/name"
+	"sigs.k8s.io/kustomize/kyaml/yaml"
+)
+
+// Unpinned is a value that looks like an image reference with a tag,
+// left as it is because no image field of digestpin's leads to it: an
+// argument or env var of a container, or a field of a custom resource
+// whose name says image. A lock file or report of the stream does not
+// cover it; an --image-path that names its field pins it.
+type Unpinned struct {
+	// Reference is the value as written.
+	Reference string `json:"reference"`
+	// Workload names the field: the container and Field for a
+	// container's argument or variable ("args[2]",
+	// "args[flag=--sidecar-image]", "env[name=SIDECAR].value"), or
+	// FieldPrefix and the field's path in a custom resource.
+	Workload Workload `json:"workload"`
+	// Where is the document, its source and line.
+	Where string `json:"-"`
+}
+
+// String formats u as "Deployment/ns/op container "manager" field
+// env[name=SIDECAR].value "registry.example/sidecar:1"".
+func (u Unpinned) String() string { return fmt.Sprintf("%s %q", u.Workload, u.Reference) }
+
+// unpinnedError is the error of Strict: every image reference left as a
+// tag, the first with where it is.
+func unpinnedError(us []Unpinned) error {
+	list := make([]string, len(us))
+	for i, u := range us {
+		list[i] = u.String()
+	}
+	return fmt.Errorf("%s: %d image references are left as tags where digestpin knows no image field (--strict): %s; name their fields with --image-path", us[0].Where, len(us), strings.Join(list, ", "))
+}
+
+// handle records that an image path or container field reached the
+// scalar n: whatever it holds, it is not one to list as unpinned.
+func (e *editor) handle(n *yaml.Node) {
+	if n = deref(n); n != nil {
+		once(&e.handled, n)
+	}
+}
+
+// containerAt is a container of a pod spec, to scan once the document's
+// image fields are all pinned.
+type containerAt struct {
+	c *yaml.Node
+	w Workload
+}
+
+// scanUnpinned lists, in e.unpinned, the values that look like tagged
+// image references and that no image field reached: in the args,
+// command and env of the containers of obj's pod specs, and, when obj is
+// a custom resource, in its fields whose name says image (outside its
+// metadata, status, labels and annotations).
+func (e *editor) scanUnpinned(obj *yaml.Node, group string, w Workload) {
+	for _, c := range e.containers {
+		if !once(&e.scanned, c.c) {
+			continue
+		}
+		e.scanContainer(c.c, c.w)
+	}
+	e.containers = e.containers[:0]
+	if !isCustomGroup(group) || !once(&e.scanned, obj) {
+		return
+	}
+	// Fields named image that name no image the cluster pulls.
+	for _, p := range notPulled {
+		if matchesKind(p.Group, p.Kind, group, w.Kind) {
+			_ = walk(obj, p.Fields[:len(p.Fields)-1], func(*yaml.Node) {}, func(_, m *yaml.Node, _ string, _ []string) bool {
+				if v, _ := get(m, p.Fields[len(p.Fields)-1]); v.value != nil {
+					e.handle(v.value)
+				}
+				return false
+			})
+		}
+	}
+	for i := 0; i+1 < len(obj.Content); i += 2 {
+		if k := obj.Content[i].Value; k != "metadata" && k != "status" {
+			e.scanFields(obj.Content[i+1], k, k, w, 0)
+		}
+	}
+}
+
+// notPulled are fields of custom resources named image that name no
+// image to pull as written: Strimzi pushes the image it builds for a
+// KafkaConnect to spec.build.output.image.
+var notPulled = []ImagePath{
+	{Group: "kafka.strimzi.io", Kind: "KafkaConnect", Fields: []string{"spec", "build", "output", "image"}},
+}
+
+// maxScanDepth bounds how deep scanFields looks into a custom resource.
+const maxScanDepth = 64
+
+// scanFields scans node n of a custom resource, the value of field key
+// at path, for image-like values under keys whose name says image.
+func (e *editor) scanFields(n *yaml.Node, key, path string, w Workload, depth int) {
+	n = deref(n)
+	if n == nil || depth > maxScanDepth || !once(&e.scanned, n) {
+		return
+	}
+	switch n.Kind {
+	case yaml.MappingNode:
+		for i := 0; i+1 < len(n.Content); i += 2 {
+			k := n.Content[i].Value
+			if k == "annotations" || k == "labels" {
+				continue
+			}
+			e.scanFields(n.Content[i+1], k, path+"."+k, w, depth+1)
+		}
+	case yaml.SequenceNode:
+		for i, c := range n.Content {
+			e.scanFields(c, key, path+"["+strconv.Itoa(i)+"]", w, depth+1)
+		}
+	case yaml.ScalarNode:
+		if mentionsImage(key) {
+			w.Container = FieldPrefix + path
+			e.unpinnedValue(n, n.Value, w)
+		}
+	}
+}
+
+// scanContainer scans a container's args, command and env.
+func (e *editor) scanContainer(c *yaml.Node, w Workload) {
+	for _, list := range []string{"args", "command"} {
+		l, _ := get(c, list)
+		if l.value == nil || l.value.Kind != yaml.SequenceNode {
+			continue
+		}
+		flag := "" // the flag an item follows, if it takes a value
+		for i, item := range l.value.Content {
+			arg := deref(item)
+			if arg.Kind != yaml.ScalarNode || arg.Tag != "!!str" {
+				flag = ""
+				continue
+			}
+			w.Field = list + "[" + strconv.Itoa(i) + "]"
+			switch f, v, ok := strings.Cut(arg.Value, "="); {
+			case strings.HasPrefix(arg.Value, "-") && ok:
+				w.Field = list + "[" + flagKey + "=" + f + "]"
+				e.unpinnedText(arg, v, f, w)
+				flag = ""
+			case strings.HasPrefix(arg.Value, "-"):
+				flag = arg.Value
+			default:
+				if flag != "" {
+					w.Field = list + "[" + flagKey + "=" + flag + "]"
+				}
+				e.unpinnedText(arg, arg.Value, flag, w)
+				flag = ""
+			}
+		}
+	}
+	env, _ := get(c, "env")
+	if env.value == nil || env.value.Kind != yaml.SequenceNode {
+		return
+	}
+	for _, item := range env.value.Content {
+		nm, _ := get(item, "name")
+		v, _ := get(item, "value")
+		if nm.value == nil || v.value == nil || nm.value.Kind != yaml.ScalarNode || v.value.Kind != yaml.ScalarNode {
+			continue
+		}
+		w.Field = "env[name=" + nm.value.Value + "].value"
+		e.unpinnedText(v.value, v.value.Value, nm.value.Value, w)
+	}
+}
+
+// unpinnedText lists text, the value of scalar n (or the part after a
+// flag), named by the flag or variable name, when it looks like an
+// image: a tagged reference whose name says image, or that names its
+// registry.
+func (e *editor) unpinnedText(n *yaml.Node, text, name string, w Workload) {
+	if mentionsImage(name) || namesRegistry(text) {
+		e.unpinnedValue(n, text, w)
+	}
+}
+
+// unpinnedValue lists text, the value of scalar n, used by w, when n is
+// a string that no image field reached and text reads as a reference
+// with a tag and no digest.
+func (e *editor) unpinnedValue(n *yaml.Node, text string, w Workload) {
+	if e.handled[n] || n.Tag != "!!str" || !looksPinnable(text) {
+		return
+	}
+	e.unpinned = append(e.unpinned, Unpinned{Reference: text, Workload: w, Where: e.d.at(n.Line)})
+}
+
+// looksPinnable reports whether s reads as an image reference with a
+// tag and without a digest, and has a repository path ("/"): a
+// "host:port" or "name:value" alone is too often something else.
+func looksPinnable(s string) bool {
+	if !readsAsReference(s) || !strings.Contains(s, "/") || strings.ContainsAny(s, "@,;=") {
+		return false
+	}
+	if _, tag, _ := splitImage(s); tag == "" {
+		return false
+	}
+	_, err := name.NewTag(s, name.StrictValidation)
+	return err == nil
+}
+
+// mentionsImage reports whether a field, flag or variable name says
+// image: "image", "sidecarImage", "--engine-image", "AGENT_IMAGE".
+func mentionsImage(s string) bool { return strings.Contains(strings.ToLower(s), "image") }
+
+// isCustomGroup reports whether an API group is a custom resource's: one
+// with a dot that is not one of Kubernetes' own (….k8s.io). The groups
+// of built-in kinds without a dot (apps, batch, policy) are not.
+func isCustomGroup(group string) bool {
+	return strings.Contains(group, ".") && !strings.HasSuffix(group, ".k8s.io") && group != "k8s.io"
+}

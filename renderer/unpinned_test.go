@@ -1,0 +1,152 @@
+package renderer
+
+import (
+	"context"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/digestpin/digestpin/internal/testfiles"
+)
+
+// TestUnpinned lists what looks like an image left as a tag, and nothing
+// else: values of args, command and env of containers whose name says
+// image or that name their registry, and image-named fields of custom
+// resources.
+func TestUnpinned(t *testing.T) {
+	const head = "apiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: d\n  namespace: ns\nspec:\n  template:\n    spec:\n      containers:\n      - name: c\n        image: registry.example/c:1\n"
+	c := func(field string) Workload {
+		return Workload{Kind: "Deployment", Namespace: "ns", Name: "d", Container: "c", Field: field}
+	}
+	for _, tc := range []struct {
+		desc string
+		in   string
+		want []Unpinned
+	}{
+		{
+			desc: "images in args and env",
+			in: head + "        args:\n        - --sidecar-image=registry.example/side:1\n        - --sidecar-image\n        - registry.example/side:2\n        - quay.io/tools/helper:3\n        - bitnami/redis:7\n" +
+				"        command: [run, --init-image, 'registry.example/init:1']\n        env:\n        - name: SIDECAR_IMAGE\n          value: registry.example/side:4\n        - name: HELPER\n          value: ghcr.io/org/helper:5\n",
+			want: []Unpinned{
+				{Reference: "registry.example/side:1", Workload: c("args[flag=--sidecar-image]")},
+				{Reference: "registry.example/side:2", Workload: c("args[flag=--sidecar-image]")},
+				{Reference: "quay.io/tools/helper:3", Workload: c("args[3]")},
+				{Reference: "registry.example/init:1", Workload: c("command[flag=--init-image]")},
+				{Reference: "registry.example/side:4", Workload: c("env[name=SIDECAR_IMAGE].value")},
+				{Reference: "ghcr.io/org/helper:5", Workload: c("env[name=HELPER].value")},
+			},
+		},
+		{
+			desc: "what is no image: host and port, URLs, paths, policies, untagged or pinned names, placeholders, no repository path",
+			in: head + "        args: [--endpoint=otel.monitoring.svc:4317, --url=http://registry.example/x:1, --config=/etc/app/x:1, --image-pull-policy=IfNotPresent, " +
+				"--image=registry.example/app, --image=registry.example/app:1@sha256:0000000000000000000000000000000000000000000000000000000000000000, --image=$(IMAGE), --image=nginx:1.27, --image, --verbose]\n" +
+				"        env:\n        - {name: REDIS_ADDR, value: 'redis:6379'}\n        - {name: IMAGE_URL, value: 'https://images.example/app:1'}\n        - {name: IMAGE_DIR, value: /var/lib/images:ro}\n" +
+				"        - {name: IMAGE_TAG, value: '1.4'}\n        - {name: IMAGE, value: '{{ .Values.image }}'}\n        - {name: IMAGE, value: 'a b/c:1'}\n        - {name: IMAGE, valueFrom: {configMapKeyRef: {name: x, key: y}}}\n        - {name: IMAGE, value: 7}\n",
+		},
+		{
+			desc: "the defaults' fields are pinned, not listed",
+			in:   head + "        args: [--collector-image=registry.example/col:1]\n        env:\n        - {name: AGENT_IMAGE, value: registry.example/agent:1}\n",
+		},
+		{
+			desc: "a custom resource's image fields, outside metadata, status, labels and annotations",
+			in: "apiVersion: example.com/v1\nkind: Runner\nmetadata:\n  name: r\n  annotations:\n    image: registry.example/a:1\nspec:\n  runnerImage: registry.example/r:1\n  images: [registry.example/i:1, registry.example/j]\n" +
+				"  version: registry.example/v:1\n  template:\n    metadata:\n      labels: {image: registry.example/l:1}\n    containers:\n    - name: m\n      image: registry.example/m:1\nstatus:\n  image: registry.example/s:1\n",
+			want: []Unpinned{
+				{Reference: "registry.example/r:1", Workload: Workload{Kind: "Runner", Name: "r", Container: "field/spec.runnerImage"}},
+				{Reference: "registry.example/i:1", Workload: Workload{Kind: "Runner", Name: "r", Container: "field/spec.images[0]"}},
+				{Reference: "registry.example/m:1", Workload: Workload{Kind: "Runner", Name: "r", Container: "field/spec.template.containers[0].image"}},
+			},
+		},
+		{
+			desc: "built-in kinds' data: a ConfigMap, a CRD's schema default",
+			in: "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: c\ndata:\n  image: registry.example/a:1\n---\n" +
+				"apiVersion: apiextensions.k8s.io/v1\nkind: CustomResourceDefinition\nmetadata:\n  name: runners.example.com\nspec:\n  versions:\n  - name: v1\n    schema:\n      openAPIV3Schema:\n        properties:\n          image: {type: string, default: registry.example/a:1}\n",
+		},
+		{
+			desc: "a KafkaConnect's build output, where Strimzi pushes",
+			in:   "apiVersion: kafka.strimzi.io/v1beta2\nkind: KafkaConnect\nmetadata:\n  name: c\nspec:\n  build:\n    output: {type: docker, image: registry.example/connect:1}\n",
+		},
+		{
+			desc: "a shared container, listed once",
+			in: "apiVersion: v1\nkind: List\nitems:\n- apiVersion: apps/v1\n  kind: Deployment\n  metadata: {name: a}\n  spec:\n    template:\n      spec:\n        containers:\n        - &c {name: c, image: registry.example/c:1, env: [{name: X_IMAGE, value: registry.example/x:1}]}\n" +
+				"- apiVersion: apps/v1\n  kind: Deployment\n  metadata: {name: b}\n  spec:\n    template:\n      spec:\n        containers: [*c]\n",
+			want: []Unpinned{{Reference: "registry.example/x:1", Workload: Workload{Kind: "Deployment", Name: "a", Container: "c", Field: "env[name=X_IMAGE].value"}}},
+		},
+	} {
+		t.Run(tc.desc, func(t *testing.T) {
+			var mu sync.Mutex
+			var warnings []string
+			r := &Renderer{Resolver: newFixed(), Warnf: func(f string, args ...any) {
+				mu.Lock()
+				defer mu.Unlock()
+				warnings = append(warnings, f)
+			}}
+			res, err := r.Render(context.Background(), []byte(tc.in))
+			if err != nil {
+				t.Fatalf("Render() = %v", err)
+			}
+			if diff := cmp.Diff(tc.want, res.Unpinned, cmpIgnoreWhere); diff != "" {
+				t.Errorf("Render() unpinned (-want +got):\n%s", diff)
+			}
+			if want := min(len(tc.want), 1); len(warnings) != want {
+				t.Errorf("Render() warned %d times (%q), want %d", len(warnings), warnings, want)
+			}
+			// Strict fails on the same stream, naming each reference.
+			r.Strict = true
+			res, err = r.Render(context.Background(), []byte(tc.in))
+			switch {
+			case len(tc.want) == 0 && err != nil:
+				t.Errorf("Render() with Strict = %v", err)
+			case len(tc.want) > 0 && err == nil:
+				t.Errorf("Render() with Strict = nil error, want one")
+			case len(tc.want) > 0:
+				if res.Output != nil || strings.Contains(err.Error(), "\n") || !strings.Contains(err.Error(), tc.want[0].Reference) || !strings.HasPrefix(err.Error(), "document ") {
+					t.Errorf("Render() with Strict = %q, want one line from the document naming %s", err, tc.want[0].Reference)
+				}
+			}
+		})
+	}
+}
+
+var cmpIgnoreWhere = cmp.FilterPath(func(p cmp.Path) bool { return p.Last().String() == ".Where" }, cmp.Ignore())
+
+// TestGoldenUnpinned lists what each golden input leaves as a tag: image
+// references in fields that no image path names, each a real image
+// reference; a new entry here is a new false positive or a field to
+// pin.
+func TestGoldenUnpinned(t *testing.T) {
+	want := map[string][]string{
+		"helm-all-kinds":             {`Widget/not-a-workload field spec.template.spec.containers[0].image "registry.example/shop/web:1.4"`},
+		"openkruise":                 {`ImagePullJob/shop/shop-prepull field spec.image "registry.example/shop/web:2.0"`},
+		"openshift-deploymentconfig": {`DeploymentConfig/finance/ledger field spec.strategy.customParams.image "registry.example/finance/deployer:1.0"`, `DeploymentConfig/ledger-lookalike field spec.template.spec.containers[0].image "registry.example/finance/ledger:5.2"`},
+	}
+	inputs, _ := filepath.Glob("testdata/*.input.yaml")
+	odd, _ := filepath.Glob("testdata/oddinput/*.input.yaml")
+	for _, in := range append(inputs, odd...) {
+		base := strings.TrimSuffix(filepath.Base(in), ".input.yaml")
+		t.Run(base, func(t *testing.T) {
+			r := &Renderer{Resolver: newFixed()}
+			if base == "custom-path" {
+				custom, _ := ParsePodSpecPath("example.com/Worker=spec.pools.*.template.spec")
+				r.PodSpecPaths = append(DefaultPodSpecPaths[:len(DefaultPodSpecPaths):len(DefaultPodSpecPaths)], custom)
+			}
+			res, err := r.Render(context.Background(), testfiles.Read(t, in))
+			if err != nil {
+				t.Fatalf("Render(%s) = %v", in, err)
+			}
+			var got []string
+			for _, u := range res.Unpinned {
+				got = append(got, u.String())
+			}
+			if strings.Contains(in, "oddinput") {
+				base = "oddinput/" + base
+			}
+			if diff := cmp.Diff(want[base], got); diff != "" {
+				t.Errorf("Render(%s) unpinned (-want +got):\n%s", in, diff)
+			}
+		})
+	}
+}
