@@ -186,7 +186,7 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 			return &usageError{o.optionError(err)}
 		}
 		read := func(ctx context.Context) ([]byte, error) { return o.read(ctx, stdin, log) }
-		return o.pinStream(ctx, p, read, stdout, log)
+		return o.pinStream(ctx, p, read, stdout)
 	}()
 	if err != nil {
 		log.fail(err)
@@ -198,7 +198,7 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 // writes it to stdout and only then puts the lock file and the report in
 // place. A signal or --timeout at any point before the output is written
 // means nothing is written at all.
-func (o *options) pinStream(ctx context.Context, p *pin.Pinner, input func(context.Context) ([]byte, error), stdout io.Writer, log *logger) error {
+func (o *options) pinStream(ctx context.Context, p *pin.Pinner, input func(context.Context) ([]byte, error), stdout io.Writer) error {
 	ctx, cancel := context.WithTimeoutCause(ctx, o.timeout, &timeoutError{flag: o.name("timeout"), d: o.timeout})
 	defer cancel()
 	in, err := input(ctx)

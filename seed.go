@@ -66,7 +66,7 @@ func runSeed(args []string, stdout, stderr io.Writer) error {
 // writeSeedFile creates path, mode 0600, with the seed; an existing file
 // or link is never replaced, so that a seed in use is not lost by mistake.
 func writeSeedFile(path string, text []byte) error {
-	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600) //nolint:gosec // the file the user named
 	if err != nil {
 		if errors.Is(err, os.ErrExist) {
 			return &usageError{fmt.Errorf("seed file %s exists already: digestpin seed never replaces a seed (losing it regenerates every generated value)", path)}
@@ -75,11 +75,11 @@ func writeSeedFile(path string, text []byte) error {
 	}
 	if _, err := f.Write(text); err != nil {
 		_ = f.Close()
-		_ = os.Remove(path)
+		_ = os.Remove(path) //nolint:gosec // the file this run created
 		return fmt.Errorf("writing seed file %s: %w", path, err)
 	}
 	if err := f.Close(); err != nil {
-		_ = os.Remove(path)
+		_ = os.Remove(path) //nolint:gosec // the file this run created
 		return fmt.Errorf("writing seed file %s: %w", path, err)
 	}
 	return nil

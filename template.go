@@ -97,6 +97,12 @@ func runTemplate(ctx context.Context, args []string, stdout, stderr io.Writer) e
 		if err := t.render.SetArgs(fs.Args()); err != nil {
 			return &usageError{fmt.Errorf("%w (usage: digestpin template [NAME] CHART --seed-file FILE [flags])", err)}
 		}
+		if t.render.EnableDNS {
+			// Every answer of getHostByName could differ from the last; a
+			// deterministic render does without them, as helm template does
+			// by default.
+			return &usageError{errors.New("--enable-dns: digestpin template renders without DNS lookups (getHostByName gives \"\", as helm template does without the flag)")}
+		}
 		if t.seedFile == "" {
 			return &usageError{errors.New("digestpin template needs a seed: --seed-file FILE or DIGESTPIN_SEED_FILE (make one with: digestpin seed > FILE)")}
 		}
@@ -150,7 +156,7 @@ func runTemplate(ctx context.Context, args []string, stdout, stderr io.Writer) e
 			warnGenerated(log, gen)
 			return r.b, nil
 		}
-		return o.pinStream(ctx, p, render, stdout, log)
+		return o.pinStream(ctx, p, render, stdout)
 	}()
 	if err != nil {
 		log.fail(err)
@@ -180,9 +186,7 @@ func oneLine(err error) string {
 			parts = append(parts, l)
 		}
 	}
-	// The located functions carry the call's identity as their first
-	// argument; a message names them by the chart's own names.
-	return strings.ReplaceAll(strings.Join(parts, ": "), detgen.LocatedName(""), "")
+	return detgen.CleanMessage(strings.Join(parts, ": "))
 }
 
 // where says where a generator call is: the template file rendered and,
@@ -213,7 +217,22 @@ func warnGenerated(log *logger, gen *detgen.Generator) {
 		}
 		log.warnf("%s: %s varies from one render to the next, and so does the manifest%s", where(u.Template, u.Enclosing, u.Line), u.Function, detail)
 	}
-	for _, c := range gen.Certificates() {
+	certs := gen.Certificates()
+	if len(certs) > 0 {
+		next := certs[0]
+		for _, c := range certs[1:] {
+			if c.ReissueAt.Before(next.ReissueAt) {
+				next = c
+			}
+		}
+		what := fmt.Sprintf("%d generated certificates stay the same until their re-issue; the next", len(certs))
+		if len(certs) == 1 {
+			what = "1 generated certificate stays the same until its re-issue; it"
+		}
+		log.warnf("%s, %s %q in %s, is re-issued from %s, and pods that hash it restart once (-v lists each)",
+			what, next.Function, next.CommonName, where(next.Template, next.Enclosing, next.Line), next.ReissueAt.UTC().Format(time.RFC3339))
+	}
+	for _, c := range certs {
 		log.debugf("%s: %s certificate %q valid %s to %s, re-issued from %s", where(c.Template, c.Enclosing, c.Line), c.Function, c.CommonName,
 			c.NotBefore.UTC().Format(time.RFC3339), c.NotAfter.UTC().Format(time.RFC3339), c.ReissueAt.UTC().Format(time.RFC3339))
 	}

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"reflect"
+	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -342,4 +343,20 @@ func (g *Generator) issued(c *call, cert Certificate) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	g.certs = append(g.certs, cert)
+}
+
+// siteInMessage is an identity literal as a template error quotes it,
+// with the blank after it, or before it when it ends the call.
+var (
+	siteLit        = `"` + siteVersion + `\|[0-9]+\|[0-9a-f]+\|(?:[^"\\]|\\.)*"`
+	siteInMessage  = regexp.MustCompile(siteLit + ` ?`)
+	siteEndingCall = regexp.MustCompile(` ` + siteLit + `([>)])`)
+)
+
+// CleanMessage is a Helm error message about a rewritten template as the
+// chart's author would read it: the located functions by their own names,
+// without the identity literals Rewrite put in their calls.
+func CleanMessage(msg string) string {
+	msg = siteEndingCall.ReplaceAllString(msg, "$1")
+	return strings.ReplaceAll(siteInMessage.ReplaceAllString(msg, ""), locatedPrefix, "")
 }

@@ -214,3 +214,16 @@ func execOnce(g *Generator, src string) (string, error) {
 	err := tm.Execute(&b, map[string]any{"L": []int{1, 2}, "S": "s"})
 	return b.String(), err
 }
+
+func TestCleanMessage(t *testing.T) {
+	for _, tc := range []struct{ in, want string }{
+		{`executing "x" at <_dp_genCA "v1|6|173563b477aebea4709bcabe2ebf203d|webhook.certs" (printf "%s-ca" .Release.Name) 0>: error calling _dp_genCA: bad`,
+			`executing "x" at <genCA (printf "%s-ca" .Release.Name) 0>: error calling genCA: bad`},
+		{`<_dp_now "v1|3|ab|a \"quoted\" name">`, `<now>`},
+		{`no identity here: "v1|x"`, `no identity here: "v1|x"`},
+	} {
+		if got := CleanMessage(tc.in); got != tc.want {
+			t.Errorf("CleanMessage(%q) = %q, want %q", tc.in, got, tc.want)
+		}
+	}
+}

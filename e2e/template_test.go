@@ -5,7 +5,11 @@ package e2e
 import (
 	"crypto/x509"
 	"encoding/base64"
+	"encoding/json"
 	"encoding/pem"
+	"errors"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -179,7 +183,9 @@ func TestTemplateDeterministic(t *testing.T) {
 		t.Fatalf("two renders with the same seed differ:\n%s\n---\n%s", first.stdout, again.stdout)
 	}
 	base := objects(t, first.stdout)
-	secret := func(objs map[string]*yaml.RNode, key string) string { return field(t, objs, "Secret/r-app", "data", key) }
+	secret := func(objs map[string]*yaml.RNode, key string) string {
+		return field(t, objs, "Secret/r-app", "data", key)
+	}
 	tlsCrt := field(t, base, "Secret/r-tls", "data", "tls.crt")
 	checksum := field(t, base, "Deployment/r-webhook", "spec", "template", "metadata", "annotations", "checksum/config")
 
@@ -266,6 +272,38 @@ func TestTemplateDeterministic(t *testing.T) {
 			t.Errorf("openssl verify: %v: %s", err, out)
 		}
 	})
+	t.Run("the re-issue is announced and reported", func(t *testing.T) {
+		if !strings.Contains(first.stderr, "2 generated certificates stay the same until their re-issue") || !strings.Contains(first.stderr, "re-issued from 20") {
+			t.Errorf("stderr %q lacks the re-issue warning", first.stderr)
+		}
+		report := filepath.Join(t.TempDir(), "report.json")
+		g.mustRender("r", "--report", report)
+		b, err := os.ReadFile(report)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var rep struct {
+			Generated struct {
+				Certificates []struct {
+					Function, CommonName string
+					NotBefore, NotAfter  time.Time
+					ReissueAt            time.Time
+				}
+			}
+		}
+		if err := json.Unmarshal(b, &rep); err != nil {
+			t.Fatal(err)
+		}
+		certs := rep.Generated.Certificates
+		if len(certs) != 2 {
+			t.Fatalf("report lists %d certificates, want 2:\n%s", len(certs), b)
+		}
+		for _, c := range certs {
+			if !c.NotBefore.Before(c.ReissueAt) || !c.ReissueAt.Before(c.NotAfter) || time.Now().After(c.ReissueAt) {
+				t.Errorf("%s %q: NotBefore %v, re-issue %v, NotAfter %v: want NotBefore < now < re-issue < NotAfter", c.Function, c.CommonName, c.NotBefore, c.ReissueAt, c.NotAfter)
+			}
+		}
+	})
 	t.Run("an image push changes the Deployment only", func(t *testing.T) {
 		reg.PushImage(t, "app:1.0")
 		objs := g.mustRender("r")
@@ -344,6 +382,9 @@ func TestTemplateBadInput(t *testing.T) {
 		{"world-readable seed", []string{"template", "r", chart, "--seed-file", mk("open", string(goodText), 0o644)}, nil, 2, "chmod 600"},
 		{"seed from the environment", []string{"template", "r", chart}, []string{"DIGESTPIN_SEED_FILE=" + filepath.Join(dir, "absent")}, 2, "DIGESTPIN_SEED_FILE"},
 		{"unknown flag", []string{"template", "r", chart, "--seed-file", good, "--no-such-flag"}, nil, 2, "--no-such-flag"},
+		{"enable-dns", []string{"template", "r", chart, "--seed-file", good, "--enable-dns"}, nil, 2, "--enable-dns"},
+		{"server dry run", []string{"template", "r", chart, "--seed-file", good, "--dry-run=server"}, nil, 1, "--dry-run=client"},
+		{"retired flag", []string{"template", "r", chart, "--seed-file", good, "--previous", "x"}, nil, 2, "retired"},
 		{"no chart", []string{"template", "--seed-file", good}, nil, 2, "CHART"},
 		{"chart does not render", []string{"template", "r", chart, "--seed-file", good, "--set", "certDays=notanumber", "--set-string", "image={{"}, nil, 1, "r"},
 		{"chart missing", []string{"template", "r", filepath.Join(dir, "nochart"), "--seed-file", good}, nil, 1, "nochart"},
@@ -405,7 +446,8 @@ func exitCode(err error) int {
 	if err == nil {
 		return 0
 	}
-	if ee, ok := err.(*exec.ExitError); ok {
+	var ee *exec.ExitError
+	if errors.As(err, &ee) {
 		return ee.ExitCode()
 	}
 	return -1
@@ -461,4 +503,69 @@ func TestTemplateTimeout(t *testing.T) {
 	if res.err == nil || res.stdout != "" || !strings.Contains(res.stderr, "--timeout 1s") {
 		t.Errorf("err %v, stdout %q, stderr %q: want a failure naming --timeout 1s and no output", res.err, res.stdout, res.stderr)
 	}
+}
+
+// TestTemplateChartSources renders testdata/generated from each place a
+// chart comes from: its folder, its .tgz, a chart repository with basic
+// auth (--repo, --username, --password), and an OCI registry (oci://,
+// --plain-http), all on loopback. The generated values depend on the seed,
+// the release and the chart only, so every source gives the same bytes.
+func TestTemplateChartSources(t *testing.T) {
+	bin, h4 := digestpinBin(t), helm4(t)
+	reg := testregistry.New(t)
+	reg.PushImage(t, "app:1.0")
+	seed := newSeed(t)
+	dir := t.TempDir()
+	if r := runCmd(t, dir, nil, helmHome(t, ""), h4, "package", filepath.Join(repoRoot(t), "testdata", "generated"), "-d", dir); r.err != nil {
+		t.Fatalf("helm package: %v\n%s", r.err, r.stderr)
+	}
+	tgz := filepath.Join(dir, "webhook-0.1.0.tgz")
+	files := http.FileServer(http.Dir(dir))
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
+		if u, p, ok := req.BasicAuth(); !ok || u != "ci" || p != "s3cret-pw" {
+			http.Error(w, "unauthorized", http.StatusUnauthorized)
+			return
+		}
+		files.ServeHTTP(w, req)
+	}))
+	t.Cleanup(srv.Close)
+	if r := runCmd(t, dir, nil, helmHome(t, ""), h4, "repo", "index", dir, "--url", srv.URL); r.err != nil {
+		t.Fatalf("helm repo index: %v\n%s", r.err, r.stderr)
+	}
+	home := helmHome(t, "")
+	if r := runCmd(t, dir, nil, home, h4, "push", tgz, "oci://"+reg.Host()+"/charts", "--plain-http"); r.err != nil {
+		t.Fatalf("helm push: %v\n%s", r.err, r.stderr)
+	}
+	common := []string{"-n", "ns", "--seed-file", seed, "--set", "image=" + reg.Ref("app:1.0")}
+	render := func(chartArgs ...string) result {
+		return runCmd(t, "", nil, home, bin, append(append([]string{"template", "r"}, chartArgs...), common...)...)
+	}
+	want := render(filepath.Join(repoRoot(t), "testdata", "generated"))
+	if want.err != nil {
+		t.Fatalf("digestpin template of the folder: %v\n%s", want.err, want.stderr)
+	}
+	for _, tc := range []struct {
+		name string
+		args []string
+	}{
+		{"archive", []string{tgz}},
+		{"chart repository", []string{"webhook", "--repo", srv.URL, "--version", "0.1.0", "--username", "ci", "--password", "s3cret-pw"}},
+		{"oci", []string{"oci://" + reg.Host() + "/charts/webhook", "--version", "0.1.0", "--plain-http"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got := render(tc.args...)
+			if got.err != nil {
+				t.Fatalf("digestpin template: %v\n%s", got.err, got.stderr)
+			}
+			if got.stdout != want.stdout {
+				t.Errorf("the render differs from the folder's:\n%s", got.stdout)
+			}
+		})
+	}
+	t.Run("wrong password", func(t *testing.T) {
+		got := render("webhook", "--repo", srv.URL, "--version", "0.1.0", "--username", "ci", "--password", "wrong-pw-42")
+		if got.err == nil || got.stdout != "" || strings.Contains(got.stderr, "wrong-pw-42") || strings.Count(strings.TrimSpace(got.stderr), "\n") != 0 {
+			t.Errorf("err %v, stdout %q, stderr %q: want one error line without the password and no output", got.err, got.stdout, got.stderr)
+		}
+	})
 }

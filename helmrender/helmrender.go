@@ -282,7 +282,7 @@ func Template(ctx context.Context, o Options) ([]byte, error) {
 	if !ok || rel == nil {
 		return nil, fmt.Errorf("rendering chart %s: Helm returned a release of type %T", o.Chart, ri)
 	}
-	return print(rel, o)
+	return printRelease(rel, o)
 }
 
 // loadChart loads the chart at chartPath and, with DependencyUpdate,
@@ -378,8 +378,8 @@ func rewrite(ch *chart.Chart, f func(name, src string) (string, error)) error {
 // name, as helm template matches --show-only.
 var sourceRE = regexp.MustCompile("# Source: [^/]+/(.+)")
 
-// print writes rel's manifest and hooks as helm template prints them.
-func print(rel *release.Release, o Options) ([]byte, error) {
+// printRelease writes rel's manifest and hooks as helm template prints them.
+func printRelease(rel *release.Release, o Options) ([]byte, error) {
 	var all bytes.Buffer
 	fmt.Fprintln(&all, strings.TrimSpace(rel.Manifest))
 	if !o.NoHooks {
