@@ -150,10 +150,12 @@ func TestDryRunGoldens(t *testing.T) {
 					if _, inRefused := c.dryRun(t, inM, docNS); inRefused != refused {
 						t.Errorf("document %d (%v %v): the API server refuses digestpin's output:\n%s\nand its input %s", i+1, m["kind"], m["metadata"], refused, orAccepted(inRefused))
 					}
+					t.Logf("document %d, %v %v: refused as its input is", i+1, m["kind"], objName(m))
 					invalid++
 					continue
 				}
 				served++
+				t.Logf("document %d, %v %v: accepted", i+1, m["kind"], objName(m))
 				items := []any{out}
 				if out["kind"] == "List" {
 					items, _ = out["items"].([]any)
@@ -192,6 +194,12 @@ func TestDryRunGoldens(t *testing.T) {
 	}
 	figure(t, "%d golden files, %d documents: %d accepted by the API server's dry run, their %d images as digestpin reports them; %d refused exactly as their inputs are (invalid fixtures); %d of kinds it does not serve",
 		len(goldens), total, served, images, invalid, total-served-invalid)
+}
+
+// objName returns the metadata.name of a decoded object.
+func objName(m map[string]any) any {
+	md, _ := m["metadata"].(map[string]any)
+	return md["name"]
 }
 
 // notServedKind is what dryRun returns for a kind the API server does not
