@@ -37,6 +37,7 @@ go build -trimpath -ldflags "${ldflags[*]}" -o "$tmp/" \
   k8s.io/kubernetes/cmd/kubectl
 go build -trimpath -o "$tmp/etcd" go.etcd.io/etcd/server/v3
 "$tmp/kube-apiserver" --version | grep -qx "Kubernetes $kube" || { echo "kube-tools: kube-apiserver reports $("$tmp/kube-apiserver" --version), want Kubernetes $kube" >&2; exit 1; }
+chmod 0755 "$tmp"
 rm -rf "$dir"
 mv "$tmp" "$dir"
 trap - EXIT
