@@ -26,6 +26,7 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 )
@@ -67,6 +68,7 @@ type cluster struct {
 	startup    time.Duration
 	procs      []*proc // in start order
 
+	mu         sync.Mutex
 	namespaces map[string]bool // made by dryRun
 }
 

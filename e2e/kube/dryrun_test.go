@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/google/go-containerregistry/pkg/name"
@@ -46,6 +47,7 @@ var docSep = regexp.MustCompile(`(?m)^---(?:[ \t]|$)`)
 // container and image volume. Documents of kinds this API server does not
 // serve (workload CRDs without their CRDs) are counted, not checked.
 func TestDryRunGoldens(t *testing.T) {
+	t.Parallel()
 	c := controlPlane(t)
 	bin := digestpinBin(t)
 	root := repoRoot(t)
@@ -55,145 +57,183 @@ func TestDryRunGoldens(t *testing.T) {
 	if len(goldens) < 10 {
 		t.Fatalf("found %d golden files, want the renderer's", len(goldens))
 	}
-	total, served, invalid, images := 0, 0, 0, 0
-	unserved := map[string]bool{} // apiVersion kind
-	for _, g := range goldens {
-		rel, _ := filepath.Rel(root, g)
-		t.Run(rel, func(t *testing.T) {
-			src, err := os.ReadFile(g)
-			if err != nil {
-				t.Fatal(err)
-			}
-			// What digestpin reads: its report of the golden file, which
-			// carries every digest already (a golden file is a fixed point;
-			// pinned references cost no request, and the proxy settings
-			// keep anything else on loopback). annotate-mode keeps tags,
-			// which only a registry could resolve: its images are checked
-			// against the file itself.
-			want := map[string]string{} // Kind/namespace/name/container → repository@digest
-			annotate := strings.Contains(rel, "annotate")
-			if !annotate {
-				rep := filepath.Join(t.TempDir(), "report.json")
-				args := []string{"-f", g, "--report", rep}
-				if strings.Contains(rel, "digest-mode") {
-					args = append(args, "--mode", "digest")
-				}
-				res := run(nil, []string{"HTTPS_PROXY=http://127.0.0.1:1", "HTTP_PROXY=http://127.0.0.1:1", "NO_PROXY="}, bin, args...)
-				if res.err != nil {
-					t.Fatalf("digestpin -f %s: %v\n%s", rel, res.err, res.stderr)
-				}
-				if res.stdout != string(src) {
-					t.Fatalf("digestpin changed its golden file %s", rel)
-				}
-				var r report
-				b, err := os.ReadFile(rep)
-				if err != nil {
-					t.Fatal(err)
-				}
-				if err := json.Unmarshal(b, &r); err != nil {
-					t.Fatalf("decoding the report: %v", err)
-				}
-				for _, im := range r.Images {
-					for _, w := range im.Workloads {
-						want[w.Kind+"/"+w.Namespace+"/"+w.Name+"/"+w.Container] = repoDigest(t, im.Name, im.Digest)
-					}
-				}
-			}
-
-			got := map[string]string{}
-			// Each document of the golden file beside its input: the
-			// renderer keeps documents in order, one for one.
-			in, err := os.ReadFile(strings.TrimSuffix(g, ".golden.yaml") + ".input.yaml")
-			if err != nil {
-				t.Fatal(err)
-			}
-			docs, inDocs := docSep.Split(string(src), -1), docSep.Split(string(in), -1)
-			if len(docs) != len(inDocs) {
-				t.Fatalf("%d documents in the golden file, %d in its input", len(docs), len(inDocs))
-			}
-			for i, d := range docs {
-				var m map[string]any
-				if err := yaml.Unmarshal([]byte(d), &m); err != nil {
-					t.Fatalf("document %d: the API server's decoder refuses a golden document: %v", i+1, err)
-				}
-				if m == nil {
-					continue // comments only
-				}
-				total++
-				docNS := ""
-				if md, ok := m["metadata"].(map[string]any); ok {
-					docNS, _ = md["namespace"].(string)
-				}
-				gvk := fmt.Sprint(m["apiVersion"], " ", m["kind"])
-				out, refused := map[string]any(nil), notServedKind
-				if !unserved[gvk] {
-					out, refused = c.dryRun(t, m, docNS)
-				}
-				if refused == notServedKind {
-					unserved[gvk] = true
-					for k := range want {
-						if strings.HasPrefix(k, fmt.Sprint(m["kind"])+"/") {
-							delete(want, k)
-						}
-					}
-					continue
-				}
-				if refused != "" {
-					// Many fixtures are not valid objects (a Deployment
-					// without a selector): the API server must refuse the
-					// input for the very same reasons, so digestpin made
-					// nothing valid invalid.
-					var inM map[string]any
-					if err := yaml.Unmarshal([]byte(inDocs[i]), &inM); err != nil {
-						t.Fatalf("document %d of the input: %v", i+1, err)
-					}
-					if _, inRefused := c.dryRun(t, inM, docNS); inRefused != refused {
-						t.Errorf("document %d (%v %v): the API server refuses digestpin's output:\n%s\nand its input %s", i+1, m["kind"], m["metadata"], refused, orAccepted(inRefused))
-					}
-					t.Logf("document %d, %v %v: refused as its input is", i+1, m["kind"], objName(m))
-					invalid++
-					continue
-				}
-				served++
-				t.Logf("document %d, %v %v: accepted", i+1, m["kind"], objName(m))
-				items := []any{out}
-				if out["kind"] == "List" {
-					items, _ = out["items"].([]any)
-				}
-				for _, it := range items {
-					obj, _ := it.(map[string]any)
-					// The key uses the document's own namespace, as
-					// digestpin reads it, not the one kubectl filled in.
-					imagesOf(obj, docNS, got)
-				}
-			}
-			if annotate {
-				// Only whether the server read the tags the file spells.
-				for k, v := range got {
-					want[k] = v
-					if strings.Contains(v, "@sha256:") {
-						t.Errorf("%s runs %s in annotate mode, want the tag kept", k, v)
-					}
-				}
-			}
-			// Every served workload's images are the reported ones.
-			for k := range want {
-				if _, ok := got[k]; !ok && servedKind(k, got) {
-					t.Errorf("digestpin reports %s = %s; the API server has no such container", k, want[k])
-				}
-			}
-			images += len(got)
-			for k, v := range got {
-				if w, ok := want[k]; !ok {
-					t.Errorf("the API server runs %s = %s; digestpin reports no image for it", k, v)
-				} else if w != v {
-					t.Errorf("%s: the API server runs %s, digestpin reports %s", k, v, w)
-				}
-			}
-		})
-	}
+	// The files in parallel, into one tally.
+	tally := &dryRunTally{unserved: map[string]bool{}}
+	t.Run("goldens", func(t *testing.T) {
+		for _, g := range goldens {
+			checkGoldenDryRun(t, c, bin, root, g, tally)
+		}
+	})
 	figure(t, "%d golden files, %d documents: %d accepted by the API server's dry run, their %d images as digestpin reports them; %d refused exactly as their inputs are (invalid fixtures); %d of kinds it does not serve",
-		len(goldens), total, served, images, invalid, total-served-invalid)
+		len(goldens), tally.total, tally.served, tally.images, tally.invalid, tally.total-tally.served-tally.invalid)
+}
+
+// dryRunTally is TestDryRunGoldens' figures, and the kinds the API server
+// does not serve, shared by its parallel subtests.
+type dryRunTally struct {
+	mu                             sync.Mutex
+	total, served, invalid, images int
+	unserved                       map[string]bool // "apiVersion kind"
+}
+
+func (d *dryRunTally) add(total, served, invalid, images int) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	d.total, d.served, d.invalid, d.images = d.total+total, d.served+served, d.invalid+invalid, d.images+images
+}
+
+func (d *dryRunTally) isUnserved(gvk string) bool {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return d.unserved[gvk]
+}
+
+func (d *dryRunTally) markUnserved(gvk string) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	d.unserved[gvk] = true
+}
+
+// checkGoldenDryRun checks one golden file g of TestDryRunGoldens in a
+// parallel subtest.
+func checkGoldenDryRun(t *testing.T, c *cluster, bin, root, g string, tally *dryRunTally) {
+	t.Helper()
+	rel, _ := filepath.Rel(root, g)
+	t.Run(rel, func(t *testing.T) {
+		t.Parallel()
+		total, served, invalid, images := 0, 0, 0, 0
+		defer func() { tally.add(total, served, invalid, images) }()
+		src, err := os.ReadFile(g)
+		if err != nil {
+			t.Fatal(err)
+		}
+		// What digestpin reads: its report of the golden file, which
+		// carries every digest already (a golden file is a fixed point;
+		// pinned references cost no request, and the proxy settings
+		// keep anything else on loopback). annotate-mode keeps tags,
+		// which only a registry could resolve: its images are checked
+		// against the file itself.
+		want := map[string]string{} // Kind/namespace/name/container → repository@digest
+		annotate := strings.Contains(rel, "annotate")
+		if !annotate {
+			rep := filepath.Join(t.TempDir(), "report.json")
+			args := []string{"-f", g, "--report", rep}
+			if strings.Contains(rel, "digest-mode") {
+				args = append(args, "--mode", "digest")
+			}
+			res := run(nil, []string{"HTTPS_PROXY=http://127.0.0.1:1", "HTTP_PROXY=http://127.0.0.1:1", "NO_PROXY="}, bin, args...)
+			if res.err != nil {
+				t.Fatalf("digestpin -f %s: %v\n%s", rel, res.err, res.stderr)
+			}
+			if res.stdout != string(src) {
+				t.Fatalf("digestpin changed its golden file %s", rel)
+			}
+			var r report
+			b, err := os.ReadFile(rep)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := json.Unmarshal(b, &r); err != nil {
+				t.Fatalf("decoding the report: %v", err)
+			}
+			for _, im := range r.Images {
+				for _, w := range im.Workloads {
+					want[w.Kind+"/"+w.Namespace+"/"+w.Name+"/"+w.Container] = repoDigest(t, im.Name, im.Digest)
+				}
+			}
+		}
+
+		got := map[string]string{}
+		// Each document of the golden file beside its input: the
+		// renderer keeps documents in order, one for one.
+		in, err := os.ReadFile(strings.TrimSuffix(g, ".golden.yaml") + ".input.yaml")
+		if err != nil {
+			t.Fatal(err)
+		}
+		docs, inDocs := docSep.Split(string(src), -1), docSep.Split(string(in), -1)
+		if len(docs) != len(inDocs) {
+			t.Fatalf("%d documents in the golden file, %d in its input", len(docs), len(inDocs))
+		}
+		for i, d := range docs {
+			var m map[string]any
+			if err := yaml.Unmarshal([]byte(d), &m); err != nil {
+				t.Fatalf("document %d: the API server's decoder refuses a golden document: %v", i+1, err)
+			}
+			if m == nil {
+				continue // comments only
+			}
+			total++
+			docNS := ""
+			if md, ok := m["metadata"].(map[string]any); ok {
+				docNS, _ = md["namespace"].(string)
+			}
+			gvk := fmt.Sprint(m["apiVersion"], " ", m["kind"])
+			out, refused := map[string]any(nil), notServedKind
+			if !tally.isUnserved(gvk) {
+				out, refused = c.dryRun(t, m, docNS)
+			}
+			if refused == notServedKind {
+				tally.markUnserved(gvk)
+				for k := range want {
+					if strings.HasPrefix(k, fmt.Sprint(m["kind"])+"/") {
+						delete(want, k)
+					}
+				}
+				continue
+			}
+			if refused != "" {
+				// Many fixtures are not valid objects (a Deployment
+				// without a selector): the API server must refuse the
+				// input for the very same reasons, so digestpin made
+				// nothing valid invalid.
+				var inM map[string]any
+				if err := yaml.Unmarshal([]byte(inDocs[i]), &inM); err != nil {
+					t.Fatalf("document %d of the input: %v", i+1, err)
+				}
+				if _, inRefused := c.dryRun(t, inM, docNS); inRefused != refused {
+					t.Errorf("document %d (%v %v): the API server refuses digestpin's output:\n%s\nand its input %s", i+1, m["kind"], m["metadata"], refused, orAccepted(inRefused))
+				}
+				t.Logf("document %d, %v %v: refused as its input is", i+1, m["kind"], objName(m))
+				invalid++
+				continue
+			}
+			served++
+			t.Logf("document %d, %v %v: accepted", i+1, m["kind"], objName(m))
+			items := []any{out}
+			if out["kind"] == "List" {
+				items, _ = out["items"].([]any)
+			}
+			for _, it := range items {
+				obj, _ := it.(map[string]any)
+				// The key uses the document's own namespace, as
+				// digestpin reads it, not the one kubectl filled in.
+				imagesOf(obj, docNS, got)
+			}
+		}
+		if annotate {
+			// Only whether the server read the tags the file spells.
+			for k, v := range got {
+				want[k] = v
+				if strings.Contains(v, "@sha256:") {
+					t.Errorf("%s runs %s in annotate mode, want the tag kept", k, v)
+				}
+			}
+		}
+		// Every served workload's images are the reported ones.
+		for k := range want {
+			if _, ok := got[k]; !ok && servedKind(k, got) {
+				t.Errorf("digestpin reports %s = %s; the API server has no such container", k, want[k])
+			}
+		}
+		images += len(got)
+		for k, v := range got {
+			if w, ok := want[k]; !ok {
+				t.Errorf("the API server runs %s = %s; digestpin reports no image for it", k, v)
+			} else if w != v {
+				t.Errorf("%s: the API server runs %s, digestpin reports %s", k, v, w)
+			}
+		}
+	})
 }
 
 // objName returns the metadata.name of a decoded object.
@@ -216,13 +256,16 @@ func (c *cluster) dryRun(t *testing.T, m map[string]any, ns string) (map[string]
 	if ns == "" {
 		ns = "dryrun"
 	}
+	c.mu.Lock()
 	if c.namespaces == nil {
 		c.namespaces = map[string]bool{}
 	}
 	if !c.namespaces[ns] {
+		// Applied, so that two tests may ask for one namespace.
 		c.kubectlT(t, []byte("apiVersion: v1\nkind: Namespace\nmetadata:\n  name: "+ns+"\n"), "apply", "--server-side", "--field-manager=digestpin-test", "-f", "-")
 		c.namespaces[ns] = true
 	}
+	c.mu.Unlock()
 	// JSON, so that kubectl passes on what sigs.k8s.io/yaml read rather
 	// than read the YAML itself (it takes a document that starts with "{"
 	// for JSON, where YAML's flow style is not).

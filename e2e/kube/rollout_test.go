@@ -143,6 +143,7 @@ func repeat(t *testing.T, r *rollout, ns string, n int, desc string, deploy func
 // re-pushed tag rolls exactly the workloads that use it, once each; the
 // same chart applied without digestpin never rolls.
 func TestFilterApply(t *testing.T) {
+	t.Parallel()
 	r := newRollout(t)
 	ns := r.c.namespace(t, "filter")
 	deploy := func() { r.c.apply(t, ns, r.pin(t, r.helmTemplate(t, ns))) }
@@ -181,6 +182,7 @@ func TestFilterApply(t *testing.T) {
 // workloads that use it, once each; upgrades without the post-renderer
 // never roll.
 func TestHelmUpgrade(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		name string
 		helm func(*testing.T) string
@@ -196,6 +198,7 @@ func TestHelmUpgrade(t *testing.T) {
 		}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
 			r := newRollout(t)
 			helm := tc.helm(t)
 			pr := tc.postRenderer(t, r, helm)
@@ -253,8 +256,10 @@ func installH4Plugin(t *testing.T, r *rollout, helm string) {
 // through the checksum alone; --mode digest runs repo@digest. Both roll
 // exactly the workloads whose image moved, and nothing when nothing moved.
 func TestModes(t *testing.T) {
+	t.Parallel()
 	for _, mode := range []string{"annotate", "digest"} {
 		t.Run(mode, func(t *testing.T) {
+			t.Parallel()
 			r := newRollout(t)
 			ns := r.c.namespace(t, "mode-"+mode)
 			deploy := func() { r.c.apply(t, ns, r.pin(t, r.helmTemplate(t, ns), "--mode", mode)) }

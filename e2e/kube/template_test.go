@@ -19,6 +19,7 @@ const webhook = "Deployment/gen-webhook"
 // or a re-pushed tag rolls it exactly once; `helm template` of the same
 // chart rolls it on every render (the control).
 func TestTemplateApply(t *testing.T) {
+	t.Parallel()
 	r := newRollout(t)
 	seed := filepath.Join(t.TempDir(), "seed")
 	if err := os.WriteFile(seed, []byte(mustRun(t, nil, nil, r.bin, "seed")), 0o600); err != nil {
