@@ -4,6 +4,7 @@ package kube
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"crypto/ecdsa"
 	"crypto/elliptic"
@@ -69,7 +70,8 @@ type cluster struct {
 	procs      []*proc // in start order
 
 	mu         sync.Mutex
-	namespaces map[string]bool // made by dryRun
+	namespaces map[string]bool        // made by dryRun
+	resources  map[string]apiResource // "apiVersion kind", from discovery
 }
 
 // proc is one process the harness started, in a process group of its own.
@@ -472,6 +474,24 @@ func (c *cluster) getJSON(ctx context.Context, path string, v any) error {
 		return fmt.Errorf("%s: %s", resp.Status, b)
 	}
 	return json.Unmarshal(b, v)
+}
+
+// request sends body to path on the API server and returns the status and
+// the answer.
+func (c *cluster) request(method, path, contentType string, body []byte) (int, []byte, error) {
+	req, err := http.NewRequest(method, c.server+path, bytes.NewReader(body))
+	if err != nil {
+		return 0, nil, err
+	}
+	c.authorize(req)
+	req.Header.Set("Content-Type", contentType)
+	resp, err := c.client.Do(req)
+	if err != nil {
+		return 0, nil, err
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	return resp.StatusCode, b, err
 }
 
 // freePort returns a port on 127.0.0.1 that was free a moment ago.

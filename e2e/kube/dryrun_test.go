@@ -3,8 +3,11 @@
 package kube
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
+	"net/http"
+	"net/url"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -30,10 +33,6 @@ type report struct {
 		} `json:"workloads"`
 	} `json:"images"`
 }
-
-// notServed is kubectl's error for a kind the API server does not serve
-// (a CRD's kind, with no CRD installed).
-var notServed = regexp.MustCompile(`no matches for kind|resource mapping not found|ensure CRDs are installed`)
 
 // docSep splits a YAML stream into documents; what follows "--- " on its
 // line (a tag, a flow mapping) belongs to the next document.
@@ -246,11 +245,12 @@ func objName(m map[string]any) any {
 // serve.
 const notServedKind = "not served"
 
-// dryRun sends the object m, as the API server's decoder read it, to a
-// server-side dry run of apply in namespace ns (a test namespace when ns is
-// empty), creating the namespace if need be. It returns the object the
-// server would store, or why it refused it (notServedKind for a kind it
-// does not serve).
+// dryRun sends the object m, as the API server's decoder read it, to the
+// API server as a server-side apply with dryRun=All, in namespace ns (a
+// test namespace when ns is empty), made if need be: straight to the API,
+// so that no client-side reading or validation stands in between. A List
+// is sent item by item. It returns the object the server would store, or
+// why the server refused it (notServedKind for a kind it does not serve).
 func (c *cluster) dryRun(t *testing.T, m map[string]any, ns string) (map[string]any, string) {
 	t.Helper()
 	if ns == "" {
@@ -266,25 +266,105 @@ func (c *cluster) dryRun(t *testing.T, m map[string]any, ns string) (map[string]
 		c.namespaces[ns] = true
 	}
 	c.mu.Unlock()
-	// JSON, so that kubectl passes on what sigs.k8s.io/yaml read rather
-	// than read the YAML itself (it takes a document that starts with "{"
-	// for JSON, where YAML's flow style is not).
-	b, err := json.Marshal(m)
+	if m["kind"] == "List" {
+		items, _ := m["items"].([]any)
+		var out []any
+		var refused []string
+		for i, it := range items {
+			im, _ := it.(map[string]any)
+			o, why := c.dryRun(t, im, ns)
+			if why != "" {
+				refused = append(refused, fmt.Sprintf("item %d: %s", i, why))
+			}
+			out = append(out, o)
+		}
+		if len(refused) > 0 {
+			return nil, strings.Join(refused, "; ")
+		}
+		return map[string]any{"kind": "List", "items": out}, ""
+	}
+	res, ok := c.resource(t, fmt.Sprint(m["apiVersion"]), fmt.Sprint(m["kind"]))
+	if !ok {
+		return nil, notServedKind
+	}
+	path := "/apis/" + fmt.Sprint(m["apiVersion"])
+	if !strings.Contains(fmt.Sprint(m["apiVersion"]), "/") {
+		path = "/api/" + fmt.Sprint(m["apiVersion"])
+	}
+	if res.namespaced {
+		path += "/namespaces/" + ns
+	}
+	path += "/" + res.name + "/" + url.PathEscape(fmt.Sprint(objName(m))) + "?dryRun=All&fieldManager=digestpin-test"
+	body, err := json.Marshal(m)
 	if err != nil {
 		t.Fatal(err)
 	}
-	res := run(b, c.env(), c.kubectl, "apply", "--server-side", "--dry-run=server", "--field-manager=digestpin-test", "-n", ns, "-o", "json", "-f", "-")
-	if res.err != nil {
-		if notServed.MatchString(res.stderr) {
-			return nil, notServedKind
+	status, b, err := c.request(http.MethodPatch, path, "application/apply-patch+yaml", body)
+	if err != nil {
+		t.Fatalf("dry run of %s: %v", path, err)
+	}
+	if status != http.StatusOK && status != http.StatusCreated {
+		var st struct{ Message string }
+		if json.Unmarshal(b, &st) != nil || st.Message == "" {
+			st.Message = string(b)
 		}
-		return nil, strings.TrimSpace(res.stderr)
+		return nil, fmt.Sprintf("%d: %s", status, st.Message)
 	}
 	var out map[string]any
-	if err := json.Unmarshal([]byte(res.stdout), &out); err != nil {
+	if err := json.Unmarshal(b, &out); err != nil {
 		t.Fatalf("decoding the dry run: %v", err)
 	}
 	return out, ""
+}
+
+// apiResource is a kind's resource, from discovery.
+type apiResource struct {
+	name       string
+	namespaced bool
+}
+
+// resource returns the resource that serves apiVersion and kind.
+func (c *cluster) resource(t *testing.T, apiVersion, kind string) (apiResource, bool) {
+	t.Helper()
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.resources == nil {
+		c.resources = map[string]apiResource{}
+		type list struct {
+			GroupVersion string
+			Resources    []struct {
+				Name, Kind string
+				Namespaced bool
+			}
+		}
+		var groups struct {
+			Groups []struct {
+				Versions []struct{ GroupVersion string }
+			}
+		}
+		if err := c.getJSON(context.Background(), "/apis", &groups); err != nil {
+			t.Fatalf("discovery: %v", err)
+		}
+		paths := []string{"/api/v1"}
+		for _, g := range groups.Groups {
+			for _, v := range g.Versions {
+				paths = append(paths, "/apis/"+v.GroupVersion)
+			}
+		}
+		for _, p := range paths {
+			var l list
+			if err := c.getJSON(context.Background(), p, &l); err != nil {
+				t.Fatalf("discovery of %s: %v", p, err)
+			}
+			for _, r := range l.Resources {
+				if !strings.Contains(r.Name, "/") { // not a subresource
+					c.resources[l.GroupVersion+" "+r.Kind] = apiResource{r.Name, r.Namespaced}
+				}
+			}
+		}
+	}
+	r, ok := c.resources[apiVersion+" "+kind]
+	return r, ok
 }
 
 func orAccepted(refused string) string {
