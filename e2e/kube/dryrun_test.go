@@ -39,12 +39,14 @@ type report struct {
 var docSep = regexp.MustCompile(`(?m)^---(?:[ \t]|$)`)
 
 // TestDryRunGoldens: every golden output of the renderer
-// (renderer/testdata, renderer/testdata/oddinput) is accepted, document by
-// document, by the API server's server-side dry run, and the API server
-// decodes each to exactly the images digestpin reports for it: the same
-// repository and digest for every container, init container, ephemeral
-// container and image volume. Documents of kinds this API server does not
-// serve (workload CRDs without their CRDs) are counted, not checked.
+// (renderer/testdata, renderer/testdata/oddinput), document by document as
+// the API server's decoder reads it, goes to a server-side dry run. What the
+// server accepts decodes to exactly the images digestpin reports for it:
+// the same repository and digest for every container, init container,
+// ephemeral container and image volume. What it refuses (many fixtures
+// are not valid objects: a Deployment without a selector) it must refuse
+// in the input for the very same reasons. Documents of kinds this API
+// server does not serve (workload CRDs without their CRDs) are counted.
 func TestDryRunGoldens(t *testing.T) {
 	t.Parallel()
 	c := controlPlane(t)
