@@ -40,6 +40,39 @@ var argocdParameters = map[string]string{
 	"api-versions":               paramArray,
 }
 
+// argocdSeedRefusal says why an Application cannot choose the seed.
+const argocdSeedRefusal = "an Application cannot choose the seed: the plugin renders every Helm chart with the sidecar's " +
+	"(the Secret digestpin-seed; SECURITY.md: The seed)"
+
+// argocdSeedParameters are parameter names that would choose the seed;
+// argocd-parameters refuses them with argocdSeedRefusal rather than as
+// unknown, so that the Application's author learns why.
+var argocdSeedParameters = []string{"seed", "seed-file"}
+
+// argocdSeedEnv are the variables of an Application's plugin env (Argo CD
+// prefixes each name with ARGOCD_ENV_) that would choose the seed or how
+// the sidecar picks it. generate.sh reads none of them, and
+// checkArgocdSeedEnv refuses them, so that no Application believes it
+// renders with a seed of its own, nor points the render at a file of the
+// sidecar's (another team's seed).
+var argocdSeedEnv = []string{"DIGESTPIN_SEED_FILE", "DIGESTPIN_SEED", "DIGESTPIN_CMP_SEED_PER_PROJECT"}
+
+// checkArgocdSeedEnv returns a usage error naming every variable of
+// argocdSeedEnv that the Application's plugin env sets (found by lookup
+// as ARGOCD_ENV_ + name), even to an empty value; nil when it sets none.
+func checkArgocdSeedEnv(lookup func(string) (string, bool)) error {
+	var set []string
+	for _, name := range argocdSeedEnv {
+		if _, ok := lookup("ARGOCD_ENV_" + name); ok {
+			set = append(set, name)
+		}
+	}
+	if set == nil {
+		return nil
+	}
+	return &usageError{fmt.Errorf("plugin env %s: %s", strings.Join(set, ", "), argocdSeedRefusal)}
+}
+
 // argocdParameter is one entry of ARGOCD_APP_PARAMETERS. Pointers tell a
 // field that is absent from one that is empty.
 type argocdParameter struct {
@@ -84,6 +117,9 @@ func writeArgocdParameters(w io.Writer, lookup func(string) (string, bool)) erro
 	seen := map[string]bool{}
 	for _, p := range params {
 		kind, ok := argocdParameters[p.Name]
+		if !ok && slices.Contains(argocdSeedParameters, p.Name) {
+			return fmt.Errorf("plugin parameter %q: %s", p.Name, argocdSeedRefusal)
+		}
 		if !ok {
 			return fmt.Errorf("plugin parameter %q: unknown; the digestpin plugin takes %s", p.Name, strings.Join(argocdParameterNames(), ", "))
 		}

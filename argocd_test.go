@@ -45,6 +45,16 @@ func TestWriteArgocdParameters(t *testing.T) {
 			wantErr: `plugin parameter "valueFiles": unknown; the digestpin plugin takes api-versions, ignore-missing-value-files, kube-version, namespace, release-name, set, set-file, set-string, skip-crds, skip-schema-validation, skip-tests, values, values-files`,
 		},
 		{
+			desc:    "a seed file",
+			env:     `[{"name":"seed-file","string":"/home/argocd/digestpin-seed/project.team-a"}]`,
+			wantErr: `plugin parameter "seed-file": an Application cannot choose the seed: the plugin renders every Helm chart with the sidecar's`,
+		},
+		{
+			desc:    "a seed",
+			env:     `[{"name":"seed","string":"digestpin-seed-v1:AAAA"}]`,
+			wantErr: `plugin parameter "seed": an Application cannot choose the seed`,
+		},
+		{
 			desc:    "a string where an array is wanted",
 			env:     `[{"name":"values-files","string":"a.yaml"}]`,
 			wantErr: `plugin parameter "values-files": want an array value, have string`,
@@ -148,5 +158,45 @@ func TestArgocdParametersAnnounced(t *testing.T) {
 	}
 	if diff := cmp.Diff(argocdParameters, announced); diff != "" {
 		t.Errorf("plugin.yaml announces other parameters than argocd-parameters takes (-takes +announced):\n%s", diff)
+	}
+}
+
+// TestCheckArgocdSeedEnv: an Application's plugin env that names the seed,
+// or how the sidecar picks it, is refused, even empty; the sidecar's own
+// variables of those names are not the Application's and pass.
+func TestCheckArgocdSeedEnv(t *testing.T) {
+	for _, tc := range []struct {
+		desc string
+		env  map[string]string
+		want string // "" for no error
+	}{
+		{desc: "none"},
+		{desc: "the sidecar's own", env: map[string]string{"DIGESTPIN_SEED_FILE": "/home/argocd/digestpin-seed/seed", "DIGESTPIN_CMP_SEED_PER_PROJECT": "true"}},
+		{desc: "other plugin env", env: map[string]string{"ARGOCD_ENV_DIGESTPIN_LOCK": "digests.lock", "ARGOCD_ENV_SEED": "x"}},
+		{
+			desc: "a seed file of another team",
+			env:  map[string]string{"ARGOCD_ENV_DIGESTPIN_SEED_FILE": "/home/argocd/digestpin-seed/project.team-a"},
+			want: "plugin env DIGESTPIN_SEED_FILE: an Application cannot choose the seed: the plugin renders every Helm chart with the sidecar's (the Secret digestpin-seed; SECURITY.md: The seed)",
+		},
+		{
+			desc: "empty, and two of them",
+			env:  map[string]string{"ARGOCD_ENV_DIGESTPIN_SEED": "", "ARGOCD_ENV_DIGESTPIN_CMP_SEED_PER_PROJECT": "false"},
+			want: "plugin env DIGESTPIN_SEED, DIGESTPIN_CMP_SEED_PER_PROJECT: an Application cannot choose the seed",
+		},
+	} {
+		t.Run(tc.desc, func(t *testing.T) {
+			err := checkArgocdSeedEnv(func(name string) (string, bool) {
+				v, ok := tc.env[name]
+				return v, ok
+			})
+			switch {
+			case tc.want == "" && err != nil:
+				t.Errorf("checkArgocdSeedEnv = %v, want nil", err)
+			case tc.want != "" && (err == nil || !strings.HasPrefix(err.Error(), tc.want)):
+				t.Errorf("checkArgocdSeedEnv = %v, want an error starting %q", err, tc.want)
+			case tc.want != "" && exitCode(err) != 2:
+				t.Errorf("checkArgocdSeedEnv's error exits %d, want 2 (usage)", exitCode(err))
+			}
+		})
 	}
 }

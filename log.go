@@ -1,12 +1,14 @@
 package main
 
 import (
+	"context"
 	"fmt"
 	"io"
 	"os"
 	"strings"
 	"sync"
 	"syscall"
+	"time"
 )
 
 // logger sends messages to stderr and, when --log-file is set, to that
@@ -22,6 +24,55 @@ type logger struct {
 	// tty opens the terminal that fail writes to; nil means fail writes
 	// to stderr and the log file only.
 	tty func() (io.WriteCloser, error)
+	// stop ends the run (see bound); nil: writes are never given up.
+	stop <-chan struct{}
+	// stuck says that a write did not return although the run was
+	// stopped: the stream is blocked, and nothing more is written.
+	stuck bool
+}
+
+// logGrace is how long a message may take once the run is stopped: plenty
+// for a stream that is read, and the run ends soon after it all the same.
+const logGrace = 200 * time.Millisecond
+
+// bound makes every write honour ctx: a stderr, log file or terminal that
+// nobody reads (a pipe or FIFO whose reader is stuck) blocks a write in
+// the kernel, where no context reaches it, and would keep the run from
+// ending at --timeout or at a signal. Once ctx ends, a write that does not
+// return within logGrace is left behind on its goroutine, and the logger
+// writes nothing more.
+func (r *logger) bound(ctx context.Context) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.stop = ctx.Done()
+}
+
+// bounded runs f, a write, under the rule of bound. r.mu is held.
+func (r *logger) bounded(f func()) {
+	if r.stuck {
+		return
+	}
+	if r.stop == nil {
+		f()
+		return
+	}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		f()
+	}()
+	select {
+	case <-done:
+		return
+	case <-r.stop:
+	}
+	t := time.NewTimer(logGrace)
+	defer t.Stop()
+	select {
+	case <-done:
+	case <-t.C:
+		r.stuck = true
+	}
 }
 
 func newLogger(stderr io.Writer, o *options) *logger {
@@ -95,11 +146,14 @@ func (r *logger) printf(prefix, format string, args ...any) {
 func (r *logger) write(msg string) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	// A message that cannot be written has nowhere else to go.
-	_, _ = io.WriteString(r.stderr, msg)
-	if r.file != nil {
-		_, _ = io.WriteString(r.file, msg)
-	}
+	stderr, file := r.stderr, r.file
+	r.bounded(func() {
+		// A message that cannot be written has nowhere else to go.
+		_, _ = io.WriteString(stderr, msg)
+		if file != nil {
+			_, _ = io.WriteString(file, msg)
+		}
+	})
 }
 
 // debugf logs only with -v.
@@ -120,15 +174,20 @@ func (r *logger) fail(err error) {
 	if r.tty == nil {
 		return
 	}
-	// No terminal is not an error: the message is on stderr and in the log
-	// file already, which is all there is to do.
-	t, terr := r.tty()
-	if terr != nil {
-		return
-	}
-	defer t.Close()
-	// A terminal in raw mode does not turn \n into \r\n.
-	_, _ = io.WriteString(t, strings.ReplaceAll(msg, "\n", "\r\n"))
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	tty := r.tty
+	r.bounded(func() {
+		// No terminal is not an error: the message is on stderr and in
+		// the log file already, which is all there is to do.
+		t, terr := tty()
+		if terr != nil {
+			return
+		}
+		defer t.Close()
+		// A terminal in raw mode does not turn \n into \r\n.
+		_, _ = io.WriteString(t, strings.ReplaceAll(msg, "\n", "\r\n"))
+	})
 }
 
 func (r *logger) close() {

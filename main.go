@@ -128,6 +128,8 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 			return runTemplate(ctx, args[1:], stdout, stderr)
 		case "seed":
 			return runSeed(args[1:], stdout, stderr)
+		case "install", "upgrade":
+			return runDeploy(ctx, args[0], args[1:], stdout, stderr, helmConfiguration)
 		}
 	}
 	o := newOptions()
@@ -145,9 +147,25 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	// A retired flag fails the run first, whatever else is wrong with it:
 	// its message says what to do instead.
 	rerr := o.checkRetired(fs)
+	// Before the log file is opened: one that is the output (or the
+	// input) is dropped, so that not even this error goes into it.
+	terr := o.checkTargets(stdin, stdout)
 	log := newLogger(stderr, o)
 	defer log.close()
+	log.bound(ctx)
+	// Variables that set nothing (a misspelt name) are warned about where
+	// settings matter: not for --version and the like.
+	warnEnv := func() {
+		for _, w := range envWarnings(fs, os.Environ()) {
+			log.warnf("%s", w)
+		}
+	}
 	err := func() error {
+		switch {
+		case rerr != nil, o.version, fs.Arg(0) == "completion", fs.Arg(0) == "argocd-parameters":
+		default:
+			warnEnv()
+		}
 		switch {
 		case rerr != nil:
 			return rerr
@@ -155,6 +173,8 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 			return &usageError{fmt.Errorf("%w (see digestpin --help)", perr)}
 		case eerr != nil:
 			return &usageError{eerr}
+		case terr != nil:
+			return &usageError{terr}
 		case o.version:
 			fmt.Fprintf(stdout, "digestpin %s\n", versionString())
 			return nil
@@ -169,8 +189,12 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		case fs.Arg(0) == "argocd-parameters" && fs.NArg() == 1:
 			// Internal: the Argo CD plugin's generate.sh reads its
 			// parameters through it (argocd.go), and it refuses the
-			// plugin's retired settings (retired.go).
+			// plugin's retired settings (retired.go) and an
+			// Application's choice of the seed.
 			if err := checkRetiredArgocd(os.LookupEnv); err != nil {
+				return err
+			}
+			if err := checkArgocdSeedEnv(os.LookupEnv); err != nil {
 				return err
 			}
 			return writeArgocdParameters(stdout, os.LookupEnv)
@@ -186,7 +210,7 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 			return &usageError{o.optionError(err)}
 		}
 		read := func(ctx context.Context) ([]byte, error) { return o.read(ctx, stdin, log) }
-		return o.pinStream(ctx, p, read, stdout)
+		return o.pinStream(ctx, p, read, stdout, log)
 	}()
 	if err != nil {
 		log.fail(err)
@@ -197,10 +221,13 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 // pinStream gets the input (reads it, or renders the chart), pins it,
 // writes it to stdout and only then puts the lock file and the report in
 // place. A signal or --timeout at any point before the output is written
-// means nothing is written at all.
-func (o *options) pinStream(ctx context.Context, p *pin.Pinner, input func(context.Context) ([]byte, error), stdout io.Writer) error {
+// means nothing is written at all; one while it is written (a reader that
+// does not read) ends the run at once, and the error says how much of the
+// output got out.
+func (o *options) pinStream(ctx context.Context, p *pin.Pinner, input func(context.Context) ([]byte, error), stdout io.Writer, log *logger) error {
 	ctx, cancel := context.WithTimeoutCause(ctx, o.timeout, &timeoutError{flag: o.name("timeout"), d: o.timeout})
 	defer cancel()
+	log.bound(ctx)
 	in, err := input(ctx)
 	if err != nil {
 		return stopped(ctx, err)
@@ -213,9 +240,9 @@ func (o *options) pinStream(ctx context.Context, p *pin.Pinner, input func(conte
 		res.Discard()
 		return stopped(ctx, ctx.Err())
 	}
-	if _, err := stdout.Write(res.Output); err != nil {
+	if err := writeOutput(ctx, stdout, res.Output); err != nil {
 		res.Discard()
-		return fmt.Errorf("writing output: %w", err)
+		return err
 	}
 	return res.Commit()
 }

@@ -128,6 +128,9 @@ func TestRunImagePathErrors(t *testing.T) {
 		{desc: "image path ending in a star", args: []string{"--image-path", "Runner=spec.images.*"}, want: `--image-path: parsing image path "Runner=spec.images.*": the last field must name the image field`},
 		{desc: "image path from the environment", env: map[string]string{"DIGESTPIN_IMAGE_PATH": "a/b/Runner=spec.image"}, want: `DIGESTPIN_IMAGE_PATH: parsing image path "a/b/Runner=spec.image": bad kind`},
 		{desc: "checksum path with an empty field", args: []string{"--checksum-path", "Runner=spec..template"}, want: `--checksum-path: parsing checksum path "Runner=spec..template": empty field`},
+		// A checksum path no image path goes through writes no checksum.
+		{desc: "checksum path that names the image field", args: []string{"--image-path", "Runner=spec.image", "--checksum-path", "Runner=spec.image"}, want: `checksum path Runner=spec.image covers no image path: no image path of Runner goes through spec.image to a field inside it`},
+		{desc: "checksum path of a kind without image paths", args: []string{"--mode", "annotate", "--checksum-path", "example.com/Runner=spec.template"}, want: `checksum path example.com/Runner=spec.template covers no image path: there is no image path for Runner`},
 	} {
 		t.Run(tc.desc, func(t *testing.T) {
 			for k, v := range tc.env {

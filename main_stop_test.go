@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"os"
 	"path/filepath"
@@ -168,5 +169,56 @@ func TestLogFileFIFONeverBlocks(t *testing.T) {
 		}
 	case <-time.After(10 * time.Second):
 		t.Fatal("run() blocked on a FIFO log file")
+	}
+}
+
+// stuckWriter takes n bytes, then blocks every write until release is
+// closed, as a pipe whose reader stopped reading does.
+type stuckWriter struct {
+	n       int
+	got     []byte
+	release chan struct{}
+}
+
+func (w *stuckWriter) Write(b []byte) (int, error) {
+	if len(w.got)+len(b) > w.n {
+		<-w.release
+		return 0, syscall.EPIPE
+	}
+	w.got = append(w.got, b...)
+	return len(b), nil
+}
+
+// TestWriteOutputStops checks that a write that blocks ends at the
+// deadline, and that the error says how much of the output got out.
+func TestWriteOutputStops(t *testing.T) {
+	out := make([]byte, 5*outputChunk+10)
+	for _, tc := range []struct {
+		desc  string
+		takes int
+		want  string
+	}{
+		{desc: "nothing taken", takes: 0, want: "--timeout 1ms ran out while writing the output: nothing written"},
+		{desc: "two chunks taken", takes: 2*outputChunk + 100, want: fmt.Sprintf("--timeout 1ms ran out while writing the output: %d of %d bytes written, the output is cut short", 2*outputChunk, len(out))},
+	} {
+		t.Run(tc.desc, func(t *testing.T) {
+			w := &stuckWriter{n: tc.takes, release: make(chan struct{})}
+			defer close(w.release)
+			ctx, cancel := context.WithTimeoutCause(context.Background(), 50*time.Millisecond, &timeoutError{flag: "--timeout", d: time.Millisecond})
+			defer cancel()
+			start := time.Now()
+			err := writeOutput(ctx, w, out)
+			if err == nil || err.Error() != tc.want {
+				t.Errorf("writeOutput() = %v, want %q", err, tc.want)
+			}
+			if d := time.Since(start); d > 5*time.Second {
+				t.Errorf("writeOutput() took %s, want it to end at the deadline", d)
+			}
+		})
+	}
+	// A write that fails says so, and how much went out before.
+	err := writeOutput(context.Background(), failingWriter{}, out)
+	if want := "writing output: no space left on device; nothing written"; err == nil || err.Error() != want {
+		t.Errorf("writeOutput(full disk) = %v, want %q", err, want)
 	}
 }

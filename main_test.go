@@ -10,7 +10,23 @@ import (
 	"testing"
 
 	"github.com/digestpin/digestpin/internal/testregistry"
+	"github.com/digestpin/digestpin/renderer"
 )
+
+// documents splits a manifest stream with digestpin's one splitter,
+// renderer.Split: each document with its separator line.
+func documents(t *testing.T, stream string) []string {
+	t.Helper()
+	docs, err := renderer.Split([]byte(stream))
+	if err != nil {
+		t.Fatalf("splitting the stream: %v\n%s", err, stream)
+	}
+	out := make([]string, len(docs))
+	for i, d := range docs {
+		out[i] = string(d)
+	}
+	return out
+}
 
 // runIn runs the command with args on stdin and returns stdout, stderr and
 // the error.
@@ -202,7 +218,7 @@ func TestRunMovedTag(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	b, a := strings.Split(before, "\n---\n"), strings.Split(after, "\n---\n")
+	b, a := documents(t, before), documents(t, after)
 	if len(a) != len(b) {
 		t.Fatalf("document count changed: %d → %d", len(b), len(a))
 	}
@@ -241,6 +257,12 @@ func TestRunErrors(t *testing.T) {
 		{desc: "bad mirror", args: []string{"--registry-mirror", "docker.io"}, want: []string{`invalid --registry-mirror "docker.io": want FROM=TO`}, usage: true},
 		{desc: "empty mirror", env: map[string]string{"DIGESTPIN_REGISTRY_MIRROR": "docker.io="}, want: []string{`DIGESTPIN_REGISTRY_MIRROR: mirror "docker.io"="": want FROM=TO, both non-empty`}, usage: true},
 		{desc: "mirror-only alone", args: []string{"--mirror-only"}, want: []string{"--mirror-only: needs a --registry-mirror"}, usage: true},
+		{desc: "insecure registry as a URL", args: []string{"--insecure-registry", "http://localhost:5000"}, want: []string{`--insecure-registry: "http://localhost:5000": give the host only, without a scheme: localhost:5000`}, usage: true},
+		{desc: "insecure registry with a path", env: map[string]string{"DIGESTPIN_INSECURE_REGISTRY": "localhost:5000/team"}, want: []string{`DIGESTPIN_INSECURE_REGISTRY: "localhost:5000/team": give the host only, without a path: localhost:5000`}, usage: true},
+		{desc: "checksum annotation with a blank", args: []string{"--checksum-annotation", "bad name"}, want: []string{`invalid --checksum-annotation: annotation name "bad name": the name may hold letters`}, usage: true},
+		{desc: "checksum annotation with two slashes", args: []string{"--checksum-annotation", "a/b/c"}, want: []string{`invalid --checksum-annotation: annotation name "a/b/c": at most one '/'`}, usage: true},
+		{desc: "checksum annotation too long", env: map[string]string{"DIGESTPIN_CHECKSUM_ANNOTATION": "example.com/" + strings.Repeat("n", 64)}, want: []string{"invalid DIGESTPIN_CHECKSUM_ANNOTATION: annotation name", "64 characters, more than 63"}, usage: true},
+		{desc: "checksum annotation prefix not a DNS name", args: []string{"--checksum-annotation", "my_team.example/images"}, want: []string{`the prefix "my_team.example" is not a DNS subdomain`}, usage: true},
 		{desc: "CA file that is no file", args: []string{"--ca-file", "/dev/null"}, want: []string{"--ca-file: reading /dev/null: not a regular file"}, usage: true},
 		{desc: "an argument", args: []string{"chart/"}, want: []string{`unexpected argument "chart/"`}, usage: true},
 		{desc: "missing file", args: []string{"-f", "/nonexistent.yaml"}, want: []string{"reading manifests", "/nonexistent.yaml"}},

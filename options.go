@@ -115,17 +115,26 @@ func (o *options) bind(fs *pflag.FlagSet) {
 
 // envName is the environment variable that sets flag f when it is not on
 // the command line: --cache-ttl is DIGESTPIN_CACHE_TTL.
+// A flag that digestpin template renames (templateRenames) keeps its
+// variable: --registry-ca-file there is --ca-file here, DIGESTPIN_CA_FILE
+// in both.
 func envName(flag string) string {
+	for from, to := range templateRenames {
+		if to != "" && flag == to {
+			flag = from
+		}
+	}
 	return "DIGESTPIN_" + strings.ToUpper(strings.ReplaceAll(flag, "-", "_"))
 }
 
 // setFromEnv sets every flag not given on the command line from its
-// DIGESTPIN_* environment variable. Lists are comma-separated. It sets
-// every flag it can and returns the first failure.
+// DIGESTPIN_* environment variable, but those of notFromEnv. Lists are
+// comma-separated. It sets every flag it can and returns the first
+// failure.
 func (o *options) setFromEnv(fs *pflag.FlagSet, lookup func(string) (string, bool)) error {
 	var err error
 	fs.VisitAll(func(f *pflag.Flag) {
-		if f.Changed {
+		if f.Changed || notFromEnv[f.Name] {
 			return
 		}
 		v, ok := lookup(envName(f.Name))
@@ -176,6 +185,8 @@ func (o *options) pinOptions(log *logger) (pin.Options, error) {
 	switch {
 	case o.checksumAnnotation == "":
 		return pin.Options{}, fmt.Errorf("%s is empty: want an annotation name", o.name("checksum-annotation"))
+	case renderer.CheckAnnotationName(o.checksumAnnotation) != nil:
+		return pin.Options{}, fmt.Errorf("invalid %s: %w", o.name("checksum-annotation"), renderer.CheckAnnotationName(o.checksumAnnotation))
 	case o.timeout <= 0:
 		return pin.Options{}, o.invalid("timeout", o.timeout, "want a positive duration, e.g. 2m")
 	case o.requestTimeout <= 0:
@@ -183,15 +194,19 @@ func (o *options) pinOptions(log *logger) (pin.Options, error) {
 	case o.concurrency < 1:
 		return pin.Options{}, o.invalid("concurrency", o.concurrency, "want at least 1")
 	}
-	// The paths: the built-in ones, then the configuration file's, then
-	// the flags'.
+	// The paths and tag policies: the built-in ones, then the
+	// configuration file's (as the library applies one), then the flags'.
 	var cfg config.Config
 	if o.config != "" {
 		if cfg, err = config.Load(o.config); err != nil {
 			return pin.Options{}, fmt.Errorf("%s: %w", o.name("config"), err)
 		}
 	}
-	paths := slices.Concat(renderer.DefaultPodSpecPaths, cfg.PodSpecPaths)
+	var base pin.Options
+	if err := base.ApplyConfig(cfg); err != nil {
+		return pin.Options{}, fmt.Errorf("%s: %w", o.name("config"), err)
+	}
+	paths := base.Renderer.PodSpecPaths
 	for _, s := range o.podSpecPaths {
 		p, err := renderer.ParsePodSpecPath(s)
 		if err != nil {
@@ -199,7 +214,7 @@ func (o *options) pinOptions(log *logger) (pin.Options, error) {
 		}
 		paths = append(paths[:len(paths):len(paths)], p)
 	}
-	imagePaths := slices.Concat(renderer.DefaultImagePaths, cfg.ImagePaths)
+	imagePaths := base.Renderer.ImagePaths
 	for _, s := range o.imagePaths {
 		p, err := renderer.ParseImagePath(s)
 		if err != nil {
@@ -207,13 +222,13 @@ func (o *options) pinOptions(log *logger) (pin.Options, error) {
 		}
 		imagePaths = append(imagePaths[:len(imagePaths):len(imagePaths)], p)
 	}
-	checksumPaths := cfg.ChecksumPaths
+	checksumPaths := base.Renderer.ChecksumPaths
 	for _, s := range o.checksumPaths {
 		p, err := renderer.ParseChecksumPath(s)
 		if err != nil {
 			return pin.Options{}, fmt.Errorf("%s: %w", o.name("checksum-path"), err)
 		}
-		checksumPaths = append(checksumPaths, p)
+		checksumPaths = append(checksumPaths[:len(checksumPaths):len(checksumPaths)], p)
 	}
 	platform, err := o.parsePlatform()
 	if err != nil {
@@ -230,7 +245,7 @@ func (o *options) pinOptions(log *logger) (pin.Options, error) {
 		keychains = append(keychains, kc)
 	}
 	ropts := []resolve.Option{
-		resolve.WithKeychain(authn.NewMultiKeychain(append(keychains, authn.DefaultKeychain)...)),
+		resolve.WithKeychain(resolve.Keychains(append(keychains, resolve.DockerKeychain)...)),
 		resolve.WithJobs(o.concurrency),
 		resolve.WithRequestTimeout(o.requestTimeout),
 		resolve.WithInsecureRegistries(o.insecureRegistries...),
@@ -246,7 +261,7 @@ func (o *options) pinOptions(log *logger) (pin.Options, error) {
 		}
 		ropts = append(ropts, resolve.WithMirror(from, to))
 	}
-	policies, err := o.parseTagPolicies(cfg)
+	policies, err := o.parseTagPolicies(base.TagPolicies, cfg)
 	if err != nil {
 		return pin.Options{}, err
 	}
@@ -254,7 +269,7 @@ func (o *options) pinOptions(log *logger) (pin.Options, error) {
 	if err != nil {
 		return pin.Options{}, err
 	}
-	return pin.Options{
+	opts := pin.Options{
 		Renderer: renderer.Renderer{
 			Mode:               mode,
 			ChecksumAnnotation: o.checksumAnnotation,
@@ -280,7 +295,13 @@ func (o *options) pinOptions(log *logger) (pin.Options, error) {
 		TagPolicies:     policies,
 		MaxTags:         o.maxTags,
 		KeelAnnotations: o.keelAnnotations,
-	}, nil
+	}
+	// A checksum path that covers no image path, from the flags or the
+	// file, is the person's to fix: say so before reading the input.
+	if err := opts.Renderer.Validate(); err != nil {
+		return pin.Options{}, err
+	}
+	return opts, nil
 }
 
 // parsePlatform parses --platform once, for every layer: nil without
@@ -301,53 +322,36 @@ func (o *options) parsePlatform() (*v1.Platform, error) {
 }
 
 // parseTagPolicies parses --tag-policy, then --tag-allow and
-// --tag-ignore, so that their order does not matter; nil without
-// policies. The configuration file's entries of each come before the
-// flags': a flag adds to them, and replaces the file's strategy or
-// filter of the same image.
-func (o *options) parseTagPolicies(cfg config.Config) (*resolve.TagPolicies, error) {
-	if len(o.tagPolicies) == 0 && len(o.tagAllow) == 0 && len(o.tagIgnore) == 0 &&
-		len(cfg.TagPolicies) == 0 && len(cfg.TagAllow) == 0 && len(cfg.TagIgnore) == 0 {
+// --tag-ignore, so that their order does not matter, onto the
+// configuration file's policies (pin.Options.ApplyConfig made them);
+// nil without policies. A flag adds to the file's, and replaces its
+// strategy or filter of the same image; a filter of the file needs a
+// policy in the file.
+func (o *options) parseTagPolicies(fromConfig *resolve.TagPolicies, cfg config.Config) (*resolve.TagPolicies, error) {
+	if len(o.tagPolicies) == 0 && len(o.tagAllow) == 0 && len(o.tagIgnore) == 0 && fromConfig == nil {
 		return nil, nil
 	}
 	if o.maxTags < 1 {
 		return nil, o.invalid("max-tags", o.maxTags, "want at least 1")
 	}
 	o.configTagPolicies = len(cfg.TagPolicies) > 0
-	ps := &resolve.TagPolicies{}
+	ps := fromConfig.Clone()
 	for _, f := range []struct {
 		flag, want string
 		values     []string
 		add        func(image, value string) error
-		key        string // of the configuration file
-		entries    []config.Entry
 	}{
-		{"tag-policy", "IMAGE=STRATEGY", o.tagPolicies, ps.Add, "tagPolicies", cfg.TagPolicies},
-		{"tag-allow", "IMAGE=REGEXP", o.tagAllow, ps.Allow, "tagAllow", cfg.TagAllow},
-		{"tag-ignore", "IMAGE=REGEXP", o.tagIgnore, ps.Ignore, "tagIgnore", cfg.TagIgnore},
+		{"tag-policy", "IMAGE=STRATEGY", o.tagPolicies, ps.Add},
+		{"tag-allow", "IMAGE=REGEXP", o.tagAllow, ps.Allow},
+		{"tag-ignore", "IMAGE=REGEXP", o.tagIgnore, ps.Ignore},
 	} {
-		for _, e := range f.entries {
-			if err := addTagEntry(e.Value, f.want, f.add); err != nil {
-				return nil, fmt.Errorf("%s: %s, line %d: %s: invalid %q: %w", o.name("config"), o.config, e.Line, f.key, e.Value, err)
-			}
-		}
 		for _, v := range f.values {
-			if err := addTagEntry(v, f.want, f.add); err != nil {
+			if err := pin.AddTagEntry(v, f.want, f.add); err != nil {
 				return nil, o.invalid(f.flag, v, "%v", err)
 			}
 		}
 	}
 	return ps, nil
-}
-
-// addTagEntry parses v, "IMAGE=VALUE" (want names the form), and adds it
-// with add.
-func addTagEntry(v, want string, add func(image, value string) error) error {
-	image, value, ok := strings.Cut(v, "=")
-	if !ok {
-		return fmt.Errorf("want %s", want)
-	}
-	return add(image, value)
 }
 
 // pinFields names the flag of each pin.Options field, for messages.
@@ -431,6 +435,9 @@ Usage:
   helm template my-release ./chart | digestpin [flags]
   helm install my-release ./chart --post-renderer digestpin [--post-renderer-args=--mode=digest]
   kubectl kustomize overlay/ | digestpin --mode digest
+  digestpin template [NAME] CHART --seed-file FILE [helm template flags] (see digestpin template --help)
+  digestpin install|upgrade NAME CHART --seed-file FILE [helm install|upgrade flags]
+  digestpin seed > FILE
   digestpin completion bash|zsh|fish
 
 Flags:

@@ -34,13 +34,13 @@ type templateOptions struct {
 	render   helmrender.Options
 }
 
-// bindPinning defines the pinning flags of o on fs, under their
-// templateRenames names.
-func bindPinning(o *options, fs *pflag.FlagSet) {
+// bindPinning defines the pinning flags of o on fs, under the names
+// renames gives them (templateRenames, deployRenames).
+func bindPinning(o *options, fs *pflag.FlagSet, renames map[string]string) {
 	all := pflag.NewFlagSet("pinning", pflag.ContinueOnError)
 	o.bind(all)
 	all.VisitAll(func(f *pflag.Flag) {
-		name, renamed := templateRenames[f.Name]
+		name, renamed := renames[f.Name]
 		if renamed && name == "" {
 			return
 		}
@@ -62,13 +62,13 @@ func bindPinning(o *options, fs *pflag.FlagSet) {
 // filter does, and writes it to stdout only when everything succeeded.
 func runTemplate(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	o := newOptions()
-	t := &templateOptions{render: helmrender.Options{Settings: cli.New()}}
+	t := &templateOptions{render: helmrender.Options{Source: helmrender.Source{Settings: cli.New()}}}
 	helmFS := pflag.NewFlagSet("helm", pflag.ContinueOnError)
 	helmFS.SortFlags = false
 	t.render.Bind(helmFS)
 	pinFS := pflag.NewFlagSet("pinning", pflag.ContinueOnError)
 	pinFS.SortFlags = false
-	bindPinning(o, pinFS)
+	bindPinning(o, pinFS, templateRenames)
 	pinFS.StringVar(&t.seedFile, "seed-file", "", "derive every generated value (passwords, keys, certificates) from the seed in `FILE` (make one with: digestpin seed > FILE)")
 	fs := pflag.NewFlagSet("digestpin template", pflag.ContinueOnError)
 	fs.SortFlags = false
@@ -83,8 +83,21 @@ func runTemplate(ctx context.Context, args []string, stdout, stderr io.Writer) e
 	}
 	eerr := o.setFromEnv(pinFS, os.LookupEnv)
 	rerr := o.checkRetired(pinFS)
+	// Before the log file is opened, as run does: a lock file, report or
+	// log that is the output, the seed or a values file is refused.
+	inputs := []namedInput{{what: "the seed file of " + o.name("seed-file"), path: t.seedFile}}
+	for _, v := range t.render.Values.ValueFiles {
+		inputs = append(inputs, namedInput{what: "the values file " + v, path: v})
+	}
+	terr := o.checkTargets(nil, stdout, inputs...)
 	log := newLogger(stderr, o)
 	defer log.close()
+	log.bound(ctx)
+	if rerr == nil {
+		for _, w := range envWarnings(pinFS, os.Environ()) {
+			log.warnf("%s", w)
+		}
+	}
 	err := func() error {
 		switch {
 		case rerr != nil:
@@ -93,6 +106,8 @@ func runTemplate(ctx context.Context, args []string, stdout, stderr io.Writer) e
 			return &usageError{fmt.Errorf("%w (see digestpin template --help)", perr)}
 		case eerr != nil:
 			return &usageError{eerr}
+		case terr != nil:
+			return &usageError{terr}
 		}
 		if err := t.render.SetArgs(fs.Args()); err != nil {
 			return &usageError{fmt.Errorf("%w (usage: digestpin template [NAME] CHART --seed-file FILE [flags])", err)}
@@ -103,12 +118,9 @@ func runTemplate(ctx context.Context, args []string, stdout, stderr io.Writer) e
 			// by default.
 			return &usageError{errors.New("--enable-dns: digestpin template renders without DNS lookups (getHostByName gives \"\", as helm template does without the flag)")}
 		}
-		if t.seedFile == "" {
-			return &usageError{errors.New("digestpin template needs a seed: --seed-file FILE or DIGESTPIN_SEED_FILE (make one with: digestpin seed > FILE)")}
-		}
-		seed, err := detgen.ReadSeedFile(t.seedFile)
+		seed, err := readSeed(o, "template", t.seedFile)
 		if err != nil {
-			return &usageError{fmt.Errorf("%s: %w", o.name("seed-file"), err)}
+			return err
 		}
 		popts, err := o.pinOptions(log)
 		if err != nil {
@@ -126,7 +138,10 @@ func runTemplate(ctx context.Context, args []string, stdout, stderr io.Writer) e
 		}
 		t.render.Funcs = gen.Funcs()
 		t.render.Rewrite = detgen.Rewrite
-		t.render.Log = helmLog{log}
+		// Helm logs the errors it returns: they wait for the outcome, so
+		// that a failure is one line (as for install and upgrade).
+		hlog := &heldErrors{w: helmLog{log}}
+		t.render.Log = hlog
 		render := func(ctx context.Context) ([]byte, error) {
 			// Helm's engine does not stop a template that runs long when
 			// ctx ends, so the render runs on its own goroutine, which is
@@ -153,10 +168,11 @@ func runTemplate(ctx context.Context, args []string, stdout, stderr io.Writer) e
 				}
 				return nil, fmt.Errorf("rendering chart %s: %s", t.render.Chart, msg)
 			}
+			hlog.flush()
 			warnGenerated(log, gen)
 			return r.b, nil
 		}
-		return o.pinStream(ctx, p, render, stdout)
+		return o.pinStream(ctx, p, render, stdout, log)
 	}()
 	if err != nil {
 		log.fail(err)

@@ -24,7 +24,16 @@ const MaxSize = 1 << 20
 
 // Config is what a configuration file declares, beyond the built-in
 // defaults. The zero value declares nothing.
+//
+// Its paths are more paths, to be added to the renderer's defaults, while
+// renderer.Renderer's PodSpecPaths and ImagePaths are exactly the paths
+// followed: apply a Config with pin.Options.ApplyConfig, as the digestpin
+// command does, rather than assign its paths to a Renderer (which would
+// then follow none of the built-in ones).
 type Config struct {
+	// Name is the file's name in messages: what Parse was given (Load's
+	// path).
+	Name string
 	// PodSpecPaths are more pod specs to scan (podSpecPaths).
 	PodSpecPaths []renderer.PodSpecPath
 	// ImagePaths are more image fields (imagePaths).
@@ -122,6 +131,7 @@ func Parse(name string, b []byte) (Config, error) {
 	case err != nil:
 		return Config{}, fmt.Errorf("%s: %w", name, err)
 	}
+	c.Name = name
 	return c, nil
 }
 

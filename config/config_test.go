@@ -20,6 +20,7 @@ func TestLoadExample(t *testing.T) {
 		t.Fatalf("Load(%s) = %v", path, err)
 	}
 	want := Config{
+		Name:          path,
 		PodSpecPaths:  []renderer.PodSpecPath{{Group: "example.com", Kind: "Worker", Fields: []string{"spec", "pools", "*", "template", "spec"}}},
 		ImagePaths:    []renderer.ImagePath{{Group: "example.com", Kind: "Runner", Fields: []string{"spec", "runnerImage"}}, {Group: "example.com", Kind: "Runner", Fields: []string{"spec", "jobs", "*", "tool", "image"}}},
 		ChecksumPaths: []renderer.ChecksumPath{{Group: "example.com", Kind: "Runner", Fields: []string{"spec", "jobs", "*"}}},
@@ -99,6 +100,7 @@ func TestParse(t *testing.T) {
 			if err != nil {
 				t.Fatalf("Parse() = %v", err)
 			}
+			tc.want.Name = "digestpin.yaml"
 			if diff := cmp.Diff(tc.want, got, cmp.Comparer(func(a, b []string) bool { return strings.Join(a, ".") == strings.Join(b, ".") })); diff != "" {
 				t.Errorf("Parse() (-want +got):\n%s", diff)
 			}

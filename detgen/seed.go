@@ -9,6 +9,8 @@ import (
 	"io"
 	"io/fs"
 	"os"
+	"path/filepath"
+	"strings"
 )
 
 // Seed is the secret every generated value derives from: 32 bytes from
@@ -89,9 +91,32 @@ func (s Seed) Format(f fmt.State, _ rune) {
 // with a one-line error naming path and never the content: a missing file, a
 // directory, a symbolic link to either, anything but a regular file, a file
 // that group or others may read (mode & 0o077 != 0), an empty file, one over 4
-// KiB, and anything but one seed line. A symbolic link is followed (a
-// Kubernetes Secret volume holds links); the checks apply to its target.
+// KiB, and anything but one seed line. A symbolic link is followed; the
+// checks apply to its target.
+//
+// One exception to the mode check: a file of a Kubernetes Secret volume, as
+// the kubelet lays one out (see secretVolumeFile), may be readable by its
+// group too (mode 0440, never more). The kubelet makes a Secret's files
+// group-readable whenever the pod has an fsGroup, whatever the volume's
+// defaultMode, and that is the only way a non-root container can read a
+// file the kubelet writes: the group is the pod's own, and the volume is
+// visible only in the containers that mount it. When the kubelet swaps the
+// volume's files (the Secret changed) while the file is read, it is read
+// again, once.
 func ReadSeedFile(path string) (Seed, error) {
+	s, err := readSeedFile(path)
+	if errors.Is(err, errSeedChanged) {
+		s, err = readSeedFile(path)
+	}
+	return s, err
+}
+
+// errSeedChanged is readSeedFile's error when the file it opened is not the
+// one it looked at, or no longer the one the path names.
+var errSeedChanged = errors.New("changed while it was read")
+
+// readSeedFile is one attempt of ReadSeedFile.
+func readSeedFile(path string) (Seed, error) {
 	// First, look at the path without opening it: opening a FIFO would
 	// block, and the errors should say what the path is.
 	fi, err := os.Stat(path)
@@ -120,7 +145,7 @@ func ReadSeedFile(path string) (Seed, error) {
 		return Seed{}, fmt.Errorf("reading seed file %s: %w", path, cause(err))
 	}
 	if !os.SameFile(fi, ofi) {
-		return Seed{}, fmt.Errorf("seed file %s changed while it was read", path)
+		return Seed{}, fmt.Errorf("seed file %s %w", path, errSeedChanged)
 	}
 	if err := checkSeedFileInfo(path, ofi); err != nil {
 		return Seed{}, err
@@ -142,15 +167,29 @@ func ReadSeedFile(path string) (Seed, error) {
 	return s, nil
 }
 
-// checkSeedFileInfo applies ReadSeedFile's checks of kind, mode and size.
+// checkSeedFileInfo applies ReadSeedFile's checks of kind, mode and size to
+// fi, the file path names.
 func checkSeedFileInfo(path string, fi fs.FileInfo) error {
+	perm := fi.Mode().Perm()
 	switch {
 	case fi.IsDir():
 		return fmt.Errorf("seed file %s is a directory", path)
 	case !fi.Mode().IsRegular():
 		return fmt.Errorf("seed file %s is not a regular file (%s)", path, fi.Mode().Type())
-	case fi.Mode().Perm()&0o077 != 0:
-		return fmt.Errorf("seed file %s may be read by group or others (mode %04o): chmod 600 %s", path, fi.Mode().Perm(), path)
+	case perm&0o077 != 0:
+		volume, err := secretVolumeFile(path, fi)
+		switch {
+		case err != nil:
+			return err
+		case volume && perm&0o037 == 0:
+			// Group-readable, in a Secret volume: what fsGroup makes.
+		case volume:
+			return fmt.Errorf("seed file %s may be read by others or written by its group (mode %04o): give its Kubernetes Secret volume defaultMode 0400", path, perm)
+		default:
+			return fmt.Errorf("seed file %s may be read by group or others (mode %04o): chmod 600 %s", path, perm, path)
+		}
+	}
+	switch {
 	case fi.Size() > maxSeedFile:
 		return fmt.Errorf("seed file %s is larger than 4 KiB: not a seed file", path)
 	case fi.Size() == 0:
@@ -158,6 +197,50 @@ func checkSeedFileInfo(path string, fi fs.FileInfo) error {
 	}
 	return nil
 }
+
+// secretVolumeFile reports whether path is a file of a Kubernetes Secret
+// volume (or of any volume the kubelet writes with its atomic writer:
+// ConfigMap, projected, downward API) and fi the file it names. The
+// kubelet writes the files into a hidden folder and makes them visible
+// through two symbolic links, so that it can swap them all at once:
+//
+//	DIR/NAME          -> ..data/NAME
+//	DIR/..data        -> ..2006_01_02_15_04_05.123456789
+//	DIR/..2006_01_02_15_04_05.123456789/NAME   the file
+//
+// It holds only for exactly that layout: NAME a link to ..data/NAME,
+// ..data a link to a folder beside it whose name starts with "..", and
+// the file in it a regular file. The error is errSeedChanged when the
+// layout is there but names another file than fi (the kubelet swapped the
+// files in between).
+func secretVolumeFile(path string, fi fs.FileInfo) (bool, error) {
+	dir, name := filepath.Split(path)
+	if name == "" {
+		return false, nil
+	}
+	if target, err := os.Readlink(path); err != nil || target != filepath.Join(dataDirName, name) {
+		return false, nil
+	}
+	ts, err := os.Readlink(filepath.Join(dir, dataDirName))
+	if err != nil || !strings.HasPrefix(ts, "..") || ts == ".." || ts == dataDirName || strings.ContainsAny(ts, "/"+string(filepath.Separator)) {
+		return false, nil
+	}
+	if ti, err := os.Lstat(filepath.Join(dir, ts)); err != nil || !ti.IsDir() {
+		return false, nil
+	}
+	ri, err := os.Lstat(filepath.Join(dir, ts, name))
+	if err != nil || !ri.Mode().IsRegular() {
+		return false, nil
+	}
+	if !os.SameFile(ri, fi) {
+		return false, fmt.Errorf("seed file %s %w", path, errSeedChanged)
+	}
+	return true, nil
+}
+
+// dataDirName is the link through which the kubelet's atomic writer shows
+// a volume's current files.
+const dataDirName = "..data"
 
 // cause returns the reason inside a *fs.PathError, whose message would
 // repeat the path the caller's message already names.

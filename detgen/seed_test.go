@@ -4,12 +4,15 @@ import (
 	"bytes"
 	"encoding/base64"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
 	"syscall"
 	"testing"
+
+	"github.com/digestpin/digestpin/internal/testfiles"
 )
 
 func TestNewSeedRoundTrip(t *testing.T) {
@@ -143,5 +146,197 @@ func TestSeedNeverPrinted(t *testing.T) {
 	}
 	if got := fmt.Sprint(struct{ S Seed }{testSeed}); strings.Contains(got, "1 2 3") {
 		t.Errorf("Sprint(struct with seed) = %q shows the seed", got)
+	}
+}
+
+// secretVolume lays out a Kubernetes Secret volume of files in a new folder,
+// as the kubelet does, and returns the folder.
+func secretVolume(t *testing.T, files map[string]string, mode os.FileMode) string {
+	t.Helper()
+	dir := t.TempDir()
+	testfiles.SecretVolume(t, dir, files, mode)
+	return dir
+}
+
+// TestReadSeedFileSecretVolume: a seed in a Kubernetes Secret volume is read
+// through the kubelet's links with the modes defaultMode 0400 gives (0400;
+// 0440 with an fsGroup), and after the Secret changed; group-readable is
+// accepted in that layout only, and nothing more than group-readable.
+func TestReadSeedFileSecretVolume(t *testing.T) {
+	good, _ := testSeed.MarshalText()
+	for _, mode := range []os.FileMode{0o400, 0o440, 0o600, 0o640} {
+		t.Run(fmt.Sprintf("mode %04o", mode), func(t *testing.T) {
+			dir := secretVolume(t, map[string]string{"seed": string(good) + "\n", "other": "x"}, mode)
+			if s, err := ReadSeedFile(filepath.Join(dir, "seed")); err != nil || s != testSeed {
+				t.Errorf("ReadSeedFile in a Secret volume, mode %04o: %v, want the seed", mode, err)
+			}
+		})
+	}
+
+	t.Run("after the Secret changed", func(t *testing.T) {
+		dir := secretVolume(t, map[string]string{"seed": string(good)}, 0o440)
+		other, err := NewSeed()
+		if err != nil {
+			t.Fatal(err)
+		}
+		text, _ := other.MarshalText()
+		testfiles.SecretVolume(t, dir, map[string]string{"seed": string(text)}, 0o440)
+		if s, err := ReadSeedFile(filepath.Join(dir, "seed")); err != nil || s != other {
+			t.Errorf("ReadSeedFile after the update: %v, want the new seed", err)
+		}
+	})
+
+	t.Run("a swap between look and open", func(t *testing.T) {
+		dir := secretVolume(t, map[string]string{"seed": string(good)}, 0o440)
+		before, err := os.Stat(filepath.Join(dir, "seed"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		testfiles.SecretVolume(t, dir, map[string]string{"seed": string(good)}, 0o440)
+		if _, err := secretVolumeFile(filepath.Join(dir, "seed"), before); !errors.Is(err, errSeedChanged) {
+			t.Errorf("secretVolumeFile with the file before the swap = %v, want errSeedChanged", err)
+		}
+	})
+
+	// Layouts that are not the kubelet's, each with a group-readable seed:
+	// refused as any group-readable file is.
+	for _, tc := range []struct {
+		desc  string
+		build func(t *testing.T) string // returns the path to read
+		want  string
+	}{
+		{
+			desc: "more than group-readable in a Secret volume",
+			build: func(t *testing.T) string {
+				return filepath.Join(secretVolume(t, map[string]string{"seed": string(good)}, 0o444), "seed")
+			},
+			want: "defaultMode 0400",
+		},
+		{
+			desc: "group-writable in a Secret volume",
+			build: func(t *testing.T) string {
+				return filepath.Join(secretVolume(t, map[string]string{"seed": string(good)}, 0o460), "seed")
+			},
+			want: "defaultMode 0400",
+		},
+		{
+			desc: "the file in the hidden folder, named directly",
+			build: func(t *testing.T) string {
+				dir := secretVolume(t, map[string]string{"seed": string(good)}, 0o440)
+				ts, _ := os.Readlink(filepath.Join(dir, "..data"))
+				return filepath.Join(dir, ts, "seed")
+			},
+			want: "chmod 600",
+		},
+		{
+			desc: "through ..data, named directly",
+			build: func(t *testing.T) string {
+				return filepath.Join(secretVolume(t, map[string]string{"seed": string(good)}, 0o440), "..data", "seed")
+			},
+			want: "chmod 600",
+		},
+		{
+			desc: "a link of another name to the volume's file",
+			build: func(t *testing.T) string {
+				dir := secretVolume(t, map[string]string{"seed": string(good)}, 0o440)
+				p := filepath.Join(dir, "alias")
+				if err := os.Symlink(filepath.Join("..data", "seed"), p); err != nil {
+					t.Fatal(err)
+				}
+				return p
+			},
+			want: "chmod 600",
+		},
+		{
+			desc: "a link from elsewhere to the volume's visible name",
+			build: func(t *testing.T) string {
+				dir := secretVolume(t, map[string]string{"seed": string(good)}, 0o440)
+				p := filepath.Join(t.TempDir(), "seed")
+				if err := os.Symlink(filepath.Join(dir, "seed"), p); err != nil {
+					t.Fatal(err)
+				}
+				return p
+			},
+			want: "chmod 600",
+		},
+		{
+			desc: "..data to a folder outside the volume",
+			build: func(t *testing.T) string {
+				dir, outside := t.TempDir(), t.TempDir()
+				mkSeed(t, filepath.Join(outside, "seed"), string(good), 0o440)
+				mkLink(t, outside, filepath.Join(dir, "..data"))
+				mkLink(t, filepath.Join("..data", "seed"), filepath.Join(dir, "seed"))
+				return filepath.Join(dir, "seed")
+			},
+			want: "chmod 600",
+		},
+		{
+			desc: "..data to a sibling that does not start with ..",
+			build: func(t *testing.T) string {
+				dir := t.TempDir()
+				mkSeed(t, filepath.Join(dir, "files", "seed"), string(good), 0o440)
+				mkLink(t, "files", filepath.Join(dir, "..data"))
+				mkLink(t, filepath.Join("..data", "seed"), filepath.Join(dir, "seed"))
+				return filepath.Join(dir, "seed")
+			},
+			want: "chmod 600",
+		},
+		{
+			desc: "the hidden folder is a link",
+			build: func(t *testing.T) string {
+				dir, outside := t.TempDir(), t.TempDir()
+				mkSeed(t, filepath.Join(outside, "seed"), string(good), 0o440)
+				mkLink(t, outside, filepath.Join(dir, "..2026_07_01_12_00_00.1"))
+				mkLink(t, "..2026_07_01_12_00_00.1", filepath.Join(dir, "..data"))
+				mkLink(t, filepath.Join("..data", "seed"), filepath.Join(dir, "seed"))
+				return filepath.Join(dir, "seed")
+			},
+			want: "chmod 600",
+		},
+		{
+			desc: "the file in the hidden folder is a link",
+			build: func(t *testing.T) string {
+				dir, outside := t.TempDir(), t.TempDir()
+				mkSeed(t, filepath.Join(outside, "seed"), string(good), 0o440)
+				if err := os.Mkdir(filepath.Join(dir, "..2026_07_01_12_00_00.1"), 0o755); err != nil {
+					t.Fatal(err)
+				}
+				mkLink(t, filepath.Join(outside, "seed"), filepath.Join(dir, "..2026_07_01_12_00_00.1", "seed"))
+				mkLink(t, "..2026_07_01_12_00_00.1", filepath.Join(dir, "..data"))
+				mkLink(t, filepath.Join("..data", "seed"), filepath.Join(dir, "seed"))
+				return filepath.Join(dir, "seed")
+			},
+			want: "chmod 600",
+		},
+	} {
+		t.Run(tc.desc, func(t *testing.T) {
+			p := tc.build(t)
+			_, err := ReadSeedFile(p)
+			if err == nil || !strings.Contains(err.Error(), tc.want) || !strings.Contains(err.Error(), p) {
+				t.Errorf("ReadSeedFile(%s) = %v, want an error naming it and containing %q", p, err, tc.want)
+			}
+		})
+	}
+}
+
+// mkSeed writes a seed file with mode, creating its folder.
+func mkSeed(t *testing.T, path, content string, mode os.FileMode) {
+	t.Helper()
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(path, []byte(content), mode); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chmod(path, mode); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// mkLink makes the symbolic link link to target.
+func mkLink(t *testing.T, target, link string) {
+	t.Helper()
+	if err := os.Symlink(target, link); err != nil {
+		t.Fatal(err)
 	}
 }

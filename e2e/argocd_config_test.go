@@ -46,7 +46,7 @@ func TestArgoCDConfigFile(t *testing.T) {
 	for _, tc := range []struct {
 		desc, path, want string
 	}{
-		{desc: "an unknown key", path: "digestpin.yaml", want: `digestpin: error: --config: digestpin.yaml, line 3: unknown key "imagepaths"`},
+		{desc: "an unknown key", path: "digestpin.yaml", want: `digestpin: error: DIGESTPIN_CONFIG: digestpin.yaml, line 3: unknown key "imagepaths"`},
 		{desc: "an absolute path", path: "/etc/hostname", want: "digestpin-cmp: configuration file /etc/hostname: want a path relative to the source folder"},
 		{desc: "a path outside the repository", path: "../../digestpin.yaml", want: "digestpin-cmp: configuration file ../../digestpin.yaml: "},
 	} {

@@ -14,13 +14,13 @@ import (
 // never reach the manifests or a message.
 const secretMark = "SIDECAR-SECRET-a8f3"
 
-// hostileSidecar is a sidecar with helm (v3 or v4) and a secret file of
-// its own outside the repository, as the mounted docker config or the
-// Redis password is in a real one. It returns the secret file's path and
-// the marker path that the app's program writes when it runs.
-func hostileSidecar(t *testing.T, helm string) (sc *sidecar, secret, marker string) {
+// hostileSidecar is a sidecar with a secret file of its own outside the
+// repository, as the mounted docker config or the Redis password is in a
+// real one. It returns the secret file's path and the marker path that
+// the app's program writes when it runs.
+func hostileSidecar(t *testing.T) (sc *sidecar, secret, marker string) {
 	t.Helper()
-	sc = newSidecarWith(t, map[string]string{"helm": helm})
+	sc = newSidecar(t)
 	dir := t.TempDir()
 	secret = filepath.Join(dir, "secret.yaml")
 	if err := os.WriteFile(secret, []byte("config:\n  password: "+secretMark+"\n"), 0o600); err != nil {
@@ -29,16 +29,17 @@ func hostileSidecar(t *testing.T, helm string) (sc *sidecar, secret, marker stri
 	return sc, secret, filepath.Join(dir, "ran")
 }
 
-// TestArgoCDHostileApplication runs the plugin, through the real Helm 3
-// and Helm 4 CLIs, for an Application whose author is hostile to the
-// operator: parameters and files meant to run a program of the repository
-// in the sidecar, or to render the sidecar's own files (credentials) into
-// the manifests. Each must fail with one line saying why, with nothing on
-// stdout, no secret anywhere, and the program not run.
+// TestArgoCDHostileApplication runs the plugin, which renders with
+// digestpin template (Helm 4's engine and Helm's reading of its flags),
+// for an Application whose author is hostile to the operator: parameters
+// and files meant to run a program of the repository in the sidecar, to
+// write a file of the sidecar's, or to render the sidecar's own files
+// (credentials) into the manifests. Each must fail with one line saying
+// why, with nothing on stdout, no secret anywhere, and the program not run
+// (nor the file written).
 func TestArgoCDHostileApplication(t *testing.T) {
 	reg := testregistry.New(t)
 	pushFixed(t, reg, "shop/web:1.4", "1")
-	helms := map[string]string{"helm3": helm3(t), "helm4": helm4(t)}
 	for _, tc := range []struct {
 		desc string
 		// prepare adds files to the source folder src (in repository
@@ -49,15 +50,9 @@ func TestArgoCDHostileApplication(t *testing.T) {
 		// want is in stderr; empty when the render may succeed (the
 		// value is harmless once passed as a value).
 		want string
-		// helm4 runs the case under Helm 4 too, where Helm's own
-		// reading of its arguments is what the case is about; the
-		// others run under Helm 3 only (what Argo CD bundles, and the
-		// one that takes a post-renderer path).
-		helm4 bool
 	}{
 		{
-			desc:  "release name that is a --post-renderer flag",
-			helm4: true,
+			desc: "release name that is a --post-renderer flag",
 			prepare: func(t *testing.T, src, secret string) []map[string]any {
 				return []map[string]any{{"name": "release-name", "string": "--post-renderer=./x.sh"}}
 			},
@@ -75,6 +70,25 @@ func TestArgoCDHostileApplication(t *testing.T) {
 			prepare: func(t *testing.T, src, secret string) []map[string]any {
 				return []map[string]any{{"name": "namespace", "string": "--post-renderer=./x.sh"}}
 			},
+		},
+		{
+			desc: "release name that is digestpin's --log-file",
+			prepare: func(t *testing.T, src, secret string) []map[string]any {
+				return []map[string]any{{"name": "release-name", "string": "--log-file=" + filepath.Join(filepath.Dir(secret), "ran")}}
+			},
+			want: `invalid release name`,
+		},
+		{
+			desc: "namespace, set keys and values that are digestpin's flags",
+			prepare: func(t *testing.T, src, secret string) []map[string]any {
+				log := "--log-file=" + filepath.Join(filepath.Dir(secret), "ran")
+				return []map[string]any{
+					{"name": "namespace", "string": log},
+					{"name": "set", "map": map[string]string{"--log-file": filepath.Join(filepath.Dir(secret), "ran"), "tag": log}},
+					{"name": "kube-version", "string": "--seed-file=" + secret},
+				}
+			},
+			want: "--seed-file=", // not a Kubernetes version
 		},
 		{
 			desc: "kube-version and api-versions that are flags",
@@ -96,8 +110,7 @@ func TestArgoCDHostileApplication(t *testing.T) {
 			},
 		},
 		{
-			desc:  "set-file key with a comma naming a sidecar file",
-			helm4: true,
+			desc: "set-file key with a comma naming a sidecar file",
 			prepare: func(t *testing.T, src, secret string) []map[string]any {
 				return []map[string]any{{"name": "set-file", "map": map[string]string{"file=" + secret + ",x": "motd.txt"}}}
 			},
@@ -114,8 +127,7 @@ func TestArgoCDHostileApplication(t *testing.T) {
 			want: "digestpin-cmp: set-file file motd.txt,y=",
 		},
 		{
-			desc:  "values file with a comma and a sidecar file after it",
-			helm4: true,
+			desc: "values file with a comma and a sidecar file after it",
 			prepare: func(t *testing.T, src, secret string) []map[string]any {
 				// Helm reads --values as comma-separated values: the
 				// path exists in the repository, and names the sidecar's
@@ -221,42 +233,36 @@ func TestArgoCDHostileApplication(t *testing.T) {
 			want: "digestpin-cmp: helm/digests.lock: a symbolic link to outside the repository",
 		},
 	} {
-		hs := []string{"helm3"}
-		if tc.helm4 {
-			hs = append(hs, "helm4")
-		}
-		for _, h := range hs {
-			t.Run(tc.desc+"/"+h, func(t *testing.T) {
-				sc, secret, marker := hostileSidecar(t, helms[h])
-				src, argo := argoSource(t, "helm", reg)
-				mkfile(t, filepath.Join(src, "x.sh"), "#!/bin/sh\necho ran >"+marker+"\ncat\n")
-				if err := os.Chmod(filepath.Join(src, "x.sh"), 0o755); err != nil {
-					t.Fatal(err)
-				}
-				if params := tc.prepare(t, src, secret); params != nil {
-					argo = append(argo, parameters(t, params...))
-				}
-				r := sc.generateWith(t, src, argo, tc.appEnv...)
-				if _, err := os.Stat(marker); err == nil {
-					t.Fatalf("the Application's x.sh ran in the sidecar")
-				}
-				if strings.Contains(r.stdout, secretMark) || strings.Contains(r.stderr, secretMark) {
-					t.Fatalf("the sidecar's secret file reached the output:\nstdout:\n%s\nstderr:\n%s", r.stdout, r.stderr)
-				}
-				if tc.want == "" {
-					return
-				}
-				if r.err == nil {
-					t.Fatalf("generate succeeded, want a failure; stdout:\n%s", r.stdout)
-				}
-				if !strings.Contains(r.stderr, tc.want) {
-					t.Errorf("stderr does not contain %q:\n%s", tc.want, r.stderr)
-				}
-				if r.stdout != "" {
-					t.Errorf("a failed generation printed:\n%s", r.stdout)
-				}
-			})
-		}
+		t.Run(tc.desc, func(t *testing.T) {
+			sc, secret, marker := hostileSidecar(t)
+			src, argo := argoSource(t, "helm", reg)
+			mkfile(t, filepath.Join(src, "x.sh"), "#!/bin/sh\necho ran >"+marker+"\ncat\n")
+			if err := os.Chmod(filepath.Join(src, "x.sh"), 0o755); err != nil {
+				t.Fatal(err)
+			}
+			if params := tc.prepare(t, src, secret); params != nil {
+				argo = append(argo, parameters(t, params...))
+			}
+			r := sc.generateWith(t, src, argo, tc.appEnv...)
+			if _, err := os.Stat(marker); err == nil {
+				t.Fatalf("the Application's x.sh ran in the sidecar")
+			}
+			if strings.Contains(r.stdout, secretMark) || strings.Contains(r.stderr, secretMark) {
+				t.Fatalf("the sidecar's secret file reached the output:\nstdout:\n%s\nstderr:\n%s", r.stdout, r.stderr)
+			}
+			if tc.want == "" {
+				return
+			}
+			if r.err == nil {
+				t.Fatalf("generate succeeded, want a failure; stdout:\n%s", r.stdout)
+			}
+			if !strings.Contains(r.stderr, tc.want) {
+				t.Errorf("stderr does not contain %q:\n%s", tc.want, r.stderr)
+			}
+			if r.stdout != "" {
+				t.Errorf("a failed generation printed:\n%s", r.stdout)
+			}
+		})
 	}
 }
 
@@ -290,7 +296,7 @@ func mklink(t *testing.T, target, link string) {
 func TestArgoCDSourcePath(t *testing.T) {
 	reg := testregistry.New(t)
 	pushFixed(t, reg, "shop/web:1.4", "1")
-	sc, _, _ := hostileSidecar(t, helm4(t))
+	sc, _, _ := hostileSidecar(t)
 	for _, tc := range []struct {
 		desc, path string
 		dir        string // the folder Argo CD runs the plugin in, under the repository

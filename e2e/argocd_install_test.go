@@ -375,3 +375,57 @@ func TestArgoCDImageFetch(t *testing.T) {
 		})
 	}
 }
+
+// TestArgoCDSeedMount checks how both installs give the sidecar its seed:
+// the Secret digestpin-seed, every key, mode 0400, optional (the repo
+// server starts without it; the plugin then fails naming it), mounted
+// read-only in the sidecar alone, at the folder of DIGESTPIN_SEED_FILE;
+// the pod's fsGroup is the sidecar's user, so that it can read a file the
+// kubelet writes as root. Neither install holds a Secret's value.
+func TestArgoCDSeedMount(t *testing.T) {
+	patch := readYAML(t, "repo-server-patch.yaml")
+	values := readYAML(t, "argocd-values.yaml")
+	pod := dig(t, patch, "spec", "template", "spec")
+	if got := dig(t, pod, "securityContext", "fsGroup"); got != 999 {
+		t.Errorf("repo-server-patch.yaml: the pod's fsGroup = %v, want 999", got)
+	}
+	if got := dig(t, values, "global", "securityContext", "fsGroup"); got != 999 {
+		t.Errorf("argocd-values.yaml: global.securityContext.fsGroup = %v, want 999", got)
+	}
+	c := byName(t, pod.(map[string]any)["containers"])["digestpin"]
+	if user := dig(t, c, "securityContext", "runAsUser"); user != 999 {
+		t.Errorf("the sidecar runs as %v, want 999 (the fsGroup)", user)
+	}
+	seedFile := ""
+	for _, e := range c["env"].([]any) {
+		if m := e.(map[string]any); m["name"] == "DIGESTPIN_SEED_FILE" {
+			seedFile, _ = m["value"].(string)
+		}
+	}
+	var mount map[string]any
+	for _, m := range c["volumeMounts"].([]any) {
+		if mm := m.(map[string]any); mm["name"] == "digestpin-seed" {
+			mount = mm
+		}
+	}
+	if mount == nil || seedFile == "" {
+		t.Fatalf("the sidecar mounts no volume digestpin-seed (%v), or has no DIGESTPIN_SEED_FILE (%q)", mount, seedFile)
+	}
+	if mount["readOnly"] != true || mount["subPath"] != nil || seedFile != mount["mountPath"].(string)+"/seed" {
+		t.Errorf("seed mount %v with DIGESTPIN_SEED_FILE=%s: want the whole volume, read-only, at the folder of DIGESTPIN_SEED_FILE, key seed", mount, seedFile)
+	}
+	want := map[string]any{"secretName": "digestpin-seed", "optional": true, "defaultMode": 0o400}
+	if diff := cmp.Diff(want, dig(t, byName(t, dig(t, pod, "volumes"))["digestpin-seed"], "secret")); diff != "" {
+		t.Errorf("volume digestpin-seed (-want +got):\n%s", diff)
+	}
+	// Neither install writes a Secret: the seed is made where it is kept.
+	for _, name := range []string{"kustomization.yaml", "repo-server-patch.yaml", "argocd-values.yaml", "plugin.yaml"} {
+		b, err := os.ReadFile(filepath.Join(repoRoot(t), "scripts", "argocd", name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if regexp.MustCompile(`(?m)^\s*(kind: Secret|secretGenerator:|stringData:)`).Match(b) {
+			t.Errorf("%s holds a Secret", name)
+		}
+	}
+}

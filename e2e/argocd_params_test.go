@@ -63,130 +63,123 @@ func parameters(t *testing.T, params ...map[string]any) string {
 
 // TestArgoCDHelmParameters runs the plugin as Argo CD runs it for an
 // Application that moved from source.helm to source.plugin, one setting at
-// a time, under Helm 3 (what Argo CD bundles) and Helm 4 (what the sidecar
-// image has).
+// a time. digestpin template renders the chart (Helm 4's engine, in
+// process); the sidecar's Helm CLI only builds dependencies (init.sh).
 func TestArgoCDHelmParameters(t *testing.T) {
 	reg := testregistry.New(t)
 	web := pushFixed(t, reg, "shop/web:1.4", "1")
 	pinned := "image: " + reg.Ref("shop/web:1.4") + "@" + web.String()
-	for _, helm := range []struct {
-		name string
-		bin  func(*testing.T) string
-	}{{"helm3", helm3}, {"helm4", helm4}} {
-		t.Run(helm.name, func(t *testing.T) {
-			sc := newSidecarWith(t, map[string]string{"helm": helm.bin(t)})
-			for _, tc := range []struct {
-				desc   string
-				argo   []string // more of Argo CD's variables
-				params []map[string]any
-				appEnv []string
-				want   []string
-				absent []string
-			}{
-				{
-					desc: "defaults: the Application's name, the destination namespace and cluster",
-					want: []string{
-						"name: shop-web\n  namespace: prod\n", "name: shop-config\n  namespace: prod\n",
-						`kubeVersion: "v1.34.1"`, `hasExampleV1: "false"`,
-						"replicas: 1\n", pinned, "kind: CustomResourceDefinition", "name: shop-test",
-					},
-				},
-				{
-					desc: "an Application outside Argo CD's namespace",
-					argo: []string{"ARGOCD_APP_NAME=team-a_shop"},
-					want: []string{"name: shop-web\n"},
-				},
-				{
-					desc: "release name and namespace",
-					params: []map[string]any{
-						{"name": "release-name", "string": "canary"},
-						{"name": "namespace", "string": "staging"},
-					},
-					want:   []string{"name: canary-web\n  namespace: staging\n"},
-					absent: []string{"shop-web", "namespace: prod"},
-				},
-				{
-					desc: "values files from the env and the parameter, in that order",
-					params: []map[string]any{
-						{"name": "values-files", "array": []string{"values-three.yaml"}},
-					},
-					appEnv: []string{"VALUES_FILES=values-two.yaml"},
-					want:   []string{"replicas: 3\n", `{\"from\":\"values-three.yaml\"}`},
-				},
-				{
-					desc: "inline values after the values files",
-					params: []map[string]any{
-						{"name": "values-files", "array": []string{"values-two.yaml"}},
-						{"name": "values", "string": "replicas: 7\nconfig:\n  inline: true\n"},
-					},
-					want: []string{"replicas: 7\n", `{\"from\":\"values-two.yaml\",\"inline\":true}`},
-				},
-				{
-					desc: "--set over inline values, --set-string, commas and lists as Argo CD passes them",
-					params: []map[string]any{
-						{"name": "values", "string": "replicas: 7\n"},
-						{"name": "set", "map": map[string]string{
-							"replicas": "4", "config.hosts": "a.example,b.example", "config.list": "{x,y}", "config.number": "10",
-						}},
-						{"name": "set-string", "map": map[string]string{"config.version": "10"}},
-					},
-					want: []string{
-						"replicas: 4\n",
-						`{\"hosts\":\"a.example,b.example\",\"list\":[\"x\",\"y\"],\"number\":10,\"version\":\"10\"}`,
-					},
-				},
-				{
-					desc:   "--set-file",
-					params: []map[string]any{{"name": "set-file", "map": map[string]string{"file": "motd.txt"}}},
-					want:   []string{`file: "welcome to the shop\n"`},
-				},
-				{
-					desc: "skip-crds, skip-tests",
-					params: []map[string]any{
-						{"name": "skip-crds", "string": "true"},
-						{"name": "skip-tests", "string": "true"},
-					},
-					want:   []string{"name: shop-web\n"},
-					absent: []string{"CustomResourceDefinition", "shop-test"},
-				},
-				{
-					desc: "kube-version and api-versions",
-					params: []map[string]any{
-						{"name": "kube-version", "string": "1.31.0"},
-						{"name": "api-versions", "array": []string{"example.com/v1", "apps/v1"}},
-					},
-					want: []string{`kubeVersion: "v1.31.0"`, `hasExampleV1: "true"`},
-				},
-				{
-					desc: "ignore-missing-value-files",
-					params: []map[string]any{
-						{"name": "values-files", "array": []string{"values-gone.yaml", "values-two.yaml"}},
-						{"name": "ignore-missing-value-files", "string": "true"},
-					},
-					want: []string{"replicas: 2\n"},
-				},
-			} {
-				t.Run(tc.desc, func(t *testing.T) {
-					src, argo := argoSource(t, "helm", reg)
-					argo = append(argo, tc.argo...)
-					if tc.params != nil {
-						argo = append(argo, parameters(t, tc.params...))
-					}
-					r := sc.generateWith(t, src, argo, tc.appEnv...)
-					if r.err != nil {
-						t.Fatalf("generate: %v\nstderr:\n%s", r.err, r.stderr)
-					}
-					for _, w := range tc.want {
-						if !strings.Contains(r.stdout, w) {
-							t.Errorf("output does not contain %q:\n%s", w, r.stdout)
-						}
-					}
-					for _, a := range tc.absent {
-						if strings.Contains(r.stdout, a) {
-							t.Errorf("output contains %q:\n%s", a, r.stdout)
-						}
-					}
-				})
+	sc := newSidecar(t)
+	for _, tc := range []struct {
+		desc   string
+		argo   []string // more of Argo CD's variables
+		params []map[string]any
+		appEnv []string
+		want   []string
+		absent []string
+	}{
+		{
+			desc: "defaults: the Application's name, the destination namespace and cluster",
+			want: []string{
+				"name: shop-web\n  namespace: prod\n", "name: shop-config\n  namespace: prod\n",
+				`kubeVersion: "v1.34.1"`, `hasExampleV1: "false"`,
+				"replicas: 1\n", pinned, "kind: CustomResourceDefinition", "name: shop-test",
+			},
+		},
+		{
+			desc: "an Application outside Argo CD's namespace",
+			argo: []string{"ARGOCD_APP_NAME=team-a_shop"},
+			want: []string{"name: shop-web\n"},
+		},
+		{
+			desc: "release name and namespace",
+			params: []map[string]any{
+				{"name": "release-name", "string": "canary"},
+				{"name": "namespace", "string": "staging"},
+			},
+			want:   []string{"name: canary-web\n  namespace: staging\n"},
+			absent: []string{"shop-web", "namespace: prod"},
+		},
+		{
+			desc: "values files from the env and the parameter, in that order",
+			params: []map[string]any{
+				{"name": "values-files", "array": []string{"values-three.yaml"}},
+			},
+			appEnv: []string{"VALUES_FILES=values-two.yaml"},
+			want:   []string{"replicas: 3\n", `{\"from\":\"values-three.yaml\"}`},
+		},
+		{
+			desc: "inline values after the values files",
+			params: []map[string]any{
+				{"name": "values-files", "array": []string{"values-two.yaml"}},
+				{"name": "values", "string": "replicas: 7\nconfig:\n  inline: true\n"},
+			},
+			want: []string{"replicas: 7\n", `{\"from\":\"values-two.yaml\",\"inline\":true}`},
+		},
+		{
+			desc: "--set over inline values, --set-string, commas and lists as Argo CD passes them",
+			params: []map[string]any{
+				{"name": "values", "string": "replicas: 7\n"},
+				{"name": "set", "map": map[string]string{
+					"replicas": "4", "config.hosts": "a.example,b.example", "config.list": "{x,y}", "config.number": "10",
+				}},
+				{"name": "set-string", "map": map[string]string{"config.version": "10"}},
+			},
+			want: []string{
+				"replicas: 4\n",
+				`{\"hosts\":\"a.example,b.example\",\"list\":[\"x\",\"y\"],\"number\":10,\"version\":\"10\"}`,
+			},
+		},
+		{
+			desc:   "--set-file",
+			params: []map[string]any{{"name": "set-file", "map": map[string]string{"file": "motd.txt"}}},
+			want:   []string{`file: "welcome to the shop\n"`},
+		},
+		{
+			desc: "skip-crds, skip-tests",
+			params: []map[string]any{
+				{"name": "skip-crds", "string": "true"},
+				{"name": "skip-tests", "string": "true"},
+			},
+			want:   []string{"name: shop-web\n"},
+			absent: []string{"CustomResourceDefinition", "shop-test"},
+		},
+		{
+			desc: "kube-version and api-versions",
+			params: []map[string]any{
+				{"name": "kube-version", "string": "1.31.0"},
+				{"name": "api-versions", "array": []string{"example.com/v1", "apps/v1"}},
+			},
+			want: []string{`kubeVersion: "v1.31.0"`, `hasExampleV1: "true"`},
+		},
+		{
+			desc: "ignore-missing-value-files",
+			params: []map[string]any{
+				{"name": "values-files", "array": []string{"values-gone.yaml", "values-two.yaml"}},
+				{"name": "ignore-missing-value-files", "string": "true"},
+			},
+			want: []string{"replicas: 2\n"},
+		},
+	} {
+		t.Run(tc.desc, func(t *testing.T) {
+			src, argo := argoSource(t, "helm", reg)
+			argo = append(argo, tc.argo...)
+			if tc.params != nil {
+				argo = append(argo, parameters(t, tc.params...))
+			}
+			r := sc.generateWith(t, src, argo, tc.appEnv...)
+			if r.err != nil {
+				t.Fatalf("generate: %v\nstderr:\n%s", r.err, r.stderr)
+			}
+			for _, w := range tc.want {
+				if !strings.Contains(r.stdout, w) {
+					t.Errorf("output does not contain %q:\n%s", w, r.stdout)
+				}
+			}
+			for _, a := range tc.absent {
+				if strings.Contains(r.stdout, a) {
+					t.Errorf("output contains %q:\n%s", a, r.stdout)
+				}
 			}
 		})
 	}

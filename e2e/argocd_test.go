@@ -17,6 +17,7 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/mutate"
 	"sigs.k8s.io/kustomize/kyaml/yaml"
 
+	"github.com/digestpin/digestpin/internal/testfiles"
 	"github.com/digestpin/digestpin/internal/testregistry"
 	"github.com/digestpin/digestpin/lockfile"
 )
@@ -153,8 +154,9 @@ func registryValues(reg *testregistry.Registry) string {
 
 // sidecar is the environment Argo CD's repo server gives the plugin.
 type sidecar struct {
-	path string // PATH with helm and digestpin
-	home string // HOME, Helm's homes and the cache folder live under it
+	path  string // PATH with helm and digestpin
+	home  string // HOME, Helm's homes and the cache folder live under it
+	seeds string // the Secret digestpin-seed's volume, at $HOME/digestpin-seed
 }
 
 func newSidecar(t *testing.T) *sidecar {
@@ -163,10 +165,42 @@ func newSidecar(t *testing.T) *sidecar {
 }
 
 // newSidecarWith returns a sidecar with the given tools on its PATH (see
-// toolPath).
+// toolPath), and a new seed in its Secret volume as
+// repo-server-patch.yaml mounts it (key seed, defaultMode 0400 under the
+// pod's fsGroup: 0440).
 func newSidecarWith(t *testing.T, tools map[string]string) *sidecar {
 	t.Helper()
-	return &sidecar{path: toolPath(t, tools), home: t.TempDir()}
+	home := t.TempDir()
+	s := &sidecar{path: toolPath(t, tools), home: home, seeds: filepath.Join(home, "digestpin-seed")}
+	s.mountSeeds(t, map[string]string{"seed": seedText(t)}, 0o440)
+	return s
+}
+
+// mountSeeds makes the sidecar's Secret volume hold files (key → content)
+// with mode, as the kubelet writes it (testfiles.SecretVolume); with no
+// files, the volume is empty, as it is while the optional Secret does not
+// exist.
+func (s *sidecar) mountSeeds(t *testing.T, files map[string]string, mode os.FileMode) {
+	t.Helper()
+	if err := os.RemoveAll(s.seeds); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.MkdirAll(s.seeds, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if len(files) > 0 {
+		testfiles.SecretVolume(t, s.seeds, files, mode)
+	}
+}
+
+// seedText returns a new seed, as `digestpin seed` writes it.
+func seedText(t *testing.T) string {
+	t.Helper()
+	b, err := os.ReadFile(newSeed(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
 }
 
 // env returns the sidecar's environment for one generation, with the
@@ -185,6 +219,8 @@ func (s *sidecar) envWith(argo []string, appEnv ...string) []string {
 		"HELM_DATA_HOME=" + filepath.Join(s.home, "helm", "data"),
 		"DOCKER_CONFIG=" + filepath.Join(s.home, ".docker"),
 		"XDG_CACHE_HOME=" + filepath.Join(s.home, "cache"),
+		// repo-server-patch.yaml's, under this HOME.
+		"DIGESTPIN_SEED_FILE=" + filepath.Join(s.seeds, "seed"),
 		"ARGOCD_APP_NAME=shop",
 		"ARGOCD_APP_NAMESPACE=prod",
 		"ARGOCD_APP_PROJECT_NAME=default",
@@ -283,7 +319,7 @@ func TestArgoCDGenerateLive(t *testing.T) {
 	if refreshed.err != nil {
 		t.Fatalf("generate after a push: %v\n%s", refreshed.err, refreshed.stderr)
 	}
-	changed := changedSources(first.stdout, refreshed.stdout)
+	changed := changedSources(t, first.stdout, refreshed.stdout)
 	if want := []string{"web/templates/cronjob.yaml", "web/templates/deployment.yaml"}; !cmp.Equal(want, changed) {
 		t.Errorf("documents changed by a push of shop/web:1.4 = %v, want %v", changed, want)
 	}
@@ -294,8 +330,9 @@ func TestArgoCDGenerateLive(t *testing.T) {
 
 // changedSources returns the "# Source:" files of the documents that
 // differ between two outputs of the same chart.
-func changedSources(a, b string) []string {
-	da, db := strings.Split(a, "\n---\n"), strings.Split(b, "\n---\n")
+func changedSources(t *testing.T, a, b string) []string {
+	t.Helper()
+	da, db := documents(t, a), documents(t, b)
 	var out []string
 	for i := range min(len(da), len(db)) {
 		if da[i] == db[i] {
@@ -350,11 +387,25 @@ func TestArgoCDGenerateFailures(t *testing.T) {
 			env:    []string{"VALUES_FILES=values-e2e.yaml", "DIGESTPIN_LOCK=/etc/hostname"},
 			want:   []string{"digestpin-cmp: lock file /etc/hostname: want a path relative to the source folder"},
 		},
+		// Named as the Application wrote it (before: --mode, which it
+		// never wrote).
 		{
 			desc:   "a bad option",
 			values: registryValues(reg),
 			env:    []string{"VALUES_FILES=values-e2e.yaml", "DIGESTPIN_MODE=sideways"},
-			want:   []string{`invalid --mode "sideways": want pin, digest or annotate`},
+			want:   []string{`invalid DIGESTPIN_MODE "sideways": want pin, digest or annotate`},
+		},
+		{
+			desc:   "a bad platform",
+			values: registryValues(reg),
+			env:    []string{"VALUES_FILES=values-e2e.yaml", "DIGESTPIN_PLATFORM=linux"},
+			want:   []string{`invalid DIGESTPIN_PLATFORM "linux": want os/arch`},
+		},
+		{
+			desc:   "a bad cache TTL",
+			values: registryValues(reg),
+			env:    []string{"VALUES_FILES=values-e2e.yaml", "DIGESTPIN_CACHE_TTL=soon"},
+			want:   []string{`invalid DIGESTPIN_CACHE_TTL="soon"`},
 		},
 		{
 			desc:   "a lock file linked out of the repository",

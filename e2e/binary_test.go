@@ -198,7 +198,7 @@ func TestBinaryStabilityPromises(t *testing.T) {
 	if first.err != nil {
 		t.Fatalf("digestpin: %v\n%s", first.err, first.stderr)
 	}
-	docs := strings.Split(first.stdout, "\n---\n")
+	docs := documents(t, first.stdout)
 	if len(docs) != 13 {
 		t.Fatalf("got %d documents, want 13", len(docs))
 	}
@@ -212,7 +212,7 @@ func TestBinaryStabilityPromises(t *testing.T) {
 			t.Errorf("document %d has checksum = %v, want %v", i+1, got, want)
 		}
 	}
-	inDocs := strings.Split(string(in), "\n---\n")
+	inDocs := documents(t, string(in))
 	for _, i := range []int{11, 12} {
 		if docs[i] != inDocs[i] {
 			t.Errorf("document %d changed although it has no image to pin:\n%s", i+1, docs[i])
@@ -235,7 +235,7 @@ func TestBinaryStabilityPromises(t *testing.T) {
 		if after.err != nil {
 			t.Fatalf("digestpin: %v\n%s", after.err, after.stderr)
 		}
-		b, a := strings.Split(before, "\n---\n"), strings.Split(after.stdout, "\n---\n")
+		b, a := documents(t, before), documents(t, after.stdout)
 		var changed []int
 		for i := range a {
 			if a[i] != b[i] {

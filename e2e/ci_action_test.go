@@ -104,22 +104,21 @@ func (r *ciRepo) state(t *testing.T) ciState {
 }
 
 // ciPath returns a PATH with the system's tools (bash, git, curl, tar,
-// sha256sum) and, when withHelm, helm (the Helm v4 CLI); never Go, nor a
-// digestpin: the CI steps must install theirs.
-func ciPath(t *testing.T, withHelm bool) string {
+// sha256sum); never Go, nor helm, nor a digestpin: the CI steps must
+// install theirs, and need no Helm CLI.
+func ciPath(t *testing.T) string {
 	t.Helper()
-	bin := t.TempDir()
-	if withHelm {
-		if err := os.Symlink(helm4(t), filepath.Join(bin, "helm")); err != nil {
-			t.Fatal(err)
-		}
-	}
 	for _, tool := range []string{"bash", "git", "curl", "tar", "sha256sum"} {
 		if _, err := exec.LookPath(tool); err != nil {
 			t.Fatalf("%s is missing (make test installs it): %v", tool, err)
 		}
 	}
-	return bin + ":/usr/bin:/bin"
+	for _, dir := range []string{"/usr/bin", "/bin"} {
+		if _, err := os.Stat(filepath.Join(dir, "helm")); err == nil {
+			t.Fatalf("%s/helm exists: the test would not show that the CI steps need no Helm CLI", dir)
+		}
+	}
+	return "/usr/bin:/bin"
 }
 
 // ciCase is one run of a CI job, and what must come of it.
@@ -333,7 +332,9 @@ func TestGitHubAction(t *testing.T) {
 	reg := testregistry.New(t)
 	digests := pushShop(t, reg)
 	r := newCIRepo(t, reg)
-	path := ciPath(t, true)
+	path := ciPath(t)
+	seed := seedText(t)
+	seedFile := newSeed(t)
 
 	with := func(extra ...string) map[string]string {
 		m := map[string]string{
@@ -347,11 +348,20 @@ func TestGitHubAction(t *testing.T) {
 	}
 	runCICases(t, r, reg, digests, []ciCase{
 		{
-			desc: "first update", vars: with(), commit: true,
+			desc: "first update", vars: with("seed", seed), commit: true,
 			output: []string{"downloading " + base + "/v" + version + "/", "installed digestpin " + version, "web/digests.lock updated", "pushed to branch main"},
+			absent: []string{strings.TrimSpace(seed), "throwaway"},
 		},
 		{desc: "update, nothing changed", vars: with(), output: []string{"web/digests.lock unchanged", "nothing to commit"}},
-		{desc: "check", vars: with("mode", "check"), output: []string{"web/digests.lock matches the registry"}},
+		{desc: "check", vars: with("mode", "check", "seed-file", seedFile), output: []string{"web/digests.lock matches the registry"}, absent: []string{"throwaway"}},
+		{
+			desc: "check without a seed", vars: with("mode", "check"),
+			output: []string{"web/digests.lock matches the registry", "no seed given", "throwaway seed"},
+		},
+		{
+			desc: "output without a seed", vars: with("output", "manifests.yaml"), fail: true,
+			output: []string{"--output keeps the manifests", "give --seed-file FILE or DIGESTPIN_SEED_FILE"},
+		},
 		{
 			desc: "check after a push", vars: with("mode", "check"), push: "shop/web:1.4", fail: true,
 			output: []string{reg.Ref("shop/web:1.4") + ": moved from", "does not match the registry"},

@@ -3,19 +3,9 @@
 package e2e
 
 import (
-	"archive/tar"
 	"bytes"
-	"compress/gzip"
-	"crypto/sha256"
-	"encoding/hex"
-	"fmt"
-	"io"
-	"net/http"
-	"net/http/httptest"
-	"os"
 	"os/exec"
 	"path/filepath"
-	"runtime"
 	"strings"
 	"testing"
 
@@ -78,61 +68,11 @@ func runGitLabJob(t *testing.T, job gitlabJob, project, path string, vars map[st
 	return out.String(), err
 }
 
-// helmServer serves the Helm CLI helm as Helm's release site does:
-// /helm-VERSION-OS-ARCH.tar.gz holding OS-ARCH/helm, and its .sha256sum
-// ("SUM  FILE"), for this machine's platform. It returns the server's
-// URL. The archive is streamed to a file, never held in memory: the
-// binary is 100+ MB, and this process's size is where the peak RSS of the
-// processes it starts begins (see runHostile).
-func helmServer(t *testing.T, helm, version string) string {
-	t.Helper()
-	platform := runtime.GOOS + "-" + runtime.GOARCH
-	file := "helm-" + version + "-" + platform + ".tar.gz"
-	dir := t.TempDir()
-	in, err := os.Open(helm)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer in.Close()
-	fi, err := in.Stat()
-	if err != nil {
-		t.Fatal(err)
-	}
-	out, err := os.Create(filepath.Join(dir, file))
-	if err != nil {
-		t.Fatal(err)
-	}
-	sum := sha256.New()
-	zw, err := gzip.NewWriterLevel(io.MultiWriter(out, sum), gzip.BestSpeed)
-	if err != nil {
-		t.Fatal(err)
-	}
-	tw := tar.NewWriter(zw)
-	if err := tw.WriteHeader(&tar.Header{Name: platform + "/helm", Mode: 0o755, Size: fi.Size(), Typeflag: tar.TypeReg}); err != nil {
-		t.Fatal(err)
-	}
-	for _, step := range []func() error{
-		func() error { _, err := io.Copy(tw, in); return err },
-		tw.Close, zw.Close, out.Close,
-	} {
-		if err := step(); err != nil {
-			t.Fatalf("writing %s: %v", file, err)
-		}
-	}
-	line := fmt.Sprintf("%s  %s\n", hex.EncodeToString(sum.Sum(nil)), file)
-	if err := os.WriteFile(filepath.Join(dir, file+".sha256sum"), []byte(line), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	srv := httptest.NewServer(http.FileServer(http.Dir(dir)))
-	t.Cleanup(srv.Close)
-	return srv.URL
-}
-
 // TestGitLabTemplate runs a job extending the GitLab CI template, as a
 // GitLab runner would, in a detached checkout with a chart and without
-// helm (the job installs Helm from a loopback server), against a release
-// served on loopback (made by make release for this platform) and a
-// loopback registry.
+// helm (digestpin template renders it), with the seed in a CI/CD variable,
+// against a release served on loopback (made by make release for this
+// platform) and a loopback registry.
 func TestGitLabTemplate(t *testing.T) {
 	dir, version := releaseFiles(t)
 	base := releaseServer(t, dir, version)
@@ -140,24 +80,22 @@ func TestGitLabTemplate(t *testing.T) {
 	if got := job.Variables["DIGESTPIN_CI_VERSION"]; got != version {
 		t.Errorf("the GitLab template installs digestpin %q by default, plugin.yaml says %q", got, version)
 	}
-	const helmVersion = "v4.3.1"
-	helmURL := helmServer(t, helm4(t), helmVersion)
 	reg := testregistry.New(t)
 	digests := pushShop(t, reg)
 	r := newCIRepo(t, reg)
 	// A GitLab runner checks out the commit, not the branch.
 	git(t, r.dir, "checkout", "-q", "--detach")
-	path := ciPath(t, false)
-	// Helm is installed once, into the tools folder the runs share (a
-	// runner's cache): the first run downloads it.
+	path := ciPath(t)
+	// digestpin is downloaded into the tools folder the runs share (a
+	// runner's cache).
 	tools := t.TempDir()
+	seed := seedText(t)
 
 	with := func(extra ...string) map[string]string {
 		m := map[string]string{
 			"DIGESTPIN_CI_CHART": "web", "DIGESTPIN_CI_RELEASE": "shop", "DIGESTPIN_CI_NAMESPACE": "prod",
 			"DIGESTPIN_CI_VALUES": "web/values-e2e.yaml", "DIGESTPIN_CI_RELEASES_URL": base + "/v" + version,
-			"DIGESTPIN_CI_PUSH_URL": r.origin, "DIGESTPIN_CI_HELM_URL": helmURL, "DIGESTPIN_CI_HELM_VERSION": helmVersion,
-			"DIGESTPIN_CI_TOOLS": tools,
+			"DIGESTPIN_CI_PUSH_URL": r.origin, "DIGESTPIN_CI_TOOLS": tools, "DIGESTPIN_CI_SEED": seed,
 		}
 		for i := 0; i+1 < len(extra); i += 2 {
 			m[extra[i]] = extra[i+1]
@@ -167,10 +105,8 @@ func TestGitLabTemplate(t *testing.T) {
 	runCICases(t, r, reg, digests, []ciCase{
 		{
 			desc: "first update", vars: with(), commit: true,
-			output: []string{
-				"helm is not installed: downloading " + helmURL + "/helm-" + helmVersion + "-",
-				"installed digestpin " + version, "web/digests.lock updated", "pushed to branch main",
-			},
+			output: []string{"installed digestpin " + version, "web/digests.lock updated", "pushed to branch main"},
+			absent: []string{strings.TrimSpace(seed), "throwaway"},
 		},
 		{desc: "update, nothing changed", vars: with(), output: []string{"web/digests.lock unchanged", "nothing to commit"}},
 		{
@@ -180,6 +116,10 @@ func TestGitLabTemplate(t *testing.T) {
 		{
 			desc: "check of a broken chart", vars: with("DIGESTPIN_CI_MODE", "check"), broken: true, fail: true,
 			output: []string{"render failed", "broken.yaml", "nil pointer"}, absent: []string{"does not match the registry"},
+		},
+		{
+			desc: "the seed in a file variable and as a value", vars: with("DIGESTPIN_CI_SEED_FILE", newSeed(t)), fail: true,
+			output: []string{"DIGESTPIN_CI_SEED and DIGESTPIN_CI_SEED_FILE are both set"}, absent: []string{"digestpin-lock:"},
 		},
 		{desc: "update after the push", vars: with(), commit: true, output: []string{"web/digests.lock updated"}},
 		{desc: "check", vars: with("DIGESTPIN_CI_MODE", "check"), output: []string{"web/digests.lock matches the registry"}},

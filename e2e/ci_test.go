@@ -5,6 +5,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -37,6 +38,20 @@ func ciChart(t *testing.T, sc *sidecar, reg *testregistry.Registry) string {
 	return chart
 }
 
+// ciEnv is a CI job's environment: the sidecar's, without Argo CD's
+// variables, and with a seed file of its own (a CI secret written to a
+// file of mode 0600) in DIGESTPIN_SEED_FILE.
+func ciEnv(t *testing.T, sc *sidecar) []string {
+	t.Helper()
+	var env []string
+	for _, kv := range sc.env() {
+		if !strings.HasPrefix(kv, "ARGOCD_") && !strings.HasPrefix(kv, "KUBE_") && !strings.HasPrefix(kv, "DIGESTPIN_SEED_FILE=") {
+			env = append(env, kv)
+		}
+	}
+	return append(env, "DIGESTPIN_SEED_FILE="+newSeed(t))
+}
+
 func TestCIStep(t *testing.T) {
 	reg := testregistry.New(t)
 	digests := pushShop(t, reg)
@@ -46,14 +61,7 @@ func TestCIStep(t *testing.T) {
 	work := filepath.Dir(chart)
 	step := filepath.Join(repoRoot(t), "scripts", "ci", "digestpin-lock.sh")
 	lock := filepath.Join(chart, "digests.lock")
-	// The CI job's environment: the sidecar's, without Argo CD's variables.
-	var env []string
-	for _, kv := range sc.env() {
-		if !strings.HasPrefix(kv, "ARGOCD_") && !strings.HasPrefix(kv, "KUBE_") {
-			env = append(env, kv)
-		}
-	}
-	env = append(env, "RELEASE=shop")
+	env := append(ciEnv(t, sc), "RELEASE=shop")
 	values := []string{"--values", filepath.Join("web", "values-e2e.yaml"), "--namespace", "prod"}
 
 	// lockDigests reads the lock file as repository:tag → digest.
@@ -149,7 +157,7 @@ func TestCIStepOutput(t *testing.T) {
 	chart := ciChart(t, sc, reg)
 	step := filepath.Join(repoRoot(t), "scripts", "ci", "digestpin-lock.sh")
 	out := filepath.Join(t.TempDir(), "manifests.yaml")
-	r := runCmd(t, chart, nil, sc.env(), step, "--output", out, "--lock", "pinned.lock", ".", "--values", "values-e2e.yaml")
+	r := runCmd(t, chart, nil, ciEnv(t, sc), step, "--output", out, "--lock", "pinned.lock", ".", "--values", "values-e2e.yaml")
 	if r.err != nil {
 		t.Fatalf("digestpin-lock.sh: %v\n%s", r.err, r.stderr)
 	}
@@ -178,9 +186,10 @@ func TestCIStepOutputUnchanged(t *testing.T) {
 	chart := ciChart(t, sc, reg)
 	step := filepath.Join(repoRoot(t), "scripts", "ci", "digestpin-lock.sh")
 	out := filepath.Join(chart, "manifests.yaml")
+	env := ciEnv(t, sc)
 	run := func(want string) (os.FileInfo, string) {
 		t.Helper()
-		r := runCmd(t, chart, nil, sc.env(), step, "--output", "manifests.yaml", ".", "--values", "values-e2e.yaml")
+		r := runCmd(t, chart, nil, env, step, "--output", "manifests.yaml", ".", "--values", "values-e2e.yaml")
 		if r.err != nil {
 			t.Fatalf("digestpin-lock.sh: %v\n%s", r.err, r.stderr)
 		}
@@ -211,10 +220,10 @@ func TestCIStepOutputUnchanged(t *testing.T) {
 	}
 }
 
-// TestCIStepRenderFailure checks that a chart that helm cannot render is
-// reported as a render failure, naming helm and its error, and neither
-// taken for a registry difference (--check) nor recorded as a lock file
-// without images.
+// TestCIStepRenderFailure checks that a chart that does not render is
+// reported as a render failure, naming digestpin template and the error,
+// and neither taken for a registry difference (--check) nor recorded as a
+// lock file without images.
 func TestCIStepRenderFailure(t *testing.T) {
 	reg := testregistry.New(t)
 	pushShop(t, reg)
@@ -222,7 +231,7 @@ func TestCIStepRenderFailure(t *testing.T) {
 	chart := ciChart(t, sc, reg)
 	step := filepath.Join(repoRoot(t), "scripts", "ci", "digestpin-lock.sh")
 	lock := filepath.Join(chart, "digests.lock")
-	if r := runCmd(t, chart, nil, sc.env(), step, ".", "--values", "values-e2e.yaml"); r.err != nil {
+	if r := runCmd(t, chart, nil, ciEnv(t, sc), step, ".", "--values", "values-e2e.yaml"); r.err != nil {
 		t.Fatalf("recording: %v\n%s", r.err, r.stderr)
 	}
 	recorded, err := os.ReadFile(lock)
@@ -235,7 +244,7 @@ func TestCIStepRenderFailure(t *testing.T) {
 	}
 	for _, args := range [][]string{{"--check"}, nil, {"--output", "manifests.yaml"}} {
 		args = append(args, ".", "--values", "values-e2e.yaml")
-		r := runCmd(t, chart, nil, sc.env(), step, args...)
+		r := runCmd(t, chart, nil, ciEnv(t, sc), step, args...)
 		if got := exitStatus(r.err); got != 1 {
 			t.Errorf("digestpin-lock.sh %s: exit status %d, want 1\n%s", strings.Join(args, " "), got, r.stderr)
 		}
@@ -269,7 +278,7 @@ func TestCIStepExitStatus(t *testing.T) {
 	sc := newSidecar(t)
 	chart := ciChart(t, sc, reg)
 	step := filepath.Join(repoRoot(t), "scripts", "ci", "digestpin-lock.sh")
-	if r := runCmd(t, chart, nil, sc.env(), step, ".", "--values", "values-e2e.yaml"); r.err != nil {
+	if r := runCmd(t, chart, nil, ciEnv(t, sc), step, ".", "--values", "values-e2e.yaml"); r.err != nil {
 		t.Fatalf("recording: %v\n%s", r.err, r.stderr)
 	}
 	render := runCmd(t, chart, nil, sc.env(), helm4(t), "template", "web", ".", "--values", "values-e2e.yaml")
@@ -287,7 +296,7 @@ func TestCIStepExitStatus(t *testing.T) {
 		{desc: "a registry that does not answer", env: []string{"DIGESTPIN_REGISTRY_MIRROR=" + reg.Host() + "=127.0.0.1:1", "DIGESTPIN_MIRROR_ONLY=true", "DIGESTPIN_REQUEST_TIMEOUT=1s", "DIGESTPIN_TIMEOUT=5s"}, status: 1},
 	} {
 		t.Run(tc.desc, func(t *testing.T) {
-			env := append(sc.env(), tc.env...)
+			env := append(ciEnv(t, sc), tc.env...)
 			r := runCmd(t, chart, []byte(render.stdout), env, digestpinBin(t), "--lock", "digests.lock", "--check")
 			if got := exitStatus(r.err); got != tc.status {
 				t.Errorf("digestpin --check: exit status %d, want %d\n%s", got, tc.status, r.stderr)
@@ -315,7 +324,7 @@ func TestCIStepHostileNames(t *testing.T) {
 		t.Fatal(err)
 	}
 	step := filepath.Join(repoRoot(t), "scripts", "ci", "digestpin-lock.sh")
-	env := append(sc.env(), "RELEASE=shop")
+	env := append(ciEnv(t, sc), "RELEASE=shop")
 	values := []string{"--values", "-my chart/values-e2e.yaml"}
 	run := func(args ...string) result {
 		t.Helper()
@@ -381,7 +390,7 @@ func TestCIStepHostileNames(t *testing.T) {
 	// TMPDIR variable, as a plain shell runs it.
 	ci := filepath.Join(repoRoot(t), "scripts", "ci", "digestpin-ci.sh")
 	var bare []string
-	for _, kv := range sc.env() {
+	for _, kv := range ciEnv(t, sc) {
 		if !strings.HasPrefix(kv, "GITHUB_") && !strings.HasPrefix(kv, "RUNNER_") && !strings.HasPrefix(kv, "TMPDIR=") {
 			bare = append(bare, kv)
 		}
@@ -391,5 +400,251 @@ func TestCIStepHostileNames(t *testing.T) {
 	cmd.Dir, cmd.Env = work, bare // not cleanEnv: nothing of this process's
 	if out, err := cmd.CombinedOutput(); err != nil {
 		t.Errorf("digestpin-ci.sh: %v\n%s", err, out)
+	}
+}
+
+// generatedChart copies testdata/generated (a certificate, passwords and
+// their hash in the pod template) into a CI job's working folder and
+// returns the folder; the chart is generated/ in it.
+func generatedChart(t *testing.T) string {
+	t.Helper()
+	work := t.TempDir()
+	if err := os.CopyFS(filepath.Join(work, "generated"), os.DirFS(filepath.Join(repoRoot(t), "testdata", "generated"))); err != nil {
+		t.Fatal(err)
+	}
+	return work
+}
+
+// TestCIStepSeed runs the CI step on a chart that generates a certificate
+// and passwords: with the seed, --output holds the same bytes on every
+// run (nothing to commit) and a values change reaches the certificate;
+// without one, the lock file is recorded with a throwaway seed that no
+// file outlives, and --output is refused; a bad seed fails the step.
+func TestCIStepSeed(t *testing.T) {
+	reg := testregistry.New(t)
+	reg.PushImage(t, "app:1.0")
+	sc := newSidecar(t)
+	work := generatedChart(t)
+	step := filepath.Join(repoRoot(t), "scripts", "ci", "digestpin-lock.sh")
+	tmp := t.TempDir() // TMPDIR: what the step leaves there
+	var env []string
+	for _, kv := range ciEnv(t, sc) {
+		if !strings.HasPrefix(kv, "DIGESTPIN_SEED_FILE=") {
+			env = append(env, kv)
+		}
+	}
+	env = append(env, "TMPDIR="+tmp, "RELEASE=shop")
+	seed := newSeed(t)
+	image := "--set=image=" + reg.Ref("app:1.0")
+	lock := filepath.Join(work, "generated", "digests.lock")
+	tlsCrt := func() string {
+		t.Helper()
+		b, err := os.ReadFile(filepath.Join(work, "manifests.yaml"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return field(t, objects(t, string(b)), "Secret/shop-tls", "data", "tls.crt")
+	}
+	leftovers := func(desc string) {
+		t.Helper()
+		if names, _ := os.ReadDir(tmp); len(names) != 0 {
+			t.Errorf("%s: the step left %d files in TMPDIR (%s...)", desc, len(names), names[0].Name())
+		}
+	}
+
+	for _, s := range []struct {
+		desc   string
+		args   []string
+		status int
+		stderr []string
+		absent []string
+		check  func(desc string)
+	}{
+		{
+			desc:   "no seed, --output",
+			args:   []string{"--output", "manifests.yaml", "generated", image},
+			status: 2,
+			stderr: []string{"digestpin-lock: --output keeps the manifests, whose generated passwords, keys and certificates derive from the seed: give --seed-file FILE or DIGESTPIN_SEED_FILE"},
+			check: func(desc string) {
+				if _, err := os.Stat(lock); !os.IsNotExist(err) {
+					t.Errorf("%s: lock file %v, want none", desc, err)
+				}
+			},
+		},
+		{
+			desc:   "no seed, the lock file only",
+			args:   []string{"generated", image},
+			stderr: []string{"no seed given (--seed-file, DIGESTPIN_SEED_FILE): generated values come from a throwaway seed", "generated/digests.lock updated"},
+		},
+		{
+			desc:   "a seed that others may read",
+			args:   []string{"--seed-file", worldReadable(t, seed), "--output", "manifests.yaml", "generated", image},
+			status: 1,
+			stderr: []string{"may be read by group or others (mode 0644): chmod 600", "digestpin failed (its error is above)"},
+			absent: []string{"render failed"},
+		},
+		{
+			desc:   "the seed",
+			args:   []string{"--seed-file", seed, "--output", "manifests.yaml", "generated", image},
+			stderr: []string{"manifests.yaml updated: commit it"},
+			absent: []string{"throwaway"},
+		},
+		{
+			desc:   "the seed again: the same manifests",
+			args:   []string{"--seed-file", seed, "--output", "manifests.yaml", "generated", image},
+			stderr: []string{"manifests.yaml unchanged", "digests.lock unchanged"},
+		},
+		{
+			desc:   "the seed from DIGESTPIN_SEED_FILE",
+			args:   []string{"--output", "manifests.yaml", "generated", image},
+			stderr: []string{"manifests.yaml unchanged"},
+		},
+	} {
+		runEnv := env
+		if s.desc == "the seed from DIGESTPIN_SEED_FILE" {
+			runEnv = append(slices.Clone(env), "DIGESTPIN_SEED_FILE="+seed)
+		}
+		r := runCmd(t, work, nil, runEnv, step, s.args...)
+		if got := exitStatus(r.err); got != s.status {
+			t.Errorf("%s: exit status %d, want %d\n%s", s.desc, got, s.status, r.stderr)
+		}
+		for _, w := range s.stderr {
+			if !strings.Contains(r.stderr, w) {
+				t.Errorf("%s: stderr does not contain %q:\n%s", s.desc, w, r.stderr)
+			}
+		}
+		for _, a := range s.absent {
+			if strings.Contains(r.stderr, a) {
+				t.Errorf("%s: stderr contains %q:\n%s", s.desc, a, r.stderr)
+			}
+		}
+		if s.check != nil {
+			s.check(s.desc)
+		}
+		leftovers(s.desc)
+	}
+
+	// A values change reaches the certificate.
+	before := tlsCrt()
+	r := runCmd(t, work, nil, env, step, "--seed-file", seed, "--output", "manifests.yaml", "generated", image, "--set=clusterDomain=example.internal")
+	if r.err != nil || !strings.Contains(r.stderr, "manifests.yaml updated") {
+		t.Fatalf("a values change: %v\n%s", r.err, r.stderr)
+	}
+	if after := tlsCrt(); after == before || !slices.Contains(certNames(t, after), "shop-webhook.default.svc.example.internal") {
+		t.Errorf("a new clusterDomain: the certificate is the old one, or lacks the new names %v", certNames(t, after))
+	}
+}
+
+// worldReadable copies the seed file to a new file of mode 0644.
+func worldReadable(t *testing.T, seed string) string {
+	t.Helper()
+	b, err := os.ReadFile(seed)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := filepath.Join(t.TempDir(), "seed")
+	if err := os.WriteFile(p, b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chmod(p, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+// TestCIScriptSeed runs digestpin-ci.sh, which the GitHub Action and the
+// GitLab template run, with the seed's value in DIGESTPIN_CI_SEED, as a
+// CI secret gives it: the manifests are those of the seed's file, the
+// same on every run; the value is in no message, no command line and no
+// environment of a program the step runs, and its file is gone after the
+// step, which succeeded or failed.
+func TestCIScriptSeed(t *testing.T) {
+	reg := testregistry.New(t)
+	reg.PushImage(t, "app:1.0")
+	sc := newSidecar(t)
+	work := generatedChart(t)
+	ci := filepath.Join(repoRoot(t), "scripts", "ci", "digestpin-ci.sh")
+	lockStep := filepath.Join(repoRoot(t), "scripts", "ci", "digestpin-lock.sh")
+	seedFile := newSeed(t)
+	b, err := os.ReadFile(seedFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	seed := strings.TrimSpace(string(b))
+
+	// DIGESTPIN: digestpin, after it wrote its command line and
+	// environment where the test reads them.
+	seen := filepath.Join(t.TempDir(), "seen")
+	wrapper := filepath.Join(t.TempDir(), "digestpin")
+	script := "#!/bin/sh\n{ echo \"$@\"; env; } >>" + seen + "\nexec " + digestpinBin(t) + " \"$@\"\n"
+	if err := os.WriteFile(wrapper, []byte(script), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	runnerTemp := t.TempDir()
+	var base []string
+	for _, kv := range ciEnv(t, sc) {
+		if !strings.HasPrefix(kv, "DIGESTPIN_SEED_FILE=") {
+			base = append(base, kv)
+		}
+	}
+	base = append(base, "DIGESTPIN="+wrapper, "RUNNER_TEMP="+runnerTemp,
+		"DIGESTPIN_CI_CHART=generated", "DIGESTPIN_CI_RELEASE=shop", "DIGESTPIN_CI_COMMIT=false",
+		"DIGESTPIN_CI_OUTPUT=manifests.yaml", "DIGESTPIN_CI_HELM_ARGS=--set=image="+reg.Ref("app:1.0"))
+
+	// What digestpin-lock.sh writes with the seed's file.
+	want := filepath.Join(t.TempDir(), "want.yaml")
+	if r := runCmd(t, work, nil, append(slices.Clone(base), "RELEASE=shop"), lockStep, "--seed-file", seedFile, "--output", want, "--lock", filepath.Join(t.TempDir(), "l"), "generated", "--set=image="+reg.Ref("app:1.0")); r.err != nil {
+		t.Fatalf("digestpin-lock.sh: %v\n%s", r.err, r.stderr)
+	}
+	wantBytes, err := os.ReadFile(want)
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	for _, tc := range []struct {
+		desc   string
+		env    []string
+		status int
+		stderr string
+	}{
+		{desc: "the seed", env: []string{"DIGESTPIN_CI_SEED=" + seed}, stderr: "manifests.yaml updated"},
+		{desc: "the seed again", env: []string{"DIGESTPIN_CI_SEED=" + seed}, stderr: "manifests.yaml unchanged"},
+		{desc: "with a line end, as a secret pasted from a file", env: []string{"DIGESTPIN_CI_SEED=" + seed + "\r\n"}, stderr: "manifests.yaml unchanged"},
+		{desc: "its file", env: []string{"DIGESTPIN_CI_SEED_FILE=" + seedFile}, stderr: "manifests.yaml unchanged"},
+		{desc: "both", env: []string{"DIGESTPIN_CI_SEED=" + seed, "DIGESTPIN_CI_SEED_FILE=" + seedFile}, status: 2, stderr: "digestpin-ci: DIGESTPIN_CI_SEED and DIGESTPIN_CI_SEED_FILE are both set"},
+		{desc: "not a seed", env: []string{"DIGESTPIN_CI_SEED=" + strings.ToUpper(seed)}, status: 1, stderr: "not a digestpin seed"},
+	} {
+		t.Run(tc.desc, func(t *testing.T) {
+			r := runCmd(t, work, nil, append(slices.Clone(base), tc.env...), ci)
+			if got := exitStatus(r.err); got != tc.status || !strings.Contains(r.stderr, tc.stderr) {
+				t.Errorf("digestpin-ci.sh: exit status %d, stderr:\n%s\nwant %d and %q", got, r.stderr, tc.status, tc.stderr)
+			}
+			for _, v := range []string{seed, strings.ToUpper(seed)} {
+				if strings.Contains(r.stdout+r.stderr, v) {
+					t.Errorf("the step printed the seed:\n%s%s", r.stdout, r.stderr)
+				}
+			}
+			if tc.status != 0 {
+				return
+			}
+			if got, err := os.ReadFile(filepath.Join(work, "manifests.yaml")); err != nil || string(got) != string(wantBytes) {
+				t.Errorf("manifests.yaml (%v) is not what the seed's file gives", err)
+			}
+		})
+	}
+	if names, _ := os.ReadDir(runnerTemp); len(names) != 0 {
+		t.Errorf("RUNNER_TEMP holds %d files after the steps (%s...), want none", len(names), names[0].Name())
+	}
+	got, err := os.ReadFile(seen)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(got), "template") {
+		t.Fatalf("the wrapper did not see digestpin template run:\n%s", got)
+	}
+	for _, v := range []string{seed, strings.ToUpper(seed)} {
+		if strings.Contains(string(got), v) {
+			t.Error("digestpin got the seed's value on its command line or in its environment")
+		}
 	}
 }

@@ -232,8 +232,6 @@ type doc struct {
 	checksum string // the pod template's checksum/images
 }
 
-var docSep = regexp.MustCompile(`(?m)^---[ \t]*\n`)
-
 // parseDocs splits out into its objects by "Kind/name".
 func parseDocs(t *testing.T, out string) map[string]doc {
 	t.Helper()
@@ -244,7 +242,7 @@ func parseDocs(t *testing.T, out string) map[string]doc {
 		Annotations map[string]string
 	}
 	docs := map[string]doc{}
-	for _, raw := range docSep.Split(out, -1) {
+	for _, raw := range documents(t, out) {
 		var o struct {
 			Kind     string
 			Metadata meta

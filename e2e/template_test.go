@@ -388,6 +388,7 @@ func TestTemplateBadInput(t *testing.T) {
 		{"no chart", []string{"template", "--seed-file", good}, nil, 2, "CHART"},
 		{"chart does not render", []string{"template", "r", chart, "--seed-file", good, "--set", "certDays=notanumber", "--set-string", "image={{"}, nil, 1, "r"},
 		{"chart missing", []string{"template", "r", filepath.Join(dir, "nochart"), "--seed-file", good}, nil, 1, "nochart"},
+		{"bad release name", []string{"template", "BAD_NAME", chart, "--seed-file", good}, nil, 1, "invalid release name"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			res := runCmd(t, "", nil, append(helmHome(t, ""), tc.env...), bin, tc.args...)

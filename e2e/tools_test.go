@@ -8,7 +8,24 @@ import (
 	"runtime"
 	"strings"
 	"testing"
+
+	"github.com/digestpin/digestpin/renderer"
 )
+
+// documents splits a manifest stream with digestpin's one splitter,
+// renderer.Split: each document with its separator line.
+func documents(t *testing.T, stream string) []string {
+	t.Helper()
+	docs, err := renderer.Split([]byte(stream))
+	if err != nil {
+		t.Fatalf("splitting the stream: %v\n%s", err, stream)
+	}
+	out := make([]string, len(docs))
+	for i, d := range docs {
+		out[i] = string(d)
+	}
+	return out
+}
 
 // tool returns the path of the executable named by env. Outside CI a
 // missing tool skips the test with a hint; in CI (CI=true) it fails it,

@@ -1,14 +1,17 @@
-// Package helmrender renders a Helm chart in-process with Helm 4's engine,
-// as `helm template` does, with template functions the caller replaces and
-// template sources the caller may rewrite first. digestpin template uses it
-// with the deterministic generators of package detgen, then pins the
-// result as the filter does; it never touches a registry of images or a
-// Kubernetes cluster itself.
+// Package helmrender runs Helm 4's template, install and upgrade in-process,
+// as `helm template`, `helm install` and `helm upgrade` do, with their
+// flags (Bind), template functions the caller replaces and template
+// sources the caller may rewrite first. digestpin template, install and
+// upgrade use it with the deterministic generators of package detgen and
+// digestpin's pinning post-renderer. It never touches a registry of
+// images itself; Install and Upgrade reach the Kubernetes cluster of the
+// action.Configuration they are given, Template none.
 //
-// The output is the stream `helm template` prints for the same chart,
-// values and flags (Helm 4.3.1): the release manifest, then the hooks,
-// each with its `# Source:` comment, and with ShowOnly the chosen
-// templates in Helm's order.
+// Template's output is the stream `helm template` prints for the same
+// chart, values and flags (Helm 4.3.1): the release manifest, then the
+// hooks, each with its `# Source:` comment, and with ShowOnly the chosen
+// templates in Helm's order. WriteStatus prints a release as helm install
+// and helm upgrade do.
 package helmrender
 
 import (
@@ -51,16 +54,19 @@ import (
 // given.
 const DefaultReleaseName = "release-name"
 
-// Options are one render: helm template's arguments and flags, and the
-// caller's template functions.
-type Options struct {
-	// ReleaseName is the release's name; "" means DefaultReleaseName.
+// Source is what helm template, install and upgrade share: the release's
+// name, the chart and where it comes from, its values, Helm's environment,
+// and the caller's template functions and source rewriting.
+type Source struct {
+	// ReleaseName is the release's name; for Template, "" means
+	// DefaultReleaseName.
 	ReleaseName string
 	// Chart is the chart reference: a folder, a .tgz, repo/name, a URL,
 	// an oci:// reference, or a name in ChartPath.RepoURL.
 	Chart string
 	// Settings are Helm's environment (HELM_* variables, namespace,
-	// repository and registry configuration); nil means cli.New().
+	// cluster, repository and registry configuration); nil means
+	// cli.New().
 	Settings *cli.EnvSettings
 	// ChartPath locates the chart: version, repository and its
 	// credentials, TLS files, verification.
@@ -69,17 +75,6 @@ type Options struct {
 	// --set-json and --set-literal.
 	Values values.Options
 
-	// KubeVersion is --kube-version, "" for Helm's default.
-	KubeVersion string
-	// APIVersions are --api-versions.
-	APIVersions []string
-	IncludeCRDs bool // --include-crds
-	SkipCRDs    bool // --skip-crds
-	SkipTests   bool // --skip-tests
-	NoHooks     bool // --no-hooks
-	IsUpgrade   bool // --is-upgrade
-	// ShowOnly are --show-only: template paths or globs in the chart.
-	ShowOnly             []string
 	DependencyUpdate     bool // --dependency-update
 	Devel                bool // --devel
 	SkipSchemaValidation bool // --skip-schema-validation
@@ -94,12 +89,30 @@ type Options struct {
 	// source to render.
 	Rewrite func(name, src string) (string, error)
 
-	// dryRun is --dry-run, which may only be "client".
-	dryRun string
-
 	// Log receives Helm's own messages (warnings and, with
 	// Settings.Debug, debug lines); nil discards them.
 	Log io.Writer
+}
+
+// Options are one render as helm template does it: helm template's
+// arguments and flags, and the caller's template functions.
+type Options struct {
+	Source
+
+	// KubeVersion is --kube-version, "" for Helm's default.
+	KubeVersion string
+	// APIVersions are --api-versions.
+	APIVersions []string
+	IncludeCRDs bool // --include-crds
+	SkipCRDs    bool // --skip-crds
+	SkipTests   bool // --skip-tests
+	NoHooks     bool // --no-hooks
+	IsUpgrade   bool // --is-upgrade
+	// ShowOnly are --show-only: template paths or globs in the chart.
+	ShowOnly []string
+
+	// dryRun is --dry-run, which may only be "client".
+	dryRun string
 }
 
 // Bind defines helm template's flags (Helm 4.3.1, with their names,
@@ -109,31 +122,11 @@ type Options struct {
 // accepted and hidden, as helm template accepts them.
 func (o *Options) Bind(fs *pflag.FlagSet) {
 	r := o
-	if o.Settings == nil {
-		o.Settings = cli.New()
-	}
-	o.Settings.AddFlags(fs)
+	o.bindSettings(fs)
 
 	// helm template's own flags.
-	fs.StringSliceVarP(&r.Values.ValueFiles, "values", "f", nil, "specify values in a YAML file or a URL (can specify multiple)")
-	fs.StringArrayVar(&r.Values.Values, "set", nil, "set values on the command line (can specify multiple or separate values with commas: key1=val1,key2=val2)")
-	fs.StringArrayVar(&r.Values.StringValues, "set-string", nil, "set STRING values on the command line (can specify multiple or separate values with commas: key1=val1,key2=val2)")
-	fs.StringArrayVar(&r.Values.FileValues, "set-file", nil, "set values from respective files specified via the command line (can specify multiple or separate values with commas: key1=path1,key2=path2)")
-	fs.StringArrayVar(&r.Values.JSONValues, "set-json", nil, "set JSON values on the command line (can specify multiple or separate values with commas: key1=jsonval1,key2=jsonval2 or using json format: {\"key1\": jsonval1, \"key2\": \"jsonval2\"})")
-	fs.StringArrayVar(&r.Values.LiteralValues, "set-literal", nil, "set a literal STRING value on the command line")
-	c := &r.ChartPath
-	fs.StringVar(&c.Version, "version", "", "specify a version constraint for the chart version to use (e.g. 1.1.1 or ^2.0.0); default: the latest")
-	fs.BoolVar(&c.Verify, "verify", false, "verify the chart package before using it")
-	fs.StringVar(&c.Keyring, "keyring", defaultKeyring(), "location of public keys used for verification")
-	fs.StringVar(&c.RepoURL, "repo", "", "chart repository url where to locate the requested chart")
-	fs.StringVar(&c.Username, "username", "", "chart repository username where to locate the requested chart")
-	fs.StringVar(&c.Password, "password", "", "chart repository password where to locate the requested chart")
-	fs.StringVar(&c.CertFile, "cert-file", "", "identify HTTPS client using this SSL certificate file")
-	fs.StringVar(&c.KeyFile, "key-file", "", "identify HTTPS client using this SSL key file")
-	fs.BoolVar(&c.InsecureSkipTLSVerify, "insecure-skip-tls-verify", false, "skip tls certificate checks for the chart download")
-	fs.BoolVar(&c.PlainHTTP, "plain-http", false, "use insecure HTTP connections for the chart download")
-	fs.StringVar(&c.CaFile, "ca-file", "", "verify certificates of HTTPS-enabled chart servers using this CA bundle (for image registries: --registry-ca-file)")
-	fs.BoolVar(&c.PassCredentialsAll, "pass-credentials", false, "pass credentials to all domains")
+	bindValues(fs, &r.Values)
+	bindChartPath(fs, &r.ChartPath)
 	fs.StringArrayVarP(&r.ShowOnly, "show-only", "s", nil, "only show manifests rendered from the given templates")
 	fs.BoolVar(&r.IncludeCRDs, "include-crds", false, "include CRDs in the templated output")
 	fs.BoolVar(&r.SkipCRDs, "skip-crds", false, "if set, no CRDs will be installed")
@@ -142,10 +135,7 @@ func (o *Options) Bind(fs *pflag.FlagSet) {
 	fs.BoolVar(&r.IsUpgrade, "is-upgrade", false, "set .Release.IsUpgrade instead of .Release.IsInstall")
 	fs.StringVar(&r.KubeVersion, "kube-version", "", "Kubernetes version used for Capabilities.KubeVersion")
 	fs.StringSliceVarP(&r.APIVersions, "api-versions", "a", nil, "Kubernetes api versions used for Capabilities.APIVersions (multiple can be specified)")
-	fs.BoolVar(&r.DependencyUpdate, "dependency-update", false, "update dependencies if they are missing before installing the chart")
-	fs.BoolVar(&r.Devel, "devel", false, "use development versions, too. Equivalent to version '>0.0.0-0'. If --version is set, this is ignored")
-	fs.BoolVar(&r.SkipSchemaValidation, "skip-schema-validation", false, "if set, disables JSON schema validation")
-	fs.BoolVar(&r.EnableDNS, "enable-dns", false, "enable DNS lookups when rendering templates")
+	o.bindRender(fs)
 	fs.StringVar(&o.dryRun, "dry-run", "client", `simulates the operation client-side ("client", the only one digestpin template does)`)
 	fs.Lookup("dry-run").NoOptDefVal = "client"
 
@@ -161,6 +151,50 @@ func (o *Options) Bind(fs *pflag.FlagSet) {
 	fs.Lookup("wait").NoOptDefVal = "watcher"
 	fs.StringToStringP("labels", "l", nil, "accepted for helm template's sake; no effect on the output")
 	_ = fs.MarkHidden("labels")
+}
+
+// bindSettings makes Settings cli.New() when it is nil and defines Helm's
+// global flags on fs.
+func (s *Source) bindSettings(fs *pflag.FlagSet) {
+	if s.Settings == nil {
+		s.Settings = cli.New()
+	}
+	s.Settings.AddFlags(fs)
+}
+
+// bindRender defines the flags of how the chart is loaded and rendered
+// that every command has.
+func (s *Source) bindRender(fs *pflag.FlagSet) {
+	fs.BoolVar(&s.DependencyUpdate, "dependency-update", false, "update dependencies if they are missing before installing the chart")
+	fs.BoolVar(&s.Devel, "devel", false, "use development versions, too. Equivalent to version '>0.0.0-0'. If --version is set, this is ignored")
+	fs.BoolVar(&s.SkipSchemaValidation, "skip-schema-validation", false, "if set, disables JSON schema validation")
+	fs.BoolVar(&s.EnableDNS, "enable-dns", false, "enable DNS lookups when rendering templates")
+}
+
+// bindValues defines -f/--values and the --set flags on fs.
+func bindValues(fs *pflag.FlagSet, v *values.Options) {
+	fs.StringSliceVarP(&v.ValueFiles, "values", "f", nil, "specify values in a YAML file or a URL (can specify multiple)")
+	fs.StringArrayVar(&v.Values, "set", nil, "set values on the command line (can specify multiple or separate values with commas: key1=val1,key2=val2)")
+	fs.StringArrayVar(&v.StringValues, "set-string", nil, "set STRING values on the command line (can specify multiple or separate values with commas: key1=val1,key2=val2)")
+	fs.StringArrayVar(&v.FileValues, "set-file", nil, "set values from respective files specified via the command line (can specify multiple or separate values with commas: key1=path1,key2=path2)")
+	fs.StringArrayVar(&v.JSONValues, "set-json", nil, "set JSON values on the command line (can specify multiple or separate values with commas: key1=jsonval1,key2=jsonval2 or using json format: {\"key1\": jsonval1, \"key2\": \"jsonval2\"})")
+	fs.StringArrayVar(&v.LiteralValues, "set-literal", nil, "set a literal STRING value on the command line")
+}
+
+// bindChartPath defines the flags that locate the chart on fs.
+func bindChartPath(fs *pflag.FlagSet, c *action.ChartPathOptions) {
+	fs.StringVar(&c.Version, "version", "", "specify a version constraint for the chart version to use (e.g. 1.1.1 or ^2.0.0); default: the latest")
+	fs.BoolVar(&c.Verify, "verify", false, "verify the chart package before using it")
+	fs.StringVar(&c.Keyring, "keyring", defaultKeyring(), "location of public keys used for verification")
+	fs.StringVar(&c.RepoURL, "repo", "", "chart repository url where to locate the requested chart")
+	fs.StringVar(&c.Username, "username", "", "chart repository username where to locate the requested chart")
+	fs.StringVar(&c.Password, "password", "", "chart repository password where to locate the requested chart")
+	fs.StringVar(&c.CertFile, "cert-file", "", "identify HTTPS client using this SSL certificate file")
+	fs.StringVar(&c.KeyFile, "key-file", "", "identify HTTPS client using this SSL key file")
+	fs.BoolVar(&c.InsecureSkipTLSVerify, "insecure-skip-tls-verify", false, "skip tls certificate checks for the chart download")
+	fs.BoolVar(&c.PlainHTTP, "plain-http", false, "use insecure HTTP connections for the chart download")
+	fs.StringVar(&c.CaFile, "ca-file", "", "verify certificates of HTTPS-enabled chart servers using this CA bundle (for image registries: --registry-ca-file)")
+	fs.BoolVar(&c.PassCredentialsAll, "pass-credentials", false, "pass credentials to all domains")
 }
 
 // defaultKeyring is Helm's default --keyring: ~/.gnupg/pubring.gpg.
@@ -194,19 +228,8 @@ func Template(ctx context.Context, o Options) ([]byte, error) {
 	if o.dryRun != "" && o.dryRun != "client" {
 		return nil, fmt.Errorf("invalid --dry-run %q: only client-side rendering (--dry-run=client) is done here", o.dryRun)
 	}
-	settings := o.Settings
-	if settings == nil {
-		settings = cli.New()
-	}
-	logw := o.Log
-	if logw == nil {
-		logw = io.Discard
-	}
-	level := slog.LevelWarn
-	if settings.Debug {
-		level = slog.LevelDebug
-	}
-	logger := slog.New(slog.NewTextHandler(logw, &slog.HandlerOptions{Level: level}))
+	settings := o.settings()
+	logger := o.logger()
 
 	cfg := action.NewConfiguration()
 	cfg.SetLogger(logger.Handler())
@@ -237,41 +260,15 @@ func Template(ctx context.Context, o Options) ([]byte, error) {
 		}
 		client.KubeVersion = kv
 	}
-	if client.Version == "" && client.Devel {
-		client.Version = ">0.0.0-0"
-	}
 
-	rc, err := registryClient(settings, o.ChartPath, logw)
+	rc, err := registryClient(settings, o.ChartPath, o.logWriter())
 	if err != nil {
 		return nil, err
 	}
 	client.SetRegistryClient(rc)
-
-	chartPath, err := client.LocateChart(o.Chart, settings)
-	if err != nil {
-		return nil, fmt.Errorf("locating chart %s: %w", o.Chart, err)
-	}
-	getters := getter.All(settings)
-	vals, err := o.Values.MergeValues(getters)
+	ch, vals, _, err := o.load(&client.ChartPathOptions, rc, logger)
 	if err != nil {
 		return nil, err
-	}
-	ch, err := loadChart(chartPath, o, client, settings, getters, logw)
-	if err != nil {
-		return nil, err
-	}
-	switch ch.Metadata.Type {
-	case "", "application":
-	default:
-		return nil, fmt.Errorf("chart %s: %s charts are not installable", o.Chart, ch.Metadata.Type)
-	}
-	if ch.Metadata.Deprecated {
-		logger.Warn("this chart is deprecated")
-	}
-	if o.Rewrite != nil {
-		if err := rewrite(ch, o.Rewrite); err != nil {
-			return nil, err
-		}
 	}
 
 	ri, err := client.RunWithContext(ctx, ch, vals)
@@ -285,9 +282,70 @@ func Template(ctx context.Context, o Options) ([]byte, error) {
 	return printRelease(rel, o)
 }
 
-// loadChart loads the chart at chartPath and, with DependencyUpdate,
-// brings its missing dependencies, as helm template does.
-func loadChart(chartPath string, o Options, client *action.Install, settings *cli.EnvSettings, getters getter.Providers, out io.Writer) (*chart.Chart, error) {
+// settings is s.Settings, or cli.New() when it is nil.
+func (s *Source) settings() *cli.EnvSettings {
+	if s.Settings == nil {
+		s.Settings = cli.New()
+	}
+	return s.Settings
+}
+
+// logWriter is s.Log, or io.Discard when it is nil.
+func (s *Source) logWriter() io.Writer {
+	if s.Log == nil {
+		return io.Discard
+	}
+	return s.Log
+}
+
+// logger writes Helm's warnings (and with --debug its debug lines) to Log.
+func (s *Source) logger() *slog.Logger { return NewLogger(s.logWriter(), s.settings().Debug) }
+
+// load does what helm template, install and upgrade do before their
+// action runs: it locates the chart through cp (an action's chart options,
+// with its registry client rc), merges the values, loads the chart and,
+// with DependencyUpdate, brings its missing dependencies; then it refuses a
+// chart that is not installable and hands the templates to Rewrite. With
+// Rewrite, restore puts the chart's own sources back (nil otherwise).
+func (s *Source) load(cp *action.ChartPathOptions, rc *registry.Client, logger *slog.Logger) (ch *chart.Chart, vals map[string]any, restore func(), err error) {
+	settings := s.settings()
+	if cp.Version == "" && s.Devel {
+		cp.Version = ">0.0.0-0"
+	}
+	chartPath, err := cp.LocateChart(s.Chart, settings)
+	if err != nil {
+		return nil, nil, nil, fmt.Errorf("locating chart %s: %w", s.Chart, err)
+	}
+	getters := getter.All(settings)
+	vals, err = s.Values.MergeValues(getters)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	ch, err = loadChart(chartPath, s.DependencyUpdate, cp.Keyring, rc, settings, getters, s.logWriter())
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	// Helm's upgrade does not check the type: a library chart would
+	// upgrade a release to an empty manifest. It is refused here for all.
+	switch ch.Metadata.Type {
+	case "", "application":
+	default:
+		return nil, nil, nil, fmt.Errorf("chart %s: %s charts are not installable", s.Chart, ch.Metadata.Type)
+	}
+	if ch.Metadata.Deprecated {
+		logger.Warn("this chart is deprecated")
+	}
+	if s.Rewrite != nil {
+		if restore, err = rewrite(ch, s.Rewrite); err != nil {
+			return nil, nil, nil, err
+		}
+	}
+	return ch, vals, restore, nil
+}
+
+// loadChart loads the chart at chartPath and, with update, brings its
+// missing dependencies, as helm template, install and upgrade do.
+func loadChart(chartPath string, update bool, keyring string, rc *registry.Client, settings *cli.EnvSettings, getters getter.Providers, out io.Writer) (*chart.Chart, error) {
 	load := func() (*chart.Chart, ci.Accessor, error) {
 		c, err := loader.Load(chartPath)
 		if err != nil {
@@ -295,7 +353,7 @@ func loadChart(chartPath string, o Options, client *action.Install, settings *cl
 		}
 		ch, ok := c.(*chart.Chart)
 		if !ok {
-			return nil, nil, fmt.Errorf("loading chart %s: a chart of type %T is not supported; digestpin template renders apiVersion v1 and v2 charts", chartPath, c)
+			return nil, nil, fmt.Errorf("loading chart %s: a chart of type %T is not supported; digestpin renders apiVersion v1 and v2 charts", chartPath, c)
 		}
 		ac, err := ci.NewAccessor(ch)
 		if err != nil {
@@ -312,7 +370,7 @@ func loadChart(chartPath string, o Options, client *action.Install, settings *cl
 		return ch, nil
 	}
 	if err := action.CheckDependencies(ch, reqs); err != nil {
-		if !o.DependencyUpdate {
+		if !update {
 			return nil, fmt.Errorf("an error occurred while checking for chart dependencies. You may need to run 'helm dependency build' to fetch missing dependencies: %w", err)
 		}
 		epoch, err := sourceDateEpoch()
@@ -322,13 +380,13 @@ func loadChart(chartPath string, o Options, client *action.Install, settings *cl
 		man := &downloader.Manager{
 			Out:              out,
 			ChartPath:        chartPath,
-			Keyring:          client.Keyring,
+			Keyring:          keyring,
 			Getters:          getters,
 			RepositoryConfig: settings.RepositoryConfig,
 			RepositoryCache:  settings.RepositoryCache,
 			ContentCache:     settings.ContentCache,
 			Debug:            settings.Debug,
-			RegistryClient:   client.GetRegistryClient(),
+			RegistryClient:   rc,
 			SourceDateEpoch:  epoch,
 		}
 		if err := man.Update(); err != nil {
@@ -356,22 +414,42 @@ func sourceDateEpoch() (*time.Time, error) {
 	return &t, nil
 }
 
-// rewrite hands every template of ch and of its subcharts to f.
-func rewrite(ch *chart.Chart, f func(name, src string) (string, error)) error {
-	for _, t := range ch.Templates {
-		name := path.Join(ch.ChartFullPath(), t.Name)
-		src, err := f(name, string(t.Data))
-		if err != nil {
-			return fmt.Errorf("reading template %s: %w", name, err)
-		}
-		t.Data = []byte(src)
+// rewrite hands every template of ch and of its subcharts to f, and
+// returns the function that puts their sources back.
+func rewrite(ch *chart.Chart, f func(name, src string) (string, error)) (restore func(), err error) {
+	type saved struct {
+		t    *common.File
+		data []byte
 	}
-	for _, dep := range ch.Dependencies() {
-		if err := rewrite(dep, f); err != nil {
-			return err
+	var all []saved
+	restore = func() {
+		for _, s := range all {
+			s.t.Data = s.data
 		}
 	}
-	return nil
+	var walk func(ch *chart.Chart) error
+	walk = func(ch *chart.Chart) error {
+		for _, t := range ch.Templates {
+			name := path.Join(ch.ChartFullPath(), t.Name)
+			src, err := f(name, string(t.Data))
+			if err != nil {
+				return fmt.Errorf("reading template %s: %w", name, err)
+			}
+			all = append(all, saved{t, t.Data})
+			t.Data = []byte(src)
+		}
+		for _, dep := range ch.Dependencies() {
+			if err := walk(dep); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	if err := walk(ch); err != nil {
+		restore()
+		return nil, err
+	}
+	return restore, nil
 }
 
 // sourceRE finds the template path in a `# Source:` line, after the chart

@@ -13,6 +13,7 @@ import (
 	"sigs.k8s.io/kustomize/kyaml/yaml"
 
 	"github.com/digestpin/digestpin/internal/atomicfile"
+	"github.com/digestpin/digestpin/internal/imageref"
 	"github.com/digestpin/digestpin/internal/readfile"
 )
 
@@ -115,6 +116,9 @@ func New(entries []Entry) (*Lock, error) {
 // normalise validates e and returns it in its canonical form.
 func normalise(e Entry) (Entry, v1.Hash, error) {
 	ref, err := name.ParseReference(e.Reference)
+	if err == nil {
+		err = imageref.Check(e.Reference) // what the kubelet refuses is never pinned
+	}
 	if err != nil {
 		return Entry{}, v1.Hash{}, fmt.Errorf("parsing reference %q: %w", e.Reference, err)
 	}
@@ -132,6 +136,9 @@ func normalise(e Entry) (Entry, v1.Hash, error) {
 	case e.Tag != "":
 		if _, err := name.NewTag(ref.Context().Name()+":"+e.Tag, name.StrictValidation); err != nil {
 			return Entry{}, v1.Hash{}, fmt.Errorf("parsing tag %q of %s: %w", e.Tag, e.Reference, err)
+		}
+		if !imageref.ValidTag(e.Tag) {
+			return Entry{}, v1.Hash{}, fmt.Errorf("parsing tag %q of %s: want %s", e.Tag, e.Reference, imageref.TagRule)
 		}
 	}
 	if e.Platform != "" {
@@ -169,8 +176,8 @@ func forPlatform(p string) string {
 	return " for " + p
 }
 
-// Parse reads a lock file's bytes. Unknown fields, an unknown version and
-// invalid entries are errors.
+// Parse reads a lock file's bytes. Unknown fields, an unknown version,
+// invalid entries and a second YAML document are errors.
 func Parse(data []byte) (*Lock, error) {
 	dec := yaml.NewDecoder(bytes.NewReader(data))
 	dec.KnownFields(true)
@@ -187,6 +194,20 @@ func Parse(data []byte) (*Lock, error) {
 			return nil, fmt.Errorf("malformed lock file: line %s: not a digestpin lock file (version: %d or %d, images: [reference, digest, platform, policy, tag])", m[1], VersionNoPolicy, Version)
 		}
 		return nil, fmt.Errorf("malformed lock file: not a digestpin lock file (version: %d or %d, images: [reference, digest, platform, policy, tag])", VersionNoPolicy, Version)
+	}
+	// One document: a second one (two lock files run together, say)
+	// would be ignored, and the digests it pins with it.
+	var more yaml.Node
+	switch err := dec.Decode(&more); {
+	case errors.Is(err, io.EOF):
+	case err == nil:
+		return nil, fmt.Errorf("malformed lock file: line %d: a second YAML document; a lock file is one", more.Line)
+	default:
+		line := "after the first document"
+		if m := yamlLine.FindStringSubmatch(err.Error()); m != nil {
+			line = "line " + m[1]
+		}
+		return nil, fmt.Errorf("malformed lock file: %s: a second YAML document, and not one a lock file could be; a lock file is one", line)
 	}
 	switch f.Version {
 	case VersionNoPolicy:

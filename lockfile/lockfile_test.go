@@ -149,12 +149,22 @@ func TestParseErrors(t *testing.T) {
 		{desc: "policy without tag", in: "version: 2\nimages:\n- reference: nginx:1\n  digest: " + d1 + "\n  policy: latest\n", want: "entry 1: nginx:1 has a policy without a tag"},
 		{desc: "tag without policy", in: "version: 2\nimages:\n- reference: nginx:1\n  digest: " + d1 + "\n  tag: x\n", want: "entry 1: nginx:1 has a policy without a tag"},
 		{desc: "bad tag", in: "version: 2\nimages:\n- reference: nginx:1\n  digest: " + d1 + "\n  policy: latest\n  tag: a/b\n", want: `entry 1: parsing tag "a/b" of nginx:1`},
+		// Tags go-containerregistry takes, but the kubelet refuses.
+		{desc: "a tag that starts with -", in: "version: 2\nimages:\n- reference: nginx:1\n  digest: " + d1 + "\n  policy: latest\n  tag: -bad\n", want: `entry 1: parsing tag "-bad" of nginx:1`},
+		{desc: "a tag that starts with .", in: "version: 2\nimages:\n- reference: nginx:1\n  digest: " + d1 + "\n  policy: latest\n  tag: .x\n", want: `entry 1: parsing tag ".x" of nginx:1`},
+		// References the kubelet refuses are never locked.
+		{desc: "a reference the kubelet refuses", in: "version: 2\nimages:\n- reference: a..b:1\n  digest: " + d1 + "\n", want: `entry 1: parsing reference "a..b:1"`},
 		{desc: "policy conflict", in: "version: 2\nimages:\n- reference: nginx:1\n  digest: " + d1 + "\n  policy: latest\n  tag: \"2\"\n- reference: nginx:1\n  digest: " + d1 + "\n  policy: latest\n  tag: \"3\"\n", want: "entry 2: index.docker.io/library/nginx:1 with policy latest is locked twice, to 2@" + d1 + " and 3@" + d1},
 		{desc: "bad reference", in: "version: 1\nimages:\n- reference: Nginx:1\n  digest: " + d1 + "\n", want: `entry 1: parsing reference "Nginx:1"`},
 		{desc: "digest reference", in: "version: 1\nimages:\n- reference: nginx@" + d1 + "\n  digest: " + d1 + "\n", want: "already carries a digest"},
 		{desc: "bad digest", in: "version: 1\nimages:\n- reference: nginx:1\n  digest: sha256:abc\n", want: `parsing digest "sha256:abc" of nginx:1`},
 		{desc: "bad platform", in: "version: 1\nimages:\n- reference: nginx:1\n  platform: /\n  digest: " + d1 + "\n", want: `parsing platform "/" of nginx:1`},
 		{desc: "conflict", in: "version: 1\nimages:\n- reference: nginx:1\n  digest: " + d1 + "\n- reference: docker.io/nginx:1\n  digest: " + d2 + "\n", want: "entry 2: index.docker.io/library/nginx:1 is locked twice"},
+		// Two lock files run together: the second one's digests were
+		// ignored.
+		{desc: "a second document", in: "version: 1\nimages:\n- reference: nginx:1\n  digest: " + d1 + "\n---\nversion: 1\nimages:\n- reference: redis:7\n  digest: " + d2 + "\n", want: "malformed lock file: line 5: a second YAML document; a lock file is one"},
+		{desc: "an empty second document", in: "version: 1\nimages: []\n---\n", want: "malformed lock file: line 3: a second YAML document"},
+		{desc: "a broken second document", in: "version: 1\nimages: []\n---\n[\n", want: "malformed lock file: line 4: a second YAML document, and not one a lock file could be"},
 		{desc: "every bad entry", in: "version: 1\nimages:\n- reference: A:1\n  digest: " + d1 + "\n- reference: B:1\n  digest: " + d1 + "\n", want: "entry 1: parsing reference \"A:1\": could not parse reference: A:1\nentry 2: parsing reference \"B:1\""},
 	} {
 		t.Run(tc.desc, func(t *testing.T) {
@@ -238,6 +248,8 @@ func TestReadNeverQuotesContent(t *testing.T) {
 		{desc: "passwd", content: "root:x:0:0:SECRET-root:/root:/bin/bash\n", want: "malformed lock file: line 1: not a digestpin lock file"},
 		{desc: "key file", content: "aws_secret_access_key: SECRET-abc\ntoken: SECRET-def\n", want: "malformed lock file: line 1: not a digestpin lock file"},
 		{desc: "broken YAML", content: "version: 1\nimages: [SECRET-x\n", want: "malformed lock file: line "},
+		{desc: "a second document", content: "version: 1\nimages: []\n---\ntoken: SECRET-x\n", want: "second document: malformed lock file: line 3: a second YAML document"},
+		{desc: "a broken second document", content: "version: 1\nimages: []\n---\nimages: [SECRET-x\n", want: "second document: malformed lock file: line 3: a second YAML document, and not"},
 		{desc: "FIFO", want: "not a regular file"},
 	} {
 		t.Run(tc.desc, func(t *testing.T) {
@@ -254,4 +266,23 @@ func TestReadNeverQuotesContent(t *testing.T) {
 			}
 		})
 	}
+}
+
+// FuzzParseOneDocument checks that Parse never panics, and that a lock
+// file it takes stops being one with any second document after it: two
+// lock files run together are refused, never read as the first.
+func FuzzParseOneDocument(f *testing.F) {
+	f.Add("version: 1\nimages:\n- reference: nginx:1\n  digest: "+d1+"\n", "version: 1\nimages:\n- reference: redis:7\n  digest: "+d2+"\n")
+	f.Add("version: 1\nimages: []\n", "")
+	f.Add("---\nversion: 2\nimages: []\n...\n", "[")
+	f.Add("# digestpin lock file\nversion: 1\nimages: []\n", "# only a comment\n")
+	f.Fuzz(func(t *testing.T, first, second string) {
+		if _, err := Parse([]byte(first)); err != nil {
+			return
+		}
+		both := first + "\n---\n" + second
+		if _, err := Parse([]byte(both)); err == nil {
+			t.Fatalf("Parse(%q) took two documents", both)
+		}
+	})
 }

@@ -11,6 +11,7 @@ import (
 	"github.com/google/go-containerregistry/pkg/name"
 
 	"github.com/digestpin/digestpin/lockfile"
+	"github.com/digestpin/digestpin/renderer"
 	"github.com/digestpin/digestpin/resolution"
 	"github.com/digestpin/digestpin/resolve"
 )
@@ -22,6 +23,13 @@ type chain struct {
 	platform string
 	missing  notes // Frozen: references not in the lock file
 	moved    notes // Check: how the registry differs from the lock file
+
+	// resolver is the registry resolver, nil with Options.Registry or
+	// Frozen.
+	resolver *resolve.Resolver
+	// asked are the references the render asked the chain about.
+	askedMu sync.Mutex
+	asked   []name.Reference
 
 	// The tag policies of the Pin, and the layer that applies them.
 	tags   *resolve.TagPolicies    // nil: none
@@ -70,6 +78,7 @@ func newChain(o *Options) (*chain, error) {
 			return nil, err
 		}
 		registry, key = r, r.CacheKey
+		c.resolver = r
 	}
 	// A tag policy lists tags through the registry resolver (or a
 	// Registry of the caller's that can), then resolves the chosen tag
@@ -231,4 +240,40 @@ func (n *notes) sorted() []string {
 	n.mu.Lock()
 	defer n.mu.Unlock()
 	return slices.Sorted(slices.Values(n.lines))
+}
+
+// Resolve implements resolution.Resolver: the chain's layers, noting
+// each reference asked about for unusedMirrors.
+func (c *chain) Resolve(ctx context.Context, ref name.Reference) (resolution.Resolution, error) {
+	c.askedMu.Lock()
+	c.asked = append(c.asked, ref)
+	c.askedMu.Unlock()
+	return c.Resolver.Resolve(ctx, ref)
+}
+
+// unusedMirrors returns the mirrors of the registry resolver that no
+// image is from: none of images (those of a render that succeeded, pinned
+// ones included) and none of the references the render asked about (also
+// when it failed). A typo in a mirror's FROM (registry.exmple) leaves it
+// unused, and the images go to their registry, or fail with mirror-only,
+// without a word about the mirror.
+func (c *chain) unusedMirrors(images []renderer.Image) []resolve.Mirror {
+	if c.resolver == nil {
+		return nil
+	}
+	c.askedMu.Lock()
+	refs := slices.Clone(c.asked)
+	c.askedMu.Unlock()
+	for _, im := range images {
+		if ref, err := name.ParseReference(im.Reference); err == nil {
+			refs = append(refs, ref)
+		}
+	}
+	var unused []resolve.Mirror
+	for _, m := range c.resolver.Mirrors() {
+		if !slices.ContainsFunc(refs, func(ref name.Reference) bool { return resolve.UsesMirror(m, ref) }) {
+			unused = append(unused, m)
+		}
+	}
+	return unused
 }

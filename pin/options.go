@@ -25,10 +25,18 @@ type Options struct {
 	ResolveOptions []resolve.Option
 	// Registry, when set, answers instead of a registry resolver made
 	// with ResolveOptions (which are then ignored). It must be safe for
-	// concurrent use.
+	// concurrent use. It resolves by reference alone, so a platform
+	// cannot be passed to it: see Platform.
 	Registry resolution.Resolver
 	// Platform, when set, pins that platform's manifest instead of the
-	// multi-platform index. It needs an OS and an architecture.
+	// multi-platform index. It needs an OS and an architecture. It is
+	// written into the lock file and the report, and keys the cache, as
+	// the platform the digests are for. With a Registry, which the
+	// platform cannot reach, that holds only when the Registry resolves
+	// for that very platform: New refuses Platform unless the Registry
+	// is a PlatformResolver that says so (a *resolve.Resolver made with
+	// resolve.WithPlatform is one). Without Platform, a PlatformResolver's
+	// platform is the one written.
 	Platform *v1.Platform
 
 	// Lock is a lock file whose digests are taken before any registry is
@@ -87,6 +95,16 @@ type Options struct {
 	Logf func(format string, args ...any)
 }
 
+// PlatformResolver is a Registry that says which platform it resolves
+// for, as *resolve.Resolver does: Platform returns nil when it resolves
+// the multi-platform index.
+type PlatformResolver interface {
+	resolution.Resolver
+	Platform() *v1.Platform
+}
+
+var _ PlatformResolver = (*resolve.Resolver)(nil)
+
 // OptionError is an Options field with a value that cannot work. A
 // command maps Field to the flag that set it.
 type OptionError struct {
@@ -126,15 +144,35 @@ func (o *Options) validate() error {
 	case o.Renderer.Resolver != nil:
 		return bad("Renderer.Resolver", "is set: a Pinner assembles its own chain; set Registry to replace the registry")
 	}
+	if o.Registry != nil && o.Platform != nil {
+		// Resolve has no platform to pass: the Registry must resolve
+		// for this one already, or the lock file and the report would
+		// name a platform that no digest is for.
+		pr, ok := o.Registry.(PlatformResolver)
+		switch {
+		case !ok:
+			return bad("Platform", o.Platform.String()+" with a Registry that does not say which platform it resolves for (a PlatformResolver): the Registry resolves by reference alone, so the lock file and the report would name a platform it was never asked for; make the Registry resolve for the platform (resolve.WithPlatform) and leave Platform empty, or implement PlatformResolver")
+		case pr.Platform() == nil:
+			return bad("Platform", o.Platform.String()+", but the Registry resolves for the multi-platform index: make it resolve for the platform (resolve.WithPlatform)")
+		case !pr.Platform().Equals(*o.Platform):
+			return bad("Platform", o.Platform.String()+", but the Registry resolves for "+pr.Platform().String()+": one platform, in both")
+		}
+	}
 	return nil
 }
 
-// platform is the canonical form of the platform, or "".
+// platform is the canonical form of the platform the digests are for,
+// or "": Platform, or else the platform of a Registry that says it
+// resolves for one (validate made sure the two agree).
 func (o *Options) platform() string {
-	if o.Platform == nil {
+	p := o.Platform
+	if pr, ok := o.Registry.(PlatformResolver); ok && p == nil {
+		p = pr.Platform()
+	}
+	if p == nil {
 		return ""
 	}
-	return o.Platform.String()
+	return p.String()
 }
 
 func (o *Options) logf(format string, args ...any) {

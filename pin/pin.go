@@ -24,6 +24,10 @@ func New(o Options) (*Pinner, error) {
 	if err := o.validate(); err != nil {
 		return nil, err
 	}
+	// The renderer's settings too, now rather than at the first Pin.
+	if err := o.Renderer.Validate(); err != nil {
+		return nil, &OptionError{Field: "Renderer", Reason: err.Error()}
+	}
 	// Options of the registry resolver are checked now, not at the first
 	// Pin.
 	if o.Registry == nil && !o.Frozen {
@@ -68,11 +72,21 @@ func (p *Pinner) Pin(ctx context.Context, in []byte) (*Result, error) {
 	r := p.o.Renderer
 	r.Resolver = c
 	out, err := r.Render(ctx, in)
+	// A mirror no image is from is a typo, most likely: say so, all the
+	// more when the render failed (its images went to their registries).
+	for _, m := range c.unusedMirrors(out.Images) {
+		p.o.warnf("registry mirror %s=%s: no image is from %s, so the mirror is never asked (registry hosts match in any case, with or without :443)", m.From, m.To, m.From)
+	}
 	if err != nil {
 		return nil, err
 	}
+	// Each image once, with where its digest came from.
 	for _, im := range out.Images {
-		if im.Digest != "" {
+		switch {
+		case im.Digest == "":
+		case im.Mirror != "":
+			p.o.logf("%s: %s (mirror %s)", im.Written, im.Digest, im.Mirror)
+		default:
 			p.o.logf("%s: %s (%s)", im.Written, im.Digest, im.Source)
 		}
 	}

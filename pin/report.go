@@ -35,6 +35,10 @@ type ReportImage struct {
 	// Source is where Digest came from: registry, lock, cache, pinned (the
 	// manifest carried the digest already) or unresolved.
 	Source resolution.Source `json:"source"`
+	// Mirror is the registry host of the mirror that answered for the
+	// image's registry, with source registry; absent when the registry
+	// itself answered.
+	Mirror string `json:"mirror,omitempty"`
 	// Error is why an unresolved image could not be resolved.
 	Error string `json:"error,omitempty"`
 	// Workloads are the containers that use the image, in stream order.
@@ -54,6 +58,7 @@ func NewReport(images []renderer.Image, platform string) Report {
 			Name:      im.Reference,
 			Digest:    im.Digest,
 			Source:    im.Source,
+			Mirror:    im.Mirror,
 			Workloads: im.Workloads,
 		}
 		if ri.Reference == "" {

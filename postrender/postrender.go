@@ -3,7 +3,9 @@ package postrender
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/digestpin/digestpin/pin"
@@ -12,6 +14,15 @@ import (
 // DefaultTimeout bounds one Run unless PostRenderer.Timeout says otherwise;
 // it is the digestpin command's default --timeout.
 const DefaultTimeout = 2 * time.Minute
+
+// TimeoutError is the cause of a Run that PostRenderer.Timeout stopped;
+// the error Run returns then wraps it.
+type TimeoutError struct {
+	// Timeout is the PostRenderer's timeout.
+	Timeout time.Duration
+}
+
+func (e *TimeoutError) Error() string { return fmt.Sprintf("timeout %s ran out", e.Timeout) }
 
 // PostRenderer pins the images of the manifests Helm rendered. The zero
 // value pins in renderer.ModePin with the default checksum annotation,
@@ -29,6 +40,13 @@ type PostRenderer struct {
 	// Timeout bounds one Run, registry requests included; zero means
 	// DefaultTimeout.
 	Timeout time.Duration
+	// Keep, when not nil, receives the result of each successful Run,
+	// with its lock file and report prepared but not written: the caller
+	// commits them (pin.Result.Commit) once Helm has installed the
+	// release, or discards them. Nil means Run writes them itself. Keep
+	// is called from Run, so it must be safe for concurrent use when Run
+	// is.
+	Keep func(*pin.Result)
 
 	ctx context.Context
 }
@@ -57,7 +75,8 @@ func (p *PostRenderer) WithContext(ctx context.Context) *PostRenderer {
 // succeeded. On error it returns a nil buffer and writes no file: an image
 // that cannot be resolved (unless Renderer.KeepUnresolved), malformed YAML,
 // a Frozen lock file that lacks an image, a Check that finds the registry
-// moved, or the timeout. Run does not modify renderedManifests.
+// moved, or the timeout. Run does not modify renderedManifests. With Keep,
+// Run hands the files to Keep instead of writing them.
 func (p *PostRenderer) Run(renderedManifests *bytes.Buffer) (*bytes.Buffer, error) {
 	ctx := p.ctx
 	if ctx == nil {
@@ -67,7 +86,7 @@ func (p *PostRenderer) Run(renderedManifests *bytes.Buffer) (*bytes.Buffer, erro
 	if timeout <= 0 {
 		timeout = DefaultTimeout
 	}
-	ctx, cancel := context.WithTimeout(ctx, timeout)
+	ctx, cancel := context.WithTimeoutCause(ctx, timeout, &TimeoutError{Timeout: timeout})
 	defer cancel()
 
 	pinner, err := pin.New(p.Options)
@@ -80,7 +99,16 @@ func (p *PostRenderer) Run(renderedManifests *bytes.Buffer) (*bytes.Buffer, erro
 	}
 	res, err := pinner.Pin(ctx, in)
 	if err != nil {
+		// Say that the timeout stopped it, unless the error does.
+		var te *TimeoutError
+		if cause := context.Cause(ctx); errors.As(cause, &te) && !strings.Contains(err.Error(), te.Error()) {
+			return nil, fmt.Errorf("pinning images: %w: %w", te, err)
+		}
 		return nil, fmt.Errorf("pinning images: %w", err)
+	}
+	if p.Keep != nil {
+		p.Keep(res)
+		return bytes.NewBuffer(res.Output), nil
 	}
 	if err := res.Commit(); err != nil {
 		return nil, fmt.Errorf("pinning images: %w", err)

@@ -2,7 +2,10 @@ package postrender_test
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -120,5 +123,61 @@ func TestRunTimeout(t *testing.T) {
 	}
 	if d := time.Since(start); d > 1500*time.Millisecond {
 		t.Errorf("Run() took %s, want about the 100ms timeout", d)
+	}
+}
+
+// TestRunKeep: with Keep, Run hands over the result with the lock file and
+// the report prepared, not written; Commit writes them, Discard drops
+// them.
+func TestRunKeep(t *testing.T) {
+	reg := testregistry.New(t)
+	reg.PushImage(t, "app:1.0")
+	in := fmt.Sprintf(deployment, reg.Ref("app:1.0"))
+	for _, commit := range []bool{true, false} {
+		dir := t.TempDir()
+		lock, report := filepath.Join(dir, "digests.lock"), filepath.Join(dir, "report.json")
+		var kept []*pin.Result
+		pr := &postrender.PostRenderer{Options: pin.Options{WriteLock: lock, Report: report}, Keep: func(r *pin.Result) { kept = append(kept, r) }}
+		out, err := pr.Run(bytes.NewBufferString(in))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(kept) != 1 || !bytes.Equal(kept[0].Output, out.Bytes()) {
+			t.Fatalf("Keep got %d results, want the one Run returned", len(kept))
+		}
+		for _, f := range []string{lock, report} {
+			if _, err := os.Stat(f); !errors.Is(err, os.ErrNotExist) {
+				t.Errorf("Run with Keep wrote %s (%v)", f, err)
+			}
+		}
+		if commit {
+			if err := kept[0].Commit(); err != nil {
+				t.Fatal(err)
+			}
+		} else {
+			kept[0].Discard()
+		}
+		for _, f := range []string{lock, report} {
+			if _, err := os.Stat(f); (err == nil) != commit {
+				t.Errorf("commit %v: %s: %v", commit, f, err)
+			}
+		}
+		if entries, _ := os.ReadDir(dir); len(entries) != map[bool]int{true: 2, false: 0}[commit] {
+			t.Errorf("commit %v left %d files in %s", commit, len(entries), dir)
+		}
+	}
+}
+
+// TestRunTimeoutCause: an error of a Run that its Timeout stopped says so
+// and wraps a *TimeoutError.
+func TestRunTimeoutCause(t *testing.T) {
+	reg := testregistry.New(t)
+	reg.PushImage(t, "app:1.0")
+	reg.SetLatency(2 * time.Second)
+	pr := &postrender.PostRenderer{Timeout: 100 * time.Millisecond}
+	_, err := pr.Run(bytes.NewBufferString(fmt.Sprintf(deployment, reg.Ref("app:1.0"))))
+	var te *postrender.TimeoutError
+	if !errors.As(err, &te) || te.Timeout != 100*time.Millisecond || !strings.Contains(err.Error(), "timeout 100ms ran out") {
+		t.Errorf("Run() error = %v, want one wrapping the 100ms TimeoutError", err)
 	}
 }

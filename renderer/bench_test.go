@@ -63,7 +63,7 @@ func BenchmarkPassThrough(b *testing.B) {
 	full := stream(b, gen.Options{Deployments: 30000})
 	// Keep only the Services and ConfigMaps.
 	var in bytes.Buffer
-	for _, d := range splitStream(full) {
+	for _, d := range mustSplit(b, full) {
 		if !bytes.Contains(d.raw, imageKey) {
 			in.Write(d.raw)
 		}

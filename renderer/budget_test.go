@@ -47,7 +47,7 @@ func TestEstimateNodesIsAnUpperBound(t *testing.T) {
 	odd, _ := filepath.Glob("testdata/oddinput/*.input.yaml")
 	docs := []string{"a", "a: b", "[a,b]", "{a, b, c}", "[a: b, c: d]", "- - - a", "? a", "? \n? \n", "a:\nb:\n", "[[[]]]", "{? : }", "&a [*a, *a, *a]"}
 	for _, p := range append(inputs, odd...) {
-		for _, d := range splitStream(testfiles.Read(t, p)) {
+		for _, d := range mustSplit(t, testfiles.Read(t, p)) {
 			docs = append(docs, string(d.body()))
 		}
 	}

@@ -8,6 +8,7 @@ import (
 	"io"
 	"runtime"
 	"slices"
+	"strconv"
 	"sync"
 	"sync/atomic"
 
@@ -209,14 +210,25 @@ func (r *Renderer) parse(d *document) (*parsed, error) {
 		}
 		return nil, yamlError(d, err)
 	}
-	// The stream was split at "---" lines ending in LF; a parser that
-	// finds a second document in this one (after a "---" between lone CR
-	// or Unicode line breaks) would see images that the split did not.
+	// The stream was split where Kubernetes' YAML reader splits it; a
+	// second YAML document in this one (after a "..." end marker, or a
+	// "---" after a lone CR) is one that the API server never reads: it
+	// decodes the first document of each, and ignores what follows.
+	const unread = "which Kubernetes (kubectl, Helm, Argo CD) never reads: it reads only the first YAML document between two lines that start with \"---\""
 	var next yaml.Node
 	if err := dec.Decode(&next); err == nil {
-		return nil, fmt.Errorf("%s: a second YAML document starts here: digestpin splits documents at \"---\" lines ending in LF or CRLF", d.at(next.Line))
+		return nil, fmt.Errorf("%s: a second YAML document starts here, %s", d.at(next.Line), unread)
 	} else if !errors.Is(err, io.EOF) {
-		return nil, yamlError(d, err)
+		line := 0
+		if m := yamlLine.FindStringSubmatch(err.Error()); m != nil {
+			line, _ = strconv.Atoi(m[1])
+		}
+		if at := contentStart(body); at < len(body) && body[at] == '{' {
+			// kubectl reads a stream that begins with "{" as JSON
+			// objects one after the other; digestpin reads one a document.
+			return nil, fmt.Errorf("%s: more JSON after the document's object: digestpin reads one object a document; put a \"---\" line between objects", d.at(line))
+		}
+		return nil, fmt.Errorf("%s: YAML after the end of the document, %s", d.at(line), unread)
 	}
 	// Refuse aliases that would never end or cost more than the document.
 	aliases, line, err := checkAliases(&p.root)

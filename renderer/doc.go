@@ -19,6 +19,11 @@
 // the stream's order. A document with nothing to change is written back as
 // the exact bytes it was read from.
 //
+// Documents end where Kubernetes' YAML reader (k8s.io/apimachinery's,
+// through which kubectl, Helm's kube client and Argo CD read manifests)
+// ends them: at every line that starts with "---" and nothing but a
+// comment after it; a stream that reader refuses is refused.
+//
 // A document means what the Kubernetes API server's decoder
 // (sigs.k8s.io/yaml) makes of it. Where a first-key reading could differ
 // on the way to an image (repeated keys, merge keys that override, keys

@@ -8,19 +8,14 @@ import (
 	"sigs.k8s.io/kustomize/kyaml/yaml"
 )
 
-// encode writes a changed document back: its "---" line as it was, then the
+// encode writes a changed document back: its head as it was, then the
 // re-encoded body in the sequence indentation the document used.
 func encode(d *document, root *yaml.Node, crlf bool) ([]byte, error) {
 	var buf bytes.Buffer
 	buf.Grow(len(d.raw) + 256)
+	// Every document but the first starts with the separator that its
+	// head holds: the encoder writes no marker for a lone document.
 	buf.Write(d.raw[:d.head])
-	if d.head == 0 && isMarker(d.raw, "---") {
-		// The "---" line carries content ("--- {…}", "--- !!map"), so it
-		// is part of the body; the encoder writes no marker for a lone
-		// document, and without one this document would run into the
-		// one before.
-		buf.WriteString("---\n")
-	}
 	spellFlowNulls(root)
 	spellEmptyTagged(root, d.body())
 	style := yaml.SequenceIndentStyle(yaml.DeriveSeqIndentStyle(string(d.body())))

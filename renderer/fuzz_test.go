@@ -35,10 +35,12 @@ func addSeeds(f *testing.F) {
 		"apiVersion: v1\nkind: Pod\nspec: {containers: [{name: a, image: nginx}]}\n...\nkind: Pod\n",
 		"kind: List\nitems:\n- kind: List\n  items:\n  - apiVersion: v1\n    kind: Pod\n    spec:\n      containers:\n      - {name: a, image: 'a:1'}\n",
 		"apiVersion: v1\nkind: Pod\nspec:\n  containers:\n  - &c {name: a, image: &i x:1}\n  - *c\n  initContainers:\n  - name: b\n    image: *i\n",
-		// A "---" line that carries content, through the encoder and
-		// through splicing.
+		// A "---" line that carries content, which Kubernetes' YAML
+		// reader refuses, and one that it takes for a separator though
+		// a YAML parser reads a key.
 		"apiVersion: v1\nkind: ConfigMap\n--- {\"apiVersion\": \"v1\", \"kind\": \"Pod\", \"spec\": {\"containers\": [{\"name\": \"a\", \"image\": \"a:1\"}]}}\n",
 		"apiVersion: v1\nkind: ConfigMap\n--- !!map\n" + strings.Replace(pod, "IMAGE", "a:1", 1),
+		configMapDashKey,
 		// Image volumes: beside a container of the same name, and shared
 		// through an anchor.
 		strings.Replace(volumePod, "IMAGE", "a:1", 1),
@@ -63,6 +65,11 @@ func addSeeds(f *testing.F) {
 	for _, tc := range ambiguousKeys {
 		f.Add([]byte(tc.in))
 	}
+	// Lines that start with "---", and what other readers take for the
+	// end of a document.
+	for _, tc := range separatorCases {
+		f.Add([]byte(tc.in))
+	}
 	for _, tc := range sharedNodes {
 		f.Add([]byte(tc.in))
 	}
@@ -78,7 +85,8 @@ func addSeeds(f *testing.F) {
 func FuzzRender(f *testing.F) {
 	addSeeds(f)
 	f.Fuzz(func(t *testing.T, in []byte) {
-		for _, d := range splitStream(in) {
+		docs, _ := splitStream(in)
+		for _, d := range docs {
 			if n, est := countNodes(d.body()), estimateNodes(d.body()); n > est {
 				t.Fatalf("estimateNodes(%q) = %d, but it parses into %d nodes", d.body(), est, n)
 			}
@@ -91,7 +99,7 @@ func FuzzRender(f *testing.F) {
 			}
 			return
 		}
-		docs := splitStream(res.Output)
+		docs = mustSplit(t, res.Output)
 		for _, d := range docs {
 			if err := yaml.NewDecoder(bytes.NewReader(d.body())).Decode(new(yaml.Node)); err != nil && err.Error() != "EOF" && mayHoldImage(d.body(), nil) {
 				t.Fatalf("output document %d does not parse: %v\n%s", d.index, err, d.raw)
@@ -104,7 +112,7 @@ func FuzzRender(f *testing.F) {
 		if !bytes.Equal(again.Output, res.Output) {
 			t.Fatalf("Render is not idempotent\ninput:\n%q\nfirst:\n%q\nsecond:\n%q", in, res.Output, again.Output)
 		}
-		inDocs := splitStream(in)
+		inDocs := mustSplit(t, in)
 		if len(inDocs) == len(docs) {
 			for i, d := range inDocs {
 				if !mayHoldImage(d.raw, nil) && !bytes.Equal(d.raw, docs[i].raw) {
@@ -171,7 +179,7 @@ func FuzzImagePaths(f *testing.F) {
 		if !bytes.Equal(again.Output, res.Output) {
 			t.Fatalf("Render is not idempotent\ninput:\n%q\nfirst:\n%q\nsecond:\n%q", in, res.Output, again.Output)
 		}
-		inDocs, outDocs := splitStream(in), splitStream(res.Output)
+		inDocs, outDocs := mustSplit(t, in), mustSplit(t, res.Output)
 		if len(inDocs) != len(outDocs) {
 			t.Fatalf("Render changed the number of documents: %d → %d", len(inDocs), len(outDocs))
 		}
@@ -184,31 +192,32 @@ func FuzzImagePaths(f *testing.F) {
 	})
 }
 
-// FuzzSplitStream checks that splitting a stream loses no byte.
+// FuzzSplitStream checks that splitting a stream loses no byte, and that
+// each document knows its number, its first line and its head.
 func FuzzSplitStream(f *testing.F) {
 	addSeeds(f)
 	f.Fuzz(func(t *testing.T, in []byte) {
+		docs, err := splitStream(in)
+		if err != nil {
+			return // FuzzSplitAsKubernetes checks the refusals
+		}
 		var joined []byte
-		for i, d := range splitStream(in) {
-			if d.index != i+1 || d.head > len(d.raw) {
-				t.Fatalf("document %d: index %d, head %d of %d bytes", i+1, d.index, d.head, len(d.raw))
+		for i, d := range docs {
+			if d.index != i+1 || d.sep > d.head || d.head > len(d.raw) {
+				t.Fatalf("document %d: index %d, separator %d and head %d of %d bytes", i+1, d.index, d.sep, d.head, len(d.raw))
 			}
 			if want := 1 + bytes.Count(joined, []byte("\n")); d.line != want {
 				t.Fatalf("document %d starts at line %d, want %d", d.index, d.line, want)
 			}
-			// A "---" line only ever starts a document, and a "..." line
-			// only ever ends one.
-			lines := bytes.SplitAfter(d.raw, []byte("\n"))
-			for j, l := range lines {
-				if j > 0 && isMarker(l, "---") {
-					t.Fatalf("document %d has a --- line inside: %q", d.index, d.raw)
-				}
-				if isMarker(l, "...") && j != len(lines)-1 && !(j == len(lines)-2 && len(lines[j+1]) == 0) {
-					t.Fatalf("document %d goes on after a ... line: %q", d.index, d.raw)
-				}
-			}
-			if i > 0 && !isMarker(d.raw, "---") && !isMarker(lastLine(joined), "...") {
-				t.Fatalf("document %d starts neither with --- nor after ...: %q", d.index, d.raw)
+			// Every document but the first starts with the separator
+			// that ended the one before, a whole line.
+			sep := d.raw[:d.sep]
+			nl := bytes.IndexByte(sep, '\n')
+			switch {
+			case i == 0 && d.sep != 0:
+				t.Fatalf("the first document starts with separator %q", sep)
+			case i > 0 && (!bytes.HasPrefix(sep, []byte("---")) || (nl >= 0 && nl != len(sep)-1) || (nl < 0 && d.sep != len(d.raw))):
+				t.Fatalf("document %d starts with separator %q, not one line that starts with ---: %q", d.index, sep, d.raw)
 			}
 			joined = append(joined, d.raw...)
 		}
@@ -216,11 +225,6 @@ func FuzzSplitStream(f *testing.F) {
 			t.Fatalf("documents do not add up to the input")
 		}
 	})
-}
-
-// lastLine returns the last line of b, with its line break.
-func lastLine(b []byte) []byte {
-	return b[bytes.LastIndexByte(bytes.TrimSuffix(b, []byte("\n")), '\n')+1:]
 }
 
 // FuzzPinnedForm checks that every form of a valid reference is a valid

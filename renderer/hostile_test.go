@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	dref "github.com/distribution/reference"
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-containerregistry/pkg/name"
 	v1 "github.com/google/go-containerregistry/pkg/v1"
@@ -379,6 +380,10 @@ func FuzzImageField(f *testing.F) {
 			f.Add(s, style)
 		}
 	}
+	// References the kubelet refuses.
+	for _, tc := range kubeletRefused {
+		f.Add(strings.Trim(tc.image, `'"`), uint8(1))
+	}
 	f.Fuzz(func(t *testing.T, image string, style uint8) {
 		var field string
 		switch style % 4 {
@@ -414,6 +419,13 @@ func FuzzImageField(f *testing.F) {
 			ref, err := name.ParseReference(img.Written)
 			if err != nil {
 				t.Fatalf("Render(%q) wrote image %q, which does not parse: %v", in, img.Written, err)
+			}
+			// The kubelet's parser, the reference implementation of the
+			// grammar, must take what was pinned and what it became.
+			for _, s := range []string{img.Written, pinnedForm(img.Written, img.Digest, ModePin)} {
+				if _, err := dref.ParseNormalizedNamed(s); err != nil {
+					t.Fatalf("Render(%q) pinned %q, which the kubelet refuses: %v", in, s, err)
+				}
 			}
 			if img.Reference != ref.Name() {
 				t.Fatalf("Render(%q) reports %s for %s", in, img.Reference, ref.Name())
@@ -455,5 +467,44 @@ func TestQuotedYAML11Words(t *testing.T) {
 			continue
 		}
 		checkAsAPIServer(t, []byte(strings.Replace(pod, "IMAGE", img, 1)), res.Output)
+	}
+}
+
+// kubeletRefused are references that go-containerregistry parses but the
+// kubelet refuses (InvalidImageName), each with the part the error names.
+var kubeletRefused = []struct{ image, want string }{
+	{"...", `path component "..."`},
+	{"'...:latest@" + dg("x") + "'", `path component "..."`},
+	{"a..b", `path component "a..b"`},
+	{"-foo", `path component "-foo"`},
+	{"registry.example/foo//bar", "empty path component"},
+	{"_foo", `path component "_foo"`},
+	{"registry.example/app:-bad", `tag "-bad"`},
+	{`"ho'st.example/app:1"`, `registry "ho'st.example"`},
+}
+
+// TestKubeletRefusedReferences renders references that the kubelet cannot
+// pull: each is refused with its document, file, line and image before
+// any resolver is asked, or with KeepUnresolved kept as written.
+func TestKubeletRefusedReferences(t *testing.T) {
+	for _, tc := range kubeletRefused {
+		t.Run(tc.image, func(t *testing.T) {
+			in := "---\n# Source: c/templates/p.yaml\n" + strings.Replace(pod, "IMAGE", tc.image, 1)
+			f := newFixed()
+			wantRefused(t, &Renderer{Resolver: f}, in, []string{"document 1 (c/templates/p.yaml), line 10", `Pod/p container "app"`, "the kubelet refuses", tc.want})
+			var warnings []string
+			res, err := (&Renderer{Resolver: f, KeepUnresolved: true, Warnf: func(format string, args ...any) {
+				warnings = append(warnings, fmt.Sprintf(format, args...))
+			}}).Render(context.Background(), []byte(in))
+			if err != nil || !strings.Contains(string(res.Output), "image: "+tc.image+"\n") {
+				t.Errorf("Render(KeepUnresolved) = %v, want the image kept as written; output:\n%s", err, res.Output)
+			}
+			if len(warnings) != 1 || !strings.Contains(warnings[0], tc.want) {
+				t.Errorf("Render(KeepUnresolved) warned %q, want one warning naming %s", warnings, tc.want)
+			}
+			if len(f.calls) > 0 {
+				t.Errorf("the resolver was asked about %v", f.calls)
+			}
+		})
 	}
 }

@@ -86,6 +86,50 @@ func ParseChecksumPath(s string) (ChecksumPath, error) {
 	return ChecksumPath{Group: group, Kind: kind, Fields: fields}, nil
 }
 
+// checkChecksumPaths refuses a checksum path that no image path goes
+// through: it would write no checksum (a path that names an image field
+// itself, a misspelt field, a kind without image paths), and in
+// ModeAnnotate an image that moved would then change nothing at all. A
+// checksum path covers the image paths of its kind (in a group both may
+// match) whose fields start with its own and go further. Refusing breaks
+// no chart: whether a path covers one depends on the paths alone.
+func (r *Renderer) checkChecksumPaths() error {
+	imagePaths := r.imagePaths()
+	for _, c := range r.ChecksumPaths {
+		var ofKind []string
+		covers := false
+		for _, p := range imagePaths {
+			if p.Kind != c.Kind || (c.Group != "*" && p.Group != "*" && c.Group != p.Group) {
+				continue
+			}
+			ofKind = append(ofKind, p.String())
+			if len(c.Fields) < len(p.Fields) && slices.Equal(c.Fields, p.Fields[:len(c.Fields)]) {
+				covers = true
+				break
+			}
+		}
+		switch {
+		case covers:
+		case len(ofKind) == 0:
+			why := "there is no image path for " + c.Kind
+			for _, p := range r.paths() {
+				if p.Kind == c.Kind {
+					why += "; its pod templates get a checksum of their own"
+					break
+				}
+			}
+			return fmt.Errorf("checksum path %s covers no image path: %s", c, why)
+		default:
+			kind, through := strings.TrimSuffix(kindPath(c.Group, c.Kind, nil), "="), "the object"
+			if len(c.Fields) > 0 {
+				through = strings.Join(c.Fields, ".")
+			}
+			return fmt.Errorf("checksum path %s covers no image path: no image path of %s goes through %s to a field inside it (image paths of %s: %s), so it would write no checksum", c, kind, through, c.Kind, strings.Join(ofKind, ", "))
+		}
+	}
+	return nil
+}
+
 // FieldPrefix starts the Workload.Container of an image field that an
 // ImagePath found, and its line in a checksum: "field/PATH=REF", where
 // PATH is the field's path in the object, items numbered:

@@ -540,3 +540,78 @@ func TestImagePathOverAMapping(t *testing.T) {
 		})
 	}
 }
+
+// TestChecksumPathCoveringNothing checks that a checksum path that no
+// image path goes through is refused, before any document is read: it
+// would write no checksum, so that in ModeAnnotate a moved image would
+// change nothing. It names the kind and the path.
+func TestChecksumPathCoveringNothing(t *testing.T) {
+	paths := []ImagePath{
+		{Group: "example.com", Kind: "Runner", Fields: []string{"spec", "runnerRef"}},
+		{Group: "*", Kind: "Runner", Fields: []string{"spec", "jobs", "*", "tool"}},
+	}
+	for _, tc := range []struct {
+		desc string
+		c    ChecksumPath
+		want string
+	}{
+		{
+			desc: "the image field itself, a string",
+			c:    ChecksumPath{Group: "example.com", Kind: "Runner", Fields: []string{"spec", "runnerRef"}},
+			want: "checksum path example.com/Runner=spec.runnerRef covers no image path: no image path of example.com/Runner goes through spec.runnerRef to a field inside it (image paths of Runner: example.com/Runner=spec.runnerRef, Runner=spec.jobs.*.tool)",
+		},
+		{
+			desc: "an image field under a *",
+			c:    ChecksumPath{Group: "*", Kind: "Runner", Fields: []string{"spec", "jobs", "*", "tool"}},
+			want: "checksum path Runner=spec.jobs.*.tool covers no image path",
+		},
+		{
+			desc: "a field no image path has",
+			c:    ChecksumPath{Group: "*", Kind: "Runner", Fields: []string{"spec", "tempalte"}},
+			want: "checksum path Runner=spec.tempalte covers no image path: no image path of Runner goes through spec.tempalte",
+		},
+		{
+			desc: "a kind without image paths",
+			c:    ChecksumPath{Group: "apps", Kind: "Deployment"},
+			want: "checksum path apps/Deployment=. covers no image path: there is no image path for Deployment; its pod templates get a checksum of their own",
+		},
+		{
+			desc: "a group no image path of the kind matches",
+			c:    ChecksumPath{Group: "other.example.com", Kind: "Runner", Fields: []string{"spec"}},
+			want: "", // spec.jobs.*.tool is of every group
+		},
+	} {
+		t.Run(tc.desc, func(t *testing.T) {
+			for _, mode := range []Mode{ModePin, ModeAnnotate} {
+				r := &Renderer{Resolver: newFixed(), Mode: mode, ImagePaths: paths, ChecksumPaths: []ChecksumPath{tc.c}}
+				res, err := r.Render(context.Background(), []byte(runner))
+				switch {
+				case tc.want == "" && err != nil:
+					t.Errorf("Render(%s) = %v", mode, err)
+				case tc.want != "" && (err == nil || !strings.HasPrefix(err.Error(), tc.want)):
+					t.Errorf("Render(%s) = %v, want an error starting %q", mode, err, tc.want)
+				case tc.want != "" && res.Output != nil:
+					t.Errorf("Render(%s) wrote output with an error", mode)
+				}
+				// Empty input too: the paths are wrong before any document.
+				if _, err := r.Render(context.Background(), nil); (err != nil) != (tc.want != "") {
+					t.Errorf("Render(%s, empty) = %v, want an error: %t", mode, err, tc.want != "")
+				}
+			}
+		})
+	}
+}
+
+// TestValidateMode checks that a Mode outside the modes is refused: it
+// would pin as ModePin, whatever the caller meant.
+func TestValidateMode(t *testing.T) {
+	r := &Renderer{Resolver: newFixed(), Mode: "annotat"}
+	if _, err := r.Render(context.Background(), []byte(dep)); err == nil || err.Error() != `mode "annotat": want pin, digest or annotate` {
+		t.Errorf("Render() = %v, want the mode refused", err)
+	}
+	for _, m := range []Mode{"", ModePin, ModeDigest, ModeAnnotate} {
+		if err := (&Renderer{Mode: m}).Validate(); err != nil {
+			t.Errorf("Validate(%q) = %v", m, err)
+		}
+	}
+}

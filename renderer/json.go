@@ -20,6 +20,15 @@ import (
 // after its leading blank and comment lines (Helm's "# Source:"), or -1
 // when the body is not one JSON object.
 func jsonStart(body []byte) int {
+	if at := contentStart(body); at < len(body) && body[at] == '{' && json.Valid(body[at:]) {
+		return at
+	}
+	return -1
+}
+
+// contentStart returns the offset of the first byte of body after its
+// byte order mark, blanks and comment lines; len(body) when there is none.
+func contentStart(body []byte) int {
 	at := 0
 	if bytes.HasPrefix(body, bom) {
 		at = len(bom) // the stream's byte order mark, which YAML reads too
@@ -31,16 +40,14 @@ func jsonStart(body []byte) int {
 		case c == '#':
 			nl := bytes.IndexByte(body[at:], '\n')
 			if nl < 0 {
-				return -1
+				return len(body)
 			}
 			at += nl + 1
-		case c == '{' && json.Valid(body[at:]):
-			return at
 		default:
-			return -1
+			return at
 		}
 	}
-	return -1
+	return at
 }
 
 // bom is the UTF-8 byte order mark, which may start the stream.

@@ -28,7 +28,7 @@ func TestJSONGoldenStaysJSON(t *testing.T) {
 			if err != nil {
 				t.Fatalf("Render() = %v", err)
 			}
-			inDocs, outDocs := splitStream(in), splitStream(res.Output)
+			inDocs, outDocs := mustSplit(t, in), mustSplit(t, res.Output)
 			if len(inDocs) != len(outDocs) {
 				t.Fatalf("%d documents in, %d out", len(inDocs), len(outDocs))
 			}

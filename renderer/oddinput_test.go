@@ -38,7 +38,7 @@ func TestOddInput(t *testing.T) {
 		{name: "list-in-list", images: map[string]int{"registry.example/app:1": 1, "registry.example/app:2": 1}},
 		{name: "empty-documents", images: map[string]int{"registry.example/app:1": 1}},
 		{name: "comments-only", images: map[string]int{"registry.example/app:1": 1}},
-		{name: "marker-content", images: map[string]int{"registry.example/app:1": 1, "registry.example/app:2": 1}},
+		{name: "dash-separators", images: map[string]int{"registry.example/app:1": 1, "registry.example/app:2": 1}},
 		{name: "list-aliases", images: map[string]int{"registry.example/app:1": 1}},
 		{name: "quoted-image", images: map[string]int{
 			"registry.example/app:1": 2, "registry.example/app:2": 2, "registry.example/app:3": 1,
@@ -68,7 +68,7 @@ func TestOddInput(t *testing.T) {
 // come out byte for byte in out.
 func checkUntouched(t *testing.T, in, out []byte) {
 	t.Helper()
-	a, b := splitStream(in), splitStream(out)
+	a, b := mustSplit(t, in), mustSplit(t, out)
 	if len(a) != len(b) {
 		t.Fatalf("Render() made %d documents of %d", len(b), len(a))
 	}

@@ -9,6 +9,7 @@ import (
 	"io"
 	"slices"
 	"strings"
+	"sync"
 
 	"github.com/digestpin/digestpin/resolution"
 )
@@ -48,6 +49,10 @@ type Renderer struct {
 	// keys are imageKeys, set on the copy of the Renderer that a Render
 	// works with.
 	keys []string
+	// checked holds the result of imageref.Check of each image value the
+	// Render met (string to error, nil for valid): a stream repeats a few
+	// references in thousands of fields. nil outside a Render.
+	checked *sync.Map
 }
 
 // Workload is one container, image volume or image field that uses an
@@ -86,6 +91,9 @@ type Image struct {
 	// Tag is the tag a tag policy chose, whose digest Digest is; "" when
 	// the image's own tag was resolved.
 	Tag string
+	// Mirror is the registry host of the mirror that answered for the
+	// image's registry (resolution.Resolution.Mirror); "" otherwise.
+	Mirror string
 	// Err is why the image could not be resolved, when KeepUnresolved
 	// kept it.
 	Err error
@@ -104,6 +112,9 @@ type Result struct {
 // Render rewrites the stream in. On error the Result is empty: no partial
 // output is ever returned. It stops with ctx's error when ctx is done.
 func (r *Renderer) Render(ctx context.Context, in []byte) (Result, error) {
+	if err := CheckAnnotationName(r.annotation()); err != nil {
+		return Result{}, fmt.Errorf("checksum annotation: %w", err)
+	}
 	// A stream in UTF-16 or UTF-32 hides its "---" lines and image fields
 	// from the byte-level scan: refuse it rather than pass it through
 	// unpinned.
@@ -111,16 +122,24 @@ func (r *Renderer) Render(ctx context.Context, in []byte) (Result, error) {
 		return Result{}, fmt.Errorf("document 1, line 1: the stream is %s; digestpin reads UTF-8 only", enc)
 	}
 
+	if err := r.Validate(); err != nil {
+		return Result{}, err
+	}
 	// The Renderer is shared: what a Render derives from its fields goes
 	// into a copy.
 	rr := *r
 	rr.keys = r.imageKeys()
+	rr.checked = new(sync.Map)
 	r = &rr
 
 	// First, walk every document and collect its images, validating every
 	// reference before any network call. A document whose images all
 	// carry digests is final already; the others wait for the resolver.
-	c, err := r.collect(ctx, splitStream(in))
+	docs, err := splitStream(in)
+	if err != nil {
+		return Result{}, err
+	}
+	c, err := r.collect(ctx, docs)
 	if err != nil {
 		return Result{}, err
 	}
@@ -143,6 +162,20 @@ func (r *Renderer) Render(ctx context.Context, in []byte) (Result, error) {
 		}
 	}
 	return Result{Output: bytes.Join(c.out, nil), Images: images}, nil
+}
+
+// Validate checks the settings that no document can make right, and
+// that would otherwise pin silently other than asked: Mode is one of the
+// modes, and each ChecksumPath covers an image path (one of its kind
+// whose fields start with the checksum path's and go further; without
+// one it would write no checksum). Render calls it first.
+func (r *Renderer) Validate() error {
+	switch r.Mode {
+	case "", ModePin, ModeDigest, ModeAnnotate:
+	default:
+		return fmt.Errorf("mode %q: want %s, %s or %s", r.Mode, ModePin, ModeDigest, ModeAnnotate)
+	}
+	return r.checkChecksumPaths()
 }
 
 // String formats a workload as "Deployment/ns/web container "app"", or

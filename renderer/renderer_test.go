@@ -203,7 +203,7 @@ func TestRenderMovedTagChangesOnlyItsTemplates(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	b, a := splitStream(before.Output), splitStream(after.Output)
+	b, a := mustSplit(t, before.Output), mustSplit(t, after.Output)
 	if len(a) != 2 || len(b) != 2 {
 		t.Fatalf("want 2 documents, got %d and %d", len(b), len(a))
 	}
@@ -299,7 +299,7 @@ func TestRenderKeepUnresolved(t *testing.T) {
 	if err != nil {
 		t.Fatalf("Render() = %v", err)
 	}
-	docs := splitStream(res.Output)
+	docs := mustSplit(t, res.Output)
 	if got := imageOf(t, string(docs[0].raw)); got != "gone:1" {
 		t.Errorf("unresolved image = %s, want it kept as gone:1", got)
 	}

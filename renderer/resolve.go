@@ -52,7 +52,7 @@ func (r *Renderer) resolveAll(ctx context.Context, c *collection) ([]Image, map[
 				images[i].Source, images[i].Err = resolution.Unresolved, err
 				return
 			}
-			images[i].Digest, images[i].Source, images[i].Tag = h.String(), res.Source, res.Tag
+			images[i].Digest, images[i].Source, images[i].Tag, images[i].Mirror = h.String(), res.Source, res.Tag, res.Mirror
 		})
 	}
 	wg.Wait()

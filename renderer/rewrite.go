@@ -8,6 +8,8 @@ import (
 
 	"github.com/google/go-containerregistry/pkg/name"
 	"sigs.k8s.io/kustomize/kyaml/yaml"
+
+	"github.com/digestpin/digestpin/internal/imageref"
 )
 
 // rewriteWaiting rewrites the documents of c that waited for a digest,
@@ -396,7 +398,7 @@ func (e *editor) pinImage(spec, m *yaml.Node, key string, w Workload) (string, e
 	if v, ok := yaml11Reading(img); ok {
 		return "", fmt.Errorf("%s: %s: %s is %s, which the API server reads as %s: quote it (%q) if it is a reference", where, w, key, img.Value, v, img.Value)
 	}
-	ref, err := parseReference(key, img)
+	ref, err := e.r.parseReference(key, img)
 	if err != nil {
 		err = fmt.Errorf("%s: %s: %w", where, w, err)
 		if !e.r.KeepUnresolved {
@@ -449,7 +451,7 @@ func (e *editor) podField(m *yaml.Node, key, value string) {
 
 // parseReference parses the value of image field key (a string scalar),
 // or says why it holds no reference.
-func parseReference(key string, img *yaml.Node) (name.Reference, error) {
+func (r *Renderer) parseReference(key string, img *yaml.Node) (name.Reference, error) {
 	switch {
 	case strings.TrimSpace(img.Value) == "":
 		return nil, fmt.Errorf("%s is %s, want a reference such as registry/name:tag", key, describe(img))
@@ -461,7 +463,27 @@ func parseReference(key string, img *yaml.Node) (name.Reference, error) {
 	if err != nil {
 		return nil, fmt.Errorf("parsing %s %q: %w", key, img.Value, err)
 	}
+	// go-containerregistry's parser, which the registry client asks
+	// with, accepts references that no node can pull ("a..b", "-foo", a
+	// tag "-bad"): the kubelet's grammar decides.
+	if err := r.checkImage(img.Value); err != nil {
+		return nil, fmt.Errorf("%s %q: the kubelet refuses it (InvalidImageName): %w", key, img.Value, err)
+	}
 	return ref, nil
+}
+
+// checkImage is imageref.Check of image, once per Render for each value.
+func (r *Renderer) checkImage(image string) error {
+	if r.checked == nil {
+		return imageref.Check(image)
+	}
+	if err, ok := r.checked.Load(image); ok {
+		e, _ := err.(error)
+		return e
+	}
+	err := imageref.Check(image)
+	r.checked.Store(image, err)
+	return err
 }
 
 // changeImage records that an image field, found as image in mapping c

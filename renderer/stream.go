@@ -3,6 +3,7 @@ package renderer
 import (
 	"bytes"
 	"fmt"
+	"strconv"
 	"strings"
 	"unicode"
 )
@@ -16,8 +17,13 @@ type document struct {
 	line int
 	// raw holds every byte of the document, including its "---" line.
 	raw []byte
+	// sep is the length of the separator line that raw starts with and
+	// that Kubernetes' YAML reader drops: raw[sep:] is what it reads as
+	// the document. 0 for the first document.
+	sep int
 	// head is the length of the part of raw written back before a
-	// re-encoded body: the "---" line, when it carries nothing but a comment.
+	// re-encoded body: the separator, and a "---" line after it that a
+	// YAML parser reads as a bare document start (plainMarker).
 	head int
 	// source is the file named by Helm's "# Source:" comment, if any.
 	source string
@@ -80,44 +86,52 @@ func (d *document) headLines() int { return bytes.Count(d.raw[:d.head], []byte("
 
 var sourcePrefix = []byte("# Source: ")
 
-// splitStream cuts a YAML stream into documents at "---" lines (and after
-// "..." end markers), without parsing it. Cutting at line starts is exact:
-// YAML forbids a line that starts with "---" or "..." followed by a blank
-// or a line break inside a document's content. The documents' raw bytes,
-// concatenated, are the input.
-func splitStream(in []byte) []*document {
+// splitStream cuts a YAML stream into documents where Kubernetes' YAML
+// reader cuts it: k8s.io/apimachinery's YAMLReader, through which kubectl,
+// Helm's kube client and Argo CD read manifests. That reader takes every
+// line that starts with "---" for a document separator when nothing but a
+// comment follows, once Unicode white space is trimmed ("---", "--- #
+// Source: x", "---#x", "---\t"), and refuses the whole stream when
+// something else follows ("--- !!map", "--- {…}", "----", a key "---x"):
+// so does splitStream, naming the line. A separator ends the document
+// before it when that document has content (a line, even an empty one),
+// and the reader drops the separator; one that comes first in the stream,
+// or right after another, is the first line of the next document, which
+// the YAML parser then reads: as the start of the document ("---") or as
+// content (a key "---#"). Nothing else ends a document, not "...": what
+// follows it up to the next separator belongs to the same document, where
+// the API server never reads it (parse refuses it). The documents' raw
+// bytes, concatenated, are the input.
+func splitStream(in []byte) ([]*document, error) {
 	var docs []*document
-	start, startLine := 0, 1
-	flush := func(end int) {
-		if end > start {
-			docs = append(docs, newDocument(len(docs)+1, startLine, in[start:end]))
-			startLine += bytes.Count(in[start:end], newline)
+	// The document being cut: its offset, its first line, and the length
+	// of the separator the reader dropped before it (0 for the first).
+	start, startLine, sep := 0, 1, 0
+	for at := nextDashes(in, 0); at >= 0; {
+		end := len(in)
+		if eol := bytes.IndexByte(in[at:], '\n'); eol >= 0 {
+			end = at + eol + 1
 		}
-		start = end
-	}
-	// Jump from one marker to the next with the (vectorised) substring
-	// search rather than line by line: a stream is mostly content.
-	dash, dot := newMarkerFinder(in, "---"), newMarkerFinder(in, "...")
-	for pos := 0; pos < len(in); {
-		d, e := dash.next(pos), dot.next(pos)
-		switch {
-		case d < 0 && e < 0:
-			pos = len(in)
-		case e < 0 || (d >= 0 && d < e):
-			flush(d) // "---" starts the next document
-			pos = d + len("---")
-		default:
-			eol := bytes.IndexByte(in[e:], '\n')
-			if eol < 0 {
-				eol = len(in)
-			} else {
-				eol += e + 1
+		line := bytes.TrimSuffix(in[at:end], newline)
+		hasContent := at > start+sep
+		if rest := bytes.TrimSpace(line[len("---"):]); len(rest) > 0 && rest[0] != '#' {
+			index := len(docs) + 1
+			if hasContent {
+				index++
 			}
-			flush(eol) // "..." ends this one
-			pos = eol
+			return nil, fmt.Errorf("document %d, line %d: the line %s starts with \"---\": Kubernetes' YAML reader (kubectl, Helm, Argo CD) takes it for a document separator, and refuses one followed by anything but a comment",
+				index, startLine+bytes.Count(in[start:at], newline), quoteLine(line))
 		}
+		if hasContent {
+			docs = append(docs, newDocument(len(docs)+1, startLine, in[start:at], sep))
+			startLine += bytes.Count(in[start:at], newline)
+			start, sep = at, end-at
+		}
+		at = nextDashes(in, end)
 	}
-	flush(len(in))
+	if start < len(in) {
+		docs = append(docs, newDocument(len(docs)+1, startLine, in[start:], sep))
+	}
 	// A template's output may be several documents in a row, each with
 	// the template's "# Source:" comment.
 	for i, d := range docs {
@@ -125,71 +139,103 @@ func splitStream(in []byte) []*document {
 			d.sourceLine = docs[i-1].sourceLine
 		}
 	}
-	return docs
+	return docs, nil
 }
 
 var newline = []byte("\n")
 
-// markerFinder finds the lines of a stream that are the marker m. It
-// remembers the occurrence it found last, so that no search runs twice over
-// the same bytes.
-type markerFinder struct {
-	in       []byte
-	m        string
-	searched int // where the last search started; -1: none yet
-	cand     int // the first occurrence of m at or after searched; -1: none
-}
-
-func newMarkerFinder(in []byte, m string) *markerFinder {
-	return &markerFinder{in: in, m: m, searched: -1, cand: -1}
-}
-
-// next returns the offset of the first line at or after pos that is the
-// marker, or -1.
-func (f *markerFinder) next(pos int) int {
-	for {
-		if f.searched < 0 || (f.cand >= 0 && f.cand < pos) {
-			f.searched, f.cand = pos, -1
-			if i := bytes.Index(f.in[pos:], []byte(f.m)); i >= 0 {
-				f.cand = pos + i
-			}
-		}
-		// No occurrence after an earlier start means none after pos.
-		if f.cand < 0 {
-			return -1
-		}
-		c := f.cand
-		if (c == 0 || f.in[c-1] == '\n') && isMarker(f.in[c:], f.m) {
-			return c
-		}
-		pos = c + 1 // inside a line: look further
+// Split cuts a manifest stream into its documents where Kubernetes' YAML
+// reader (k8s.io/apimachinery's, which kubectl, Helm's kube client and
+// Argo CD use) cuts it, as Render does: at each line that starts with
+// "---" followed by nothing but a comment. It returns each document as the
+// bytes it was read from, its separator line included, so that the
+// documents concatenated are the stream. It refuses a stream that reader
+// refuses (a line that starts with "---" followed by anything else),
+// naming the line. Split is safe for concurrent use.
+func Split(stream []byte) ([][]byte, error) {
+	docs, err := splitStream(stream)
+	if err != nil {
+		return nil, err
 	}
+	out := make([][]byte, len(docs))
+	for i, d := range docs {
+		out[i] = d.raw
+	}
+	return out, nil
 }
 
-// isMarker reports whether a line is the document marker m ("---" or
-// "..."), alone or followed by a blank.
-func isMarker(line []byte, m string) bool {
-	if !bytes.HasPrefix(line, []byte(m)) {
+// nextDashes returns the offset of the first line at or after from (a
+// line start) that starts with "---", or -1. It jumps from one
+// occurrence to the next with the (vectorised) substring search rather
+// than line by line: a stream is mostly content.
+func nextDashes(in []byte, from int) int {
+	if from >= len(in) {
+		return -1
+	}
+	if bytes.HasPrefix(in[from:], dashes) {
+		return from
+	}
+	if i := bytes.Index(in[from:], lineDashes); i >= 0 {
+		return from + i + 1
+	}
+	return -1
+}
+
+var dashes, lineDashes = []byte("---"), []byte("\n---")
+
+// quoteLine quotes a line of the stream for a message: valid UTF-8, at
+// most 40 bytes of it.
+func quoteLine(line []byte) string {
+	if len(line) > 40 {
+		return strconv.Quote(strings.ToValidUTF8(string(line[:40]), "?") + "…")
+	}
+	return strconv.Quote(strings.ToValidUTF8(string(line), "?"))
+}
+
+// plainMarker reports whether a separator line is also, to a YAML parser,
+// a bare document start: "---", perhaps with blanks and a comment in
+// printable ASCII after a blank. The parser reads nothing else in it, so
+// it may stay out of the body that is parsed and re-encoded. Other
+// separators ("---#x", "---\u00a0", a comment with a lone CR, which YAML
+// takes for a line break) are content to the parser.
+func plainMarker(line []byte) bool {
+	line = bytes.TrimSuffix(bytes.TrimSuffix(line, newline), []byte("\r"))
+	rest, ok := bytes.CutPrefix(line, dashes)
+	if !ok {
 		return false
 	}
-	rest := line[len(m):]
-	return len(rest) == 0 || rest[0] == ' ' || rest[0] == '\t' || rest[0] == '\n' || rest[0] == '\r'
+	if len(rest) == 0 {
+		return true
+	}
+	if rest[0] != ' ' && rest[0] != '\t' {
+		return false
+	}
+	rest = bytes.TrimLeft(rest, " \t")
+	if len(rest) > 0 && rest[0] != '#' {
+		return false
+	}
+	for _, c := range rest {
+		if c != '\t' && (c < 0x20 || c > 0x7e) {
+			return false
+		}
+	}
+	return true
 }
 
 // newDocument records where the document's content begins and which Helm
-// template it came from.
-func newDocument(index, line int, raw []byte) *document {
-	d := &document{index: index, line: line, raw: raw}
-	if isMarker(raw, "---") {
-		eol := bytes.IndexByte(raw, '\n') + 1
+// template it came from. raw starts with a separator of sep bytes that
+// Kubernetes' YAML reader drops (sep is 0 for the first document).
+func newDocument(index, line int, raw []byte, sep int) *document {
+	d := &document{index: index, line: line, raw: raw, sep: sep, head: sep}
+	// A separator as the first line of the content is the YAML parser's:
+	// kept out of the body when the parser reads nothing in it.
+	if rest := raw[sep:]; bytes.HasPrefix(rest, dashes) {
+		eol := bytes.IndexByte(rest, '\n') + 1
 		if eol == 0 {
-			eol = len(raw)
+			eol = len(rest)
 		}
-		// Keep the marker line as the head only when it holds nothing the
-		// parser needs: a bare "---", perhaps with a comment.
-		rest := bytes.TrimSpace(raw[3:eol])
-		if len(rest) == 0 || rest[0] == '#' {
-			d.head = eol
+		if plainMarker(rest[:eol]) {
+			d.head += eol
 		}
 	}
 	for b, line := d.body(), d.line+d.headLines(); len(b) > 0; line++ {

@@ -5,6 +5,8 @@ import (
 	"strings"
 
 	"github.com/google/go-containerregistry/pkg/name"
+
+	"github.com/digestpin/digestpin/internal/imageref"
 )
 
 // A tag policy (see resolution.Resolution.Tag) chooses the tag an image
@@ -50,6 +52,9 @@ func checkTag(ref name.Reference, tag string, mode Mode) error {
 	}
 	if _, err := name.NewTag(ref.Context().Name()+":"+tag, name.StrictValidation); err != nil {
 		return fmt.Errorf("resolving %s: resolver chose an invalid tag %q: %w", ref, tag, err)
+	}
+	if !imageref.ValidTag(tag) {
+		return fmt.Errorf("resolving %s: resolver chose an invalid tag %q, which the kubelet refuses: want %s", ref, tag, imageref.TagRule)
 	}
 	return nil
 }

@@ -35,9 +35,12 @@ type KeelUse struct {
 // each image the tag policy Keel would apply. It only reads the stream;
 // a document that Render would refuse is skipped here (Render says why).
 func (r *Renderer) KeelUses(ctx context.Context, in []byte) ([]KeelUse, error) {
-	docs := splitStream(in)
+	docs, err := splitStream(in)
+	if err != nil {
+		return nil, err
+	}
 	uses := make([][]KeelUse, len(docs))
-	err := eachDoc(ctx, len(docs), func(i int) {
+	err = eachDoc(ctx, len(docs), func(i int) {
 		p, err := r.parse(docs[i])
 		if p == nil || err != nil {
 			return

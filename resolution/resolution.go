@@ -43,6 +43,10 @@ type Resolution struct {
 	// Tag is the tag a tag policy chose, whose digest Digest is; "" when
 	// the reference's own tag was resolved.
 	Tag string
+	// Mirror is the registry host of the mirror that answered instead of
+	// the reference's own registry, with Source Registry; "" when the
+	// registry itself answered, and for every other Source.
+	Mirror string
 }
 
 // Resolver turns an image reference into the digest it resolves to now,

@@ -57,6 +57,12 @@ func newError(ref name.Reference, fails []tryFailure, red *redactor) *resolveErr
 		if sum := f.tr.summary(); sum != "" {
 			s += " (" + sum + ")"
 		}
+		// A refusal says whether credentials went with it, and whose.
+		if refused(f.err) && f.c.sess != nil {
+			if note := f.c.sess.credentialNote(); note != "" {
+				s += "; " + note
+			}
+		}
 		parts = append(parts, s)
 	}
 	msg := strings.Join(parts, "; then ")

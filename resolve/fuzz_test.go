@@ -101,14 +101,27 @@ func FuzzCutMasksFirst(f *testing.F) {
 	})
 }
 
-// TestRedactNestedSecrets checks that a credential holding a shorter one
-// is masked whole, whatever order the redactor keeps them in.
-func TestRedactNestedSecrets(t *testing.T) {
-	for range 50 {
-		red := newRedactor()
-		red.add("1234", "pass1234word", "word")
-		if got := red.redact("token pass1234word sent"); got != "token [REDACTED] sent" {
-			t.Fatalf("redact() = %q, want the token masked whole", got)
-		}
+// FuzzHostKey checks that two spellings of one registry host get one key:
+// in any case, with or without :443, and a key is its own key.
+func FuzzHostKey(f *testing.F) {
+	for _, h := range []string{"Registry.Example:443", "docker.io:443", "REGISTRY-1.DOCKER.IO", "index.docker.io", "[::1]:443", "localhost:5000", "registry.example:4430"} {
+		f.Add(h)
 	}
+	f.Fuzz(func(t *testing.T, h string) {
+		if !utf8.ValidString(h) || strings.ContainsAny(h, "/\x00") {
+			return // not a host; ToUpper would change invalid bytes
+		}
+		k := hostKey(h)
+		if got := hostKey(k); got != k {
+			t.Fatalf("hostKey(%q) = %q, but hostKey(%q) = %q", h, k, k, got)
+		}
+		if got := hostKey(strings.ToUpper(h)); strings.ToLower(h) == strings.ToLower(strings.ToUpper(h)) && got != k {
+			t.Fatalf("hostKey(%q) = %q, but hostKey(%q) = %q", strings.ToUpper(h), got, h, k)
+		}
+		if _, _, hasPort := strings.Cut(h, ":"); !hasPort {
+			if got := hostKey(h + ":443"); got != k {
+				t.Fatalf("hostKey(%q) = %q, but hostKey(%q) = %q", h+":443", got, h, k)
+			}
+		}
+	})
 }

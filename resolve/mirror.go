@@ -22,9 +22,14 @@ func (m mirror) String() string {
 	return m.host + "/" + m.prefix
 }
 
-// parseMirror validates a mirror for registry from: from is a registry as
-// go-containerregistry normalises it ("docker.io" becomes
-// "index.docker.io"), to is host[:port][/path-prefix] without a scheme.
+// Mirror is a mirror as WithMirror was given it.
+type Mirror struct {
+	From, To string
+}
+
+// parseMirror validates a mirror for registry from and returns the
+// hostKey of from: from is a registry host, to is
+// host[:port][/path-prefix] without a scheme.
 func parseMirror(from, to string) (string, mirror, error) {
 	if from == "" || to == "" {
 		return "", mirror{}, fmt.Errorf("mirror %q=%q: want FROM=TO, both non-empty", from, to)
@@ -45,7 +50,7 @@ func parseMirror(from, to string) (string, mirror, error) {
 	if _, err := name.NewRepository(m.String()+"/x", name.StrictValidation); err != nil {
 		return "", mirror{}, fmt.Errorf("mirror %s=%s: TO path %q: %w", from, to, prefix, err)
 	}
-	return reg.RegistryStr(), m, nil
+	return hostKey(reg.RegistryStr()), m, nil
 }
 
 // ref names ref on the mirror. The repository path is the normalised one,

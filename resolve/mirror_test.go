@@ -1,6 +1,7 @@
 package resolve
 
 import (
+	"context"
 	"net/http"
 	"strings"
 	"testing"
@@ -110,7 +111,7 @@ func TestMirrors(t *testing.T) {
 			if tc.firstFails != 0 {
 				s.first.Handle(failFirst(100, status(tc.firstFails)))
 			}
-			r, logs := newTestResolver(t,
+			r, _ := newTestResolver(t,
 				WithMirror(s.origin.Host(), s.first.Host()+"/cache"),
 				WithMirror(s.origin.Host(), s.second.Host()),
 				WithMirrorOnly(tc.mirrorOnly))
@@ -129,8 +130,12 @@ func TestMirrors(t *testing.T) {
 			if err != nil || got != s.digests[tc.want] {
 				t.Errorf("Resolve = %s, %v, want the %s's %s", got, err, tc.want, s.digests[tc.want])
 			}
-			if tc.want != "origin" && !strings.Contains(logs.String(), "through mirror") {
-				t.Errorf("log = %q, want it to say which mirror answered", logs)
+			// The answer says which mirror gave it (the second call is
+			// the first's answer, asking nobody).
+			res, err := r.Resolve(context.Background(), parseRef(t, s.origin.Ref("team/app:1")))
+			wantMirror := map[string]string{"first": s.first.Host(), "second": s.second.Host()}[tc.want]
+			if err != nil || res.Mirror != wantMirror {
+				t.Errorf("Resolve = %+v, %v; want Mirror %q", res, err, wantMirror)
 			}
 		})
 	}
@@ -151,5 +156,43 @@ func TestDockerHubThroughMirrorOnly(t *testing.T) {
 	}
 	if n := mirror.Count("HEAD manifests"); n != 1 {
 		t.Errorf("HEAD manifests = %d, want 1 (one distinct reference)", n)
+	}
+}
+
+// TestMirrorHostsMatchAsRegistriesDo checks that a mirror's FROM matches
+// the images of its registry however either spells the host: in any case,
+// with or without the default port 443, and Docker Hub by any of its
+// names. Before, only the exact spelling matched, and the mirror was left
+// out without a word.
+func TestMirrorHostsMatchAsRegistriesDo(t *testing.T) {
+	t.Parallel()
+	mirror := testregistry.New(t)
+	hub := mirror.PushImage(t, "hub/library/nginx:1.27")
+	other := mirror.PushImage(t, "other/team/app:1")
+	for _, tc := range []struct {
+		from, prefix string
+		refs         []string
+		want         string
+	}{
+		{from: "DOCKER.IO", prefix: "hub", refs: []string{"nginx:1.27", "docker.io/library/nginx:1.27"}, want: hub.String()},
+		{from: "registry-1.docker.io", prefix: "hub", refs: []string{"nginx:1.27", "index.docker.io/library/nginx:1.27"}, want: hub.String()},
+		{from: "docker.io:443", prefix: "hub", refs: []string{"nginx:1.27", "registry-1.docker.io/library/nginx:1.27"}, want: hub.String()},
+		{from: "Registry.Example:443", prefix: "other", refs: []string{"registry.example/team/app:1", "REGISTRY.example:443/team/app:1"}, want: other.String()},
+		{from: "registry.example", prefix: "other", refs: []string{"Registry.EXAMPLE/team/app:1", "registry.example:443/team/app:1"}, want: other.String()},
+	} {
+		t.Run(tc.from, func(t *testing.T) {
+			t.Parallel()
+			// Mirror only: the registry itself is never asked, so an
+			// image the mirror misses fails.
+			r, _ := newTestResolver(t, WithMirror(tc.from, mirror.Host()+"/"+tc.prefix), WithMirrorOnly(true))
+			for _, ref := range tc.refs {
+				if got, err := resolveString(t, r, ref); err != nil || got != tc.want {
+					t.Errorf("Resolve(%s) through mirror %s = %s, %v, want %s", ref, tc.from, got, err, tc.want)
+				}
+			}
+			if got := r.Mirrors(); len(got) != 1 || got[0].From != tc.from {
+				t.Errorf("Mirrors() = %v, want the one of %s", got, tc.from)
+			}
+		})
 	}
 }

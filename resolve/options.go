@@ -6,9 +6,12 @@ import (
 	"fmt"
 	"net/http"
 	"net/netip"
+	"net/url"
+	"strings"
 	"time"
 
 	"github.com/google/go-containerregistry/pkg/authn"
+	"github.com/google/go-containerregistry/pkg/name"
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 )
 
@@ -21,9 +24,10 @@ type options struct {
 	platform       *v1.Platform
 	jobs           int
 	requestTimeout time.Duration
-	insecure       map[string]bool
+	insecure       map[string]bool // hostKey → true
 	caFiles        []string
-	mirrors        map[string][]mirror // normalised registry → mirrors, in order
+	mirrors        map[string][]mirror // hostKey → mirrors, in order
+	mirrorList     []Mirror            // as given, in order
 	mirrorOnly     bool
 	retry          retryPolicy
 	userAgent      string
@@ -46,8 +50,10 @@ const DefaultJobs = 32
 const DefaultRequestTimeout = 30 * time.Second
 
 // WithKeychain sets where credentials come from. The default is
-// authn.DefaultKeychain: the docker config in DOCKER_CONFIG or ~/.docker,
-// with its credential helpers.
+// DockerKeychain: the docker config in DOCKER_CONFIG or ~/.docker, with
+// its credential helpers. A registry's refusal (401, 403) says whether
+// credentials were sent; where they came from too, with DockerKeychain,
+// a ReadPullSecret keychain, or several of them in Keychains.
 func WithKeychain(kc authn.Keychain) Option {
 	return func(o *options) error {
 		if kc == nil {
@@ -130,18 +136,38 @@ func WithRequestTimeout(d time.Duration) Option {
 }
 
 // WithInsecureRegistries allows plain HTTP, and HTTPS without certificate
-// verification, for the named registry hosts (host or host:port) only.
-// By default every registry but loopback ones is verified HTTPS.
+// verification, for the named registry hosts (host or host:port, without
+// a scheme or path) only, matched as WithMirror matches its from. By
+// default every registry but loopback ones is verified HTTPS.
 func WithInsecureRegistries(hosts ...string) Option {
 	return func(o *options) error {
 		for _, h := range hosts {
-			if h == "" {
-				return errors.New("WithInsecureRegistries: a host is empty")
+			if err := checkHost(h); err != nil {
+				return fmt.Errorf("WithInsecureRegistries: %w", err)
 			}
-			o.insecure[h] = true
+			o.insecure[hostKey(h)] = true
 		}
 		return nil
 	}
+}
+
+// checkHost returns an error unless h is a registry host, host[:port]: no
+// scheme (plain HTTP is what naming a host insecure allows), no path. The
+// error gives the host to name instead, when there is one.
+func checkHost(h string) error {
+	if h == "" {
+		return errors.New("a host is empty")
+	}
+	if u, err := url.Parse(h); err == nil && u.Scheme != "" && u.Host != "" {
+		return fmt.Errorf("%q: give the host only, without a scheme: %s", h, u.Host)
+	}
+	if host, _, ok := strings.Cut(h, "/"); ok && host != "" {
+		return fmt.Errorf("%q: give the host only, without a path: %s", h, host)
+	}
+	if _, err := name.NewRegistry(h, name.StrictValidation); err != nil {
+		return fmt.Errorf("%q is not a registry host[:port]", h)
+	}
+	return nil
 }
 
 // WithUserAgent sets the User-Agent sent to registries. The default is
@@ -153,8 +179,11 @@ func WithUserAgent(ua string) Option {
 	}
 }
 
-// WithLogf sets where a Resolver logs each resolution and each fallback.
-// The default discards the messages. It may be called concurrently.
+// WithLogf sets where a Resolver logs what a caller cannot see in its
+// answers: each fallback (a GET after a HEAD without a digest) and each
+// mirror that failed before another candidate answered. An answer itself
+// is not logged: the caller has it, with Resolution.Mirror. The default
+// discards the messages. It may be called concurrently.
 func WithLogf(logf func(format string, args ...any)) Option {
 	return func(o *options) error {
 		o.logf = logf
@@ -181,7 +210,9 @@ func WithCAFiles(files ...string) Option {
 }
 
 // WithMirror asks mirror to instead of registry from. from is a registry
-// host as go-containerregistry normalises it ("docker.io" is Docker Hub);
+// host, matched as registries match hosts: in any case, with or without
+// the default port 443, and Docker Hub as docker.io, index.docker.io or
+// registry-1.docker.io;
 // to is host[:port][/path-prefix], without a scheme (name it with
 // WithInsecureRegistries for plain HTTP). A reference's repository keeps
 // its path under the prefix, Docker Hub's library/ included:
@@ -198,6 +229,7 @@ func WithMirror(from, to string) Option {
 			return fmt.Errorf("WithMirror: %w", err)
 		}
 		o.mirrors[reg] = append(o.mirrors[reg], m)
+		o.mirrorList = append(o.mirrorList, Mirror{From: from, To: to})
 		return nil
 	}
 }

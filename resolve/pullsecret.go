@@ -45,6 +45,7 @@ func ReadPullSecret(file string) (authn.Keychain, error) {
 	if err != nil {
 		return nil, fmt.Errorf("reading pull secret %s: %w", file, err)
 	}
+	kc.file = file
 	return kc, nil
 }
 
@@ -56,6 +57,7 @@ const maxPullSecret = 4 << 20
 type pullSecret struct {
 	exact    map[string]authn.AuthConfig // registry host[:port] → credentials
 	patterns []pattern                   // keys with a "*", sorted
+	file     string                      // where it was read, for messages
 }
 
 type pattern struct {

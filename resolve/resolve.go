@@ -6,10 +6,10 @@ import (
 	"fmt"
 	"net/http"
 	"net/url"
+	"slices"
 	"strings"
 	"sync"
 
-	"github.com/google/go-containerregistry/pkg/authn"
 	"github.com/google/go-containerregistry/pkg/name"
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 	"github.com/google/go-containerregistry/pkg/v1/remote"
@@ -38,15 +38,16 @@ type Resolver struct {
 
 // call is one resolution in flight or done.
 type call struct {
-	done chan struct{}
-	hash v1.Hash
-	err  error
+	done   chan struct{}
+	hash   v1.Hash
+	mirror string // the mirror host that answered, or ""
+	err    error
 }
 
 // New returns a Resolver configured by opts.
 func New(opts ...Option) (*Resolver, error) {
 	o := options{
-		keychain:       authn.DefaultKeychain,
+		keychain:       DockerKeychain,
 		jobs:           DefaultJobs,
 		requestTimeout: DefaultRequestTimeout,
 		insecure:       map[string]bool{},
@@ -82,6 +83,28 @@ func New(opts ...Option) (*Resolver, error) {
 	return &Resolver{o: o, red: red, base: base, sem: make(chan struct{}, o.jobs)}, nil
 }
 
+// Platform returns the platform whose manifest the Resolver pins
+// (WithPlatform), or nil when it pins the multi-platform index. The
+// caller may not change it.
+func (r *Resolver) Platform() *v1.Platform {
+	if r.o.platform == nil {
+		return nil
+	}
+	p := *r.o.platform
+	return &p
+}
+
+// Mirrors returns the mirrors the Resolver was given, in order, as
+// WithMirror was given them: for a caller to tell which of them no image
+// of its own is from.
+func (r *Resolver) Mirrors() []Mirror { return slices.Clone(r.o.mirrorList) }
+
+// UsesMirror reports whether the Resolver would ask mirror m about ref:
+// whether ref's registry is m's From, however either spells the host.
+func UsesMirror(m Mirror, ref name.Reference) bool {
+	return hostKey(m.From) == hostKey(ref.Context().RegistryStr())
+}
+
 // Resolve returns the digest the registry serves for ref now, with source
 // resolution.Registry. A reference that carries a digest returns it
 // without a request, with source resolution.Pinned. An error is one line
@@ -92,15 +115,15 @@ func (r *Resolver) Resolve(ctx context.Context, ref name.Reference) (resolution.
 		h, err := v1.NewHash(d.DigestStr())
 		return resolution.Resolution{Digest: h, Source: resolution.Pinned}, err
 	}
-	h, err := r.digest(ctx, ref)
+	c, err := r.digest(ctx, ref)
 	if err != nil {
 		return resolution.Resolution{}, err
 	}
-	return resolution.Resolution{Digest: h, Source: resolution.Registry}, nil
+	return resolution.Resolution{Digest: c.hash, Source: resolution.Registry, Mirror: c.mirror}, nil
 }
 
 // digest resolves a reference without a digest.
-func (r *Resolver) digest(ctx context.Context, ref name.Reference) (v1.Hash, error) {
+func (r *Resolver) digest(ctx context.Context, ref name.Reference) (*call, error) {
 	// Each distinct reference is resolved once: later callers wait for the
 	// first. A failed call is forgotten so that it is not cached.
 	c := &call{done: make(chan struct{})}
@@ -108,17 +131,17 @@ func (r *Resolver) digest(ctx context.Context, ref name.Reference) (v1.Hash, err
 		c = v.(*call)
 		select {
 		case <-c.done:
-			return c.hash, c.err
+			return c, c.err
 		case <-ctx.Done():
-			return v1.Hash{}, fmt.Errorf("%s: %w", ref, ctx.Err())
+			return nil, fmt.Errorf("%s: %w", ref, ctx.Err())
 		}
 	}
-	c.hash, c.err = r.resolve(ctx, ref)
+	c.hash, c.mirror, c.err = r.resolve(ctx, ref)
 	if c.err != nil {
 		r.calls.CompareAndDelete(ref.Name(), c)
 	}
 	close(c.done)
-	return c.hash, c.err
+	return c, c.err
 }
 
 // candidate is one registry to ask about a reference: a mirror, or the
@@ -133,24 +156,27 @@ type candidate struct {
 }
 
 // resolve asks the mirrors and the registry in turn, within the
-// concurrency bound.
-func (r *Resolver) resolve(ctx context.Context, ref name.Reference) (v1.Hash, error) {
+// concurrency bound. mirror is the host of the mirror that answered, ""
+// for the registry itself.
+func (r *Resolver) resolve(ctx context.Context, ref name.Reference) (h v1.Hash, mirror string, err error) {
 	cands, done, err := r.slot(ctx, ref)
 	if err != nil {
-		return v1.Hash{}, err
+		return v1.Hash{}, "", err
 	}
 	defer done()
 	// Then ask each candidate in turn until one answers. A platform
-	// mismatch is an answer: no other candidate is asked.
+	// mismatch is an answer: no other candidate is asked. An answer is
+	// not logged here: the caller logs each image once, with where its
+	// digest came from (Resolution.Mirror).
 	var fails []tryFailure
 	for _, c := range cands {
 		tr := &trace{}
 		h, err := r.resolveAt(withTrace(ctx, tr), c)
 		if err == nil {
 			if c.mirror {
-				r.o.logf("resolved %s to %s through mirror %s", ref, h, c.ref)
+				mirror = c.ref.Context().RegistryStr()
 			}
-			return h, nil
+			return h, mirror, nil
 		}
 		fails = append(fails, tryFailure{c: c, err: err, tr: tr})
 		var pe *platformError
@@ -161,7 +187,7 @@ func (r *Resolver) resolve(ctx context.Context, ref name.Reference) (v1.Hash, er
 			r.o.logf("mirror %s failed: %s", c.ref, describe(err, r.red))
 		}
 	}
-	return v1.Hash{}, newError(ref, fails, r.red)
+	return v1.Hash{}, "", newError(ref, fails, r.red)
 }
 
 // slot returns ref's candidates once the Resolver's concurrency bound
@@ -195,9 +221,9 @@ func (r *Resolver) slot(ctx context.Context, ref name.Reference) (cands []candid
 func (r *Resolver) candidates(ref name.Reference) ([]candidate, error) {
 	ref = r.withScheme(ref)
 	var cands []candidate
-	ms := r.o.mirrors[ref.Context().RegistryStr()]
+	ms := r.o.mirrors[hostKey(ref.Context().RegistryStr())]
 	for _, m := range ms {
-		mref, err := m.ref(ref, r.o.insecure[m.host])
+		mref, err := m.ref(ref, r.o.insecure[hostKey(m.host)])
 		if err != nil {
 			return nil, fmt.Errorf("naming %s on mirror %s: %w", ref, m, err)
 		}
@@ -247,7 +273,6 @@ func (r *Resolver) resolveAt(ctx context.Context, c candidate) (v1.Hash, error) 
 	}
 	desc, err := p.Head(ctx, c.ref)
 	if err == nil {
-		r.o.logf("resolved %s to %s (HEAD)", c.ref, desc.Digest)
 		return desc.Digest, nil
 	}
 	if !headGaveNoDigest(err) {
@@ -260,7 +285,6 @@ func (r *Resolver) resolveAt(ctx context.Context, c candidate) (v1.Hash, error) 
 	if err != nil {
 		return v1.Hash{}, err
 	}
-	r.o.logf("resolved %s to %s (GET)", c.ref, d.Digest)
 	return d.Digest, nil
 }
 
@@ -289,10 +313,12 @@ func (r *Resolver) platformDigest(ctx context.Context, p *remote.Puller, ref nam
 				continue
 			}
 			if c.Platform.Satisfies(want) {
-				r.o.logf("resolved %s for %s to %s", ref, want, c.Digest)
 				return c.Digest, nil
 			}
 			have = append(have, c.Platform.String())
+		}
+		if len(have) == 0 {
+			return v1.Hash{}, &platformError{fmt.Sprintf("no manifest for platform %s: the index names no platform for any of its %d manifests", want, len(m.Manifests))}
 		}
 		return v1.Hash{}, &platformError{fmt.Sprintf("no manifest for platform %s: the index has %s", want, strings.Join(have, ", "))}
 	case d.MediaType.IsImage():
@@ -304,8 +330,11 @@ func (r *Resolver) platformDigest(ctx context.Context, p *remote.Puller, ref nam
 		if err != nil {
 			return v1.Hash{}, fmt.Errorf("reading image config: %w", err)
 		}
-		if p := cf.Platform(); p == nil || !p.Satisfies(want) {
-			return v1.Hash{}, &platformError{fmt.Sprintf("a single-platform image for %s, not %s", cf.Platform(), want)}
+		switch p := cf.Platform(); {
+		case p == nil:
+			return v1.Hash{}, &platformError{fmt.Sprintf("a single-platform image whose config names no platform, not %s", want)}
+		case !p.Satisfies(want):
+			return v1.Hash{}, &platformError{fmt.Sprintf("a single-platform image for %s, not %s", p, want)}
 		}
 		return d.Digest, nil
 	}
@@ -315,7 +344,7 @@ func (r *Resolver) platformDigest(ctx context.Context, p *remote.Puller, ref nam
 // withScheme marks a reference to an insecure registry as such, so that
 // it may be reached over plain HTTP.
 func (r *Resolver) withScheme(ref name.Reference) name.Reference {
-	if !r.o.insecure[ref.Context().RegistryStr()] {
+	if !r.o.insecure[hostKey(ref.Context().RegistryStr())] {
 		return ref
 	}
 	if ir, err := name.ParseReference(ref.String(), name.Insecure); err == nil {

@@ -13,8 +13,10 @@ import (
 	"github.com/google/go-containerregistry/pkg/authn"
 	"github.com/google/go-containerregistry/pkg/name"
 	v1 "github.com/google/go-containerregistry/pkg/v1"
+	"github.com/google/go-containerregistry/pkg/v1/empty"
 	"github.com/google/go-containerregistry/pkg/v1/mutate"
 	"github.com/google/go-containerregistry/pkg/v1/random"
+	"github.com/google/go-containerregistry/pkg/v1/remote"
 
 	"github.com/digestpin/digestpin/internal/testregistry"
 )
@@ -106,6 +108,23 @@ func resolveAsync(t *testing.T, r *Resolver, refs map[string]string, callers int
 	}
 }
 
+// pushIndexWithoutPlatforms pushes an index of two images whose
+// descriptors name no platform.
+func pushIndexWithoutPlatforms(t *testing.T, reg *testregistry.Registry, repoTag string) {
+	t.Helper()
+	var idx v1.ImageIndex = empty.Index
+	for range 2 {
+		img, err := random.Image(64, 1)
+		if err != nil {
+			t.Fatal(err)
+		}
+		idx = mutate.AppendManifests(idx, mutate.IndexAddendum{Add: img})
+	}
+	if err := remote.WriteIndex(parseRef(t, reg.Ref(repoTag)), idx); err != nil {
+		t.Fatal(err)
+	}
+}
+
 // pushPlatformImage pushes a single-platform image for platform p.
 func pushPlatformImage(t *testing.T, reg *testregistry.Registry, repoTag, p string) v1.Hash {
 	t.Helper()
@@ -187,6 +206,8 @@ func TestResolvePlatform(t *testing.T) {
 	reg := testregistry.New(t)
 	index, children := reg.PushIndex(t, "multi:1", "linux/amd64", "linux/arm64/v8")
 	single := pushPlatformImage(t, reg, "single:1", "linux/amd64")
+	reg.PushImage(t, "bare:1") // a config without OS or architecture
+	pushIndexWithoutPlatforms(t, reg, "bare-index:1")
 	for _, tc := range []struct {
 		desc     string
 		repo     string
@@ -200,6 +221,10 @@ func TestResolvePlatform(t *testing.T) {
 		{desc: "single image without platform", repo: "single:1", want: single.String()},
 		{desc: "single image matching", repo: "single:1", platform: "linux/amd64", want: single.String()},
 		{desc: "single image not matching", repo: "single:1", platform: "linux/arm64", wantErr: []string{"single:1", "single-platform image for linux/amd64, not linux/arm64"}},
+		// Said "for <nil>" before.
+		{desc: "single image without a platform", repo: "bare:1", platform: "linux/s390x", wantErr: []string{"bare:1", "a single-platform image whose config names no platform, not linux/s390x"}},
+		// Said "the index has " and nothing before.
+		{desc: "index without platforms", repo: "bare-index:1", platform: "linux/s390x", wantErr: []string{"bare-index:1", "no manifest for platform linux/s390x: the index names no platform for any of its 2 manifests"}},
 	} {
 		t.Run(tc.desc, func(t *testing.T) {
 			var opts []Option

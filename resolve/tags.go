@@ -14,6 +14,8 @@ import (
 
 	"github.com/Masterminds/semver/v3"
 	"github.com/google/go-containerregistry/pkg/name"
+
+	"github.com/digestpin/digestpin/internal/imageref"
 )
 
 // Strategy names how a TagPolicy picks a repository's tag.
@@ -112,7 +114,7 @@ func (p *TagPolicy) considers(tag string) bool {
 // candidates returns the tags the policy may choose, best first: for
 // semver the highest version first, for name and latest the last in
 // natural order (numbers compared as numbers) first. latest orders them
-// again by creation time. Names that are not valid tags (see validTag)
+// again by creation time. Names that are not valid tags (see imageref.ValidTag)
 // are never candidates, and a repeated name counts once: a registry's
 // listing may hold anything.
 func (p *TagPolicy) candidates(tags []string) []string {
@@ -120,7 +122,7 @@ func (p *TagPolicy) candidates(tags []string) []string {
 	var versions map[string]*semver.Version
 	seen := make(map[string]bool, len(tags))
 	for _, t := range tags {
-		if seen[t] || !validTag(t) || !p.considers(t) {
+		if seen[t] || !imageref.ValidTag(t) || !p.considers(t) {
 			continue
 		}
 		seen[t] = true
@@ -155,22 +157,6 @@ func (p *TagPolicy) candidates(tags []string) []string {
 	}
 	slices.SortFunc(out, func(a, b string) int { return naturalCompare(b, a) })
 	return out
-}
-
-// validTag reports whether s is a tag by the distribution spec's grammar,
-// [a-zA-Z0-9_][a-zA-Z0-9._-]{0,127}. A name outside it would be written
-// into the manifests as the image's tag, or break the reference.
-func validTag(s string) bool {
-	if s == "" || len(s) > 128 || s[0] == '.' || s[0] == '-' {
-		return false
-	}
-	for i := 0; i < len(s); i++ {
-		c := s[i]
-		if !('a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || c == '_' || c == '.' || c == '-') {
-			return false
-		}
-	}
-	return true
 }
 
 // nearest returns up to n of tags that the policy's strategy ranks
@@ -309,8 +295,8 @@ func (ps *TagPolicies) AddReference(ref name.Reference, strategy string) error {
 	return nil
 }
 
-// Clone returns a copy of ps that Add and AddReference may change
-// without changing ps; a nil ps gives an empty TagPolicies.
+// Clone returns a copy of ps that Add, AddReference, Allow and Ignore
+// may change without changing ps; a nil ps gives an empty TagPolicies.
 func (ps *TagPolicies) Clone() *TagPolicies {
 	c := &TagPolicies{}
 	if ps != nil {
@@ -357,15 +343,18 @@ func (ps *TagPolicies) filter(image, expr string, allow bool) error {
 	if err != nil {
 		return fmt.Errorf("parsing regular expression %q: %w", expr, err)
 	}
-	p := ps.m[repo.Name()]
-	if p == nil {
+	old := ps.m[repo.Name()]
+	if old == nil {
 		return fmt.Errorf("%s has no tag policy: set one first", image)
 	}
+	// A new policy, not a change of the old one, which a Clone shares.
+	p := *old
 	if allow {
 		p.allow = re
 	} else {
 		p.ignore = re
 	}
+	ps.m[repo.Name()] = &p
 	return nil
 }
 

@@ -12,6 +12,7 @@ import (
 	"github.com/google/go-containerregistry/pkg/name"
 
 	"github.com/digestpin/digestpin/internal/atomicfile"
+	"github.com/digestpin/digestpin/internal/imageref"
 )
 
 // choiceFormat names the format of the cache entries of tag choices,
@@ -69,11 +70,11 @@ func DecodeChoiceEntry(b []byte, repo name.Repository, key string, now time.Time
 		return Choice{}, fmt.Errorf("tag choice of format %q, want %q", e.Format, choiceFormat)
 	case e.Repository != repo.Name() || e.Key != key:
 		return Choice{}, fmt.Errorf("tag choice of %q, not of %q under this key", e.Repository, repo.Name())
-	case !validTag(e.Choice.Tag) || e.Choice.Policy == "":
+	case !imageref.ValidTag(e.Choice.Tag) || e.Choice.Policy == "":
 		return Choice{}, fmt.Errorf("tag choice of %s: %q is not a valid tag", repo.Name(), e.Choice.Tag)
 	}
 	for _, t := range e.Choice.Candidates {
-		if !validTag(t) {
+		if !imageref.ValidTag(t) {
 			return Choice{}, fmt.Errorf("tag choice of %s: candidate %q is not a valid tag", repo.Name(), t)
 		}
 	}

@@ -17,6 +17,7 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/mutate"
 	"github.com/google/go-containerregistry/pkg/v1/random"
 
+	"github.com/digestpin/digestpin/internal/imageref"
 	"github.com/digestpin/digestpin/internal/testregistry"
 )
 
@@ -224,7 +225,7 @@ func TestPolicyIgnoresInvalidTags(t *testing.T) {
 				t.Errorf("candidates (-want +got):\n%s", diff)
 			}
 			for tag, n := range asked {
-				if n != 1 || !validTag(tag) {
+				if n != 1 || !imageref.ValidTag(tag) {
 					t.Errorf("creation time of %q asked %d times", tag, n)
 				}
 			}

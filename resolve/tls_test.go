@@ -5,6 +5,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -104,5 +105,30 @@ func TestDescribeNetworkCauses(t *testing.T) {
 		if got := describe(tc.err, nil); got != tc.want {
 			t.Errorf("describe(%v) = %q, want %q", tc.err, got, tc.want)
 		}
+	}
+}
+
+// TestInsecureRegistryHosts checks that --insecure-registry takes a host
+// only, with a hint for a URL, and matches the images' hosts as
+// registries do: in any case (before, only the exact spelling matched).
+func TestInsecureRegistryHosts(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct{ host, want string }{
+		{host: "http://registry.example:5000", want: `"http://registry.example:5000": give the host only, without a scheme: registry.example:5000`},
+		{host: "https://registry.example/", want: "give the host only, without a scheme: registry.example"},
+		{host: "registry.example/team", want: `"registry.example/team": give the host only, without a path: registry.example`},
+		{host: "bad host", want: `"bad host" is not a registry host[:port]`},
+		{host: "", want: "a host is empty"},
+	} {
+		if _, err := New(WithInsecureRegistries(tc.host)); err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("New(WithInsecureRegistries(%q)) = %v, want an error with %q", tc.host, err, tc.want)
+		}
+	}
+	reg := testregistry.NewTLS(t)
+	want := reg.PushImage(t, "app:1")
+	_, port, _ := strings.Cut(reg.TLSHost(), ":")
+	r, _ := newTestResolver(t, WithInsecureRegistries("LOCALHOST:"+port))
+	if got, err := resolveString(t, r, "localhost:"+port+"/app:1"); err != nil || got != want.String() {
+		t.Errorf("Resolve(localhost:%s/app:1) with LOCALHOST:%s insecure = %s, %v, want %s", port, port, got, err, want)
 	}
 }

@@ -181,7 +181,7 @@ type plainHTTPGuard struct {
 
 // RoundTrip implements http.RoundTripper.
 func (g *plainHTTPGuard) RoundTrip(req *http.Request) (*http.Response, error) {
-	if req.URL.Scheme == "http" && !g.insecure[req.URL.Host] && !isLoopback(req.URL.Hostname()) {
+	if req.URL.Scheme == "http" && !g.insecure[hostKey(req.URL.Host)] && !isLoopback(req.URL.Hostname()) {
 		return nil, fmt.Errorf("plain HTTP to %s refused: it is not loopback; name it with --insecure-registry to allow it", req.URL.Host)
 	}
 	return g.next.RoundTrip(req)
@@ -209,7 +209,7 @@ func newInsecureTransport(base http.RoundTripper, hosts map[string]bool) http.Ro
 	}
 	unverified.TLSClientConfig.InsecureSkipVerify = true //nolint:gosec // only for hosts named with --insecure-registry
 	return roundTripFunc(func(req *http.Request) (*http.Response, error) {
-		if hosts[req.URL.Host] {
+		if hosts[hostKey(req.URL.Host)] {
 			return unverified.RoundTrip(req)
 		}
 		return base.RoundTrip(req)

@@ -227,9 +227,19 @@ download() {
   ARCHIVE=$TMP_DIR/$file
 }
 
-# unpack installs the binary from the verified ARCHIVE.
+# regularFile reports whether $1 is a regular file with no other name: not
+# a symbolic link (which chmod would follow, and the hook run), a hard
+# link, a FIFO, a device or a folder.
+regularFile() {
+  [ -n "$(find "$1" -prune -type f -links 1 2>/dev/null)" ]
+}
+
+# unpack installs the binary from the verified ARCHIVE: a regular file
+# only, whatever the archive says it is.
 unpack() {
   tar -xzf "$ARCHIVE" -C "$TMP_DIR" "$EXE" 2>/dev/null || fail "$(basename "$ARCHIVE") holds no $EXE"
+  regularFile "$TMP_DIR/$EXE" ||
+    fail "$EXE in $(basename "$ARCHIVE") is not a regular file (a link, a folder or a device): refusing to install it"
   mkdir -p "$(dirname "$BIN")"
   TMP_BIN=$BIN.tmp.$$
   mv -f "$TMP_DIR/$EXE" "$TMP_BIN"

@@ -58,7 +58,7 @@ for p in $PLATFORMS; do
   bin=$stage/bin-$os-$arch
   mkdir -p "$bin"
   echo "release: digestpin $VERSION for $os/$arch"
-  GOOS=$os GOARCH=$arch CGO_ENABLED=0 go build -trimpath -ldflags "-X main.version=$VERSION" -o "$bin/$exe" .
+  GOOS=$os GOARCH=$arch CGO_ENABLED=0 go build -trimpath -ldflags "-s -w -X main.version=$VERSION" -o "$bin/$exe" .
   cp LICENSE README.md "$bin/"
   # The CI steps: the GitLab CI template runs them from this archive.
   cp scripts/ci/digestpin-lock.sh scripts/ci/digestpin-ci.sh "$bin/"

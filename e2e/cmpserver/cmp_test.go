@@ -340,7 +340,7 @@ func TestGenerateFailures(t *testing.T) {
 			desc:   "a bad option",
 			values: registryValues(reg),
 			env:    []string{"DIGESTPIN_MODE=sideways"},
-			want:   []string{failed(2) + `digestpin: error: invalid --mode "sideways": want pin, digest or annotate`},
+			want:   []string{failed(2) + `digestpin: error: invalid DIGESTPIN_MODE "sideways": want pin, digest or annotate`},
 		},
 		{
 			// The script's own check: Argo CD passes the path on as is.

@@ -27,6 +27,8 @@ import (
 	"google.golang.org/protobuf/types/known/emptypb"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/yaml"
+
+	"github.com/digestpin/digestpin/internal/testfiles"
 )
 
 // cmpConfigDir is where the sidecar finds the plugin's files
@@ -134,6 +136,7 @@ type server struct {
 	home      string // /home/argocd
 	cache     string // /var/cache, the cache volume
 	tmp       string // /tmp, the sidecar's own
+	seeds     string // the Secret digestpin-seed's volume
 	socket    string // the plugin's unix socket
 	bin       string // the folder with helm and digestpin
 	path      string // PATH, with bin first
@@ -159,11 +162,42 @@ func (s *syncBuffer) String() string {
 	return s.b.String()
 }
 
+// serverOptions are what a test changes of the sidecar.
+type serverOptions struct {
+	// seeds are the keys of the Secret digestpin-seed, mounted as the
+	// kubelet mounts it (mode 0440: defaultMode 0400 under the pod's
+	// fsGroup); nil for one new seed, key seed; empty for no Secret.
+	seeds map[string]string
+	// env holds more variables of the sidecar's env (NAME=value).
+	env []string
+}
+
 // startServer starts argocd-cmp-server with the plugin's files from
-// scripts/argocd/ and stops it when the test ends. It points the repo
-// server's side (this test process) at the server's socket folder, as
-// the shared plugins volume does in the pod.
+// scripts/argocd/, and a new seed in its Secret volume, and stops it when
+// the test ends. It points the repo server's side (this test process) at
+// the server's socket folder, as the shared plugins volume does in the
+// pod.
 func startServer(t *testing.T) *server {
+	t.Helper()
+	return startServerWith(t, serverOptions{})
+}
+
+// seedText returns a new seed, as `digestpin seed` writes it.
+func seedText(t *testing.T) string {
+	t.Helper()
+	p := filepath.Join(t.TempDir(), "seed")
+	if out, err := exec.Command(tool(t, "DIGESTPIN_TEST_BIN", "build"), "seed", p).CombinedOutput(); err != nil {
+		t.Fatalf("digestpin seed: %v: %s", err, out)
+	}
+	b, err := os.ReadFile(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
+}
+
+// startServerWith is startServer with the sidecar changed as o says.
+func startServerWith(t *testing.T, o serverOptions) *server {
 	t.Helper()
 	bin := tool(t, "DIGESTPIN_TEST_ARGOCD_CMP_SERVER", "argocd-cmp-server")
 	helm := tool(t, "DIGESTPIN_TEST_HELM4", "helm")
@@ -210,6 +244,20 @@ func startServer(t *testing.T) *server {
 		}
 	}
 
+	// The Secret digestpin-seed, where repo-server-patch.yaml mounts it
+	// (DIGESTPIN_SEED_FILE in its env, moved below).
+	seeds := o.seeds
+	if seeds == nil {
+		seeds = map[string]string{"seed": seedText(t)}
+	}
+	s.seeds = filepath.Join(s.home, "digestpin-seed")
+	if err := os.MkdirAll(s.seeds, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if len(seeds) > 0 {
+		testfiles.SecretVolume(t, s.seeds, seeds, 0o440)
+	}
+
 	move := strings.NewReplacer("/home/argocd", s.home, "/var/cache", s.cache, "/tmp", s.tmp)
 	s.bin = toolDir
 	s.path = toolDir + string(os.PathListSeparator) + os.Getenv("PATH")
@@ -220,6 +268,7 @@ func startServer(t *testing.T) *server {
 		"ARGOCD_PLUGINSOCKFILEPATH=" + sockDir,
 		"ARGOCD_CMP_WORKDIR=" + s.tmp,
 	}, sidecarEnv(t, move)...)
+	env = append(env, o.env...)
 
 	cmd := exec.Command(bin, "--config-dir-path", s.configDir, "--logformat", "text")
 	cmd.Env = env

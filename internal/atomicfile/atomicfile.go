@@ -38,7 +38,7 @@ type Pending struct {
 // already; perm is the mode of a new file. A destination that exists and
 // is not a regular file is an error.
 func Prepare(path string, data []byte, perm os.FileMode) (*Pending, error) {
-	dest, err := followLinks(path)
+	dest, err := Destination(path)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", path, err)
 	}
@@ -57,10 +57,10 @@ func Prepare(path string, data []byte, perm os.FileMode) (*Pending, error) {
 // kernel's ELOOP does.
 const maxLinks = 40
 
-// followLinks returns the file that path names after following symbolic
-// links, including a last link whose target does not exist yet (a new
-// file is created there).
-func followLinks(path string) (string, error) {
+// Destination returns the file that Prepare writes for path: path after
+// following symbolic links, including a last link whose target does not
+// exist yet (a new file is created there).
+func Destination(path string) (string, error) {
 	for range maxLinks {
 		fi, err := os.Lstat(path)
 		if errors.Is(err, fs.ErrNotExist) {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"runtime"
 	"strings"
@@ -13,6 +14,7 @@ import (
 	"github.com/google/go-containerregistry/pkg/name"
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 
+	"github.com/digestpin/digestpin/internal/redact"
 	"github.com/digestpin/digestpin/internal/testredis"
 )
 
@@ -161,4 +163,75 @@ func nameRef(s string) (name.Reference, error) { return name.ParseReference(s) }
 func hashOf(i int) v1.Hash {
 	sum := sha256.Sum256([]byte(fmt.Sprint(i)))
 	return v1.Hash{Algorithm: "sha256", Hex: hex.EncodeToString(sum[:])}
+}
+
+// TestEchoedPasswordMasked is a Redis that answers HELLO and AUTH with an
+// error that quotes the command, as redis-server does when they are
+// renamed away, and as a proxy that does not know them may ("ERR unknown
+// command 'AUTH', with args beginning with: 'PASSWORD'"):
+// the warning says what failed without any part of the password, for a
+// long one too (redis-server cuts the quote at 128 bytes, which leaves a
+// part that is not the password whole) and one with a line break (which
+// it shows as a blank).
+func TestEchoedPasswordMasked(t *testing.T) {
+	srv := testredis.Start(t, testredis.Options{Args: []string{"--rename-command", "HELLO", "", "--rename-command", "AUTH", ""}})
+	host := srv.Addr
+	for _, tc := range []struct {
+		desc string
+		o    Options
+		pass string
+	}{
+		{desc: "password option", o: Options{URL: srv.URL(0), Password: "SENTINEL-redis-p4ss"}, pass: "SENTINEL-redis-p4ss"},
+		{desc: "password in the URL", o: Options{URL: "redis://:SENTINEL-redis-p4ss@" + host + "/0"}, pass: "SENTINEL-redis-p4ss"},
+		{desc: "user and password", o: Options{URL: "redis://bob:SENTINEL-redis-p4ss@" + host + "/0"}, pass: "SENTINEL-redis-p4ss"},
+		{desc: "a long password", o: Options{URL: srv.URL(0), Password: strings.Repeat("SENTINEL", 40)}, pass: strings.Repeat("SENTINEL", 40)},
+		{desc: "a line break", o: Options{URL: srv.URL(0), Password: "SENTINEL\r\nredis-p4ss"}, pass: "SENTINEL\r\nredis-p4ss"},
+	} {
+		t.Run(tc.desc, func(t *testing.T) {
+			c, w := newClient(t, tc.o)
+			newCache(t, c, time.Hour, 0).Get(context.Background(), mustRef(t, "registry.example/app:1"), "")
+			got := w.get()
+			if len(got) != 1 || !strings.Contains(got[0], "unknown command") {
+				t.Fatalf("warnings = %q, want one that says why Redis failed", got)
+			}
+			for _, part := range []string{"SENTINEL", "redis-p4ss"} {
+				if strings.Contains(got[0], part) {
+					t.Errorf("warning %q shows %q of the password", got[0], part)
+				}
+			}
+		})
+	}
+}
+
+// FuzzSays checks that a Redis error never shows the password in a
+// message: quoted whole or cut by redis-server, or echoed anywhere else in
+// the reply of a server or proxy.
+func FuzzSays(f *testing.F) {
+	f.Add("SENTINEL-redis-p4ss", "ERR unknown command 'auth', with args beginning with: '", "' ", 200)
+	f.Add(strings.Repeat("SENTINEL", 40), "ERR unknown command 'auth', with args beginning with: 'bob' '", "' ", 118)
+	f.Add("SENTINEL\r\nredis-p4ss", "ERR invalid password ", "", 200)
+	f.Add("p4ss", "-ERR proxy: AUTH ", " refused", 2)
+	f.Fuzz(func(t *testing.T, password, before, after string, cut int) {
+		secret := strings.TrimSpace(password)
+		if len(secret) < redact.MinSecret || strings.Contains(password+before+after, "\x00") {
+			return // too short to mask, or holds the stand-in below
+		}
+		c, err := New(Options{URL: "redis://127.0.0.1:1/0", Password: password})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer c.Close()
+		// Echoed whole, anywhere.
+		msg := before + password + after
+		if shown := strings.ReplaceAll(c.says(errors.New(msg)), redact.Mask, "\x00"); strings.Contains(shown, secret) {
+			t.Fatalf("says(%q) = %q, which shows the password", msg, shown)
+		}
+		// Quoted by redis-server: cut, and line breaks as blanks.
+		quoted := strings.NewReplacer("\r", " ", "\n", " ").Replace(password)
+		quoted = quoted[:max(0, min(cut, len(quoted)))]
+		msg = "ERR unknown command 'auth', with args beginning with: '" + quoted + "' "
+		if got, want := c.says(errors.New(msg)), "ERR unknown command 'auth', with args beginning with: (not shown)"; got != want {
+			t.Fatalf("says(%q) = %q, want %q", msg, got, want)
+		}
+	})
 }

@@ -32,6 +32,7 @@ import (
 	"github.com/redis/go-redis/v9/maintnotifications"
 
 	"github.com/digestpin/digestpin/internal/readfile"
+	"github.com/digestpin/digestpin/internal/redact"
 )
 
 // DefaultPrefix begins every key a Client writes, when Options.Prefix is
@@ -80,6 +81,7 @@ type Client struct {
 	timeout time.Duration
 	warnf   func(format string, args ...any)
 	logf    func(format string, args ...any)
+	red     *redact.Redactor // knows the password
 
 	off     atomic.Bool
 	offOnce sync.Once
@@ -161,7 +163,12 @@ func New(o Options) (*Client, error) {
 	// go-redis logs its own failures to stderr: they are ours to say.
 	quietOnce.Do(func() { redis.SetLogger(quiet{}) })
 	nop := func(string, ...any) {}
-	c := &Client{rdb: redis.NewClient(opt), where: where, prefix: prefix, timeout: timeout, warnf: o.Warnf, logf: o.Logf}
+	// A server that echoes the password back in an error (see says) is
+	// masked as a registry is: by package redact, which also knows it as
+	// redis-server shows a line break in it, as a blank.
+	red := redact.New()
+	red.Add(opt.Password, strings.NewReplacer("\r", " ", "\n", " ").Replace(opt.Password))
+	c := &Client{rdb: redis.NewClient(opt), where: where, prefix: prefix, timeout: timeout, warnf: o.Warnf, logf: o.Logf, red: red}
 	if c.warnf == nil {
 		c.warnf = nop
 	}
@@ -202,9 +209,27 @@ func (c *Client) call(ctx context.Context, what string, f func(ctx context.Conte
 	}
 	c.offOnce.Do(func() {
 		c.off.Store(true)
-		c.warnf("Redis %s: %s: %v; going on without Redis for the rest of this run (registries asked directly)", c.where, what, err)
+		c.warnf("Redis %s: %s: %s; going on without Redis for the rest of this run (registries asked directly)", c.where, what, c.says(err))
 	})
 	return err
+}
+
+// argsQuoted is where redis-server begins to quote the arguments of a
+// command it does not know: "ERR unknown command 'AUTH', with args
+// beginning with: 'PASSWORD'".
+const argsQuoted = "with args beginning with:"
+
+// says is what err, a failure of Redis, may show in a message. A server
+// that does not know a command quotes its arguments, AUTH's password
+// among them, cut at 128 bytes and with line breaks as blanks, which no
+// mask of the whole password catches: the arguments are left out, and
+// the rest is masked.
+func (c *Client) says(err error) string {
+	s := err.Error()
+	if i := strings.Index(s, argsQuoted); i >= 0 {
+		s = s[:i+len(argsQuoted)] + " (not shown)"
+	}
+	return c.red.Redact(s)
 }
 
 // ignore warns, once per key, that the value of key was ignored.

@@ -1,10 +1,13 @@
 // Package testfiles holds the file helpers that tests of several packages
-// share: reading an input file, writing a lock file and listing a folder.
+// share: reading an input file, writing a lock file, listing a folder and
+// laying out a Kubernetes Secret volume.
 package testfiles
 
 import (
 	"os"
+	"path/filepath"
 	"sort"
+	"time"
 
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 
@@ -56,4 +59,54 @@ func Read(t TB, path string) []byte {
 		t.Fatal(err)
 	}
 	return b
+}
+
+// SecretVolume writes files (name → content) into dir as the kubelet
+// writes a Kubernetes Secret volume (its atomic writer,
+// pkg/volume/util/atomic_writer.go): the files in a new hidden folder named
+// after the time (mode 0755), ..data a link to it, each name a link to
+// ..data/NAME. mode is the files' mode once the kubelet set it: the
+// volume's defaultMode, with the group's read bit added when the pod has an
+// fsGroup (0400 becomes 0440). When dir holds a volume already, it is
+// updated as the kubelet does when the Secret changes: ..data is switched
+// to the new folder with a rename, then the old folder is removed.
+func SecretVolume(t TB, dir string, files map[string]string, mode os.FileMode) {
+	t.Helper()
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	old, _ := os.Readlink(filepath.Join(dir, "..data"))
+	ts, err := os.MkdirTemp(dir, time.Now().UTC().Format("..2006_01_02_15_04_05."))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chmod(ts, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for name, content := range files {
+		p := filepath.Join(ts, name)
+		if err := os.WriteFile(p, []byte(content), mode); err != nil {
+			t.Fatal(err)
+		}
+		// WriteFile's mode goes through the umask.
+		if err := os.Chmod(p, mode); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := os.Lstat(filepath.Join(dir, name)); os.IsNotExist(err) {
+			if err := os.Symlink(filepath.Join("..data", name), filepath.Join(dir, name)); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	if err := os.Symlink(filepath.Base(ts), filepath.Join(dir, "..data_tmp")); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Rename(filepath.Join(dir, "..data_tmp"), filepath.Join(dir, "..data")); err != nil {
+		t.Fatal(err)
+	}
+	if old != "" {
+		if err := os.RemoveAll(filepath.Join(dir, old)); err != nil {
+			t.Fatal(err)
+		}
+	}
 }

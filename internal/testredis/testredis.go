@@ -43,6 +43,9 @@ type Options struct {
 	// TLS serves TLS only, with a certificate for 127.0.0.1 signed by a
 	// CA of the server's own (see Server.CAFile).
 	TLS bool
+	// Args are more redis-server arguments, e.g. "--rename-command",
+	// "AUTH", "" for a server that refuses AUTH as an unknown command.
+	Args []string
 }
 
 // Server is a running redis-server.
@@ -120,6 +123,7 @@ func (s *Server) start(bin string, port int) error {
 	if s.opts.Password != "" {
 		args = append(args, "--requirepass", s.opts.Password)
 	}
+	args = append(args, s.opts.Args...)
 	s.Addr = net.JoinHostPort("127.0.0.1", strconv.Itoa(port))
 	s.cmd = exec.Command(bin, args...)
 	if err := s.cmd.Start(); err != nil {

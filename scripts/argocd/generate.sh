@@ -5,22 +5,37 @@
 # pins every image through digestpin. What it renders is decided as Argo CD
 # decides it:
 #
-#   Chart.yaml              a Helm chart, rendered as Argo CD's Helm does:
-#                             helm template --namespace=NAMESPACE \
+#   Chart.yaml              a Helm chart, rendered as Argo CD's Helm does,
+#                           with Helm 4's engine in digestpin, every
+#                           generator function (randAlphaNum, genCA, ...)
+#                           derived from the sidecar's seed:
+#                             digestpin template --seed-file=SEED \
+#                               --namespace=NAMESPACE \
 #                               --kube-version="$KUBE_VERSION" \
 #                               --api-versions="$KUBE_API_VERSIONS" \
 #                               [--values=FILE]... [--values=INLINE] \
 #                               [--set|--set-string|--set-file=K=V]... \
-#                               --include-crds -- RELEASE . | digestpin [options]
+#                               --include-crds [options] -- RELEASE .
 #   kustomization.yaml,     a kustomization: kustomize build . | digestpin
 #   .yml or Kustomization
 #   anything else           plain manifests: the folder's *.yaml, *.yml and
 #                           *.json files (not recursive, in name order),
 #                           joined with ---, | digestpin
 #
-# stdout carries the manifests only; with pipefail a failure of helm,
-# kustomize or digestpin fails the generation, and its reason (on stderr) is
-# what Argo CD shows in the Application's conditions.
+# stdout carries the manifests only; with pipefail a failure of digestpin
+# or kustomize fails the generation, and its reason (on stderr) is what
+# Argo CD shows in the Application's conditions.
+#
+# The seed (Helm charts only) is the sidecar's, never the Application's:
+# the file DIGESTPIN_SEED_FILE of the sidecar's env (repo-server-patch.yaml:
+# /home/argocd/digestpin-seed/seed, the key seed of the Secret
+# digestpin-seed). With DIGESTPIN_CMP_SEED_PER_PROJECT=true in the
+# sidecar's env, each Argo CD project has its own: the key
+# project.PROJECT of that Secret, in the same folder, and an Application
+# of a project without one fails. No seed, no render: the generation fails
+# naming the Secret and key to create, rather than render with random
+# values. Same seed, chart, values, release name and namespace: the same
+# generated passwords, keys and certificates (SECURITY.md: The seed).
 #
 # Helm settings are the plugin's parameters (spec.source.plugin.parameters,
 # announced in plugin.yaml, which lists them with the source.helm field each
@@ -56,7 +71,10 @@
 # Only these reach digestpin from an Application. The sidecar's own
 # DIGESTPIN_* variables (set by the Argo CD administrator in
 # repo-server-patch.yaml: timeouts, insecure registries, a default cache
-# TTL) apply to every Application; the options above win over them.
+# TTL) apply to every Application; the options above win over them. An
+# Application that names the seed (DIGESTPIN_SEED_FILE, DIGESTPIN_SEED,
+# DIGESTPIN_CMP_SEED_PER_PROJECT in its env, a seed or seed-file
+# parameter) fails: `digestpin argocd-parameters` refuses it.
 #
 # DIGESTPIN_STEADY, and the sidecar's DIGESTPIN_CMP_STATE_DIR, belonged to
 # the retired two-render mode: `digestpin argocd-parameters` fails the
@@ -66,10 +84,11 @@
 # Every path an Application names (values files, --set-file files, the lock
 # file, and the plain YAML files themselves) must lie inside the
 # repository once every symbolic link in it is followed, and no symbolic
-# link of the repository may point outside it. Helm gets each value as
-# --flag=VALUE and the release name after --, so that no parameter is read
-# as a flag of its own; a values or --set-file path with a comma, and a
-# --set key with a comma or =, are refused (Helm would read more files).
+# link of the repository may point outside it. digestpin template gets
+# each value as --flag=VALUE and the release name after --, so that no
+# parameter is read as a flag of its own; a values or --set-file path with
+# a comma, and a --set key with a comma or =, are refused (Helm's reading
+# of them, which digestpin template keeps, would read more files).
 set -o errexit -o nounset -o pipefail
 
 die() {
@@ -266,10 +285,41 @@ if ((${#param_api_versions[@]})); then
 	)
 fi
 
-# render writes the manifests of the source folder to stdout.
+# seed_file sets $seed_file to the seed the sidecar renders this
+# Application's chart with (see the top), and fails the generation with
+# what to create when there is none.
+seed_file() {
+	local file=${DIGESTPIN_SEED_FILE:-} key project
+	[[ "$file" == /* ]] ||
+		die "the sidecar's DIGESTPIN_SEED_FILE is \"$file\": want the absolute path of the key seed of the mounted Secret digestpin-seed (repo-server-patch.yaml)"
+	key=${file##*/}
+	case ${DIGESTPIN_CMP_SEED_PER_PROJECT:-false} in
+	false) ;;
+	true)
+		project=${ARGOCD_APP_PROJECT_NAME:-}
+		# An AppProject's name is a DNS subdomain: no / and no leading
+		# dot, so the key is a file of the Secret's folder.
+		[[ "$project" =~ ^[a-z0-9]([-.a-z0-9]*[a-z0-9])?$ ]] ||
+			die "ARGOCD_APP_PROJECT_NAME \"$project\": not an Argo CD project name, and DIGESTPIN_CMP_SEED_PER_PROJECT=true picks the seed by it"
+		key=project.$project
+		file=${file%/*}/$key
+		;;
+	*) die "the sidecar's DIGESTPIN_CMP_SEED_PER_PROJECT=$DIGESTPIN_CMP_SEED_PER_PROJECT: want true or false" ;;
+	esac
+	if [[ ! -e "$file" ]]; then
+		[[ "$key" != project.* ]] ||
+			die "no seed for the project $project at $file: add the key $key to the Secret digestpin-seed (SECURITY.md: The seed); nothing rendered"
+		die "no seed at $file: create the Secret digestpin-seed: kubectl -n argocd create secret generic digestpin-seed --from-file=$key=<(digestpin seed) (SECURITY.md: The seed); nothing rendered"
+	fi
+	[[ -r "$file" ]] ||
+		die "seed file $file: the sidecar's user $(id -u) cannot read it: give the repo server's pod securityContext.fsGroup: 999 (repo-server-patch.yaml)"
+	seed_file=$file
+}
+
+# render writes the manifests of a kustomization or a plain folder to
+# stdout.
 render() {
 	case $flavour in
-	helm) helm "${helm_args[@]}" -- "$release" . ;;
 	kustomization) kustomize build . ;;
 	directory)
 		local f
@@ -286,11 +336,13 @@ render() {
 
 case $flavour in
 helm)
+	seed_file
 	# Every value goes in a --flag=VALUE word and the release name and
 	# the chart after --, so that no value of the Application is ever
-	# read as a flag of Helm's (a release name "--post-renderer=./x.sh"
-	# would run a program of the repository in the sidecar).
-	helm_args=(template "--namespace=$namespace")
+	# read as a flag of digestpin template's (a release name
+	# "--seed-file=x" would choose the seed, "--log-file=x" write a file
+	# of the sidecar's).
+	helm_args=("--seed-file=$seed_file" "--namespace=$namespace")
 	# Render for the destination cluster, as Argo CD's built-in Helm does.
 	if [[ -n "$kube_version" ]]; then
 		helm_args+=("--kube-version=$kube_version")
@@ -359,7 +411,11 @@ directory)
 	;;
 esac
 
+# Options reach digestpin as flags (pin_args) or, where digestpin's
+# messages should name them as the Application wrote them, as the variable
+# of the same name (pin_env), which wins over the sidecar's own.
 pin_args=()
+pin_env=()
 if [[ -n "${ARGOCD_ENV_DIGESTPIN_LOCK:-}" ]]; then
 	inside_repo "lock file" "$ARGOCD_ENV_DIGESTPIN_LOCK"
 	pin_args+=("--lock=$ARGOCD_ENV_DIGESTPIN_LOCK")
@@ -371,20 +427,25 @@ if [[ -n "${ARGOCD_ENV_DIGESTPIN_LOCK:-}" ]]; then
 fi
 if [[ -n "${ARGOCD_ENV_DIGESTPIN_CONFIG:-}" ]]; then
 	inside_repo "configuration file" "$ARGOCD_ENV_DIGESTPIN_CONFIG"
-	pin_args+=("--config=$ARGOCD_ENV_DIGESTPIN_CONFIG")
+	pin_env+=("DIGESTPIN_CONFIG=$ARGOCD_ENV_DIGESTPIN_CONFIG")
 fi
-# option FLAG NAME passes ARGOCD_ENV_NAME to digestpin as --FLAG when set.
+# option NAME passes ARGOCD_ENV_NAME to digestpin as the variable NAME
+# when set: digestpin's messages then name what the Application wrote
+# (DIGESTPIN_MODE), not a flag it never wrote (--mode).
 option() {
-	local var="ARGOCD_ENV_$2"
+	local var="ARGOCD_ENV_$1"
 	if [[ -n "${!var:-}" ]]; then
-		pin_args+=("--$1=${!var}")
+		pin_env+=("$1=${!var}")
 	fi
 }
-option cache-ttl DIGESTPIN_CACHE_TTL
-option mode DIGESTPIN_MODE
-option registry-mirror DIGESTPIN_REGISTRY_MIRROR
-option platform DIGESTPIN_PLATFORM
-option on-error DIGESTPIN_ON_ERROR
-option verbose DIGESTPIN_VERBOSE
+option DIGESTPIN_CACHE_TTL
+option DIGESTPIN_MODE
+option DIGESTPIN_REGISTRY_MIRROR
+option DIGESTPIN_PLATFORM
+option DIGESTPIN_ON_ERROR
+option DIGESTPIN_VERBOSE
 
-render | digestpin "${pin_args[@]}"
+case $flavour in
+helm) env "${pin_env[@]}" digestpin template "${helm_args[@]}" "${pin_args[@]}" -- "$release" . ;;
+*) render | env "${pin_env[@]}" digestpin "${pin_args[@]}" ;;
+esac

@@ -77,5 +77,11 @@ mkdir "$tmp/bin"
 tar -xzf "$tmp/$dp" -C "$tmp/bin" digestpin 2>/dev/null || fail "$dp holds no digestpin"
 tar -xzf "$tmp/$helm" -C "$tmp/bin" --strip-components 1 "linux-$arch/helm" 2>/dev/null || fail "$helm holds no linux-$arch/helm"
 tar -xzf "$tmp/$kz" -C "$tmp/bin" kustomize 2>/dev/null || fail "$kz holds no kustomize"
+# Each a regular file of its own: install copies what a link points at (a
+# file of the build into the image), and blocks on a FIFO.
+for f in digestpin helm kustomize; do
+	[[ -n "$(find "$tmp/bin/$f" -prune -type f -links 1 2>/dev/null)" ]] ||
+		fail "$f from its archive is not a regular file (a link, a folder or a device): refusing it"
+done
 mkdir -p -- "$dest"
 install -m 0755 "$tmp/bin/digestpin" "$tmp/bin/helm" "$tmp/bin/kustomize" "$dest/"

@@ -3,30 +3,40 @@
 # Helm chart's images in a digestpin lock file.
 #
 # Usage:
-#   digestpin-lock.sh [--check] [--lock FILE] [--output FILE] [--commit|--push] [--] CHART [HELM TEMPLATE FLAGS...]
+#   digestpin-lock.sh [--check] [--lock FILE] [--output FILE] [--seed-file FILE] [--commit|--push] [--] CHART [HELM TEMPLATE FLAGS...]
 #
 # Record (the default), after CI pushed the images:
-#   helm template RELEASE CHART [FLAGS...] | digestpin --write-lock FILE
+#   digestpin template RELEASE CHART [FLAGS...] --seed-file SEED --write-lock FILE
 # FILE (default CHART/digests.lock) then holds the digest of every image the
 # chart uses, sorted: commit it, and Argo CD's digestpin plugin (or any
 # `digestpin --lock FILE --frozen`) renders from it without asking a
 # registry. The step says on stderr whether FILE changed.
 #
-# Check (--check): renders with `digestpin --lock FILE --check` and fails,
-# naming each image, when the registry serves another digest than FILE, or
-# an image is missing from it: a gate for pull requests and scheduled jobs.
+# Check (--check): renders with `digestpin template … --lock FILE --check`
+# and fails, naming each image, when the registry serves another digest
+# than FILE, or an image is missing from it: a gate for pull requests and
+# scheduled jobs.
 #
-# The chart is rendered first, on its own: when `helm template` fails, the
-# step says so, with helm's error, and neither asks a registry nor touches
-# FILE (a failed render is never taken for a registry difference, nor
-# recorded as a lock file without images).
+# digestpin template renders the chart as `helm template` does (Helm 4's
+# engine, helm template's flags), every generated password, key and
+# certificate derived from the seed (README: Deterministic renders). The
+# chart is rendered before any image is resolved: when it does not render,
+# the step says so, with the reason, and neither asks a registry nor
+# touches FILE (a failed render is never taken for a registry difference,
+# nor recorded as a lock file without images).
+#
+# The seed: --seed-file SEED, else DIGESTPIN_SEED_FILE (a file that
+# `digestpin seed` wrote, mode 0600, kept as a CI secret; SECURITY.md: The
+# seed). Without one, the step renders with a new seed of its own, in a
+# private temporary folder, removed at the end: the lock file holds image
+# digests only, and the manifests are discarded, so no generated value
+# leaves the step. --output keeps the manifests, and needs the seed.
 #
 # --output FILE keeps the pinned manifests (by default they are discarded).
 # FILE is replaced only when digestpin wrote other bytes, so that an
 # unchanged release leaves it untouched and there is nothing to commit; a
-# failed step leaves FILE as it was. A chart that generates certificates or
-# passwords with Helm's random functions changes FILE on every run: render
-# it with `digestpin template` instead (README: Deterministic renders).
+# failed step leaves FILE as it was. With the same seed, a chart's
+# generated certificates and passwords are the same bytes on every run.
 #
 # --commit (record only) then commits the lock file and the --output file
 # in the git repository of the current folder when they differ from HEAD,
@@ -41,10 +51,10 @@
 # writes through a link that a commit points elsewhere.
 #
 # Environment: RELEASE is the release name (default: the chart folder's
-# name); HELM and DIGESTPIN name the commands (default: helm, digestpin);
+# name); DIGESTPIN names the command (default: digestpin);
 # COMMIT_MESSAGE the commit's message; PUSH_REMOTE and PUSH_BRANCH where
 # --push pushes to; DIGESTPIN_* variables configure digestpin as usual
-# (DIGESTPIN_PLATFORM, DIGESTPIN_INSECURE_REGISTRY, …).
+# (DIGESTPIN_PLATFORM, DIGESTPIN_INSECURE_REGISTRY, DIGESTPIN_SEED_FILE, …).
 #
 # Exit status: 0 done (--help too); 1 the render, digestpin or git failed
 # (or --check could not check); 2 bad usage; 3 --check found the registry
@@ -75,6 +85,7 @@ fail() {
 check=false
 lock=
 output=/dev/null
+seed=
 commit=false
 push=false
 while [[ $# -gt 0 ]]; do
@@ -90,6 +101,11 @@ while [[ $# -gt 0 ]]; do
 	--output)
 		[[ $# -ge 2 ]] || bad_usage "--output needs a FILE"
 		output=$2
+		shift
+		;;
+	--seed-file)
+		[[ $# -ge 2 && -n "$2" ]] || bad_usage "--seed-file needs a FILE"
+		seed=$2
 		shift
 		;;
 	-h | --help)
@@ -112,10 +128,12 @@ shift
 [[ -d "$chart" ]] || bad_usage "chart folder $chart not found"
 lock=${lock:-$chart/digests.lock}
 release=${RELEASE:-$(basename -- "$(cd -- "$chart" && pwd -P)")}
-# helm reads a chart argument that begins with - as a flag.
+# digestpin reads a chart argument that begins with - as a flag.
 [[ "$chart" != -* ]] || chart=./$chart
-helm=${HELM:-helm}
 digestpin=${DIGESTPIN:-digestpin}
+if [[ -z "$seed" && -z "${DIGESTPIN_SEED_FILE:-}" && "$output" != /dev/null ]]; then
+	bad_usage "--output keeps the manifests, whose generated passwords, keys and certificates derive from the seed: give --seed-file FILE or DIGESTPIN_SEED_FILE (digestpin seed > FILE, kept as a CI secret)"
+fi
 
 # in_work checks that FILE ($2), when its name is in the working folder
 # (relative without .., or absolute under it), is there once its symbolic
@@ -146,6 +164,18 @@ tmp=$(mktemp -d "${TMPDIR:-/tmp}/digestpin-lock.XXXXXX")
 newoutput=
 trap 'rm -rf -- "$tmp"; if [[ -n "$newoutput" ]]; then rm -f -- "$newoutput"; fi' EXIT
 
+# The seed digestpin template renders with (see the top): the one given,
+# else a throwaway one in the private $tmp (mktemp -d: mode 0700), which
+# only the discarded manifests use.
+seed_flags=()
+if [[ -n "$seed" ]]; then
+	seed_flags=("--seed-file=$seed")
+elif [[ -z "${DIGESTPIN_SEED_FILE:-}" ]]; then
+	"$digestpin" seed "$tmp/seed" || fail "digestpin seed failed (its error is above)"
+	seed_flags=("--seed-file=$tmp/seed")
+	echo "digestpin-lock: no seed given (--seed-file, DIGESTPIN_SEED_FILE): generated values come from a throwaway seed; the manifests are discarded" >&2
+fi
+
 # beside makes a new temporary file beside file $1, and prints its name.
 beside() {
 	local dir
@@ -155,41 +185,36 @@ beside() {
 	mktemp "$dir/.digestpin-lock.XXXXXX"
 }
 
-# render runs helm template with the HELM TEMPLATE FLAGS into file $1. When
-# helm fails, it shows helm's messages and says, in one line naming helm
-# and its error, that the render failed.
-render() {
+# template runs digestpin template with the HELM TEMPLATE FLAGS and the
+# flags in pin_flags, writing the manifests to $1; its messages go to
+# stderr. When the chart does not render (digestpin's error is about
+# rendering the chart: nothing was resolved), it says so in one line with
+# that error, and fails the step; otherwise it returns digestpin's status.
+template() {
 	local to=$1 status=0
 	shift
-	"$helm" template "$@" -- "$release" "$chart" >"$to" 2>"$tmp/helm.err" || status=$?
-	cat -- "$tmp/helm.err" >&2
-	if [[ "$status" != 0 ]]; then
-		local msg
-		# helm's error: the paragraph from "Error:" on, in one line (Helm 4
-		# spreads it over indented lines), else helm's last line.
-		msg=$(awk '/^Error:/ { on = 1 } on && /^[[:space:]]*$/ { exit } on { $1 = $1; line = line (line == "" ? "" : " ") $0 } END { print line }' "$tmp/helm.err")
-		if [[ -z "$msg" ]]; then
-			msg=$(grep -v '^[[:space:]]*$' "$tmp/helm.err" | tail -n 1 || true)
-		fi
-		fail "render failed, nothing was resolved: $helm template $release $chart: ${msg:-exit status $status}"
+	"$digestpin" template "$@" "${seed_flags[@]}" "${pin_flags[@]}" -- "$release" "$chart" >"$to" 2>"$tmp/digestpin.err" || status=$?
+	cat -- "$tmp/digestpin.err" >&2
+	[[ "$status" != 0 ]] || return 0
+	local msg
+	msg=$(grep -m 1 '^digestpin: error: rendering chart ' "$tmp/digestpin.err" || true)
+	if [[ -n "$msg" ]]; then
+		fail "render failed, nothing was resolved: digestpin template $release $chart: ${msg#digestpin: error: }"
 	fi
+	return "$status"
 }
 
-# pin renders the chart and pins it with digestpin and the flags in
-# pin_flags, into --output, and reports whether digestpin succeeded; its
-# messages go to stderr and to $tmp/digestpin.err. An --output file is
+# pin renders the chart and pins it with the flags in pin_flags, into
+# --output, and reports whether digestpin succeeded. An --output file is
 # replaced only when digestpin wrote something else.
 pin() {
 	local status=0
-	render "$tmp/render.yaml" "$@"
 	if [[ "$output" == /dev/null ]]; then
-		"$digestpin" "${pin_flags[@]}" <"$tmp/render.yaml" >/dev/null 2>"$tmp/digestpin.err" || status=$?
-		cat -- "$tmp/digestpin.err" >&2
-		return "$status"
+		template /dev/null "$@"
+		return
 	fi
 	newoutput=$(beside "$output") || fail "cannot write beside $output"
-	"$digestpin" "${pin_flags[@]}" <"$tmp/render.yaml" >"$newoutput" 2>"$tmp/digestpin.err" || status=$?
-	cat -- "$tmp/digestpin.err" >&2
+	template "$newoutput" "$@" || status=$?
 	[[ "$status" == 0 ]] || return "$status"
 	if [[ -f "$output" ]] && cmp -s -- "$newoutput" "$output"; then
 		echo "digestpin-lock: $output unchanged" >&2

@@ -1,0 +1,360 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/spf13/pflag"
+	"helm.sh/helm/v4/pkg/action"
+	"helm.sh/helm/v4/pkg/cli"
+	release "helm.sh/helm/v4/pkg/release/v1"
+
+	"github.com/digestpin/digestpin/detgen"
+	"github.com/digestpin/digestpin/helmrender"
+	"github.com/digestpin/digestpin/pin"
+	"github.com/digestpin/digestpin/postrender"
+)
+
+// deployRenames are the pinning flags that digestpin install and upgrade
+// name otherwise: template's (templateRenames), and --timeout, which is
+// Helm's there (how long one Kubernetes operation may take), so that
+// digestpin's bound on pinning is --pin-timeout.
+var deployRenames = map[string]string{
+	"filename": "",
+	"version":  "",
+	"ca-file":  "registry-ca-file",
+	"timeout":  "pin-timeout",
+}
+
+// configureHelm makes the action configuration of an install or upgrade
+// as Helm's CLI does: from settings, HELM_DRIVER and
+// HELM_MEMORY_DRIVER_DATA. Tests replace it.
+type configureHelm func(settings *cli.EnvSettings, log io.Writer) (*action.Configuration, error)
+
+// helmConfiguration is the configureHelm of the command.
+func helmConfiguration(settings *cli.EnvSettings, log io.Writer) (*action.Configuration, error) {
+	return helmrender.NewConfiguration(settings, os.Getenv("HELM_DRIVER"), os.Getenv("HELM_MEMORY_DRIVER_DATA"), log)
+}
+
+// deployCmd is one run of digestpin install or digestpin upgrade.
+type deployCmd struct {
+	name      string // "install" or "upgrade"
+	configure configureHelm
+	o         *options // the pinning flags
+	install   helmrender.InstallOptions
+	upgrade   helmrender.UpgradeOptions
+}
+
+// source and deploy are the options of the command's Helm flags.
+func (c *deployCmd) source() *helmrender.Source {
+	if c.name == "install" {
+		return &c.install.Source
+	}
+	return &c.upgrade.Source
+}
+
+func (c *deployCmd) deploy() *helmrender.Deploy {
+	if c.name == "install" {
+		return &c.install.Deploy
+	}
+	return &c.upgrade.Deploy
+}
+
+// runDeploy is `digestpin install [NAME] CHART` and `digestpin upgrade
+// NAME CHART`: helm install and helm upgrade through Helm 4's SDK, with
+// their flags, rendering the chart with deterministic generator functions
+// derived from the seed and the release, and pinning every image (hooks
+// included) in-process before Helm applies the manifests. stdout gets
+// what Helm prints (the release's status; after a dry run also the hooks
+// and the manifest), only when everything succeeded.
+func runDeploy(ctx context.Context, name string, args []string, stdout, stderr io.Writer, configure configureHelm) error {
+	o := newOptions()
+	c := &deployCmd{name: name, configure: configure, o: o}
+	var seedFile string
+	helmFS := pflag.NewFlagSet("helm", pflag.ContinueOnError)
+	helmFS.SortFlags = false
+	if name == "install" {
+		c.install.Bind(helmFS)
+	} else {
+		c.upgrade.Bind(helmFS)
+	}
+	pinFS := pflag.NewFlagSet("pinning", pflag.ContinueOnError)
+	pinFS.SortFlags = false
+	bindPinning(o, pinFS, deployRenames)
+	pinFS.Lookup("pin-timeout").Usage = "bound on pinning the images (every registry request of the run); Helm's --timeout bounds each Kubernetes operation"
+	pinFS.StringVar(&seedFile, "seed-file", "", "derive every generated value (passwords, keys, certificates) from the seed in `FILE` (make one with: digestpin seed > FILE)")
+	fs := pflag.NewFlagSet("digestpin "+name, pflag.ContinueOnError)
+	fs.SortFlags = false
+	fs.SetOutput(io.Discard)
+	fs.AddFlagSet(helmFS)
+	fs.AddFlagSet(pinFS)
+
+	perr := fs.Parse(args)
+	if errors.Is(perr, pflag.ErrHelp) {
+		deployUsage(stderr, name, helmFS, pinFS)
+		return perr
+	}
+	eerr := o.setFromEnv(pinFS, os.LookupEnv)
+	rerr := o.checkRetired(pinFS)
+	log := newLogger(stderr, o)
+	defer log.close()
+	err := func() error {
+		switch {
+		case rerr != nil:
+			return rerr
+		case perr != nil:
+			return &usageError{fmt.Errorf("%w (see digestpin %s --help)", perr, name)}
+		case eerr != nil:
+			return &usageError{eerr}
+		}
+		if err := c.setArgs(fs.Args()); err != nil {
+			return err
+		}
+		if err := c.deploy().Check(); err != nil {
+			return &usageError{err}
+		}
+		if c.source().EnableDNS {
+			// As digestpin template: getHostByName's answers could differ
+			// from one render to the next.
+			return &usageError{fmt.Errorf("--enable-dns: digestpin %s renders without DNS lookups (getHostByName gives \"\", as helm %s does without the flag)", name, name)}
+		}
+		seed, err := readSeed(o, name, seedFile)
+		if err != nil {
+			return err
+		}
+		popts, err := o.pinOptions(log)
+		if err != nil {
+			return &usageError{err}
+		}
+		src, dep := c.source(), c.deploy()
+		for _, w := range dep.Warnings() {
+			log.warnf("%s", w)
+		}
+		// Helm logs most errors before it returns them: they wait for the
+		// outcome, so that a failure is one line. Helm's packages log to
+		// slog's default logger too.
+		hlog := &heldErrors{w: helmLog{log}}
+		prev := slog.Default()
+		slog.SetDefault(helmrender.NewLogger(hlog, src.Settings.Debug))
+		defer slog.SetDefault(prev)
+		cfg, err := c.configure(src.Settings, hlog)
+		if err != nil {
+			return err
+		}
+
+		// The generators of this release; lookup reads the cluster when
+		// Helm's would.
+		gen := detgen.New(seed, detgen.Release{Name: src.ReleaseName, Namespace: src.Settings.Namespace()}, time.Now)
+		if lookup := helmrender.ClusterLookup(cfg); lookup != nil && dep.UsesCluster() {
+			gen.SetLookup(lookup)
+		}
+		popts.Generated = func() *pin.Generated { return generatedReport(gen) }
+		pr, err := postrender.New(popts)
+		if err != nil {
+			return &usageError{o.optionError(err)}
+		}
+		// The lock file and the report wait for Helm to succeed.
+		var (
+			mu      sync.Mutex
+			results []*pin.Result
+		)
+		pr.Timeout = o.timeout
+		pr.Keep = func(r *pin.Result) {
+			mu.Lock()
+			defer mu.Unlock()
+			results = append(results, r)
+		}
+		settle := func(commit bool) error {
+			mu.Lock()
+			defer mu.Unlock()
+			var errs []error
+			for _, r := range results {
+				if commit {
+					errs = append(errs, r.Commit())
+				} else {
+					r.Discard()
+				}
+			}
+			results = nil
+			return errors.Join(errs...)
+		}
+		dep.PostRenderer = pr.WithContext(ctx)
+		src.Funcs = gen.Funcs()
+		src.Rewrite = detgen.Rewrite
+		src.Log = hlog
+
+		var out bytes.Buffer
+		if err := c.run(ctx, cfg, &out); err != nil {
+			_ = settle(false)
+			return err
+		}
+		hlog.flush()
+		warnGenerated(log, gen)
+		if _, err := stdout.Write(out.Bytes()); err != nil {
+			// A dry run did nothing but print; a real one happened, and
+			// the lock file and report say what it deployed.
+			if dep.IsDryRun() {
+				_ = settle(false)
+			} else if cerr := settle(true); cerr != nil {
+				return errors.Join(fmt.Errorf("writing output: %w", err), cerr)
+			}
+			return fmt.Errorf("writing output: %w", err)
+		}
+		return settle(true)
+	}()
+	if err != nil {
+		log.fail(err)
+	}
+	return err
+}
+
+// heldErrors passes Helm's log records to w, but holds its errors until
+// flush: Helm logs most errors of an install before it returns them, and a
+// failure is one line. A success flushes what was held (an error Helm
+// logs and goes on from, as "failed to record the release").
+type heldErrors struct {
+	mu   sync.Mutex
+	w    io.Writer
+	held [][]byte
+}
+
+func (h *heldErrors) Write(p []byte) (int, error) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if bytes.Contains(p, []byte("level=ERROR ")) {
+		h.held = append(h.held, bytes.Clone(p))
+		return len(p), nil
+	}
+	return h.w.Write(p)
+}
+
+// flush writes the errors held.
+func (h *heldErrors) flush() {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	for _, p := range h.held {
+		_, _ = h.w.Write(p)
+	}
+	h.held = nil
+}
+
+// setArgs takes the command's arguments; a bad count is a usage error.
+func (c *deployCmd) setArgs(args []string) error {
+	var err error
+	usage := "digestpin install [NAME] CHART --seed-file FILE [flags]"
+	if c.name == "install" {
+		err = c.install.SetArgs(args)
+	} else {
+		usage = "digestpin upgrade NAME CHART --seed-file FILE [flags]"
+		err = c.upgrade.SetArgs(args)
+	}
+	if err != nil {
+		return &usageError{fmt.Errorf("%w (usage: %s)", err, usage)}
+	}
+	return nil
+}
+
+// run installs or upgrades, and writes the status to out.
+func (c *deployCmd) run(ctx context.Context, cfg *action.Configuration, out io.Writer) error {
+	var (
+		rel       *release.Release
+		installed bool
+		err       error
+	)
+	if c.name == "install" {
+		rel, err = helmrender.Install(ctx, cfg, c.install)
+	} else {
+		rel, installed, err = helmrender.Upgrade(ctx, cfg, c.upgrade)
+	}
+	if err != nil {
+		verb := "installing"
+		if c.name == "upgrade" && !installed {
+			verb = "upgrading"
+		}
+		return c.failed(ctx, verb, err)
+	}
+	if c.name == "install" {
+		return c.install.WriteStatus(out, rel)
+	}
+	return c.upgrade.WriteStatus(out, rel, installed)
+}
+
+// failed is the error of an install or upgrade that failed: on one line,
+// and wrapping err, so that a lock file that differs (pin.ErrLockDiffers)
+// still exits 3. A signal says that the release was cancelled.
+func (c *deployCmd) failed(ctx context.Context, verb string, err error) error {
+	name := c.source().ReleaseName
+	var se *signalError
+	if ctx.Err() != nil && errors.As(context.Cause(ctx), &se) {
+		return &cancelledError{release: name, sig: se}
+	}
+	msg := oneLine(err)
+	// The post-renderer's timeout is --pin-timeout here.
+	var te *postrender.TimeoutError
+	if errors.As(err, &te) {
+		msg = strings.Replace(msg, te.Error(), fmt.Sprintf("%s %s ran out", c.o.name("pin-timeout"), te.Timeout), 1)
+	}
+	return &lineError{msg: fmt.Sprintf("%s release %s: %s", verb, name, msg), err: err}
+}
+
+// lineError is an error shown as msg, which says what err says on one
+// line, and which unwraps to err.
+type lineError struct {
+	msg string
+	err error
+}
+
+func (e *lineError) Error() string { return e.msg }
+func (e *lineError) Unwrap() error { return e.err }
+
+// cancelledError is an install or upgrade that a signal stopped: Helm may
+// have applied part of it.
+type cancelledError struct {
+	release string
+	sig     *signalError
+}
+
+func (e *cancelledError) Error() string {
+	return fmt.Sprintf("release %s has been cancelled by %s; Helm may have applied part of it (helm history %s)", e.release, e.sig.sig, e.release)
+}
+
+func (e *cancelledError) Unwrap() error { return e.sig }
+
+// deployUsage is digestpin install --help and digestpin upgrade --help.
+func deployUsage(w io.Writer, name string, helmFS, pinFS *pflag.FlagSet) {
+	what, usage := `digestpin install installs a chart as helm install does, through Helm 4's
+SDK`, "digestpin install [NAME] CHART --seed-file FILE [flags]"
+	if name == "upgrade" {
+		what, usage = `digestpin upgrade upgrades a release as helm upgrade does, through Helm 4's
+SDK`, "digestpin upgrade NAME CHART --seed-file FILE [flags]"
+	}
+	fmt.Fprintf(w, `%s, with every generator function (randAlphaNum, genCA, htpasswd, ...)
+made deterministic as digestpin template makes them, and every image (hooks
+and test pods included) pinned to the digest its registry serves, before
+Helm applies the manifests. It prints what helm %s prints. With Helm 4
+and the digestpin plugin: helm digestpin %s ...
+
+Usage:
+  %s
+
+Helm flags (helm %s's, same meaning; the post-renderer is digestpin):
+%s
+Pinning flags (digestpin's; --ca-file is --registry-ca-file here):
+%s
+Two timeouts: --timeout is Helm's, how long each Kubernetes operation may
+take (a hook's Job, --wait; default 5m0s); --pin-timeout is digestpin's, how
+long pinning the images may take (default 2m0s).
+
+Every pinning flag can also be set as DIGESTPIN_<FLAG> (DIGESTPIN_PIN_TIMEOUT,
+DIGESTPIN_SEED_FILE, ...); HELM_* variables set Helm's (HELM_NAMESPACE,
+HELM_KUBECONTEXT, HELM_DRIVER, ...); flags win.
+`, what, name, name, usage, name, helmFS.FlagUsages(), pinFS.FlagUsages())
+}

@@ -1,0 +1,86 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"sync/atomic"
+	"time"
+)
+
+// outputChunk is how much of the output one write carries. A write of at
+// most PIPE_BUF bytes (4096 on Linux) to a pipe or FIFO goes in whole or
+// waits with nothing written, so that the bytes counted are the bytes the
+// reader gets, to the byte, when a run stops in the middle of its output.
+const outputChunk = 4096
+
+// writeOutput writes b to w, honouring ctx. A write to a pipe whose reader
+// does not read blocks in the kernel, where no context reaches it: the
+// writes run on their own goroutine, and writeOutput returns when ctx
+// ends, leaving that goroutine blocked, which is fine for a process about
+// to exit. The error says how much of b was written.
+func writeOutput(ctx context.Context, w io.Writer, b []byte) error {
+	var written atomic.Int64
+	var stop atomic.Bool
+	done := make(chan error, 1)
+	go func() {
+		for off := 0; off < len(b) && !stop.Load(); {
+			n, err := w.Write(b[off:min(off+outputChunk, len(b))])
+			off += n
+			written.Add(int64(n))
+			if err != nil {
+				done <- err
+				return
+			}
+		}
+		done <- nil
+	}()
+	select {
+	case err := <-done:
+		if err != nil {
+			return &writeError{cause: err, written: written.Load(), total: len(b)}
+		}
+		return nil
+	case <-ctx.Done():
+	}
+	// A write that is not blocked finishes its chunk, so that the count is
+	// final; one that is blocked wrote nothing of it.
+	stop.Store(true)
+	select {
+	case err := <-done:
+		if err == nil && written.Load() == int64(len(b)) {
+			return nil // the whole output got out just then
+		}
+	case <-time.After(100 * time.Millisecond):
+	}
+	return &writeError{cause: context.Cause(ctx), stopped: true, written: written.Load(), total: len(b)}
+}
+
+// writeError is a run that did not write its whole output: a write failed
+// (cause is its error), or a signal or --timeout stopped the run while it
+// was writing (stopped; cause is a *signalError or a *timeoutError). It
+// says how much was written: the reader of a cut output must know.
+type writeError struct {
+	cause   error
+	stopped bool
+	written int64
+	total   int
+}
+
+func (e *writeError) Error() string {
+	what := "nothing written"
+	if e.written > 0 {
+		what = fmt.Sprintf("%d of %d bytes written, the output is cut short", e.written, e.total)
+	}
+	if !e.stopped {
+		return fmt.Sprintf("writing output: %v; %s", e.cause, what)
+	}
+	var se *signalError
+	if errors.As(e.cause, &se) {
+		return fmt.Sprintf("stopped by %s while writing the output: %s", se.sig, what)
+	}
+	return fmt.Sprintf("%v while writing the output: %s", e.cause, what)
+}
+
+func (e *writeError) Unwrap() error { return e.cause }

@@ -1,0 +1,144 @@
+package main
+
+import (
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+
+	"github.com/digestpin/digestpin/internal/atomicfile"
+)
+
+// file is a file of the run, for telling whether two names are one file:
+// the output, the input, a file the run reads, a file it writes.
+type file struct {
+	what string      // for messages: "the output (stdout)", "the file of --lock"
+	fi   os.FileInfo // nil when the file does not exist (yet)
+	path string      // without fi: where it will be created, absolute, links followed
+}
+
+// same reports whether a and b are one file. Character devices never are:
+// a terminal or /dev/null can be named twice without harm (and a lock
+// file or report there is refused as not a regular file anyway).
+func (a file) same(b file) bool {
+	switch {
+	case a.fi != nil && b.fi != nil:
+		return os.SameFile(a.fi, b.fi) && a.fi.Mode()&fs.ModeCharDevice == 0
+	case a.fi == nil && b.fi == nil:
+		return a.path != "" && a.path == b.path
+	}
+	return false
+}
+
+// streamFile is the file behind a stream of the process, if it is one.
+func streamFile(what string, s any) file {
+	f, ok := s.(*os.File)
+	if !ok {
+		return file{what: what}
+	}
+	fi, err := f.Stat()
+	if err != nil {
+		return file{what: what}
+	}
+	return file{what: what, fi: fi}
+}
+
+// namedFile is the file at path, symbolic links followed: /dev/stdout and
+// /proc/self/fd/1 are the file behind stdout. A file that does not exist
+// is named by where it would be created.
+func namedFile(what, path string) file {
+	if fi, err := os.Stat(path); err == nil {
+		return file{what: what, fi: fi}
+	}
+	dest, err := atomicfile.Destination(path)
+	if err != nil {
+		return file{what: what}
+	}
+	dir, err := filepath.EvalSymlinks(filepath.Dir(dest))
+	if err != nil {
+		return file{what: what}
+	}
+	abs, err := filepath.Abs(filepath.Join(dir, filepath.Base(dest)))
+	if err != nil {
+		return file{what: what}
+	}
+	return file{what: what, path: abs}
+}
+
+// namedInput is another file a run reads, for checkTargets: what it is
+// (for the message) and its path.
+type namedInput struct{ what, path string }
+
+// checkTargets refuses a file the run writes (the log file, the lock file,
+// the report) that is also the output on stdout, the input, a file the
+// run reads, or another file it writes: the lock file would replace the
+// manifests, the log would go into them or into the lock file, and the
+// input would be lost. Only the lock file may be the --lock file. A log
+// file that is one of them is dropped from the options, so that not even
+// the error goes into it: run checks before it opens the log file. It
+// looks only, at the names and the open streams, and blocks on nothing.
+func (o *options) checkTargets(stdin, stdout any, inputs ...namedInput) error {
+	output := streamFile("the output (stdout)", stdout)
+	input := streamFile("the input (stdin)", stdin)
+	if o.filename != "" && o.filename != "-" {
+		flag := "-f"
+		if o.fromEnv["filename"] {
+			flag = envName("filename")
+		}
+		input = namedFile(fmt.Sprintf("the input (%s %s)", flag, o.filename), o.filename)
+	}
+	known := []file{output, input}
+	for _, in := range inputs {
+		if in.path != "" {
+			known = append(known, namedFile(in.what, in.path))
+		}
+	}
+	lock := -1 // the index of the --lock file in known
+	for _, r := range []struct {
+		flag  string
+		paths []string
+	}{
+		{"lock", []string{o.lock}},
+		{"config", []string{o.config}},
+		{"pull-secret", o.pullSecrets},
+		{"ca-file", o.caFiles},
+		{"redis-password-file", []string{o.redisPasswordFile}},
+		{"redis-ca-file", []string{o.redisCAFile}},
+	} {
+		for _, p := range r.paths {
+			if p == "" {
+				continue
+			}
+			if r.flag == "lock" {
+				lock = len(known)
+			}
+			known = append(known, namedFile("the file of "+o.name(r.flag), p))
+		}
+	}
+	// Each target against what the run reads and the targets before it.
+	check := func(flag, path string, target file) error {
+		for i, k := range known {
+			if flag == "write-lock" && i == lock {
+				continue // --write-lock may update the --lock file
+			}
+			if target.same(k) {
+				return fmt.Errorf("%s %s is %s: give it a file of its own", o.name(flag), path, k.what)
+			}
+		}
+		target.what = "the file of " + o.name(flag)
+		known = append(known, target)
+		return nil
+	}
+	for _, t := range []struct{ flag, path string }{{"log-file", o.logFile}, {"write-lock", o.writeLock}, {"report", o.report}} {
+		if t.path == "" {
+			continue
+		}
+		if err := check(t.flag, t.path, namedFile("", t.path)); err != nil {
+			if t.flag == "log-file" {
+				o.logFile = "" // not even this error goes into it
+			}
+			return err
+		}
+	}
+	return nil
+}
