@@ -3,7 +3,6 @@
 package kube
 
 import (
-	"io/fs"
 	"os"
 	"path/filepath"
 	"slices"
@@ -226,28 +225,30 @@ func TestHelmUpgrade(t *testing.T) {
 // plugin/digestpin-postrenderer, with the binary under test as its binary.
 func installH4Plugin(t *testing.T, r *rollout, helm string) {
 	t.Helper()
-	src := filepath.Join(repoRoot(t), "plugin", "digestpin-postrenderer")
-	dst := filepath.Join(t.TempDir(), "digestpin-postrenderer")
-	err := filepath.WalkDir(src, func(p string, d fs.DirEntry, err error) error {
+	installPlugin(t, r, helm, filepath.Join(repoRoot(t), "plugin", "digestpin-postrenderer"), "plugin.yaml", "scripts/install-binary.sh")
+}
+
+// installPlugin installs the plugin whose files (relative to dir) are
+// files, from a copy (its install hook writes bin/ into the plugin's
+// folder), with the binary under test as its binary.
+func installPlugin(t *testing.T, r *rollout, helm, dir string, files ...string) {
+	t.Helper()
+	dst := filepath.Join(t.TempDir(), filepath.Base(dir))
+	for _, f := range files {
+		b, err := os.ReadFile(filepath.Join(dir, f)) // follows a symlink
 		if err != nil {
-			return err
+			t.Fatal(err)
 		}
-		rel, _ := filepath.Rel(src, p)
-		if d.IsDir() {
-			return os.MkdirAll(filepath.Join(dst, rel), 0o755)
-		}
-		b, err := os.ReadFile(p) // follows the scripts' symlink
+		fi, err := os.Stat(filepath.Join(dir, f))
 		if err != nil {
-			return err
+			t.Fatal(err)
 		}
-		fi, err := os.Stat(p)
-		if err != nil {
-			return err
+		if err := os.MkdirAll(filepath.Dir(filepath.Join(dst, f)), 0o755); err != nil {
+			t.Fatal(err)
 		}
-		return os.WriteFile(filepath.Join(dst, rel), b, fi.Mode().Perm())
-	})
-	if err != nil {
-		t.Fatalf("copying the plugin: %v", err)
+		if err := os.WriteFile(filepath.Join(dst, f), b, fi.Mode().Perm()); err != nil {
+			t.Fatal(err)
+		}
 	}
 	mustRun(t, nil, append(r.helmHome, "DIGESTPIN_PLUGIN_BINARY="+r.bin), helm, "plugin", "install", dst)
 }
