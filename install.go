@@ -86,16 +86,8 @@ func runDeploy(ctx context.Context, name string, args []string, stdout, stderr i
 	} else {
 		c.upgrade.Bind(helmFS)
 	}
-	pinFS := pflag.NewFlagSet("pinning", pflag.ContinueOnError)
-	pinFS.SortFlags = false
-	bindPinning(o, pinFS, deployRenames)
+	fs, pinFS := renderFlags(name, o, helmFS, deployRenames, &seedFile)
 	pinFS.Lookup("pin-timeout").Usage = "bound on pinning the images (every registry request of the run); Helm's --timeout bounds each Kubernetes operation"
-	pinFS.StringVar(&seedFile, "seed-file", "", "derive every generated value (passwords, keys, certificates) from the seed in `FILE` (make one with: digestpin seed > FILE)")
-	fs := pflag.NewFlagSet("digestpin "+name, pflag.ContinueOnError)
-	fs.SortFlags = false
-	fs.SetOutput(io.Discard)
-	fs.AddFlagSet(helmFS)
-	fs.AddFlagSet(pinFS)
 
 	perr := fs.Parse(args)
 	if errors.Is(perr, pflag.ErrHelp) {

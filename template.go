@@ -66,15 +66,7 @@ func runTemplate(ctx context.Context, args []string, stdout, stderr io.Writer) e
 	helmFS := pflag.NewFlagSet("helm", pflag.ContinueOnError)
 	helmFS.SortFlags = false
 	t.render.Bind(helmFS)
-	pinFS := pflag.NewFlagSet("pinning", pflag.ContinueOnError)
-	pinFS.SortFlags = false
-	bindPinning(o, pinFS, templateRenames)
-	pinFS.StringVar(&t.seedFile, "seed-file", "", "derive every generated value (passwords, keys, certificates) from the seed in `FILE` (make one with: digestpin seed > FILE)")
-	fs := pflag.NewFlagSet("digestpin template", pflag.ContinueOnError)
-	fs.SortFlags = false
-	fs.SetOutput(io.Discard)
-	fs.AddFlagSet(helmFS)
-	fs.AddFlagSet(pinFS)
+	fs, pinFS := renderFlags("template", o, helmFS, templateRenames, &t.seedFile)
 
 	perr := fs.Parse(args)
 	if errors.Is(perr, pflag.ErrHelp) {
@@ -178,6 +170,22 @@ func runTemplate(ctx context.Context, args []string, stdout, stderr io.Writer) e
 		log.fail(err)
 	}
 	return err
+}
+
+// renderFlags are the flags of a command that renders a chart (template,
+// install, upgrade): Helm's, bound on helmFS already, then the pinning
+// flags under renames and --seed-file, on pinFS; fs parses both.
+func renderFlags(command string, o *options, helmFS *pflag.FlagSet, renames map[string]string, seedFile *string) (fs, pinFS *pflag.FlagSet) {
+	pinFS = pflag.NewFlagSet("pinning", pflag.ContinueOnError)
+	pinFS.SortFlags = false
+	bindPinning(o, pinFS, renames)
+	pinFS.StringVar(seedFile, "seed-file", "", "derive every generated value (passwords, keys, certificates) from the seed in `FILE` (make one with: digestpin seed > FILE)")
+	fs = pflag.NewFlagSet("digestpin "+command, pflag.ContinueOnError)
+	fs.SortFlags = false
+	fs.SetOutput(io.Discard)
+	fs.AddFlagSet(helmFS)
+	fs.AddFlagSet(pinFS)
+	return fs, pinFS
 }
 
 // helmLog carries Helm's own messages to the log, each line a warning.
