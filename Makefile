@@ -19,6 +19,12 @@ LDFLAGS := -X main.version=$(VERSION)
 # version is the one that module requires.
 ARGOCD_VERSION := $(shell sed -n 's|^[[:space:]]*github.com/argoproj/argo-cd/v3 \(v[^ ]*\)$$|\1|p' e2e/cmpserver/go.mod)
 ARGOCD_CMP_SERVER := $(CACHE)/argocd-cmp-server-$(ARGOCD_VERSION)/argocd-cmp-server
+# The Kubernetes control plane of the rollout tests (e2e/kube), built from
+# e2e/kube/tools at the version its go.mod pins (minutes on a cold Go
+# cache), into a folder outside the clone named by that version, so that a
+# fresh clone on the same machine (CI) reuses it.
+KUBE_VERSION := $(shell sed -n 's|^[[:space:]]*k8s.io/kubernetes \(v[^ ]*\).*$$|\1|p' e2e/kube/tools/go.mod)
+KUBE_TOOLS := $(or $(XDG_CACHE_HOME),$(HOME)/.cache)/digestpin-test/kube-$(KUBE_VERSION)
 
 # Tests that drive the real binary and Helm CLIs find them here.
 export DIGESTPIN_TEST_BIN := $(CURDIR)/$(BIN)
@@ -26,8 +32,9 @@ export DIGESTPIN_TEST_HELM3 := $(HELM3)
 export DIGESTPIN_TEST_HELM4 := $(HELM4)
 export DIGESTPIN_TEST_KUSTOMIZE := $(KUSTOMIZE)
 export DIGESTPIN_TEST_ARGOCD_CMP_SERVER := $(ARGOCD_CMP_SERVER)
+export DIGESTPIN_TEST_KUBE := $(KUBE_TOOLS)
 
-.PHONY: all build test demo helm argocd-cmp-server lint bench fuzz clean install release dist
+.PHONY: all build test test-kube kube-tools demo helm argocd-cmp-server lint bench fuzz clean install release dist
 
 all: build
 
@@ -41,11 +48,21 @@ build:
 # runs without -race for the same reason: it holds test code only. Both
 # get go vet here, where their builds are cached (golangci-lint on them
 # would add minutes to CI; make lint covers the main module).
-test: build helm $(KUSTOMIZE) argocd-cmp-server
+# e2e/kube (the rollouts on a real control plane) is a third; test-kube
+# runs it alone.
+test: build helm $(KUSTOMIZE) argocd-cmp-server kube-tools
 	scripts/test-deps.sh
 	go test -race -cover ./...
 	cd examples/helmsdk && go vet ./... && go test ./...
 	cd e2e/cmpserver && go vet ./... && go test ./...
+	$(TEST_KUBE)
+
+# The rollout tests in local directory mode (never cached; the figures
+# they print show), with -race: the module holds test code only, and
+# small dependencies.
+TEST_KUBE = cd e2e/kube && go vet && go test -race -count=1 -timeout 20m
+test-kube: build helm kube-tools
+	$(TEST_KUBE)
 
 demo: build
 	go run ./internal/cmd/demo -- $(BIN) testdata/example.yaml
@@ -62,6 +79,11 @@ argocd-cmp-server: $(ARGOCD_CMP_SERVER)
 
 $(ARGOCD_CMP_SERVER):
 	cd e2e/cmpserver && go build -o $@ ./cmd/argocd-cmp-server
+
+kube-tools: $(KUBE_TOOLS)/kubectl
+
+$(KUBE_TOOLS)/kubectl:
+	scripts/kube-tools.sh $(KUBE_TOOLS)
 
 # Benchmarks: the renderer and resolver in-process, then the whole binary
 # on growing streams and against a loopback registry with 50 ms latency.

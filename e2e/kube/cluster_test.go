@@ -1,0 +1,518 @@
+//go:build linux
+
+package kube
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/tls"
+	"crypto/x509"
+	"crypto/x509/pkix"
+	"encoding/hex"
+	"encoding/json"
+	"encoding/pem"
+	"errors"
+	"fmt"
+	"io"
+	"math/big"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+)
+
+// The control plane's binaries, in the folder DIGESTPIN_TEST_KUBE names.
+var controlPlaneBinaries = []string{"etcd", "kube-apiserver", "kube-controller-manager", "kubectl"}
+
+// controllers are the controllers kube-controller-manager runs: those that
+// make ReplicaSets and ControllerRevisions, and the one that gives each
+// namespace its default ServiceAccount (readiness waits for it).
+const controllers = "deployment,replicaset,statefulset,daemonset,serviceaccount"
+
+// clusterConfig says how to start a control plane. The zero value of a
+// field means its default.
+type clusterConfig struct {
+	bin string // the folder with controlPlaneBinaries
+	dir string // where its files go: certificates, kubeconfig, etcd data, logs
+
+	// Ports on 127.0.0.1; 0 picks a free one.
+	etcdPort, etcdPeerPort, apiPort int
+	etcdDataDir                     string   // default dir/etcd
+	apiServerArgs                   []string // added to kube-apiserver's flags
+
+	// started is told each process it starts, for tests of the harness.
+	started func(name string, pid int)
+	// timeout bounds the whole start (default 90 s).
+	timeout time.Duration
+}
+
+// cluster is a running control plane. stop ends it.
+type cluster struct {
+	dir        string
+	server     string // https://127.0.0.1:port
+	kubeconfig string
+	kubectl    string
+	token      string
+	client     *http.Client // trusts the cluster's CA
+	version    string       // what kube-apiserver reports, e.g. v1.37.2
+	startup    time.Duration
+	procs      []*proc // in start order
+
+	mu         sync.Mutex
+	namespaces map[string]bool        // made by dryRun
+	resources  map[string]apiResource // "apiVersion kind", from discovery
+}
+
+// proc is one process the harness started, in a process group of its own.
+type proc struct {
+	name string
+	cmd  *exec.Cmd
+	log  string
+	done chan struct{} // closed when it has exited
+	err  error         // its exit, once done
+}
+
+// startCluster starts etcd, kube-apiserver and kube-controller-manager on
+// loopback and waits until they are ready. On any failure it stops what it
+// started and returns one line naming what failed: a missing binary, a
+// port in use, a process that exited before it was ready (with the line of
+// its log that says why), or one that did not become ready in time.
+func startCluster(ctx context.Context, cfg clusterConfig) (*cluster, error) {
+	begin := time.Now()
+	if cfg.timeout == 0 {
+		cfg.timeout = 90 * time.Second
+	}
+	ctx, cancel := context.WithTimeout(ctx, cfg.timeout)
+	defer cancel()
+
+	// First, everything that can fail without a process: the binaries,
+	// the ports, the files.
+	for _, b := range controlPlaneBinaries {
+		p := filepath.Join(cfg.bin, b)
+		if fi, err := os.Stat(p); err != nil || fi.IsDir() || fi.Mode()&0o111 == 0 {
+			return nil, fmt.Errorf("control plane binary %s is missing: no executable %s (make kube-tools builds it)", b, p)
+		}
+	}
+	ports := []struct {
+		what string
+		p    *int
+	}{{"etcd client", &cfg.etcdPort}, {"etcd peer", &cfg.etcdPeerPort}, {"kube-apiserver", &cfg.apiPort}}
+	for _, port := range ports {
+		if *port.p == 0 {
+			p, err := freePort()
+			if err != nil {
+				return nil, fmt.Errorf("finding a free port on 127.0.0.1 for %s: %w", port.what, err)
+			}
+			*port.p = p
+		}
+		if err := portFree(*port.p); err != nil {
+			return nil, fmt.Errorf("%s port 127.0.0.1:%d is in use: %w", port.what, *port.p, err)
+		}
+	}
+	c := &cluster{dir: cfg.dir, kubectl: filepath.Join(cfg.bin, "kubectl")}
+	if err := c.writeFiles(cfg.apiPort); err != nil {
+		return nil, err
+	}
+	if cfg.etcdDataDir == "" {
+		cfg.etcdDataDir = filepath.Join(cfg.dir, "etcd")
+	}
+
+	ok := false
+	defer func() {
+		if !ok {
+			c.stop()
+		}
+	}()
+
+	// Next, etcd, on plain HTTP: it listens on loopback only, and only
+	// kube-apiserver talks to it.
+	etcdURL := fmt.Sprintf("http://127.0.0.1:%d", cfg.etcdPort)
+	peerURL := fmt.Sprintf("http://127.0.0.1:%d", cfg.etcdPeerPort)
+	etcd, err := c.start(cfg, "etcd",
+		"--name=default",
+		"--data-dir="+cfg.etcdDataDir,
+		"--listen-client-urls="+etcdURL, "--advertise-client-urls="+etcdURL,
+		"--listen-peer-urls="+peerURL, "--initial-advertise-peer-urls="+peerURL,
+		"--initial-cluster=default="+peerURL,
+		"--unsafe-no-fsync", // a throw-away store: no fsync, far faster tests
+		"--log-level=warn",
+	)
+	if err != nil {
+		return nil, err
+	}
+	if err := c.waitReady(ctx, etcd, http.DefaultClient, etcdURL+"/health", nil); err != nil {
+		return nil, err
+	}
+
+	// Then the API server: TLS with the local CA, the static token, RBAC
+	// (the token's user is in system:masters). The service range is only
+	// what Services get their addresses from; nothing here ever dials one.
+	c.server = fmt.Sprintf("https://127.0.0.1:%d", cfg.apiPort)
+	api, err := c.start(cfg, "kube-apiserver", append([]string{
+		"--etcd-servers=" + etcdURL,
+		"--bind-address=127.0.0.1",
+		"--advertise-address=127.0.0.1",
+		"--secure-port=" + strconv.Itoa(cfg.apiPort),
+		"--tls-cert-file=" + c.file("apiserver.crt"),
+		"--tls-private-key-file=" + c.file("apiserver.key"),
+		"--token-auth-file=" + c.file("tokens.csv"),
+		"--authorization-mode=RBAC",
+		"--service-account-issuer=" + c.server,
+		"--service-account-key-file=" + c.file("sa.pub"),
+		"--service-account-signing-key-file=" + c.file("sa.key"),
+		"--service-cluster-ip-range=10.96.0.0/24",
+		"--endpoint-reconciler-type=none",
+		"--profiling=false",
+	}, cfg.apiServerArgs...)...)
+	if err != nil {
+		return nil, err
+	}
+	if err := c.waitReady(ctx, api, c.client, c.server+"/readyz", nil); err != nil {
+		return nil, err
+	}
+	var version struct{ GitVersion string }
+	if err := c.getJSON(ctx, "/version", &version); err != nil {
+		return nil, fmt.Errorf("kube-apiserver: reading /version: %w", err)
+	}
+	c.version = version.GitVersion
+
+	// Last, the controllers. kube-controller-manager serves nothing here
+	// (--secure-port=0); it is ready when its serviceaccount controller has
+	// given the default namespace its ServiceAccount.
+	kcm, err := c.start(cfg, "kube-controller-manager",
+		"--kubeconfig="+c.kubeconfig,
+		"--controllers="+controllers,
+		"--leader-elect=false",
+		"--secure-port=0",
+		"--use-service-account-credentials=false",
+	)
+	if err != nil {
+		return nil, err
+	}
+	if err := c.waitReady(ctx, kcm, c.client, c.server+"/api/v1/namespaces/default/serviceaccounts/default", c.authorize); err != nil {
+		return nil, err
+	}
+	c.startup = time.Since(begin)
+	ok = true
+	return c, nil
+}
+
+// file returns the path of one of the cluster's files.
+func (c *cluster) file(name string) string { return filepath.Join(c.dir, name) }
+
+// writeFiles writes the certificates, the token file and the kubeconfig.
+func (c *cluster) writeFiles(apiPort int) error {
+	// A CA, the API server's certificate for loopback, and the service
+	// account signing key, all made here for this run.
+	caKey, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		return fmt.Errorf("generating the CA key: %w", err)
+	}
+	now := time.Now()
+	caTmpl := &x509.Certificate{
+		SerialNumber:          big.NewInt(1),
+		Subject:               pkix.Name{CommonName: "digestpin-test-ca"},
+		NotBefore:             now.Add(-time.Hour),
+		NotAfter:              now.Add(24 * time.Hour),
+		KeyUsage:              x509.KeyUsageCertSign | x509.KeyUsageDigitalSignature,
+		BasicConstraintsValid: true,
+		IsCA:                  true,
+	}
+	caDER, err := x509.CreateCertificate(rand.Reader, caTmpl, caTmpl, &caKey.PublicKey, caKey)
+	if err != nil {
+		return fmt.Errorf("creating the CA certificate: %w", err)
+	}
+	ca, err := x509.ParseCertificate(caDER)
+	if err != nil {
+		return fmt.Errorf("parsing the CA certificate: %w", err)
+	}
+	srvKey, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		return fmt.Errorf("generating the API server key: %w", err)
+	}
+	srvDER, err := x509.CreateCertificate(rand.Reader, &x509.Certificate{
+		SerialNumber: big.NewInt(2),
+		Subject:      pkix.Name{CommonName: "kube-apiserver"},
+		NotBefore:    now.Add(-time.Hour),
+		NotAfter:     now.Add(24 * time.Hour),
+		KeyUsage:     x509.KeyUsageDigitalSignature,
+		ExtKeyUsage:  []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
+		IPAddresses:  []net.IP{net.IPv4(127, 0, 0, 1)},
+		DNSNames:     []string{"localhost"},
+	}, ca, &srvKey.PublicKey, caKey)
+	if err != nil {
+		return fmt.Errorf("creating the API server certificate: %w", err)
+	}
+	saKey, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		return fmt.Errorf("generating the service account key: %w", err)
+	}
+	srvKeyDER, err := x509.MarshalECPrivateKey(srvKey)
+	if err != nil {
+		return fmt.Errorf("encoding the API server key: %w", err)
+	}
+	saKeyDER, err := x509.MarshalECPrivateKey(saKey)
+	if err != nil {
+		return fmt.Errorf("encoding the service account key: %w", err)
+	}
+	saPubDER, err := x509.MarshalPKIXPublicKey(&saKey.PublicKey)
+	if err != nil {
+		return fmt.Errorf("encoding the service account public key: %w", err)
+	}
+	tok := make([]byte, 32)
+	if _, err := rand.Read(tok); err != nil {
+		return fmt.Errorf("generating the token: %w", err)
+	}
+	c.token = hex.EncodeToString(tok)
+	c.kubeconfig = c.file("kubeconfig")
+	server := fmt.Sprintf("https://127.0.0.1:%d", apiPort)
+	files := map[string][]byte{
+		"ca.crt":        pemBlock("CERTIFICATE", caDER),
+		"apiserver.crt": pemBlock("CERTIFICATE", srvDER),
+		"apiserver.key": pemBlock("EC PRIVATE KEY", srvKeyDER),
+		"sa.key":        pemBlock("EC PRIVATE KEY", saKeyDER),
+		"sa.pub":        pemBlock("PUBLIC KEY", saPubDER),
+		// token,user,uid,"group"
+		"tokens.csv": fmt.Appendf(nil, "%s,digestpin-test,digestpin-test,\"system:masters\"\n", c.token),
+		"kubeconfig": fmt.Appendf(nil, `apiVersion: v1
+kind: Config
+clusters:
+  - name: test
+    cluster:
+      server: %s
+      certificate-authority: %s
+users:
+  - name: test
+    user:
+      token: %s
+contexts:
+  - name: test
+    context:
+      cluster: test
+      user: test
+      namespace: default
+current-context: test
+`, server, c.file("ca.crt"), c.token),
+	}
+	if err := os.MkdirAll(c.dir, 0o700); err != nil {
+		return fmt.Errorf("creating %s: %w", c.dir, err)
+	}
+	for name, b := range files {
+		if err := os.WriteFile(c.file(name), b, 0o600); err != nil {
+			return fmt.Errorf("writing %s: %w", name, err)
+		}
+	}
+	pool := x509.NewCertPool()
+	pool.AddCert(ca)
+	c.client = &http.Client{
+		Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: pool, MinVersion: tls.VersionTLS12}},
+		Timeout:   5 * time.Second,
+	}
+	return nil
+}
+
+func pemBlock(typ string, der []byte) []byte {
+	return pem.EncodeToMemory(&pem.Block{Type: typ, Bytes: der})
+}
+
+// start starts one of the binaries in a process group of its own, its
+// output into dir/NAME.log. The kernel kills it if the test binary dies
+// (Pdeathsig: a test timeout's panic runs no cleanup).
+func (c *cluster) start(cfg clusterConfig, name string, args ...string) (*proc, error) {
+	logPath := c.file(name + ".log")
+	logf, err := os.Create(logPath)
+	if err != nil {
+		return nil, fmt.Errorf("%s: creating its log: %w", name, err)
+	}
+	defer logf.Close()
+	cmd := exec.Command(filepath.Join(cfg.bin, name), args...)
+	cmd.Dir = c.dir
+	cmd.Stdout, cmd.Stderr = logf, logf
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+	if err := cmd.Start(); err != nil {
+		return nil, fmt.Errorf("%s: starting: %w", name, err)
+	}
+	p := &proc{name: name, cmd: cmd, log: logPath, done: make(chan struct{})}
+	go func() {
+		p.err = cmd.Wait()
+		close(p.done)
+	}()
+	c.procs = append(c.procs, p)
+	if cfg.started != nil {
+		cfg.started(name, cmd.Process.Pid)
+	}
+	return p, nil
+}
+
+// waitReady polls url until it answers 200, p exits, or ctx ends.
+func (c *cluster) waitReady(ctx context.Context, p *proc, client *http.Client, url string, auth func(*http.Request)) error {
+	tick := time.NewTicker(100 * time.Millisecond)
+	defer tick.Stop()
+	var last string
+	for {
+		req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+		if err != nil {
+			return fmt.Errorf("%s: %w", p.name, err)
+		}
+		if auth != nil {
+			auth(req)
+		}
+		if resp, err := client.Do(req); err == nil {
+			_, _ = io.Copy(io.Discard, resp.Body)
+			_ = resp.Body.Close()
+			if resp.StatusCode == http.StatusOK {
+				return nil
+			}
+			last = resp.Status
+		} else {
+			last = err.Error()
+		}
+		select {
+		case <-p.done:
+			return fmt.Errorf("%s exited before it was ready (%v): %s", p.name, p.err, p.why())
+		case <-ctx.Done():
+			return fmt.Errorf("%s was not ready in time (%s answered %s): %s", p.name, url, last, p.why())
+		case <-tick.C:
+		}
+	}
+}
+
+// failure is a log line that says why a process failed.
+var failure = regexp.MustCompile(`(?i)\b(error|fatal|failed|panic|in use)\b`)
+
+// why returns the line of p's log that best says why it failed: the last
+// line that names an error, else the last line.
+func (p *proc) why() string {
+	f, err := os.Open(p.log)
+	if err != nil {
+		return "no log: " + err.Error()
+	}
+	defer f.Close()
+	var lastErr, last string
+	sc := bufio.NewScanner(f)
+	sc.Buffer(make([]byte, 0, 64*1024), 1024*1024)
+	for sc.Scan() {
+		line := strings.TrimSpace(sc.Text())
+		if line == "" {
+			continue
+		}
+		last = line
+		if failure.MatchString(line) {
+			lastErr = line
+		}
+	}
+	if lastErr != "" {
+		last = lastErr
+	}
+	// etcd logs JSON: its message and error, without the stack trace.
+	var entry struct{ Msg, Error string }
+	if strings.HasPrefix(last, "{") && json.Unmarshal([]byte(last), &entry) == nil && entry.Msg != "" {
+		last = entry.Msg
+		if entry.Error != "" {
+			last += ": " + entry.Error
+		}
+	}
+	if len(last) > 400 {
+		last = last[:400] + "…"
+	}
+	if last == "" {
+		return "its log " + p.log + " is empty"
+	}
+	return last
+}
+
+// stop ends every process it started, the last started first: SIGTERM to
+// its process group, SIGKILL after 10 s. It is safe to call twice.
+func (c *cluster) stop() {
+	for i := len(c.procs) - 1; i >= 0; i-- {
+		p := c.procs[i]
+		pgid := p.cmd.Process.Pid
+		_ = syscall.Kill(-pgid, syscall.SIGTERM)
+		select {
+		case <-p.done:
+		case <-time.After(10 * time.Second):
+			_ = syscall.Kill(-pgid, syscall.SIGKILL)
+			<-p.done
+		}
+		// Anything the process left in its group goes too.
+		_ = syscall.Kill(-pgid, syscall.SIGKILL)
+	}
+	c.procs = nil
+}
+
+// authorize adds the token to req.
+func (c *cluster) authorize(req *http.Request) { req.Header.Set("Authorization", "Bearer "+c.token) }
+
+// getJSON GETs path from the API server into v.
+func (c *cluster) getJSON(ctx context.Context, path string, v any) error {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, c.server+path, nil)
+	if err != nil {
+		return err
+	}
+	c.authorize(req)
+	resp, err := c.client.Do(req)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil {
+		return err
+	}
+	if resp.StatusCode != http.StatusOK {
+		return fmt.Errorf("%s: %s", resp.Status, b)
+	}
+	return json.Unmarshal(b, v)
+}
+
+// request sends body to path on the API server and returns the status and
+// the answer.
+func (c *cluster) request(method, path, contentType string, body []byte) (int, []byte, error) {
+	req, err := http.NewRequest(method, c.server+path, bytes.NewReader(body))
+	if err != nil {
+		return 0, nil, err
+	}
+	c.authorize(req)
+	req.Header.Set("Content-Type", contentType)
+	resp, err := c.client.Do(req)
+	if err != nil {
+		return 0, nil, err
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	return resp.StatusCode, b, err
+}
+
+// freePort returns a port on 127.0.0.1 that was free a moment ago.
+func freePort() (int, error) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return 0, err
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port, nil
+}
+
+// portFree returns an error when port on 127.0.0.1 cannot be listened on.
+func portFree(port int) error {
+	l, err := net.Listen("tcp", net.JoinHostPort("127.0.0.1", strconv.Itoa(port)))
+	if err != nil {
+		var se *os.SyscallError
+		if errors.As(err, &se) {
+			return se
+		}
+		return err
+	}
+	return l.Close()
+}

@@ -1,0 +1,21 @@
+// Package kube proves digestpin's promise where it matters, in the
+// rollouts of a real Kubernetes control plane: etcd, kube-apiserver and
+// kube-controller-manager (the deployment, replicaset, statefulset,
+// daemonset and serviceaccount controllers; no scheduler and no kubelet, so
+// pods stay Pending), started on loopback with locally generated
+// certificates and a static token. The tests apply what digestpin renders
+// in each of the ways the README documents and count, through the API, the
+// ReplicaSets and ControllerRevisions the controllers create: none when
+// nothing moved, exactly one for each workload whose image moved, while a
+// control without digestpin never rolls. Kubernetes' own decoder and
+// admission are also the reference for what a manifest means: every golden
+// output of the renderer is accepted by a server-side dry run and decodes
+// to the images digestpin reported.
+//
+// It is a module of its own (as e2e/cmpserver is). `make test-kube` builds
+// kube-apiserver, kube-controller-manager, kubectl and etcd from the module
+// in tools/ (pinned versions, Kubernetes' version ldflags) into a cache
+// folder outside the clone, named by version, and points the tests at it
+// through DIGESTPIN_TEST_KUBE, at digestpin through DIGESTPIN_TEST_BIN and
+// at the Helm CLIs through DIGESTPIN_TEST_HELM3 and DIGESTPIN_TEST_HELM4.
+package kube
