@@ -118,6 +118,11 @@ func runDeploy(ctx context.Context, name string, args []string, stdout, stderr i
 			// from one render to the next.
 			return &usageError{fmt.Errorf("--enable-dns: digestpin %s renders without DNS lookups (getHostByName gives \"\", as helm %s does without the flag)", name, name)}
 		}
+		if c.source().ReadsStdin() {
+			if err := stdinStops(os.Stdin, "values", "a values file"); err != nil {
+				return err
+			}
+		}
 		seed, err := readSeed(o, name, seedFile)
 		if err != nil {
 			return err

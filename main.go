@@ -266,6 +266,17 @@ func stopped(ctx context.Context, err error) error {
 	return fmt.Errorf("%w: %w", cause, err)
 }
 
+// stdinStops refuses a stdin that is a terminal of which this process
+// is not in the foreground: reading it would stop the process (SIGTTIN)
+// until someone types fg, which a script never does. what is what would
+// be read; instead says what to do rather than read the terminal.
+func stdinStops(stdin io.Reader, what, instead string) error {
+	if f, _ := stdin.(*os.File); f != nil && isTerminal(f) && inBackground(f) {
+		return fmt.Errorf("reading %s from stdin: stdin is a terminal and digestpin runs in the background (as under timeout without --foreground), where reading it would stop the process: pipe the %s in, or use %s", what, what, instead)
+	}
+	return nil
+}
+
 // read returns the whole input, from stdin or -f FILE. Opening a FIFO and
 // reading a pipe block in the kernel, so the read runs on its own
 // goroutine and read returns when ctx ends: that goroutine is left behind,
@@ -275,6 +286,9 @@ func (o *options) read(ctx context.Context, stdin io.Reader, log *logger) ([]byt
 	if fromFile {
 		what = o.filename
 	} else if isTerminal(stdin) {
+		if err := stdinStops(stdin, "manifests", "-f FILE"); err != nil {
+			return nil, err
+		}
 		// Someone typed `digestpin` alone: say what it waits for.
 		log.printf("", "reading manifests from stdin (end with Ctrl-D); usually: helm template … | digestpin, or digestpin -f FILE")
 	}

@@ -110,6 +110,11 @@ func runTemplate(ctx context.Context, args []string, stdout, stderr io.Writer) e
 			// by default.
 			return &usageError{errors.New("--enable-dns: digestpin template renders without DNS lookups (getHostByName gives \"\", as helm template does without the flag)")}
 		}
+		if t.render.ReadsStdin() {
+			if err := stdinStops(os.Stdin, "values", "a values file"); err != nil {
+				return err
+			}
+		}
 		seed, err := readSeed(o, "template", t.seedFile)
 		if err != nil {
 			return err

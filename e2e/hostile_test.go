@@ -285,11 +285,39 @@ func TestBinaryStopsWithNothingWritten(t *testing.T) {
 }
 
 // TestBinaryStdinTerminal checks that digestpin run alone at a terminal
-// says what it is waiting for, while /dev/null gets no such message.
+// says what it is waiting for, run in the background at one refuses at
+// once, and /dev/null gets no message.
 func TestBinaryStdinTerminal(t *testing.T) {
 	r := runTTY(t, cleanEnv(), digestpinBin(t), "--timeout", "300ms")
 	if !strings.Contains(r.stdout, "digestpin: reading manifests from stdin (end with Ctrl-D)") {
 		t.Errorf("at a terminal: %q, want the stdin hint", r.stdout)
+	}
+	// Under timeout(1) without --foreground, digestpin runs in a process
+	// group of its own: reading the terminal would stop it (SIGTTIN) and
+	// timeout would wait for it forever. It refuses at once instead.
+	timeoutBin, err := exec.LookPath("timeout")
+	if err != nil {
+		t.Fatal(err)
+	}
+	seed := filepath.Join(t.TempDir(), "seed")
+	if out, err := exec.Command(digestpinBin(t), "seed", seed).CombinedOutput(); err != nil {
+		t.Fatalf("digestpin seed: %v\n%s", err, out)
+	}
+	chart := filepath.Join(repoRoot(t), "testdata", "generated")
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{nil, "reading manifests from stdin: stdin is a terminal and digestpin runs in the background"},
+		{[]string{"template", "x", chart, "--seed-file", seed, "-f", "-"}, "reading values from stdin: stdin is a terminal and digestpin runs in the background"},
+		{[]string{"template", "x", chart, "--seed-file", seed, "--set-file", "a=-"}, "reading values from stdin: stdin is a terminal"},
+		{[]string{"upgrade", "--install", "x", chart, "--seed-file", seed, "--values=-"}, "reading values from stdin: stdin is a terminal"},
+	} {
+		r := runTTY(t, cleanEnv(), timeoutBin, append([]string{"-k", "5", "10", digestpinBin(t)}, tc.args...)...)
+		var exit *exec.ExitError
+		if !errors.As(r.err, &exit) || exit.ExitCode() != 1 || !strings.Contains(r.stdout, "digestpin: error: "+tc.want) {
+			t.Errorf("timeout -k 5 10 digestpin %s at a terminal = %v, %q; want exit 1 (not timeout's 124 or 137) and %q", strings.Join(tc.args, " "), r.err, r.stdout, tc.want)
+		}
 	}
 	cmd := exec.Command(digestpinBin(t))
 	cmd.Env = cleanEnv()

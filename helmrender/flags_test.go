@@ -171,3 +171,25 @@ func TestDeployFlagErrors(t *testing.T) {
 		}
 	}
 }
+
+// TestReadsStdin checks which values flags make Helm read stdin.
+func TestReadsStdin(t *testing.T) {
+	for _, tc := range []struct {
+		files, fileValues []string
+		want              bool
+	}{
+		{nil, nil, false},
+		{[]string{"a.yaml", "b.yaml"}, []string{"k=v.txt"}, false},
+		{[]string{"a.yaml", "-"}, nil, true},
+		{[]string{" - "}, nil, true},
+		{nil, []string{"k=v.txt,j=-"}, true},
+		{nil, []string{"k=-"}, true},
+		{nil, []string{"k=--", "-"}, false}, // "-" with no key is not a file value
+	} {
+		s := Source{}
+		s.Values.ValueFiles, s.Values.FileValues = tc.files, tc.fileValues
+		if got := s.ReadsStdin(); got != tc.want {
+			t.Errorf("ReadsStdin(-f %q, --set-file %q) = %v, want %v", tc.files, tc.fileValues, got, tc.want)
+		}
+	}
+}

@@ -283,6 +283,24 @@ func Template(ctx context.Context, o Options) ([]byte, error) {
 }
 
 // settings is s.Settings, or cli.New() when it is nil.
+// ReadsStdin reports whether a values flag names "-" (-f -, or
+// --set-file key=-), which Helm reads from the process's stdin.
+func (s *Source) ReadsStdin() bool {
+	for _, f := range s.Values.ValueFiles {
+		if strings.TrimSpace(f) == "-" {
+			return true
+		}
+	}
+	for _, kv := range s.Values.FileValues {
+		for _, pair := range strings.Split(kv, ",") {
+			if _, path, ok := strings.Cut(pair, "="); ok && strings.TrimSpace(path) == "-" {
+				return true
+			}
+		}
+	}
+	return false
+}
+
 func (s *Source) settings() *cli.EnvSettings {
 	if s.Settings == nil {
 		s.Settings = cli.New()
