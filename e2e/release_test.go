@@ -18,6 +18,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"sort"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -259,17 +260,23 @@ func releaseServer(t *testing.T, dir, version string) string {
 		bad, missing = append(bad, line), append(missing, line)
 	}
 	variant := map[string]string{"bad": strings.Join(bad, "\n") + "\n", "missing": strings.Join(missing, "\n") + "\n"}
+	// x-tar is the release itself, its archives sent as application/x-tar.
+	isXTar := func(prefix string) bool { return prefix == "x-tar" }
 	files := http.FileServer(http.Dir(dir))
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		prefix, file, _ := strings.Cut(strings.TrimPrefix(r.URL.Path, "/"), "/")
 		sums, isVariant := variant[prefix]
 		switch {
-		case prefix != "v"+version && !isVariant, strings.Contains(file, "/"):
+		case prefix != "v"+version && !isVariant && !isXTar(prefix), strings.Contains(file, "/"):
 			http.NotFound(w, r)
 		case file == "SHA256SUMS" && isVariant:
 			fmt.Fprint(w, sums)
 		default:
-			if strings.HasSuffix(file, ".tgz") || strings.HasSuffix(file, ".tar.gz") {
+			switch {
+			case prefix == "x-tar" && strings.HasSuffix(file, ".tgz"):
+				// A mirror that says the archive is a tar.
+				w.Header().Set("Content-Type", "application/x-tar")
+			case strings.HasSuffix(file, ".tgz"), strings.HasSuffix(file, ".tar.gz"):
 				w.Header().Set("Content-Type", "application/gzip")
 			}
 			r.URL.Path = "/" + file
@@ -386,6 +393,51 @@ func TestPluginInstallFromURL(t *testing.T) {
 		render(t, home, h3, "--post-renderer", "helm", "--post-renderer-args", "digestpin")
 		mustRun(t, home, h3, "plugin", "uninstall", "digestpin")
 		wantNone(t, home, h3, "helm plugin uninstall")
+	})
+
+	// The README's way round a mirror that sends application/x-tar, which
+	// Helm 3 takes for a git URL: unpack the archive, install the folder.
+	t.Run("helm3 archive sent as x-tar", func(t *testing.T) {
+		home := append(helmHome(t, path), "DIGESTPIN_PLUGIN_URL=http://127.0.0.1:1/unused")
+		url := base + "/x-tar/" + h3Plugin
+		if res := runHelm(t, home, h3, "plugin", "install", url); res.err == nil || !strings.Contains(res.stderr, "Cannot detect VCS") {
+			t.Errorf("helm plugin install %s = %v, %q; want Helm 3's Cannot detect VCS (if Helm learnt x-tar, say so in the README)", url, res.err, res.stderr)
+		}
+		wantNone(t, home, h3, "the refused install")
+		work := t.TempDir()
+		sh := "mkdir digestpin && curl -fsSL " + shellQuote(url) + " | tar -xzf - -C digestpin && helm plugin install ./digestpin"
+		if res := runCmd(t, work, nil, home, "sh", "-c", sh); res.err != nil || strings.Contains(res.stdout, "downloading") {
+			t.Fatalf("%s = %v\n%s%s\nwant the archive's own binary installed", sh, res.err, res.stdout, res.stderr)
+		}
+		render(t, home, h3, "--post-renderer", "helm", "--post-renderer-args", "digestpin")
+	})
+
+	// The README's Helm 3 and Helm 4 on one machine: a Helm 4 plugin in the
+	// data home Helm 3 reads breaks Helm 3's plugin loading; a data home of
+	// Helm 4's own does not.
+	t.Run("helm3 and helm4 on one machine", func(t *testing.T) {
+		home := append(helmHome(t, path), "DIGESTPIN_PLUGIN_URL="+releaseURL)
+		mustRun(t, home, h3, "plugin", "install", releaseURL+"/"+h3Plugin)
+		mustRun(t, home, h4, "plugin", "install", "--verify=false", releaseURL+"/"+h4Plugin)
+		if res := runHelm(t, home, h3, "plugin", "list"); res.err == nil || !strings.Contains(res.stderr, `unknown field "apiVersion"`) {
+			t.Errorf("helm3 plugin list with the Helm 4 plugin beside = %v, %q; want the failure the README warns of (if Helm 3 reads it now, drop the warning)", res.err, res.stderr)
+		}
+		mustRun(t, home, h4, "plugin", "uninstall", h4PluginName)
+		// Without HELM_PLUGINS, as a user's shell has it: HELM_DATA_HOME
+		// decides for both.
+		var h4Home []string
+		for _, kv := range home {
+			if !strings.HasPrefix(kv, "HELM_PLUGINS=") && !strings.HasPrefix(kv, "HELM_DATA_HOME=") {
+				h4Home = append(h4Home, kv)
+			}
+		}
+		h4Home = append(h4Home, "HELM_DATA_HOME="+filepath.Join(t.TempDir(), "helm4"))
+		mustRun(t, h4Home, h4, "plugin", "install", "--verify=false", releaseURL+"/"+h4Plugin)
+		if list, folder := installed(t, home, h3); !slices.Contains(list, "digestpin") || len(folder) != 1 {
+			t.Errorf("helm3 plugin list = %q, its folder %q; want digestpin alone", list, folder)
+		}
+		render(t, home, h3, "--post-renderer", "helm", "--post-renderer-args", "digestpin")
+		render(t, h4Home, h4, "--post-renderer", h4PluginName)
 	})
 
 	t.Run("helm4 package URL", func(t *testing.T) {
