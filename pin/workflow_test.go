@@ -251,7 +251,7 @@ func TestCacheWorkflows(t *testing.T) {
 		source   resolution.Source
 	}{
 		{desc: "a folder", opts: Options{CacheTTL: time.Hour}, source: resolution.Cache},
-		{desc: "a shared cache", opts: Options{CacheTTL: time.Hour, Cache: dirCache(t, time.Hour)}, source: resolution.Cache},
+		{desc: "a shared cache", opts: Options{CacheTTL: time.Hour, Cache: dirCache(t)}, source: resolution.Cache},
 		{desc: "a tag policy's choice", opts: Options{CacheTTL: time.Hour, TagPolicies: mustPolicies(t, "registry.example/shop/web=semver:~1.4")}, source: resolution.Cache},
 		{desc: "an expired entry", opts: Options{CacheTTL: time.Nanosecond}, asked: 2, source: resolution.Registry},
 		{desc: "no TTL, no cache", opts: Options{}, asked: 2, source: resolution.Registry},
@@ -294,9 +294,9 @@ func TestCacheWorkflows(t *testing.T) {
 }
 
 // dirCache returns a DirCache in a new folder.
-func dirCache(t *testing.T, ttl time.Duration) *resolve.DirCache {
+func dirCache(t *testing.T) *resolve.DirCache {
 	t.Helper()
-	c, err := resolve.NewDirCache(t.TempDir(), ttl)
+	c, err := resolve.NewDirCache(t.TempDir())
 	if err != nil {
 		t.Fatal(err)
 	}
