@@ -169,7 +169,7 @@ var releaseScript = redis.NewScript(`if redis.call("GET", KEYS[1]) == ARGV[1] th
 // lock.
 func (k *Cache) Claim(ctx context.Context, key string, read resolve.EntryRead) ([]byte, bool, func(error), error) {
 	var b []byte
-	found, unlock, err := k.claim(ctx, k.lockKey(key), key, func() (bool, error) {
+	found, unlock, err := k.claim(ctx, k.lockKey(key), "cache entry "+key, func() (bool, error) {
 		var ok bool
 		if b, ok = k.Get(ctx, key, read); ok {
 			return true, nil
@@ -227,7 +227,7 @@ func (k *Cache) claim(ctx context.Context, lock, what string, answered func() (b
 		}
 		// Another process is asking: wait for its answer.
 		if time.Now().Add(poll).After(deadline) {
-			k.c.logf("%s: no answer from the process resolving it within %s; asking the registry", what, k.wait)
+			k.c.logf("%s: no answer from the process finding it within %s; going on without it", what, k.wait)
 			return false, nil, nil
 		}
 		t := time.NewTimer(poll)
