@@ -54,7 +54,8 @@ type Cache interface {
 // that Check accepts. Check returns nil for an entry to use,
 // ErrCacheEntryExpired for one that is too old, a plain miss, and another
 // error for a value that is no entry of the key (corrupt, foreign, of
-// another format), which a cache may report as it ignores it.
+// another format), which a cache may report as it ignores it. The reads
+// this package passes to a Cache always set both.
 type EntryRead struct {
 	Max   int
 	Check func(entry []byte) error
