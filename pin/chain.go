@@ -112,15 +112,15 @@ func newChain(o *Options) (*chain, error) {
 				}
 				dir = d
 			}
-			dc, err := resolve.NewDirCache(dir, o.CacheTTL)
+			dc, err := resolve.NewDirCache(dir)
 			if err != nil {
 				return nil, err
 			}
 			o.logf("resolution cache in %s, TTL %s", dir, o.CacheTTL)
 			cache = dc
 		}
-		live = resolve.NewCachingResolver(registry, cache, key, o.warnf)
-		popts = append(popts, resolve.WithChoiceCache(cache, key, o.warnf))
+		live = resolve.NewCachingResolver(registry, cache, o.CacheTTL, key, o.warnf)
+		popts = append(popts, resolve.WithChoiceCache(cache, o.CacheTTL, key, o.warnf))
 	}
 	live, err := c.withPolicies(o, live, tagSource, popts...)
 	if err != nil {

@@ -57,8 +57,8 @@ type Options struct {
 	CacheTTL time.Duration
 	// Cache, when set, keeps resolutions there instead of in CacheDir,
 	// e.g. on a Redis that several processes share; it excludes
-	// CacheDir and needs CacheTTL (which then only turns the cache on:
-	// the Cache's entries live as long as it says). It must be safe for
+	// CacheDir and needs CacheTTL, the age up to which its entries are
+	// taken (a Cache may drop them sooner). It must be safe for
 	// concurrent use.
 	Cache resolve.Cache
 

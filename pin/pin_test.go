@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-containerregistry/pkg/name"
@@ -16,7 +17,9 @@ import (
 	"github.com/digestpin/digestpin/internal/gen"
 	"github.com/digestpin/digestpin/internal/testfiles"
 	"github.com/digestpin/digestpin/internal/testregistry"
+	"github.com/digestpin/digestpin/renderer"
 	"github.com/digestpin/digestpin/resolution"
+	"github.com/digestpin/digestpin/resolve"
 )
 
 // refuse is a registry that fails the test when asked anything.
@@ -28,10 +31,15 @@ func refuse(t *testing.T) resolution.Resolver {
 }
 
 func TestNewRejects(t *testing.T) {
+	policies := &resolve.TagPolicies{}
+	if err := policies.Add("registry.example/app", "latest"); err != nil {
+		t.Fatal(err)
+	}
 	for _, tc := range []struct {
-		desc  string
-		o     Options
-		field string
+		desc   string
+		o      Options
+		field  string
+		reason string // how the OptionError's Reason starts
 	}{
 		{desc: "frozen and check", o: Options{Lock: "l", Frozen: true, Check: true}, field: "Frozen"},
 		{desc: "frozen without a lock", o: Options{Frozen: true}, field: "Frozen"},
@@ -40,14 +48,36 @@ func TestNewRejects(t *testing.T) {
 		{desc: "cache folder without TTL", o: Options{CacheDir: "d"}, field: "CacheDir"},
 		{desc: "platform without architecture", o: Options{Platform: &v1.Platform{OS: "linux"}}, field: "Platform"},
 		{desc: "platform without OS", o: Options{Platform: &v1.Platform{Architecture: "amd64"}}, field: "Platform"},
+		{desc: "cache and cache folder", o: Options{Cache: &resolve.DirCache{}, CacheDir: "d", CacheTTL: time.Hour}, field: "CacheDir", reason: "excludes Cache: resolutions are kept in one place"},
+		{desc: "cache without TTL", o: Options{Cache: &resolve.DirCache{}}, field: "Cache", reason: "needs CacheTTL DURATION, how long a resolution stays valid"},
+		{desc: "tag policies in annotate mode", o: Options{TagPolicies: policies, Renderer: renderer.Renderer{Mode: renderer.ModeAnnotate}}, field: "TagPolicies", reason: "excludes the annotate mode: the image fields would keep the tags as written"},
+		{desc: "negative MaxTags", o: Options{MaxTags: -1}, field: "MaxTags", reason: "must not be negative, got -1"},
+		{desc: "a resolver of the caller's", o: Options{Renderer: renderer.Renderer{Resolver: refuse(t)}}, field: "Renderer.Resolver", reason: "is set: a Pinner assembles its own chain"},
+		{desc: "an unknown mode", o: Options{Renderer: renderer.Renderer{Mode: "loud"}}, field: "Renderer", reason: `mode "loud": want pin, digest or annotate`},
 	} {
 		t.Run(tc.desc, func(t *testing.T) {
 			_, err := New(tc.o)
 			var oe *OptionError
-			if !errors.As(err, &oe) || oe.Field != tc.field {
-				t.Errorf("New(%+v) = %v, want an OptionError for %s", tc.o, err, tc.field)
+			if !errors.As(err, &oe) || oe.Field != tc.field || !strings.HasPrefix(oe.Reason, tc.reason) {
+				t.Fatalf("New(%+v) = %v, want an OptionError for %s, reason %q", tc.o, err, tc.field, tc.reason)
+			}
+			if want := tc.field + ": " + oe.Reason; err.Error() != want {
+				t.Errorf("New() error = %q, want %q", err, want)
 			}
 		})
+	}
+	// A registry resolver's options are checked by New, too.
+	if _, err := New(Options{ResolveOptions: []resolve.Option{resolve.WithJobs(0)}}); err == nil || !strings.Contains(err.Error(), "0") {
+		t.Errorf("New(WithJobs(0)) = %v, want an error", err)
+	}
+	// A tag policy needs a Registry that lists tags: Pin says so.
+	p, err := New(Options{Registry: refuse(t), TagPolicies: policies})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var oe *OptionError
+	if _, err := p.Pin(context.Background(), gen.Deployments("", "registry.example/app:1")); !errors.As(err, &oe) || oe.Field != "TagPolicies" {
+		t.Errorf("Pin(tag policies, a Registry without tags) = %v, want an OptionError for TagPolicies", err)
 	}
 }
 

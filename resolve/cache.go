@@ -19,51 +19,53 @@ import (
 	"github.com/digestpin/digestpin/resolution"
 )
 
-// Cache keeps resolutions between runs, for a TTL, keyed by the
-// reference and everything besides it that decides the answer (see
-// Resolver.CacheKey). A CachingResolver consults it. DirCache keeps them in
-// a folder; other implementations (a shared Redis, in digestpin) keep them
-// where several processes and machines read them. Implementations must be
-// safe for concurrent use. A cache that fails (unreachable, corrupt) is a
-// miss and never an error of the resolution: it says so itself, if at
-// all.
+// Cache is where resolutions and tag choices are kept between runs: a
+// store of small byte entries by key. Resolve builds the keys (hex hashes
+// with a kind prefix, "resolution:…" or "choice:…", safe in any store),
+// encodes the entries and checks their age against its own TTL
+// (NewCachingResolver, WithChoiceCache); a Cache knows nothing of their
+// format. DirCache keeps them in a folder; other implementations (a
+// shared Redis, in digestpin) keep them where several processes and
+// machines read them. Implementations must be safe for concurrent use. A
+// cache that fails (unreachable, corrupt) is a miss and never an error of
+// the resolution: it says so itself, if at all.
 type Cache interface {
-	// Get returns the cached digest of ref under key when an entry
-	// younger than the TTL exists.
-	Get(ctx context.Context, ref name.Reference, key string) (v1.Hash, bool)
+	// Get returns the entry stored under key, when there is one that
+	// read accepts.
+	Get(ctx context.Context, key string, read EntryRead) ([]byte, bool)
+	// Put stores entry under key. A store may drop it after its TTL.
+	Put(ctx context.Context, key string, entry []byte) error
 	// Claim is called on a miss, before the caller asks the registry:
-	// when another process is resolving ref under key at the moment, it
-	// may wait (briefly, with a bound) for that answer and return it: the
-	// digest with found true, or, when that process failed moments ago,
-	// its failure as err, which the caller returns as its own. Otherwise
-	// the caller asks the registry itself, stores a digest with Put, and
-	// then calls release, which is never nil: with nil after a digest, or
-	// with the error of the resolution, which the cache may keep for a few
-	// seconds (never longer than its TTL) for the processes that wait. A
-	// cache that only one process at a time uses returns at once.
-	Claim(ctx context.Context, ref name.Reference, key string) (h v1.Hash, found bool, release func(failure error), err error)
-	// Put stores the digest of ref under key, resolved now.
-	Put(ctx context.Context, ref name.Reference, key string, h v1.Hash) error
-	// GetChoice returns the tag choice cached for repo under key (which
-	// names the policy, see WithChoiceCache) when one younger than the
-	// TTL exists.
-	GetChoice(ctx context.Context, repo name.Repository, key string) (Choice, bool)
-	// PutChoice stores the tag choice for repo under key, made now.
-	PutChoice(ctx context.Context, repo name.Repository, key string, c Choice) error
-	// ClaimChoice is Claim for the tag choice of repo under key: it may
-	// wait for the choice of another process that is making it and return
-	// it with found true; otherwise the caller lists the tags, stores its
-	// choice with PutChoice and then calls release, which is never nil.
-	// A failure is not shared.
-	ClaimChoice(ctx context.Context, repo name.Repository, key string) (c Choice, found bool, release func())
+	// when another process is finding the entry of key at the moment, it
+	// may wait (briefly, with a bound) for that entry, one that read
+	// accepts, and return it with found true, or, when that process
+	// failed moments ago, its failure as err, which the caller returns as
+	// its own. Otherwise the caller finds the entry itself, stores it with
+	// Put, and then calls release, which is never nil: with nil after an
+	// entry (or when it has no failure to share), or with the error of
+	// the resolution, which the cache may keep for a few seconds (never
+	// longer than its TTL) for the processes that wait. A cache that only
+	// one process at a time uses returns at once.
+	Claim(ctx context.Context, key string, read EntryRead) (entry []byte, found bool, release func(failure error), err error)
 }
 
-// DirCache is an on-disk Cache: one small JSON file per reference and key
-// in one folder. Entries expire after the TTL; an expired, unreadable or
-// foreign entry counts as a miss and is overwritten by the next
-// resolution, and so does an entry of an earlier format. Reading an entry
-// never blocks: a FIFO, a device, a socket or a link in the folder is a
-// miss.
+// EntryRead says how a Cache reads the entry of a key: at most Max bytes
+// (a longer value is none, and is never read whole), and only an entry
+// that Check accepts. Check returns nil for an entry to use,
+// ErrCacheEntryExpired for one that is too old, a plain miss, and another
+// error for a value that is no entry of the key (corrupt, foreign, of
+// another format), which a cache may report as it ignores it. The reads
+// this package passes to a Cache always set both.
+type EntryRead struct {
+	Max   int
+	Check func(entry []byte) error
+}
+
+// DirCache is an on-disk Cache: one small file per key in one folder,
+// named by a hash of the key. An unreadable entry, or one that the reader
+// does not accept, counts as a miss and is overwritten by the next
+// resolution. Reading an entry never blocks: a FIFO, a device, a socket
+// or a link in the folder is a miss.
 //
 // Several processes may share one folder at once: each entry is written to
 // a temporary file and renamed into place, so a reader sees a whole entry
@@ -72,8 +74,6 @@ type Cache interface {
 // use.
 type DirCache struct {
 	dir string
-	ttl time.Duration
-	now func() time.Time
 }
 
 var _ Cache = (*DirCache)(nil)
@@ -87,7 +87,7 @@ const cacheFormat = "digestpin-cache-v2"
 // bytes.
 const maxCacheEntry = 64 << 10
 
-// cacheEntry is the content of one cache file.
+// cacheEntry is the content of one cache entry.
 type cacheEntry struct {
 	Format    string    `json:"format"`
 	Reference string    `json:"reference"`
@@ -96,35 +96,39 @@ type cacheEntry struct {
 	Resolved  time.Time `json:"resolved"`
 }
 
-// ErrCacheEntryExpired is the error of DecodeCacheEntry for an entry
+// ErrCacheEntryExpired is what an EntryRead's Check returns for an entry
 // older than the TTL, or resolved in the future (a clock that went back):
-// a plain miss, unlike an entry that is not one of ours.
+// a plain miss, unlike a value that is not one of ours.
 var ErrCacheEntryExpired = errors.New("cache entry expired")
 
-// CacheEntryID names the entry of ref under key, for every Cache: a hex
+// resolutionKey is the Cache key of the entry of ref under key: a hex
 // SHA-256 of the format, the reference and the key, so that entries of
 // another format are never even read.
-func CacheEntryID(ref name.Reference, key string) string {
+func resolutionKey(ref name.Reference, key string) string {
 	sum := sha256.Sum256([]byte(cacheFormat + "\n" + ref.Name() + "\n" + key))
-	return hex.EncodeToString(sum[:])
+	return "resolution:" + hex.EncodeToString(sum[:])
 }
 
-// EncodeCacheEntry returns the entry that says ref resolved to h under
-// key at resolved, as JSON of at most a few hundred bytes.
-func EncodeCacheEntry(ref name.Reference, key string, h v1.Hash, resolved time.Time) ([]byte, error) {
+// encodeCacheEntry returns the entry that says ref resolved to h under
+// key at resolved, as JSON of at most a few hundred bytes; one larger than
+// maxCacheEntry (a huge key) is an error: no Cache would read it back.
+func encodeCacheEntry(ref name.Reference, key string, h v1.Hash, resolved time.Time) ([]byte, error) {
 	b, err := json.Marshal(cacheEntry{Format: cacheFormat, Reference: ref.Name(), Key: key, Digest: h.String(), Resolved: resolved.UTC()})
 	if err != nil {
 		return nil, fmt.Errorf("encoding cache entry for %s: %w", ref.Name(), err)
 	}
+	if len(b) > maxCacheEntry {
+		return nil, fmt.Errorf("storing cache entry for %s: %d bytes, more than %d", ref.Name(), len(b), maxCacheEntry)
+	}
 	return b, nil
 }
 
-// DecodeCacheEntry returns the digest of the entry b, written by
-// EncodeCacheEntry for ref under key, when it is younger than ttl at now.
+// decodeCacheEntry returns the digest of the entry b, written by
+// encodeCacheEntry for ref under key, when it is younger than ttl at now.
 // An entry too old (or from the future) is ErrCacheEntryExpired; anything
 // else that is not an entry of ref under key in this format (corrupt, of
 // another reference, key or format) is another error, which says why.
-func DecodeCacheEntry(b []byte, ref name.Reference, key string, now time.Time, ttl time.Duration) (v1.Hash, error) {
+func decodeCacheEntry(b []byte, ref name.Reference, key string, now time.Time, ttl time.Duration) (v1.Hash, error) {
 	var e cacheEntry
 	if err := json.Unmarshal(b, &e); err != nil {
 		return v1.Hash{}, fmt.Errorf("not a cache entry: %w", err)
@@ -147,6 +151,66 @@ func DecodeCacheEntry(b []byte, ref name.Reference, key string, now time.Time, t
 	return h, nil
 }
 
+// entries are the typed entries of a Cache, valid for a TTL: what
+// CachingResolver and PolicyResolver read and write.
+type entries struct {
+	c   Cache
+	ttl time.Duration
+	now func() time.Time
+}
+
+// newEntries returns the entries of c valid for ttl.
+func newEntries(c Cache, ttl time.Duration) *entries {
+	return &entries{c: c, ttl: ttl, now: time.Now}
+}
+
+// resolutionRead is how the entry of ref under key is read.
+func (e *entries) resolutionRead(ref name.Reference, key string) EntryRead {
+	return EntryRead{Max: maxCacheEntry, Check: func(b []byte) error {
+		_, err := decodeCacheEntry(b, ref, key, e.now(), e.ttl)
+		return err
+	}}
+}
+
+// get returns the cached digest of ref under key when an entry younger
+// than the TTL exists.
+func (e *entries) get(ctx context.Context, ref name.Reference, key string) (v1.Hash, bool) {
+	b, ok := e.c.Get(ctx, resolutionKey(ref, key), e.resolutionRead(ref, key))
+	if !ok {
+		return v1.Hash{}, false
+	}
+	return e.decode(b, ref, key)
+}
+
+// decode returns the digest of entry b of ref under key, if it is valid.
+func (e *entries) decode(b []byte, ref name.Reference, key string) (v1.Hash, bool) {
+	h, err := decodeCacheEntry(b, ref, key, e.now(), e.ttl)
+	return h, err == nil
+}
+
+// claim is Cache.Claim for the entry of ref under key.
+func (e *entries) claim(ctx context.Context, ref name.Reference, key string) (v1.Hash, bool, func(error), error) {
+	b, found, release, err := e.c.Claim(ctx, resolutionKey(ref, key), e.resolutionRead(ref, key))
+	if err != nil || !found {
+		return v1.Hash{}, false, release, err
+	}
+	if h, ok := e.decode(b, ref, key); ok {
+		return h, true, release, nil
+	}
+	// An entry the read accepted moments ago that is too old now: the
+	// caller asks the registry.
+	return v1.Hash{}, false, release, nil
+}
+
+// put stores the digest of ref under key, resolved now.
+func (e *entries) put(ctx context.Context, ref name.Reference, key string, h v1.Hash) error {
+	b, err := encodeCacheEntry(ref, key, h, e.now())
+	if err != nil {
+		return err
+	}
+	return e.c.Put(ctx, resolutionKey(ref, key), b)
+}
+
 // DefaultCacheDir returns the cache folder used when only a TTL is given:
 // "digestpin" in os.UserCacheDir ($XDG_CACHE_HOME or ~/.cache on Linux).
 func DefaultCacheDir() (string, error) {
@@ -157,15 +221,11 @@ func DefaultCacheDir() (string, error) {
 	return filepath.Join(d, "digestpin"), nil
 }
 
-// NewDirCache returns a cache in dir whose entries are valid for ttl,
-// which must be positive. It creates dir (mode 0700) when missing and
-// checks that it can write there.
-func NewDirCache(dir string, ttl time.Duration) (*DirCache, error) {
+// NewDirCache returns a cache in dir. It creates dir (mode 0700) when
+// missing and checks that it can write there.
+func NewDirCache(dir string) (*DirCache, error) {
 	if dir == "" {
 		return nil, errors.New("cache folder is empty")
-	}
-	if ttl <= 0 {
-		return nil, fmt.Errorf("cache TTL must be positive, got %s", ttl)
 	}
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return nil, fmt.Errorf("creating cache folder: %w", err)
@@ -178,53 +238,38 @@ func NewDirCache(dir string, ttl time.Duration) (*DirCache, error) {
 	}
 	_ = probe.Close()
 	_ = os.Remove(probe.Name()) // a probe left behind costs nothing
-	return &DirCache{dir: dir, ttl: ttl, now: time.Now}, nil
+	return &DirCache{dir: dir}, nil
 }
 
 // Dir returns the cache folder.
 func (c *DirCache) Dir() string { return c.dir }
 
-// path returns the file of the entry for ref and key.
-func (c *DirCache) path(ref name.Reference, key string) string {
-	return filepath.Join(c.dir, CacheEntryID(ref, key)+".json")
+// path returns the file of the entry of key: a hex SHA-256 of the key,
+// so that no key names a path outside the folder.
+func (c *DirCache) path(key string) string {
+	sum := sha256.Sum256([]byte(key))
+	return filepath.Join(c.dir, hex.EncodeToString(sum[:])+".json")
 }
 
-// Get implements Cache. key is what, besides the reference, decides the
-// answer: Resolver.CacheKey's, or "" for an index digest and the platform
-// as v1.Platform.String formats it otherwise, when nothing else does (no
-// mirrors, no credentials that matter).
-func (c *DirCache) Get(_ context.Context, ref name.Reference, key string) (v1.Hash, bool) {
-	b, err := readSmallFile(c.path(ref, key), maxCacheEntry, false)
-	if err != nil {
-		return v1.Hash{}, false
+// Get implements Cache.
+func (c *DirCache) Get(_ context.Context, key string, read EntryRead) ([]byte, bool) {
+	b, err := readSmallFile(c.path(key), int64(read.Max), false)
+	if err != nil || read.Check(b) != nil {
+		return nil, false
 	}
-	h, err := DecodeCacheEntry(b, ref, key, c.now(), c.ttl)
-	if err != nil {
-		return v1.Hash{}, false
-	}
-	return h, true
+	return b, true
 }
 
 // Claim implements Cache: it never waits, and release does nothing; a
 // failure is not kept.
-func (c *DirCache) Claim(context.Context, name.Reference, string) (v1.Hash, bool, func(error), error) {
-	return v1.Hash{}, false, func(error) {}, nil
-}
-
-// ClaimChoice implements Cache: it never waits, and release does
-// nothing.
-func (c *DirCache) ClaimChoice(context.Context, name.Repository, string) (Choice, bool, func()) {
-	return Choice{}, false, func() {}
+func (c *DirCache) Claim(context.Context, string, EntryRead) ([]byte, bool, func(error), error) {
+	return nil, false, func(error) {}, nil
 }
 
 // Put implements Cache.
-func (c *DirCache) Put(_ context.Context, ref name.Reference, key string, h v1.Hash) error {
-	b, err := EncodeCacheEntry(ref, key, h, c.now())
-	if err != nil {
-		return err
-	}
-	if err := atomicfile.WriteFile(c.path(ref, key), b, 0o644); err != nil {
-		return fmt.Errorf("writing cache entry for %s: %w", ref.Name(), err)
+func (c *DirCache) Put(_ context.Context, key string, entry []byte) error {
+	if err := atomicfile.WriteFile(c.path(key), entry, 0o644); err != nil {
+		return fmt.Errorf("writing cache entry %s: %w", key, err)
 	}
 	return nil
 }
@@ -239,10 +284,10 @@ type CacheKeyFunc func(ctx context.Context, ref name.Reference) (key string, ok 
 // a miss, storing the answer. It is safe for concurrent use when the
 // wrapped resolver is.
 type CachingResolver struct {
-	next  resolution.Resolver
-	cache Cache
-	key   CacheKeyFunc
-	warnf func(format string, args ...any)
+	next    resolution.Resolver
+	entries *entries
+	key     CacheKeyFunc
+	warnf   func(format string, args ...any)
 }
 
 var (
@@ -250,18 +295,19 @@ var (
 	_ resolution.Resolver = (*CachingResolver)(nil)
 )
 
-// NewCachingResolver returns a resolver that consults c before next,
-// under the key that key gives for each reference: everything besides the
+// NewCachingResolver returns a resolver that consults c before next, for
+// entries younger than ttl (which must be positive), under the key that
+// key gives for each reference: everything besides the
 // reference that decides next's answer (the platform; for a *Resolver also
 // its CacheKey: mirrors, mirror-only, insecure registries and whose
 // credentials are asked). A reference that key cannot key (ok false, or an
 // error) goes to next without the cache. warnf receives a failure to store
 // an entry, which does not fail the resolution; nil discards it.
-func NewCachingResolver(next resolution.Resolver, c Cache, key CacheKeyFunc, warnf func(format string, args ...any)) *CachingResolver {
+func NewCachingResolver(next resolution.Resolver, c Cache, ttl time.Duration, key CacheKeyFunc, warnf func(format string, args ...any)) *CachingResolver {
 	if warnf == nil {
 		warnf = func(string, ...any) {}
 	}
-	return &CachingResolver{next: next, cache: c, key: key, warnf: warnf}
+	return &CachingResolver{next: next, entries: newEntries(c, ttl), key: key, warnf: warnf}
 }
 
 // Resolve resolves ref: from the cache, with source resolution.Cache, on
@@ -280,13 +326,13 @@ func (r *CachingResolver) Resolve(ctx context.Context, ref name.Reference) (reso
 		// The wrapped resolver meets the same failure and says it.
 		return r.next.Resolve(ctx, ref)
 	}
-	if h, ok := r.cache.Get(ctx, ref, key); ok {
+	if h, ok := r.entries.get(ctx, ref, key); ok {
 		return resolution.Resolution{Digest: h, Source: resolution.Cache}, nil
 	}
 	// A miss: another process that shares the cache may be asking the
 	// registry for ref right now; its answer is as good as ours, and so
 	// is its failure.
-	h, found, release, err := r.cache.Claim(ctx, ref, key)
+	h, found, release, err := r.entries.claim(ctx, ref, key)
 	switch {
 	case err != nil:
 		return resolution.Resolution{}, err
@@ -304,7 +350,7 @@ func (r *CachingResolver) Resolve(ctx context.Context, ref name.Reference) (reso
 		}
 		return resolution.Resolution{}, err
 	}
-	if err := r.cache.Put(ctx, ref, key, res.Digest); err != nil {
+	if err := r.entries.put(ctx, ref, key, res.Digest); err != nil {
 		r.warnf("%v", err)
 	}
 	release(nil)

@@ -45,21 +45,47 @@ func (c *clock) add(d time.Duration) {
 	c.t = c.t.Add(d)
 }
 
+// testCache is a DirCache read with a TTL on a fake clock.
+type testCache struct {
+	*DirCache
+	ttl time.Duration
+	clk *clock
+}
+
 // newTestCache returns a cache in a temporary folder on a fake clock.
-func newTestCache(t *testing.T, ttl time.Duration) (*DirCache, *clock) {
+func newTestCache(t *testing.T, ttl time.Duration) (*testCache, *clock) {
 	t.Helper()
-	c, err := NewDirCache(filepath.Join(t.TempDir(), "cache"), ttl)
+	c, err := NewDirCache(filepath.Join(t.TempDir(), "cache"))
 	if err != nil {
 		t.Fatalf("NewDirCache: %v", err)
 	}
 	clk := &clock{t: time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)}
-	c.now = clk.now
-	return c, clk
+	return &testCache{DirCache: c, ttl: ttl, clk: clk}, clk
+}
+
+func (c *testCache) now() time.Time { return c.clk.now() }
+
+// resolver returns a CachingResolver on c, with c's TTL and clock.
+func (c *testCache) resolver(next resolution.Resolver, key CacheKeyFunc, warnf func(string, ...any)) *CachingResolver {
+	cr := NewCachingResolver(next, c.DirCache, c.ttl, key, warnf)
+	cr.entries.now = c.clk.now
+	return cr
+}
+
+// get returns the digest cached for ref under key, as a resolver on c
+// reads it.
+func (c *testCache) get(ref name.Reference, key string) (v1.Hash, bool) {
+	return c.resolver(nil, nil, nil).entries.get(context.Background(), ref, key)
+}
+
+// entryPath returns the file of the entry of ref under key.
+func (c *testCache) entryPath(ref name.Reference, key string) string {
+	return c.path(resolutionKey(ref, key))
 }
 
 // cachedRun resolves ref as one digestpin run does: with a fresh registry
 // Resolver (which remembers nothing) behind the shared cache.
-func cachedRun(t *testing.T, c *DirCache, platform, ref string) (v1.Hash, string, error) {
+func cachedRun(t *testing.T, c *testCache, platform, ref string) (v1.Hash, string, error) {
 	t.Helper()
 	var opts []Option
 	if platform != "" {
@@ -74,7 +100,7 @@ func cachedRun(t *testing.T, c *DirCache, platform, ref string) (v1.Hash, string
 		t.Fatalf("New: %v", err)
 	}
 	var warnings []string
-	cr := NewCachingResolver(reg, c, reg.CacheKey, func(f string, args ...any) { warnings = append(warnings, f) })
+	cr := c.resolver(reg, reg.CacheKey, func(f string, args ...any) { warnings = append(warnings, f) })
 	res, err := cr.Resolve(context.Background(), mustRef(t, ref))
 	if len(warnings) > 0 {
 		t.Errorf("warnings: %v", warnings)
@@ -180,41 +206,41 @@ func TestCacheBadEntries(t *testing.T) {
 	key := runKey(t, ref.String())
 	for _, tc := range []struct {
 		desc  string
-		entry func(c *DirCache) []byte
+		entry func(c *testCache) []byte
 	}{
-		{desc: "truncated", entry: func(*DirCache) []byte { return []byte(`{"format":"` + cacheFormat + `","reference":`) }},
-		{desc: "bad digest", entry: func(c *DirCache) []byte {
+		{desc: "truncated", entry: func(*testCache) []byte { return []byte(`{"format":"` + cacheFormat + `","reference":`) }},
+		{desc: "bad digest", entry: func(c *testCache) []byte {
 			return entryJSON(cacheFormat, ref.Name(), key, "sha256:00", c.now())
 		}},
-		{desc: "another reference's entry", entry: func(c *DirCache) []byte {
+		{desc: "another reference's entry", entry: func(c *testCache) []byte {
 			return entryJSON(cacheFormat, other.Name(), key, want.String(), c.now())
 		}},
-		{desc: "another key's entry", entry: func(c *DirCache) []byte {
+		{desc: "another key's entry", entry: func(c *testCache) []byte {
 			return entryJSON(cacheFormat, ref.Name(), "linux/amd64", want.String(), c.now())
 		}},
-		{desc: "another format's entry", entry: func(c *DirCache) []byte {
+		{desc: "another format's entry", entry: func(c *testCache) []byte {
 			return entryJSON("digestpin-cache-v3", ref.Name(), key, want.String(), c.now())
 		}},
-		{desc: "an entry of the first format, keyed by platform only", entry: func(c *DirCache) []byte {
+		{desc: "an entry of the first format, keyed by platform only", entry: func(c *testCache) []byte {
 			return []byte(`{"reference":"` + ref.Name() + `","digest":"` + want.String() + `","resolved":"` + c.now().Format(time.RFC3339) + `"}`)
 		}},
-		{desc: "from the future", entry: func(c *DirCache) []byte {
+		{desc: "from the future", entry: func(c *testCache) []byte {
 			return entryJSON(cacheFormat, ref.Name(), key, want.String(), c.now().Add(time.Hour))
 		}},
 	} {
 		t.Run(tc.desc, func(t *testing.T) {
 			c, _ := newTestCache(t, time.Hour)
-			if err := os.WriteFile(c.path(ref, key), tc.entry(c), 0o600); err != nil {
+			if err := os.WriteFile(c.entryPath(ref, key), tc.entry(c), 0o600); err != nil {
 				t.Fatal(err)
 			}
-			if h, ok := c.Get(context.Background(), ref, key); ok {
+			if h, ok := c.get(ref, key); ok {
 				t.Fatalf("Get = %s, true; want a miss", h)
 			}
 			// The next resolution replaces the bad entry.
 			if h, src, err := cachedRun(t, c, "", ref.String()); err != nil || h != want || src != string(resolution.Registry) {
 				t.Fatalf("Resolve = %s, %s, %v; want %s from the registry", h, src, err, want)
 			}
-			if h, ok := c.Get(context.Background(), ref, key); !ok || h != want {
+			if h, ok := c.get(ref, key); !ok || h != want {
 				t.Errorf("Get after resolving = %s, %v; want %s, true", h, ok, want)
 			}
 		})
@@ -269,11 +295,11 @@ func TestCacheSharedConcurrently(t *testing.T) {
 	refs := []string{"a:1", "b:1", "c:1", "d:1"}
 	var wg sync.WaitGroup
 	for range 8 {
-		c, err := NewDirCache(dir, time.Hour)
+		c, err := NewDirCache(dir)
 		if err != nil {
 			t.Fatal(err)
 		}
-		cr := NewCachingResolver(&fixed{h: h}, c, noKey, func(f string, args ...any) { t.Errorf(f, args...) })
+		cr := NewCachingResolver(&fixed{h: h}, c, time.Hour, noKey, func(f string, args ...any) { t.Errorf(f, args...) })
 		for range 20 {
 			for _, r := range refs {
 				wg.Go(func() {
@@ -302,7 +328,7 @@ func TestCacheSharedConcurrently(t *testing.T) {
 func TestCachingResolverPassesDigests(t *testing.T) {
 	c, _ := newTestCache(t, time.Hour)
 	f := &fixed{}
-	cr := NewCachingResolver(f, c, noKey, nil)
+	cr := c.resolver(f, noKey, nil)
 	d := "sha256:" + strings.Repeat("cd", 32)
 	res, err := cr.Resolve(context.Background(), mustRef(t, "registry.example/a@"+d))
 	if err != nil || res.Digest.String() != d || res.Source != resolution.Pinned {
@@ -321,20 +347,36 @@ func TestNewDirCacheErrors(t *testing.T) {
 	for _, tc := range []struct {
 		desc string
 		dir  string
+		want string
+	}{
+		{desc: "no folder", dir: "", want: "cache folder is empty"},
+		{desc: "folder under a file", dir: filepath.Join(file, "sub"), want: "creating cache folder"},
+	} {
+		t.Run(tc.desc, func(t *testing.T) {
+			_, err := NewDirCache(tc.dir)
+			if err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Errorf("NewDirCache(%q) = %v, want an error containing %q", tc.dir, err, tc.want)
+			}
+		})
+	}
+}
+
+// TestCacheTTLPositive checks that a choice cache needs a positive TTL
+// (the TTL the Cache's entries are read with, now that resolve checks it,
+// not the Cache).
+func TestCacheTTLPositive(t *testing.T) {
+	c, _ := newTestCache(t, time.Hour)
+	for _, tc := range []struct {
 		ttl  time.Duration
 		want string
 	}{
-		{desc: "no folder", dir: "", ttl: time.Minute, want: "cache folder is empty"},
-		{desc: "zero TTL", dir: t.TempDir(), ttl: 0, want: "cache TTL must be positive, got 0s"},
-		{desc: "negative TTL", dir: t.TempDir(), ttl: -time.Second, want: "cache TTL must be positive, got -1s"},
-		{desc: "folder under a file", dir: filepath.Join(file, "sub"), ttl: time.Minute, want: "creating cache folder"},
+		{ttl: 0, want: "cache TTL must be positive, got 0s"},
+		{ttl: -time.Second, want: "cache TTL must be positive, got -1s"},
 	} {
-		t.Run(tc.desc, func(t *testing.T) {
-			_, err := NewDirCache(tc.dir, tc.ttl)
-			if err == nil || !strings.Contains(err.Error(), tc.want) {
-				t.Errorf("NewDirCache(%q, %s) = %v, want an error containing %q", tc.dir, tc.ttl, err, tc.want)
-			}
-		})
+		_, err := NewPolicyResolver(&fixed{}, nil, &TagPolicies{}, WithChoiceCache(c.DirCache, tc.ttl, noKey, nil))
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("WithChoiceCache(ttl %s) = %v, want an error containing %q", tc.ttl, err, tc.want)
+		}
 	}
 }
 

@@ -54,7 +54,7 @@ func TestCacheKeyHoldsWhatDecidesTheAnswer(t *testing.T) {
 			c, _ := newTestCache(t, time.Hour)
 			run := func(opts []Option) (string, string, error) {
 				r, _ := newTestResolver(t, opts...)
-				cr := NewCachingResolver(r, c, r.CacheKey, func(f string, args ...any) { t.Errorf(f, args...) })
+				cr := c.resolver(r, r.CacheKey, func(f string, args ...any) { t.Errorf(f, args...) })
 				res, err := cr.Resolve(context.Background(), parseRef(t, ref))
 				return res.Digest.String(), string(res.Source), err
 			}
@@ -111,10 +111,10 @@ func TestCacheEntryThatIsNoFileIsAMiss(t *testing.T) {
 			if err != nil || !ok {
 				t.Fatalf("CacheKey = %v, %v", ok, err)
 			}
-			if err := tc.make(c.path(parseRef(t, ref), key)); err != nil {
+			if err := tc.make(c.entryPath(parseRef(t, ref), key)); err != nil {
 				t.Fatal(err)
 			}
-			cr := NewCachingResolver(r, c, r.CacheKey, nil)
+			cr := c.resolver(r, r.CacheKey, nil)
 			done := make(chan struct{})
 			var res resolution.Resolution
 			go func() {

@@ -24,9 +24,11 @@
 // that host's addresses are loopback, private, link-local or unspecified
 // and the registry's are not.
 //
-// A Cache keeps resolutions on disk between runs, keyed by the reference
-// and Resolver.CacheKey: the mode of resolution, the mirrors and whose
-// credentials are asked.
+// A CachingResolver keeps resolutions between runs in a Cache, keyed by
+// the reference and Resolver.CacheKey: the mode of resolution, the mirrors
+// and whose credentials are asked. A Cache is a byte store (Get, Put,
+// Claim): this package builds its keys, encodes its entries and checks
+// their age; DirCache is one in a folder.
 //
 // Tag policies (TagPolicy: semver, latest, name, digest) choose the tag an
 // image follows: a PolicyResolver lists each repository with a policy once

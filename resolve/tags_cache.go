@@ -6,12 +6,10 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
-	"path/filepath"
 	"time"
 
 	"github.com/google/go-containerregistry/pkg/name"
 
-	"github.com/digestpin/digestpin/internal/atomicfile"
 	"github.com/digestpin/digestpin/internal/imageref"
 )
 
@@ -20,9 +18,9 @@ import (
 // of another format, so the two never meet.
 const choiceFormat = "digestpin-tag-choice-v1"
 
-// MaxChoiceEntry caps what a Cache reads of one tag choice: its
+// maxChoiceEntry caps what a Cache reads of one tag choice: its
 // candidates may be every matching tag of a repository.
-const MaxChoiceEntry = 1 << 20
+const maxChoiceEntry = 1 << 20
 
 // choiceEntry is the content of one cached tag choice.
 type choiceEntry struct {
@@ -33,34 +31,34 @@ type choiceEntry struct {
 	Resolved   time.Time `json:"resolved"`
 }
 
-// ChoiceEntryID names the choice for repo under key, for every Cache: a
-// hex SHA-256 of the format, the repository and the key.
-func ChoiceEntryID(repo name.Repository, key string) string {
+// choiceKeyOf is the Cache key of the choice for repo under key: a hex
+// SHA-256 of the format, the repository and the key.
+func choiceKeyOf(repo name.Repository, key string) string {
 	sum := sha256.Sum256([]byte(choiceFormat + "\n" + repo.Name() + "\n" + key))
-	return hex.EncodeToString(sum[:])
+	return "choice:" + hex.EncodeToString(sum[:])
 }
 
-// EncodeChoiceEntry returns the entry that says the policy in key chose
-// c for repo at resolved, as JSON. An entry larger than MaxChoiceEntry is
+// encodeChoiceEntry returns the entry that says the policy in key chose
+// c for repo at resolved, as JSON. An entry larger than maxChoiceEntry is
 // an error: no Cache would read it back.
-func EncodeChoiceEntry(repo name.Repository, key string, c Choice, resolved time.Time) ([]byte, error) {
+func encodeChoiceEntry(repo name.Repository, key string, c Choice, resolved time.Time) ([]byte, error) {
 	b, err := json.Marshal(choiceEntry{Format: choiceFormat, Repository: repo.Name(), Key: key, Choice: c, Resolved: resolved.UTC()})
 	if err != nil {
 		return nil, fmt.Errorf("encoding the tag choice of %s: %w", repo.Name(), err)
 	}
-	if len(b) > MaxChoiceEntry {
-		return nil, fmt.Errorf("encoding the tag choice of %s: %d bytes, more than %d", repo.Name(), len(b), MaxChoiceEntry)
+	if len(b) > maxChoiceEntry {
+		return nil, fmt.Errorf("encoding the tag choice of %s: %d bytes, more than %d", repo.Name(), len(b), maxChoiceEntry)
 	}
 	return b, nil
 }
 
-// DecodeChoiceEntry returns the choice of the entry b, written by
-// EncodeChoiceEntry for repo under key, when it is younger than ttl at
+// decodeChoiceEntry returns the choice of the entry b, written by
+// encodeChoiceEntry for repo under key, when it is younger than ttl at
 // now. An entry too old (or from the future) is ErrCacheEntryExpired;
 // anything else that is not a choice of repo under key in this format, or
 // whose tag or candidates are not valid tags, is another error, which
 // says why.
-func DecodeChoiceEntry(b []byte, repo name.Repository, key string, now time.Time, ttl time.Duration) (Choice, error) {
+func decodeChoiceEntry(b []byte, repo name.Repository, key string, now time.Time, ttl time.Duration) (Choice, error) {
 	var e choiceEntry
 	if err := json.Unmarshal(b, &e); err != nil {
 		return Choice{}, fmt.Errorf("not a tag choice: %w", err)
@@ -87,35 +85,52 @@ func DecodeChoiceEntry(b []byte, repo name.Repository, key string, now time.Time
 	return e.Choice, nil
 }
 
-// choicePath returns the file of the choice for repo under key.
-func (c *DirCache) choicePath(repo name.Repository, key string) string {
-	return filepath.Join(c.dir, ChoiceEntryID(repo, key)+".json")
+// choiceRead is how the choice for repo under key is read.
+func (e *entries) choiceRead(repo name.Repository, key string) EntryRead {
+	return EntryRead{Max: maxChoiceEntry, Check: func(b []byte) error {
+		_, err := decodeChoiceEntry(b, repo, key, e.now(), e.ttl)
+		return err
+	}}
 }
 
-// GetChoice implements Cache. Like Get, anything but a valid choice
-// younger than the TTL is a miss.
-func (c *DirCache) GetChoice(_ context.Context, repo name.Repository, key string) (Choice, bool) {
-	b, err := readSmallFile(c.choicePath(repo, key), MaxChoiceEntry, false)
-	if err != nil {
+// getChoice returns the tag choice cached for repo under key (which names
+// the policy, see WithChoiceCache) when one younger than the TTL exists.
+func (e *entries) getChoice(ctx context.Context, repo name.Repository, key string) (Choice, bool) {
+	b, ok := e.c.Get(ctx, choiceKeyOf(repo, key), e.choiceRead(repo, key))
+	if !ok {
 		return Choice{}, false
 	}
-	ch, err := DecodeChoiceEntry(b, repo, key, c.now(), c.ttl)
-	if err != nil {
-		return Choice{}, false
-	}
-	return ch, true
+	c, err := decodeChoiceEntry(b, repo, key, e.now(), e.ttl)
+	return c, err == nil
 }
 
-// PutChoice implements Cache.
-func (c *DirCache) PutChoice(_ context.Context, repo name.Repository, key string, ch Choice) error {
-	b, err := EncodeChoiceEntry(repo, key, ch, c.now())
+// claimChoice is Cache.Claim for the tag choice of repo under key: it
+// may wait for the choice of another process that is making it and
+// return it with found true; otherwise the caller lists the tags, stores
+// its choice with putChoice and then calls release, which is never nil.
+// A failure is not shared.
+func (e *entries) claimChoice(ctx context.Context, repo name.Repository, key string) (Choice, bool, func()) {
+	b, found, release, err := e.c.Claim(ctx, choiceKeyOf(repo, key), e.choiceRead(repo, key))
+	done := func() { release(nil) }
+	if err != nil || !found {
+		// A failure shared under a choice's key is none of ours: the
+		// caller lists the tags itself.
+		return Choice{}, false, done
+	}
+	c, err := decodeChoiceEntry(b, repo, key, e.now(), e.ttl)
+	if err != nil {
+		return Choice{}, false, done
+	}
+	return c, true, done
+}
+
+// putChoice stores the tag choice for repo under key, made now.
+func (e *entries) putChoice(ctx context.Context, repo name.Repository, key string, c Choice) error {
+	b, err := encodeChoiceEntry(repo, key, c, e.now())
 	if err != nil {
 		return err
 	}
-	if err := atomicfile.WriteFile(c.choicePath(repo, key), b, 0o644); err != nil {
-		return fmt.Errorf("writing the tag choice of %s: %w", repo.Name(), err)
-	}
-	return nil
+	return e.c.Put(ctx, choiceKeyOf(repo, key), b)
 }
 
 // choiceCacheKey returns the cache key of a choice under policy p: the

@@ -40,7 +40,7 @@ type PolicyResolver struct {
 	tags     TagSource
 	next     resolution.Resolver
 	maxTags  int
-	cache    Cache        // nil: none
+	cache    *entries     // nil: none
 	key      CacheKeyFunc // with cache
 	warnf    func(format string, args ...any)
 	choices  sync.Map // choiceKey → *choiceCall
@@ -83,13 +83,16 @@ func WithMaxTags(n int) PolicyOption {
 }
 
 // WithChoiceCache keeps each repository's choice in c (the resolution
-// cache, for its TTL: a folder, or Redis shared by every process) under
-// key's key for the repository plus the policy, so that a cached choice
-// costs no listing. warnf receives a failure to store one; nil discards
+// cache: a folder, or Redis shared by every process), taken for ttl, which
+// must be positive, under key's key for the repository plus the policy,
+// so that a cached choice costs no listing. warnf receives a failure to store one; nil discards
 // it. By default choices are not cached.
-func WithChoiceCache(c Cache, key CacheKeyFunc, warnf func(format string, args ...any)) PolicyOption {
+func WithChoiceCache(c Cache, ttl time.Duration, key CacheKeyFunc, warnf func(format string, args ...any)) PolicyOption {
 	return func(r *PolicyResolver) error {
-		r.cache, r.key, r.warnf = c, key, warnf
+		if ttl <= 0 {
+			return fmt.Errorf("cache TTL must be positive, got %s", ttl)
+		}
+		r.cache, r.key, r.warnf = newEntries(c, ttl), key, warnf
 		return nil
 	}
 }
@@ -184,12 +187,12 @@ func (r *PolicyResolver) chooseNow(ctx context.Context, ref name.Reference, p *T
 		k, ok, err := r.key(ctx, ref)
 		if err == nil && ok {
 			key, cached = choiceCacheKey(k, p, r.maxTags), true
-			if c, ok := r.cache.GetChoice(ctx, repo, key); ok {
+			if c, ok := r.cache.getChoice(ctx, repo, key); ok {
 				return c, nil
 			}
 			// Another process that shares the cache may be making
 			// this choice right now.
-			c, found, release := r.cache.ClaimChoice(ctx, repo, key)
+			c, found, release := r.cache.claimChoice(ctx, repo, key)
 			if found {
 				return c, nil
 			}
@@ -207,7 +210,7 @@ func (r *PolicyResolver) chooseNow(ctx context.Context, ref name.Reference, p *T
 	}
 	c := Choice{Policy: p.String(), Tag: tag, Candidates: cands}
 	if cached {
-		if err := r.cache.PutChoice(ctx, repo, key, c); err != nil {
+		if err := r.cache.putChoice(ctx, repo, key, c); err != nil {
 			r.warnf("%v", err)
 		}
 	}

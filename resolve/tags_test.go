@@ -330,10 +330,10 @@ func TestPolicyResolverCache(t *testing.T) {
 	run := func(policies *TagPolicies) resolution.Resolution {
 		t.Helper()
 		r, _ := newTestResolver(t)
-		cache, err := NewDirCache(dir, time.Hour)
+		cache, err := NewDirCache(dir)
 		must(t, err)
-		live := NewCachingResolver(r, cache, r.CacheKey, nil)
-		pr, err := NewPolicyResolver(live, r, policies, WithChoiceCache(cache, r.CacheKey, nil))
+		live := NewCachingResolver(r, cache, time.Hour, r.CacheKey, nil)
+		pr, err := NewPolicyResolver(live, r, policies, WithChoiceCache(cache, time.Hour, r.CacheKey, nil))
 		must(t, err)
 		res, err := pr.Resolve(context.Background(), parseRef(t, reg.Ref("shop/web:1.4")))
 		must(t, err)

@@ -23,7 +23,7 @@ func resolvers(t *testing.T, srv *testredis.Server, n int) []*resolve.CachingRes
 		if err != nil {
 			t.Fatal(err)
 		}
-		out = append(out, resolve.NewCachingResolver(r, newCache(t, c, time.Hour, 10*time.Second), r.CacheKey, t.Errorf))
+		out = append(out, resolve.NewCachingResolver(r, newCache(t, c, time.Hour, 10*time.Second), time.Hour, r.CacheKey, t.Errorf))
 	}
 	return out
 }
@@ -82,7 +82,7 @@ func TestChoicesShared(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		pr, err := resolve.NewPolicyResolver(resolve.NewCachingResolver(r, k, r.CacheKey, t.Errorf), r, &ps, resolve.WithChoiceCache(k, r.CacheKey, t.Errorf))
+		pr, err := resolve.NewPolicyResolver(resolve.NewCachingResolver(r, k, time.Hour, r.CacheKey, t.Errorf), r, &ps, resolve.WithChoiceCache(k, time.Hour, r.CacheKey, t.Errorf))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -134,18 +134,18 @@ func TestForeignFailuresIgnored(t *testing.T) {
 	rc := srv.Client(0)
 	defer rc.Close()
 	ctx := context.Background()
-	ref := mustRef(t, "registry.example/app:1")
 	for _, v := range []string{
 		`not json`,
-		`{"format":"digestpin-failure-v1","reference":"registry.example/other:1","key":"k","error":"x"}`,
-		`{"format":"digestpin-failure-v1","reference":"` + ref.Name() + `","key":"k","error":"\u001b[31mred"}`,
-		`{"format":"digestpin-failure-v1","reference":"` + ref.Name() + `","key":"k","error":""}`,
-		`{"format":"digestpin-failure-v1","reference":"` + ref.Name() + `","key":"k","error":"` + strings.Repeat("x", maxMessage+10) + `"}`,
+		`{"format":"digestpin-failure-v2","key":"other","error":"x"}`,
+		`{"format":"digestpin-failure-v1","key":"k","error":"x"}`,
+		`{"format":"digestpin-failure-v2","key":"k","error":"\u001b[31mred"}`,
+		`{"format":"digestpin-failure-v2","key":"k","error":""}`,
+		`{"format":"digestpin-failure-v2","key":"k","error":"` + strings.Repeat("x", maxMessage+10) + `"}`,
 	} {
 		c, w := newClient(t, Options{URL: srv.URL(0)})
 		k := newCache(t, c, time.Hour, time.Second)
-		rc.Set(ctx, k.failKey(ref, "k"), v, time.Minute)
-		_, found, release, err := k.Claim(ctx, ref, "k")
+		rc.Set(ctx, k.failKey("k"), v, time.Minute)
+		_, found, release, err := k.Claim(ctx, "k", accept)
 		if found || err != nil {
 			t.Errorf("Claim with the failure %.40q = %t, %v; want the lock", v, found, err)
 		}

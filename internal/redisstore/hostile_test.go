@@ -28,9 +28,8 @@ func TestHugeValuesAreNotRead(t *testing.T) {
 	ctx := context.Background()
 	c, w := newClient(t, Options{URL: srv.URL(0)})
 	k := newCache(t, c, time.Hour, 0)
-	ref := mustRef(t, "registry.example/app:1")
 	huge := strings.Repeat("x", 32<<20)
-	rc.Set(ctx, k.entryKey(ref, "k"), huge, 0)
+	rc.Set(ctx, k.entryKey("k"), huge, 0)
 	// alloc returns how many bytes f allocates.
 	alloc := func(f func()) uint64 {
 		var before, after runtime.MemStats
@@ -40,7 +39,7 @@ func TestHugeValuesAreNotRead(t *testing.T) {
 		return after.TotalAlloc - before.TotalAlloc
 	}
 	if n := alloc(func() {
-		if _, ok := k.Get(ctx, ref, "k"); ok {
+		if _, ok := k.Get(ctx, "k", accept); ok {
 			t.Error("Get of a huge entry hit")
 		}
 	}); n > 1<<20 {
@@ -58,7 +57,6 @@ func TestHugeValuesAreNotRead(t *testing.T) {
 // own.
 func TestKeysDoNotCollide(t *testing.T) {
 	srv := testredis.Start(t, testredis.Options{})
-	ctx := context.Background()
 	c, w := newClient(t, Options{URL: srv.URL(0)})
 	k := newCache(t, c, time.Hour, 0)
 	long := strings.Repeat("k", 4<<10)
@@ -80,7 +78,7 @@ func TestKeysDoNotCollide(t *testing.T) {
 		if err != nil {
 			continue // not a reference: it cannot be asked about
 		}
-		if err := k.Put(ctx, ref, e.key, hashOf(i)); err != nil {
+		if err := store(t, k, ref, e.key, hashOf(i)); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -89,7 +87,7 @@ func TestKeysDoNotCollide(t *testing.T) {
 		if err != nil {
 			continue
 		}
-		if h, ok := k.Get(ctx, ref, e.key); !ok || h != hashOf(i) {
+		if h, ok := lookup(t, k, ref, e.key); !ok || h != hashOf(i) {
 			t.Errorf("Get(%q, %.20q) = %s, %t; want its own digest %s", e.ref, e.key, h, ok, hashOf(i))
 		}
 	}
@@ -98,7 +96,7 @@ func TestKeysDoNotCollide(t *testing.T) {
 	}
 	// An entry too large to be read back is not stored.
 	ref := mustRef(t, "registry.example/app:1")
-	if err := k.Put(ctx, ref, strings.Repeat("k", maxEntry), hashOf(0)); err == nil || !strings.Contains(err.Error(), "more than") {
+	if err := store(t, k, ref, strings.Repeat("k", maxEntry), hashOf(0)); err == nil || !strings.Contains(err.Error(), "more than") {
 		t.Errorf("Put of a huge key = %v, want an error", err)
 	}
 }
@@ -138,8 +136,7 @@ func TestPasswordNeverShown(t *testing.T) {
 				continue
 			}
 			k := newCache(t, c, time.Hour, 0)
-			ref := mustRef(t, "registry.example/app:1")
-			k.Get(context.Background(), ref, "")
+			k.Get(context.Background(), "k", accept)
 			_ = c.Close()
 			for _, g := range w.get() {
 				if part := leaks(g, p); part != "" {
@@ -189,7 +186,7 @@ func TestEchoedPasswordMasked(t *testing.T) {
 	} {
 		t.Run(tc.desc, func(t *testing.T) {
 			c, w := newClient(t, tc.o)
-			newCache(t, c, time.Hour, 0).Get(context.Background(), mustRef(t, "registry.example/app:1"), "")
+			newCache(t, c, time.Hour, 0).Get(context.Background(), "k", accept)
 			got := w.get()
 			if len(got) != 1 || !strings.Contains(got[0], "unknown command") {
 				t.Fatalf("warnings = %q, want one that says why Redis failed", got)

@@ -70,6 +70,85 @@ func mustRef(t *testing.T, s string) name.Reference {
 
 var digest = v1.Hash{Algorithm: "sha256", Hex: strings.Repeat("ab", 32)}
 
+// entry is an entry as the Cache stores it, whatever resolve makes of it,
+// and accept reads entries of up to maxEntry bytes and takes every one.
+var (
+	entry  = []byte(`{"an":"entry"}`)
+	accept = resolve.EntryRead{Max: maxEntry, Check: func([]byte) error { return nil }}
+)
+
+// maxEntry is the bound resolve reads a resolution's entry with.
+const maxEntry = 64 << 10
+
+// errMissing is the answer of the registry of lookup: no digest.
+var errMissing = errors.New("not in the registry")
+
+// keyed keys every reference with key, as a resolver with these options
+// would.
+func keyed(key string) resolve.CacheKeyFunc {
+	return func(context.Context, name.Reference) (string, bool, error) { return key, true, nil }
+}
+
+// lookup returns what a process finds in k for ref under key, through
+// resolve (which builds the Redis key and reads the entry): the digest of
+// an entry it accepts, or a miss. Its registry has nothing and ends the
+// run as it answers, so that a miss shares no failure with the processes
+// after it.
+func lookup(t *testing.T, k *Cache, ref name.Reference, key string) (v1.Hash, bool) {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	registry := resolution.Func(func(context.Context, name.Reference) (resolution.Resolution, error) {
+		cancel()
+		return resolution.Resolution{}, errMissing
+	})
+	res, err := resolve.NewCachingResolver(registry, k, time.Hour, keyed(key), t.Errorf).Resolve(ctx, ref)
+	switch {
+	case errors.Is(err, errMissing):
+		return v1.Hash{}, false
+	case err != nil || res.Source != resolution.Cache:
+		t.Fatalf("lookup(%s) = %+v, %v; want a cache hit or a miss", ref, res, err)
+	}
+	return res.Digest, true
+}
+
+// store stores h for ref under key, as a process that resolved it does
+// through resolve; it returns the failure to store it, which resolve
+// warns of.
+func store(t *testing.T, k *Cache, ref name.Reference, key string, h v1.Hash) error {
+	t.Helper()
+	var failed error
+	registry := resolution.Func(func(context.Context, name.Reference) (resolution.Resolution, error) {
+		return resolution.Resolution{Digest: h, Source: resolution.Registry}, nil
+	})
+	warnf := func(format string, args ...any) { failed = fmt.Errorf(format, args...) }
+	cr := resolve.NewCachingResolver(registry, k, time.Hour, keyed(key), warnf)
+	if res, err := cr.Resolve(context.Background(), ref); err != nil || res.Digest != h {
+		t.Fatalf("store(%s) = %+v, %v", ref, res, err)
+	}
+	return failed
+}
+
+// entryKeyOf returns the Redis key of the entry of ref under key: the
+// one key that storing it adds to the empty database 0 of srv.
+func entryKeyOf(t *testing.T, srv *testredis.Server, k *Cache, ref name.Reference, key string) string {
+	t.Helper()
+	rc := srv.Client(0)
+	defer rc.Close()
+	ctx := context.Background()
+	if err := rc.FlushDB(ctx).Err(); err != nil {
+		t.Fatal(err)
+	}
+	if err := store(t, k, ref, key, digest); err != nil {
+		t.Fatal(err)
+	}
+	keys, err := rc.Keys(ctx, "*").Result()
+	if err != nil || len(keys) != 1 {
+		t.Fatalf("keys after one Put = %q, %v; want one", keys, err)
+	}
+	return keys[0]
+}
+
 // TestCacheOneRequestPerReference is several processes (one Client, one
 // registry Resolver each) resolving the same references at the same
 // moment through one Redis: the registry is asked once per reference.
@@ -99,7 +178,7 @@ func TestCacheOneRequestPerReference(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		cr := resolve.NewCachingResolver(r, newCache(t, c, time.Hour, 10*time.Second), r.CacheKey, t.Errorf)
+		cr := resolve.NewCachingResolver(r, newCache(t, c, time.Hour, 10*time.Second), time.Hour, r.CacheKey, t.Errorf)
 		for ref, h := range want {
 			wg.Go(func() {
 				res, err := cr.Resolve(context.Background(), mustRef(t, ref))
@@ -131,45 +210,50 @@ func TestCacheEntries(t *testing.T) {
 	ref := mustRef(t, "registry.example/app:1")
 	key := "platform "
 
-	if _, ok := k.Get(ctx, ref, key); ok {
+	if _, ok := lookup(t, k, ref, key); ok {
 		t.Fatal("Get on an empty server found an entry")
 	}
-	if err := k.Put(ctx, ref, key, digest); err != nil {
+	if err := store(t, k, ref, key, digest); err != nil {
 		t.Fatalf("Put: %v", err)
 	}
-	if h, ok := k.Get(ctx, ref, key); !ok || h != digest {
+	if h, ok := lookup(t, k, ref, key); !ok || h != digest {
 		t.Fatalf("Get after Put = %s, %t; want %s", h, ok, digest)
 	}
-	// The key carries the prefix and expires with the TTL.
-	ek := "test:resolution:" + resolve.CacheEntryID(ref, key)
+	// The key carries the prefix and resolve's key, and expires with the
+	// TTL.
+	keys, err := rc.Keys(ctx, "test:resolution:*").Result()
+	if err != nil || len(keys) != 1 {
+		t.Fatalf("keys = %q, %v; want one test:resolution: key", keys, err)
+	}
+	ek := keys[0]
 	if ttl := rc.PTTL(ctx, ek).Val(); ttl <= 59*time.Minute || ttl > time.Hour {
 		t.Errorf("PTTL(%s) = %s, want about 1h", ek, ttl)
 	}
 	// Another key, another prefix, another database: misses.
-	if _, ok := k.Get(ctx, ref, "platform linux/amd64"); ok {
+	if _, ok := lookup(t, k, ref, "platform linux/amd64"); ok {
 		t.Error("Get under another key hit")
 	}
 	other, _ := newClient(t, Options{URL: srv.URL(1), Prefix: "test:"})
-	if _, ok := newCache(t, other, time.Hour, 0).Get(ctx, ref, key); ok {
+	if _, ok := lookup(t, newCache(t, other, time.Hour, 0), ref, key); ok {
 		t.Error("Get in database 1 hit an entry of database 0")
 	}
-	// A process with a shorter TTL does not take an older entry.
-	short := newCache(t, c, time.Hour, 0)
-	short.now = func() time.Time { return time.Now().Add(2 * time.Hour) }
-	if _, ok := short.Get(ctx, ref, key); ok {
+	// A process with a shorter TTL does not take an older entry: its
+	// read says the entry expired, a plain miss.
+	expired := resolve.EntryRead{Max: maxEntry, Check: func([]byte) error { return resolve.ErrCacheEntryExpired }}
+	if _, ok := newCache(t, c, time.Hour, 0).Get(ctx, strings.TrimPrefix(ek, "test:"), expired); ok {
 		t.Error("an entry older than the reader's TTL hit")
 	}
 	// Flushed: a miss, and the next Put fills it again.
 	if err := rc.FlushAll(ctx).Err(); err != nil {
 		t.Fatal(err)
 	}
-	if _, ok := k.Get(ctx, ref, key); ok {
+	if _, ok := lookup(t, k, ref, key); ok {
 		t.Error("Get after FLUSHALL hit")
 	}
-	if err := k.Put(ctx, ref, key, digest); err != nil {
+	if err := store(t, k, ref, key, digest); err != nil {
 		t.Fatal(err)
 	}
-	if _, ok := k.Get(ctx, ref, key); !ok {
+	if _, ok := lookup(t, k, ref, key); !ok {
 		t.Error("Get after FLUSHALL and Put missed")
 	}
 	if got := w.get(); len(got) > 0 {
@@ -202,7 +286,7 @@ func TestCacheIgnoresForeignValues(t *testing.T) {
 		t.Run(tc.desc, func(t *testing.T) {
 			c, w := newClient(t, Options{URL: srv.URL(0)})
 			k := newCache(t, c, time.Hour, time.Second)
-			ek := DefaultPrefix + "resolution:" + resolve.CacheEntryID(ref, "k")
+			ek := entryKeyOf(t, srv, k, ref, "k")
 			rc.Del(ctx, ek)
 			var err error
 			if tc.list {
@@ -214,7 +298,7 @@ func TestCacheIgnoresForeignValues(t *testing.T) {
 				t.Fatal(err)
 			}
 			for range 2 {
-				if h, ok := k.Get(ctx, ref, "k"); ok {
+				if h, ok := lookup(t, k, ref, "k"); ok {
 					t.Fatalf("Get = %s, want a miss", h)
 				}
 			}
@@ -222,10 +306,10 @@ func TestCacheIgnoresForeignValues(t *testing.T) {
 				t.Errorf("warnings = %q, want one that names %s", got, ek)
 			}
 			// The next resolution replaces it.
-			if err := k.Put(ctx, ref, "k", digest); err != nil {
+			if err := store(t, k, ref, "k", digest); err != nil {
 				t.Fatal(err)
 			}
-			if h, ok := k.Get(ctx, ref, "k"); !ok || h != digest {
+			if h, ok := lookup(t, k, ref, "k"); !ok || h != digest {
 				t.Errorf("Get after Put = %s, %t", h, ok)
 			}
 		})
@@ -235,24 +319,23 @@ func TestCacheIgnoresForeignValues(t *testing.T) {
 func TestClaim(t *testing.T) {
 	srv := testredis.Start(t, testredis.Options{})
 	ctx := context.Background()
-	ref := mustRef(t, "registry.example/app:1")
 	a, _ := newClient(t, Options{URL: srv.URL(0)})
 	b, _ := newClient(t, Options{URL: srv.URL(0)})
 	ka, kb := newCache(t, a, time.Hour, 2*time.Second), newCache(t, b, time.Hour, 2*time.Second)
 
 	// a claims; b waits for a's answer.
-	if _, found, release, err := ka.Claim(ctx, ref, "k"); found || err != nil {
+	if _, found, release, err := ka.Claim(ctx, "k", accept); found || err != nil {
 		t.Fatalf("first Claim found an answer: %t, %v", found, err)
 	} else {
 		go func() {
 			time.Sleep(100 * time.Millisecond)
-			_ = ka.Put(ctx, ref, "k", digest)
+			_ = ka.Put(ctx, "k", entry)
 			release(nil)
 		}()
 	}
 	start := time.Now()
-	h, found, _, err := kb.Claim(ctx, ref, "k")
-	if !found || h != digest || err != nil {
+	h, found, _, err := kb.Claim(ctx, "k", accept)
+	if !found || string(h) != string(entry) || err != nil {
 		t.Fatalf("waiting Claim = %s, %t, %v; want %s", h, found, err, digest)
 	}
 	if d := time.Since(start); d > time.Second {
@@ -261,10 +344,10 @@ func TestClaim(t *testing.T) {
 
 	// a gives up without an answer: b takes the lock at once, not after
 	// the bound.
-	_, _, release, _ := ka.Claim(ctx, ref, "k2")
+	_, _, release, _ := ka.Claim(ctx, "k2", accept)
 	go func() { time.Sleep(100 * time.Millisecond); release(nil) }()
 	start = time.Now()
-	if _, found, release, err := kb.Claim(ctx, ref, "k2"); found || err != nil {
+	if _, found, release, err := kb.Claim(ctx, "k2", accept); found || err != nil {
 		t.Errorf("Claim after a release without answer found one: %t, %v", found, err)
 	} else {
 		release(nil)
@@ -274,9 +357,9 @@ func TestClaim(t *testing.T) {
 	}
 
 	// A holder that died: b asks the registry itself after the bound.
-	_, _, _, _ = ka.Claim(ctx, ref, "k3")
+	_, _, _, _ = ka.Claim(ctx, "k3", accept)
 	start = time.Now()
-	if _, found, _, _ := kb.Claim(ctx, ref, "k3"); found {
+	if _, found, _, _ := kb.Claim(ctx, "k3", accept); found {
 		t.Error("Claim of a dead holder's lock found an answer")
 	}
 	if d := time.Since(start); d < 1500*time.Millisecond || d > 3*time.Second {
@@ -284,24 +367,24 @@ func TestClaim(t *testing.T) {
 	}
 
 	// A lock taken when the answer came meanwhile: found at once.
-	if err := ka.Put(ctx, ref, "k4", digest); err != nil {
+	if err := ka.Put(ctx, "k4", entry); err != nil {
 		t.Fatal(err)
 	}
-	if h, found, _, err := kb.Claim(ctx, ref, "k4"); !found || h != digest || err != nil {
+	if h, found, _, err := kb.Claim(ctx, "k4", accept); !found || string(h) != string(entry) || err != nil {
 		t.Errorf("Claim with the answer stored = %s, %t, %v", h, found, err)
 	}
 
 	// a fails: b, waiting, fails at once with a's error, and so does a
 	// Claim that comes after, until the failure expires.
 	ka.failTTL, kb.failTTL = 500*time.Millisecond, 500*time.Millisecond
-	_, _, release, _ = ka.Claim(ctx, ref, "k5")
+	_, _, release, _ = ka.Claim(ctx, "k5", accept)
 	go func() {
 		time.Sleep(100 * time.Millisecond)
 		release(errors.New("registry.example/app:1: HEAD manifest: 404 Not Found\nsecond line"))
 	}()
 	start = time.Now()
 	for range 2 {
-		_, found, _, err := kb.Claim(ctx, ref, "k5")
+		_, found, _, err := kb.Claim(ctx, "k5", accept)
 		if want := "registry.example/app:1: HEAD manifest: 404 Not Found second line (the answer another process had moments ago"; found || err == nil || !strings.HasPrefix(err.Error(), want) {
 			t.Errorf("Claim of a failed resolution = %t, %v; want an error that begins %q", found, err, want)
 		}
@@ -310,7 +393,7 @@ func TestClaim(t *testing.T) {
 		t.Errorf("Claims of a failed resolution took %s", d)
 	}
 	time.Sleep(600 * time.Millisecond)
-	if _, found, release, err := kb.Claim(ctx, ref, "k5"); found || err != nil {
+	if _, found, release, err := kb.Claim(ctx, "k5", accept); found || err != nil {
 		t.Errorf("Claim after the failure expired = %t, %v; want the lock", found, err)
 	} else {
 		release(nil)
@@ -321,7 +404,6 @@ func TestClaim(t *testing.T) {
 // call and one warning, and then nothing.
 func TestClientOff(t *testing.T) {
 	ctx := context.Background()
-	ref := mustRef(t, "registry.example/app:1")
 	for _, tc := range []struct {
 		desc    string
 		breakIt func(t *testing.T, s *testredis.Server)
@@ -334,21 +416,21 @@ func TestClientOff(t *testing.T) {
 			srv := testredis.Start(t, testredis.Options{})
 			c, w := newClient(t, Options{URL: srv.URL(0), Timeout: 300 * time.Millisecond})
 			k := newCache(t, c, time.Hour, 5*time.Second)
-			if err := k.Put(ctx, ref, "k", digest); err != nil {
+			if err := k.Put(ctx, "k", entry); err != nil {
 				t.Fatal(err)
 			}
 			tc.breakIt(t, srv)
 			start := time.Now()
 			for range 3 {
-				if _, ok := k.Get(ctx, ref, "k"); ok {
+				if _, ok := k.Get(ctx, "k", accept); ok {
 					t.Error("Get hit on a broken server")
 				}
-				if _, found, release, err := k.Claim(ctx, ref, "k"); found || err != nil {
+				if _, found, release, err := k.Claim(ctx, "k", accept); found || err != nil {
 					t.Errorf("Claim found an answer on a broken server: %t, %v", found, err)
 				} else {
 					release(errors.New("a failure"))
 				}
-				if err := k.Put(ctx, ref, "k", digest); err != nil {
+				if err := k.Put(ctx, "k", entry); err != nil {
 					t.Errorf("Put: %v", err)
 				}
 			}
@@ -368,7 +450,6 @@ func TestClientOff(t *testing.T) {
 // not, never with the password in it.
 func TestAuthAndTLS(t *testing.T) {
 	ctx := context.Background()
-	ref := mustRef(t, "registry.example/app:1")
 	const password = "s3cret-p4ss"
 	plain := testredis.Start(t, testredis.Options{Password: password})
 	secure := testredis.Start(t, testredis.Options{Password: password, TLS: true})
@@ -391,10 +472,10 @@ func TestAuthAndTLS(t *testing.T) {
 		t.Run(tc.desc, func(t *testing.T) {
 			c, w := newClient(t, tc.o)
 			k := newCache(t, c, time.Hour, 0)
-			if err := k.Put(ctx, ref, "k", digest); err != nil {
+			if err := k.Put(ctx, "k", entry); err != nil {
 				t.Fatal(err)
 			}
-			h, ok := k.Get(ctx, ref, "k")
+			h, ok := k.Get(ctx, "k", accept)
 			got := w.get()
 			for _, g := range got {
 				if strings.Contains(g, password) {
@@ -402,7 +483,7 @@ func TestAuthAndTLS(t *testing.T) {
 				}
 			}
 			if tc.want == "" {
-				if !ok || h != digest || len(got) > 0 {
+				if !ok || string(h) != string(entry) || len(got) > 0 {
 					t.Errorf("Get = %s, %t; warnings %q; want %s", h, ok, got, digest)
 				}
 				return

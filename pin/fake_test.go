@@ -1,0 +1,130 @@
+package pin
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/google/go-containerregistry/pkg/name"
+	v1 "github.com/google/go-containerregistry/pkg/v1"
+
+	"github.com/digestpin/digestpin/resolution"
+	"github.com/digestpin/digestpin/resolve"
+)
+
+// fakeEpoch is when the first image of a fakeRegistry was created.
+var fakeEpoch = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+
+// fakeRegistry is a registry of fixed images, for the workflows where
+// resolution is not the point (as ko's tests use fixed builders): each
+// pushed "repository:tag" resolves to the SHA-256 of its name and how
+// often it was pushed, and was created a minute after the image pushed
+// before it. It lists tags in push order and counts what it is asked.
+// It is safe for concurrent use.
+type fakeRegistry struct {
+	mu       sync.Mutex
+	tags     map[string][]string // repository → tags, first push order
+	pushes   map[string]int      // "repository:tag" → pushes
+	created  map[string]time.Time
+	asked    int // Resolve calls
+	listings int // Tags calls
+}
+
+var (
+	_ resolution.Resolver = (*fakeRegistry)(nil)
+	_ resolve.TagSource   = (*fakeRegistry)(nil)
+)
+
+// newFake returns a fakeRegistry with images ("host/repository:tag")
+// pushed in order.
+func newFake(images ...string) *fakeRegistry {
+	f := &fakeRegistry{tags: map[string][]string{}, pushes: map[string]int{}, created: map[string]time.Time{}}
+	for _, im := range images {
+		f.push(im)
+	}
+	return f
+}
+
+// push pushes image anew: a tag pushed before moves to a new digest.
+func (f *fakeRegistry) push(image string) v1.Hash {
+	t, err := name.NewTag(image)
+	if err != nil {
+		panic(fmt.Sprintf("fakeRegistry.push(%q): %v", image, err))
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	key := t.Context().Name() + ":" + t.TagStr()
+	if f.pushes[key] == 0 {
+		f.tags[t.Context().Name()] = append(f.tags[t.Context().Name()], t.TagStr())
+	}
+	f.pushes[key]++
+	f.created[key] = fakeEpoch.Add(time.Duration(len(f.created)) * time.Minute)
+	return fakeDigest(key, f.pushes[key])
+}
+
+// digest is the digest image resolves to now.
+func (f *fakeRegistry) digest(image string) v1.Hash {
+	t, err := name.NewTag(image)
+	if err != nil {
+		panic(fmt.Sprintf("fakeRegistry.digest(%q): %v", image, err))
+	}
+	key := t.Context().Name() + ":" + t.TagStr()
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return fakeDigest(key, f.pushes[key])
+}
+
+func fakeDigest(key string, push int) v1.Hash {
+	sum := sha256.Sum256([]byte(key + "#" + strconv.Itoa(push)))
+	return v1.Hash{Algorithm: "sha256", Hex: hex.EncodeToString(sum[:])}
+}
+
+// counts returns how many resolutions and tag listings were asked for,
+// and starts counting anew.
+func (f *fakeRegistry) counts() (asked, listings int) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	asked, listings = f.asked, f.listings
+	f.asked, f.listings = 0, 0
+	return asked, listings
+}
+
+// Resolve implements resolution.Resolver.
+func (f *fakeRegistry) Resolve(_ context.Context, ref name.Reference) (resolution.Resolution, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.asked++
+	key := ref.Context().Name() + ":" + ref.Identifier()
+	n := f.pushes[key]
+	if n == 0 {
+		return resolution.Resolution{}, fmt.Errorf("%s: MANIFEST_UNKNOWN: manifest unknown", ref)
+	}
+	return resolution.Resolution{Digest: fakeDigest(key, n), Source: resolution.Registry}, nil
+}
+
+// Tags implements resolve.TagSource.
+func (f *fakeRegistry) Tags(_ context.Context, repo name.Repository) ([]string, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.listings++
+	tags, ok := f.tags[repo.Name()]
+	if !ok {
+		return nil, fmt.Errorf("listing tags of %s: NAME_UNKNOWN: repository name not known to registry", repo)
+	}
+	return append([]string(nil), tags...), nil
+}
+
+// Created implements resolve.TagSource.
+func (f *fakeRegistry) Created(_ context.Context, ref name.Reference) (time.Time, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	c, ok := f.created[ref.Context().Name()+":"+ref.Identifier()]
+	if !ok {
+		return time.Time{}, fmt.Errorf("%s: MANIFEST_UNKNOWN: manifest unknown", ref)
+	}
+	return c, nil
+}

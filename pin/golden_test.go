@@ -1,0 +1,190 @@
+package pin
+
+import (
+	"bytes"
+	"context"
+	"flag"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/digestpin/digestpin/renderer"
+	"github.com/digestpin/digestpin/resolve"
+)
+
+var update = flag.Bool("update", false, "rewrite the golden files in testdata/")
+
+// mustPolicies returns tag policies of "IMAGE=STRATEGY" entries.
+func mustPolicies(t *testing.T, entries ...string) *resolve.TagPolicies {
+	t.Helper()
+	ps := &resolve.TagPolicies{}
+	for _, e := range entries {
+		if err := AddTagEntry(e, "IMAGE=STRATEGY", ps.Add); err != nil {
+			t.Fatalf("tag policy %q: %v", e, err)
+		}
+	}
+	return ps
+}
+
+// TestGolden pins each testdata/NAME.input.yaml with the options of
+// NAME against a fakeRegistry, and compares the output, the lock file and
+// the report with NAME.golden.yaml, NAME.lock and NAME.report.json (those
+// the options write). Then it pins the golden output again, with the same
+// options, to prove that a Pin of its own output changes nothing.
+func TestGolden(t *testing.T) {
+	certificate := &Generated{
+		Certificates: []GeneratedCertificate{{
+			Template: "shop/templates/tls.yaml", Function: "genSelfSignedCert", CommonName: "web.shop",
+			NotBefore: fakeEpoch, NotAfter: fakeEpoch.Add(365 * 24 * time.Hour), ReissueAt: fakeEpoch.Add(335 * 24 * time.Hour),
+		}},
+		Varying: []GeneratedUse{{Template: "shop/templates/job.yaml", Function: "now"}},
+	}
+	for _, tc := range []struct {
+		name     string
+		registry *fakeRegistry
+		opts     func(t *testing.T) Options
+		asked    int // registry resolutions of the first Pin
+		listings int // tag listings of the first Pin
+	}{
+		{
+			// Every kind of image: resolved, used twice, pinned already,
+			// unresolvable (kept), and a ConfigMap value left alone.
+			name:     "record",
+			registry: newFake("registry.example/shop/web:1.4", "registry.example/shop/proxy:2", "registry.example/shop/db:16"),
+			opts: func(*testing.T) Options {
+				o := Options{Generated: func() *Generated { return certificate }}
+				o.Renderer.KeepUnresolved = true
+				return o
+			},
+			asked: 4,
+		},
+		{
+			name: "tag-policies",
+			registry: newFake(
+				"registry.example/shop/web:1.4.1", "registry.example/shop/web:1.4.2", "registry.example/shop/web:1.5.0",
+				"registry.example/shop/web:2.0.0-rc.1", "registry.example/shop/web:2.0.0", "registry.example/shop/web:1.4",
+				"registry.example/shop/api:1.4.9", "registry.example/shop/api:main-3", "registry.example/shop/api:latest",
+				"registry.example/shop/api:1.4.9", // pushed again: now the latest
+				"registry.example/shop/side:1"),
+			opts: func(t *testing.T) Options {
+				return Options{TagPolicies: mustPolicies(t, "registry.example/shop/web=semver:~1.4", "registry.example/shop/api=latest"), MaxTags: 3}
+			},
+			asked: 3, listings: 2,
+		},
+		{
+			// Keel's policies per workload; the cache workload has none,
+			// and follows the caller's policy for its image.
+			name: "keel",
+			registry: newFake(
+				"registry.example/shop/web:1.4.1", "registry.example/shop/web:1.4.2", "registry.example/shop/web:1.5.0",
+				"registry.example/shop/web:2.0.0", "registry.example/shop/web:1.4",
+				"registry.example/shop/api:1.4.1", "registry.example/shop/api:1.4.2", "registry.example/shop/api:1.5.0",
+				"registry.example/shop/tool:main-1", "registry.example/shop/tool:main-2", "registry.example/shop/tool:other",
+				"registry.example/shop/db:16", "registry.example/shop/db:17",
+				"registry.example/shop/side:1",
+				"registry.example/shop/cache:1", "registry.example/shop/cache:2"),
+			opts: func(t *testing.T) Options {
+				o := Options{KeelAnnotations: true, TagPolicies: mustPolicies(t, "registry.example/shop/cache=latest")}
+				o.Renderer.Mode = renderer.ModeDigest
+				return o
+			},
+			asked: 7, listings: 4,
+		},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			in, err := os.ReadFile(filepath.Join("testdata", tc.name+".input.yaml"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			dir := t.TempDir()
+			o := tc.opts(t)
+			o.Registry = tc.registry
+			o.WriteLock = filepath.Join(dir, "digests.lock")
+			o.Report = filepath.Join(dir, "report.json")
+			p, err := New(o)
+			if err != nil {
+				t.Fatal(err)
+			}
+			res, err := p.Pin(context.Background(), in)
+			if err != nil {
+				t.Fatalf("Pin(%s) = %v", tc.name, err)
+			}
+			if err := res.Commit(); err != nil {
+				t.Fatal(err)
+			}
+			if asked, listings := tc.registry.counts(); asked != tc.asked || listings != tc.listings {
+				t.Errorf("Pin(%s) asked the registry %d times and listed tags %d times, want %d and %d", tc.name, asked, listings, tc.asked, tc.listings)
+			}
+			for golden, got := range map[string][]byte{
+				tc.name + ".golden.yaml": res.Output,
+				tc.name + ".lock":        readFile(t, o.WriteLock),
+				tc.name + ".report.json": readFile(t, o.Report),
+			} {
+				compareGolden(t, filepath.Join("testdata", golden), got)
+			}
+
+			// Idempotence: the golden output is a fixed point.
+			want := readFile(t, filepath.Join("testdata", tc.name+".golden.yaml"))
+			o.WriteLock, o.Report = "", ""
+			p, err = New(o)
+			if err != nil {
+				t.Fatal(err)
+			}
+			again, err := p.Pin(context.Background(), want)
+			if err != nil {
+				t.Fatalf("Pin(%s.golden.yaml) = %v", tc.name, err)
+			}
+			if !bytes.Equal(want, again.Output) {
+				t.Errorf("Pin(%s.golden.yaml) changed its own output (-want +got):\n%s", tc.name, cmp.Diff(string(want), string(again.Output)))
+			}
+		})
+	}
+}
+
+// compareGolden compares got with the golden file, after writing it there
+// with -update.
+func compareGolden(t *testing.T, golden string, got []byte) {
+	t.Helper()
+	if *update {
+		if err := os.WriteFile(golden, got, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	want, err := os.ReadFile(golden)
+	if err != nil {
+		t.Fatalf("reading golden file (run go test -update): %v", err)
+	}
+	if diff := cmp.Diff(string(want), string(got)); diff != "" {
+		t.Errorf("%s (-want +got):\n%s", golden, diff)
+	}
+}
+
+// readFile returns the content of path.
+func readFile(t *testing.T, path string) []byte {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+// TestGoldenInputs checks that every input has its case, so that a new
+// input file cannot go untested.
+func TestGoldenInputs(t *testing.T) {
+	inputs, err := filepath.Glob("testdata/*.input.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, in := range inputs {
+		names = append(names, strings.TrimSuffix(filepath.Base(in), ".input.yaml"))
+	}
+	if diff := cmp.Diff([]string{"keel", "record", "tag-policies"}, names); diff != "" {
+		t.Errorf("inputs in testdata (-want +got):\n%s", diff)
+	}
+}
