@@ -25,9 +25,12 @@ import (
 var dep = strings.Replace(deployment, "IMAGE", "registry.example/app:1", 1)
 
 // ambiguousKeys are documents that the API server's decoder
-// (sigs.k8s.io/yaml) reads differently from a first-key reading, and the
-// error each must be refused with (substrings). FuzzRender starts from
-// them too.
+// (sigs.k8s.io/yaml) could read differently from digestpin's YAML 1.2
+// reading: repeated keys, merge keys that override, keys spelt with a tag
+// or an alias, YAML 1.1 booleans, line breaks that split documents, and
+// the error each must be refused with (substrings). FuzzRender starts from
+// them too, and TestHostileFixtures keeps each in testdata/hostile for the
+// API server's own reading in e2e/kube.
 var ambiguousKeys = []struct {
 	desc, in string
 	want     []string // substrings of the error
@@ -136,6 +139,44 @@ var ambiguousKeys = []struct {
 		desc: "a merge key in a mapping of pod specs",
 		in:   "apiVersion: example.com/v1\nkind: Worker\nmetadata: {name: w}\nspec:\n  pools:\n    <<: {b: {template: {spec: {containers: [{name: x, image: registry.example/evil:1}]}}}}\n    a: {template: {spec: {containers: [{name: app, image: registry.example/app:1}]}}}\n",
 		want: []string{"document 1, line 6", "Worker/w: pools holds a merge key (<<)"},
+	},
+	{
+		// Found by FuzzImagePaths (testdata/fuzz/FuzzImagePaths/5fa7b6fb888affd5):
+		// YAML 1.1, which the API server reads, has booleans that
+		// YAML 1.2 reads as strings.
+		desc: "image is y, a YAML 1.1 boolean",
+		in:   strings.Replace(pod, "IMAGE", "y", 1),
+		want: []string{"document 1, line 8", `Pod/p container "app": image is y, which the API server reads as the boolean true: quote it ("y") if it is a reference`},
+	},
+	{
+		desc: "image is off",
+		in:   strings.Replace(pod, "IMAGE", "off", 1),
+		want: []string{"line 8", "image is off, which the API server reads as the boolean false"},
+	},
+	{
+		desc: "image is ON",
+		in:   strings.Replace(pod, "IMAGE", "ON", 1),
+		want: []string{"line 8", "image is ON, which the API server reads as the boolean true"},
+	},
+	{
+		desc: "image given twice",
+		in:   pod + "    image: registry.example/other:1\n",
+		want: []string{"document 1, line 9", `Pod/p container "app": image is given twice`},
+	},
+	{
+		desc: "containers given twice",
+		in:   pod + "  containers: []\n",
+		want: []string{"document 1, line 9", "Pod/p: containers is given twice"},
+	},
+	{
+		desc: "documents separated by lone CR line breaks",
+		in:   strings.ReplaceAll(strings.Replace(pod, "IMAGE", "registry.example/app:1", 1)+"---\n"+strings.Replace(pod, "IMAGE", "registry.example/app:2", 1), "\n", "\r"),
+		want: []string{"document 1, line 9", "a second YAML document starts here"},
+	},
+	{
+		desc: "an alias inside the node it names",
+		in:   "apiVersion: v1\nkind: Pod\nmetadata:\n  name: p\nspec: &s\n  containers:\n  - name: app\n    image: registry.example/app:1\n  loop: *s\n",
+		want: []string{"document 1, line 9", "alias *s is inside the node it names"},
 	},
 }
 
