@@ -316,16 +316,7 @@ func (c *cluster) dryRun(t *testing.T, m map[string]any, ns string) (map[string]
 	if ns == "" {
 		ns = "dryrun"
 	}
-	c.mu.Lock()
-	if c.namespaces == nil {
-		c.namespaces = map[string]bool{}
-	}
-	if !c.namespaces[ns] {
-		// Applied, so that two tests may ask for one namespace.
-		c.kubectlT(t, []byte("apiVersion: v1\nkind: Namespace\nmetadata:\n  name: "+ns+"\n"), "apply", "--server-side", "--field-manager=digestpin-test", "-f", "-")
-		c.namespaces[ns] = true
-	}
-	c.mu.Unlock()
+	c.ensureNamespace(t, ns)
 	if m["kind"] == "List" {
 		items, _ := m["items"].([]any)
 		var out []any
@@ -375,6 +366,21 @@ func (c *cluster) dryRun(t *testing.T, m map[string]any, ns string) (map[string]
 		t.Fatalf("decoding the dry run: %v", err)
 	}
 	return out, ""
+}
+
+// ensureNamespace makes the namespace ns of dry runs, once.
+func (c *cluster) ensureNamespace(t *testing.T, ns string) {
+	t.Helper()
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.namespaces == nil {
+		c.namespaces = map[string]bool{}
+	}
+	if !c.namespaces[ns] {
+		// Applied, so that two tests may ask for one namespace.
+		c.kubectlT(t, []byte("apiVersion: v1\nkind: Namespace\nmetadata:\n  name: "+ns+"\n"), "apply", "--server-side", "--field-manager=digestpin-test", "-f", "-")
+		c.namespaces[ns] = true
+	}
 }
 
 // apiResource is a kind's resource, from discovery.
