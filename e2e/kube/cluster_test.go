@@ -36,9 +36,11 @@ import (
 var controlPlaneBinaries = []string{"etcd", "kube-apiserver", "kube-controller-manager", "kubectl"}
 
 // controllers are the controllers kube-controller-manager runs: those that
-// make ReplicaSets and ControllerRevisions, and the one that gives each
-// namespace its default ServiceAccount (readiness waits for it).
-const controllers = "deployment,replicaset,statefulset,daemonset,serviceaccount"
+// make ReplicaSets and ControllerRevisions, those that make the Jobs of a
+// CronJob and the Pods of a Job (which stay Pending: no kubelet), and the
+// one that gives each namespace its default ServiceAccount (readiness
+// waits for it).
+const controllers = "deployment,replicaset,statefulset,daemonset,job,cronjob,serviceaccount"
 
 // clusterConfig says how to start a control plane. The zero value of a
 // field means its default.

@@ -1,8 +1,8 @@
 // Package kube proves digestpin's promise where it matters, in the
 // rollouts of a real Kubernetes control plane: etcd, kube-apiserver and
 // kube-controller-manager (the deployment, replicaset, statefulset,
-// daemonset and serviceaccount controllers; no scheduler and no kubelet, so
-// pods stay Pending), started on loopback with locally generated
+// daemonset, job, cronjob and serviceaccount controllers; no scheduler and
+// no kubelet, so pods stay Pending), started on loopback with locally generated
 // certificates and a static token. The tests apply what digestpin renders
 // in each of the ways the README documents and count, through the API, the
 // ReplicaSets and ControllerRevisions the controllers create: none when
