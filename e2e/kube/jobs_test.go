@@ -115,6 +115,8 @@ func (c *cluster) checkJobPods(t *testing.T, ns, name string, d v1.Hash) string 
 // --from=cronjob/…`), and for a Helm hook Job post-rendered by Helm 4's
 // plugin. Without a kubelet no Job completes: Helm, which waits for a hook
 // Job to complete, times out, and the test asserts what exists by then.
+// A Job's template is immutable: a re-pushed tag makes a template the API
+// server refuses for the Job that exists.
 func TestJobs(t *testing.T) {
 	t.Parallel()
 	r := newRollout(t)
@@ -128,6 +130,37 @@ func TestJobs(t *testing.T) {
 		figure(t, "%s", r.c.checkJobPods(t, ns, "migrate", d))
 		r.c.kubectlT(t, nil, "create", "job", "manual", "--from=cronjob/nightly", "-n", ns)
 		figure(t, "from CronJob/nightly: %s", r.c.checkJobPods(t, ns, "manual", d))
+	})
+
+	// A Job's pod template is immutable: the same render applies again
+	// and changes nothing, while a re-pushed tag gives the Job a new
+	// template that the API server refuses. (Without digestpin the
+	// template would not change, and the Job would not run the new
+	// image either.)
+	t.Run("re-pushed tag", func(t *testing.T) {
+		ns := r.c.namespace(t, "jobs-moved")
+		first := r.push(t, "moved:1.0")
+		render := func() string {
+			stream := mustRun(t, nil, r.helmHome, helm4(t), "template", "jobs", jobsChart(t), "-n", ns, "--no-hooks", "--set", "image="+r.reg.Ref("moved:1.0"))
+			return r.pin(t, stream)
+		}
+		r.c.apply(t, ns, render())
+		r.c.checkJobPods(t, ns, "migrate", first)
+		gen := func() string {
+			return r.c.kubectlT(t, nil, "get", "job", "migrate", "-n", ns, "-o", "jsonpath={.metadata.generation}")
+		}
+		g := gen()
+		r.c.apply(t, ns, render())
+		if g2 := gen(); g2 != g {
+			t.Errorf("the same render applied again: Job/migrate generation %s → %s, want it unchanged", g, g2)
+		}
+		r.push(t, "moved:1.0")
+		res := run([]byte(render()), r.c.env(), r.c.kubectl, "apply", "--server-side", "--field-manager=digestpin-test", "-n", ns, "-f", "-")
+		if res.err == nil || !strings.Contains(res.stderr, "field is immutable") {
+			t.Fatalf("applying Job/migrate with the re-pushed tag = %v, %s; want the API server to refuse the new template (immutable)", res.err, res.stderr)
+		}
+		r.c.checkJobPods(t, ns, "migrate", first)
+		figure(t, "the same render applied again: Job/migrate unchanged (generation %s); moved:1.0 re-pushed: the API server refuses the Job's new template (spec.template is immutable), the Job keeps its Pod and digest", g)
 	})
 
 	t.Run("helm4 pre-install hook", func(t *testing.T) {
