@@ -105,7 +105,11 @@ func (c *cluster) checkJobPods(t *testing.T, ns, name string, d v1.Hash) string 
 		}
 		phases = append(phases, p.Status.Phase)
 	}
-	return fmt.Sprintf("Job/%s: %d Pod(s) made by the job controller (%s), running %s", name, len(pods), strings.Join(phases, ", "), image[strings.LastIndex(image, "@")+1:][:19]+"…")
+	digest := image[strings.LastIndex(image, "@")+1:]
+	if len(digest) > 19 {
+		digest = digest[:19] + "…"
+	}
+	return fmt.Sprintf("Job/%s: %d Pod(s) made by the job controller (%s), running %s", name, len(pods), strings.Join(phases, ", "), digest)
 }
 
 // TestJobs: the job controller makes a Job's Pods (Pending: no kubelet
