@@ -120,9 +120,7 @@ func TestClusterBadInput(t *testing.T) {
 			if strings.Contains(msg, "\n") {
 				t.Errorf("startCluster = %q, want one line", msg)
 			}
-			if tc.processes == -1 && len(pids) > 0 {
-				// as wanted
-			} else if len(pids) != tc.processes {
+			if some := tc.processes == -1 && len(pids) > 0; !some && len(pids) != tc.processes {
 				t.Errorf("started %d processes before failing, want %d", len(pids), tc.processes)
 			}
 			for _, pid := range pids {

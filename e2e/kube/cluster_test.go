@@ -382,7 +382,11 @@ func (c *cluster) waitReady(ctx context.Context, p *proc, client *http.Client, u
 		}
 		select {
 		case <-p.done:
-			return fmt.Errorf("%s exited before it was ready (%v): %s", p.name, p.err, p.why())
+			exit := "exit status 0"
+			if p.err != nil {
+				exit = p.err.Error()
+			}
+			return fmt.Errorf("%s exited before it was ready (%s): %s", p.name, exit, p.why())
 		case <-ctx.Done():
 			return fmt.Errorf("%s was not ready in time (%s answered %s): %s", p.name, url, last, p.why())
 		case <-tick.C:
