@@ -21,6 +21,10 @@ import (
 	"github.com/digestpin/digestpin/internal/testfiles"
 )
 
+// tektonTask is a Tekton Task whose first step's image field is still to
+// be written (DefaultImagePaths).
+const tektonTask = "apiVersion: tekton.dev/v1\nkind: Task\nmetadata:\n  name: t\nspec:\n  steps:\n  - name: a\n"
+
 // dep is a Deployment with one container and image.
 var dep = strings.Replace(deployment, "IMAGE", "registry.example/app:1", 1)
 
@@ -177,6 +181,51 @@ var ambiguousKeys = []struct {
 		desc: "an alias inside the node it names",
 		in:   "apiVersion: v1\nkind: Pod\nmetadata:\n  name: p\nspec: &s\n  containers:\n  - name: app\n    image: registry.example/app:1\n  loop: *s\n",
 		want: []string{"document 1, line 9", "alias *s is inside the node it names"},
+	},
+	{
+		desc: "reference given twice",
+		in:   strings.Replace(volumePod, "      reference: IMAGE\n", "      reference: registry.example/data:1\n      reference: registry.example/evil:1\n", 1),
+		want: []string{"line 13", `Pod/p volume "data": reference is given twice`},
+	},
+	{
+		desc: "reference both in the mapping and in a merge key",
+		in:   strings.Replace(volumePod, "      reference: IMAGE\n", "      <<: {reference: registry.example/evil:1}\n      reference: registry.example/data:1\n", 1),
+		want: []string{"line 12", "reference is both in the mapping and in a merge key"},
+	},
+	{
+		desc: "image given twice in a volume",
+		in:   strings.Replace(volumePod, "    image:\n      reference: IMAGE\n      pullPolicy: IfNotPresent\n", "    image: {reference: registry.example/data:1}\n    image: {reference: registry.example/evil:1}\n", 1),
+		want: []string{"line 12", "Pod/p volumes[0]: image is given twice"},
+	},
+	{
+		desc: "volumes given twice",
+		in:   strings.Replace(volumePod, "IMAGE", "registry.example/data:1", 1) + "  volumes: [{name: x, image: {reference: registry.example/evil:1}}]\n",
+		want: []string{"line 14", "Pod/p: volumes is given twice"},
+	},
+	{
+		desc: "a reference key spelt as !!binary",
+		in:   strings.Replace(volumePod, "      reference: IMAGE\n", "      !!binary cmVmZXJlbmNl: registry.example/data:1\n", 1),
+		want: []string{"line 12", `volume "data": the key reference is spelt !!binary`},
+	},
+	{
+		desc: "a repeated image key",
+		in:   tektonTask + "    image: registry.example/a:1\n    image: registry.example/b:1\n",
+		want: []string{"document 1, line 9: Task/t field spec.steps[0].image: image is given twice"},
+	},
+	{
+		desc: "a repeated steps key",
+		in:   tektonTask + "    image: registry.example/a:1\n  steps: []\n",
+		want: []string{"document 1, line 9: Task/t: steps is given twice"},
+	},
+	{
+		desc: "an image from a merge key and the mapping",
+		in:   "apiVersion: tekton.dev/v1\nkind: Task\nmetadata:\n  name: t\nbase: &b {image: registry.example/a:1}\nspec:\n  steps:\n  - <<: *b\n    image: registry.example/b:1\n",
+		want: []string{"document 1, line 8: Task/t field spec.steps[0].image: image is both in the mapping and in a merge key (<<)"},
+	},
+	{
+		desc: "steps both in the spec and in a merge key",
+		in:   "apiVersion: tekton.dev/v1\nkind: Task\nmetadata:\n  name: t\nbase: &b {steps: [{image: registry.example/a:1}]}\nspec:\n  <<: *b\n  steps:\n  - image: registry.example/b:1\n",
+		want: []string{"document 1, line 7: Task/t: steps is both in the mapping and in a merge key (<<)"},
 	},
 }
 
