@@ -5,6 +5,7 @@ package kube
 import (
 	"encoding/json"
 	"fmt"
+	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -116,8 +117,8 @@ func (c *cluster) checkJobPods(t *testing.T, ns, name string, d v1.Hash) string 
 // runs them), and they carry the image digestpin pinned and the
 // checksum/images annotation, for a Job of `helm template | digestpin |
 // kubectl apply`, for a Job made from a CronJob (`kubectl create job
-// --from=cronjob/…`), and for a Helm hook Job post-rendered by Helm 4's
-// plugin. Without a kubelet no Job completes: Helm, which waits for a hook
+// --from=cronjob/…`), for a Helm hook Job post-rendered by Helm 4's
+// plugin, and for one of `digestpin install`. Without a kubelet no Job completes: Helm, which waits for a hook
 // Job to complete, times out, and the test asserts what exists by then.
 // A Job's template is immutable: a re-pushed tag makes a template the API
 // server refuses for the Job that exists.
@@ -182,6 +183,23 @@ func TestJobs(t *testing.T) {
 		}
 		t.Logf("helm install: %s", strings.TrimSpace(res.stderr))
 		figure(t, "helm install fails on its 15 s timeout (no kubelet completes the hook Job); by then %s", r.c.checkJobPods(t, ns, "hook", d))
+	})
+
+	// digestpin install renders with Helm 4.3.1's engine in-process and
+	// pins every document, hooks included, before Helm applies them.
+	t.Run("digestpin install pre-install hook", func(t *testing.T) {
+		t.Parallel()
+		ns := r.c.namespace(t, "jobs-dp-hook")
+		seed := filepath.Join(t.TempDir(), "seed")
+		if err := os.WriteFile(seed, []byte(mustRun(t, nil, nil, r.bin, "seed")), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		res := run(nil, newHelmHome(t, r.c), r.bin, append([]string{"install", "jobs", jobsChart(t), "-n", ns, "--seed-file", seed, "--timeout", "15s"}, set...)...)
+		if res.err == nil || !strings.Contains(res.stderr, "pre-install") {
+			t.Fatalf("digestpin install = %v, %s; want it to fail waiting for the pre-install hook (no kubelet completes it)", res.err, res.stderr)
+		}
+		t.Logf("digestpin install: %s", strings.TrimSpace(res.stderr))
+		figure(t, "digestpin install fails on Helm's 15 s timeout (no kubelet completes the hook Job); by then %s", r.c.checkJobPods(t, ns, "hook", d))
 	})
 
 	// Helm 3 never post-renders hooks (README, helm/helm#7891): its hook
