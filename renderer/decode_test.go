@@ -21,13 +21,20 @@ import (
 	"github.com/digestpin/digestpin/internal/testfiles"
 )
 
+// tektonTask is a Tekton Task whose first step's image field is still to
+// be written (DefaultImagePaths).
+const tektonTask = "apiVersion: tekton.dev/v1\nkind: Task\nmetadata:\n  name: t\nspec:\n  steps:\n  - name: a\n"
+
 // dep is a Deployment with one container and image.
 var dep = strings.Replace(deployment, "IMAGE", "registry.example/app:1", 1)
 
 // ambiguousKeys are documents that the API server's decoder
-// (sigs.k8s.io/yaml) reads differently from a first-key reading, and the
-// error each must be refused with (substrings). FuzzRender starts from
-// them too.
+// (sigs.k8s.io/yaml) could read differently from digestpin's YAML 1.2
+// reading: repeated keys, merge keys that override, keys spelt with a tag
+// or an alias, YAML 1.1 booleans, line breaks that split documents, and
+// the error each must be refused with (substrings). FuzzRender starts from
+// them too, and TestHostileFixtures keeps each in testdata/hostile for the
+// API server's own reading in e2e/kube.
 var ambiguousKeys = []struct {
 	desc, in string
 	want     []string // substrings of the error
@@ -136,6 +143,89 @@ var ambiguousKeys = []struct {
 		desc: "a merge key in a mapping of pod specs",
 		in:   "apiVersion: example.com/v1\nkind: Worker\nmetadata: {name: w}\nspec:\n  pools:\n    <<: {b: {template: {spec: {containers: [{name: x, image: registry.example/evil:1}]}}}}\n    a: {template: {spec: {containers: [{name: app, image: registry.example/app:1}]}}}\n",
 		want: []string{"document 1, line 6", "Worker/w: pools holds a merge key (<<)"},
+	},
+	{
+		// Found by FuzzImagePaths (testdata/fuzz/FuzzImagePaths/5fa7b6fb888affd5):
+		// YAML 1.1, which the API server reads, has booleans that
+		// YAML 1.2 reads as strings.
+		desc: "image is y, a YAML 1.1 boolean",
+		in:   strings.Replace(pod, "IMAGE", "y", 1),
+		want: []string{"document 1, line 8", `Pod/p container "app": image is y, which the API server reads as the boolean true: quote it ("y") if it is a reference`},
+	},
+	{
+		desc: "image is off",
+		in:   strings.Replace(pod, "IMAGE", "off", 1),
+		want: []string{"line 8", "image is off, which the API server reads as the boolean false"},
+	},
+	{
+		desc: "image is ON",
+		in:   strings.Replace(pod, "IMAGE", "ON", 1),
+		want: []string{"line 8", "image is ON, which the API server reads as the boolean true"},
+	},
+	{
+		desc: "image given twice",
+		in:   pod + "    image: registry.example/other:1\n",
+		want: []string{"document 1, line 9", `Pod/p container "app": image is given twice`},
+	},
+	{
+		desc: "containers given twice",
+		in:   pod + "  containers: []\n",
+		want: []string{"document 1, line 9", "Pod/p: containers is given twice"},
+	},
+	{
+		desc: "documents separated by lone CR line breaks",
+		in:   strings.ReplaceAll(strings.Replace(pod, "IMAGE", "registry.example/app:1", 1)+"---\n"+strings.Replace(pod, "IMAGE", "registry.example/app:2", 1), "\n", "\r"),
+		want: []string{"document 1, line 9", "a second YAML document starts here"},
+	},
+	{
+		desc: "an alias inside the node it names",
+		in:   "apiVersion: v1\nkind: Pod\nmetadata:\n  name: p\nspec: &s\n  containers:\n  - name: app\n    image: registry.example/app:1\n  loop: *s\n",
+		want: []string{"document 1, line 9", "alias *s is inside the node it names"},
+	},
+	{
+		desc: "reference given twice",
+		in:   strings.Replace(volumePod, "      reference: IMAGE\n", "      reference: registry.example/data:1\n      reference: registry.example/evil:1\n", 1),
+		want: []string{"line 13", `Pod/p volume "data": reference is given twice`},
+	},
+	{
+		desc: "reference both in the mapping and in a merge key",
+		in:   strings.Replace(volumePod, "      reference: IMAGE\n", "      <<: {reference: registry.example/evil:1}\n      reference: registry.example/data:1\n", 1),
+		want: []string{"line 12", "reference is both in the mapping and in a merge key"},
+	},
+	{
+		desc: "image given twice in a volume",
+		in:   strings.Replace(volumePod, "    image:\n      reference: IMAGE\n      pullPolicy: IfNotPresent\n", "    image: {reference: registry.example/data:1}\n    image: {reference: registry.example/evil:1}\n", 1),
+		want: []string{"line 12", "Pod/p volumes[0]: image is given twice"},
+	},
+	{
+		desc: "volumes given twice",
+		in:   strings.Replace(volumePod, "IMAGE", "registry.example/data:1", 1) + "  volumes: [{name: x, image: {reference: registry.example/evil:1}}]\n",
+		want: []string{"line 14", "Pod/p: volumes is given twice"},
+	},
+	{
+		desc: "a reference key spelt as !!binary",
+		in:   strings.Replace(volumePod, "      reference: IMAGE\n", "      !!binary cmVmZXJlbmNl: registry.example/data:1\n", 1),
+		want: []string{"line 12", `volume "data": the key reference is spelt !!binary`},
+	},
+	{
+		desc: "a repeated image key",
+		in:   tektonTask + "    image: registry.example/a:1\n    image: registry.example/b:1\n",
+		want: []string{"document 1, line 9: Task/t field spec.steps[0].image: image is given twice"},
+	},
+	{
+		desc: "a repeated steps key",
+		in:   tektonTask + "    image: registry.example/a:1\n  steps: []\n",
+		want: []string{"document 1, line 9: Task/t: steps is given twice"},
+	},
+	{
+		desc: "an image from a merge key and the mapping",
+		in:   "apiVersion: tekton.dev/v1\nkind: Task\nmetadata:\n  name: t\nbase: &b {image: registry.example/a:1}\nspec:\n  steps:\n  - <<: *b\n    image: registry.example/b:1\n",
+		want: []string{"document 1, line 8: Task/t field spec.steps[0].image: image is both in the mapping and in a merge key (<<)"},
+	},
+	{
+		desc: "steps both in the spec and in a merge key",
+		in:   "apiVersion: tekton.dev/v1\nkind: Task\nmetadata:\n  name: t\nbase: &b {steps: [{image: registry.example/a:1}]}\nspec:\n  <<: *b\n  steps:\n  - image: registry.example/b:1\n",
+		want: []string{"document 1, line 7: Task/t: steps is both in the mapping and in a merge key (<<)"},
 	},
 }
 

@@ -289,26 +289,6 @@ func TestImagePathErrors(t *testing.T) {
 		want     []string
 	}{
 		{
-			desc: "a repeated image key",
-			in:   task + "    image: registry.example/a:1\n    image: registry.example/b:1\n",
-			want: []string{"document 1, line 9: Task/t field spec.steps[0].image: image is given twice"},
-		},
-		{
-			desc: "a repeated steps key",
-			in:   task + "    image: registry.example/a:1\n  steps: []\n",
-			want: []string{"document 1, line 9: Task/t: steps is given twice"},
-		},
-		{
-			desc: "an image from a merge key and the mapping",
-			in:   "apiVersion: tekton.dev/v1\nkind: Task\nmetadata:\n  name: t\nbase: &b {image: registry.example/a:1}\nspec:\n  steps:\n  - <<: *b\n    image: registry.example/b:1\n",
-			want: []string{"document 1, line 8: Task/t field spec.steps[0].image: image is both in the mapping and in a merge key (<<)"},
-		},
-		{
-			desc: "steps both in the spec and in a merge key",
-			in:   "apiVersion: tekton.dev/v1\nkind: Task\nmetadata:\n  name: t\nbase: &b {steps: [{image: registry.example/a:1}]}\nspec:\n  <<: *b\n  steps:\n  - image: registry.example/b:1\n",
-			want: []string{"document 1, line 7: Task/t: steps is both in the mapping and in a merge key (<<)"},
-		},
-		{
 			desc: "a \"*\" over a mapping with a merge key",
 			in:   "apiVersion: example.com/v1\nkind: Runner\nmetadata:\n  name: r\nbase: &b {x: {tool: registry.example/a:1}}\nspec:\n  jobs:\n    <<: *b\n    y: {tool: registry.example/b:1}\n",
 			want: []string{"document 1, line 8: Runner/r: jobs holds a merge key (<<); write it out"},

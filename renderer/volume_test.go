@@ -113,31 +113,6 @@ func TestImageVolumesRefused(t *testing.T) {
 			want: []string{"line 12", `volume "data": parsing reference "registry.example/Data:1"`},
 		},
 		{
-			desc: "reference given twice",
-			in:   strings.Replace(volumePod, "      reference: IMAGE\n", "      reference: registry.example/data:1\n      reference: registry.example/evil:1\n", 1),
-			want: []string{"line 13", `Pod/p volume "data": reference is given twice`},
-		},
-		{
-			desc: "reference both in the mapping and in a merge key",
-			in:   strings.Replace(volumePod, "      reference: IMAGE\n", "      <<: {reference: registry.example/evil:1}\n      reference: registry.example/data:1\n", 1),
-			want: []string{"line 12", "reference is both in the mapping and in a merge key"},
-		},
-		{
-			desc: "image given twice in a volume",
-			in:   strings.Replace(volumePod, "    image:\n      reference: IMAGE\n      pullPolicy: IfNotPresent\n", "    image: {reference: registry.example/data:1}\n    image: {reference: registry.example/evil:1}\n", 1),
-			want: []string{"line 12", "Pod/p volumes[0]: image is given twice"},
-		},
-		{
-			desc: "volumes given twice",
-			in:   strings.Replace(volumePod, "IMAGE", "registry.example/data:1", 1) + "  volumes: [{name: x, image: {reference: registry.example/evil:1}}]\n",
-			want: []string{"line 14", "Pod/p: volumes is given twice"},
-		},
-		{
-			desc: "a reference key spelt as !!binary",
-			in:   strings.Replace(volumePod, "      reference: IMAGE\n", "      !!binary cmVmZXJlbmNl: registry.example/data:1\n", 1),
-			want: []string{"line 12", `volume "data": the key reference is spelt !!binary`},
-		},
-		{
 			desc: "a volume name that is not a string",
 			in:   strings.Replace(strings.Replace(volumePod, "IMAGE", "registry.example/data:1", 1), "  volumes:\n  - name: data\n", "  volumes:\n  - name: [data]\n", 1),
 			want: []string{"line 10", "Pod/p volumes[0]: name is a sequence, want a string"},

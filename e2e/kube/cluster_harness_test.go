@@ -15,9 +15,9 @@ import (
 	"time"
 )
 
-// TestClusterBadInput: a missing binary, a port in use, etcd failing and
-// the API server failing each fail the start with one line saying which,
-// and leave no process behind.
+// TestClusterBadInput: a missing binary, one that is no program, a port
+// in use, etcd failing and the API server failing each fail the start with
+// one line saying which, and leave no process behind.
 func TestClusterBadInput(t *testing.T) {
 	bin := kubeBin(t)
 	busy, err := net.Listen("tcp", "127.0.0.1:0")
@@ -36,6 +36,18 @@ func TestClusterBadInput(t *testing.T) {
 			}
 		}
 	}
+	// A folder whose etcd is no program.
+	broken := t.TempDir()
+	for _, b := range controlPlaneBinaries {
+		if b != "etcd" {
+			if err := os.Symlink(filepath.Join(bin, b), filepath.Join(broken, b)); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	if err := os.WriteFile(filepath.Join(broken, "etcd"), []byte("not a program\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
 	notADir := filepath.Join(t.TempDir(), "etcd-data")
 	if err := os.WriteFile(notADir, []byte("not a folder"), 0o600); err != nil {
 		t.Fatal(err)
@@ -53,9 +65,19 @@ func TestClusterBadInput(t *testing.T) {
 			want: []string{"kube-controller-manager is missing", filepath.Join(partial, "kube-controller-manager")},
 		},
 		{
+			desc: "binary not runnable",
+			cfg:  clusterConfig{bin: broken},
+			want: []string{"etcd: starting: ", filepath.Join(broken, "etcd"), "exec format error"},
+		},
+		{
 			desc: "port in use",
 			cfg:  clusterConfig{bin: bin, apiPort: busyPort},
 			want: []string{"kube-apiserver port 127.0.0.1:" + strconv.Itoa(busyPort) + " is in use"},
+		},
+		{
+			desc: "etcd port in use",
+			cfg:  clusterConfig{bin: bin, etcdPort: busyPort},
+			want: []string{"etcd client port 127.0.0.1:" + strconv.Itoa(busyPort) + " is in use"},
 		},
 		{
 			desc:      "etcd fails",
@@ -98,9 +120,7 @@ func TestClusterBadInput(t *testing.T) {
 			if strings.Contains(msg, "\n") {
 				t.Errorf("startCluster = %q, want one line", msg)
 			}
-			if tc.processes == -1 && len(pids) > 0 {
-				// as wanted
-			} else if len(pids) != tc.processes {
+			if some := tc.processes == -1 && len(pids) > 0; !some && len(pids) != tc.processes {
 				t.Errorf("started %d processes before failing, want %d", len(pids), tc.processes)
 			}
 			for _, pid := range pids {

@@ -36,9 +36,11 @@ import (
 var controlPlaneBinaries = []string{"etcd", "kube-apiserver", "kube-controller-manager", "kubectl"}
 
 // controllers are the controllers kube-controller-manager runs: those that
-// make ReplicaSets and ControllerRevisions, and the one that gives each
-// namespace its default ServiceAccount (readiness waits for it).
-const controllers = "deployment,replicaset,statefulset,daemonset,serviceaccount"
+// make ReplicaSets and ControllerRevisions, those that make the Jobs of a
+// CronJob and the Pods of a Job (which stay Pending: no kubelet), and the
+// one that gives each namespace its default ServiceAccount (readiness
+// waits for it).
+const controllers = "deployment,replicaset,statefulset,daemonset,job,cronjob,serviceaccount"
 
 // clusterConfig says how to start a control plane. The zero value of a
 // field means its default.
@@ -380,7 +382,11 @@ func (c *cluster) waitReady(ctx context.Context, p *proc, client *http.Client, u
 		}
 		select {
 		case <-p.done:
-			return fmt.Errorf("%s exited before it was ready (%v): %s", p.name, p.err, p.why())
+			exit := "exit status 0"
+			if p.err != nil {
+				exit = p.err.Error()
+			}
+			return fmt.Errorf("%s exited before it was ready (%s): %s", p.name, exit, p.why())
 		case <-ctx.Done():
 			return fmt.Errorf("%s was not ready in time (%s answered %s): %s", p.name, url, last, p.why())
 		case <-tick.C:

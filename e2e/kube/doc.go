@@ -1,16 +1,21 @@
 // Package kube proves digestpin's promise where it matters, in the
 // rollouts of a real Kubernetes control plane: etcd, kube-apiserver and
 // kube-controller-manager (the deployment, replicaset, statefulset,
-// daemonset and serviceaccount controllers; no scheduler and no kubelet, so
-// pods stay Pending), started on loopback with locally generated
+// daemonset, job, cronjob and serviceaccount controllers; no scheduler and
+// no kubelet, so pods stay Pending), started on loopback with locally generated
 // certificates and a static token. The tests apply what digestpin renders
 // in each of the ways the README documents and count, through the API, the
 // ReplicaSets and ControllerRevisions the controllers create: none when
 // nothing moved, exactly one for each workload whose image moved, while a
 // control without digestpin never rolls. Kubernetes' own decoder and
 // admission are also the reference for what a manifest means: every golden
-// output of the renderer is accepted by a server-side dry run and decodes
-// to the images digestpin reported.
+// output of the renderer (the hostile documents it renders included) and
+// every test chart is accepted by a server-side dry run and decodes to the
+// images digestpin reported, and every document digestpin refuses as
+// ambiguous is put to the API server and to a YAML 1.2 reading, to show
+// that the two could disagree on it. The job controller makes the Pods of
+// Jobs, of Jobs from CronJobs and of Helm's hook Jobs, which the tests
+// read; no kubelet runs them, so no Job completes.
 //
 // It is a module of its own (as e2e/cmpserver is). `make test-kube` builds
 // kube-apiserver, kube-controller-manager, kubectl and etcd from the module

@@ -63,25 +63,29 @@ func splitDocs(t *testing.T, stream []byte) []string {
 	return docs
 }
 
-// TestDryRunGoldens: every golden output of the renderer
-// (renderer/testdata, renderer/testdata/oddinput), document by document as
-// the API server's decoder reads it, goes to a server-side dry run. What the
-// server accepts decodes to exactly the images digestpin reports for it:
-// the same repository and digest for every container, init container,
-// ephemeral container and image volume. What it refuses (many fixtures
-// are not valid objects: a Deployment without a selector) it must refuse
-// in the input for the very same reasons. Documents of kinds this API
-// server does not serve (workload CRDs without their CRDs) are counted.
+// TestDryRunGoldens: every golden output of the renderer (goldenDirs:
+// its goldens, odd input, tag policies and the hostile documents it
+// renders), document by document as the API server's decoder reads it,
+// goes to a server-side dry run. What the server accepts decodes to
+// exactly the images digestpin reports for it: the same repository and
+// digest for every container, init container, ephemeral container and
+// image volume. What it refuses (many fixtures are not valid objects: a
+// Deployment without a selector) it must refuse in the input for the very
+// same reasons; what its decoder refuses (an alias bomb), likewise.
+// Documents of kinds this API server does not serve (workload CRDs
+// without their CRDs) are counted.
 func TestDryRunGoldens(t *testing.T) {
 	t.Parallel()
 	c := controlPlane(t)
 	bin := digestpinBin(t)
 	root := repoRoot(t)
-	goldens, _ := filepath.Glob(filepath.Join(root, "renderer", "testdata", "*.golden.yaml"))
-	odd, _ := filepath.Glob(filepath.Join(root, "renderer", "testdata", "oddinput", "*.golden.yaml"))
-	goldens = append(goldens, odd...)
-	if len(goldens) < 10 {
-		t.Fatalf("found %d golden files, want the renderer's", len(goldens))
+	var goldens []string
+	for _, dir := range goldenDirs {
+		g, _ := filepath.Glob(filepath.Join(root, "renderer", "testdata", dir, "*.golden.yaml"))
+		if len(g) == 0 {
+			t.Fatalf("no golden files in renderer/testdata/%s", dir)
+		}
+		goldens = append(goldens, g...)
 	}
 	// The files in parallel, into one tally.
 	tally := &dryRunTally{unserved: map[string]bool{}}
@@ -90,22 +94,38 @@ func TestDryRunGoldens(t *testing.T) {
 			checkGoldenDryRun(t, c, bin, root, g, tally)
 		}
 	})
-	figure(t, "%d golden files, %d documents: %d accepted by the API server's dry run, their %d images as digestpin reports them; %d refused exactly as their inputs are (invalid fixtures); %d of kinds it does not serve",
-		len(goldens), tally.total, tally.served, tally.images, tally.invalid, tally.total-tally.served-tally.invalid)
+	figure(t, "%d golden files, %d documents: %d accepted by the API server's dry run, their %d images as digestpin reports them; %d refused exactly as their inputs are (invalid fixtures); %d refused by its YAML decoder as their inputs are (hostile fixtures); %d of kinds it does not serve",
+		len(goldens), tally.total, tally.served, tally.images, tally.invalid, tally.undecodable, tally.total-tally.served-tally.invalid-tally.undecodable)
+}
+
+// goldenDirs are the folders of renderer/testdata with golden files: the
+// renderer's goldens, odd input, tag policies, and the hostile documents
+// that digestpin renders (renderer's TestHostileFixtures).
+var goldenDirs = []string{".", "oddinput", "tags", "hostile"}
+
+// inputOf returns the input file of the golden file g: NAME.input.yaml of
+// NAME.golden.yaml, or of NAME.MODE.golden.yaml (the tag policies' one
+// input for each mode).
+func inputOf(g string) string {
+	base := strings.TrimSuffix(g, ".golden.yaml")
+	if _, err := os.Stat(base + ".input.yaml"); err != nil {
+		base = strings.TrimSuffix(base, filepath.Ext(base))
+	}
+	return base + ".input.yaml"
 }
 
 // dryRunTally is TestDryRunGoldens' figures, and the kinds the API server
 // does not serve, shared by its parallel subtests.
 type dryRunTally struct {
-	mu                             sync.Mutex
-	total, served, invalid, images int
-	unserved                       map[string]bool // "apiVersion kind"
+	mu                                          sync.Mutex
+	total, served, invalid, undecodable, images int
+	unserved                                    map[string]bool // "apiVersion kind"
 }
 
-func (d *dryRunTally) add(total, served, invalid, images int) {
+func (d *dryRunTally) add(total, served, invalid, undecodable, images int) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	d.total, d.served, d.invalid, d.images = d.total+total, d.served+served, d.invalid+invalid, d.images+images
+	d.total, d.served, d.invalid, d.undecodable, d.images = d.total+total, d.served+served, d.invalid+invalid, d.undecodable+undecodable, d.images+images
 }
 
 func (d *dryRunTally) isUnserved(gvk string) bool {
@@ -127,8 +147,8 @@ func checkGoldenDryRun(t *testing.T, c *cluster, bin, root, g string, tally *dry
 	rel, _ := filepath.Rel(root, g)
 	t.Run(rel, func(t *testing.T) {
 		t.Parallel()
-		total, served, invalid, images := 0, 0, 0, 0
-		defer func() { tally.add(total, served, invalid, images) }()
+		total, served, invalid, undecodable, images := 0, 0, 0, 0, 0
+		defer func() { tally.add(total, served, invalid, undecodable, images) }()
 		src, err := os.ReadFile(g)
 		if err != nil {
 			t.Fatal(err)
@@ -144,7 +164,7 @@ func checkGoldenDryRun(t *testing.T, c *cluster, bin, root, g string, tally *dry
 		if !annotate {
 			rep := filepath.Join(t.TempDir(), "report.json")
 			args := []string{"-f", g, "--report", rep}
-			if strings.Contains(rel, "digest-mode") {
+			if strings.Contains(rel, "digest-mode") || strings.HasSuffix(rel, ".digest.golden.yaml") {
 				args = append(args, "--mode", "digest")
 			}
 			res := run(nil, []string{"HTTPS_PROXY=http://127.0.0.1:1", "HTTP_PROXY=http://127.0.0.1:1", "NO_PROXY="}, bin, args...)
@@ -175,7 +195,7 @@ func checkGoldenDryRun(t *testing.T, c *cluster, bin, root, g string, tally *dry
 		got := map[string]string{}
 		// Each document of the golden file beside its input: the
 		// renderer keeps documents in order, one for one.
-		in, err := os.ReadFile(strings.TrimSuffix(g, ".golden.yaml") + ".input.yaml")
+		in, err := os.ReadFile(inputOf(g))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -186,7 +206,17 @@ func checkGoldenDryRun(t *testing.T, c *cluster, bin, root, g string, tally *dry
 		for i, d := range docs {
 			var m map[string]any
 			if err := yaml.Unmarshal([]byte(d), &m); err != nil {
-				t.Fatalf("document %d: the API server's decoder refuses a golden document: %v", i+1, err)
+				// A hostile document (an alias bomb, bytes that are
+				// not UTF-8) that digestpin passed through: the API
+				// server's decoder must refuse its input alike.
+				var inM map[string]any
+				if inErr := yaml.Unmarshal([]byte(inDocs[i]), &inM); inErr == nil || inErr.Error() != err.Error() {
+					t.Errorf("document %d: the API server's decoder refuses digestpin's output (%v), and its input %v", i+1, err, orDecoded(inErr))
+				}
+				t.Logf("document %d: refused by the API server's decoder as its input is: %.200s", i+1, err)
+				total++
+				undecodable++
+				continue
 			}
 			if m == nil {
 				continue // comments only
@@ -286,16 +316,7 @@ func (c *cluster) dryRun(t *testing.T, m map[string]any, ns string) (map[string]
 	if ns == "" {
 		ns = "dryrun"
 	}
-	c.mu.Lock()
-	if c.namespaces == nil {
-		c.namespaces = map[string]bool{}
-	}
-	if !c.namespaces[ns] {
-		// Applied, so that two tests may ask for one namespace.
-		c.kubectlT(t, []byte("apiVersion: v1\nkind: Namespace\nmetadata:\n  name: "+ns+"\n"), "apply", "--server-side", "--field-manager=digestpin-test", "-f", "-")
-		c.namespaces[ns] = true
-	}
-	c.mu.Unlock()
+	c.ensureNamespace(t, ns)
 	if m["kind"] == "List" {
 		items, _ := m["items"].([]any)
 		var out []any
@@ -347,6 +368,21 @@ func (c *cluster) dryRun(t *testing.T, m map[string]any, ns string) (map[string]
 	return out, ""
 }
 
+// ensureNamespace makes the namespace ns of dry runs, once.
+func (c *cluster) ensureNamespace(t *testing.T, ns string) {
+	t.Helper()
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.namespaces == nil {
+		c.namespaces = map[string]bool{}
+	}
+	if !c.namespaces[ns] {
+		// Applied, so that two tests may ask for one namespace.
+		c.kubectlT(t, []byte("apiVersion: v1\nkind: Namespace\nmetadata:\n  name: "+ns+"\n"), "apply", "--server-side", "--field-manager=digestpin-test", "-f", "-")
+		c.namespaces[ns] = true
+	}
+}
+
 // apiResource is a kind's resource, from discovery.
 type apiResource struct {
 	name       string
@@ -395,6 +431,13 @@ func (c *cluster) resource(t *testing.T, apiVersion, kind string) (apiResource, 
 	}
 	r, ok := c.resources[apiVersion+" "+kind]
 	return r, ok
+}
+
+func orDecoded(err error) string {
+	if err == nil {
+		return "is decoded"
+	}
+	return "is refused for: " + err.Error()
 }
 
 func orAccepted(refused string) string {

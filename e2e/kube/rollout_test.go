@@ -41,16 +41,23 @@ func newRollout(t *testing.T) *rollout {
 	for _, im := range chartImages {
 		r.reg.PushImage(t, im.repoTag)
 	}
+	r.helmHome = newHelmHome(t, r.c)
+	return r
+}
+
+// newHelmHome returns the environment of a throw-away Helm home, pointed
+// at the cluster.
+func newHelmHome(t *testing.T, c *cluster) []string {
+	t.Helper()
 	dir := t.TempDir()
-	r.helmHome = append([]string{
+	return append([]string{
 		"HELM_CACHE_HOME=" + filepath.Join(dir, "cache"),
 		"HELM_CONFIG_HOME=" + filepath.Join(dir, "config"),
 		"HELM_DATA_HOME=" + filepath.Join(dir, "data"),
 		"HELM_PLUGINS=" + filepath.Join(dir, "data", "plugins"),
 		// No plugin install hook reaches beyond loopback.
 		"DIGESTPIN_PLUGIN_URL=http://127.0.0.1:1/no-release",
-	}, r.c.env()...)
-	return r
+	}, c.env()...)
 }
 
 // chart is the rollout chart's folder.
