@@ -125,9 +125,9 @@ var ambiguousKeys = []struct {
 		want: []string{"document 1, line 8", `the key image is spelt !!binary aW1hZ2U=`},
 	},
 	{
-		desc: "image key that is an alias",
-		in:   "apiVersion: v1\nkind: Pod\nmetadata:\n  name: p\n  labels: {k: &k image}\nspec:\n  containers:\n  - name: app\n    *k : registry.example/evil:1\n",
-		want: []string{"document 1, line 9", "the key image is an alias (*k)"},
+		desc: "image key that is an alias of a binary scalar",
+		in:   "apiVersion: v1\nkind: Pod\nmetadata:\n  name: p\n  annotations: {k: &k !!binary aW1hZ2U=}\nspec:\n  containers:\n  - name: app\n    *k : registry.example/evil:1\n",
+		want: []string{"document 1, line 9", "the key image is an alias (*k) of !!binary aW1hZ2U="},
 	},
 	{
 		desc: "spec key with a custom tag",

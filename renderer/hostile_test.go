@@ -219,6 +219,13 @@ func hostileHandled() []handledCase {
 			pinned: 1,
 		},
 		{
+			// The API server, kubectl and Helm read the key as image.
+			desc:   "an image key that is an alias of the string image",
+			in:     "apiVersion: v1\nkind: Pod\nmetadata:\n  name: p\n  labels: {k: &k image}\nspec:\n  containers:\n  - name: app\n    *k : " + img + "\n",
+			want:   []string{"*k : " + pinned + "\n"},
+			pinned: 1,
+		},
+		{
 			desc:   "an alias bomb without an image field",
 			in:     "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: c\ndata:\n" + laughs("  ", 12),
 			want:   []string{"l12: &l12 [*l11, *l11,"},

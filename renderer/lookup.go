@@ -92,8 +92,14 @@ func get(m *yaml.Node, key string) (entry, error) {
 func keyIs(k *yaml.Node, key string) (bool, error) {
 	switch k.Kind {
 	case yaml.AliasNode:
+		// An alias of the string key is that key to every reader (the API
+		// server's, Helm's, kubectl's): it is read as one; an alias of
+		// anything else spelt so is refused as the scalar would be.
 		if t := deref(k); t != nil && t.Kind == yaml.ScalarNode && decodedKey(t) == key {
-			return false, &keyError{k.Line, fmt.Sprintf("the key %s is an alias (*%s); write it out", key, k.Value)}
+			if t.Tag != "!!str" {
+				return false, &keyError{k.Line, fmt.Sprintf("the key %s is an alias (*%s) of %s %s; write it out", key, k.Value, t.Tag, t.Value)}
+			}
+			return true, nil
 		}
 	case yaml.ScalarNode:
 		if decodedKey(k) != key {
