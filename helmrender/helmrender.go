@@ -282,7 +282,6 @@ func Template(ctx context.Context, o Options) ([]byte, error) {
 	return printRelease(rel, o)
 }
 
-// settings is s.Settings, or cli.New() when it is nil.
 // ReadsStdin reports whether a values flag names "-" (-f -, or
 // --set-file key=-), which Helm reads from the process's stdin.
 func (s *Source) ReadsStdin() bool {
@@ -301,6 +300,7 @@ func (s *Source) ReadsStdin() bool {
 	return false
 }
 
+// settings is s.Settings, or cli.New() when it is nil.
 func (s *Source) settings() *cli.EnvSettings {
 	if s.Settings == nil {
 		s.Settings = cli.New()
