@@ -55,7 +55,9 @@ file=digestpin_${version}_linux_$arch.tar.gz
 # Everything is written inside the shared volume (the init container's
 # root file system is read-only), first into a private folder that the
 # exit removes.
-[ -d "$dest" ] && [ ! -L "$dest" ] || fail "$dest is not a folder: mount the shared volume there"
+if [ ! -d "$dest" ] || [ -L "$dest" ]; then
+	fail "$dest is not a folder: mount the shared volume there"
+fi
 tmp=$(mktemp -d "$dest/.install.XXXXXX" 2>/dev/null) || fail "cannot write into $dest"
 trap 'rm -rf -- "$tmp"' EXIT
 trap 'exit 1' HUP INT TERM
