@@ -8,8 +8,9 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/digestpin/digestpin/internal/testregistry"
 	"sigs.k8s.io/kustomize/kyaml/yaml"
+
+	"github.com/digestpin/digestpin/internal/testregistry"
 )
 
 // readmeSection returns the README's section that begins with the heading
