@@ -311,3 +311,23 @@ func TestCIStepImageMissing(t *testing.T) {
 		t.Errorf("the step pushed %s", now)
 	}
 }
+
+// TestCIStepPushDeclined is a push that the server declines (a hook, a
+// protected branch): not a branch that moved on, so the step fails at
+// once with git's reason, and records nothing again.
+func TestCIStepPushDeclined(t *testing.T) {
+	g := newGitopsRepo(t, 1)
+	mkfile(t, filepath.Join(g.bare, "hooks", "pre-receive"), "#!/bin/sh\necho 'main is protected' >&2\nexit 1\n")
+	if err := os.Chmod(filepath.Join(g.bare, "hooks", "pre-receive"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	work := g.clone(t, true)
+	r := g.step(t, work)
+	if exitStatus(r.err) != 1 || !strings.Contains(r.stderr, "main is protected") ||
+		!strings.HasSuffix(r.stderr, "digestpin-lock: git push to branch main failed (its error is above): the commit is only local; run the job again\n") {
+		t.Errorf("a declined push: exit %d, stderr\n%s", exitStatus(r.err), r.stderr)
+	}
+	if k := retries(r.stderr); k != 0 {
+		t.Errorf("a declined push was retried %d times", k)
+	}
+}

@@ -335,7 +335,10 @@ backoff() {
 # Other push failures (permissions, the network) fail at once.
 attempt=1
 while ! git push --quiet "$remote" "HEAD:refs/heads/$branch" 2>"$tmp/push.err"; do
-	if ! grep -qE '\[(remote )?rejected\]|fetch first|non-fast-forward|cannot lock ref|failed to update ref' "$tmp/push.err"; then
+	# Moved on: git's own refusal of a push that is not a fast-forward, or
+	# the server's lost race for the branch (another push updated it first).
+	# A hook or a protected branch that declines is not retried.
+	if ! grep -qE '\[rejected\].*\((fetch first|non-fast-forward)\)|\[remote rejected\].*\((cannot lock ref|failed to update ref|incorrect old value)' "$tmp/push.err"; then
 		cat -- "$tmp/push.err" >&2
 		fail "git push to branch $branch failed (its error is above): the commit is only local; run the job again"
 	fi
