@@ -358,7 +358,7 @@ func TestArgoCDPluginInstall(t *testing.T) {
 
 	// A PATH without curl: the script's wget branch (busybox images).
 	noCurl := t.TempDir()
-	for _, name := range []string{"sh", "wget", "awk", "sha256sum", "cut", "tar", "gzip", "mktemp", "rm", "mkdir", "mv", "chmod", "uname", "cat"} {
+	for _, name := range []string{"sh", "wget", "awk", "sha256sum", "cut", "tar", "gzip", "mktemp", "rm", "mkdir", "mv", "chmod", "uname", "cat", "find"} {
 		if p, err := exec.LookPath(name); err == nil {
 			if err := os.Symlink(p, filepath.Join(noCurl, name)); err != nil {
 				t.Fatal(err)
@@ -506,4 +506,51 @@ func TestArgoCDPluginInstall(t *testing.T) {
 			t.Errorf("err %v, stderr %q; want %q", r.err, r.stderr, want)
 		}
 	})
+}
+
+// TestArgoCDPluginInstallRefusesHostileArchive runs digestpin-install's
+// script on archives (listed in SHA256SUMS, so checked) whose binary or
+// plugin file is not a regular file with no other name: each is refused in
+// one line, no file the archive links to is touched, and the volume stays
+// empty.
+func TestArgoCDPluginInstallRefusesHostileArchive(t *testing.T) {
+	script, _ := inlineScript(t, dig(t, readYAML(t, "repo-server-patch.yaml"), "spec", "template", "spec"))
+	victimPath, mark := filepath.Join(t.TempDir(), "victim"), ""
+	good := map[string]tarEntry{
+		"digestpin":          fileEntry("digestpin", "#!/bin/sh\necho digestpin 0.1.0\n"),
+		"argocd/plugin.yaml": fileEntry("argocd/plugin.yaml", "kind: ConfigManagementPlugin\n"),
+		"argocd/init.sh":     fileEntry("argocd/init.sh", "exit 0\n"),
+		"argocd/generate.sh": fileEntry("argocd/generate.sh", "exit 0\n"),
+	}
+	for _, who := range []string{"digestpin", "argocd/plugin.yaml", "argocd/generate.sh"} {
+		for _, tc := range hostileEntries(t, who, victimPath) {
+			t.Run(who+" "+tc.desc, func(t *testing.T) {
+				mark = newVictim(t, victimPath)
+				entries := []tarEntry{dirEntry("argocd/")}
+				for _, name := range []string{"digestpin", "argocd/plugin.yaml", "argocd/init.sh", "argocd/generate.sh"} {
+					if name == who {
+						entries = append(entries, tc.entries...)
+					} else {
+						entries = append(entries, good[name])
+					}
+				}
+				rel := t.TempDir()
+				archive := "digestpin_0.1.0_linux_amd64.tar.gz"
+				sum := writeArchive(t, filepath.Join(rel, archive), entries...)
+				mkfile(t, filepath.Join(rel, "SHA256SUMS"), sum+"  "+archive+"\n")
+				srv := httptest.NewServer(http.FileServer(http.Dir(rel)))
+				defer srv.Close()
+				dest := t.TempDir()
+				r := runCmd(t, t.TempDir(), nil, []string{"DIGESTPIN_VERSION=0.1.0", "DIGESTPIN_RELEASE_URL=" + srv.URL, "DIGESTPIN_ARCH=amd64"},
+					"sh", "-c", script, "digestpin-install", dest)
+				checkVictim(t, victimPath, mark)
+				if r.err == nil || strings.Count(r.stderr, "\n") != 1 || !strings.HasPrefix(r.stderr, "digestpin-install: ") {
+					t.Errorf("digestpin-install = %v, stderr %q; want one error line", r.err, r.stderr)
+				}
+				if des, _ := os.ReadDir(dest); len(des) != 0 {
+					t.Errorf("a refused archive left %d files in the volume", len(des))
+				}
+			})
+		}
+	}
 }

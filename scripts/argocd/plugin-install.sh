@@ -81,15 +81,15 @@ if [ -n "${DIGESTPIN_SHA256:-}" ] && [ "$got" != "$DIGESTPIN_SHA256" ]; then
 	fail "$file has the SHA-256 $got, but DIGESTPIN_SHA256 says $DIGESTPIN_SHA256: refusing it"
 fi
 
-# Unpacked only now, checked; only the four files, each a regular file of
-# its own (not a link, a folder or a device).
+# Unpacked only now, checked; only the four files, each a regular file
+# with no other name (not a symbolic or hard link, a folder or a device).
 files="digestpin argocd/plugin.yaml argocd/init.sh argocd/generate.sh"
 mkdir "$tmp/x"
 # shellcheck disable=SC2086 # files is a list of names without spaces
 tar -xzf "$tmp/$file" -C "$tmp/x" $files 2>/dev/null ||
 	fail "$file does not hold $files (a release before the plugin was in it?)"
 for f in $files; do
-	if [ -L "$tmp/x/$f" ] || [ ! -f "$tmp/x/$f" ]; then
+	if [ -z "$(find "$tmp/x/$f" -prune -type f -links 1 2>/dev/null)" ]; then
 		fail "$f in $file is not a regular file: refusing it"
 	fi
 done
