@@ -61,7 +61,7 @@ test: build helm $(KUSTOMIZE) argocd-cmp-server kube-tools
 # they print show), with -race: the module holds test code only, and
 # small dependencies.
 TEST_KUBE = cd e2e/kube && go vet && go test -race -count=1 -timeout 20m
-test-kube: build helm kube-tools
+test-kube: build helm $(KUSTOMIZE) kube-tools
 	$(TEST_KUBE)
 
 demo: build

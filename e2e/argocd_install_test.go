@@ -63,86 +63,6 @@ func byName(t *testing.T, list any) map[string]map[string]any {
 	return out
 }
 
-// TestArgoCDHelmChartValues checks that argocd-values.yaml, the install for
-// the argo-cd Helm chart, says what plugin.yaml and repo-server-patch.yaml
-// say, under the keys the chart reads, so that the two ways cannot drift.
-func TestArgoCDHelmChartValues(t *testing.T) {
-	values := readYAML(t, "argocd-values.yaml")
-	plugin := readYAML(t, "plugin.yaml")
-	patch := readYAML(t, "repo-server-patch.yaml")
-
-	if create, _ := dig(t, values, "configs", "cmp", "create").(bool); !create {
-		t.Error("configs.cmp.create is not true: the chart would not write argocd-cmp-cm")
-	}
-	if diff := cmp.Diff(dig(t, plugin, "spec"), dig(t, values, "configs", "cmp", "plugins", "digestpin")); diff != "" {
-		t.Errorf("configs.cmp.plugins.digestpin differs from plugin.yaml's spec (-plugin.yaml +values):\n%s", diff)
-	}
-
-	patchContainers := byName(t, dig(t, patch, "spec", "template", "spec", "containers"))
-	valueContainers := byName(t, dig(t, values, "repoServer", "extraContainers"))
-	want, got := patchContainers["digestpin"], valueContainers["digestpin"]
-	if want == nil || got == nil || len(valueContainers) != 1 {
-		t.Fatalf("the patch or the values have no digestpin container (patch %d containers, values %d)", len(patchContainers), len(valueContainers))
-	}
-	for _, field := range []string{"image", "command", "securityContext", "env"} {
-		if diff := cmp.Diff(want[field], got[field]); diff != "" {
-			t.Errorf("the sidecar's %s differs between the patch and the values (-patch +values):\n%s", field, diff)
-		}
-	}
-	// The same mounts, except the plugin's files: the chart's ConfigMap
-	// holds plugin.yaml only (as digestpin.yaml); the scripts come with
-	// the image.
-	mounts := func(c map[string]any, config string) map[string]map[string]any {
-		out := map[string]map[string]any{}
-		for _, m := range c["volumeMounts"].([]any) {
-			mm := m.(map[string]any)
-			if mm["name"] != config {
-				out[mm["mountPath"].(string)] = mm
-			}
-		}
-		return out
-	}
-	if diff := cmp.Diff(mounts(want, "digestpin-cmp"), mounts(got, "argocd-cmp-cm")); diff != "" {
-		t.Errorf("the sidecar's mounts differ between the patch and the values (-patch +values):\n%s", diff)
-	}
-	configMount := map[string]any{"name": "argocd-cmp-cm", "mountPath": cmpConfigDir + "plugin.yaml", "subPath": "digestpin.yaml"}
-	if !slices.ContainsFunc(got["volumeMounts"].([]any), func(m any) bool { return cmp.Equal(m, any(configMount)) }) {
-		t.Errorf("the values do not mount the chart's argocd-cmp-cm key digestpin.yaml at %splugin.yaml", cmpConfigDir)
-	}
-
-	// Every volume the sidecar mounts is defined (var-files and plugins
-	// by the chart), the same way in both, and a Secret is optional.
-	patchVolumes := byName(t, dig(t, patch, "spec", "template", "spec", "volumes"))
-	valueVolumes := byName(t, dig(t, values, "repoServer", "volumes"))
-	for _, m := range got["volumeMounts"].([]any) {
-		name := m.(map[string]any)["name"].(string)
-		if name == "var-files" || name == "plugins" {
-			continue
-		}
-		v := valueVolumes[name]
-		if v == nil {
-			t.Errorf("the values mount volume %s, which repoServer.volumes does not define", name)
-			continue
-		}
-		if name == "argocd-cmp-cm" {
-			if !cmp.Equal(v["configMap"], any(map[string]any{"name": "argocd-cmp-cm"})) {
-				t.Errorf("volume argocd-cmp-cm = %v, want the chart's ConfigMap argocd-cmp-cm", v)
-			}
-			continue
-		}
-		if diff := cmp.Diff(patchVolumes[name], v); diff != "" {
-			t.Errorf("volume %s differs between the patch and the values (-patch +values):\n%s", name, diff)
-		}
-	}
-	for _, vols := range []map[string]map[string]any{patchVolumes, valueVolumes} {
-		for name, v := range vols {
-			if s, ok := v["secret"].(map[string]any); ok && s["optional"] != true {
-				t.Errorf("Secret volume %s is not optional: the sidecar would not start without the Secret", name)
-			}
-		}
-	}
-}
-
 // dockerignored reports whether .dockerignore's patterns (in order, the
 // last match wins, "!" re-includes) leave path out of the build context, as
 // Docker decides it: a pattern matches a path or any folder above it.
@@ -419,7 +339,7 @@ func TestArgoCDSeedMount(t *testing.T) {
 		t.Errorf("volume digestpin-seed (-want +got):\n%s", diff)
 	}
 	// Neither install writes a Secret: the seed is made where it is kept.
-	for _, name := range []string{"kustomization.yaml", "repo-server-patch.yaml", "argocd-values.yaml", "plugin.yaml"} {
+	for _, name := range []string{"repo-server-patch.yaml", "argocd-values.yaml", "plugin.yaml"} {
 		b, err := os.ReadFile(filepath.Join(repoRoot(t), "scripts", "argocd", name))
 		if err != nil {
 			t.Fatal(err)

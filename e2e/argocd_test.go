@@ -4,7 +4,6 @@ import (
 	"flag"
 	"maps"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"regexp"
 	"slices"
@@ -546,111 +545,5 @@ func TestArgoCDCacheTTL(t *testing.T) {
 	des, err := os.ReadDir(filepath.Join(sc.home, "cache", "digestpin"))
 	if err != nil || len(des) != len(shopImages) {
 		t.Errorf("cache folder $XDG_CACHE_HOME/digestpin holds %d entries (%v), want %d", len(des), err, len(shopImages))
-	}
-}
-
-// TestArgoCDPluginFilesAgree checks that the ConfigMap, the sidecar patch
-// and the plugin configuration name the same files at the same places.
-func TestArgoCDPluginFilesAgree(t *testing.T) {
-	dir := filepath.Join(repoRoot(t), "scripts", "argocd")
-	read := func(name string, v any) {
-		t.Helper()
-		b, err := os.ReadFile(filepath.Join(dir, name))
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := yaml.Unmarshal(b, v); err != nil {
-			t.Fatalf("parsing %s: %v", name, err)
-		}
-	}
-	var kust struct {
-		ConfigMapGenerator []struct {
-			Name  string   `yaml:"name"`
-			Files []string `yaml:"files"`
-		} `yaml:"configMapGenerator"`
-	}
-	read("kustomization.yaml", &kust)
-	var patch struct {
-		Spec struct {
-			Template struct {
-				Spec struct {
-					Containers []struct {
-						Name            string   `yaml:"name"`
-						Command         []string `yaml:"command"`
-						SecurityContext struct {
-							RunAsUser int `yaml:"runAsUser"`
-						} `yaml:"securityContext"`
-						VolumeMounts []struct {
-							Name      string `yaml:"name"`
-							MountPath string `yaml:"mountPath"`
-							SubPath   string `yaml:"subPath"`
-						} `yaml:"volumeMounts"`
-					} `yaml:"containers"`
-					Volumes []struct {
-						Name      string `yaml:"name"`
-						ConfigMap *struct {
-							Name string `yaml:"name"`
-						} `yaml:"configMap"`
-					} `yaml:"volumes"`
-				} `yaml:"spec"`
-			} `yaml:"template"`
-		} `yaml:"spec"`
-	}
-	read("repo-server-patch.yaml", &patch)
-
-	if len(kust.ConfigMapGenerator) != 1 {
-		t.Fatalf("kustomization.yaml generates %d ConfigMaps, want 1", len(kust.ConfigMapGenerator))
-	}
-	cm := kust.ConfigMapGenerator[0]
-	cmVolume := ""
-	for _, v := range patch.Spec.Template.Spec.Volumes {
-		if v.ConfigMap != nil && v.ConfigMap.Name == cm.Name {
-			cmVolume = v.Name
-		}
-	}
-	if cmVolume == "" {
-		t.Fatalf("repo-server-patch.yaml mounts no volume of ConfigMap %s", cm.Name)
-	}
-	if len(patch.Spec.Template.Spec.Containers) != 1 {
-		t.Fatalf("repo-server-patch.yaml adds %d containers, want 1", len(patch.Spec.Template.Spec.Containers))
-	}
-	c := patch.Spec.Template.Spec.Containers[0]
-	if !cmp.Equal(c.Command, []string{"/var/run/argocd/argocd-cmp-server"}) || c.SecurityContext.RunAsUser != 999 {
-		t.Errorf("sidecar runs %v as user %d, want argocd-cmp-server as 999", c.Command, c.SecurityContext.RunAsUser)
-	}
-	mounted := map[string]string{} // mount path → ConfigMap key
-	for _, m := range c.VolumeMounts {
-		if m.Name == cmVolume {
-			mounted[m.MountPath] = m.SubPath
-		}
-	}
-	if mounted[cmpConfigDir+"plugin.yaml"] != "plugin.yaml" {
-		t.Errorf("plugin.yaml is not mounted at %splugin.yaml", cmpConfigDir)
-	}
-	// Every file a plugin command runs is in the ConfigMap and mounted
-	// where the command expects it.
-	b, err := os.ReadFile(filepath.Join(dir, "plugin.yaml"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, path := range regexp.MustCompile(regexp.QuoteMeta(cmpConfigDir)+`[\w.-]+`).FindAllString(string(b), -1) {
-		key := strings.TrimPrefix(path, cmpConfigDir)
-		if mounted[path] != key {
-			t.Errorf("plugin.yaml runs %s, which the patch does not mount from the ConfigMap key %s", path, key)
-		}
-		if !slices.Contains(cm.Files, key) {
-			t.Errorf("plugin.yaml runs %s, which is not in the ConfigMap (kustomization.yaml)", key)
-		}
-		if _, err := os.Stat(filepath.Join(dir, key)); err != nil {
-			t.Errorf("scripts/argocd/%s: %v", key, err)
-		}
-	}
-	// The scripts must parse.
-	for _, f := range cm.Files {
-		if strings.HasSuffix(f, ".sh") {
-			if out, err := exec.Command("bash", "-n", filepath.Join(dir, f)).CombinedOutput(); err != nil {
-				t.Errorf("bash -n %s: %v\n%s", f, err, out)
-			}
-		}
 	}
 }

@@ -134,7 +134,10 @@ func TestRelease(t *testing.T) {
 		entries []string // sorted, folders left out
 		binary  string   // the entry that is digestpin
 	}{
-		{file: binArchive, entries: []string{"LICENSE", "README.md", "digestpin", "digestpin-ci.sh", "digestpin-lock.sh"}, binary: "digestpin"},
+		{file: binArchive, entries: []string{
+			"LICENSE", "README.md", "argocd/generate.sh", "argocd/init.sh", "argocd/plugin.yaml",
+			"digestpin", "digestpin-ci.sh", "digestpin-lock.sh",
+		}, binary: "digestpin"},
 		{file: h3Plugin, entries: []string{"LICENSE", "bin/digestpin", "plugin.yaml", "scripts/install-binary.sh"}, binary: "bin/digestpin"},
 		{file: h4Plugin, entries: []string{
 			"digestpin-postrenderer/LICENSE", "digestpin-postrenderer/plugin.yaml",

@@ -4,8 +4,10 @@
 # release` runs it. For VERSION and each platform:
 #
 #   digestpin_VERSION_OS_ARCH.tar.gz        digestpin[.exe], LICENSE, README.md,
-#                                           digestpin-lock.sh, digestpin-ci.sh:
-#                                           what the plugins' install hook downloads
+#                                           digestpin-lock.sh, digestpin-ci.sh,
+#                                           argocd/plugin.yaml, init.sh, generate.sh:
+#                                           what the plugins' install hook and the
+#                                           Argo CD plugin's init container download
 #   digestpin-plugin-VERSION-OS-ARCH.tgz    the Helm 3 plugin with its binary,
 #                                           for `helm plugin install URL`
 #
@@ -62,6 +64,10 @@ for p in $PLATFORMS; do
   cp LICENSE README.md "$bin/"
   # The CI steps: the GitLab CI template runs them from this archive.
   cp scripts/ci/digestpin-lock.sh scripts/ci/digestpin-ci.sh "$bin/"
+  # The Argo CD plugin: the init container of argocd-values.yaml and
+  # repo-server-patch.yaml places these beside the binary.
+  mkdir -p "$bin/argocd"
+  cp scripts/argocd/plugin.yaml scripts/argocd/init.sh scripts/argocd/generate.sh "$bin/argocd/"
   archive "$DIST/digestpin_${VERSION}_${os}_${arch}.tar.gz" "$bin"
 
   h3=$stage/h3-$os-$arch

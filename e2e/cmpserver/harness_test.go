@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"runtime"
 	"slices"
 	"strings"
@@ -69,27 +70,26 @@ func repoRoot(t *testing.T) string {
 	return filepath.Join(filepath.Dir(file), "..", "..")
 }
 
-// pluginFiles returns the files of the plugin's ConfigMap
-// (scripts/argocd/kustomization.yaml), the files the sidecar mounts into
-// its config folder.
+// pluginFiles returns the plugin's files in the sidecar's config folder:
+// plugin.yaml and the scripts its commands run there (the release archive
+// carries them, and the init container digestpin-install of
+// scripts/argocd/repo-server-patch.yaml places them).
 func pluginFiles(t *testing.T) []string {
 	t.Helper()
-	b, err := os.ReadFile(filepath.Join(repoRoot(t), "scripts", "argocd", "kustomization.yaml"))
+	b, err := os.ReadFile(filepath.Join(repoRoot(t), "scripts", "argocd", "plugin.yaml"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	var kust struct {
-		ConfigMapGenerator []struct {
-			Files []string `json:"files"`
-		} `json:"configMapGenerator"`
+	files := []string{"plugin.yaml"}
+	for _, p := range regexp.MustCompile(regexp.QuoteMeta(cmpConfigDir)+`[\w.-]+\.sh`).FindAllString(string(b), -1) {
+		if f := strings.TrimPrefix(p, cmpConfigDir); !slices.Contains(files, f) {
+			files = append(files, f)
+		}
 	}
-	if err := yaml.Unmarshal(b, &kust); err != nil {
-		t.Fatalf("parsing scripts/argocd/kustomization.yaml: %v", err)
+	if len(files) < 2 {
+		t.Fatalf("scripts/argocd/plugin.yaml runs no script in %s", cmpConfigDir)
 	}
-	if len(kust.ConfigMapGenerator) != 1 {
-		t.Fatalf("scripts/argocd/kustomization.yaml generates %d ConfigMaps, want 1", len(kust.ConfigMapGenerator))
-	}
-	return kust.ConfigMapGenerator[0].Files
+	return files
 }
 
 // sidecarEnv returns the environment scripts/argocd/repo-server-patch.yaml
@@ -122,6 +122,11 @@ func sidecarEnv(t *testing.T, move *strings.Replacer) []string {
 	}
 	var env []string
 	for _, e := range patch.Spec.Template.Spec.Containers[0].Env {
+		// PATH names the sidecar's folders (digestpin first, then the
+		// image's): the server's PATH has the test's tools first instead.
+		if e.Name == "PATH" {
+			continue
+		}
 		env = append(env, e.Name+"="+move.Replace(e.Value))
 	}
 	return env

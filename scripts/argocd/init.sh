@@ -26,7 +26,7 @@ die() {
 # (Argo CD shows init's stderr only on failure, and logs it at --loglevel
 # info).
 for tool in digestpin helm; do
-	command -v "$tool" >/dev/null || die "$tool is not on the sidecar's PATH ($PATH): use the image built from scripts/argocd/Dockerfile"
+	command -v "$tool" >/dev/null || die "$tool is not on the sidecar's PATH ($PATH): install the plugin with scripts/argocd/repo-server-patch.yaml or argocd-values.yaml (Argo CD's image and the init container digestpin-install), or use the image built from scripts/argocd/Dockerfile"
 done
 # digestpin exits 2 for a DIGESTPIN_* variable of the sidecar that it
 # refuses (a retired one, a value it cannot read): its own line says
@@ -41,7 +41,7 @@ fi
 h=$(helm version --short 2>&1) || die "helm version failed: $h"
 echo "digestpin-cmp: $v, helm $h" >&2
 if [[ ! -f Chart.yaml && (-f kustomization.yaml || -f kustomization.yml || -f Kustomization) ]]; then
-	command -v kustomize >/dev/null || die "kustomize is not on the sidecar's PATH ($PATH), and ${ARGOCD_APP_SOURCE_PATH:-the source folder} is a kustomization: use the image built from scripts/argocd/Dockerfile"
+	command -v kustomize >/dev/null || die "kustomize is not on the sidecar's PATH ($PATH), and ${ARGOCD_APP_SOURCE_PATH:-the source folder} is a kustomization: run the sidecar on Argo CD's image, which has it, or on the image built from scripts/argocd/Dockerfile"
 fi
 
 [[ -f Chart.yaml ]] || exit 0

@@ -30,6 +30,9 @@
 #                              it changed or is new (default true)
 #   DIGESTPIN_CI_PUSH          update: push that commit (default true), to
 #                              PUSH_BRANCH of PUSH_REMOTE (digestpin-lock.sh)
+#   DIGESTPIN_CI_PUSH_ATTEMPTS update: how often to push when other
+#                              pipelines moved the branch on (default 10;
+#                              digestpin-lock.sh's PUSH_ATTEMPTS)
 #   DIGESTPIN_CI_GIT_NAME, DIGESTPIN_CI_GIT_EMAIL
 #                              the commit's author and committer (default:
 #                              git's own configuration)
@@ -120,6 +123,9 @@ done <<<"${DIGESTPIN_CI_HELM_ARGS:-}"
 
 if [[ -n "${DIGESTPIN_CI_RELEASE:-}" ]]; then
 	export RELEASE=$DIGESTPIN_CI_RELEASE
+fi
+if [[ -n "${DIGESTPIN_CI_PUSH_ATTEMPTS:-}" ]]; then
+	export PUSH_ATTEMPTS=$DIGESTPIN_CI_PUSH_ATTEMPTS
 fi
 if [[ -n "${DIGESTPIN_CI_GIT_NAME:-}" ]]; then
 	export GIT_AUTHOR_NAME=$DIGESTPIN_CI_GIT_NAME GIT_COMMITTER_NAME=$DIGESTPIN_CI_GIT_NAME

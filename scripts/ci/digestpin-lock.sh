@@ -42,7 +42,13 @@
 # in the git repository of the current folder when they differ from HEAD,
 # a new, untracked lock file included; --push also pushes that commit, to
 # PUSH_BRANCH (default: the branch checked out) of PUSH_REMOTE (default
-# origin). Nothing is committed when nothing changed.
+# origin). Nothing is committed when nothing changed. Pipelines that push
+# to one branch at once: when the push is rejected because the branch
+# moved on, the step fetches the branch, rebases onto it, renders the chart
+# again (every image resolved again) and records and commits the lock file
+# anew, then pushes again, up to PUSH_ATTEMPTS times (default 10), after a
+# random pause that grows with each attempt; when the branch already holds
+# what it records, it is done.
 #
 # The HELM TEMPLATE FLAGS are passed as they are (--values, --set,
 # --namespace, …). A CHART that begins with - follows --; file names may
@@ -53,7 +59,7 @@
 # Environment: RELEASE is the release name (default: the chart folder's
 # name); DIGESTPIN names the command (default: digestpin);
 # COMMIT_MESSAGE the commit's message; PUSH_REMOTE and PUSH_BRANCH where
-# --push pushes to; DIGESTPIN_* variables configure digestpin as usual
+# --push pushes to; PUSH_ATTEMPTS how often (1 to 99, default 10); DIGESTPIN_* variables configure digestpin as usual
 # (DIGESTPIN_PLATFORM, DIGESTPIN_INSECURE_REGISTRY, DIGESTPIN_SEED_FILE, …).
 #
 # Exit status: 0 done (--help too); 1 the render, digestpin or git failed
@@ -242,51 +248,121 @@ if [[ "$check" == true ]]; then
 	exit 0
 fi
 
-# digestpin writes the new lock file beside the lock file (through a
-# symbolic link, beside its target), as a copy of it, so that it keeps the
-# file's mode; it replaces the lock file only when its content changed, so
-# that an unchanged lock file is left untouched.
-target=$lock
-if [[ -L "$lock" ]]; then
-	target=$(readlink -f -- "$lock") || fail "cannot follow the symbolic link $lock"
-fi
-newlock=$(beside "$target") || fail "cannot write beside $lock"
-if [[ -f "$target" ]]; then
-	cp -p -- "$target" "$newlock" || fail "cannot copy $lock"
-else
-	rm -f -- "$newlock"
-fi
-trap 'rm -rf -- "$tmp"; rm -f -- "$newlock" ${newoutput:+"$newoutput"}' EXIT
-pin_flags=("--write-lock=$newlock")
-pin "$@" || fail "digestpin failed (its error is above), $lock was left as it was"
-if [[ -f "$target" ]] && cmp -s -- "$newlock" "$target"; then
-	echo "digestpin-lock: $lock unchanged" >&2
-else
-	mv -f -- "$newlock" "$target" || fail "cannot replace $lock"
-	echo "digestpin-lock: $lock updated: commit it" >&2
-fi
+# record renders the chart with the HELM TEMPLATE FLAGS ($@) and records
+# the lock file (and --output). digestpin writes the new lock file beside
+# the lock file (through a symbolic link, beside its target), as a copy of
+# it, so that it keeps the file's mode; it replaces the lock file only when
+# its content changed, so that an unchanged lock file is left untouched.
+# The files are checked again each time: a branch fetched after a rejected
+# push may have made the lock file a link.
+newlock=
+trap 'rm -rf -- "$tmp"; rm -f -- ${newlock:+"$newlock"} ${newoutput:+"$newoutput"}' EXIT
+record() {
+	local target=$lock
+	in_work "lock file" "$lock"
+	[[ "$output" == /dev/null ]] || in_work "output file" "$output"
+	if [[ -L "$lock" ]]; then
+		target=$(readlink -f -- "$lock") || fail "cannot follow the symbolic link $lock"
+	fi
+	newlock=$(beside "$target") || fail "cannot write beside $lock"
+	if [[ -f "$target" ]]; then
+		cp -p -- "$target" "$newlock" || fail "cannot copy $lock"
+	else
+		rm -f -- "$newlock"
+	fi
+	pin_flags=("--write-lock=$newlock")
+	pin "$@" || fail "digestpin failed (its error is above), $lock was left as it was"
+	if [[ -f "$target" ]] && cmp -s -- "$newlock" "$target"; then
+		rm -f -- "$newlock"
+		echo "digestpin-lock: $lock unchanged" >&2
+	else
+		mv -f -- "$newlock" "$target" || fail "cannot replace $lock"
+		echo "digestpin-lock: $lock updated: commit it" >&2
+	fi
+	newlock=
+}
+
+record "$@"
 [[ "$commit" == true ]] || exit 0
 
-# Commit what changed: git add, then compare the index with HEAD, so that a
-# new, untracked lock file counts as a change (git diff alone does not see
-# it).
 files=("$lock")
 if [[ "$output" != /dev/null ]]; then
 	files+=("$output")
 fi
-git add -- "${files[@]}" || fail "git add ${files[*]} failed"
-if git diff --cached --quiet -- "${files[@]}"; then
+# commit_files commits what changed, and fails (returns 1) when nothing
+# did: git add, then compare the index with HEAD, so that a new, untracked
+# lock file counts as a change (git diff alone does not see it).
+commit_files() {
+	git add -- "${files[@]}" || fail "git add ${files[*]} failed"
+	if git diff --cached --quiet -- "${files[@]}"; then
+		return 1
+	fi
+	git commit --quiet -m "${COMMIT_MESSAGE:-digestpin: pin the image digests of $chart}" -- "${files[@]}" ||
+		fail "git commit ${files[*]} failed"
+	echo "digestpin-lock: committed ${files[*]} as $(git rev-parse --short HEAD)" >&2
+}
+if ! commit_files; then
 	echo "digestpin-lock: ${files[*]} as committed, nothing to commit" >&2
 	exit 0
 fi
-git commit --quiet -m "${COMMIT_MESSAGE:-digestpin: pin the image digests of $chart}" -- "${files[@]}" ||
-	fail "git commit ${files[*]} failed"
-echo "digestpin-lock: committed ${files[*]} as $(git rev-parse --short HEAD)" >&2
 [[ "$push" == true ]] || exit 0
 
 remote=${PUSH_REMOTE:-origin}
 branch=${PUSH_BRANCH:-$(git symbolic-ref --quiet --short HEAD || true)}
 [[ -n "$branch" ]] || fail "no branch is checked out (detached HEAD): set PUSH_BRANCH to the branch to push to"
-git push --quiet "$remote" "HEAD:refs/heads/$branch" ||
-	fail "git push to branch $branch failed (its error is above): the commit is only local; run the job again"
+attempts=${PUSH_ATTEMPTS:-10}
+[[ "$attempts" =~ ^[1-9][0-9]?$ ]] || bad_usage "PUSH_ATTEMPTS=$attempts: want a number of attempts from 1 to 99"
+
+# backoff sleeps before attempt $1: a random time (full jitter) up to
+# 0.25 s times 2^(attempt-2), at most 8 s (from the 7th attempt on), so that pipelines that collided
+# do not collide again in step.
+backoff() {
+	local e=$(($1 - 2)) cap
+	((e <= 5)) || e=5
+	cap=$((250 << e))
+	local ms=$(((RANDOM * 32768 + RANDOM) % cap))
+	sleep "$((ms / 1000)).$(printf '%03d' $((ms % 1000)))"
+}
+
+# Pipelines that push to one branch at once: a push that the branch moved
+# past is rejected; then the step fetches the branch, drops its own commit,
+# brings any other local commits onto the branch (fast-forward, else
+# rebase), renders the chart as it is on the branch now, resolving every
+# image again, and records and commits the lock file anew, rather than
+# merging lock files as text (the chart itself may have changed, and a
+# digest recorded before another pipeline's push may be older than the
+# registry's). When the branch already holds what it records, it is done.
+# Other push failures (permissions, the network) fail at once.
+attempt=1
+while ! git push --quiet "$remote" "HEAD:refs/heads/$branch" 2>"$tmp/push.err"; do
+	# Moved on: git's own refusal of a push that is not a fast-forward, or
+	# the server's lost race for the branch (another push updated it first).
+	# A hook or a protected branch that declines is not retried.
+	if ! grep -qE '\[rejected\].*\((fetch first|non-fast-forward)\)|\[remote rejected\].*\((cannot lock ref|failed to update ref|incorrect old value)' "$tmp/push.err"; then
+		cat -- "$tmp/push.err" >&2
+		fail "git push to branch $branch failed (its error is above): the commit is only local; run the job again"
+	fi
+	if ((attempt >= attempts)); then
+		fail "git push to branch $branch was rejected $attempt times (the branch kept moving; PUSH_ATTEMPTS=$attempts): the commit is only local; run the job again"
+	fi
+	attempt=$((attempt + 1))
+	backoff "$attempt"
+	echo "digestpin-lock: branch $branch moved on: fetching it and recording again (attempt $attempt of $attempts)" >&2
+	git fetch --quiet "$remote" "refs/heads/$branch" 2>"$tmp/git.err" ||
+		fail "git fetch of branch $branch failed: $(head -n 1 "$tmp/git.err")"
+	git reset --quiet --keep HEAD^ 2>"$tmp/git.err" ||
+		fail "cannot drop the lock file's commit to record it again: $(head -n 1 "$tmp/git.err")"
+	if ! git merge --quiet --ff-only FETCH_HEAD >/dev/null 2>&1; then
+		if ! git rebase --quiet FETCH_HEAD >/dev/null 2>"$tmp/git.err"; then
+			conflicts=$(git diff --name-only --diff-filter=U | tr '\n' ' ')
+			git rebase --abort >/dev/null 2>&1 || true
+			fail "rebasing the local commits onto branch $branch failed${conflicts:+ (conflicts in ${conflicts% })}: $(head -n 1 "$tmp/git.err"); resolve it by hand"
+		fi
+	fi
+	record "$@"
+	if ! commit_files; then
+		echo "digestpin-lock: branch $branch already holds ${files[*]} as recorded now, nothing to push" >&2
+		exit 0
+	fi
+done
 echo "digestpin-lock: pushed to branch $branch" >&2
