@@ -2,7 +2,7 @@
 # test-deps.sh installs what the end-to-end tests need beyond Go and make,
 # when it is missing: script(1) for a pseudo-terminal (Helm 4's
 # --tty-errors), zsh and fish for the completion scripts, curl for the
-# plugin install hook, git for the Helm 3 plugin install from a git URL,
+# plugin install hook, wget for the Argo CD init container's busybox branch, git for the Helm 3 plugin install from a git URL,
 # redis-server for the shared cache and state on Redis.
 # `make test` runs it, so the README's quick start works on a fresh
 # Debian or Ubuntu machine; elsewhere it names what to install.
@@ -13,6 +13,7 @@ command -v script >/dev/null || need+=(bsdutils)
 command -v zsh >/dev/null || need+=(zsh)
 command -v fish >/dev/null || need+=(fish)
 command -v curl >/dev/null || need+=(curl)
+command -v wget >/dev/null || need+=(wget)
 command -v git >/dev/null || need+=(git)
 command -v redis-server >/dev/null || need+=(redis-server)
 ((${#need[@]})) || exit 0
