@@ -1,0 +1,284 @@
+package verify_test
+
+import (
+	"context"
+	"encoding/base64"
+	"encoding/hex"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/google/go-containerregistry/pkg/name"
+	v1 "github.com/google/go-containerregistry/pkg/v1"
+	"github.com/google/go-containerregistry/pkg/v1/empty"
+	"github.com/google/go-containerregistry/pkg/v1/mutate"
+	"github.com/google/go-containerregistry/pkg/v1/random"
+	"github.com/google/go-containerregistry/pkg/v1/remote"
+	"github.com/google/go-containerregistry/pkg/v1/static"
+	"github.com/google/go-containerregistry/pkg/v1/types"
+	protobundle "github.com/sigstore/protobuf-specs/gen/pb-go/bundle/v1"
+	protocommon "github.com/sigstore/protobuf-specs/gen/pb-go/common/v1"
+	protodsse "github.com/sigstore/protobuf-specs/gen/pb-go/dsse"
+	protorekor "github.com/sigstore/protobuf-specs/gen/pb-go/rekor/v1"
+	"github.com/sigstore/sigstore-go/pkg/root"
+	"github.com/sigstore/sigstore-go/pkg/sign"
+	"github.com/sigstore/sigstore-go/pkg/testing/ca"
+	"github.com/sigstore/sigstore-go/pkg/tlog"
+	"google.golang.org/protobuf/encoding/protojson"
+
+	"github.com/digestpin/digestpin/internal/testregistry"
+	"github.com/digestpin/digestpin/resolve"
+)
+
+// The fixtures make real signatures: keys generated here and signed with
+// sigstore-go's signing code, and keyless ones from sigstore-go's virtual
+// Sigstore (a real CA, transparency log and timestamp authority in
+// process) with a trusted root made from it.
+
+const bundleMT = "application/vnd.dev.sigstore.bundle.v0.3+json"
+
+// pushImage pushes a random image to repo:tag and returns its digest.
+func pushImage(t *testing.T, reg *testregistry.Registry, repo, tag string) name.Digest {
+	t.Helper()
+	img, err := random.Image(256, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ref, err := name.ParseReference(reg.Host() + "/" + repo + ":" + tag)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := remote.Write(ref, img); err != nil {
+		t.Fatal(err)
+	}
+	h, err := img.Digest()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return ref.Context().Digest(h.String())
+}
+
+// statement is an in-toto statement about d with a predicate type.
+func statement(t *testing.T, d name.Digest, predicateType string) []byte {
+	t.Helper()
+	h, err := v1.NewHash(d.DigestStr())
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := json.Marshal(map[string]any{
+		"_type":         "https://in-toto.io/Statement/v1",
+		"subject":       []any{map[string]any{"name": d.Context().Name(), "digest": map[string]string{"sha256": h.Hex}}},
+		"predicateType": predicateType,
+		"predicate":     map[string]any{},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+// newKey makes a key pair of alg and writes its public key to a file.
+func newKey(t *testing.T, alg protocommon.PublicKeyDetails) (*sign.EphemeralKeypair, string) {
+	t.Helper()
+	kp, err := sign.NewEphemeralKeypair(&sign.EphemeralKeypairOptions{Algorithm: alg})
+	if err != nil {
+		t.Fatal(err)
+	}
+	pem, err := kp.GetPublicKeyPem()
+	if err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(t.TempDir(), "cosign.pub")
+	if err := os.WriteFile(path, []byte(pem), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return kp, path
+}
+
+// keyBundle signs a DSSE statement with kp into a bundle's JSON.
+func keyBundle(t *testing.T, kp sign.Keypair, stmt []byte) []byte {
+	t.Helper()
+	b, err := sign.Bundle(&sign.DSSEData{Data: stmt, PayloadType: "application/vnd.in-toto+json"}, kp, sign.BundleOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	j, err := protojson.Marshal(b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return j
+}
+
+// virtualSigstore is a virtual Sigstore and a trusted root file of it.
+type virtualSigstore struct {
+	*ca.VirtualSigstore
+	rootFile string
+}
+
+func newVirtualSigstore(t *testing.T) *virtualSigstore {
+	t.Helper()
+	vs, err := ca.NewVirtualSigstore()
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The virtual Sigstore's logs carry their hex IDs as bytes; a trusted
+	// root file carries the raw key IDs.
+	rawIDs := func(logs map[string]*root.TransparencyLog) map[string]*root.TransparencyLog {
+		out := map[string]*root.TransparencyLog{}
+		for k, l := range logs {
+			c := *l
+			id, err := hex.DecodeString(k)
+			if err != nil {
+				t.Fatal(err)
+			}
+			c.ID = id
+			out[k] = &c
+		}
+		return out
+	}
+	tr, err := root.NewTrustedRoot(root.TrustedRootMediaType01, vs.FulcioCertificateAuthorities(), rawIDs(vs.CTLogs()), vs.TimestampingAuthorities(), rawIDs(vs.RekorLogs()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	j, err := tr.MarshalJSON()
+	if err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(t.TempDir(), "trusted_root.json")
+	if err := os.WriteFile(path, j, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return &virtualSigstore{VirtualSigstore: vs, rootFile: path}
+}
+
+// keylessBundle has the virtual Sigstore attest stmt for identity and
+// issuer at time at, and writes the entity as a bundle's JSON. tlog
+// false leaves the transparency log entry out, timestamps false the
+// timestamp authority's.
+func (vs *virtualSigstore) keylessBundle(t *testing.T, identity, issuer string, stmt []byte, at time.Time, withTlog, timestamps bool) []byte {
+	t.Helper()
+	e, err := vs.AttestAtTime(identity, issuer, stmt, at, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	vc, err := e.VerificationContent()
+	if err != nil {
+		t.Fatal(err)
+	}
+	sc, err := e.SignatureContent()
+	if err != nil {
+		t.Fatal(err)
+	}
+	env := sc.EnvelopeContent().RawEnvelope()
+	payload, err := base64Decode(env.Payload)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sig, err := base64Decode(env.Signatures[0].Sig)
+	if err != nil {
+		t.Fatal(err)
+	}
+	vm := &protobundle.VerificationMaterial{
+		Content:                   &protobundle.VerificationMaterial_Certificate{Certificate: &protocommon.X509Certificate{RawBytes: vc.Certificate().Raw}},
+		TimestampVerificationData: &protobundle.TimestampVerificationData{},
+	}
+	if withTlog {
+		entries, err := e.TlogEntries()
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, en := range entries {
+			tle := en.TransparencyLogEntry()
+			// The entity keeps the log's signed entry timestamp apart;
+			// a bundle carries it as the inclusion promise.
+			set, err := vs.RekorSignPayload(tlog.RekorPayload{
+				Body:           base64.StdEncoding.EncodeToString(tle.CanonicalizedBody),
+				IntegratedTime: tle.IntegratedTime,
+				LogIndex:       tle.LogIndex,
+				LogID:          hex.EncodeToString(tle.LogId.KeyId),
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+			tle.InclusionPromise = &protorekor.InclusionPromise{SignedEntryTimestamp: set}
+			if tle.KindVersion == nil {
+				tle.KindVersion = &protorekor.KindVersion{Kind: "dsse", Version: "0.0.1"}
+			}
+			vm.TlogEntries = append(vm.TlogEntries, tle)
+		}
+	}
+	if timestamps {
+		ts, err := e.Timestamps()
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, b := range ts {
+			vm.TimestampVerificationData.Rfc3161Timestamps = append(vm.TimestampVerificationData.Rfc3161Timestamps, &protocommon.RFC3161SignedTimestamp{SignedTimestamp: b})
+		}
+	}
+	pb := &protobundle.Bundle{
+		MediaType:            bundleMT,
+		VerificationMaterial: vm,
+		Content: &protobundle.Bundle_DsseEnvelope{DsseEnvelope: &protodsse.Envelope{
+			Payload: payload, PayloadType: env.PayloadType, Signatures: []*protodsse.Signature{{Sig: sig}},
+		}},
+	}
+	j, err := protojson.Marshal(pb)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return j
+}
+
+// attach pushes a bundle as a referrer whose subject is subject (which
+// may be another digest than the one it signs), and returns the
+// referrer's digest.
+func attach(t *testing.T, subject name.Digest, bundleJSON []byte) v1.Hash {
+	t.Helper()
+	desc, err := remote.Head(subject)
+	if err != nil {
+		t.Fatal(err)
+	}
+	img := mutate.MediaType(empty.Image, types.OCIManifestSchema1)
+	// go-containerregistry's registry lists a referrer's config media
+	// type as its artifactType (as cosign's attached bundles have it).
+	img = mutate.ConfigMediaType(img, bundleMT)
+	img, err = mutate.AppendLayers(img, static.NewLayer(bundleJSON, bundleMT))
+	if err != nil {
+		t.Fatal(err)
+	}
+	img = mutate.Subject(img, *desc).(v1.Image)
+	h, err := img.Digest()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := remote.Write(subject.Context().Digest(h.String()), img); err != nil {
+		t.Fatal(err)
+	}
+	return h
+}
+
+// resolver is a registry resolver for loopback.
+func resolver(t *testing.T) *resolve.Resolver {
+	t.Helper()
+	r, err := resolve.New()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return r
+}
+
+func hexOf(t *testing.T, d name.Digest) string {
+	t.Helper()
+	h, err := v1.NewHash(d.DigestStr())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return h.Hex
+}
+
+var _ = context.Background
+
+func base64Decode(s string) ([]byte, error) { return base64.StdEncoding.DecodeString(s) }
