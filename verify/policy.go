@@ -132,15 +132,15 @@ const MaxKeySize = 64 << 10
 func (ps *Policies) Add(spec string) error {
 	glob, pol, ok := strings.Cut(spec, "=")
 	if !ok || glob == "" || pol == "" {
-		return fmt.Errorf("%q: want IMAGE-GLOB=POLICY, e.g. ghcr.io/acme/**=key:cosign.pub", spec)
+		return errors.New("want IMAGE-GLOB=POLICY, e.g. ghcr.io/acme/**=key:cosign.pub")
 	}
 	re, err := compileGlob(glob)
 	if err != nil {
-		return fmt.Errorf("%q: %w", spec, err)
+		return fmt.Errorf("%w", err)
 	}
 	for _, p := range ps.list {
 		if p.re.String() == re.String() {
-			return fmt.Errorf("%q: %s has a policy already (%s): join the terms in one policy with \" or \" or \" and \"", spec, glob, p.glob)
+			return fmt.Errorf("%s has a policy already (--verify %s=…): join the terms in one policy with \" or \" or \" and \"", glob, p.glob)
 		}
 	}
 	p := &Policy{glob: glob, re: re}
@@ -149,20 +149,20 @@ func (ps *Policies) Add(spec string) error {
 	words := ors
 	switch {
 	case len(ors) > 1 && len(ands) > 1:
-		return fmt.Errorf("%q: both \" or \" and \" and \": a policy is any of its terms or all of them, not a mix", spec)
+		return errors.New("both \" or \" and \" and \": a policy is any of its terms or all of them, not a mix")
 	case len(ands) > 1:
 		words, p.all = ands, true
 	}
 	for _, w := range words {
 		t, err := ps.parseTerm(strings.TrimSpace(w))
 		if err != nil {
-			return fmt.Errorf("%q: %w", spec, err)
+			return fmt.Errorf("%w", err)
 		}
 		if t.kind == None && len(words) > 1 {
-			return fmt.Errorf("%q: none is a policy of its own, not a term beside others", spec)
+			return errors.New("none is a policy of its own, not a term beside others")
 		}
 		if slices.ContainsFunc(p.terms, func(o *Term) bool { return o.String() == t.String() }) {
-			return fmt.Errorf("%q: %s twice", spec, t)
+			return fmt.Errorf("%s twice", t)
 		}
 		p.terms = append(p.terms, t)
 	}

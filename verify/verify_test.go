@@ -11,6 +11,7 @@ import (
 	protocommon "github.com/sigstore/protobuf-specs/gen/pb-go/common/v1"
 
 	"github.com/digestpin/digestpin/internal/testregistry"
+	"github.com/digestpin/digestpin/internal/testsign"
 	"github.com/digestpin/digestpin/verify"
 )
 
@@ -46,10 +47,10 @@ func TestKeyBundleThroughReferrers(t *testing.T) {
 	} {
 		t.Run(alg.String(), func(t *testing.T) {
 			reg := testregistry.New(t)
-			d := pushImage(t, reg, "acme/app", "1.0")
-			kp, keyFile := newKey(t, alg)
-			attach(t, d, keyBundle(t, kp, statement(t, d, verify.CosignSignPredicate)))
-			rec, err := verifyOne(t, resolver(t), d, reg.Host()+"/acme/*=key:"+keyFile, "")
+			d := testsign.PushImage(t, reg, "acme/app", "1.0")
+			kp, keyFile := testsign.NewKey(t, alg)
+			testsign.Attach(t, d, testsign.KeyBundle(t, kp, testsign.Statement(t, d, verify.CosignSignPredicate)))
+			rec, err := verifyOne(t, testsign.Resolver(t), d, reg.Host()+"/acme/*=key:"+keyFile, "")
 			if err != nil {
 				t.Fatalf("Verify = %v", err)
 			}
@@ -62,11 +63,11 @@ func TestKeyBundleThroughReferrers(t *testing.T) {
 
 func TestKeylessBundle(t *testing.T) {
 	reg := testregistry.New(t)
-	vs := newVirtualSigstore(t)
-	d := pushImage(t, reg, "acme/app", "1.0")
+	vs := testsign.NewVirtualSigstore(t)
+	d := testsign.PushImage(t, reg, "acme/app", "1.0")
 	const id, iss = "https://github.com/acme/app/.github/workflows/release.yaml@refs/heads/main", "https://token.actions.githubusercontent.com"
-	attach(t, d, vs.keylessBundle(t, id, iss, statement(t, d, verify.CosignSignPredicate), time.Now(), true, true))
-	rec, err := verifyOne(t, resolver(t), d, reg.Host()+"/acme/app=keyless:"+id+"@"+iss, vs.rootFile)
+	testsign.Attach(t, d, vs.KeylessBundle(t, id, iss, testsign.Statement(t, d, verify.CosignSignPredicate), time.Now(), true, true))
+	rec, err := verifyOne(t, testsign.Resolver(t), d, reg.Host()+"/acme/app=keyless:"+id+"@"+iss, vs.RootFile)
 	if err != nil {
 		t.Fatalf("Verify = %v", err)
 	}

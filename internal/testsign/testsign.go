@@ -1,7 +1,11 @@
-package verify_test
+// Package testsign makes real signatures for tests: keys generated in the
+// test and signed with sigstore-go's signing code, and keyless ones from
+// sigstore-go's virtual Sigstore (a real CA, transparency log and
+// timestamp authority in process) with a trusted root file made from it;
+// and attaches them to images in a loopback registry.
+package testsign
 
 import (
-	"context"
 	"encoding/base64"
 	"encoding/hex"
 	"encoding/json"
@@ -32,15 +36,11 @@ import (
 	"github.com/digestpin/digestpin/resolve"
 )
 
-// The fixtures make real signatures: keys generated here and signed with
-// sigstore-go's signing code, and keyless ones from sigstore-go's virtual
-// Sigstore (a real CA, transparency log and timestamp authority in
-// process) with a trusted root made from it.
+// BundleMediaType is the media type of the bundles Attach attaches.
+const BundleMediaType = "application/vnd.dev.sigstore.bundle.v0.3+json"
 
-const bundleMT = "application/vnd.dev.sigstore.bundle.v0.3+json"
-
-// pushImage pushes a random image to repo:tag and returns its digest.
-func pushImage(t *testing.T, reg *testregistry.Registry, repo, tag string) name.Digest {
+// PushImage pushes a random image to repo:tag and returns its digest.
+func PushImage(t testing.TB, reg *testregistry.Registry, repo, tag string) name.Digest {
 	t.Helper()
 	img, err := random.Image(256, 1)
 	if err != nil {
@@ -60,8 +60,8 @@ func pushImage(t *testing.T, reg *testregistry.Registry, repo, tag string) name.
 	return ref.Context().Digest(h.String())
 }
 
-// statement is an in-toto statement about d with a predicate type.
-func statement(t *testing.T, d name.Digest, predicateType string) []byte {
+// Statement is an in-toto statement about d with a predicate type.
+func Statement(t testing.TB, d name.Digest, predicateType string) []byte {
 	t.Helper()
 	h, err := v1.NewHash(d.DigestStr())
 	if err != nil {
@@ -79,8 +79,8 @@ func statement(t *testing.T, d name.Digest, predicateType string) []byte {
 	return b
 }
 
-// newKey makes a key pair of alg and writes its public key to a file.
-func newKey(t *testing.T, alg protocommon.PublicKeyDetails) (*sign.EphemeralKeypair, string) {
+// NewKey makes a key pair of alg and writes its public key to a file.
+func NewKey(t testing.TB, alg protocommon.PublicKeyDetails) (*sign.EphemeralKeypair, string) {
 	t.Helper()
 	kp, err := sign.NewEphemeralKeypair(&sign.EphemeralKeypairOptions{Algorithm: alg})
 	if err != nil {
@@ -97,8 +97,8 @@ func newKey(t *testing.T, alg protocommon.PublicKeyDetails) (*sign.EphemeralKeyp
 	return kp, path
 }
 
-// keyBundle signs a DSSE statement with kp into a bundle's JSON.
-func keyBundle(t *testing.T, kp sign.Keypair, stmt []byte) []byte {
+// KeyBundle signs a DSSE statement with kp into a bundle's JSON.
+func KeyBundle(t testing.TB, kp sign.Keypair, stmt []byte) []byte {
 	t.Helper()
 	b, err := sign.Bundle(&sign.DSSEData{Data: stmt, PayloadType: "application/vnd.in-toto+json"}, kp, sign.BundleOptions{})
 	if err != nil {
@@ -111,13 +111,14 @@ func keyBundle(t *testing.T, kp sign.Keypair, stmt []byte) []byte {
 	return j
 }
 
-// virtualSigstore is a virtual Sigstore and a trusted root file of it.
-type virtualSigstore struct {
+// VirtualSigstore is a virtual Sigstore and a trusted root file of it.
+type VirtualSigstore struct {
 	*ca.VirtualSigstore
-	rootFile string
+	RootFile string
 }
 
-func newVirtualSigstore(t *testing.T) *virtualSigstore {
+// NewVirtualSigstore starts a virtual Sigstore and writes its trusted root.
+func NewVirtualSigstore(t testing.TB) *VirtualSigstore {
 	t.Helper()
 	vs, err := ca.NewVirtualSigstore()
 	if err != nil {
@@ -150,14 +151,14 @@ func newVirtualSigstore(t *testing.T) *virtualSigstore {
 	if err := os.WriteFile(path, j, 0o600); err != nil {
 		t.Fatal(err)
 	}
-	return &virtualSigstore{VirtualSigstore: vs, rootFile: path}
+	return &VirtualSigstore{VirtualSigstore: vs, RootFile: path}
 }
 
-// keylessBundle has the virtual Sigstore attest stmt for identity and
+// KeylessBundle has the virtual Sigstore attest stmt for identity and
 // issuer at time at, and writes the entity as a bundle's JSON. tlog
 // false leaves the transparency log entry out, timestamps false the
 // timestamp authority's.
-func (vs *virtualSigstore) keylessBundle(t *testing.T, identity, issuer string, stmt []byte, at time.Time, withTlog, timestamps bool) []byte {
+func (vs *VirtualSigstore) KeylessBundle(t testing.TB, identity, issuer string, stmt []byte, at time.Time, withTlog, timestamps bool) []byte {
 	t.Helper()
 	e, err := vs.AttestAtTime(identity, issuer, stmt, at, true)
 	if err != nil {
@@ -219,7 +220,7 @@ func (vs *virtualSigstore) keylessBundle(t *testing.T, identity, issuer string, 
 		}
 	}
 	pb := &protobundle.Bundle{
-		MediaType:            bundleMT,
+		MediaType:            BundleMediaType,
 		VerificationMaterial: vm,
 		Content: &protobundle.Bundle_DsseEnvelope{DsseEnvelope: &protodsse.Envelope{
 			Payload: payload, PayloadType: env.PayloadType, Signatures: []*protodsse.Signature{{Sig: sig}},
@@ -232,10 +233,10 @@ func (vs *virtualSigstore) keylessBundle(t *testing.T, identity, issuer string, 
 	return j
 }
 
-// attach pushes a bundle as a referrer whose subject is subject (which
+// Attach pushes a bundle as a referrer whose subject is subject (which
 // may be another digest than the one it signs), and returns the
 // referrer's digest.
-func attach(t *testing.T, subject name.Digest, bundleJSON []byte) v1.Hash {
+func Attach(t testing.TB, subject name.Digest, bundleJSON []byte) v1.Hash {
 	t.Helper()
 	desc, err := remote.Head(subject)
 	if err != nil {
@@ -244,8 +245,8 @@ func attach(t *testing.T, subject name.Digest, bundleJSON []byte) v1.Hash {
 	img := mutate.MediaType(empty.Image, types.OCIManifestSchema1)
 	// go-containerregistry's registry lists a referrer's config media
 	// type as its artifactType (as cosign's attached bundles have it).
-	img = mutate.ConfigMediaType(img, bundleMT)
-	img, err = mutate.AppendLayers(img, static.NewLayer(bundleJSON, bundleMT))
+	img = mutate.ConfigMediaType(img, BundleMediaType)
+	img, err = mutate.AppendLayers(img, static.NewLayer(bundleJSON, BundleMediaType))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -260,8 +261,8 @@ func attach(t *testing.T, subject name.Digest, bundleJSON []byte) v1.Hash {
 	return h
 }
 
-// resolver is a registry resolver for loopback.
-func resolver(t *testing.T) *resolve.Resolver {
+// Resolver is a registry resolver for loopback.
+func Resolver(t testing.TB) *resolve.Resolver {
 	t.Helper()
 	r, err := resolve.New()
 	if err != nil {
@@ -270,7 +271,8 @@ func resolver(t *testing.T) *resolve.Resolver {
 	return r
 }
 
-func hexOf(t *testing.T, d name.Digest) string {
+// HexOf is the hex of d's digest.
+func HexOf(t testing.TB, d name.Digest) string {
 	t.Helper()
 	h, err := v1.NewHash(d.DigestStr())
 	if err != nil {
@@ -279,6 +281,5 @@ func hexOf(t *testing.T, d name.Digest) string {
 	return h.Hex
 }
 
-var _ = context.Background
-
+// base64Decode decodes standard base64.
 func base64Decode(s string) ([]byte, error) { return base64.StdEncoding.DecodeString(s) }

@@ -1,0 +1,147 @@
+package pin
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	protocommon "github.com/sigstore/protobuf-specs/gen/pb-go/common/v1"
+
+	"github.com/digestpin/digestpin/internal/gen"
+	"github.com/digestpin/digestpin/internal/testregistry"
+	"github.com/digestpin/digestpin/internal/testsign"
+	"github.com/digestpin/digestpin/lockfile"
+	"github.com/digestpin/digestpin/verify"
+)
+
+// policies parses specs.
+func policies(t *testing.T, specs ...string) *verify.Policies {
+	t.Helper()
+	ps := &verify.Policies{}
+	for _, s := range specs {
+		if err := ps.Add(s); err != nil {
+			t.Fatalf("Add(%q) = %v", s, err)
+		}
+	}
+	return ps
+}
+
+// TestVerifyWorkflow pins a signed image with a key policy, records the
+// signer in the lock file, renders it frozen without a request, and
+// fails when the tag is pushed again unsigned, even with KeepUnresolved.
+func TestVerifyWorkflow(t *testing.T) {
+	reg := testregistry.New(t)
+	d := testsign.PushImage(t, reg, "acme/app", "1")
+	kp, keyFile := testsign.NewKey(t, protocommon.PublicKeyDetails_PKIX_ECDSA_P256_SHA_256)
+	testsign.Attach(t, d, testsign.KeyBundle(t, kp, testsign.Statement(t, d, verify.CosignSignPredicate)))
+	in := gen.Deployments("prod", reg.Ref("acme/app:1"))
+	ps := policies(t, reg.Host()+"/acme/*=key:"+keyFile)
+	dir := t.TempDir()
+	lock := filepath.Join(dir, "digests.lock")
+
+	// First the render that verifies and writes the lock file.
+	reg.ResetCounts()
+	p, err := New(Options{Verify: ps, WriteLock: lock})
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := p.Pin(context.Background(), in)
+	if err != nil {
+		t.Fatalf("Pin(signed image) = %v", err)
+	}
+	if err := res.Commit(); err != nil {
+		t.Fatal(err)
+	}
+	if got := reg.Count("GET referrers"); got != 1 {
+		t.Errorf("referrers requests = %d, want 1", got)
+	}
+	l, err := lockfile.Read(lock)
+	if err != nil {
+		t.Fatal(err)
+	}
+	e := l.Entries()
+	if len(e) != 1 || e[0].Verified == nil || len(e[0].Verified.Signers) != 1 || !strings.HasPrefix(e[0].Verified.Signers[0].Identity, "key sha256:") {
+		t.Fatalf("lock entries = %+v, want one with a key signer", e)
+	}
+
+	// Frozen: the lock's record stands, and nobody is asked.
+	reg.ResetCounts()
+	p, err = New(Options{Verify: ps, Lock: lock, Frozen: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := p.Pin(context.Background(), in); err != nil {
+		t.Fatalf("Pin(frozen) = %v", err)
+	}
+	if n := reg.Total(); n != 0 {
+		t.Errorf("frozen Pin made %d requests, want none", n)
+	}
+	// Frozen under another policy: the record is for the old one.
+	_, other := testsign.NewKey(t, protocommon.PublicKeyDetails_PKIX_ED25519)
+	p, err = New(Options{Verify: policies(t, reg.Host()+"/acme/*=key:"+other), Lock: lock, Frozen: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := p.Pin(context.Background(), in); err == nil || !strings.Contains(err.Error(), "--frozen asks no registry") {
+		t.Errorf("Pin(frozen, another policy) = %v, want no verification in the lock file", err)
+	}
+
+	// The tag pushed again, unsigned: the new digest fails, with or
+	// without KeepUnresolved.
+	d2 := testsign.PushImage(t, reg, "acme/app", "1")
+	for _, keep := range []bool{false, true} {
+		o := Options{Verify: ps}
+		o.Renderer.KeepUnresolved = keep
+		p, err := New(o)
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, err = p.Pin(context.Background(), in)
+		if err == nil || !strings.Contains(err.Error(), d2.DigestStr()) || !strings.Contains(err.Error(), "no signature") {
+			t.Errorf("Pin(re-pushed tag, keep %v) = %v, want no signature for %s", keep, err, d2.DigestStr())
+		}
+	}
+	// --check re-verifies: the lock's digest moved, which is a difference.
+	p, err = New(Options{Verify: ps, Lock: lock, Check: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := p.Pin(context.Background(), in); err == nil {
+		t.Error("Pin(check, moved and unsigned) = nil, want an error")
+	}
+}
+
+// TestVerifyUnresolvedNeverKept: an image that cannot be resolved is kept
+// by KeepUnresolved, but never when a signature policy covers it.
+func TestVerifyUnresolvedNeverKept(t *testing.T) {
+	reg := testregistry.New(t)
+	_, keyFile := testsign.NewKey(t, protocommon.PublicKeyDetails_PKIX_ECDSA_P256_SHA_256)
+	o := Options{Verify: policies(t, reg.Host()+"/acme/*=key:"+keyFile)}
+	o.Renderer.KeepUnresolved = true
+	o.Renderer.Warnf = func(string, ...any) {}
+	p, err := New(o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = p.Pin(context.Background(), gen.Deployments("prod", reg.Ref("acme/missing:1")))
+	if err == nil || !strings.Contains(err.Error(), "never keeps an image a signature policy covers") {
+		t.Errorf("Pin(unresolvable, keep) = %v, want a refusal", err)
+	}
+}
+
+// TestVerifyGlobMatchesNothing: a policy no image matches is a typo.
+func TestVerifyGlobMatchesNothing(t *testing.T) {
+	reg := testregistry.New(t)
+	reg.PushImage(t, "app:1")
+	p, err := New(Options{Verify: policies(t, "ghcr.io/acme/**=none")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = p.Pin(context.Background(), gen.Deployments("prod", reg.Ref("app:1")))
+	if err == nil || !strings.Contains(err.Error(), "matches no image") {
+		t.Errorf("Pin = %v, want a policy that matches no image", err)
+	}
+	_ = os.Remove
+}
