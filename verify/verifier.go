@@ -198,7 +198,10 @@ func (v *Verifier) evaluate(p *Policy, cands []*candidate, h v1.Hash, raw []byte
 			}
 			continue
 		}
-		whys = append(whys, t.String()+": "+why)
+		if len(p.terms) > 1 {
+			why = t.String() + ": " + why
+		}
+		whys = append(whys, why)
 		if p.all {
 			return nil, strings.Join(whys, "; ")
 		}
@@ -305,8 +308,10 @@ func reason(t *Term, c *candidate, err error) string {
 		return "the certificate is not from a CA of the trusted root"
 	case strings.Contains(msg, "expected key signature, not certificate"):
 		return "wrong key: signed with a certificate (" + signedBy(c) + "), not the key"
+	case strings.Contains(msg, "integrated time outside certificate validity"):
+		return "expired: the certificate was not valid when the transparency log saw the signature"
 	case strings.Contains(msg, "failed to verify log inclusion"):
-		if strings.Contains(msg, "threshold") {
+		if entries, err := c.entity.TlogEntries(); err == nil && len(entries) == 0 {
 			return "transparency log entry missing"
 		}
 		return "transparency log entry invalid: " + oneLine(msg)

@@ -76,3 +76,124 @@ func TestKeylessBundle(t *testing.T) {
 	}
 	_ = errors.New
 }
+
+// TestFailureReasons: every way a digest can fail its policy, each with
+// real signatures in a loopback registry, and the reason the one-line
+// error gives.
+func TestFailureReasons(t *testing.T) {
+	const id, iss = "https://github.com/acme/app/.github/workflows/release.yaml@refs/heads/main", "https://token.actions.githubusercontent.com"
+	vs := testsign.NewVirtualSigstore(t)
+	kp, keyFile := testsign.NewKey(t, protocommon.PublicKeyDetails_PKIX_ECDSA_P256_SHA_256)
+	_, otherKey := testsign.NewKey(t, protocommon.PublicKeyDetails_PKIX_ECDSA_P256_SHA_256)
+	signed := func(d name.Digest) []byte {
+		return testsign.KeyBundle(t, kp, testsign.Statement(t, d, verify.CosignSignPredicate))
+	}
+	for _, tc := range []struct {
+		desc string
+		// sign attaches whatever the case needs to d (another is a
+		// second image of the repository).
+		sign   func(t *testing.T, d, another name.Digest)
+		policy string // after "REPO="; KEY and OTHER stand for key files
+		want   string
+		// noAPI makes the registry one without the referrers API: the
+		// referrers tag schema's index is read.
+		noAPI bool
+	}{
+		{desc: "unsigned", sign: func(*testing.T, name.Digest, name.Digest) {}, policy: "key:KEY", want: "no signature"},
+		{desc: "another key", sign: func(t *testing.T, d, _ name.Digest) { testsign.Attach(t, d, signed(d)) }, policy: "key:OTHER", want: "wrong key"},
+		{desc: "signature of another digest", sign: func(t *testing.T, d, another name.Digest) {
+			// A bundle for another artifact, attached to d.
+			testsign.Attach(t, d, signed(another))
+		}, policy: "key:KEY", want: "another artifact"},
+		{desc: "referrer of another digest", sign: func(t *testing.T, d, another name.Digest) {
+			// The registry lists, among d's referrers, one whose subject
+			// is another image: its bundle is for the other one.
+			ref := testsign.Attach(t, another, signed(another))
+			testsign.ListReferrer(t, d, ref)
+		}, policy: "key:KEY", want: "a referrer of another digest", noAPI: true},
+		{desc: "attestation, not signature", sign: func(t *testing.T, d, _ name.Digest) {
+			testsign.Attach(t, d, testsign.KeyBundle(t, kp, testsign.Statement(t, d, "https://slsa.dev/provenance/v1")))
+		}, policy: "key:KEY", want: "an attestation (https://slsa.dev/provenance/v1), not a signature"},
+		{desc: "tampered bundle", sign: func(t *testing.T, d, _ name.Digest) {
+			b := signed(d)
+			// Another payload under the same signature: the statement
+			// about d, with its predicate changed.
+			testsign.Attach(t, d, testsign.Tamper(t, b))
+		}, policy: "key:KEY", want: "wrong key: the signature does not verify"},
+		{desc: "huge bundle", sign: func(t *testing.T, d, _ name.Digest) {
+			testsign.Attach(t, d, append(signed(d), make([]byte, verify.MaxBundleSize)...))
+		}, policy: "key:KEY", want: "more than"},
+		{desc: "keyless, wrong identity", sign: func(t *testing.T, d, _ name.Digest) {
+			testsign.Attach(t, d, vs.KeylessBundle(t, "https://github.com/evil/app/.github/workflows/x.yaml@refs/heads/main", iss, testsign.Statement(t, d, verify.CosignSignPredicate), time.Now(), true, true))
+		}, policy: "keyless:" + id + "@" + iss, want: "wrong identity: signed by https://github.com/evil/app"},
+		{desc: "keyless, wrong issuer", sign: func(t *testing.T, d, _ name.Digest) {
+			testsign.Attach(t, d, vs.KeylessBundle(t, id, "https://accounts.example", testsign.Statement(t, d, verify.CosignSignPredicate), time.Now(), true, true))
+		}, policy: "keyless:" + id + "@" + iss, want: "wrong identity"},
+		{desc: "keyless, regexp does not match the whole identity", sign: func(t *testing.T, d, _ name.Digest) {
+			testsign.Attach(t, d, vs.KeylessBundle(t, "https://evil.example/https://github.com/acme/x", iss, testsign.Statement(t, d, verify.CosignSignPredicate), time.Now(), true, true))
+		}, policy: `keyless:/https://github\.com/acme/.*/@` + iss, want: "wrong identity"},
+		{desc: "keyless, no tlog entry", sign: func(t *testing.T, d, _ name.Digest) {
+			testsign.Attach(t, d, vs.KeylessBundle(t, id, iss, testsign.Statement(t, d, verify.CosignSignPredicate), time.Now(), false, true))
+		}, policy: "keyless:" + id + "@" + iss, want: "transparency log entry missing"},
+		{desc: "keyless, expired, without a timestamp", sign: func(t *testing.T, d, _ name.Digest) {
+			// Logged half an hour after the certificate (valid for minutes)
+			// was issued.
+			testsign.Attach(t, d, vs.KeylessBundle(t, id, iss, testsign.Statement(t, d, verify.CosignSignPredicate), time.Now().Add(30*time.Minute), true, false))
+		}, policy: "keyless:" + id + "@" + iss, want: "expired"},
+		{desc: "keyless policy, key bundle", sign: func(t *testing.T, d, _ name.Digest) { testsign.Attach(t, d, signed(d)) }, policy: "keyless:" + id + "@" + iss, want: "not verified"},
+		{desc: "key policy, keyless bundle", sign: func(t *testing.T, d, _ name.Digest) {
+			testsign.Attach(t, d, vs.KeylessBundle(t, id, iss, testsign.Statement(t, d, verify.CosignSignPredicate), time.Now(), true, true))
+		}, policy: "key:KEY", want: "signed with a certificate"},
+		{desc: "and: one term missing", sign: func(t *testing.T, d, _ name.Digest) { testsign.Attach(t, d, signed(d)) }, policy: "key:KEY and keyless:" + id + "@" + iss, want: "keyless:" + id + "@" + iss + ": "},
+	} {
+		t.Run(tc.desc, func(t *testing.T) {
+			reg := testregistry.New(t)
+			if tc.noAPI {
+				reg.NoReferrersAPI()
+			}
+			d := testsign.PushImage(t, reg, "acme/app", "1")
+			another := testsign.PushImage(t, reg, "acme/app", "2")
+			tc.sign(t, d, another)
+			pol := strings.NewReplacer("KEY", keyFile, "OTHER", otherKey).Replace(tc.policy)
+			_, err := verifyOne(t, testsign.Resolver(t), d, reg.Host()+"/acme/app="+pol, vs.RootFile)
+			var ve *verify.Error
+			if !errors.As(err, &ve) || !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("Verify = %v, want a *verify.Error containing %q", err, tc.want)
+			}
+			if strings.Contains(err.Error(), "\n") || !strings.Contains(err.Error(), d.DigestStr()) {
+				t.Errorf("Verify = %q, want one line naming %s", err, d.DigestStr())
+			}
+		})
+	}
+}
+
+// TestAnyOfAll: " or " holds with one term, " and " needs every one.
+func TestAnyOfAll(t *testing.T) {
+	const id, iss = "ci@acme.example", "https://accounts.acme.example"
+	vs := testsign.NewVirtualSigstore(t)
+	reg := testregistry.New(t)
+	d := testsign.PushImage(t, reg, "acme/app", "1")
+	kp, keyFile := testsign.NewKey(t, protocommon.PublicKeyDetails_PKIX_ED25519)
+	_, otherKey := testsign.NewKey(t, protocommon.PublicKeyDetails_PKIX_ED25519)
+	testsign.Attach(t, d, testsign.KeyBundle(t, kp, testsign.Statement(t, d, verify.CosignSignPredicate)))
+	testsign.Attach(t, d, vs.KeylessBundle(t, id, iss, testsign.Statement(t, d, verify.CosignSignPredicate), time.Now(), true, true))
+	for _, tc := range []struct {
+		policy  string
+		signers int
+		fails   bool
+	}{
+		{policy: "key:OTHER or key:KEY", signers: 1},
+		{policy: "key:KEY and keyless:" + id + "@" + iss, signers: 2},
+		{policy: "key:OTHER and keyless:" + id + "@" + iss, fails: true},
+		{policy: "keyless:/.*@acme\\.example/@" + iss, signers: 1},
+	} {
+		pol := strings.NewReplacer("OTHER", otherKey, "KEY", keyFile).Replace(tc.policy)
+		rec, err := verifyOne(t, testsign.Resolver(t), d, reg.Host()+"/acme/**="+pol, vs.RootFile)
+		switch {
+		case tc.fails && err == nil:
+			t.Errorf("Verify(%s) = %+v, want an error", tc.policy, rec)
+		case !tc.fails && (err != nil || len(rec.Signers) != tc.signers):
+			t.Errorf("Verify(%s) = %+v, %v, want %d signers", tc.policy, rec, err, tc.signers)
+		}
+	}
+}

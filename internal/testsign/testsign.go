@@ -11,6 +11,7 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -283,3 +284,53 @@ func HexOf(t testing.TB, d name.Digest) string {
 
 // base64Decode decodes standard base64.
 func base64Decode(s string) ([]byte, error) { return base64.StdEncoding.DecodeString(s) }
+
+// ListReferrer makes the registry list referrer (a manifest of the same
+// repository, whose subject is another digest) among the referrers of d
+// as well, as a hostile registry may: it pushes the referrers tag schema's
+// index for d, and the registry must answer its referrers API with 404
+// (testregistry.NoReferrersAPI) for clients to read it.
+func ListReferrer(t testing.TB, d name.Digest, referrer v1.Hash) {
+	t.Helper()
+	desc, err := remote.Head(d.Context().Digest(referrer.String()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	desc.ArtifactType = BundleMediaType
+	b, err := json.Marshal(v1.IndexManifest{SchemaVersion: 2, MediaType: types.OCIImageIndex, Manifests: []v1.Descriptor{*desc}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	h, err := v1.NewHash(d.DigestStr())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := remote.Put(d.Context().Tag(h.Algorithm+"-"+h.Hex), rawIndex(b)); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// rawIndex is an index's bytes, to push as they are.
+type rawIndex []byte
+
+func (r rawIndex) RawManifest() ([]byte, error) { return r, nil }
+func (r rawIndex) MediaType() (types.MediaType, error) {
+	return types.OCIImageIndex, nil
+}
+
+// Tamper changes the payload of a DSSE bundle's envelope, keeping its
+// signature.
+func Tamper(t testing.TB, bundleJSON []byte) []byte {
+	t.Helper()
+	var b protobundle.Bundle
+	if err := protojson.Unmarshal(bundleJSON, &b); err != nil {
+		t.Fatal(err)
+	}
+	env := b.GetDsseEnvelope()
+	env.Payload = []byte(strings.Replace(string(env.Payload), `"predicate":{}`, `"predicate":{"tampered":true}`, 1))
+	j, err := protojson.Marshal(&b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return j
+}
