@@ -197,3 +197,22 @@ func TestAnyOfAll(t *testing.T) {
 		}
 	}
 }
+
+// TestLegacySignature: cosign's legacy .sig tag, read only when no
+// referrer holds, verified with the key; one of another digest fails.
+func TestLegacySignature(t *testing.T) {
+	reg := testregistry.New(t)
+	d := testsign.PushImage(t, reg, "acme/app", "1")
+	other := testsign.PushImage(t, reg, "acme/app", "2")
+	signer, keyFile := testsign.NewSigner(t)
+	testsign.AttachLegacy(t, d, d.DigestStr(), signer)
+	testsign.AttachLegacy(t, other, d.DigestStr(), signer)
+	spec := reg.Host() + "/acme/app=key:" + keyFile
+	rec, err := verifyOne(t, testsign.Resolver(t), d, spec, "")
+	if err != nil || len(rec.Signers) != 1 {
+		t.Fatalf("Verify(legacy) = %+v, %v, want one signer", rec, err)
+	}
+	if _, err := verifyOne(t, testsign.Resolver(t), other, spec, ""); err == nil || !strings.Contains(err.Error(), "a signature of another digest") {
+		t.Errorf("Verify(legacy of another digest) = %v, want a signature of another digest", err)
+	}
+}

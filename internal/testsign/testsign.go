@@ -6,6 +6,11 @@
 package testsign
 
 import (
+	"bytes"
+	"crypto"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
 	"encoding/base64"
 	"encoding/hex"
 	"encoding/json"
@@ -31,6 +36,8 @@ import (
 	"github.com/sigstore/sigstore-go/pkg/sign"
 	"github.com/sigstore/sigstore-go/pkg/testing/ca"
 	"github.com/sigstore/sigstore-go/pkg/tlog"
+	"github.com/sigstore/sigstore/pkg/cryptoutils"
+	"github.com/sigstore/sigstore/pkg/signature"
 	"google.golang.org/protobuf/encoding/protojson"
 
 	"github.com/digestpin/digestpin/internal/testregistry"
@@ -333,4 +340,65 @@ func Tamper(t testing.TB, bundleJSON []byte) []byte {
 		t.Fatal(err)
 	}
 	return j
+}
+
+// AttachLegacy pushes cosign's legacy signature of d, signed by signer
+// over a simple-signing payload that names digest signedDigest (d's own,
+// or another for a hostile case), as the manifest tagged
+// sha256-<hex>.sig with one layer.
+func AttachLegacy(t testing.TB, d name.Digest, signedDigest string, signer signature.Signer) {
+	t.Helper()
+	payload, err := json.Marshal(map[string]any{
+		"critical": map[string]any{
+			"identity": map[string]string{"docker-reference": d.Context().Name()},
+			"image":    map[string]string{"docker-manifest-digest": signedDigest},
+			"type":     "cosign container image signature",
+		},
+		"optional": nil,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	sig, err := signer.SignMessage(bytes.NewReader(payload))
+	if err != nil {
+		t.Fatal(err)
+	}
+	l := static.NewLayer(payload, "application/vnd.dev.cosign.simplesigning.v1+json")
+	img, err := mutate.Append(mutate.MediaType(empty.Image, types.OCIManifestSchema1), mutate.Addendum{
+		Layer:       l,
+		Annotations: map[string]string{"dev.cosignproject.cosign/signature": base64.StdEncoding.EncodeToString(sig)},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	h, err := v1.NewHash(d.DigestStr())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := remote.Write(d.Context().Tag(h.Algorithm+"-"+h.Hex+".sig"), img); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// NewSigner makes an ECDSA P-256 signer and writes its public key to a
+// file, for legacy signatures.
+func NewSigner(t testing.TB) (signature.Signer, string) {
+	t.Helper()
+	priv, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := signature.LoadECDSASignerVerifier(priv, crypto.SHA256)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pem, err := cryptoutils.MarshalPublicKeyToPEM(priv.Public())
+	if err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(t.TempDir(), "cosign.pub")
+	if err := os.WriteFile(path, pem, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return s, path
 }
