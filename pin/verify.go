@@ -18,9 +18,9 @@ import (
 	"github.com/digestpin/digestpin/verify"
 )
 
-// verifyJobs bounds the verifications in flight; the registry resolver
-// bounds their requests again.
-const verifyJobs = 16
+// verifyJobs bounds the goroutines of verifications in flight; the
+// registry resolver bounds their requests (WithJobs).
+const verifyJobs = 256
 
 // verifyImages verifies the digest of every image a signature policy
 // covers, after the render and before anything is written: the digests

@@ -17,7 +17,6 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"testing"
 	"time"
 
 	"github.com/google/go-containerregistry/pkg/name"
@@ -48,32 +47,32 @@ import (
 const BundleMediaType = "application/vnd.dev.sigstore.bundle.v0.3+json"
 
 // PushImage pushes a random image to repo:tag and returns its digest.
-func PushImage(t testing.TB, reg *testregistry.Registry, repo, tag string) name.Digest {
+func PushImage(t testregistry.TB, reg *testregistry.Registry, repo, tag string) name.Digest {
 	t.Helper()
 	img, err := random.Image(256, 1)
 	if err != nil {
-		t.Fatal(err)
+		t.Fatalf("%v", err)
 	}
 	ref, err := name.ParseReference(reg.Host() + "/" + repo + ":" + tag)
 	if err != nil {
-		t.Fatal(err)
+		t.Fatalf("%v", err)
 	}
 	if err := remote.Write(ref, img); err != nil {
-		t.Fatal(err)
+		t.Fatalf("%v", err)
 	}
 	h, err := img.Digest()
 	if err != nil {
-		t.Fatal(err)
+		t.Fatalf("%v", err)
 	}
 	return ref.Context().Digest(h.String())
 }
 
 // Statement is an in-toto statement about d with a predicate type.
-func Statement(t testing.TB, d name.Digest, predicateType string) []byte {
+func Statement(t testregistry.TB, d name.Digest, predicateType string) []byte {
 	t.Helper()
 	h, err := v1.NewHash(d.DigestStr())
 	if err != nil {
-		t.Fatal(err)
+		t.Fatalf("%v", err)
 	}
 	b, err := json.Marshal(map[string]any{
 		"_type":         "https://in-toto.io/Statement/v1",
@@ -82,39 +81,39 @@ func Statement(t testing.TB, d name.Digest, predicateType string) []byte {
 		"predicate":     map[string]any{},
 	})
 	if err != nil {
-		t.Fatal(err)
+		t.Fatalf("%v", err)
 	}
 	return b
 }
 
 // NewKey makes a key pair of alg and writes its public key to a file.
-func NewKey(t testing.TB, alg protocommon.PublicKeyDetails) (*sign.EphemeralKeypair, string) {
+func NewKey(t testregistry.TB, alg protocommon.PublicKeyDetails) (*sign.EphemeralKeypair, string) {
 	t.Helper()
 	kp, err := sign.NewEphemeralKeypair(&sign.EphemeralKeypairOptions{Algorithm: alg})
 	if err != nil {
-		t.Fatal(err)
+		t.Fatalf("%v", err)
 	}
 	pem, err := kp.GetPublicKeyPem()
 	if err != nil {
-		t.Fatal(err)
+		t.Fatalf("%v", err)
 	}
-	path := filepath.Join(t.TempDir(), "cosign.pub")
+	path := filepath.Join(tempDir(t), "cosign.pub")
 	if err := os.WriteFile(path, []byte(pem), 0o600); err != nil {
-		t.Fatal(err)
+		t.Fatalf("%v", err)
 	}
 	return kp, path
 }
 
 // KeyBundle signs a DSSE statement with kp into a bundle's JSON.
-func KeyBundle(t testing.TB, kp sign.Keypair, stmt []byte) []byte {
+func KeyBundle(t testregistry.TB, kp sign.Keypair, stmt []byte) []byte {
 	t.Helper()
 	b, err := sign.Bundle(&sign.DSSEData{Data: stmt, PayloadType: "application/vnd.in-toto+json"}, kp, sign.BundleOptions{})
 	if err != nil {
-		t.Fatal(err)
+		t.Fatalf("%v", err)
 	}
 	j, err := protojson.Marshal(b)
 	if err != nil {
-		t.Fatal(err)
+		t.Fatalf("%v", err)
 	}
 	return j
 }
@@ -126,11 +125,11 @@ type VirtualSigstore struct {
 }
 
 // NewVirtualSigstore starts a virtual Sigstore and writes its trusted root.
-func NewVirtualSigstore(t testing.TB) *VirtualSigstore {
+func NewVirtualSigstore(t testregistry.TB) *VirtualSigstore {
 	t.Helper()
 	vs, err := ca.NewVirtualSigstore()
 	if err != nil {
-		t.Fatal(err)
+		t.Fatalf("%v", err)
 	}
 	// The virtual Sigstore's logs carry their hex IDs as bytes; a trusted
 	// root file carries the raw key IDs.
@@ -140,7 +139,7 @@ func NewVirtualSigstore(t testing.TB) *VirtualSigstore {
 			c := *l
 			id, err := hex.DecodeString(k)
 			if err != nil {
-				t.Fatal(err)
+				t.Fatalf("%v", err)
 			}
 			c.ID = id
 			out[k] = &c
@@ -149,15 +148,15 @@ func NewVirtualSigstore(t testing.TB) *VirtualSigstore {
 	}
 	tr, err := root.NewTrustedRoot(root.TrustedRootMediaType01, vs.FulcioCertificateAuthorities(), rawIDs(vs.CTLogs()), vs.TimestampingAuthorities(), rawIDs(vs.RekorLogs()))
 	if err != nil {
-		t.Fatal(err)
+		t.Fatalf("%v", err)
 	}
 	j, err := tr.MarshalJSON()
 	if err != nil {
-		t.Fatal(err)
+		t.Fatalf("%v", err)
 	}
-	path := filepath.Join(t.TempDir(), "trusted_root.json")
+	path := filepath.Join(tempDir(t), "trusted_root.json")
 	if err := os.WriteFile(path, j, 0o600); err != nil {
-		t.Fatal(err)
+		t.Fatalf("%v", err)
 	}
 	return &VirtualSigstore{VirtualSigstore: vs, RootFile: path}
 }
@@ -166,28 +165,28 @@ func NewVirtualSigstore(t testing.TB) *VirtualSigstore {
 // issuer at time at, and writes the entity as a bundle's JSON. tlog
 // false leaves the transparency log entry out, timestamps false the
 // timestamp authority's.
-func (vs *VirtualSigstore) KeylessBundle(t testing.TB, identity, issuer string, stmt []byte, at time.Time, withTlog, timestamps bool) []byte {
+func (vs *VirtualSigstore) KeylessBundle(t testregistry.TB, identity, issuer string, stmt []byte, at time.Time, withTlog, timestamps bool) []byte {
 	t.Helper()
 	e, err := vs.AttestAtTime(identity, issuer, stmt, at, true)
 	if err != nil {
-		t.Fatal(err)
+		t.Fatalf("%v", err)
 	}
 	vc, err := e.VerificationContent()
 	if err != nil {
-		t.Fatal(err)
+		t.Fatalf("%v", err)
 	}
 	sc, err := e.SignatureContent()
 	if err != nil {
-		t.Fatal(err)
+		t.Fatalf("%v", err)
 	}
 	env := sc.EnvelopeContent().RawEnvelope()
 	payload, err := base64Decode(env.Payload)
 	if err != nil {
-		t.Fatal(err)
+		t.Fatalf("%v", err)
 	}
 	sig, err := base64Decode(env.Signatures[0].Sig)
 	if err != nil {
-		t.Fatal(err)
+		t.Fatalf("%v", err)
 	}
 	vm := &protobundle.VerificationMaterial{
 		Content:                   &protobundle.VerificationMaterial_Certificate{Certificate: &protocommon.X509Certificate{RawBytes: vc.Certificate().Raw}},
@@ -196,7 +195,7 @@ func (vs *VirtualSigstore) KeylessBundle(t testing.TB, identity, issuer string, 
 	if withTlog {
 		entries, err := e.TlogEntries()
 		if err != nil {
-			t.Fatal(err)
+			t.Fatalf("%v", err)
 		}
 		for _, en := range entries {
 			tle := en.TransparencyLogEntry()
@@ -209,7 +208,7 @@ func (vs *VirtualSigstore) KeylessBundle(t testing.TB, identity, issuer string, 
 				LogID:          hex.EncodeToString(tle.LogId.KeyId),
 			})
 			if err != nil {
-				t.Fatal(err)
+				t.Fatalf("%v", err)
 			}
 			tle.InclusionPromise = &protorekor.InclusionPromise{SignedEntryTimestamp: set}
 			if tle.KindVersion == nil {
@@ -221,7 +220,7 @@ func (vs *VirtualSigstore) KeylessBundle(t testing.TB, identity, issuer string, 
 	if timestamps {
 		ts, err := e.Timestamps()
 		if err != nil {
-			t.Fatal(err)
+			t.Fatalf("%v", err)
 		}
 		for _, b := range ts {
 			vm.TimestampVerificationData.Rfc3161Timestamps = append(vm.TimestampVerificationData.Rfc3161Timestamps, &protocommon.RFC3161SignedTimestamp{SignedTimestamp: b})
@@ -236,7 +235,7 @@ func (vs *VirtualSigstore) KeylessBundle(t testing.TB, identity, issuer string, 
 	}
 	j, err := protojson.Marshal(pb)
 	if err != nil {
-		t.Fatal(err)
+		t.Fatalf("%v", err)
 	}
 	return j
 }
@@ -244,11 +243,11 @@ func (vs *VirtualSigstore) KeylessBundle(t testing.TB, identity, issuer string, 
 // Attach pushes a bundle as a referrer whose subject is subject (which
 // may be another digest than the one it signs), and returns the
 // referrer's digest.
-func Attach(t testing.TB, subject name.Digest, bundleJSON []byte) v1.Hash {
+func Attach(t testregistry.TB, subject name.Digest, bundleJSON []byte) v1.Hash {
 	t.Helper()
 	desc, err := remote.Head(subject)
 	if err != nil {
-		t.Fatal(err)
+		t.Fatalf("%v", err)
 	}
 	img := mutate.MediaType(empty.Image, types.OCIManifestSchema1)
 	// go-containerregistry's registry lists a referrer's config media
@@ -256,35 +255,35 @@ func Attach(t testing.TB, subject name.Digest, bundleJSON []byte) v1.Hash {
 	img = mutate.ConfigMediaType(img, BundleMediaType)
 	img, err = mutate.AppendLayers(img, static.NewLayer(bundleJSON, BundleMediaType))
 	if err != nil {
-		t.Fatal(err)
+		t.Fatalf("%v", err)
 	}
 	img = mutate.Subject(img, *desc).(v1.Image)
 	h, err := img.Digest()
 	if err != nil {
-		t.Fatal(err)
+		t.Fatalf("%v", err)
 	}
 	if err := remote.Write(subject.Context().Digest(h.String()), img); err != nil {
-		t.Fatal(err)
+		t.Fatalf("%v", err)
 	}
 	return h
 }
 
 // Resolver is a registry resolver for loopback.
-func Resolver(t testing.TB) *resolve.Resolver {
+func Resolver(t testregistry.TB) *resolve.Resolver {
 	t.Helper()
 	r, err := resolve.New()
 	if err != nil {
-		t.Fatal(err)
+		t.Fatalf("%v", err)
 	}
 	return r
 }
 
 // HexOf is the hex of d's digest.
-func HexOf(t testing.TB, d name.Digest) string {
+func HexOf(t testregistry.TB, d name.Digest) string {
 	t.Helper()
 	h, err := v1.NewHash(d.DigestStr())
 	if err != nil {
-		t.Fatal(err)
+		t.Fatalf("%v", err)
 	}
 	return h.Hex
 }
@@ -297,23 +296,23 @@ func base64Decode(s string) ([]byte, error) { return base64.StdEncoding.DecodeSt
 // as well, as a hostile registry may: it pushes the referrers tag schema's
 // index for d, and the registry must answer its referrers API with 404
 // (testregistry.NoReferrersAPI) for clients to read it.
-func ListReferrer(t testing.TB, d name.Digest, referrer v1.Hash) {
+func ListReferrer(t testregistry.TB, d name.Digest, referrer v1.Hash) {
 	t.Helper()
 	desc, err := remote.Head(d.Context().Digest(referrer.String()))
 	if err != nil {
-		t.Fatal(err)
+		t.Fatalf("%v", err)
 	}
 	desc.ArtifactType = BundleMediaType
 	b, err := json.Marshal(v1.IndexManifest{SchemaVersion: 2, MediaType: types.OCIImageIndex, Manifests: []v1.Descriptor{*desc}})
 	if err != nil {
-		t.Fatal(err)
+		t.Fatalf("%v", err)
 	}
 	h, err := v1.NewHash(d.DigestStr())
 	if err != nil {
-		t.Fatal(err)
+		t.Fatalf("%v", err)
 	}
 	if err := remote.Put(d.Context().Tag(h.Algorithm+"-"+h.Hex), rawIndex(b)); err != nil {
-		t.Fatal(err)
+		t.Fatalf("%v", err)
 	}
 }
 
@@ -327,17 +326,17 @@ func (r rawIndex) MediaType() (types.MediaType, error) {
 
 // Tamper changes the payload of a DSSE bundle's envelope, keeping its
 // signature.
-func Tamper(t testing.TB, bundleJSON []byte) []byte {
+func Tamper(t testregistry.TB, bundleJSON []byte) []byte {
 	t.Helper()
 	var b protobundle.Bundle
 	if err := protojson.Unmarshal(bundleJSON, &b); err != nil {
-		t.Fatal(err)
+		t.Fatalf("%v", err)
 	}
 	env := b.GetDsseEnvelope()
 	env.Payload = []byte(strings.Replace(string(env.Payload), `"predicate":{}`, `"predicate":{"tampered":true}`, 1))
 	j, err := protojson.Marshal(&b)
 	if err != nil {
-		t.Fatal(err)
+		t.Fatalf("%v", err)
 	}
 	return j
 }
@@ -346,7 +345,7 @@ func Tamper(t testing.TB, bundleJSON []byte) []byte {
 // over a simple-signing payload that names digest signedDigest (d's own,
 // or another for a hostile case), as the manifest tagged
 // sha256-<hex>.sig with one layer.
-func AttachLegacy(t testing.TB, d name.Digest, signedDigest string, signer signature.Signer) {
+func AttachLegacy(t testregistry.TB, d name.Digest, signedDigest string, signer signature.Signer) {
 	t.Helper()
 	payload, err := json.Marshal(map[string]any{
 		"critical": map[string]any{
@@ -357,11 +356,11 @@ func AttachLegacy(t testing.TB, d name.Digest, signedDigest string, signer signa
 		"optional": nil,
 	})
 	if err != nil {
-		t.Fatal(err)
+		t.Fatalf("%v", err)
 	}
 	sig, err := signer.SignMessage(bytes.NewReader(payload))
 	if err != nil {
-		t.Fatal(err)
+		t.Fatalf("%v", err)
 	}
 	l := static.NewLayer(payload, "application/vnd.dev.cosign.simplesigning.v1+json")
 	img, err := mutate.Append(mutate.MediaType(empty.Image, types.OCIManifestSchema1), mutate.Addendum{
@@ -369,36 +368,47 @@ func AttachLegacy(t testing.TB, d name.Digest, signedDigest string, signer signa
 		Annotations: map[string]string{"dev.cosignproject.cosign/signature": base64.StdEncoding.EncodeToString(sig)},
 	})
 	if err != nil {
-		t.Fatal(err)
+		t.Fatalf("%v", err)
 	}
 	h, err := v1.NewHash(d.DigestStr())
 	if err != nil {
-		t.Fatal(err)
+		t.Fatalf("%v", err)
 	}
 	if err := remote.Write(d.Context().Tag(h.Algorithm+"-"+h.Hex+".sig"), img); err != nil {
-		t.Fatal(err)
+		t.Fatalf("%v", err)
 	}
 }
 
 // NewSigner makes an ECDSA P-256 signer and writes its public key to a
 // file, for legacy signatures.
-func NewSigner(t testing.TB) (signature.Signer, string) {
+func NewSigner(t testregistry.TB) (signature.Signer, string) {
 	t.Helper()
 	priv, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
 	if err != nil {
-		t.Fatal(err)
+		t.Fatalf("%v", err)
 	}
 	s, err := signature.LoadECDSASignerVerifier(priv, crypto.SHA256)
 	if err != nil {
-		t.Fatal(err)
+		t.Fatalf("%v", err)
 	}
 	pem, err := cryptoutils.MarshalPublicKeyToPEM(priv.Public())
 	if err != nil {
-		t.Fatal(err)
+		t.Fatalf("%v", err)
 	}
-	path := filepath.Join(t.TempDir(), "cosign.pub")
+	path := filepath.Join(tempDir(t), "cosign.pub")
 	if err := os.WriteFile(path, pem, 0o600); err != nil {
-		t.Fatal(err)
+		t.Fatalf("%v", err)
 	}
 	return s, path
+}
+
+// tempDir is a folder removed when the test ends.
+func tempDir(t testregistry.TB) string {
+	t.Helper()
+	d, err := os.MkdirTemp("", "testsign")
+	if err != nil {
+		t.Fatalf("%v", err)
+	}
+	t.Cleanup(func() { _ = os.RemoveAll(d) })
+	return d
 }
