@@ -2,7 +2,7 @@ package pin
 
 import (
 	"context"
-	"os"
+	"errors"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -143,5 +143,41 @@ func TestVerifyGlobMatchesNothing(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), "matches no image") {
 		t.Errorf("Pin = %v, want a policy that matches no image", err)
 	}
-	_ = os.Remove
+}
+
+// TestVerifyCheckSignerChanged: --check verifies again, and another
+// signer of the same digest than the lock file records is a difference.
+func TestVerifyCheckSignerChanged(t *testing.T) {
+	reg := testregistry.New(t)
+	d := testsign.PushImage(t, reg, "acme/app", "1")
+	a, keyA := testsign.NewKey(t, protocommon.PublicKeyDetails_PKIX_ECDSA_P256_SHA_256)
+	b, keyB := testsign.NewKey(t, protocommon.PublicKeyDetails_PKIX_ECDSA_P256_SHA_256)
+	testsign.Attach(t, d, testsign.KeyBundle(t, b, testsign.Statement(t, d, verify.CosignSignPredicate)))
+	in := gen.Deployments("prod", reg.Ref("acme/app:1"))
+	ps := policies(t, reg.Host()+"/acme/*=key:"+keyA+" or key:"+keyB)
+	lock := filepath.Join(t.TempDir(), "digests.lock")
+	p, err := New(Options{Verify: ps, WriteLock: lock})
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := p.Pin(context.Background(), in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := res.Commit(); err != nil {
+		t.Fatal(err)
+	}
+	check, err := New(Options{Verify: ps, Lock: lock, Check: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := check.Pin(context.Background(), in); err != nil {
+		t.Fatalf("Pin(check, same signer) = %v", err)
+	}
+	// Now key A signed too: the first term holds, by another signer.
+	testsign.Attach(t, d, testsign.KeyBundle(t, a, testsign.Statement(t, d, verify.CosignSignPredicate)))
+	_, err = check.Pin(context.Background(), in)
+	if !errors.Is(err, ErrLockDiffers) || !strings.Contains(err.Error(), "the lock file says key sha256:") {
+		t.Errorf("Pin(check, another signer) = %v, want ErrLockDiffers naming the signers", err)
+	}
 }

@@ -122,8 +122,10 @@ const MaxKeySize = 64 << 10
 // Add parses spec, "IMAGE-GLOB=POLICY", and adds it. The glob matches a
 // repository by its fully qualified name (index.docker.io/library/nginx;
 // docker.io/, index.docker.io/ and no registry at all for Docker Hub
-// images, library/ for its official ones, are one): "*" matches within one
-// path segment, "**" across segments, and nothing else is special. POLICY
+// images, library/ for its official ones, are one; a glob whose first
+// segment has a wildcard is matched as written, so "**" is every image):
+// "*" matches within one path segment, "**" across segments, and nothing
+// else is special. POLICY
 // is terms joined by " or " (any one must hold) or by " and " (all must),
 // not both: key:FILE, keyless:IDENTITY@ISSUER, keyless:/REGEXP/@ISSUER
 // (the expression must match the whole identity; the issuer is what
@@ -291,6 +293,10 @@ func normaliseGlob(glob string) string {
 	first, rest, ok := strings.Cut(glob, "/")
 	isHost := ok && (strings.ContainsAny(first, ".:") || first == "localhost")
 	switch {
+	case strings.Contains(first, "*"):
+		// "**", "*/app", "*.example/app": a wildcard registry, matched
+		// against full names as written.
+		return glob
 	case !ok:
 		// "nginx", "*": an official image of Docker Hub.
 		return name.DefaultRegistry + "/library/" + glob
@@ -299,7 +305,7 @@ func normaliseGlob(glob string) string {
 			return name.DefaultRegistry + "/library/" + rest
 		}
 		return name.DefaultRegistry + "/" + rest
-	case !isHost && !strings.Contains(first, "*"):
+	case !isHost:
 		return name.DefaultRegistry + "/" + glob
 	}
 	return glob
