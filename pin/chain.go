@@ -31,6 +31,11 @@ type chain struct {
 	askedMu sync.Mutex
 	asked   []name.Reference
 
+	// records keeps signature verifications beside the resolutions: the
+	// Pin's cache when it keeps records, nil otherwise (and under Frozen
+	// and Check, which consult no cache).
+	records resolve.RecordCache
+
 	// The tag policies of the Pin, and the layer that applies them.
 	tags   *resolve.TagPolicies    // nil: none
 	policy *resolve.PolicyResolver // nil without TagPolicies or under Frozen
@@ -120,6 +125,9 @@ func newChain(o *Options) (*chain, error) {
 			cache = dc
 		}
 		live = resolve.NewCachingResolver(registry, cache, key, o.warnf)
+		if rc, ok := cache.(resolve.RecordCache); ok {
+			c.records = rc
+		}
 		popts = append(popts, resolve.WithChoiceCache(cache, key, o.warnf))
 	}
 	live, err := c.withPolicies(o, live, tagSource, popts...)

@@ -2,6 +2,7 @@ package pin
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"slices"
@@ -110,10 +111,14 @@ func (p *Pinner) verifyImages(ctx context.Context, c *chain, images []renderer.I
 			continue
 		}
 		g.Go(func() error {
-			rec, err := v.Verify(gctx, d, pol)
-			if err != nil {
-				fail(err.Error())
-				return nil
+			rec, cached := p.cachedVerification(gctx, c, d, pol)
+			if !cached {
+				var err error
+				if rec, err = v.Verify(gctx, d, pol); err != nil {
+					fail(err.Error())
+					return nil
+				}
+				p.cacheVerification(gctx, c, d, pol, rec)
 			}
 			mu.Lock()
 			recs[im.Reference] = rec
@@ -147,6 +152,44 @@ func (p *Pinner) verifyImages(ctx context.Context, c *chain, images []renderer.I
 		}
 	}
 	return recs, nil
+}
+
+// verificationKey keys a verification in the cache: the digest, the
+// policy in canonical form (keys by fingerprint) and the trusted root.
+func verificationKey(d name.Digest, pol *verify.Policy, ps *verify.Policies) string {
+	return "verification\n" + d.Context().Name() + "@" + d.DigestStr() + "\n" + pol.String() + "\n" + ps.TrustDigest()
+}
+
+// cachedVerification returns the verification of d under pol that the
+// cache keeps, if any.
+func (p *Pinner) cachedVerification(ctx context.Context, c *chain, d name.Digest, pol *verify.Policy) (*verify.Record, bool) {
+	if c.records == nil {
+		return nil, false
+	}
+	b, ok := c.records.GetRecord(ctx, verificationKey(d, pol, p.o.Verify))
+	if !ok {
+		return nil, false
+	}
+	var rec verify.Record
+	if err := json.Unmarshal(b, &rec); err != nil || rec.Policy != pol.String() || len(rec.Signers) == 0 {
+		return nil, false
+	}
+	return &rec, true
+}
+
+// cacheVerification keeps a verification in the cache; a cache that
+// fails is warned about, never an error.
+func (p *Pinner) cacheVerification(ctx context.Context, c *chain, d name.Digest, pol *verify.Policy, rec *verify.Record) {
+	if c.records == nil {
+		return
+	}
+	b, err := json.Marshal(rec)
+	if err == nil {
+		err = c.records.PutRecord(ctx, verificationKey(d, pol, p.o.Verify), b)
+	}
+	if err != nil {
+		p.o.warnf("caching the verification of %s: %v", d, err)
+	}
 }
 
 // fromLock is the record of a lock file's verification.

@@ -6,6 +6,9 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
 
 	protocommon "github.com/sigstore/protobuf-specs/gen/pb-go/common/v1"
 
@@ -179,5 +182,44 @@ func TestVerifyCheckSignerChanged(t *testing.T) {
 	_, err = check.Pin(context.Background(), in)
 	if !errors.Is(err, ErrLockDiffers) || !strings.Contains(err.Error(), "the lock file says key sha256:") {
 		t.Errorf("Pin(check, another signer) = %v, want ErrLockDiffers naming the signers", err)
+	}
+}
+
+// TestVerifyCached: with a cache, a second render verifies from it, with
+// no referrers request; another policy is another entry.
+func TestVerifyCached(t *testing.T) {
+	reg := testregistry.New(t)
+	d := testsign.PushImage(t, reg, "acme/app", "1")
+	kp, keyFile := testsign.NewKey(t, protocommon.PublicKeyDetails_PKIX_ECDSA_P256_SHA_256)
+	testsign.Attach(t, d, testsign.KeyBundle(t, kp, testsign.Statement(t, d, verify.CosignSignPredicate)))
+	in := gen.Deployments("prod", reg.Ref("acme/app:1"))
+	dir := t.TempDir()
+	pinWith := func(ps *verify.Policies) (*Result, error) {
+		p, err := New(Options{Verify: ps, CacheDir: dir, CacheTTL: time.Hour})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return p.Pin(context.Background(), in)
+	}
+	ps := policies(t, reg.Host()+"/acme/*=key:"+keyFile)
+	reg.ResetCounts()
+	first, err := pinWith(ps)
+	if err != nil {
+		t.Fatal(err)
+	}
+	again, err := pinWith(ps)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := reg.Count("GET referrers"); got != 1 {
+		t.Errorf("referrers requests over two cached renders = %d, want 1", got)
+	}
+	if diff := cmp.Diff(first.Verified, again.Verified); diff != "" {
+		t.Errorf("cached verification (-first +again):\n%s", diff)
+	}
+	// Another key is another policy: verified anew, and it fails.
+	_, other := testsign.NewKey(t, protocommon.PublicKeyDetails_PKIX_ED25519)
+	if _, err := pinWith(policies(t, reg.Host()+"/acme/*=key:"+other)); err == nil || !strings.Contains(err.Error(), "wrong key") {
+		t.Errorf("Pin(another key, cached) = %v, want wrong key", err)
 	}
 }

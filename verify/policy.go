@@ -382,6 +382,16 @@ func (ps *Policies) SetTrustedMaterial(tm root.TrustedMaterial, digest string) {
 	ps.trust, ps.trustDigest = tm, digest
 }
 
+// TrustDigest names the trusted root keyless terms are checked against
+// (its file's SHA-256), "" without one: with the policy's canonical form,
+// what a cached verification is keyed by.
+func (ps *Policies) TrustDigest() string {
+	if ps == nil {
+		return ""
+	}
+	return ps.trustDigest
+}
+
 // Check reports what cannot work: a keyless term without a trusted root.
 func (ps *Policies) Check() error {
 	if ps.NeedsTrustedRoot() && ps.trust == nil {

@@ -327,3 +327,39 @@ func (k *Cache) release(ctx context.Context, lock, token string) {
 		return releaseScript.Run(ctx, k.c.rdb, []string{lock}, token).Err()
 	})
 }
+
+var _ resolve.RecordCache = (*Cache)(nil)
+
+func (k *Cache) recordKey(key string) string {
+	return k.c.prefix + "record:" + resolve.RecordEntryID(key)
+}
+
+// GetRecord implements resolve.RecordCache: every process that shares
+// the server shares the records (signature verifications).
+func (k *Cache) GetRecord(ctx context.Context, key string) ([]byte, bool) {
+	rk := k.recordKey(key)
+	b, ok := k.c.get(ctx, rk, resolve.MaxRecord)
+	if !ok {
+		return nil, false
+	}
+	r, err := resolve.DecodeRecordEntry(b, key, k.now(), k.ttl)
+	switch {
+	case errors.Is(err, resolve.ErrCacheEntryExpired):
+		return nil, false
+	case err != nil:
+		k.c.ignore(rk, err)
+		return nil, false
+	}
+	return r, true
+}
+
+// PutRecord implements resolve.RecordCache. A failure of Redis is not an
+// error: the Client warned about it.
+func (k *Cache) PutRecord(ctx context.Context, key string, b []byte) error {
+	e, err := resolve.EncodeRecordEntry(key, b, k.now())
+	if err != nil {
+		return err
+	}
+	k.c.set(ctx, k.recordKey(key), e, k.ttl)
+	return nil
+}
