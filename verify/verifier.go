@@ -178,6 +178,9 @@ func (v *Verifier) Verify(ctx context.Context, d name.Digest, p *Policy) (*Recor
 			}
 			return nil, fail(why)
 		}
+		if len(f.skipped) > 0 {
+			reasons += "; " + strings.Join(f.skipped, ", ")
+		}
 		return nil, fail(reasons)
 	}
 	rec.Signers = signers

@@ -3,6 +3,9 @@ package verify_test
 import (
 	"context"
 	"errors"
+	"fmt"
+	"io"
+	"net/http"
 	"strings"
 	"testing"
 	"time"
@@ -214,5 +217,40 @@ func TestLegacySignature(t *testing.T) {
 	}
 	if _, err := verifyOne(t, testsign.Resolver(t), other, spec, ""); err == nil || !strings.Contains(err.Error(), "a signature of another digest") {
 		t.Errorf("Verify(legacy of another digest) = %v, want a signature of another digest", err)
+	}
+}
+
+// TestHostileReferrerList: a registry that lists endless referrers is
+// read to MaxCandidates bundles, each request bounded, and the error says
+// the rest were not read.
+func TestHostileReferrerList(t *testing.T) {
+	reg := testregistry.New(t)
+	d := testsign.PushImage(t, reg, "acme/app", "1")
+	_, keyFile := testsign.NewKey(t, protocommon.PublicKeyDetails_PKIX_ECDSA_P256_SHA_256)
+	var descs []string
+	for i := range 5000 {
+		descs = append(descs, fmt.Sprintf(`{"mediaType":"application/vnd.oci.image.manifest.v1+json","artifactType":"%s","digest":"sha256:%064x","size":500}`, testsign.BundleMediaType, i))
+	}
+	body := `{"schemaVersion":2,"mediaType":"application/vnd.oci.image.index.v1+json","manifests":[` + strings.Join(descs, ",") + `]}`
+	reg.Handle(func(w http.ResponseWriter, r *http.Request) bool {
+		if !strings.Contains(r.URL.Path, "/referrers/") {
+			return false
+		}
+		w.Header().Set("Content-Type", "application/vnd.oci.image.index.v1+json")
+		// A next page, forever: never followed.
+		w.Header().Set("Link", `<`+r.URL.Path+`?n=1>; rel="next"`)
+		_, _ = io.WriteString(w, body)
+		return true
+	})
+	reg.ResetCounts()
+	_, err := verifyOne(t, testsign.Resolver(t), d, reg.Host()+"/acme/app=key:"+keyFile, "")
+	if err == nil || !strings.Contains(err.Error(), fmt.Sprintf("more than %d bundles", verify.MaxCandidates)) {
+		t.Errorf("Verify(endless referrers) = %v, want the rest unread", err)
+	}
+	if got := reg.Count("GET referrers"); got != 1 {
+		t.Errorf("referrers requests = %d, want 1 (no next page)", got)
+	}
+	if got := reg.Manifests(); got > verify.MaxCandidates+1 {
+		t.Errorf("manifest requests = %d, want at most %d", got, verify.MaxCandidates+1)
 	}
 }
