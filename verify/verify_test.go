@@ -254,3 +254,30 @@ func TestHostileReferrerList(t *testing.T) {
 		t.Errorf("manifest requests = %d, want at most %d", got, verify.MaxCandidates+1)
 	}
 }
+
+// TestLegacyKeyless: a legacy signature with a Fulcio certificate, its
+// Rekor bundle (a signed entry timestamp) and an RFC 3161 timestamp, from
+// the virtual Sigstore; another identity fails, and so does the same
+// signature without its Rekor bundle.
+func TestLegacyKeyless(t *testing.T) {
+	const id, iss = "ci@acme.example", "https://accounts.acme.example"
+	vs := testsign.NewVirtualSigstore(t)
+	reg := testregistry.New(t)
+	d := testsign.PushImage(t, reg, "acme/app", "1")
+	ann := vs.LegacyKeyless(t, id, iss, testsign.LegacyPayload(t, d, d.DigestStr()))
+	testsign.AttachLegacyLayer(t, d, testsign.LegacyPayload(t, d, d.DigestStr()), ann)
+	rec, err := verifyOne(t, testsign.Resolver(t), d, reg.Host()+"/acme/app=keyless:"+id+"@"+iss, vs.RootFile)
+	if err != nil || len(rec.Signers) != 1 || rec.Signers[0].Identity != id+" (issuer "+iss+")" {
+		t.Fatalf("Verify(legacy keyless) = %+v, %v", rec, err)
+	}
+	if _, err := verifyOne(t, testsign.Resolver(t), d, reg.Host()+"/acme/app=keyless:other@acme.example@"+iss, vs.RootFile); err == nil || !strings.Contains(err.Error(), "wrong identity") {
+		t.Errorf("Verify(legacy keyless, another identity) = %v, want wrong identity", err)
+	}
+	d2 := testsign.PushImage(t, reg, "acme/app", "2")
+	ann = vs.LegacyKeyless(t, id, iss, testsign.LegacyPayload(t, d2, d2.DigestStr()))
+	delete(ann, "dev.sigstore.cosign/bundle")
+	testsign.AttachLegacyLayer(t, d2, testsign.LegacyPayload(t, d2, d2.DigestStr()), ann)
+	if _, err := verifyOne(t, testsign.Resolver(t), d2, reg.Host()+"/acme/app=keyless:"+id+"@"+iss, vs.RootFile); err == nil || !strings.Contains(err.Error(), "transparency log entry missing") {
+		t.Errorf("Verify(legacy keyless without its Rekor bundle) = %v, want the log entry missing", err)
+	}
+}

@@ -341,11 +341,10 @@ func Tamper(t testregistry.TB, bundleJSON []byte) []byte {
 	return j
 }
 
-// AttachLegacy pushes cosign's legacy signature of d, signed by signer
-// over a simple-signing payload that names digest signedDigest (d's own,
-// or another for a hostile case), as the manifest tagged
-// sha256-<hex>.sig with one layer.
-func AttachLegacy(t testregistry.TB, d name.Digest, signedDigest string, signer signature.Signer) {
+// LegacyPayload is cosign's simple-signing payload for an image of d's
+// repository whose docker-manifest-digest is signedDigest (d's own, or
+// another for a hostile case).
+func LegacyPayload(t testregistry.TB, d name.Digest, signedDigest string) []byte {
 	t.Helper()
 	payload, err := json.Marshal(map[string]any{
 		"critical": map[string]any{
@@ -358,15 +357,28 @@ func AttachLegacy(t testregistry.TB, d name.Digest, signedDigest string, signer 
 	if err != nil {
 		t.Fatalf("%v", err)
 	}
+	return payload
+}
+
+// AttachLegacy pushes cosign's legacy signature of d, signed by signer
+// over LegacyPayload(d, signedDigest), as the manifest tagged
+// sha256-<hex>.sig with one layer.
+func AttachLegacy(t testregistry.TB, d name.Digest, signedDigest string, signer signature.Signer) {
+	t.Helper()
+	payload := LegacyPayload(t, d, signedDigest)
 	sig, err := signer.SignMessage(bytes.NewReader(payload))
 	if err != nil {
 		t.Fatalf("%v", err)
 	}
+	AttachLegacyLayer(t, d, payload, map[string]string{"dev.cosignproject.cosign/signature": base64.StdEncoding.EncodeToString(sig)})
+}
+
+// AttachLegacyLayer pushes payload with annotations as the one layer of
+// d's legacy signature tag.
+func AttachLegacyLayer(t testregistry.TB, d name.Digest, payload []byte, annotations map[string]string) {
+	t.Helper()
 	l := static.NewLayer(payload, "application/vnd.dev.cosign.simplesigning.v1+json")
-	img, err := mutate.Append(mutate.MediaType(empty.Image, types.OCIManifestSchema1), mutate.Addendum{
-		Layer:       l,
-		Annotations: map[string]string{"dev.cosignproject.cosign/signature": base64.StdEncoding.EncodeToString(sig)},
-	})
+	img, err := mutate.Append(mutate.MediaType(empty.Image, types.OCIManifestSchema1), mutate.Addendum{Layer: l, Annotations: annotations})
 	if err != nil {
 		t.Fatalf("%v", err)
 	}
@@ -376,6 +388,63 @@ func AttachLegacy(t testregistry.TB, d name.Digest, signedDigest string, signer 
 	}
 	if err := remote.Write(d.Context().Tag(h.Algorithm+"-"+h.Hex+".sig"), img); err != nil {
 		t.Fatalf("%v", err)
+	}
+}
+
+// LegacyKeyless signs payload with a certificate for identity from
+// issuer, logged in the virtual Sigstore's transparency log and
+// timestamped by its authority, and returns the annotations cosign writes
+// for it (signature, certificate, Rekor bundle, RFC 3161 timestamp).
+func (vs *VirtualSigstore) LegacyKeyless(t testregistry.TB, identity, issuer string, payload []byte) map[string]string {
+	t.Helper()
+	e, err := vs.Sign(identity, issuer, payload)
+	if err != nil {
+		t.Fatalf("%v", err)
+	}
+	vc, err := e.VerificationContent()
+	if err != nil {
+		t.Fatalf("%v", err)
+	}
+	sc, err := e.SignatureContent()
+	if err != nil {
+		t.Fatalf("%v", err)
+	}
+	certPEM, err := cryptoutils.MarshalCertificateToPEM(vc.Certificate())
+	if err != nil {
+		t.Fatalf("%v", err)
+	}
+	entries, err := e.TlogEntries()
+	if err != nil {
+		t.Fatalf("%v", err)
+	}
+	tle := entries[0].TransparencyLogEntry()
+	rp := tlog.RekorPayload{
+		Body:           base64.StdEncoding.EncodeToString(tle.CanonicalizedBody),
+		IntegratedTime: tle.IntegratedTime,
+		LogIndex:       tle.LogIndex,
+		LogID:          hex.EncodeToString(tle.LogId.KeyId),
+	}
+	set, err := vs.RekorSignPayload(rp)
+	if err != nil {
+		t.Fatalf("%v", err)
+	}
+	rekor, err := json.Marshal(map[string]any{"SignedEntryTimestamp": set, "Payload": rp})
+	if err != nil {
+		t.Fatalf("%v", err)
+	}
+	ts, err := e.Timestamps()
+	if err != nil {
+		t.Fatalf("%v", err)
+	}
+	tsJSON, err := json.Marshal(map[string]any{"SignedRFC3161Timestamp": ts[0]})
+	if err != nil {
+		t.Fatalf("%v", err)
+	}
+	return map[string]string{
+		"dev.cosignproject.cosign/signature":   base64.StdEncoding.EncodeToString(sc.Signature()),
+		"dev.sigstore.cosign/certificate":      string(certPEM),
+		"dev.sigstore.cosign/bundle":           string(rekor),
+		"dev.sigstore.cosign/rfc3161timestamp": string(tsJSON),
 	}
 }
 
