@@ -160,7 +160,7 @@ func (v *Verifier) Verify(ctx context.Context, d name.Digest, p *Policy) (*Recor
 	if err != nil {
 		return nil, fail("reading signatures: " + err.Error())
 	}
-	signers, reasons := v.evaluate(p, f.cands, h, raw)
+	signers, reasons := v.evaluate(p, f.cands, raw)
 	if signers == nil {
 		// Only then the legacy signature tag: it costs a request that a
 		// digest signed with bundles does not need.
@@ -168,7 +168,7 @@ func (v *Verifier) Verify(ctx context.Context, d name.Digest, p *Policy) (*Recor
 		if err != nil {
 			return nil, fail("reading signatures: " + err.Error())
 		}
-		signers, reasons = v.evaluate(p, f.cands, h, raw)
+		signers, reasons = v.evaluate(p, f.cands, raw)
 	}
 	if signers == nil {
 		if len(f.cands) == 0 {
@@ -189,11 +189,11 @@ func (v *Verifier) Verify(ctx context.Context, d name.Digest, p *Policy) (*Recor
 
 // evaluate checks the policy's terms against the candidates. It returns
 // the signers when the policy holds, or else why not.
-func (v *Verifier) evaluate(p *Policy, cands []*candidate, h v1.Hash, raw []byte) ([]Signer, string) {
+func (v *Verifier) evaluate(p *Policy, cands []*candidate, raw []byte) ([]Signer, string) {
 	var signers []Signer
 	var whys []string
 	for _, t := range p.terms {
-		s, why := v.term(t, cands, h, raw)
+		s, why := v.term(t, cands, raw)
 		if s != nil {
 			signers = append(signers, *s)
 			if !p.all {
@@ -217,7 +217,7 @@ func (v *Verifier) evaluate(p *Policy, cands []*candidate, h v1.Hash, raw []byte
 
 // term checks one term against every candidate; the first that holds is
 // the signer. Otherwise it says why each failed, once per reason.
-func (v *Verifier) term(t *Term, cands []*candidate, h v1.Hash, raw []byte) (*Signer, string) {
+func (v *Verifier) term(t *Term, cands []*candidate, raw []byte) (*Signer, string) {
 	if len(cands) == 0 {
 		return nil, "no signature"
 	}
@@ -226,7 +226,7 @@ func (v *Verifier) term(t *Term, cands []*candidate, h v1.Hash, raw []byte) (*Si
 		why := ""
 		if c.err != nil {
 			why = c.err.Error()
-		} else if s, err := v.check(t, c, h, raw); err == nil {
+		} else if s, err := v.check(t, c, raw); err == nil {
 			return s, ""
 		} else {
 			why = err.Error()
@@ -239,7 +239,7 @@ func (v *Verifier) term(t *Term, cands []*candidate, h v1.Hash, raw []byte) (*Si
 }
 
 // check verifies one candidate under one term.
-func (v *Verifier) check(t *Term, c *candidate, h v1.Hash, raw []byte) (*Signer, error) {
+func (v *Verifier) check(t *Term, c *candidate, raw []byte) (*Signer, error) {
 	var tm root.TrustedMaterial
 	var vopts []sgverify.VerifierOption
 	var popts []sgverify.PolicyOption

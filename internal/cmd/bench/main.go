@@ -16,9 +16,9 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/digestpin/digestpin/internal/gen"
 	protocommon "github.com/sigstore/protobuf-specs/gen/pb-go/common/v1"
 
+	"github.com/digestpin/digestpin/internal/gen"
 	"github.com/digestpin/digestpin/internal/testregistry"
 	"github.com/digestpin/digestpin/internal/testsign"
 	"github.com/digestpin/digestpin/verify"
