@@ -3,8 +3,11 @@ package pin
 import (
 	"context"
 	"errors"
+	"fmt"
+	"net/http"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -221,5 +224,47 @@ func TestVerifyCached(t *testing.T) {
 	_, other := testsign.NewKey(t, protocommon.PublicKeyDetails_PKIX_ED25519)
 	if _, err := pinWith(policies(t, reg.Host()+"/acme/*=key:"+other)); err == nil || !strings.Contains(err.Error(), "wrong key") {
 		t.Errorf("Pin(another key, cached) = %v, want wrong key", err)
+	}
+}
+
+// TestVerifyBlobsConcurrently: the bundles of different images are read
+// at once, up to the resolver's bound, not four at a time (the default
+// of go-containerregistry's pullers, which the resolver raises).
+func TestVerifyBlobsConcurrently(t *testing.T) {
+	reg := testregistry.New(t)
+	kp, keyFile := testsign.NewKey(t, protocommon.PublicKeyDetails_PKIX_ECDSA_P256_SHA_256)
+	var refs []string
+	for i := range 12 {
+		repo := fmt.Sprintf("acme/app%d", i)
+		d := testsign.PushImage(t, reg, repo, "1")
+		testsign.Attach(t, d, testsign.KeyBundle(t, kp, testsign.Statement(t, d, verify.CosignSignPredicate)))
+		refs = append(refs, reg.Ref(repo+":1"))
+	}
+	var mu sync.Mutex
+	inFlight, most := 0, 0
+	reg.Handle(func(_ http.ResponseWriter, r *http.Request) bool {
+		if r.Method != http.MethodGet || !strings.Contains(r.URL.Path, "/blobs/") {
+			return false
+		}
+		mu.Lock()
+		inFlight++
+		most = max(most, inFlight)
+		mu.Unlock()
+		// Long enough for every reader to arrive.
+		time.Sleep(200 * time.Millisecond)
+		mu.Lock()
+		inFlight--
+		mu.Unlock()
+		return false
+	})
+	p, err := New(Options{Verify: policies(t, reg.Host()+"/acme/*=key:"+keyFile)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := p.Pin(context.Background(), gen.Deployments("prod", refs...)); err != nil {
+		t.Fatal(err)
+	}
+	if most <= 4 {
+		t.Errorf("at most %d bundle reads at once, want more than 4", most)
 	}
 }
