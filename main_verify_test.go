@@ -60,6 +60,14 @@ func TestRunVerify(t *testing.T) {
 		t.Errorf("run(unsigned) = %v, want the image, digest and why", err)
 	}
 	_ = stderr
+
+	// DIGESTPIN_VERIFY is one policy, commas and all.
+	t.Setenv("DIGESTPIN_VERIFY", reg.Host()+"/shop/*=keyless:/a{1,2}@acme\\.example/@"+iss)
+	t.Setenv("DIGESTPIN_TRUSTED_ROOT", vs.RootFile)
+	in = gen.Deployments("shop", reg.Ref("shop/api:1"))
+	if _, _, err := runIn(t, string(in)); err == nil || !strings.Contains(err.Error(), "wrong identity: signed by "+id) {
+		t.Errorf("run(DIGESTPIN_VERIFY with a comma) = %v, want the policy whole (wrong identity)", err)
+	}
 }
 
 // TestRunVerifyBadInput: each bad --verify, key, trusted root or config
