@@ -2,9 +2,11 @@ package pin
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
+	"os"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -266,5 +268,42 @@ func TestVerifyBlobsConcurrently(t *testing.T) {
 	}
 	if most <= 4 {
 		t.Errorf("at most %d bundle reads at once, want more than 4", most)
+	}
+}
+
+// TestVerifyPinnedAndReport: a digest the manifest pinned already is
+// verified too (an unsigned one fails), and the report shows the signer.
+func TestVerifyPinnedAndReport(t *testing.T) {
+	reg := testregistry.New(t)
+	d := testsign.PushImage(t, reg, "acme/app", "1")
+	unsigned := testsign.PushImage(t, reg, "acme/app", "2")
+	kp, keyFile := testsign.NewKey(t, protocommon.PublicKeyDetails_PKIX_ECDSA_P256_SHA_256)
+	testsign.Attach(t, d, testsign.KeyBundle(t, kp, testsign.Statement(t, d, verify.CosignSignPredicate)))
+	ps := policies(t, reg.Host()+"/acme/*=key:"+keyFile)
+	report := filepath.Join(t.TempDir(), "report.json")
+	p, err := New(Options{Verify: ps, Report: report})
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := p.Pin(context.Background(), gen.Deployments("prod", d.String()))
+	if err != nil {
+		t.Fatalf("Pin(pinned, signed) = %v", err)
+	}
+	if err := res.Commit(); err != nil {
+		t.Fatal(err)
+	}
+	var rep Report
+	b, err := os.ReadFile(report)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := json.Unmarshal(b, &rep); err != nil {
+		t.Fatal(err)
+	}
+	if len(rep.Images) != 1 || rep.Images[0].Verified == nil || len(rep.Images[0].Verified.Signers) != 1 || !strings.HasPrefix(rep.Images[0].Verified.Signers[0].Identity, "key sha256:") {
+		t.Errorf("report images = %s, want the key signer", b)
+	}
+	if _, err := p.Pin(context.Background(), gen.Deployments("prod", unsigned.String())); err == nil || !strings.Contains(err.Error(), "no signature") {
+		t.Errorf("Pin(pinned, unsigned) = %v, want no signature", err)
 	}
 }
