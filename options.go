@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"io"
@@ -17,6 +18,7 @@ import (
 	"github.com/digestpin/digestpin/pin"
 	"github.com/digestpin/digestpin/renderer"
 	"github.com/digestpin/digestpin/resolve"
+	"github.com/digestpin/digestpin/verify"
 )
 
 // options are the command line, after flags and environment.
@@ -51,6 +53,8 @@ type options struct {
 	tagIgnore          []string
 	maxTags            int
 	keelAnnotations    bool
+	verify             []string
+	trustedRoot        string
 	cacheURL           string
 	redisPasswordFile  string
 	redisCAFile        string
@@ -100,6 +104,8 @@ func (o *options) bind(fs *pflag.FlagSet) {
 	fs.DurationVar(&o.cacheTTL, "cache-ttl", 0, "reuse a cached resolution younger than `DURATION` (e.g. 5m) without asking the registry; 0 disables the cache")
 	fs.StringVar(&o.report, "report", "", "after a successful run, write a JSON report of every image (reference, digest, source, workloads) to `FILE`")
 	fs.StringArrayVar(&o.tagPolicies, "tag-policy", nil, "choose the tag of repository IMAGE's images (`IMAGE=STRATEGY`): semver:CONSTRAINT (highest version, Helm's syntax, e.g. semver:~1.4), latest (newest image), name:REGEXP (alphabetically last match) or digest (the tag as written); repeatable")
+	fs.StringArrayVar(&o.verify, "verify", nil, "verify the signature of the digest pinned for the images of repositories matching IMAGE-GLOB (`IMAGE-GLOB=POLICY`): key:FILE (a cosign public key), keyless:IDENTITY@ISSUER or keyless:/REGEXP/@ISSUER (needs --trusted-root), or none; terms joined by \" or \" (any one) or \" and \" (all); repeatable")
+	fs.StringVar(&o.trustedRoot, "trusted-root", "", "the Sigstore trusted root (trusted_root.json) that keyless --verify policies are checked against; never fetched")
 	fs.StringArrayVar(&o.tagAllow, "tag-allow", nil, "the --tag-policy of IMAGE considers only tags matching REGEXP (`IMAGE=REGEXP`; repeatable)")
 	fs.StringArrayVar(&o.tagIgnore, "tag-ignore", nil, "the --tag-policy of IMAGE never considers tags matching REGEXP (`IMAGE=REGEXP`; repeatable)")
 	fs.IntVar(&o.maxTags, "max-tags", resolve.DefaultMaxTags, "the latest tag policy reads the creation time of at most `N` candidates, the highest in natural order")
@@ -267,6 +273,10 @@ func (o *options) pinOptions(log *logger) (pin.Options, error) {
 	if err != nil {
 		return pin.Options{}, err
 	}
+	signatures, err := o.parseVerify(cfg)
+	if err != nil {
+		return pin.Options{}, err
+	}
 	cache, err := o.redis(log)
 	if err != nil {
 		return pin.Options{}, err
@@ -298,6 +308,9 @@ func (o *options) pinOptions(log *logger) (pin.Options, error) {
 		TagPolicies:     policies,
 		MaxTags:         o.maxTags,
 		KeelAnnotations: o.keelAnnotations,
+
+		// Signature policies.
+		Verify: signatures,
 	}
 	// A checksum path that covers no image path, from the flags or the
 	// file, is the person's to fix: say so before reading the input.
@@ -357,6 +370,42 @@ func (o *options) parseTagPolicies(fromConfig *resolve.TagPolicies, cfg config.C
 	return ps, nil
 }
 
+// parseVerify parses the configuration file's verify entries, then
+// --verify, and the trusted root (--trusted-root wins over the file's
+// trustedRoot); nil without policies.
+func (o *options) parseVerify(cfg config.Config) (*verify.Policies, error) {
+	root := cmp.Or(o.trustedRoot, cfg.TrustedRoot)
+	if len(o.verify) == 0 && len(cfg.Verify) == 0 {
+		if o.trustedRoot != "" {
+			return nil, fmt.Errorf("%s: no --verify policy needs it", o.name("trusted-root"))
+		}
+		return nil, nil
+	}
+	ps := &verify.Policies{}
+	for _, e := range cfg.Verify {
+		if err := ps.Add(e.Value); err != nil {
+			return nil, fmt.Errorf("%s: %s, line %d: verify: invalid %q: %w", o.name("config"), cmp.Or(cfg.Name, o.config), e.Line, e.Value, err)
+		}
+	}
+	for _, v := range o.verify {
+		if err := ps.Add(v); err != nil {
+			return nil, o.invalid("verify", v, "%v", err)
+		}
+	}
+	if root != "" {
+		if err := ps.SetTrustedRoot(root); err != nil {
+			if o.trustedRoot != "" {
+				return nil, fmt.Errorf("%s: %w", o.name("trusted-root"), err)
+			}
+			return nil, fmt.Errorf("%s: trustedRoot: %w", o.name("config"), err)
+		}
+	}
+	if err := ps.Check(); err != nil {
+		return nil, fmt.Errorf("%s: %w", o.name("verify"), err)
+	}
+	return ps, nil
+}
+
 // pinFields names the flag of each pin.Options field, for messages.
 var pinFields = map[string]string{
 	"Lock":        "lock",
@@ -369,6 +418,7 @@ var pinFields = map[string]string{
 	"Report":      "report",
 	"Platform":    "platform",
 	"TagPolicies": "tag-policy",
+	"Verify":      "verify",
 	"MaxTags":     "max-tags",
 }
 

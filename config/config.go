@@ -49,6 +49,13 @@ type Config struct {
 	// whoever builds the policies checks the rest with the flags' parser
 	// (this package does not import the resolver), naming Entry.Line.
 	TagPolicies, TagAllow, TagIgnore []Entry
+	// Verify are signature policies (verify), "IMAGE-GLOB=POLICY" as
+	// --verify takes them; key files are read relative to the working
+	// directory, as the flag's are.
+	Verify []Entry
+	// TrustedRoot is the Sigstore trusted root file of keyless policies
+	// (trustedRoot), as --trusted-root takes it; "" when not declared.
+	TrustedRoot string
 }
 
 // Entry is one string of a list of the file, and its line.
@@ -94,6 +101,14 @@ var keys = map[string]func(c *Config, v *yaml.Node) error{
 	"tagPolicies": func(c *Config, v *yaml.Node) error { return entries(v, &c.TagPolicies) },
 	"tagAllow":    func(c *Config, v *yaml.Node) error { return entries(v, &c.TagAllow) },
 	"tagIgnore":   func(c *Config, v *yaml.Node) error { return entries(v, &c.TagIgnore) },
+	"verify":      func(c *Config, v *yaml.Node) error { return entries(v, &c.Verify) },
+	"trustedRoot": func(c *Config, v *yaml.Node) error {
+		if v.Kind != yaml.ScalarNode || v.Tag != "!!str" || v.Value == "" {
+			return &lineError{line: v.Line, err: errors.New("trustedRoot: want a file name")}
+		}
+		c.TrustedRoot = v.Value
+		return nil
+	},
 }
 
 // entries appends the strings of list v to *to, with their lines.
@@ -105,7 +120,7 @@ func entries(v *yaml.Node, to *[]Entry) error {
 }
 
 // known lists the keys of a configuration file for messages.
-const known = "apiVersion, kind, podSpecPaths, imagePaths, checksumPaths, tagPolicies, tagAllow, tagIgnore"
+const known = "apiVersion, kind, podSpecPaths, imagePaths, checksumPaths, tagPolicies, tagAllow, tagIgnore, verify, trustedRoot"
 
 // lineError is an error at a line of the file.
 type lineError struct {

@@ -25,6 +25,11 @@ const Version = 2
 // VersionNoPolicy is the lock file format without tag policies.
 const VersionNoPolicy = 1
 
+// VersionVerified is the lock file format with signature verifications;
+// it is written when an entry has one, so that a digestpin that cannot
+// read them refuses the file instead of pinning without verifying.
+const VersionVerified = 3
+
 // header starts every lock file this package writes.
 const header = "# digestpin lock file: image references and the digests they resolve to.\n" +
 	"# Written by `digestpin --write-lock FILE`; read by `digestpin --lock FILE`.\n"
@@ -47,6 +52,27 @@ type Entry struct {
 	// Tag is the tag the Policy chose, whose digest Digest is; it is set
 	// exactly when Policy is.
 	Tag string `yaml:"tag,omitempty"`
+	// Verified is what the signature verification of Digest found, when
+	// a signature policy covers the image; nil otherwise.
+	Verified *Verification `yaml:"verified,omitempty"`
+}
+
+// Verification is the record of a signature verification: the policy
+// in canonical form (verify.Policy.String) and who signed under it.
+// --frozen trusts it for the same policy and digest without asking the
+// registry.
+type Verification struct {
+	Policy  string   `yaml:"policy"`
+	Signers []Signer `yaml:"signers,omitempty"`
+}
+
+// Signer is one term of a policy that held: the term, who signed (a key
+// fingerprint, or a certificate identity and issuer) and the digest of
+// the signature bundle.
+type Signer struct {
+	Term     string `yaml:"term"`
+	Identity string `yaml:"identity"`
+	Bundle   string `yaml:"bundle"`
 }
 
 // file is the YAML document.
@@ -69,8 +95,9 @@ type locked struct {
 // is an empty lock. A Lock is not changed after it is made, so it is safe
 // for concurrent use.
 type Lock struct {
-	entries []Entry // normalised, sorted by Reference then Platform
-	index   map[key]locked
+	entries  []Entry // normalised, sorted by Reference then Platform
+	index    map[key]locked
+	verified map[key]*Verification
 }
 
 // New returns a Lock of entries. It normalises each entry (the reference
@@ -79,7 +106,7 @@ type Lock struct {
 // that already carries a digest, and two different digests for the same
 // reference and platform. Exact duplicates are merged.
 func New(entries []Entry) (*Lock, error) {
-	l := &Lock{index: make(map[key]locked, len(entries))}
+	l := &Lock{index: make(map[key]locked, len(entries)), verified: map[key]*Verification{}}
 	var errs []error
 	for i, e := range entries {
 		n, h, err := normalise(e)
@@ -95,6 +122,9 @@ func New(entries []Entry) (*Lock, error) {
 			continue
 		}
 		l.index[k] = locked{h, n.Tag}
+		if n.Verified != nil {
+			l.verified[k] = n.Verified
+		}
 		l.entries = append(l.entries, n)
 	}
 	if err := errors.Join(errs...); err != nil {
@@ -129,7 +159,10 @@ func normalise(e Entry) (Entry, v1.Hash, error) {
 	if err != nil {
 		return Entry{}, v1.Hash{}, fmt.Errorf("parsing digest %q of %s: %w", e.Digest, e.Reference, err)
 	}
-	n := Entry{Reference: ref.Name(), Digest: h.String(), Policy: e.Policy, Tag: e.Tag}
+	n := Entry{Reference: ref.Name(), Digest: h.String(), Policy: e.Policy, Tag: e.Tag, Verified: e.Verified}
+	if v := e.Verified; v != nil && v.Policy == "" {
+		return Entry{}, v1.Hash{}, fmt.Errorf("%s: verified has no policy", e.Reference)
+	}
 	switch {
 	case (e.Policy == "") != (e.Tag == ""):
 		return Entry{}, v1.Hash{}, fmt.Errorf("%s has a policy without a tag or a tag without a policy: want both or neither", e.Reference)
@@ -217,8 +250,16 @@ func Parse(data []byte) (*Lock, error) {
 			}
 		}
 	case Version:
+	case VersionVerified:
 	default:
-		return nil, fmt.Errorf("unsupported lock file version %d, want %d or %d", f.Version, VersionNoPolicy, Version)
+		return nil, fmt.Errorf("unsupported lock file version %d, want %d, %d or %d", f.Version, VersionNoPolicy, Version, VersionVerified)
+	}
+	if f.Version < VersionVerified {
+		for i, e := range f.Images {
+			if e.Verified != nil {
+				return nil, fmt.Errorf("entry %d: %s has a verification, which needs lock file version %d", i+1, e.Reference, VersionVerified)
+			}
+		}
 	}
 	return New(f.Images)
 }
@@ -268,6 +309,17 @@ func (l *Lock) LookupPolicy(ref name.Reference, platform, policy string) (tag st
 	return e.tag, e.digest, ok
 }
 
+// LookupVerified returns the verification recorded for ref, platform
+// and tag policy ("" for none), and the digest it is of.
+func (l *Lock) LookupVerified(ref name.Reference, platform, policy string) (*Verification, v1.Hash, bool) {
+	if l == nil {
+		return nil, v1.Hash{}, false
+	}
+	k := key{ref.Name(), platform, policy}
+	v, ok := l.verified[k]
+	return v, l.index[k].digest, ok
+}
+
 // Entries returns the entries, normalised and sorted by reference, then
 // platform. The caller may modify the slice.
 func (l *Lock) Entries() []Entry {
@@ -293,8 +345,11 @@ func (l *Lock) Marshal() ([]byte, error) {
 		f.Images = []Entry{}
 	}
 	for _, e := range f.Images {
-		if e.Policy != "" {
+		if e.Policy != "" && f.Version < Version {
 			f.Version = Version
+		}
+		if e.Verified != nil {
+			f.Version = VersionVerified
 		}
 	}
 	var buf bytes.Buffer

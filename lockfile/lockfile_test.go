@@ -142,8 +142,8 @@ func TestParseErrors(t *testing.T) {
 		{desc: "empty", in: "", want: "lock file is empty"},
 		{desc: "only a comment", in: "# nothing\n", want: "lock file is empty"},
 		{desc: "not YAML", in: "version: [1\n", want: "malformed lock file"},
-		{desc: "no version", in: "images: []\n", want: "unsupported lock file version 0, want 1 or 2"},
-		{desc: "future version", in: "version: 3\nimages: []\n", want: "unsupported lock file version 3"},
+		{desc: "no version", in: "images: []\n", want: "unsupported lock file version 0, want 1, 2 or 3"},
+		{desc: "future version", in: "version: 4\nimages: []\n", want: "unsupported lock file version 4"},
 		{desc: "unknown field", in: "version: 1\nimages:\n- reference: nginx:1\n  digest: " + d1 + "\n  label: x\n", want: "malformed lock file: line 5: not a digestpin lock file"},
 		{desc: "policy in version 1", in: "version: 1\nimages:\n- reference: nginx:1\n  digest: " + d1 + "\n  policy: latest\n  tag: x\n", want: "entry 1: nginx:1 has a tag policy, which needs lock file version 2"},
 		{desc: "policy without tag", in: "version: 2\nimages:\n- reference: nginx:1\n  digest: " + d1 + "\n  policy: latest\n", want: "entry 1: nginx:1 has a policy without a tag"},
@@ -285,4 +285,37 @@ func FuzzParseOneDocument(f *testing.F) {
 			t.Fatalf("Parse(%q) took two documents", both)
 		}
 	})
+}
+
+func TestVerifiedRoundTrip(t *testing.T) {
+	v := &Verification{Policy: "key:sha256:ab", Signers: []Signer{{Term: "key:sha256:ab", Identity: "key sha256:ab", Bundle: "sha256:" + strings.Repeat("c", 64)}}}
+	l, err := New([]Entry{{Reference: "ghcr.io/acme/app:1", Digest: "sha256:" + strings.Repeat("d", 64), Verified: v}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := l.Marshal()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(b), "version: 3\n") {
+		t.Errorf("Marshal = %s, want version 3", b)
+	}
+	back, err := Parse(b)
+	if err != nil {
+		t.Fatalf("Parse(Marshal) = %v", err)
+	}
+	ref, _ := name.ParseReference("ghcr.io/acme/app:1")
+	got, h, ok := back.LookupVerified(ref, "", "")
+	if !ok || h.Hex != strings.Repeat("d", 64) {
+		t.Fatalf("LookupVerified = %v, %v, %v", got, h, ok)
+	}
+	if diff := cmp.Diff(v, got); diff != "" {
+		t.Errorf("LookupVerified (-want +got):\n%s", diff)
+	}
+	// A verification in a file of an older version is refused: that
+	// digestpin would have ignored it.
+	old := strings.Replace(string(b), "version: 3", "version: 1", 1)
+	if _, err := Parse([]byte(old)); err == nil || !strings.Contains(err.Error(), "needs lock file version 3") {
+		t.Errorf("Parse(version 1 with verified) = %v, want an error", err)
+	}
 }

@@ -31,6 +31,11 @@ type chain struct {
 	askedMu sync.Mutex
 	asked   []name.Reference
 
+	// records keeps signature verifications beside the resolutions, in
+	// the Pin's cache; nil without one (and under Frozen and Check, which
+	// consult no cache).
+	records *resolve.Records
+
 	// The tag policies of the Pin, and the layer that applies them.
 	tags   *resolve.TagPolicies    // nil: none
 	policy *resolve.PolicyResolver // nil without TagPolicies or under Frozen
@@ -120,6 +125,11 @@ func newChain(o *Options) (*chain, error) {
 			cache = dc
 		}
 		live = resolve.NewCachingResolver(registry, cache, o.CacheTTL, key, o.warnf)
+		records, err := resolve.NewRecords(cache, o.CacheTTL)
+		if err != nil {
+			return nil, err
+		}
+		c.records = records
 		popts = append(popts, resolve.WithChoiceCache(cache, o.CacheTTL, key, o.warnf))
 	}
 	live, err := c.withPolicies(o, live, tagSource, popts...)

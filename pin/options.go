@@ -9,6 +9,7 @@ import (
 	"github.com/digestpin/digestpin/renderer"
 	"github.com/digestpin/digestpin/resolution"
 	"github.com/digestpin/digestpin/resolve"
+	"github.com/digestpin/digestpin/verify"
 )
 
 // Options configure a Pinner. The zero value pins with the renderer's
@@ -90,6 +91,16 @@ type Options struct {
 	// creation time of; 0 means resolve.DefaultMaxTags.
 	MaxTags int
 
+	// Verify, when set, are the signature policies: the digest of every
+	// image one covers is verified (package verify) before the Pin
+	// succeeds, and the lock file and the report record who signed it.
+	// nil means no image is verified.
+	Verify *verify.Policies
+	// Signatures, when set, is where signatures are read instead of the
+	// registry resolver (or, with Registry, a registry resolver made with
+	// ResolveOptions). It must be safe for concurrent use.
+	Signatures verify.Registry
+
 	// Logf receives debug messages (each resolution, the files written);
 	// nil discards them. Warnings go to Renderer.Warnf.
 	Logf func(format string, args ...any)
@@ -141,6 +152,8 @@ func (o *Options) validate() error {
 		return bad("TagPolicies", "excludes the annotate mode: the image fields would keep the tags as written, and the pods run other images than the checksum covers")
 	case o.MaxTags < 0:
 		return bad("MaxTags", fmt.Sprintf("must not be negative, got %d", o.MaxTags))
+	case o.Verify != nil && o.Verify.Check() != nil:
+		return bad("Verify", o.Verify.Check().Error())
 	case o.Renderer.Resolver != nil:
 		return bad("Renderer.Resolver", "is set: a Pinner assembles its own chain; set Registry to replace the registry")
 	}

@@ -9,6 +9,7 @@ import (
 	"github.com/digestpin/digestpin/lockfile"
 	"github.com/digestpin/digestpin/renderer"
 	"github.com/digestpin/digestpin/resolution"
+	"github.com/digestpin/digestpin/verify"
 )
 
 // Pinner pins manifest streams with one set of Options. It is safe for
@@ -51,6 +52,9 @@ type Result struct {
 	files    []*atomicfile.Pending
 	// choices are the tag policies' choices, by Image.Reference.
 	choices map[string]ReportPolicy
+	// Verified are the signature verifications of the images a policy
+	// covers (Options.Verify), by Image.Reference; nil without policies.
+	Verified map[string]*verify.Record
 }
 
 // Pin renders in through the resolver chain. It fails on whatever fails
@@ -93,10 +97,16 @@ func (p *Pinner) Pin(ctx context.Context, in []byte) (*Result, error) {
 			p.o.logf("%s: %s (%s)", im.Written, im.Digest, im.Source)
 		}
 	}
+	// Then the signatures of the digests about to be pinned: a render
+	// that pins an image its policy does not hold for fails.
+	recs, err := p.verifyImages(ctx, c, out.Images)
+	if err != nil {
+		return nil, err
+	}
 	if err := c.verdict(p.o.Lock); err != nil {
 		return nil, err
 	}
-	res := &Result{Output: out.Output, Images: out.Images, Unpinned: out.Unpinned}
+	res := &Result{Output: out.Output, Images: out.Images, Unpinned: out.Unpinned, Verified: recs}
 	res.choices = c.choices(out.Images)
 	if err := p.prepare(res, c.platform); err != nil {
 		res.Discard()
@@ -108,7 +118,7 @@ func (p *Pinner) Pin(ctx context.Context, in []byte) (*Result, error) {
 // prepare writes the lock file and the report beside their destinations.
 func (p *Pinner) prepare(res *Result, platform string) error {
 	if p.o.WriteLock != "" {
-		l, err := newLock(res.Images, platform, res.choices)
+		l, err := newLock(res.Images, platform, res.choices, res.Verified)
 		if err != nil {
 			return fmt.Errorf("writing lock file %s: %w", p.o.WriteLock, err)
 		}
@@ -130,6 +140,7 @@ func (p *Pinner) prepare(res *Result, platform string) error {
 			rep.Generated = p.o.Generated()
 		}
 		rep.addChoices(res.choices)
+		rep.addVerified(res.Verified)
 		b, err := rep.marshal()
 		if err != nil {
 			return err
@@ -145,13 +156,13 @@ func (p *Pinner) prepare(res *Result, platform string) error {
 
 // newLock is the lock file of every image a run resolved: not those the
 // manifests pinned already, nor those kept unresolved.
-func newLock(images []renderer.Image, platform string, choices map[string]ReportPolicy) (*lockfile.Lock, error) {
+func newLock(images []renderer.Image, platform string, choices map[string]ReportPolicy, verified map[string]*verify.Record) (*lockfile.Lock, error) {
 	var entries []lockfile.Entry
 	for _, im := range images {
 		if im.Digest == "" || im.Source == resolution.Pinned || im.Source == resolution.Unresolved {
 			continue
 		}
-		e := lockfile.Entry{Reference: im.Reference, Platform: platform, Digest: im.Digest}
+		e := lockfile.Entry{Reference: im.Reference, Platform: platform, Digest: im.Digest, Verified: toLock(verified[im.Reference])}
 		if ch, ok := choices[im.Reference]; ok {
 			e.Policy, e.Tag = ch.Policy, ch.Chosen
 		}

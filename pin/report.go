@@ -6,6 +6,7 @@ import (
 
 	"github.com/digestpin/digestpin/renderer"
 	"github.com/digestpin/digestpin/resolution"
+	"github.com/digestpin/digestpin/verify"
 )
 
 // ReportVersion is the format of the report file.
@@ -50,6 +51,27 @@ type ReportImage struct {
 	// Policy is the tag policy that chose the image's tag; absent for an
 	// image that follows its own tag.
 	Policy *ReportPolicy `json:"policy,omitempty"`
+	// Verified is the signature policy the digest holds under and who
+	// signed it; absent for an image no signature policy covers.
+	Verified *ReportVerified `json:"verified,omitempty"`
+}
+
+// ReportVerified is the signature verification of an image.
+type ReportVerified struct {
+	// Policy is the signature policy in canonical form.
+	Policy string `json:"policy"`
+	// Signers are the terms that held, who signed and the bundle; empty
+	// for the policy none.
+	Signers []verify.Signer `json:"signers"`
+}
+
+// addVerified adds the verifications, by image name.
+func (r *Report) addVerified(recs map[string]*verify.Record) {
+	for i, im := range r.Images {
+		if rec := recs[im.Name]; rec != nil {
+			r.Images[i].Verified = &ReportVerified{Policy: rec.Policy, Signers: append([]verify.Signer{}, rec.Signers...)}
+		}
+	}
 }
 
 // NewReport builds the report of a render. platform is the canonical

@@ -241,7 +241,10 @@ func (r *Resolver) session(reg name.Registry) *session {
 	if v, ok := r.sessions.Load(key); ok {
 		return v.(*session)
 	}
-	var popts []remote.Option
+	// go-containerregistry bounds a puller's blob reads to its jobs (4
+	// by default); the Resolver's own bound (WithJobs) is the one meant,
+	// or the bundles of signature verification queue four at a time.
+	popts := []remote.Option{remote.WithJobs(r.o.jobs)}
 	if r.o.platform != nil {
 		popts = append(popts, remote.WithPlatform(*r.o.platform))
 	}

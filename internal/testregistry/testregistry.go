@@ -53,7 +53,9 @@ type Handler func(w http.ResponseWriter, r *http.Request) bool
 // New starts a registry that is closed when the test ends.
 func New(t TB) *Registry {
 	t.Helper()
-	inner := registry.New(registry.Logger(log.New(io.Discard, "", 0)))
+	// The referrers API is on, as in current registries; NoReferrersAPI
+	// turns it off.
+	inner := registry.New(registry.Logger(log.New(io.Discard, "", 0)), registry.WithReferrersSupport(true))
 	reg := &Registry{counts: map[string]int{}, inner: inner}
 	reg.Server = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		reg.count(r)
@@ -92,6 +94,8 @@ func (r *Registry) count(req *http.Request) {
 	switch p := req.URL.Path; {
 	case p == "/v2/" || p == "/v2":
 		kind = "ping"
+	case strings.Contains(p, "/referrers/"):
+		kind = "referrers"
 	case strings.Contains(p, "/manifests/"):
 		kind = "manifests"
 	case strings.Contains(p, "/blobs/"):
@@ -103,6 +107,19 @@ func (r *Registry) count(req *http.Request) {
 	defer r.mu.Unlock()
 	r.counts[req.Method+" "+kind]++
 	r.total++
+}
+
+// NoReferrersAPI makes the registry answer the OCI 1.1 referrers API
+// with 404, as registries from before it do: clients fall back to the
+// referrers tag schema.
+func (r *Registry) NoReferrersAPI() {
+	r.Handle(func(w http.ResponseWriter, req *http.Request) bool {
+		if !strings.Contains(req.URL.Path, "/referrers/") {
+			return false
+		}
+		w.WriteHeader(http.StatusNotFound)
+		return true
+	})
 }
 
 // Count returns how many requests of a kind were made, e.g.

@@ -16,18 +16,29 @@ import (
 	"syscall"
 	"time"
 
+	protocommon "github.com/sigstore/protobuf-specs/gen/pb-go/common/v1"
+
 	"github.com/digestpin/digestpin/internal/gen"
 	"github.com/digestpin/digestpin/internal/testregistry"
+	"github.com/digestpin/digestpin/internal/testsign"
+	"github.com/digestpin/digestpin/verify"
 )
 
 func main() {
 	runs := flag.Int("runs", 3, "runs of each measurement; the median is shown")
+	verifyOnly := flag.Bool("verify-only", false, "measure only signature verification")
 	flag.Parse()
 	if flag.NArg() != 1 {
 		fmt.Fprintln(os.Stderr, "usage: bench [-runs N] DIGESTPIN-BINARY")
 		os.Exit(2)
 	}
-	if err := bench(flag.Arg(0), *runs); err != nil {
+	f := bench
+	if *verifyOnly {
+		f = func(bin string, runs int) error {
+			return testregistry.Run(func(tb testregistry.TB) error { return benchVerify(tb, bin, runs) })
+		}
+	}
+	if err := f(flag.Arg(0), *runs); err != nil {
 		fmt.Fprintf(os.Stderr, "bench: %v\n", err)
 		os.Exit(1)
 	}
@@ -136,6 +147,74 @@ func benchWith(tb testregistry.TB, bin string, runs int) error {
 		}
 		slices.Sort(walls)
 		fmt.Printf("| %d | 50 ms | %s | %d | %d | %.2f |\n", n, round(walls[len(walls)/2]), manifests, total, float64(total)/float64(n))
+	}
+	fmt.Println()
+	return benchVerify(tb, bin, runs)
+}
+
+// benchVerify measures signature verification: 40 distinct images, each
+// signed with a key (a Sigstore bundle among its referrers), 400
+// Deployments, 50 ms latency; without --verify, with it, with it and a
+// warm cache, with a lock file that records the verifications (--lock),
+// and frozen.
+func benchVerify(tb testregistry.TB, bin string, runs int) error {
+	const n = 40
+	reg := testregistry.New(tb)
+	imgs := gen.Images(reg.Host(), n)
+	kp, keyFile := testsign.NewKey(tb, protocommon.PublicKeyDetails_PKIX_ECDSA_P256_SHA_256)
+	for _, img := range imgs {
+		d := testsign.PushImage(tb, reg, img[len(reg.Host())+1:], "1.0")
+		testsign.Attach(tb, d, testsign.KeyBundle(tb, kp, testsign.Statement(tb, d, verify.CosignSignPredicate)))
+	}
+	var buf bytes.Buffer
+	if err := gen.Stream(&buf, gen.Options{Deployments: 400, Images: imgs}); err != nil {
+		return err
+	}
+	dir, err := os.MkdirTemp("", "bench")
+	if err != nil {
+		return err
+	}
+	tb.Cleanup(func() { _ = os.RemoveAll(dir) })
+	lock := dir + "/digests.lock"
+	policy := []string{"--verify", reg.Host() + "/**=key:" + keyFile}
+	cached := append(slices.Clone(policy), "--cache-dir", dir+"/cache", "--cache-ttl", "1h")
+	// The lock file with every verification, and a warm cache, written
+	// once without latency.
+	if _, _, err := run(bin, buf.Bytes(), append(policy, "--write-lock", lock)...); err != nil {
+		return err
+	}
+	if _, _, err := run(bin, buf.Bytes(), cached...); err != nil {
+		return err
+	}
+	reg.SetLatency(50 * time.Millisecond)
+	fmt.Printf("| %d signed images (400 Deployments), 50 ms | wall | referrers requests | manifest requests | blob requests | all requests |\n", n)
+	fmt.Println("|---|---|---|---|---|---|")
+	for _, c := range []struct {
+		desc string
+		args []string
+	}{
+		{"no --verify", nil},
+		{"--verify key:FILE", policy},
+		{"--verify key:FILE --cache-dir (warm)", cached},
+		{"--verify key:FILE --lock (verifications recorded)", append(policy, "--lock", lock)},
+		{"--verify key:FILE --lock --frozen", append(policy, "--lock", lock, "--frozen")},
+	} {
+		var walls []time.Duration
+		var referrers, manifests, blobs, total int
+		for range runs {
+			reg.ResetCounts()
+			s, out, err := run(bin, buf.Bytes(), c.args...)
+			if err != nil {
+				return err
+			}
+			if k := bytes.Count(out, []byte("@sha256:")); k != 800 {
+				return fmt.Errorf("%s: %d images pinned, want 800", c.desc, k)
+			}
+			walls = append(walls, s.wall)
+			referrers, manifests, blobs, total = reg.Count("GET referrers"), reg.Manifests(), reg.Count("GET blobs"), reg.Total()
+		}
+		slices.Sort(walls)
+		fmt.Printf("| %s | %s | %d | %d | %d | %d |\n", c.desc, round(walls[len(walls)/2]), referrers, manifests, blobs, total)
 	}
 	return nil
 }

@@ -1,0 +1,236 @@
+package pin
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"sync"
+
+	"github.com/google/go-containerregistry/pkg/name"
+	"golang.org/x/sync/errgroup"
+
+	"github.com/digestpin/digestpin/lockfile"
+	"github.com/digestpin/digestpin/renderer"
+	"github.com/digestpin/digestpin/resolution"
+	"github.com/digestpin/digestpin/resolve"
+	"github.com/digestpin/digestpin/verify"
+)
+
+// verifyJobs bounds the goroutines of verifications in flight; the
+// registry resolver bounds their requests (WithJobs).
+const verifyJobs = 256
+
+// verifyImages verifies the digest of every image a signature policy
+// covers, after the render and before anything is written: the digests
+// resolved, those taken from the lock file and the cache, and those the
+// manifests pinned already. It returns the records by image reference.
+// Every image that does not hold is listed in one error, one line each;
+// an image kept unresolved (KeepUnresolved) under a policy other than
+// none is one of them, as the lock file's record of a digest is only
+// trusted for the same policy and digest. Under Frozen nothing is asked:
+// an image without such a record fails. Under Check each image is
+// verified again, and a signer other than the lock file's is a
+// difference (ErrLockDiffers).
+func (p *Pinner) verifyImages(ctx context.Context, c *chain, images []renderer.Image) (map[string]*verify.Record, error) {
+	ps := p.o.Verify
+	if ps.Len() == 0 {
+		return nil, nil
+	}
+	var v *verify.Verifier
+	if !p.o.Frozen {
+		reg := p.o.Signatures
+		if reg == nil && c.resolver != nil {
+			reg = c.resolver
+		}
+		if reg == nil {
+			r, err := resolve.New(p.o.ResolveOptions...)
+			if err != nil {
+				return nil, err
+			}
+			reg = r
+		}
+		var err error
+		if v, err = verify.NewVerifier(reg, ps); err != nil {
+			return nil, &OptionError{Field: "Verify", Reason: err.Error()}
+		}
+	}
+	var (
+		mu    sync.Mutex
+		recs  = map[string]*verify.Record{}
+		fails []string
+		used  = map[*verify.Policy]bool{}
+	)
+	fail := func(s string) {
+		mu.Lock()
+		fails = append(fails, s)
+		mu.Unlock()
+	}
+	g, gctx := errgroup.WithContext(ctx)
+	g.SetLimit(verifyJobs)
+	for _, im := range images {
+		ref, err := name.ParseReference(im.Reference)
+		if err != nil {
+			fail(fmt.Sprintf("%s: parsing reference: %v", im.Reference, err))
+			continue
+		}
+		pol := ps.For(ref.Context())
+		if pol == nil {
+			continue
+		}
+		used[pol] = true
+		switch {
+		case pol.None():
+			recs[im.Reference] = &verify.Record{Policy: pol.String()}
+			continue
+		case im.Digest == "":
+			fail(fmt.Sprintf("%s: not resolved, so not verified under policy %s (--on-error keep never keeps an image a signature policy covers)", im.Reference, pol))
+			continue
+		}
+		d := ref.Context().Digest(im.Digest)
+		// The lock file's record, for the same policy and digest, stands
+		// for a verification unless Check asks again.
+		var locked *lockfile.Verification
+		if im.Source != resolution.Pinned {
+			tagPolicy := ""
+			if tp := c.tags.For(ref); tp != nil {
+				tagPolicy = tp.String()
+			}
+			if lv, h, ok := c.lock.LookupVerified(ref, c.platform, tagPolicy); ok && h.String() == im.Digest {
+				locked = lv
+			}
+		}
+		if locked != nil && locked.Policy == pol.String() && !p.o.Check {
+			recs[im.Reference] = fromLock(locked)
+			continue
+		}
+		if p.o.Frozen {
+			fail(fmt.Sprintf("%s@%s: no verification under policy %s in lock file %s, and --frozen asks no registry", ref.Context().Name(), im.Digest, pol, p.o.Lock))
+			continue
+		}
+		g.Go(func() error {
+			rec, cached := p.cachedVerification(gctx, c, d, pol)
+			if !cached {
+				var err error
+				if rec, err = v.Verify(gctx, d, pol); err != nil {
+					fail(err.Error())
+					return nil
+				}
+				p.cacheVerification(gctx, c, d, pol, rec)
+			}
+			mu.Lock()
+			recs[im.Reference] = rec
+			mu.Unlock()
+			if p.o.Check && locked != nil && !sameSigners(locked, rec) {
+				c.moved.add(fmt.Sprintf("%s: signed by %s, the lock file says %s", ref, signersOf(rec.Signers), signersOf(fromLock(locked).Signers)))
+			}
+			return nil
+		})
+	}
+	_ = g.Wait()
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	for _, pol := range ps.List() {
+		if !used[pol] {
+			fails = append(fails, fmt.Sprintf("signature policy %s=%s matches no image of the stream: a typo, most likely", pol.Glob(), pol))
+		}
+	}
+	if len(fails) > 0 {
+		slices.Sort(fails)
+		errs := []error{fmt.Errorf("%d image(s) not verified", len(fails))}
+		for _, f := range fails {
+			errs = append(errs, errors.New("  "+f))
+		}
+		return nil, errors.Join(errs...)
+	}
+	for _, im := range images {
+		if r := recs[im.Reference]; r != nil {
+			p.o.logf("%s@%s: verified under %s: %s", im.Reference, im.Digest, r.Policy, signersOf(r.Signers))
+		}
+	}
+	return recs, nil
+}
+
+// verificationKey keys a verification in the cache: the digest, the
+// policy in canonical form (keys by fingerprint) and the trusted root.
+func verificationKey(d name.Digest, pol *verify.Policy, ps *verify.Policies) string {
+	return "verification\n" + d.Context().Name() + "@" + d.DigestStr() + "\n" + pol.String() + "\n" + ps.TrustDigest()
+}
+
+// cachedVerification returns the verification of d under pol that the
+// cache keeps, if any.
+func (p *Pinner) cachedVerification(ctx context.Context, c *chain, d name.Digest, pol *verify.Policy) (*verify.Record, bool) {
+	if c.records == nil {
+		return nil, false
+	}
+	b, ok := c.records.Get(ctx, verificationKey(d, pol, p.o.Verify))
+	if !ok {
+		return nil, false
+	}
+	var rec verify.Record
+	if err := json.Unmarshal(b, &rec); err != nil || rec.Policy != pol.String() || len(rec.Signers) == 0 {
+		return nil, false
+	}
+	return &rec, true
+}
+
+// cacheVerification keeps a verification in the cache; a cache that
+// fails is warned about, never an error.
+func (p *Pinner) cacheVerification(ctx context.Context, c *chain, d name.Digest, pol *verify.Policy, rec *verify.Record) {
+	if c.records == nil {
+		return
+	}
+	b, err := json.Marshal(rec)
+	if err == nil {
+		err = c.records.Put(ctx, verificationKey(d, pol, p.o.Verify), b)
+	}
+	if err != nil {
+		p.o.warnf("caching the verification of %s: %v", d, err)
+	}
+}
+
+// fromLock is the record of a lock file's verification.
+func fromLock(l *lockfile.Verification) *verify.Record {
+	r := &verify.Record{Policy: l.Policy}
+	for _, s := range l.Signers {
+		r.Signers = append(r.Signers, verify.Signer{Term: s.Term, Identity: s.Identity, Bundle: s.Bundle})
+	}
+	return r
+}
+
+// toLock is the lock file's record of a verification.
+func toLock(r *verify.Record) *lockfile.Verification {
+	if r == nil {
+		return nil
+	}
+	l := &lockfile.Verification{Policy: r.Policy}
+	for _, s := range r.Signers {
+		l.Signers = append(l.Signers, lockfile.Signer{Term: s.Term, Identity: s.Identity, Bundle: s.Bundle})
+	}
+	return l
+}
+
+// sameSigners reports whether a verification found the signers the lock
+// file records (by identity: a new bundle of the same signer is no
+// change).
+func sameSigners(l *lockfile.Verification, r *verify.Record) bool {
+	if l.Policy != r.Policy {
+		return false
+	}
+	return signersOf(fromLock(l).Signers) == signersOf(r.Signers)
+}
+
+// signersOf names the signers in one phrase.
+func signersOf(ss []verify.Signer) string {
+	if len(ss) == 0 {
+		return "nobody (policy none)"
+	}
+	ids := make([]string, len(ss))
+	for i, s := range ss {
+		ids[i] = s.Identity
+	}
+	return strings.Join(ids, " and ")
+}
