@@ -66,11 +66,12 @@ type Cluster struct {
 	Client     *http.Client // trusts the cluster's CA
 	Version    string       // what kube-apiserver reports, e.g. v1.37.2
 	Startup    time.Duration
-	procs      []*proc // in start order
+	procs      []*Proc // in start order
 }
 
-// proc is one process the harness started, in a process group of its own.
-type proc struct {
+// Proc is one process the harness started (Start, or Run for a test's
+// own servers), in a process group of its own. Stop ends it.
+type Proc struct {
 	name string
 	cmd  *exec.Cmd
 	log  string
@@ -146,7 +147,7 @@ func Start(ctx context.Context, cfg Config) (*Cluster, error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := c.waitReady(ctx, etcd, http.DefaultClient, etcdURL+"/health", nil); err != nil {
+	if err := c.WaitReady(ctx, etcd, http.DefaultClient, etcdURL+"/health", nil); err != nil {
 		return nil, err
 	}
 
@@ -173,7 +174,7 @@ func Start(ctx context.Context, cfg Config) (*Cluster, error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := c.waitReady(ctx, api, c.Client, c.Server+"/readyz", nil); err != nil {
+	if err := c.WaitReady(ctx, api, c.Client, c.Server+"/readyz", nil); err != nil {
 		return nil, err
 	}
 	var version struct{ GitVersion string }
@@ -195,7 +196,7 @@ func Start(ctx context.Context, cfg Config) (*Cluster, error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := c.waitReady(ctx, kcm, c.Client, c.Server+"/api/v1/namespaces/default/serviceaccounts/default", c.Authorize); err != nil {
+	if err := c.WaitReady(ctx, kcm, c.Client, c.Server+"/api/v1/namespaces/default/serviceaccounts/default", c.Authorize); err != nil {
 		return nil, err
 	}
 	c.Startup = time.Since(begin)
@@ -321,37 +322,51 @@ func pemBlock(typ string, der []byte) []byte {
 	return pem.EncodeToMemory(&pem.Block{Type: typ, Bytes: der})
 }
 
-// start starts one of the binaries in a process group of its own, its
-// output into dir/NAME.log. The kernel kills it if the test binary dies
-// (Pdeathsig: a test timeout's panic runs no cleanup).
-func (c *Cluster) start(cfg Config, name string, args ...string) (*proc, error) {
+// start starts one of the control plane's binaries.
+func (c *Cluster) start(cfg Config, name string, args ...string) (*Proc, error) {
+	p, err := c.Run(name, filepath.Join(cfg.Bin, name), nil, args...)
+	if err == nil && cfg.Started != nil {
+		cfg.Started(name, p.cmd.Process.Pid)
+	}
+	return p, err
+}
+
+// Run starts bin as one more process of the cluster, called name: in a
+// process group of its own, in the folder Dir, with this process's
+// environment and env after it, its output into File(name+".log"). Stop
+// ends it with the control plane, the last started first. The kernel
+// kills it if the test binary dies (Pdeathsig: a test timeout's panic runs
+// no cleanup).
+func (c *Cluster) Run(name, bin string, env []string, args ...string) (*Proc, error) {
 	logPath := c.File(name + ".log")
 	logf, err := os.Create(logPath)
 	if err != nil {
 		return nil, fmt.Errorf("%s: creating its log: %w", name, err)
 	}
 	defer logf.Close()
-	cmd := exec.Command(filepath.Join(cfg.Bin, name), args...)
+	cmd := exec.Command(bin, args...)
 	cmd.Dir = c.Dir
+	if env != nil {
+		cmd.Env = append(os.Environ(), env...)
+	}
 	cmd.Stdout, cmd.Stderr = logf, logf
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
 	if err := cmd.Start(); err != nil {
 		return nil, fmt.Errorf("%s: starting: %w", name, err)
 	}
-	p := &proc{name: name, cmd: cmd, log: logPath, done: make(chan struct{})}
+	p := &Proc{name: name, cmd: cmd, log: logPath, done: make(chan struct{})}
 	go func() {
 		p.err = cmd.Wait()
 		close(p.done)
 	}()
 	c.procs = append(c.procs, p)
-	if cfg.Started != nil {
-		cfg.Started(name, cmd.Process.Pid)
-	}
 	return p, nil
 }
 
-// waitReady polls url until it answers 200, p exits, or ctx ends.
-func (c *Cluster) waitReady(ctx context.Context, p *proc, client *http.Client, url string, auth func(*http.Request)) error {
+// WaitReady polls url until it answers 200 (auth, when not nil, adds
+// credentials to each request), p exits, or ctx ends; the error says which,
+// with the line of p's log that says why.
+func (c *Cluster) WaitReady(ctx context.Context, p *Proc, client *http.Client, url string, auth func(*http.Request)) error {
 	tick := time.NewTicker(100 * time.Millisecond)
 	defer tick.Stop()
 	var last string
@@ -375,20 +390,26 @@ func (c *Cluster) waitReady(ctx context.Context, p *proc, client *http.Client, u
 		}
 		select {
 		case <-p.done:
-			return fmt.Errorf("%s exited before it was ready (%v): %s", p.name, p.err, p.why())
+			return fmt.Errorf("%s exited before it was ready (%v): %s", p.name, p.err, p.Why())
 		case <-ctx.Done():
-			return fmt.Errorf("%s was not ready in time (%s answered %s): %s", p.name, url, last, p.why())
+			return fmt.Errorf("%s was not ready in time (%s answered %s): %s", p.name, url, last, p.Why())
 		case <-tick.C:
 		}
 	}
 }
 
+// Log returns the path of p's log: what it wrote to stdout and stderr.
+func (p *Proc) Log() string { return p.log }
+
+// Done is closed when p has exited.
+func (p *Proc) Done() <-chan struct{} { return p.done }
+
 // failure is a log line that says why a process failed.
 var failure = regexp.MustCompile(`(?i)\b(error|fatal|failed|panic|in use)\b`)
 
-// why returns the line of p's log that best says why it failed: the last
+// Why returns the line of p's log that best says why it failed: the last
 // line that names an error, else the last line.
-func (p *proc) why() string {
+func (p *Proc) Why() string {
 	f, err := os.Open(p.log)
 	if err != nil {
 		return "no log: " + err.Error()
