@@ -26,8 +26,8 @@ ARGOCD_CMP_SERVER := $(CACHE)/argocd-cmp-server-$(ARGOCD_VERSION)/argocd-cmp-ser
 KUBE_VERSION := $(shell sed -n 's|^[[:space:]]*k8s.io/kubernetes \(v[^ ]*\).*$$|\1|p' e2e/kube/tools/go.mod)
 KUBE_TOOLS := $(or $(XDG_CACHE_HOME),$(HOME)/.cache)/digestpin-test/kube-$(KUBE_VERSION)
 # Argo CD itself, for the tests under a running Argo CD (e2e/argocd): the
-# multi-call binary of the argo-cd module e2e/argocd requires (the version
-# e2e/cmpserver pins; a test checks they agree), built once (minutes on a
+# multi-call binary of the argo-cd module e2e/argocd/tools requires (the
+# version e2e/cmpserver pins; a test checks they agree), built once (minutes on a
 # cold Go cache) into a folder outside the clone named by that version,
 # and linked under the names of the commands the tests run.
 ARGOCD_TOOLS := $(or $(XDG_CACHE_HOME),$(HOME)/.cache)/digestpin-test/argocd-$(ARGOCD_VERSION)
@@ -102,7 +102,8 @@ argocd-tools: $(ARGOCD_TOOLS)/argocd-application-controller
 # finished by the next make.
 $(ARGOCD_TOOLS)/argocd-application-controller:
 	mkdir -p $(ARGOCD_TOOLS)
-	cd e2e/argocd && go build -o $(ARGOCD_TOOLS)/argocd.tmp github.com/argoproj/argo-cd/v3/cmd
+	cd e2e/argocd/tools && go build -ldflags "-X github.com/argoproj/argo-cd/v3/common.version=$(ARGOCD_VERSION:v%=%)" \
+		-o $(ARGOCD_TOOLS)/argocd.tmp github.com/argoproj/argo-cd/v3/cmd
 	mv $(ARGOCD_TOOLS)/argocd.tmp $(ARGOCD_TOOLS)/argocd
 	ln -sf argocd $(ARGOCD_TOOLS)/argocd-repo-server
 	ln -sf argocd $(ARGOCD_TOOLS)/argocd-cmp-server

@@ -132,7 +132,14 @@ func (a *argoCD) reconciled(t *testing.T, name string) application {
 // that writes the new status.
 func (a *argoCD) hardRefresh(t *testing.T, name string) application {
 	t.Helper()
-	a.kubectl(t, nil, "-n", argocdNamespace, "annotate", "--overwrite", "application", name, "argocd.argoproj.io/refresh=hard")
+	return a.refresh(t, name, "hard")
+}
+
+// refresh asks for a refresh of kind normal (what Argo CD's git webhook
+// does for a new commit) or hard, and waits until it is done.
+func (a *argoCD) refresh(t *testing.T, name, kind string) application {
+	t.Helper()
+	a.kubectl(t, nil, "-n", argocdNamespace, "annotate", "--overwrite", "application", name, "argocd.argoproj.io/refresh="+kind)
 	return a.refreshed(t, name)
 }
 
@@ -150,16 +157,22 @@ func (a *argoCD) refreshed(t *testing.T, name string) application {
 // ended; the controller clears the operation when it records its end.
 func (a *argoCD) sync(t *testing.T, name string) application {
 	t.Helper()
-	a.kubectl(t, nil, "-n", argocdNamespace, "patch", "application", name, "--type=merge",
-		"-p", `{"operation":{"initiatedBy":{"username":"digestpin-test"},"sync":{"syncStrategy":{"hook":{}}}}}`)
-	ap := a.waitApp(t, name, "sync", func(ap application) bool {
-		return len(ap.Operation) == 0 || string(ap.Operation) == "null"
-	})
+	ap := a.trySync(t, name)
 	if ap.Status.OperationState == nil || ap.Status.OperationState.Phase != "Succeeded" {
 		b, _ := json.MarshalIndent(ap.Status.OperationState, "", "  ")
 		t.Fatalf("Application %s: sync did not succeed:\n%s", name, b)
 	}
 	return ap
+}
+
+// trySync is sync that returns the Application however the sync ended.
+func (a *argoCD) trySync(t *testing.T, name string) application {
+	t.Helper()
+	a.kubectl(t, nil, "-n", argocdNamespace, "patch", "application", name, "--type=merge",
+		"-p", `{"operation":{"initiatedBy":{"username":"digestpin-test"},"sync":{"syncStrategy":{"hook":{}}}}}`)
+	return a.waitApp(t, name, "sync", func(ap application) bool {
+		return len(ap.Operation) == 0 || string(ap.Operation) == "null"
+	})
 }
 
 // syncStatus returns the Application's sync status.

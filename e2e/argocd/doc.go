@@ -1,7 +1,8 @@
 // Package argocd proves the digestpin Config Management Plugin under a
 // running Argo CD: Argo CD's application controller and repo server (the
-// argo-cd module this module requires, built once into a cache folder as
-// the multi-call binary Argo CD ships, linked under each command's name),
+// argo-cd module that tools/ requires, with Argo CD's own replace block,
+// built once into a cache folder as the multi-call binary Argo CD ships,
+// linked under each command's name),
 // run as local processes as Argo CD's own local e2e setup runs them
 // (Procfile: ARGOCD_FAKE_IN_CLUSTER, the kubeconfig as the in-cluster
 // destination), with a real redis-server, argocd-cmp-server serving

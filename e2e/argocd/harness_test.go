@@ -121,7 +121,7 @@ func startArgoCD(t *testing.T) *argoCD {
 	}
 	t.Cleanup(func() { _ = os.RemoveAll(sockDir) })
 	cmpEnv := a.sidecar(t, filepath.Join(dir, "cmp"), sockDir, helm)
-	cmp, err := c.Run("argocd-cmp-server", filepath.Join(argoBin, "argocd-cmp-server"), cmpEnv,
+	cmp, err := c.Run("argocd-cmp-server", filepath.Join(argoBin, "argocd-cmp-server"), append(baseEnv(), cmpEnv...),
 		"--config-dir-path", filepath.Join(dir, "cmp", "config"), "--logformat", "text", "--loglevel", "info")
 	if err != nil {
 		t.Fatal(err)
@@ -137,17 +137,17 @@ func startArgoCD(t *testing.T) *argoCD {
 			t.Fatal(err)
 		}
 	}
-	repo, err := c.Run("argocd-repo-server", filepath.Join(argoBin, "argocd-repo-server"), []string{
+	repo, err := c.Run("argocd-repo-server", filepath.Join(argoBin, "argocd-repo-server"), append(baseEnv(),
 		"ARGOCD_FAKE_IN_CLUSTER=true",
-		"ARGOCD_PLUGINSOCKFILEPATH=" + sockDir,
+		"ARGOCD_PLUGINSOCKFILEPATH="+sockDir,
 		"ARGOCD_GPG_ENABLED=false",
-		"ARGOCD_GNUPGHOME=" + filepath.Join(repoTmp, "gnupg"),
-		"ARGOCD_GPG_DATA_PATH=" + filepath.Join(repoTmp, "gpg"),
-		"ARGOCD_TLS_DATA_PATH=" + filepath.Join(repoTmp, "tls"),
-		"ARGOCD_SSH_DATA_PATH=" + filepath.Join(repoTmp, "ssh"),
-		"TMPDIR=" + filepath.Join(repoTmp, "tmp"),
-		"HOME=" + repoTmp,
-	},
+		"ARGOCD_GNUPGHOME="+filepath.Join(repoTmp, "gnupg"),
+		"ARGOCD_GPG_DATA_PATH="+filepath.Join(repoTmp, "gpg"),
+		"ARGOCD_TLS_DATA_PATH="+filepath.Join(repoTmp, "tls"),
+		"ARGOCD_SSH_DATA_PATH="+filepath.Join(repoTmp, "ssh"),
+		"TMPDIR="+filepath.Join(repoTmp, "tmp"),
+		"HOME="+repoTmp,
+	),
 		"--address", "127.0.0.1", "--port", strconv.Itoa(repoPort),
 		"--metrics-address", "127.0.0.1", "--metrics-port", strconv.Itoa(repoMetrics),
 		"--redis", a.redis.Addr, "--loglevel", "info", "--logformat", "text")
@@ -160,14 +160,14 @@ func startArgoCD(t *testing.T) *argoCD {
 	// The application controller, with the control plane as its
 	// in-cluster destination (ARGOCD_FAKE_IN_CLUSTER: the kubeconfig).
 	ctrlMetrics := freePort(t)
-	ctrl, err := c.Run("argocd-application-controller", filepath.Join(argoBin, "argocd-application-controller"), []string{
+	ctrl, err := c.Run("argocd-application-controller", filepath.Join(argoBin, "argocd-application-controller"), append(baseEnv(),
 		"ARGOCD_FAKE_IN_CLUSTER=true",
-		"KUBECONFIG=" + c.Kubeconfig,
+		"KUBECONFIG="+c.Kubeconfig,
 		"HOSTNAME=argocd-application-controller-0",
-		"ARGOCD_TLS_DATA_PATH=" + filepath.Join(repoTmp, "tls"),
-		"ARGOCD_SSH_DATA_PATH=" + filepath.Join(repoTmp, "ssh"),
-		"HOME=" + filepath.Join(dir, "cluster"),
-	},
+		"ARGOCD_TLS_DATA_PATH="+filepath.Join(repoTmp, "tls"),
+		"ARGOCD_SSH_DATA_PATH="+filepath.Join(repoTmp, "ssh"),
+		"HOME="+filepath.Join(dir, "cluster"),
+	),
 		"--namespace", argocdNamespace,
 		"--redis", a.redis.Addr,
 		"--repo-server", fmt.Sprintf("127.0.0.1:%d", repoPort),
@@ -182,13 +182,15 @@ func startArgoCD(t *testing.T) *argoCD {
 	return a
 }
 
-// install applies Argo CD's CRDs, from the argo-cd module this module
-// requires (read where `go mod download` put it, never copied), its
+// install applies Argo CD's CRDs, from the argo-cd module tools/ requires
+// (read where `go mod download` put it, never copied), its
 // namespace and settings, and the default project the API server would
 // make.
 func (a *argoCD) install(t *testing.T) {
 	t.Helper()
-	out, err := exec.Command("go", "list", "-m", "-json", "github.com/argoproj/argo-cd/v3").Output()
+	list := exec.Command("go", "list", "-m", "-json", "github.com/argoproj/argo-cd/v3")
+	list.Dir = "tools"
+	out, err := list.Output()
 	if err != nil {
 		t.Fatalf("go list -m github.com/argoproj/argo-cd/v3: %v", err)
 	}
@@ -402,7 +404,7 @@ func run(stdin []byte, env []string, name string, args ...string) result {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, name, args...)
-	cmd.Env = append(os.Environ(), env...)
+	cmd.Env = append(baseEnv(), env...)
 	if stdin != nil {
 		cmd.Stdin = bytes.NewReader(stdin)
 	}
@@ -410,6 +412,20 @@ func run(stdin []byte, env []string, name string, args ...string) result {
 	cmd.Stdout, cmd.Stderr = &out, &errb
 	err := cmd.Run()
 	return result{stdout: out.String(), stderr: errb.String(), err: err}
+}
+
+// baseEnv is this process's environment without the developer's own
+// DIGESTPIN_* settings (DIGESTPIN_TEST_* stay), so that they change no
+// render, no sidecar and no command of a test.
+func baseEnv() []string {
+	var env []string
+	for _, kv := range os.Environ() {
+		if strings.HasPrefix(kv, "DIGESTPIN_") && !strings.HasPrefix(kv, "DIGESTPIN_TEST_") {
+			continue
+		}
+		env = append(env, kv)
+	}
+	return env
 }
 
 // kubeEnv points kubectl and digestpin at the cluster.

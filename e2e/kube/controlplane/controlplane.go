@@ -332,8 +332,8 @@ func (c *Cluster) start(cfg Config, name string, args ...string) (*Proc, error) 
 }
 
 // Run starts bin as one more process of the cluster, called name: in a
-// process group of its own, in the folder Dir, with this process's
-// environment and env after it, its output into File(name+".log"). Stop
+// process group of its own, in the folder Dir, with the environment env
+// (nil: this process's), its output into File(name+".log"). Stop
 // ends it with the control plane, the last started first. The kernel
 // kills it if the test binary dies (Pdeathsig: a test timeout's panic runs
 // no cleanup).
@@ -346,9 +346,7 @@ func (c *Cluster) Run(name, bin string, env []string, args ...string) (*Proc, er
 	defer logf.Close()
 	cmd := exec.Command(bin, args...)
 	cmd.Dir = c.Dir
-	if env != nil {
-		cmd.Env = append(os.Environ(), env...)
-	}
+	cmd.Env = env
 	cmd.Stdout, cmd.Stderr = logf, logf
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
 	if err := cmd.Start(); err != nil {
