@@ -107,7 +107,7 @@ func runArgocdRefresh(ctx context.Context, args []string, stdout, stderr io.Writ
 	if err != nil {
 		return err
 	}
-	where := "in every namespace"
+	where := "in any namespace"
 	if o.namespace != "" {
 		where = "in the namespace " + o.namespace
 	}

@@ -99,7 +99,7 @@ func testRefreshCommand(t *testing.T, a *argoCD) {
 
 	// No Application runs it: said, exit 0.
 	res = dp(reg.Ref("web:other"))
-	if res.err != nil || !strings.Contains(res.stdout, "no Application in every namespace runs "+reg.Ref("web:other")) {
+	if res.err != nil || !strings.Contains(res.stdout, "no Application in any namespace runs "+reg.Ref("web:other")) {
 		t.Errorf("refresh of an image no Application runs: %v, stdout %q, stderr %q", res.err, res.stdout, res.stderr)
 	}
 
