@@ -224,10 +224,13 @@ type applicationMatch struct {
 func matchApplications(apps []unstructured.Unstructured, pushed []pushedImage) []applicationMatch {
 	var out []applicationMatch
 	for _, a := range apps {
-		images, _, _ := unstructured.NestedStringSlice(a.Object, "status", "summary", "images")
+		// Item by item: one that is not a string (a status written by
+		// something else than the controller) hides none of the others.
+		field, _, _ := unstructured.NestedFieldNoCopy(a.Object, "status", "summary", "images")
+		images, _ := field.([]any)
 		var hit []string
-		for _, img := range images {
-			if runsPushed(img, pushed) {
+		for _, v := range images {
+			if img, ok := v.(string); ok && runsPushed(img, pushed) {
 				hit = append(hit, img)
 			}
 		}

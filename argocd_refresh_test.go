@@ -42,13 +42,14 @@ func TestMatchApplications(t *testing.T) {
 		application("argocd", "hub", "docker.io/library/redis:7@"+refreshDigest),
 		application("argocd", "bad", "Not A Reference", 7, ""), // status from a broken controller
 		application("argocd", "no-status"),
+		application("argocd", "mixed", 7, map[string]any{"image": "x"}, "registry.example/shop/web:dev"),
 	}
 	for _, tc := range []struct {
 		pushed []string
 		want   []string
 	}{
-		{[]string{"registry.example/shop/web:dev"}, []string{"argocd/shop", "team-a/web"}},
-		{[]string{"registry.example/shop/web:dev@" + refreshDigest}, []string{"argocd/shop", "team-a/web"}},
+		{[]string{"registry.example/shop/web:dev"}, []string{"argocd/mixed", "argocd/shop", "team-a/web"}},
+		{[]string{"registry.example/shop/web:dev@" + refreshDigest}, []string{"argocd/mixed", "argocd/shop", "team-a/web"}},
 		{[]string{"registry.example/shop/api:1.0", "registry.example/shop/web:1.0"}, []string{"argocd/other-tag", "argocd/shop"}},
 		{[]string{"nginx:latest"}, []string{"argocd/nginx"}},
 		{[]string{"docker.io/library/nginx"}, []string{"argocd/nginx"}},
