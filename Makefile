@@ -25,6 +25,12 @@ ARGOCD_CMP_SERVER := $(CACHE)/argocd-cmp-server-$(ARGOCD_VERSION)/argocd-cmp-ser
 # fresh clone on the same machine (CI) reuses it.
 KUBE_VERSION := $(shell sed -n 's|^[[:space:]]*k8s.io/kubernetes \(v[^ ]*\).*$$|\1|p' e2e/kube/tools/go.mod)
 KUBE_TOOLS := $(or $(XDG_CACHE_HOME),$(HOME)/.cache)/digestpin-test/kube-$(KUBE_VERSION)
+# Argo CD itself, for the tests under a running Argo CD (e2e/argocd): the
+# multi-call binary of the argo-cd module e2e/argocd/tools requires (the
+# version e2e/cmpserver pins; a test checks they agree), built once (minutes on a
+# cold Go cache) into a folder outside the clone named by that version,
+# and linked under the names of the commands the tests run.
+ARGOCD_TOOLS := $(or $(XDG_CACHE_HOME),$(HOME)/.cache)/digestpin-test/argocd-$(ARGOCD_VERSION)
 
 # Tests that drive the real binary and Helm CLIs find them here.
 export DIGESTPIN_TEST_BIN := $(CURDIR)/$(BIN)
@@ -33,8 +39,9 @@ export DIGESTPIN_TEST_HELM4 := $(HELM4)
 export DIGESTPIN_TEST_KUSTOMIZE := $(KUSTOMIZE)
 export DIGESTPIN_TEST_ARGOCD_CMP_SERVER := $(ARGOCD_CMP_SERVER)
 export DIGESTPIN_TEST_KUBE := $(KUBE_TOOLS)
+export DIGESTPIN_TEST_ARGOCD := $(ARGOCD_TOOLS)
 
-.PHONY: all build test test-kube kube-tools demo helm argocd-cmp-server lint bench fuzz clean install release dist
+.PHONY: all build test test-kube test-argocd argocd-tools kube-tools demo helm argocd-cmp-server lint bench fuzz clean install release dist
 
 all: build
 
@@ -49,13 +56,15 @@ build:
 # get go vet here, where their builds are cached (golangci-lint on them
 # would add minutes to CI; make lint covers the main module).
 # e2e/kube (the rollouts on a real control plane) is a third; test-kube
-# runs it alone.
-test: build helm $(KUSTOMIZE) argocd-cmp-server kube-tools
+# runs it alone. e2e/argocd (the plugin under a running Argo CD) is a
+# fourth; test-argocd runs it alone.
+test: build helm $(KUSTOMIZE) argocd-cmp-server kube-tools argocd-tools
 	scripts/test-deps.sh
 	go test -race -cover -timeout 30m ./...
 	cd examples/helmsdk && go vet ./... && go test ./...
 	cd e2e/cmpserver && go vet ./... && go test ./...
 	$(TEST_KUBE)
+	$(TEST_ARGOCD)
 
 # The rollout tests in local directory mode (never cached; the figures
 # they print show), with -race: the module holds test code only, and
@@ -63,6 +72,13 @@ test: build helm $(KUSTOMIZE) argocd-cmp-server kube-tools
 TEST_KUBE = cd e2e/kube && go vet && go test -race -count=1 -timeout 20m
 test-kube: build helm $(KUSTOMIZE) kube-tools
 	$(TEST_KUBE)
+
+# The scenarios under a running Argo CD, never cached (the figures they
+# print show), with -race: the module's own packages are test code and
+# the harness, which import none of Argo CD.
+TEST_ARGOCD = cd e2e/argocd && go vet ./... && go test -race -count=1 -timeout 30m ./...
+test-argocd: build helm kube-tools argocd-tools
+	$(TEST_ARGOCD)
 
 demo: build
 	go run ./internal/cmd/demo -- $(BIN) testdata/example.yaml
@@ -79,6 +95,19 @@ argocd-cmp-server: $(ARGOCD_CMP_SERVER)
 
 $(ARGOCD_CMP_SERVER):
 	cd e2e/cmpserver && go build -o $@ ./cmd/argocd-cmp-server
+
+argocd-tools: $(ARGOCD_TOOLS)/argocd-application-controller
+
+# The link made last is the target, so that an interrupted build is
+# finished by the next make.
+$(ARGOCD_TOOLS)/argocd-application-controller:
+	mkdir -p $(ARGOCD_TOOLS)
+	cd e2e/argocd/tools && go build -ldflags "-X github.com/argoproj/argo-cd/v3/common.version=$(ARGOCD_VERSION:v%=%)" \
+		-o $(ARGOCD_TOOLS)/argocd.tmp github.com/argoproj/argo-cd/v3/cmd
+	mv $(ARGOCD_TOOLS)/argocd.tmp $(ARGOCD_TOOLS)/argocd
+	ln -sf argocd $(ARGOCD_TOOLS)/argocd-repo-server
+	ln -sf argocd $(ARGOCD_TOOLS)/argocd-cmp-server
+	ln -sf argocd $@
 
 kube-tools: $(KUBE_TOOLS)/kubectl
 

@@ -130,6 +130,8 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 			return runSeed(args[1:], stdout, stderr)
 		case "install", "upgrade":
 			return runDeploy(ctx, args[0], args[1:], stdout, stderr, helmConfiguration)
+		case "argocd":
+			return runArgocd(ctx, args[1:], stdout, stderr)
 		}
 	}
 	o := newOptions()

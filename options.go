@@ -491,6 +491,7 @@ Usage:
   digestpin template [NAME] CHART --seed-file FILE [helm template flags] (see digestpin template --help)
   digestpin install|upgrade NAME CHART --seed-file FILE [helm install|upgrade flags]
   digestpin seed > FILE
+  digestpin argocd refresh IMAGE... (hard-refresh the Argo CD Applications that run it)
   digestpin completion bash|zsh|fish
 
 Flags:

@@ -196,7 +196,7 @@ func (c *cluster) readings(t *testing.T, ns string, src []byte) (verdict, why st
 			}
 			path += "/" + res.name + "?dryRun=All&fieldManager=digestpin-test&fieldValidation="
 			for _, validation := range []string{"Ignore", "Strict"} {
-				status, b, err := c.request(http.MethodPost, path+validation, "application/yaml", src)
+				status, b, err := c.Request(http.MethodPost, path+validation, "application/yaml", src)
 				if err != nil {
 					t.Fatalf("dry run of %s: %v", path, err)
 				}

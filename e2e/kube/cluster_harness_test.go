@@ -61,27 +61,27 @@ func TestClusterBadInput(t *testing.T) {
 	}{
 		{
 			desc: "binary missing",
-			cfg:  clusterConfig{bin: partial},
+			cfg:  clusterConfig{Bin: partial},
 			want: []string{"kube-controller-manager is missing", filepath.Join(partial, "kube-controller-manager")},
 		},
 		{
 			desc: "binary not runnable",
-			cfg:  clusterConfig{bin: broken},
+			cfg:  clusterConfig{Bin: broken},
 			want: []string{"etcd: starting: ", filepath.Join(broken, "etcd"), "exec format error"},
 		},
 		{
 			desc: "port in use",
-			cfg:  clusterConfig{bin: bin, apiPort: busyPort},
+			cfg:  clusterConfig{Bin: bin, APIPort: busyPort},
 			want: []string{"kube-apiserver port 127.0.0.1:" + strconv.Itoa(busyPort) + " is in use"},
 		},
 		{
 			desc: "etcd port in use",
-			cfg:  clusterConfig{bin: bin, etcdPort: busyPort},
+			cfg:  clusterConfig{Bin: bin, EtcdPort: busyPort},
 			want: []string{"etcd client port 127.0.0.1:" + strconv.Itoa(busyPort) + " is in use"},
 		},
 		{
 			desc:      "etcd fails",
-			cfg:       clusterConfig{bin: bin, etcdDataDir: notADir},
+			cfg:       clusterConfig{Bin: bin, EtcdDataDir: notADir},
 			want:      []string{"etcd exited before it was ready"},
 			processes: 1,
 		},
@@ -89,13 +89,13 @@ func TestClusterBadInput(t *testing.T) {
 			// Too short for the API server to be ready (or even etcd,
 			// on a busy machine): whatever started is stopped.
 			desc:      "start times out",
-			cfg:       clusterConfig{bin: bin, timeout: 1500 * time.Millisecond},
+			cfg:       clusterConfig{Bin: bin, Timeout: 1500 * time.Millisecond},
 			want:      []string{"was not ready in time"},
 			processes: -1,
 		},
 		{
 			desc:      "kube-apiserver fails",
-			cfg:       clusterConfig{bin: bin, apiServerArgs: []string{"--no-such-flag"}},
+			cfg:       clusterConfig{Bin: bin, APIServerArgs: []string{"--no-such-flag"}},
 			want:      []string{"kube-apiserver exited before it was ready", "unknown flag: --no-such-flag"},
 			processes: 2,
 		},
@@ -103,11 +103,11 @@ func TestClusterBadInput(t *testing.T) {
 		t.Run(tc.desc, func(t *testing.T) {
 			var pids []int
 			cfg := tc.cfg
-			cfg.dir = t.TempDir()
-			cfg.started = func(_ string, pid int) { pids = append(pids, pid) }
+			cfg.Dir = t.TempDir()
+			cfg.Started = func(_ string, pid int) { pids = append(pids, pid) }
 			c, err := startCluster(context.Background(), cfg)
 			if err == nil {
-				c.stop()
+				c.Stop()
 				t.Fatalf("startCluster succeeded, want an error containing %q", tc.want)
 			}
 			msg := err.Error()
@@ -137,8 +137,8 @@ func TestClusterBadInput(t *testing.T) {
 // from (the version ldflags), the one the README names.
 func TestControlPlaneVersion(t *testing.T) {
 	c := controlPlane(t)
-	if c.version != "v1.37.2" {
-		t.Errorf("kube-apiserver reports %q, want v1.37.2", c.version)
+	if c.Version != "v1.37.2" {
+		t.Errorf("kube-apiserver reports %q, want v1.37.2", c.Version)
 	}
 	out := c.kubectlT(t, nil, "version", "-o", "json")
 	if !strings.Contains(out, `"gitVersion": "v1.37.2"`) || strings.Count(out, `"gitVersion": "v1.37.2"`) != 2 {

@@ -350,7 +350,7 @@ func (c *cluster) dryRun(t *testing.T, m map[string]any, ns string) (map[string]
 	if err != nil {
 		t.Fatal(err)
 	}
-	status, b, err := c.request(http.MethodPatch, path, "application/apply-patch+yaml", body)
+	status, b, err := c.Request(http.MethodPatch, path, "application/apply-patch+yaml", body)
 	if err != nil {
 		t.Fatalf("dry run of %s: %v", path, err)
 	}
@@ -408,7 +408,7 @@ func (c *cluster) resource(t *testing.T, apiVersion, kind string) (apiResource, 
 				Versions []struct{ GroupVersion string }
 			}
 		}
-		if err := c.getJSON(context.Background(), "/apis", &groups); err != nil {
+		if err := c.GetJSON(context.Background(), "/apis", &groups); err != nil {
 			t.Fatalf("discovery: %v", err)
 		}
 		paths := []string{"/api/v1"}
@@ -419,7 +419,7 @@ func (c *cluster) resource(t *testing.T, apiVersion, kind string) (apiResource, 
 		}
 		for _, p := range paths {
 			var l list
-			if err := c.getJSON(context.Background(), p, &l); err != nil {
+			if err := c.GetJSON(context.Background(), p, &l); err != nil {
 				t.Fatalf("discovery of %s: %v", p, err)
 			}
 			for _, r := range l.Resources {

@@ -160,7 +160,7 @@ func TestJobs(t *testing.T) {
 			t.Errorf("the same render applied again: Job/migrate generation %s → %s, want it unchanged", g, g2)
 		}
 		r.push(t, "moved:1.0")
-		res := run([]byte(render()), r.c.env(), r.c.kubectl, "apply", "--server-side", "--field-manager=digestpin-test", "-n", ns, "-f", "-")
+		res := run([]byte(render()), r.c.env(), r.c.Kubectl, "apply", "--server-side", "--field-manager=digestpin-test", "-n", ns, "-f", "-")
 		if res.err == nil || !strings.Contains(res.stderr, "field is immutable") {
 			t.Fatalf("applying Job/migrate with the re-pushed tag = %v, %s; want the API server to refuse the new template (immutable)", res.err, res.stderr)
 		}
@@ -223,7 +223,7 @@ func TestJobs(t *testing.T) {
 			pr := tc.pr(t, r, helm)
 			ns := r.c.namespace(t, "jobs-"+tc.name+"-upgrade")
 			mustRun(t, nil, r.helmHome, helm, append(append([]string{"install", "jobs", jobsChart(t), "-n", ns, "--no-hooks"}, set...), pr...)...)
-			if res := run(nil, r.c.env(), r.c.kubectl, "get", "job", "hook", "-n", ns); res.err == nil {
+			if res := run(nil, r.c.env(), r.c.Kubectl, "get", "job", "hook", "-n", ns); res.err == nil {
 				t.Fatalf("install --no-hooks made Job/hook")
 			}
 			r.c.checkJobPods(t, ns, "migrate", d)

@@ -16,7 +16,34 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/digestpin/digestpin/e2e/kube/controlplane"
 )
+
+// cluster is the running control plane (package controlplane) with what
+// the tests keep of it.
+type cluster struct {
+	*controlplane.Cluster
+
+	mu         sync.Mutex
+	namespaces map[string]bool        // made by dryRun
+	resources  map[string]apiResource // "apiVersion kind", from discovery
+}
+
+// clusterConfig says how to start a control plane.
+type clusterConfig = controlplane.Config
+
+// controlPlaneBinaries are the binaries startCluster needs.
+var controlPlaneBinaries = controlplane.Binaries
+
+// startCluster starts a control plane (controlplane.Start).
+func startCluster(ctx context.Context, cfg clusterConfig) (*cluster, error) {
+	c, err := controlplane.Start(ctx, cfg)
+	if err != nil {
+		return nil, err
+	}
+	return &cluster{Cluster: c}, nil
+}
 
 // The one control plane of the package's tests, started by the first test
 // that needs it and stopped by TestMain after the last.
@@ -47,7 +74,7 @@ func figure(t *testing.T, format string, args ...any) {
 func TestMain(m *testing.M) {
 	code := m.Run()
 	if shared.c != nil {
-		shared.c.stop()
+		shared.c.Stop()
 	}
 	if shared.dir != "" {
 		_ = os.RemoveAll(shared.dir)
@@ -102,11 +129,11 @@ func controlPlane(t *testing.T) *cluster {
 		if shared.err != nil {
 			return
 		}
-		shared.c, shared.err = startCluster(context.Background(), clusterConfig{bin: bin, dir: shared.dir})
+		shared.c, shared.err = startCluster(context.Background(), clusterConfig{Bin: bin, Dir: shared.dir})
 		if shared.err == nil {
 			figures.mu.Lock()
 			figures.lines = append(figures.lines, fmt.Sprintf("control plane: Kubernetes %s (etcd, kube-apiserver, kube-controller-manager) ready in %.1f s",
-				shared.c.version, shared.c.startup.Seconds()))
+				shared.c.Version, shared.c.Startup.Seconds()))
 			figures.mu.Unlock()
 		}
 	})
@@ -157,13 +184,13 @@ func mustRun(t *testing.T, stdin []byte, env []string, name string, args ...stri
 
 // env is the environment that points kubectl and Helm at the cluster.
 func (c *cluster) env() []string {
-	return []string{"KUBECONFIG=" + c.kubeconfig, "KUBECACHEDIR=" + c.file("kubecache")}
+	return []string{"KUBECONFIG=" + c.Kubeconfig, "KUBECACHEDIR=" + c.File("kubecache")}
 }
 
 // kubectl runs kubectl against the cluster and fails the test on error.
 func (c *cluster) kubectlT(t *testing.T, stdin []byte, args ...string) string {
 	t.Helper()
-	return mustRun(t, stdin, c.env(), c.kubectl, args...)
+	return mustRun(t, stdin, c.env(), c.Kubectl, args...)
 }
 
 // namespace creates a namespace for one test.

@@ -93,3 +93,43 @@ func diagnose(image string) string {
 	}
 	return ""
 }
+
+// Name is what an image reference names, as the kubelet reads it.
+type Name struct {
+	// Repository is the registry host, in lower case, and the path, with
+	// Docker Hub's defaults: "nginx" is docker.io/library/nginx.
+	Repository string
+	// Tag is the reference's tag; "latest" for a reference with neither
+	// a tag nor a digest (the kubelet pulls that one), "" for a digest
+	// alone.
+	Tag string
+	// Digest is the reference's digest, or "".
+	Digest string
+}
+
+// Parse returns what image names: the kubelet's normalisation
+// (ParseNormalizedNamed: docker.io and library/ for Docker Hub names,
+// index.docker.io read as docker.io), the registry host in lower case (host
+// names are not case-sensitive; digestpin's resolver compares them so),
+// and the tag latest for a reference with neither a tag nor a digest. An
+// image the kubelet refuses is Check's error.
+func Parse(image string) (Name, error) {
+	if err := Check(image); err != nil {
+		return Name{}, err
+	}
+	ref, err := reference.ParseNormalizedNamed(image)
+	if err != nil {
+		return Name{}, err
+	}
+	n := Name{Repository: strings.ToLower(reference.Domain(ref)) + "/" + reference.Path(ref)}
+	if t, ok := ref.(reference.Tagged); ok {
+		n.Tag = t.Tag()
+	}
+	if d, ok := ref.(reference.Digested); ok {
+		n.Digest = d.Digest().String()
+	}
+	if n.Tag == "" && n.Digest == "" {
+		n.Tag = "latest"
+	}
+	return n, nil
+}

@@ -124,3 +124,33 @@ func FuzzCheck(f *testing.F) {
 		}
 	})
 }
+
+// TestParse: the kubelet's normalisation, hosts compared in lower case,
+// latest for a bare name, the digest kept apart from the tag.
+func TestParse(t *testing.T) {
+	for _, tc := range []struct {
+		image string
+		want  Name
+	}{
+		{"nginx", Name{Repository: "docker.io/library/nginx", Tag: "latest"}},
+		{"nginx:1.27", Name{Repository: "docker.io/library/nginx", Tag: "1.27"}},
+		{"library/nginx:1.27", Name{Repository: "docker.io/library/nginx", Tag: "1.27"}},
+		{"docker.io/nginx:1.27", Name{Repository: "docker.io/library/nginx", Tag: "1.27"}},
+		{"index.docker.io/library/nginx:1.27", Name{Repository: "docker.io/library/nginx", Tag: "1.27"}},
+		{"bitnami/redis", Name{Repository: "docker.io/bitnami/redis", Tag: "latest"}},
+		{"Registry.Example:5000/shop/web:1.4", Name{Repository: "registry.example:5000/shop/web", Tag: "1.4"}},
+		{"localhost:5000/app:dev@" + dg, Name{Repository: "localhost:5000/app", Tag: "dev", Digest: dg}},
+		{"ghcr.io/a/b@" + dg, Name{Repository: "ghcr.io/a/b", Digest: dg}},
+		{"[::1]:5000/app:V1", Name{Repository: "[::1]:5000/app", Tag: "V1"}},
+	} {
+		got, err := Parse(tc.image)
+		if err != nil || got != tc.want {
+			t.Errorf("Parse(%q) = %+v, %v; want %+v", tc.image, got, err, tc.want)
+		}
+	}
+	for _, tc := range invalid {
+		if _, err := Parse(tc.ref); err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("Parse(%q) = %v, want an error naming %s", tc.ref, err, tc.want)
+		}
+	}
+}

@@ -1,6 +1,6 @@
 //go:build linux
 
-package kube
+package controlplane
 
 import (
 	"bufio"
@@ -27,13 +27,12 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
-	"sync"
 	"syscall"
 	"time"
 )
 
-// The control plane's binaries, in the folder DIGESTPIN_TEST_KUBE names.
-var controlPlaneBinaries = []string{"etcd", "kube-apiserver", "kube-controller-manager", "kubectl"}
+// Binaries are the control plane's binaries, in the folder DIGESTPIN_TEST_KUBE names.
+var Binaries = []string{"etcd", "kube-apiserver", "kube-controller-manager", "kubectl"}
 
 // controllers are the controllers kube-controller-manager runs: those that
 // make ReplicaSets and ControllerRevisions, those that make the Jobs of a
@@ -42,42 +41,39 @@ var controlPlaneBinaries = []string{"etcd", "kube-apiserver", "kube-controller-m
 // waits for it).
 const controllers = "deployment,replicaset,statefulset,daemonset,job,cronjob,serviceaccount"
 
-// clusterConfig says how to start a control plane. The zero value of a
+// Config says how to start a control plane. The zero value of a
 // field means its default.
-type clusterConfig struct {
-	bin string // the folder with controlPlaneBinaries
-	dir string // where its files go: certificates, kubeconfig, etcd data, logs
+type Config struct {
+	Bin string // the folder with Binaries
+	Dir string // where its files go: certificates, kubeconfig, etcd data, logs
 
 	// Ports on 127.0.0.1; 0 picks a free one.
-	etcdPort, etcdPeerPort, apiPort int
-	etcdDataDir                     string   // default dir/etcd
-	apiServerArgs                   []string // added to kube-apiserver's flags
+	EtcdPort, EtcdPeerPort, APIPort int
+	EtcdDataDir                     string   // default Dir/etcd
+	APIServerArgs                   []string // added to kube-apiserver's flags
 
-	// started is told each process it starts, for tests of the harness.
-	started func(name string, pid int)
-	// timeout bounds the whole start (default 90 s).
-	timeout time.Duration
+	// Started is told each process it starts, for tests of the harness.
+	Started func(name string, pid int)
+	// Timeout bounds the whole start (default 90 s).
+	Timeout time.Duration
 }
 
-// cluster is a running control plane. stop ends it.
-type cluster struct {
-	dir        string
-	server     string // https://127.0.0.1:port
-	kubeconfig string
-	kubectl    string
-	token      string
-	client     *http.Client // trusts the cluster's CA
-	version    string       // what kube-apiserver reports, e.g. v1.37.2
-	startup    time.Duration
-	procs      []*proc // in start order
-
-	mu         sync.Mutex
-	namespaces map[string]bool        // made by dryRun
-	resources  map[string]apiResource // "apiVersion kind", from discovery
+// Cluster is a running control plane. Stop ends it.
+type Cluster struct {
+	Dir        string
+	Server     string       // https://127.0.0.1:port
+	Kubeconfig string       // a kubeconfig with Token, for kubectl and clients
+	Kubectl    string       // the kubectl binary of Binaries
+	Token      string       // a static token of a user in system:masters
+	Client     *http.Client // trusts the cluster's CA
+	Version    string       // what kube-apiserver reports, e.g. v1.37.2
+	Startup    time.Duration
+	procs      []*Proc // in start order
 }
 
-// proc is one process the harness started, in a process group of its own.
-type proc struct {
+// Proc is one process the harness started (Start, or Run for a test's
+// own servers), in a process group of its own. Stop ends it.
+type Proc struct {
 	name string
 	cmd  *exec.Cmd
 	log  string
@@ -85,23 +81,23 @@ type proc struct {
 	err  error         // its exit, once done
 }
 
-// startCluster starts etcd, kube-apiserver and kube-controller-manager on
+// Start starts etcd, kube-apiserver and kube-controller-manager on
 // loopback and waits until they are ready. On any failure it stops what it
 // started and returns one line naming what failed: a missing binary, a
 // port in use, a process that exited before it was ready (with the line of
 // its log that says why), or one that did not become ready in time.
-func startCluster(ctx context.Context, cfg clusterConfig) (*cluster, error) {
+func Start(ctx context.Context, cfg Config) (*Cluster, error) {
 	begin := time.Now()
-	if cfg.timeout == 0 {
-		cfg.timeout = 90 * time.Second
+	if cfg.Timeout == 0 {
+		cfg.Timeout = 90 * time.Second
 	}
-	ctx, cancel := context.WithTimeout(ctx, cfg.timeout)
+	ctx, cancel := context.WithTimeout(ctx, cfg.Timeout)
 	defer cancel()
 
 	// First, everything that can fail without a process: the binaries,
 	// the ports, the files.
-	for _, b := range controlPlaneBinaries {
-		p := filepath.Join(cfg.bin, b)
+	for _, b := range Binaries {
+		p := filepath.Join(cfg.Bin, b)
 		if fi, err := os.Stat(p); err != nil || fi.IsDir() || fi.Mode()&0o111 == 0 {
 			return nil, fmt.Errorf("control plane binary %s is missing: no executable %s (make kube-tools builds it)", b, p)
 		}
@@ -109,10 +105,10 @@ func startCluster(ctx context.Context, cfg clusterConfig) (*cluster, error) {
 	ports := []struct {
 		what string
 		p    *int
-	}{{"etcd client", &cfg.etcdPort}, {"etcd peer", &cfg.etcdPeerPort}, {"kube-apiserver", &cfg.apiPort}}
+	}{{"etcd client", &cfg.EtcdPort}, {"etcd peer", &cfg.EtcdPeerPort}, {"kube-apiserver", &cfg.APIPort}}
 	for _, port := range ports {
 		if *port.p == 0 {
-			p, err := freePort()
+			p, err := FreePort()
 			if err != nil {
 				return nil, fmt.Errorf("finding a free port on 127.0.0.1 for %s: %w", port.what, err)
 			}
@@ -122,28 +118,28 @@ func startCluster(ctx context.Context, cfg clusterConfig) (*cluster, error) {
 			return nil, fmt.Errorf("%s port 127.0.0.1:%d is in use: %w", port.what, *port.p, err)
 		}
 	}
-	c := &cluster{dir: cfg.dir, kubectl: filepath.Join(cfg.bin, "kubectl")}
-	if err := c.writeFiles(cfg.apiPort); err != nil {
+	c := &Cluster{Dir: cfg.Dir, Kubectl: filepath.Join(cfg.Bin, "kubectl")}
+	if err := c.writeFiles(cfg.APIPort); err != nil {
 		return nil, err
 	}
-	if cfg.etcdDataDir == "" {
-		cfg.etcdDataDir = filepath.Join(cfg.dir, "etcd")
+	if cfg.EtcdDataDir == "" {
+		cfg.EtcdDataDir = filepath.Join(cfg.Dir, "etcd")
 	}
 
 	ok := false
 	defer func() {
 		if !ok {
-			c.stop()
+			c.Stop()
 		}
 	}()
 
 	// Next, etcd, on plain HTTP: it listens on loopback only, and only
 	// kube-apiserver talks to it.
-	etcdURL := fmt.Sprintf("http://127.0.0.1:%d", cfg.etcdPort)
-	peerURL := fmt.Sprintf("http://127.0.0.1:%d", cfg.etcdPeerPort)
+	etcdURL := fmt.Sprintf("http://127.0.0.1:%d", cfg.EtcdPort)
+	peerURL := fmt.Sprintf("http://127.0.0.1:%d", cfg.EtcdPeerPort)
 	etcd, err := c.start(cfg, "etcd",
 		"--name=default",
-		"--data-dir="+cfg.etcdDataDir,
+		"--data-dir="+cfg.EtcdDataDir,
 		"--listen-client-urls="+etcdURL, "--advertise-client-urls="+etcdURL,
 		"--listen-peer-urls="+peerURL, "--initial-advertise-peer-urls="+peerURL,
 		"--initial-cluster=default="+peerURL,
@@ -153,47 +149,47 @@ func startCluster(ctx context.Context, cfg clusterConfig) (*cluster, error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := c.waitReady(ctx, etcd, http.DefaultClient, etcdURL+"/health", nil); err != nil {
+	if err := c.WaitReady(ctx, etcd, http.DefaultClient, etcdURL+"/health", nil); err != nil {
 		return nil, err
 	}
 
 	// Then the API server: TLS with the local CA, the static token, RBAC
 	// (the token's user is in system:masters). The service range is only
 	// what Services get their addresses from; nothing here ever dials one.
-	c.server = fmt.Sprintf("https://127.0.0.1:%d", cfg.apiPort)
+	c.Server = fmt.Sprintf("https://127.0.0.1:%d", cfg.APIPort)
 	api, err := c.start(cfg, "kube-apiserver", append([]string{
 		"--etcd-servers=" + etcdURL,
 		"--bind-address=127.0.0.1",
 		"--advertise-address=127.0.0.1",
-		"--secure-port=" + strconv.Itoa(cfg.apiPort),
-		"--tls-cert-file=" + c.file("apiserver.crt"),
-		"--tls-private-key-file=" + c.file("apiserver.key"),
-		"--token-auth-file=" + c.file("tokens.csv"),
+		"--secure-port=" + strconv.Itoa(cfg.APIPort),
+		"--tls-cert-file=" + c.File("apiserver.crt"),
+		"--tls-private-key-file=" + c.File("apiserver.key"),
+		"--token-auth-file=" + c.File("tokens.csv"),
 		"--authorization-mode=RBAC",
-		"--service-account-issuer=" + c.server,
-		"--service-account-key-file=" + c.file("sa.pub"),
-		"--service-account-signing-key-file=" + c.file("sa.key"),
+		"--service-account-issuer=" + c.Server,
+		"--service-account-key-file=" + c.File("sa.pub"),
+		"--service-account-signing-key-file=" + c.File("sa.key"),
 		"--service-cluster-ip-range=10.96.0.0/24",
 		"--endpoint-reconciler-type=none",
 		"--profiling=false",
-	}, cfg.apiServerArgs...)...)
+	}, cfg.APIServerArgs...)...)
 	if err != nil {
 		return nil, err
 	}
-	if err := c.waitReady(ctx, api, c.client, c.server+"/readyz", nil); err != nil {
+	if err := c.WaitReady(ctx, api, c.Client, c.Server+"/readyz", nil); err != nil {
 		return nil, err
 	}
 	var version struct{ GitVersion string }
-	if err := c.getJSON(ctx, "/version", &version); err != nil {
+	if err := c.GetJSON(ctx, "/version", &version); err != nil {
 		return nil, fmt.Errorf("kube-apiserver: reading /version: %w", err)
 	}
-	c.version = version.GitVersion
+	c.Version = version.GitVersion
 
 	// Last, the controllers. kube-controller-manager serves nothing here
 	// (--secure-port=0); it is ready when its serviceaccount controller has
 	// given the default namespace its ServiceAccount.
 	kcm, err := c.start(cfg, "kube-controller-manager",
-		"--kubeconfig="+c.kubeconfig,
+		"--kubeconfig="+c.Kubeconfig,
 		"--controllers="+controllers,
 		"--leader-elect=false",
 		"--secure-port=0",
@@ -202,19 +198,19 @@ func startCluster(ctx context.Context, cfg clusterConfig) (*cluster, error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := c.waitReady(ctx, kcm, c.client, c.server+"/api/v1/namespaces/default/serviceaccounts/default", c.authorize); err != nil {
+	if err := c.WaitReady(ctx, kcm, c.Client, c.Server+"/api/v1/namespaces/default/serviceaccounts/default", c.Authorize); err != nil {
 		return nil, err
 	}
-	c.startup = time.Since(begin)
+	c.Startup = time.Since(begin)
 	ok = true
 	return c, nil
 }
 
-// file returns the path of one of the cluster's files.
-func (c *cluster) file(name string) string { return filepath.Join(c.dir, name) }
+// File returns the path of one of the cluster's files.
+func (c *Cluster) File(name string) string { return filepath.Join(c.Dir, name) }
 
 // writeFiles writes the certificates, the token file and the kubeconfig.
-func (c *cluster) writeFiles(apiPort int) error {
+func (c *Cluster) writeFiles(apiPort int) error {
 	// A CA, the API server's certificate for loopback, and the service
 	// account signing key, all made here for this run.
 	caKey, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
@@ -276,8 +272,8 @@ func (c *cluster) writeFiles(apiPort int) error {
 	if _, err := rand.Read(tok); err != nil {
 		return fmt.Errorf("generating the token: %w", err)
 	}
-	c.token = hex.EncodeToString(tok)
-	c.kubeconfig = c.file("kubeconfig")
+	c.Token = hex.EncodeToString(tok)
+	c.Kubeconfig = c.File("kubeconfig")
 	server := fmt.Sprintf("https://127.0.0.1:%d", apiPort)
 	files := map[string][]byte{
 		"ca.crt":        pemBlock("CERTIFICATE", caDER),
@@ -286,7 +282,7 @@ func (c *cluster) writeFiles(apiPort int) error {
 		"sa.key":        pemBlock("EC PRIVATE KEY", saKeyDER),
 		"sa.pub":        pemBlock("PUBLIC KEY", saPubDER),
 		// token,user,uid,"group"
-		"tokens.csv": fmt.Appendf(nil, "%s,digestpin-test,digestpin-test,\"system:masters\"\n", c.token),
+		"tokens.csv": fmt.Appendf(nil, "%s,digestpin-test,digestpin-test,\"system:masters\"\n", c.Token),
 		"kubeconfig": fmt.Appendf(nil, `apiVersion: v1
 kind: Config
 clusters:
@@ -305,19 +301,19 @@ contexts:
       user: test
       namespace: default
 current-context: test
-`, server, c.file("ca.crt"), c.token),
+`, server, c.File("ca.crt"), c.Token),
 	}
-	if err := os.MkdirAll(c.dir, 0o700); err != nil {
-		return fmt.Errorf("creating %s: %w", c.dir, err)
+	if err := os.MkdirAll(c.Dir, 0o700); err != nil {
+		return fmt.Errorf("creating %s: %w", c.Dir, err)
 	}
 	for name, b := range files {
-		if err := os.WriteFile(c.file(name), b, 0o600); err != nil {
+		if err := os.WriteFile(c.File(name), b, 0o600); err != nil {
 			return fmt.Errorf("writing %s: %w", name, err)
 		}
 	}
 	pool := x509.NewCertPool()
 	pool.AddCert(ca)
-	c.client = &http.Client{
+	c.Client = &http.Client{
 		Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: pool, MinVersion: tls.VersionTLS12}},
 		Timeout:   5 * time.Second,
 	}
@@ -328,37 +324,49 @@ func pemBlock(typ string, der []byte) []byte {
 	return pem.EncodeToMemory(&pem.Block{Type: typ, Bytes: der})
 }
 
-// start starts one of the binaries in a process group of its own, its
-// output into dir/NAME.log. The kernel kills it if the test binary dies
-// (Pdeathsig: a test timeout's panic runs no cleanup).
-func (c *cluster) start(cfg clusterConfig, name string, args ...string) (*proc, error) {
-	logPath := c.file(name + ".log")
+// start starts one of the control plane's binaries.
+func (c *Cluster) start(cfg Config, name string, args ...string) (*Proc, error) {
+	p, err := c.Run(name, filepath.Join(cfg.Bin, name), nil, args...)
+	if err == nil && cfg.Started != nil {
+		cfg.Started(name, p.cmd.Process.Pid)
+	}
+	return p, err
+}
+
+// Run starts bin as one more process of the cluster, called name: in a
+// process group of its own, in the folder Dir, with the environment env
+// (nil: this process's), its output into File(name+".log"). Stop
+// ends it with the control plane, the last started first. The kernel
+// kills it if the test binary dies (Pdeathsig: a test timeout's panic runs
+// no cleanup).
+func (c *Cluster) Run(name, bin string, env []string, args ...string) (*Proc, error) {
+	logPath := c.File(name + ".log")
 	logf, err := os.Create(logPath)
 	if err != nil {
 		return nil, fmt.Errorf("%s: creating its log: %w", name, err)
 	}
 	defer logf.Close()
-	cmd := exec.Command(filepath.Join(cfg.bin, name), args...)
-	cmd.Dir = c.dir
+	cmd := exec.Command(bin, args...)
+	cmd.Dir = c.Dir
+	cmd.Env = env
 	cmd.Stdout, cmd.Stderr = logf, logf
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
 	if err := cmd.Start(); err != nil {
 		return nil, fmt.Errorf("%s: starting: %w", name, err)
 	}
-	p := &proc{name: name, cmd: cmd, log: logPath, done: make(chan struct{})}
+	p := &Proc{name: name, cmd: cmd, log: logPath, done: make(chan struct{})}
 	go func() {
 		p.err = cmd.Wait()
 		close(p.done)
 	}()
 	c.procs = append(c.procs, p)
-	if cfg.started != nil {
-		cfg.started(name, cmd.Process.Pid)
-	}
 	return p, nil
 }
 
-// waitReady polls url until it answers 200, p exits, or ctx ends.
-func (c *cluster) waitReady(ctx context.Context, p *proc, client *http.Client, url string, auth func(*http.Request)) error {
+// WaitReady polls url until it answers 200 (auth, when not nil, adds
+// credentials to each request), p exits, or ctx ends; the error says which,
+// with the line of p's log that says why.
+func (c *Cluster) WaitReady(ctx context.Context, p *Proc, client *http.Client, url string, auth func(*http.Request)) error {
 	tick := time.NewTicker(100 * time.Millisecond)
 	defer tick.Stop()
 	var last string
@@ -386,20 +394,26 @@ func (c *cluster) waitReady(ctx context.Context, p *proc, client *http.Client, u
 			if p.err != nil {
 				exit = p.err.Error()
 			}
-			return fmt.Errorf("%s exited before it was ready (%s): %s", p.name, exit, p.why())
+			return fmt.Errorf("%s exited before it was ready (%s): %s", p.name, exit, p.Why())
 		case <-ctx.Done():
-			return fmt.Errorf("%s was not ready in time (%s answered %s): %s", p.name, url, last, p.why())
+			return fmt.Errorf("%s was not ready in time (%s answered %s): %s", p.name, url, last, p.Why())
 		case <-tick.C:
 		}
 	}
 }
 
+// Log returns the path of p's log: what it wrote to stdout and stderr.
+func (p *Proc) Log() string { return p.log }
+
+// Done is closed when p has exited.
+func (p *Proc) Done() <-chan struct{} { return p.done }
+
 // failure is a log line that says why a process failed.
 var failure = regexp.MustCompile(`(?i)\b(error|fatal|failed|panic|in use)\b`)
 
-// why returns the line of p's log that best says why it failed: the last
+// Why returns the line of p's log that best says why it failed: the last
 // line that names an error, else the last line.
-func (p *proc) why() string {
+func (p *Proc) Why() string {
 	f, err := os.Open(p.log)
 	if err != nil {
 		return "no log: " + err.Error()
@@ -438,9 +452,9 @@ func (p *proc) why() string {
 	return last
 }
 
-// stop ends every process it started, the last started first: SIGTERM to
+// Stop ends every process it started, the last started first: SIGTERM to
 // its process group, SIGKILL after 10 s. It is safe to call twice.
-func (c *cluster) stop() {
+func (c *Cluster) Stop() {
 	for i := len(c.procs) - 1; i >= 0; i-- {
 		p := c.procs[i]
 		pgid := p.cmd.Process.Pid
@@ -457,17 +471,17 @@ func (c *cluster) stop() {
 	c.procs = nil
 }
 
-// authorize adds the token to req.
-func (c *cluster) authorize(req *http.Request) { req.Header.Set("Authorization", "Bearer "+c.token) }
+// Authorize adds the token to req.
+func (c *Cluster) Authorize(req *http.Request) { req.Header.Set("Authorization", "Bearer "+c.Token) }
 
-// getJSON GETs path from the API server into v.
-func (c *cluster) getJSON(ctx context.Context, path string, v any) error {
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, c.server+path, nil)
+// GetJSON GETs path from the API server into v.
+func (c *Cluster) GetJSON(ctx context.Context, path string, v any) error {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, c.Server+path, nil)
 	if err != nil {
 		return err
 	}
-	c.authorize(req)
-	resp, err := c.client.Do(req)
+	c.Authorize(req)
+	resp, err := c.Client.Do(req)
 	if err != nil {
 		return err
 	}
@@ -482,16 +496,16 @@ func (c *cluster) getJSON(ctx context.Context, path string, v any) error {
 	return json.Unmarshal(b, v)
 }
 
-// request sends body to path on the API server and returns the status and
+// Request sends body to path on the API server and returns the status and
 // the answer.
-func (c *cluster) request(method, path, contentType string, body []byte) (int, []byte, error) {
-	req, err := http.NewRequest(method, c.server+path, bytes.NewReader(body))
+func (c *Cluster) Request(method, path, contentType string, body []byte) (int, []byte, error) {
+	req, err := http.NewRequest(method, c.Server+path, bytes.NewReader(body))
 	if err != nil {
 		return 0, nil, err
 	}
-	c.authorize(req)
+	c.Authorize(req)
 	req.Header.Set("Content-Type", contentType)
-	resp, err := c.client.Do(req)
+	resp, err := c.Client.Do(req)
 	if err != nil {
 		return 0, nil, err
 	}
@@ -500,8 +514,8 @@ func (c *cluster) request(method, path, contentType string, body []byte) (int, [
 	return resp.StatusCode, b, err
 }
 
-// freePort returns a port on 127.0.0.1 that was free a moment ago.
-func freePort() (int, error) {
+// FreePort returns a port on 127.0.0.1 that was free a moment ago.
+func FreePort() (int, error) {
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		return 0, err

@@ -1,0 +1,24 @@
+// Package argocd proves the digestpin Config Management Plugin under a
+// running Argo CD: Argo CD's application controller and repo server (the
+// argo-cd module that tools/ requires, with Argo CD's own replace block,
+// built once into a cache folder as the multi-call binary Argo CD ships,
+// linked under each command's name),
+// run as local processes as Argo CD's own local e2e setup runs them
+// (Procfile: ARGOCD_FAKE_IN_CLUSTER, the kubeconfig as the in-cluster
+// destination), with a real redis-server, argocd-cmp-server serving
+// scripts/argocd/plugin.yaml as the sidecar does, a git server on loopback
+// (git http-backend behind net/http/cgi), go-containerregistry's registry
+// in process, and the real Kubernetes control plane of e2e/kube (package
+// controlplane). No Argo CD API server: the tests do what it does for a
+// refresh and a sync, through the Application resource.
+//
+// Each scenario counts, through the Kubernetes API, the ReplicaSets the
+// deployment controller makes (pods stay Pending: no kubelet, so Argo CD
+// reports the Deployments as Progressing; the sync status is what
+// matters), and, where it says so, the requests the registry sees.
+//
+// `make test-argocd` builds what the tests need and runs them; the
+// binaries are found through DIGESTPIN_TEST_ARGOCD (the folder with
+// argocd-application-controller, argocd-repo-server and argocd-cmp-server),
+// DIGESTPIN_TEST_KUBE, DIGESTPIN_TEST_BIN and DIGESTPIN_TEST_HELM4.
+package argocd

@@ -1,0 +1,539 @@
+//go:build linux
+
+package argocd
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"net/http/cgi"
+	"net/http/httptest"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"runtime"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"sigs.k8s.io/yaml"
+
+	"github.com/digestpin/digestpin/e2e/kube/controlplane"
+	"github.com/digestpin/digestpin/internal/testfiles"
+	"github.com/digestpin/digestpin/internal/testredis"
+)
+
+// Where Argo CD runs: its own namespace, and the destination every
+// Application deploys to (the controller's own cluster).
+const (
+	argocdNamespace = "argocd"
+	inCluster       = "https://kubernetes.default.svc"
+	pluginName      = "digestpin"
+	// cmpConfigDir is where the sidecar finds the plugin's files
+	// (scripts/argocd/repo-server-patch.yaml mounts them there); the
+	// harness places them in a folder of its own and rewrites the prefix.
+	cmpConfigDir = "/home/argocd/cmp-server/config/"
+)
+
+// tool returns the path named by env. Outside CI a missing tool skips the
+// test with a hint; in CI (CI=true) it fails it, because CI must run
+// everything. (e2e/tools_test.go has the same rule.)
+func tool(t *testing.T, env string) string {
+	t.Helper()
+	p := os.Getenv(env)
+	if p != "" {
+		if _, err := os.Stat(p); err == nil {
+			return p
+		}
+	}
+	msg := env + " does not name what the test needs; run the tests with `make test-argocd`, which builds it"
+	if os.Getenv("CI") != "" {
+		t.Fatal(msg)
+	}
+	t.Skip(msg)
+	return ""
+}
+
+// repoRoot returns the digestpin repository's root folder.
+func repoRoot() string {
+	_, file, _, _ := runtime.Caller(0)
+	return filepath.Join(filepath.Dir(file), "..", "..")
+}
+
+// argoCD is a running Argo CD on a running control plane.
+type argoCD struct {
+	cluster *controlplane.Cluster
+	git     *gitServer
+	redis   *testredis.Server
+	bin     string // digestpin
+	procs   []*controlplane.Proc
+}
+
+// startArgoCD starts the control plane, installs Argo CD's CRDs and
+// settings, and starts Redis, the git server, argocd-cmp-server with the
+// plugin, argocd-repo-server and argocd-application-controller. Everything
+// stops when the test ends.
+func startArgoCD(t *testing.T) *argoCD {
+	t.Helper()
+	kubeBin := tool(t, "DIGESTPIN_TEST_KUBE")
+	argoBin := tool(t, "DIGESTPIN_TEST_ARGOCD")
+	digestpin := tool(t, "DIGESTPIN_TEST_BIN")
+	helm := tool(t, "DIGESTPIN_TEST_HELM4")
+	begin := time.Now()
+
+	dir, err := os.MkdirTemp("", "digestpin-argocd-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := controlplane.Start(context.Background(), controlplane.Config{Bin: kubeBin, Dir: filepath.Join(dir, "cluster")})
+	if err != nil {
+		t.Fatalf("starting the control plane: %v", err)
+	}
+	a := &argoCD{cluster: c, bin: digestpin}
+	t.Cleanup(func() {
+		c.Stop()
+		if t.Failed() {
+			for _, p := range a.procs {
+				t.Logf("%s: last words: %s (log %s)", filepath.Base(p.Log()), p.Why(), p.Log())
+			}
+			if os.Getenv("DIGESTPIN_TEST_KEEP") != "" {
+				t.Logf("kept %s", dir)
+				return
+			}
+		}
+		_ = os.RemoveAll(dir)
+	})
+	a.install(t)
+
+	a.redis = testredis.Start(t, testredis.Options{})
+	a.git = startGit(t, filepath.Join(dir, "git"))
+
+	// The sidecar: argocd-cmp-server with the plugin's files, its
+	// folders as repo-server-patch.yaml mounts them, under dir/cmp. A
+	// unix socket's path is limited to 107 bytes: the socket folder is a
+	// short one of its own.
+	sockDir, err := os.MkdirTemp("", "cmp")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = os.RemoveAll(sockDir) })
+	cmpEnv := a.sidecar(t, filepath.Join(dir, "cmp"), sockDir, helm)
+	cmp, err := c.Run("argocd-cmp-server", filepath.Join(argoBin, "argocd-cmp-server"), append(baseEnv(), cmpEnv...),
+		"--config-dir-path", filepath.Join(dir, "cmp", "config"), "--logformat", "text", "--loglevel", "info")
+	if err != nil {
+		t.Fatal(err)
+	}
+	a.procs = append(a.procs, cmp)
+	a.waitFile(t, cmp, filepath.Join(sockDir, pluginName+".sock"))
+
+	// The repo server, which asks the sidecar through the socket folder.
+	repoPort, repoMetrics := freePort(t), freePort(t)
+	repoTmp := filepath.Join(dir, "repo-server")
+	for _, d := range []string{"tmp", "tls", "ssh", "gpg", "gnupg"} {
+		if err := os.MkdirAll(filepath.Join(repoTmp, d), 0o700); err != nil {
+			t.Fatal(err)
+		}
+	}
+	repo, err := c.Run("argocd-repo-server", filepath.Join(argoBin, "argocd-repo-server"), append(baseEnv(),
+		"ARGOCD_FAKE_IN_CLUSTER=true",
+		"ARGOCD_PLUGINSOCKFILEPATH="+sockDir,
+		"ARGOCD_GPG_ENABLED=false",
+		"ARGOCD_GNUPGHOME="+filepath.Join(repoTmp, "gnupg"),
+		"ARGOCD_GPG_DATA_PATH="+filepath.Join(repoTmp, "gpg"),
+		"ARGOCD_TLS_DATA_PATH="+filepath.Join(repoTmp, "tls"),
+		"ARGOCD_SSH_DATA_PATH="+filepath.Join(repoTmp, "ssh"),
+		"TMPDIR="+filepath.Join(repoTmp, "tmp"),
+		"HOME="+repoTmp,
+	),
+		"--address", "127.0.0.1", "--port", strconv.Itoa(repoPort),
+		"--metrics-address", "127.0.0.1", "--metrics-port", strconv.Itoa(repoMetrics),
+		"--redis", a.redis.Addr, "--loglevel", "info", "--logformat", "text")
+	if err != nil {
+		t.Fatal(err)
+	}
+	a.procs = append(a.procs, repo)
+	a.waitHTTP(t, repo, fmt.Sprintf("http://127.0.0.1:%d/healthz", repoMetrics))
+
+	// The application controller, with the control plane as its
+	// in-cluster destination (ARGOCD_FAKE_IN_CLUSTER: the kubeconfig).
+	ctrlMetrics := freePort(t)
+	ctrl, err := c.Run("argocd-application-controller", filepath.Join(argoBin, "argocd-application-controller"), append(baseEnv(),
+		"ARGOCD_FAKE_IN_CLUSTER=true",
+		"KUBECONFIG="+c.Kubeconfig,
+		"HOSTNAME=argocd-application-controller-0",
+		"ARGOCD_TLS_DATA_PATH="+filepath.Join(repoTmp, "tls"),
+		"ARGOCD_SSH_DATA_PATH="+filepath.Join(repoTmp, "ssh"),
+		"HOME="+filepath.Join(dir, "cluster"),
+	),
+		"--namespace", argocdNamespace,
+		"--redis", a.redis.Addr,
+		"--repo-server", fmt.Sprintf("127.0.0.1:%d", repoPort),
+		"--metrics-port", strconv.Itoa(ctrlMetrics),
+		"--loglevel", "info", "--logformat", "text")
+	if err != nil {
+		t.Fatal(err)
+	}
+	a.procs = append(a.procs, ctrl)
+	a.waitHTTP(t, ctrl, fmt.Sprintf("http://127.0.0.1:%d/healthz", ctrlMetrics))
+	t.Logf("Argo CD (controller, repo server, cmp server) on Kubernetes %s ready in %.1f s", c.Version, time.Since(begin).Seconds())
+	return a
+}
+
+// install applies Argo CD's CRDs, from the argo-cd module tools/ requires
+// (read where `go mod download` put it, never copied), its
+// namespace and settings, and the default project the API server would
+// make.
+func (a *argoCD) install(t *testing.T) {
+	t.Helper()
+	list := exec.Command("go", "list", "-m", "-json", "github.com/argoproj/argo-cd/v3")
+	list.Dir = "tools"
+	out, err := list.Output()
+	if err != nil {
+		t.Fatalf("go list -m github.com/argoproj/argo-cd/v3: %v", err)
+	}
+	var mod struct{ Dir, Version string }
+	if err := json.Unmarshal(out, &mod); err != nil || mod.Dir == "" {
+		t.Fatalf("go list -m github.com/argoproj/argo-cd/v3: no folder in %s (%v); run go mod download", out, err)
+	}
+	a.kubectl(t, nil, "apply", "--server-side", "--field-manager=digestpin-test", "-k", filepath.Join(mod.Dir, "manifests", "crds"))
+	// Established before anything of theirs is made (kubectl wait fails
+	// on a CRD whose status is not written yet).
+	deadline := time.Now().Add(time.Minute)
+	for _, crd := range []string{"applications.argoproj.io", "appprojects.argoproj.io"} {
+		for !established(t, a.kubectl(t, nil, "get", "crd", crd, "-o", "json")) {
+			if time.Now().After(deadline) {
+				t.Fatalf("CRD %s: not Established in a minute", crd)
+			}
+			time.Sleep(100 * time.Millisecond)
+		}
+	}
+	a.kubectl(t, []byte(`apiVersion: v1
+kind: Namespace
+metadata:
+  name: argocd
+---
+apiVersion: v1
+kind: ConfigMap
+metadata:
+  name: argocd-cm
+  namespace: argocd
+  labels: {app.kubernetes.io/part-of: argocd}
+data: {}
+---
+apiVersion: v1
+kind: ConfigMap
+metadata:
+  name: argocd-rbac-cm
+  namespace: argocd
+  labels: {app.kubernetes.io/part-of: argocd}
+data: {}
+---
+apiVersion: v1
+kind: Secret
+metadata:
+  name: argocd-secret
+  namespace: argocd
+  labels: {app.kubernetes.io/part-of: argocd}
+type: Opaque
+stringData:
+  server.secretkey: digestpin-test
+---
+apiVersion: argoproj.io/v1alpha1
+kind: AppProject
+metadata:
+  name: default
+  namespace: argocd
+spec:
+  sourceRepos: ["*"]
+  destinations: [{server: "*", namespace: "*"}]
+  clusterResourceWhitelist: [{group: "*", kind: "*"}]
+`), "apply", "--server-side", "--field-manager=digestpin-test", "-f", "-")
+}
+
+// established reports whether the CRD (JSON) has the condition
+// Established.
+func established(t *testing.T, crd string) bool {
+	t.Helper()
+	var c struct {
+		Status struct {
+			Conditions []struct{ Type, Status string }
+		}
+	}
+	if err := json.Unmarshal([]byte(crd), &c); err != nil {
+		t.Fatalf("decoding a CRD: %v", err)
+	}
+	for _, cond := range c.Status.Conditions {
+		if cond.Type == "Established" && cond.Status == "True" {
+			return true
+		}
+	}
+	return false
+}
+
+// sidecar lays out the sidecar's files under root (the plugin's files in
+// config/, helm and digestpin on its PATH, a new seed in the
+// Secret volume) and returns its environment: repo-server-patch.yaml's
+// env with its folders moved under root.
+func (a *argoCD) sidecar(t *testing.T, root, sockDir, helm string) []string {
+	t.Helper()
+	home, cache, tmp, toolDir := filepath.Join(root, "home"), filepath.Join(root, "cache"), filepath.Join(root, "tmp"), filepath.Join(root, "bin")
+	config := filepath.Join(root, "config")
+	for _, d := range []string{config, filepath.Join(home, ".docker"), cache, tmp, toolDir} {
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for name, target := range map[string]string{"helm": helm, "digestpin": a.bin} {
+		if err := os.Symlink(target, filepath.Join(toolDir, name)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	scripts := filepath.Join(repoRoot(), "scripts", "argocd")
+	// The plugin's files as the init container digestpin-install places
+	// them: plugin.yaml and the scripts its commands run.
+	files := []string{"plugin.yaml"}
+	for _, p := range regexp.MustCompile(regexp.QuoteMeta(cmpConfigDir)+`[\w.-]+\.sh`).FindAllString(string(testfiles.Read(t, filepath.Join(scripts, "plugin.yaml"))), -1) {
+		if f := strings.TrimPrefix(p, cmpConfigDir); !slices.Contains(files, f) {
+			files = append(files, f)
+		}
+	}
+	if len(files) < 2 {
+		t.Fatalf("scripts/argocd/plugin.yaml runs no script in %s", cmpConfigDir)
+	}
+	for _, f := range files {
+		b := bytes.ReplaceAll(testfiles.Read(t, filepath.Join(scripts, f)), []byte(cmpConfigDir), []byte(config+"/"))
+		if err := os.WriteFile(filepath.Join(config, f), b, 0o644); err != nil { //nolint:gosec // the plugin's files are world-readable
+			t.Fatal(err)
+		}
+	}
+	seed := filepath.Join(root, "seed")
+	if out, err := exec.Command(a.bin, "seed", seed).CombinedOutput(); err != nil {
+		t.Fatalf("digestpin seed: %v: %s", err, out)
+	}
+	testfiles.SecretVolume(t, filepath.Join(home, "digestpin-seed"), map[string]string{"seed": string(testfiles.Read(t, seed))}, 0o440)
+
+	var patch struct {
+		Spec struct {
+			Template struct {
+				Spec struct {
+					Containers []struct {
+						Name string `json:"name"`
+						Env  []struct {
+							Name  string `json:"name"`
+							Value string `json:"value"`
+						} `json:"env"`
+					} `json:"containers"`
+				} `json:"spec"`
+			} `json:"template"`
+		} `json:"spec"`
+	}
+	if err := yaml.Unmarshal(testfiles.Read(t, filepath.Join(scripts, "repo-server-patch.yaml")), &patch); err != nil {
+		t.Fatalf("parsing scripts/argocd/repo-server-patch.yaml: %v", err)
+	}
+	move := strings.NewReplacer("/home/argocd", home, "/var/cache", cache, "/tmp", tmp)
+	env := []string{
+		"PATH=" + toolDir + string(os.PathListSeparator) + os.Getenv("PATH"),
+		"HOME=" + home,
+		"TMPDIR=" + tmp,
+		"ARGOCD_PLUGINSOCKFILEPATH=" + sockDir,
+		"ARGOCD_CMP_WORKDIR=" + tmp,
+	}
+	found := false
+	for _, ctr := range patch.Spec.Template.Spec.Containers {
+		if ctr.Name != pluginName {
+			continue
+		}
+		found = true
+		for _, e := range ctr.Env {
+			// PATH names the sidecar's folders (digestpin first, then
+			// the image's): the test's tools come first instead.
+			if e.Name == "PATH" {
+				continue
+			}
+			env = append(env, e.Name+"="+move.Replace(e.Value))
+		}
+	}
+	if !found {
+		t.Fatalf("scripts/argocd/repo-server-patch.yaml: no container %s", pluginName)
+	}
+	return env
+}
+
+// waitFile waits until path exists, or p exits.
+func (a *argoCD) waitFile(t *testing.T, p *controlplane.Proc, path string) {
+	t.Helper()
+	deadline := time.Now().Add(60 * time.Second)
+	for {
+		if _, err := os.Stat(path); err == nil {
+			return
+		}
+		select {
+		case <-p.Done():
+			t.Fatalf("%s exited before it was ready: %s", filepath.Base(p.Log()), p.Why())
+		case <-time.After(50 * time.Millisecond):
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%s did not create %s in 60 s: %s", filepath.Base(p.Log()), path, p.Why())
+		}
+	}
+}
+
+// waitHTTP waits until url answers 200, or p exits.
+func (a *argoCD) waitHTTP(t *testing.T, p *controlplane.Proc, url string) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	if err := a.cluster.WaitReady(ctx, p, &http.Client{Timeout: 5 * time.Second}, url, nil); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// freePort returns a port on 127.0.0.1 that was free a moment ago.
+func freePort(t *testing.T) int {
+	t.Helper()
+	p, err := controlplane.FreePort()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+// result is what a command printed and how it ended.
+type result struct {
+	stdout, stderr string
+	err            error
+}
+
+// run runs name with args and stdin, with the environment plus env.
+func run(stdin []byte, env []string, name string, args ...string) result {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, name, args...)
+	cmd.Env = append(baseEnv(), env...)
+	if stdin != nil {
+		cmd.Stdin = bytes.NewReader(stdin)
+	}
+	var out, errb bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errb
+	err := cmd.Run()
+	return result{stdout: out.String(), stderr: errb.String(), err: err}
+}
+
+// baseEnv is this process's environment without the developer's own
+// DIGESTPIN_* settings (DIGESTPIN_TEST_* stay), so that they change no
+// render, no sidecar and no command of a test.
+func baseEnv() []string {
+	var env []string
+	for _, kv := range os.Environ() {
+		if strings.HasPrefix(kv, "DIGESTPIN_") && !strings.HasPrefix(kv, "DIGESTPIN_TEST_") {
+			continue
+		}
+		env = append(env, kv)
+	}
+	return env
+}
+
+// kubeEnv points kubectl and digestpin at the cluster.
+func (a *argoCD) kubeEnv() []string {
+	return []string{"KUBECONFIG=" + a.cluster.Kubeconfig, "KUBECACHEDIR=" + a.cluster.File("kubecache")}
+}
+
+// kubectl runs kubectl against the cluster and fails the test on error.
+func (a *argoCD) kubectl(t *testing.T, stdin []byte, args ...string) string {
+	t.Helper()
+	res := run(stdin, a.kubeEnv(), a.cluster.Kubectl, args...)
+	if res.err != nil {
+		t.Fatalf("kubectl %s: %v\n%s", strings.Join(args, " "), res.err, res.stderr)
+	}
+	return res.stdout
+}
+
+// gitServer serves bare repositories under root over smart HTTP on
+// loopback: git http-backend behind net/http/cgi.
+type gitServer struct {
+	root string
+	srv  *httptest.Server
+}
+
+func startGit(t *testing.T, root string) *gitServer {
+	t.Helper()
+	gitBin, err := exec.LookPath("git")
+	if err != nil {
+		t.Fatalf("git: %v", err)
+	}
+	if err := os.MkdirAll(root, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	g := &gitServer{root: root}
+	g.srv = httptest.NewServer(&cgi.Handler{
+		Path: gitBin,
+		Args: []string{"http-backend"},
+		Env:  []string{"GIT_PROJECT_ROOT=" + root, "GIT_HTTP_EXPORT_ALL=1"},
+	})
+	t.Cleanup(g.srv.Close)
+	return g
+}
+
+// gitRepo is a repository on the git server and a work tree to commit in.
+type gitRepo struct {
+	URL  string // what an Application's spec.source.repoURL names
+	work string
+}
+
+// gitEnv makes commits independent of the developer's git settings.
+var gitEnv = []string{
+	"GIT_CONFIG_GLOBAL=/dev/null", "GIT_CONFIG_NOSYSTEM=1",
+	"GIT_AUTHOR_NAME=ci", "GIT_AUTHOR_EMAIL=ci@example.com",
+	"GIT_COMMITTER_NAME=ci", "GIT_COMMITTER_EMAIL=ci@example.com",
+}
+
+func (g *gitServer) gitT(t *testing.T, dir string, args ...string) string {
+	t.Helper()
+	res := run(nil, gitEnv, "git", append([]string{"-C", dir}, args...)...)
+	if res.err != nil {
+		t.Fatalf("git %s: %v\n%s", strings.Join(args, " "), res.err, res.stderr)
+	}
+	return strings.TrimSpace(res.stdout)
+}
+
+// repo creates the bare repository name.git and a work tree for it.
+func (g *gitServer) repo(t *testing.T, name string) *gitRepo {
+	t.Helper()
+	bare := filepath.Join(g.root, name+".git")
+	if err := os.MkdirAll(bare, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	g.gitT(t, bare, "init", "--quiet", "--bare", "--initial-branch=main")
+	work := t.TempDir()
+	g.gitT(t, work, "init", "--quiet", "--initial-branch=main")
+	g.gitT(t, work, "remote", "add", "origin", bare)
+	return &gitRepo{URL: g.srv.URL + "/" + name + ".git", work: work}
+}
+
+// commit writes files (path → content; "" removes the file), commits them
+// on main, pushes, and returns the commit.
+func (g *gitServer) commit(t *testing.T, r *gitRepo, msg string, files map[string]string) string {
+	t.Helper()
+	for p, content := range files {
+		full := filepath.Join(r.work, p)
+		if content == "" {
+			_ = os.Remove(full)
+			continue
+		}
+		if err := os.MkdirAll(filepath.Dir(full), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(full, []byte(content), 0o644); err != nil { //nolint:gosec // a repository's files
+			t.Fatal(err)
+		}
+	}
+	g.gitT(t, r.work, "add", "-A")
+	g.gitT(t, r.work, "commit", "--quiet", "--allow-empty", "-m", msg)
+	g.gitT(t, r.work, "push", "--quiet", "origin", "HEAD:main")
+	return g.gitT(t, r.work, "rev-parse", "HEAD")
+}
