@@ -69,7 +69,7 @@ test: build helm $(KUSTOMIZE) argocd-cmp-server kube-tools argocd-tools
 # The rollout tests in local directory mode (never cached; the figures
 # they print show), with -race: the module holds test code only, and
 # small dependencies.
-TEST_KUBE = cd e2e/kube && go vet && go test -race -count=1 -timeout 20m
+TEST_KUBE = cd e2e/kube && go vet ./... && go test -race -count=1 -timeout 20m ./...
 test-kube: build helm $(KUSTOMIZE) kube-tools
 	$(TEST_KUBE)
 
