@@ -77,7 +77,7 @@ test-kube: build helm $(KUSTOMIZE) kube-tools
 # The scenarios under a running Argo CD, never cached (the figures they
 # print show), with -race: the module's own packages are test code and
 # the harness, which import none of Argo CD.
-TEST_ARGOCD = cd e2e/argocd && go vet ./... && go test -race -count=1 -timeout 30m ./...
+TEST_ARGOCD = cd e2e/argocd && go vet ./... && go test -race -count=1 -timeout 30m
 test-argocd: build helm kube-tools argocd-tools
 	$(TEST_ARGOCD)
 
