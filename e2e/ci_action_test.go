@@ -290,7 +290,9 @@ func runAction(t *testing.T, workspace, path string, inputs map[string]string) (
 		}
 		env := append(ciGitEnv(workspace),
 			"PATH="+path, "HOME="+t.TempDir(), "CI=true", "GITHUB_ACTIONS=true", "RUNNER_OS=Linux",
-			"RUNNER_TEMP="+temp, "GITHUB_WORKSPACE="+workspace, "GITHUB_ACTION_PATH="+repoRoot(t))
+			"RUNNER_TEMP="+temp, "GITHUB_WORKSPACE="+workspace, "GITHUB_ACTION_PATH="+repoRoot(t),
+			// No cluster: never the developer's own.
+			"KUBECONFIG="+filepath.Join(temp, "no-kubeconfig"))
 		for f, p := range files {
 			env = append(env, f+"="+p)
 		}
@@ -390,7 +392,22 @@ func TestGitHubAction(t *testing.T) {
 		},
 		{
 			desc: "bad mode", vars: with("mode", "verify"), fail: true,
-			output: []string{"DIGESTPIN_CI_MODE=verify: want update or check"},
+			output: []string{"DIGESTPIN_CI_MODE=verify: want update, check or refresh"},
+		},
+		// The refresh itself runs under a running Argo CD in e2e/argocd;
+		// here: the inputs reach digestpin argocd refresh, and no chart is
+		// needed.
+		{
+			desc: "refresh without images", vars: map[string]string{"mode": "refresh", "releases-url": base + "/v" + version}, fail: true,
+			output: []string{"DIGESTPIN_CI_MODE=refresh: DIGESTPIN_CI_IMAGES (the action's images input) names no image"},
+		},
+		{
+			desc: "refresh without a cluster", vars: map[string]string{"mode": "refresh", "images": reg.Ref("shop/web:1.4") + ", " + reg.Ref("shop/db:16"), "argocd-namespace": "argocd", "releases-url": base + "/v" + version}, fail: true,
+			output: []string{"digestpin: error: reading the kubeconfig: invalid configuration: no configuration has been provided"}, absent: []string{"digestpin-lock:"},
+		},
+		{
+			desc: "refresh of a bad image", vars: map[string]string{"mode": "refresh", "images": "-bad", "releases-url": base + "/v" + version}, fail: true,
+			output: []string{`digestpin: error: image "-bad": invalid reference format`},
 		},
 	}, func(vars map[string]string) (string, error) {
 		return runAction(t, r.dir, path, vars)

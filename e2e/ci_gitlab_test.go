@@ -51,7 +51,9 @@ func runGitLabJob(t *testing.T, job gitlabJob, project, path string, vars map[st
 	env := append(ciGitEnv(project),
 		"PATH="+path, "HOME="+t.TempDir(), "TMPDIR="+t.TempDir(), "CI=true", "GITLAB_CI=true",
 		"CI_PROJECT_DIR="+project, "CI_COMMIT_BRANCH=main", "CI_COMMIT_REF_NAME=main",
-		"GITLAB_USER_NAME=Shop Maintainer", "GITLAB_USER_EMAIL=maintainer@shop.example")
+		"GITLAB_USER_NAME=Shop Maintainer", "GITLAB_USER_EMAIL=maintainer@shop.example",
+		// No cluster: never the developer's own.
+		"KUBECONFIG="+filepath.Join(t.TempDir(), "no-kubeconfig"))
 	for k, v := range job.Variables {
 		env = append(env, k+"="+v)
 	}
@@ -130,6 +132,14 @@ func TestGitLabTemplate(t *testing.T) {
 		{
 			desc: "no release", vars: with("DIGESTPIN_CI_RELEASES_URL", base+"/v0.0.0"), fail: true,
 			output: []string{"cannot download " + base + "/v0.0.0/SHA256SUMS"}, absent: []string{"digestpin-lock:"},
+		},
+		// The refresh itself runs under a running Argo CD in e2e/argocd.
+		{
+			desc: "refresh without a cluster", vars: map[string]string{
+				"DIGESTPIN_CI_MODE": "refresh", "DIGESTPIN_CI_IMAGES": reg.Ref("shop/web:1.4"),
+				"DIGESTPIN_CI_RELEASES_URL": base + "/v" + version, "DIGESTPIN_CI_TOOLS": tools,
+			}, fail: true,
+			output: []string{"digestpin: error: reading the kubeconfig: invalid configuration: no configuration has been provided"}, absent: []string{"digestpin-lock:"},
 		},
 	}, func(vars map[string]string) (string, error) {
 		return runGitLabJob(t, job, r.dir, path, vars)

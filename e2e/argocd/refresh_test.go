@@ -12,8 +12,8 @@ import (
 	"github.com/digestpin/digestpin/internal/testregistry"
 )
 
-// testRefreshCommand: `digestpin argocd refresh IMAGE` after a push
-// hard-refreshes exactly the Applications that run IMAGE: they render
+// testRefreshCommand: `digestpin argocd refresh IMAGE` after a push (here
+// through the CI step's mode refresh) hard-refreshes exactly the Applications that run IMAGE: they render
 // again (their images are asked for at the registry), see the new digest
 // and roll once on sync; the others are not touched. --dry-run only lists;
 // no match says so and exits 0; an RBAC-limited token gets a one-line
@@ -65,9 +65,12 @@ func testRefreshCommand(t *testing.T, a *argoCD) {
 		}
 	}
 
-	// The refresh: both web Applications render again and see the push;
-	// r-api does not render at all.
-	res = dp(web)
+	// The refresh, as the CI step does it (the GitHub Action's and the
+	// GitLab template's mode refresh run digestpin-ci.sh so): both web
+	// Applications render again and see the push; r-api does not render
+	// at all.
+	res = run(nil, append(a.kubeEnv(), "DIGESTPIN="+a.bin, "DIGESTPIN_CI_MODE=refresh", "DIGESTPIN_CI_IMAGES= "+web+"\n"),
+		"bash", filepath.Join(repoRoot(), "scripts", "ci", "digestpin-ci.sh"))
 	if res.err != nil || strings.Count(res.stdout, "refreshed ") != 2 || !strings.Contains(res.stdout, "refreshed argocd/r-web (runs ") || !strings.Contains(res.stdout, "refreshed argocd/r-web2 (runs ") {
 		t.Fatalf("refresh %s: %v\nstdout %q\nstderr %q; want r-web and r-web2 refreshed", web, res.err, res.stdout, res.stderr)
 	}

@@ -1,15 +1,26 @@
 #!/usr/bin/env bash
-# digestpin-ci.sh runs the lock workflow of digestpin-lock.sh (beside it)
-# from DIGESTPIN_CI_* variables: the GitHub Action (action.yml) sets them
+# digestpin-ci.sh runs the lock workflow of digestpin-lock.sh (beside it),
+# or the refresh of Argo CD Applications after a push, from DIGESTPIN_CI_*
+# variables: the GitHub Action (action.yml) sets them
 # from its inputs, the GitLab CI template (gitlab/digestpin.gitlab-ci.yml)
 # from its job's variables. Both ship it with digestpin-lock.sh, so the
 # user's repository needs neither. digestpin template renders the chart
 # (Helm 4's engine, in digestpin): no Helm CLI is needed.
 #
-#   DIGESTPIN_CI_CHART         the chart folder (required)
+#   DIGESTPIN_CI_CHART         the chart folder (required, but in refresh)
 #   DIGESTPIN_CI_MODE          update (default): record the lock file and
 #                              commit it; check: fail, naming each image,
-#                              when the registry moved away from it
+#                              when the registry moved away from it;
+#                              refresh: after a push of DIGESTPIN_CI_IMAGES,
+#                              ask Argo CD for a hard refresh of exactly the
+#                              Applications that run them (digestpin argocd
+#                              refresh, with the job's KUBECONFIG); no chart,
+#                              no lock file, none of the settings below
+#   DIGESTPIN_CI_IMAGES        refresh: the pushed images, REPOSITORY:TAG,
+#                              separated by spaces, commas or newlines
+#   DIGESTPIN_CI_ARGOCD_NAMESPACE
+#                              refresh: only the Applications of this
+#                              namespace (default every namespace)
 #   DIGESTPIN_CI_RELEASE       release name (default: the chart folder's name)
 #   DIGESTPIN_CI_NAMESPACE     --namespace
 #   DIGESTPIN_CI_VALUES        values files, separated by newlines or commas
@@ -53,6 +64,32 @@ isTrue() {
 	exit 2
 }
 
+# trim prints $1 without leading and trailing white space.
+trim() {
+	local v=${1#"${1%%[![:space:]]*}"}
+	printf '%s' "${v%"${v##*[![:space:]]}"}"
+}
+
+if [[ ${DIGESTPIN_CI_MODE:-update} == refresh ]]; then
+	images=()
+	while IFS= read -r i; do
+		i=$(trim "$i")
+		if [[ -n "$i" ]]; then
+			images+=("$i")
+		fi
+	done < <(printf '%s\n' "${DIGESTPIN_CI_IMAGES:-}" | tr -s ', \t' '\n')
+	((${#images[@]})) || {
+		echo "digestpin-ci: DIGESTPIN_CI_MODE=refresh: DIGESTPIN_CI_IMAGES (the action's images input) names no image" >&2
+		exit 2
+	}
+	refresh=(argocd refresh)
+	if [[ -n "${DIGESTPIN_CI_ARGOCD_NAMESPACE:-}" ]]; then
+		refresh+=("--namespace=$DIGESTPIN_CI_ARGOCD_NAMESPACE")
+	fi
+	# -- first: no image is taken for a flag.
+	exec "${DIGESTPIN:-digestpin}" "${refresh[@]}" -- "${images[@]}"
+fi
+
 chart=${DIGESTPIN_CI_CHART:-}
 [[ -n "$chart" ]] || {
 	echo "digestpin-ci: DIGESTPIN_CI_CHART (the action's chart input) names no chart folder" >&2
@@ -69,7 +106,7 @@ update)
 	;;
 check) args+=(--check) ;;
 *)
-	echo "digestpin-ci: DIGESTPIN_CI_MODE=${DIGESTPIN_CI_MODE}: want update or check" >&2
+	echo "digestpin-ci: DIGESTPIN_CI_MODE=${DIGESTPIN_CI_MODE}: want update, check or refresh" >&2
 	exit 2
 	;;
 esac
