@@ -13,12 +13,14 @@ import (
 )
 
 // app is an Application of the tests: the plugin renders path of repo
-// into the namespace ns, with the plugin env env (NAME=value).
+// into the namespace ns, with the plugin env env (NAME=value) and the
+// plugin parameters params (spec.source.plugin.parameters, as written).
 type app struct {
 	name, ns string
 	repo     *gitRepo
 	path     string
 	env      []string
+	params   []map[string]any
 }
 
 // create creates the Application (with no sync policy: the tests sync as
@@ -31,6 +33,10 @@ func (a *argoCD) create(t *testing.T, ap app) {
 		k, v, _ := strings.Cut(kv, "=")
 		env = append(env, map[string]string{"name": k, "value": v})
 	}
+	plugin := map[string]any{"name": pluginName, "env": env}
+	if ap.params != nil {
+		plugin["parameters"] = ap.params
+	}
 	obj := map[string]any{
 		"apiVersion": "argoproj.io/v1alpha1",
 		"kind":       "Application",
@@ -41,7 +47,7 @@ func (a *argoCD) create(t *testing.T, ap app) {
 				"repoURL":        ap.repo.URL,
 				"targetRevision": "main",
 				"path":           ap.path,
-				"plugin":         map[string]any{"name": pluginName, "env": env},
+				"plugin":         plugin,
 			},
 			"destination": map[string]any{"server": inCluster, "namespace": ap.ns},
 		},
