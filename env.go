@@ -24,6 +24,8 @@ var otherEnv = []string{
 	"DIGESTPIN_PLUGIN_",        // the plugins' install hook
 	"DIGESTPIN_RELEASE_URL",    // the sidecar image's build (image-fetch.sh)
 	"DIGESTPIN_CMP_STATE_DIR",  // the Argo CD plugin (generate.sh)
+	"DIGESTPIN_SHA256",         // the Argo CD init container (plugin-install.sh)
+	"DIGESTPIN_ARCH",           // the Argo CD init container (plugin-install.sh)
 
 	// The flags of digestpin template, install and upgrade, which the
 	// Argo CD sidecar and CI set for every run, the filter's too.

@@ -60,7 +60,13 @@ func New(t TB) *Registry {
 	reg.Server = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		reg.count(r)
 		if d := time.Duration(reg.latency.Load()); d > 0 {
-			time.Sleep(d)
+			// A client that gave up (a timeout) ends the wait, so that
+			// Close does not wait for it.
+			select {
+			case <-time.After(d):
+			case <-r.Context().Done():
+				return
+			}
 		}
 		reg.mu.Lock()
 		hs := reg.handlers
