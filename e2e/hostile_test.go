@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -40,17 +41,23 @@ func runHostile(t *testing.T, in []byte) hostileRun {
 			t.Fatal(err)
 		}
 	}
-	// A child's peak RSS starts at its parent's RSS (Linux keeps the
-	// high-water mark across the exec), so digestpin is started by a
-	// small shell, not by this process; the shell's rusage covers the
-	// children it waited for. "; exit" keeps the shell from exec'ing
-	// digestpin in its own place.
-	cmd := exec.Command("/bin/sh", "-c", `"$0" "$@"; exit $?`, digestpinBin(t), "--lock", filepath.Join(dir, "digests.lock"), "--frozen", "-f", input)
+	// A child's peak RSS starts at its parent's RSS: Go starts a child
+	// with vfork, sharing this (large, race-instrumented) process's
+	// memory until the exec, and Linux keeps that high-water mark across
+	// the exec, in the child and in whatever it waits for. time(1) forks
+	// digestpin from its own small process and reports that child's peak
+	// alone, into a file.
+	timeBin, err := exec.LookPath("/usr/bin/time")
+	if err != nil {
+		t.Fatalf("/usr/bin/time is missing (Debian: apt-get install time; make test installs it): %v", err)
+	}
+	rssFile := filepath.Join(dir, "rss")
+	cmd := exec.Command(timeBin, "-f", "%M", "-o", rssFile, digestpinBin(t), "--lock", filepath.Join(dir, "digests.lock"), "--frozen", "-f", input)
 	cmd.Env = cleanEnv()
 	var out, errb bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &errb
 	start := time.Now()
-	err := cmd.Run()
+	err = cmd.Run()
 	r := hostileRun{stdout: out.Bytes(), stderr: errb.Bytes(), took: time.Since(start)}
 	if err != nil {
 		if ee := (*exec.ExitError)(nil); !errors.As(err, &ee) {
@@ -58,9 +65,17 @@ func runHostile(t *testing.T, in []byte) hostileRun {
 		}
 	}
 	r.exit = cmd.ProcessState.ExitCode()
-	if ru, ok := cmd.ProcessState.SysUsage().(*syscall.Rusage); ok {
-		r.maxRSS = ru.Maxrss << 10 // Linux reports KiB
+	b, err := os.ReadFile(rssFile)
+	if err != nil {
+		t.Fatalf("reading what time(1) measured: %v", err)
 	}
+	// time writes "Command exited with non-zero status N" first when N != 0.
+	lines := strings.Fields(strings.TrimSpace(string(b)))
+	kib, err := strconv.ParseInt(lines[len(lines)-1], 10, 64)
+	if err != nil {
+		t.Fatalf("time(1) measured %q: %v", b, err)
+	}
+	r.maxRSS = kib << 10 // KiB
 	t.Logf("%d bytes in, exit %d in %s, peak RSS %d MiB", len(in), r.exit, r.took.Round(time.Millisecond), r.maxRSS>>20)
 	return r
 }

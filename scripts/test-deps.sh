@@ -3,7 +3,8 @@
 # when it is missing: script(1) for a pseudo-terminal (Helm 4's
 # --tty-errors), zsh and fish for the completion scripts, curl for the
 # plugin install hook, wget for the Argo CD init container's busybox branch, git for the Helm 3 plugin install from a git URL,
-# redis-server for the shared cache and state on Redis.
+# redis-server for the shared cache and state on Redis, time(1) for the
+# peak memory of the hostile-input runs.
 # `make test` runs it, so the README's quick start works on a fresh
 # Debian or Ubuntu machine; elsewhere it names what to install.
 set -o errexit -o nounset -o pipefail
@@ -14,6 +15,7 @@ command -v zsh >/dev/null || need+=(zsh)
 command -v fish >/dev/null || need+=(fish)
 command -v curl >/dev/null || need+=(curl)
 command -v wget >/dev/null || need+=(wget)
+[ -x /usr/bin/time ] || need+=(time)
 command -v git >/dev/null || need+=(git)
 command -v redis-server >/dev/null || need+=(redis-server)
 ((${#need[@]})) || exit 0

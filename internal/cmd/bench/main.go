@@ -13,7 +13,8 @@ import (
 	"os"
 	"os/exec"
 	"slices"
-	"syscall"
+	"strconv"
+	"strings"
 	"time"
 
 	protocommon "github.com/sigstore/protobuf-specs/gen/pb-go/common/v1"
@@ -50,20 +51,38 @@ type sample struct {
 	maxRSS int64 // bytes
 }
 
-// run runs the binary on in and measures it.
+// run runs the binary on in and measures it. The peak memory is what
+// time(1) reports for its child: Go starts a child with vfork, and Linux
+// keeps the high-water mark of this process's memory (the inputs it
+// holds) across the child's exec, so the child's own rusage would report
+// at least this process's size; time forks the binary from its own small
+// process instead.
 func run(bin string, in []byte, args ...string) (sample, []byte, error) {
-	cmd := exec.Command(bin, args...)
+	rss, err := os.CreateTemp("", "bench-rss-")
+	if err != nil {
+		return sample{}, nil, err
+	}
+	rss.Close()
+	defer os.Remove(rss.Name())
+	cmd := exec.Command("/usr/bin/time", append([]string{"-f", "%M", "-o", rss.Name(), bin}, args...)...)
 	cmd.Stdin = bytes.NewReader(in)
 	var out, errb bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &errb
 	start := time.Now()
-	err := cmd.Run()
+	err = cmd.Run()
 	wall := time.Since(start)
 	if err != nil {
 		return sample{}, nil, fmt.Errorf("%s: %w: %s", bin, err, errb.String())
 	}
-	ru := cmd.ProcessState.SysUsage().(*syscall.Rusage)
-	return sample{wall: wall, maxRSS: ru.Maxrss * 1024}, out.Bytes(), nil
+	b, err := os.ReadFile(rss.Name())
+	if err != nil {
+		return sample{}, nil, fmt.Errorf("reading what time(1) measured: %w", err)
+	}
+	kib, err := strconv.ParseInt(strings.TrimSpace(string(b)), 10, 64)
+	if err != nil {
+		return sample{}, nil, fmt.Errorf("time(1) measured %q: %w", b, err)
+	}
+	return sample{wall: wall, maxRSS: kib << 10}, out.Bytes(), nil
 }
 
 // median runs the binary n times and returns the median wall time and
