@@ -51,16 +51,25 @@ func (c cosignRunner) run(t *testing.T, args ...string) {
 	}
 }
 
-// sign signs d with the key pair of prefix (cosign.key for "cosign"),
-// key-based, without a transparency log upload and without a signing
-// config (which cosign would fetch by TUF), in the format flags ask for.
+// sign signs d with the key pair of prefix (cosign.key for "cosign") and
+// flags, which must keep cosign from fetching a signing config and a
+// trusted root by TUF (see offlineBundle and offlineLegacy).
 func (c cosignRunner) sign(t *testing.T, prefix string, d name.Digest, flags ...string) {
 	t.Helper()
 	args := []string{"sign", "--yes", "--key", prefix + ".key",
-		"--tlog-upload=false", "--use-signing-config=false",
 		"--allow-insecure-registry", "--allow-http-registry"}
 	c.run(t, append(append(args, flags...), d.String())...)
 }
+
+// The offline ways to sign with a key. For bundles, cosign v3's own: a
+// signing config without services (so no transparency log) and a trusted
+// root without material, both files made by cosign in the test, where
+// cosign would otherwise fetch them by TUF. Legacy signatures cannot use a
+// signing config: the deprecated --tlog-upload=false without one.
+var (
+	offlineBundle = []string{"--signing-config", "signing-config.json", "--trusted-root", "trusted-root.json"}
+	offlineLegacy = []string{"--new-bundle-format=false", "--use-signing-config=false", "--tlog-upload=false"}
+)
 
 // TestVerifyCosign: signatures made by the cosign CLI, a real client, in
 // each format it writes, into the loopback registry, verified by the
@@ -72,7 +81,7 @@ func TestVerifyCosign(t *testing.T) {
 	cosign := cosignRunner{bin: cosignCLI(t)}
 	for _, tc := range []struct {
 		name string
-		// flags select the format of cosign sign.
+		// flags select the format of cosign sign and keep it offline.
 		flags []string
 		// noReferrersAPI makes the registry one from before OCI 1.1.
 		noReferrersAPI bool
@@ -80,7 +89,8 @@ func TestVerifyCosign(t *testing.T) {
 		stored func(t *testing.T, d name.Digest)
 	}{
 		{
-			name: "bundle as an OCI 1.1 referrer (cosign's default)",
+			name:  "bundle as an OCI 1.1 referrer (cosign's default)",
+			flags: offlineBundle,
 			stored: func(t *testing.T, d name.Digest) {
 				wantBundleReferrer(t, d)
 				wantNoTag(t, d, ".sig")
@@ -88,6 +98,7 @@ func TestVerifyCosign(t *testing.T) {
 		},
 		{
 			name:           "bundle under the referrers tag (registry without the referrers API)",
+			flags:          offlineBundle,
 			noReferrersAPI: true,
 			stored: func(t *testing.T, d name.Digest) {
 				wantTag(t, d, "")
@@ -96,7 +107,7 @@ func TestVerifyCosign(t *testing.T) {
 		},
 		{
 			name:  "legacy .sig tag (--new-bundle-format=false)",
-			flags: []string{"--new-bundle-format=false"},
+			flags: offlineLegacy,
 			stored: func(t *testing.T, d name.Digest) {
 				wantTag(t, d, ".sig")
 				if ds := referrers(t, d); len(ds) != 0 {
@@ -111,6 +122,8 @@ func TestVerifyCosign(t *testing.T) {
 			cosign.dir = dir
 			cosign.run(t, "generate-key-pair")
 			cosign.run(t, "generate-key-pair", "--output-key-prefix", "other")
+			cosign.run(t, "signing-config", "create", "--out", "signing-config.json")
+			cosign.run(t, "trusted-root", "create", "--out", "trusted-root.json")
 
 			reg := testregistry.New(t)
 			if tc.noReferrersAPI {
