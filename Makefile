@@ -31,6 +31,11 @@ KUBE_TOOLS := $(or $(XDG_CACHE_HOME),$(HOME)/.cache)/digestpin-test/kube-$(KUBE_
 # cold Go cache) into a folder outside the clone named by that version,
 # and linked under the names of the commands the tests run.
 ARGOCD_TOOLS := $(or $(XDG_CACHE_HOME),$(HOME)/.cache)/digestpin-test/argocd-$(ARGOCD_VERSION)
+# The cosign CLI, a real client whose signatures the verification tests
+# read (e2e/verify_cosign_test.go): a released version, built once (minutes
+# on a cold Go cache) into a folder outside the clone named by that version.
+COSIGN_VERSION := v3.1.3
+COSIGN := $(or $(XDG_CACHE_HOME),$(HOME)/.cache)/digestpin-test/cosign-$(COSIGN_VERSION)/cosign
 
 # Tests that drive the real binary and Helm CLIs find them here.
 export DIGESTPIN_TEST_BIN := $(CURDIR)/$(BIN)
@@ -40,8 +45,9 @@ export DIGESTPIN_TEST_KUSTOMIZE := $(KUSTOMIZE)
 export DIGESTPIN_TEST_ARGOCD_CMP_SERVER := $(ARGOCD_CMP_SERVER)
 export DIGESTPIN_TEST_KUBE := $(KUBE_TOOLS)
 export DIGESTPIN_TEST_ARGOCD := $(ARGOCD_TOOLS)
+export DIGESTPIN_TEST_COSIGN := $(COSIGN)
 
-.PHONY: all build test test-kube test-argocd argocd-tools kube-tools demo helm argocd-cmp-server lint bench fuzz clean install release dist
+.PHONY: all build test test-kube test-argocd argocd-tools kube-tools cosign demo helm argocd-cmp-server lint bench fuzz clean install release dist
 
 all: build
 
@@ -58,7 +64,7 @@ build:
 # e2e/kube (the rollouts on a real control plane) is a third; test-kube
 # runs it alone. e2e/argocd (the plugin under a running Argo CD) is a
 # fourth; test-argocd runs it alone.
-test: build helm $(KUSTOMIZE) argocd-cmp-server kube-tools argocd-tools
+test: build helm $(KUSTOMIZE) argocd-cmp-server kube-tools argocd-tools cosign
 	scripts/test-deps.sh
 	go test -race -cover -timeout 30m ./...
 	cd examples/helmsdk && go vet ./... && go test ./...
@@ -111,6 +117,17 @@ $(ARGOCD_TOOLS)/argocd-application-controller:
 	ln -sf argocd $@
 
 kube-tools: $(KUBE_TOOLS)/kubectl
+
+cosign: $(COSIGN)
+
+# Built into a folder beside the target and moved into place, so that an
+# interrupted build leaves no target behind.
+$(COSIGN):
+	rm -rf $(@D).tmp
+	GOBIN=$(@D).tmp go install github.com/sigstore/cosign/v3/cmd/cosign@$(COSIGN_VERSION)
+	mkdir -p $(@D)
+	mv $(@D).tmp/cosign $@
+	rmdir $(@D).tmp
 
 $(KUBE_TOOLS)/kubectl:
 	scripts/kube-tools.sh $(KUBE_TOOLS)

@@ -409,23 +409,42 @@ func (v *Verifier) referrers(ctx context.Context, d name.Digest) ([]*candidate, 
 	}
 	var cands []*candidate
 	var skipped []string
+	read := 0
 	for _, desc := range descs {
-		if !strings.HasPrefix(desc.ArtifactType, bundleMediaTypePrefix) {
+		// cosign writes a bundle as an artifact manifest with an empty
+		// config and the bundle's media type as the manifest's
+		// artifactType. A registry that lists the config's media type
+		// instead (go-containerregistry's), or none, leaves the type to
+		// the manifest: such referrers are read too, and passed over
+		// when they hold no bundle.
+		typed := strings.HasPrefix(desc.ArtifactType, bundleMediaTypePrefix)
+		if !typed && desc.ArtifactType != "" && desc.ArtifactType != emptyMediaType {
 			continue
 		}
-		if len(cands) == MaxCandidates {
+		if read == MaxCandidates {
 			skipped = append(skipped, fmt.Sprintf("more than %d bundles, the rest unread", MaxCandidates))
 			break
 		}
+		read++
 		c := &candidate{where: "referrer " + desc.Digest.String()}
-		cands = append(cands, c)
 		c.entity, c.digest, c.err = v.readBundle(ctx, d, desc)
+		if !typed && errors.Is(c.err, errNoBundleLayer) {
+			continue
+		}
 		if c.err != nil {
 			c.err = fmt.Errorf("%s: %w", c.where, c.err)
 		}
+		cands = append(cands, c)
 	}
 	return cands, skipped, nil
 }
+
+// emptyMediaType is the OCI empty descriptor's media type, the config of
+// artifact manifests such as cosign's bundles.
+const emptyMediaType = "application/vnd.oci.empty.v1+json"
+
+// errNoBundleLayer is a referrer manifest without a Sigstore bundle.
+var errNoBundleLayer = errors.New("no bundle layer")
 
 // readBundle reads the bundle of referrer desc of d.
 func (v *Verifier) readBundle(ctx context.Context, d name.Digest, desc v1.Descriptor) (sgverify.SignedEntity, string, error) {
@@ -462,5 +481,5 @@ func (v *Verifier) readBundle(ctx context.Context, d name.Digest, desc v1.Descri
 		}
 		return &bn, l.Digest.String(), nil
 	}
-	return nil, "", errors.New("no bundle layer")
+	return nil, "", errNoBundleLayer
 }

@@ -64,6 +64,31 @@ func TestKeyBundleThroughReferrers(t *testing.T) {
 	}
 }
 
+// TestBundleAsArtifact: a bundle attached as cosign v3 attaches it (an
+// artifact manifest with an empty config), which go-containerregistry's
+// registry lists with the config's media type as artifactType, verifies;
+// a referrer listed so without a bundle layer (another kind of artifact)
+// is passed over, not a failed signature.
+func TestBundleAsArtifact(t *testing.T) {
+	reg := testregistry.New(t)
+	d := testsign.PushImage(t, reg, "acme/app", "1.0")
+	kp, keyFile := testsign.NewKey(t, protocommon.PublicKeyDetails_PKIX_ECDSA_P256_SHA_256)
+	other := testsign.PushImage(t, reg, "acme/app", "2.0")
+	testsign.AttachArtifact(t, other, testsign.BundleMediaType, testsign.KeyBundle(t, kp, testsign.Statement(t, other, verify.CosignSignPredicate)))
+	_, err := verifyOne(t, testsign.Resolver(t), other, reg.Host()+"/acme/*=key:"+keyFile, "")
+	if err != nil {
+		t.Fatalf("Verify(artifact bundle) = %v", err)
+	}
+
+	// An artifact of another kind (an SBOM), listed with the same
+	// artifactType: read and passed over.
+	testsign.AttachArtifact(t, d, "application/spdx+json", []byte("{}"))
+	_, err = verifyOne(t, testsign.Resolver(t), d, reg.Host()+"/acme/*=key:"+keyFile, "")
+	if err == nil || !strings.Contains(err.Error(), ": no signature (none among the referrers") {
+		t.Errorf("Verify(another kind of artifact) = %v, want no signature", err)
+	}
+}
+
 func TestKeylessBundle(t *testing.T) {
 	reg := testregistry.New(t)
 	vs := testsign.NewVirtualSigstore(t)

@@ -251,7 +251,8 @@ func Attach(t testregistry.TB, subject name.Digest, bundleJSON []byte) v1.Hash {
 	}
 	img := mutate.MediaType(empty.Image, types.OCIManifestSchema1)
 	// go-containerregistry's registry lists a referrer's config media
-	// type as its artifactType (as cosign's attached bundles have it).
+	// type as its artifactType; AttachArtifact attaches a bundle as
+	// cosign v3 does, with an empty config.
 	img = mutate.ConfigMediaType(img, BundleMediaType)
 	img, err = mutate.AppendLayers(img, static.NewLayer(bundleJSON, BundleMediaType))
 	if err != nil {
@@ -266,6 +267,67 @@ func Attach(t testregistry.TB, subject name.Digest, bundleJSON []byte) v1.Hash {
 		t.Fatalf("%v", err)
 	}
 	return h
+}
+
+// AttachArtifact pushes content as a referrer of subject the way cosign
+// v3 writes its bundles (with mediaType BundleMediaType): an OCI artifact
+// manifest whose config is the empty descriptor, whose artifactType is
+// mediaType and whose one layer is content of that media type.
+// go-containerregistry's registry lists such a referrer with the config's
+// media type (application/vnd.oci.empty.v1+json) as its artifactType, not
+// the manifest's.
+func AttachArtifact(t testregistry.TB, subject name.Digest, mediaType types.MediaType, content []byte) v1.Hash {
+	t.Helper()
+	desc, err := remote.Head(subject)
+	if err != nil {
+		t.Fatalf("%v", err)
+	}
+	repo := subject.Context()
+	config := static.NewLayer([]byte("{}"), EmptyMediaType)
+	layer := static.NewLayer(content, mediaType)
+	for _, l := range []v1.Layer{config, layer} {
+		if err := remote.WriteLayer(repo, l); err != nil {
+			t.Fatalf("%v", err)
+		}
+	}
+	descOf := func(l v1.Layer, mt types.MediaType) v1.Descriptor {
+		h, _ := l.Digest()
+		n, _ := l.Size()
+		return v1.Descriptor{MediaType: mt, Digest: h, Size: n}
+	}
+	m := v1.Manifest{
+		SchemaVersion: 2,
+		MediaType:     types.OCIManifestSchema1,
+		ArtifactType:  string(mediaType),
+		Config:        descOf(config, EmptyMediaType),
+		Layers:        []v1.Descriptor{descOf(layer, mediaType)},
+		Subject:       &v1.Descriptor{MediaType: desc.MediaType, Digest: desc.Digest, Size: desc.Size},
+		Annotations:   map[string]string{"dev.sigstore.bundle.content": "dsse-envelope"},
+	}
+	b, err := json.Marshal(m)
+	if err != nil {
+		t.Fatalf("%v", err)
+	}
+	h, _, err := v1.SHA256(bytes.NewReader(b))
+	if err != nil {
+		t.Fatalf("%v", err)
+	}
+	if err := remote.Put(repo.Digest(h.String()), rawManifest(b)); err != nil {
+		t.Fatalf("%v", err)
+	}
+	return h
+}
+
+// EmptyMediaType is the media type of the OCI empty descriptor, the
+// config of artifact manifests.
+const EmptyMediaType = "application/vnd.oci.empty.v1+json"
+
+// rawManifest is an image manifest's bytes, to push as they are.
+type rawManifest []byte
+
+func (r rawManifest) RawManifest() ([]byte, error) { return r, nil }
+func (r rawManifest) MediaType() (types.MediaType, error) {
+	return types.OCIManifestSchema1, nil
 }
 
 // Resolver is a registry resolver for loopback.
