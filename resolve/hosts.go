@@ -11,6 +11,14 @@ import "strings"
 // registries. go-containerregistry rewrites only "docker.io" itself, and
 // keeps every other spelling as written.
 func hostKey(h string) string {
-	// Twice: docker.io:443 is Docker Hub too.
-	return normaliseHost(strings.TrimSuffix(normaliseHost(h), ":443"))
+	// Until nothing changes: docker.io:443 is Docker Hub too, and a key
+	// is its own key (":443:443" is not ":443").
+	k := normaliseHost(h)
+	for {
+		next := normaliseHost(strings.TrimSuffix(k, ":443"))
+		if next == k {
+			return k
+		}
+		k = next
+	}
 }
