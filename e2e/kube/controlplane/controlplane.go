@@ -86,7 +86,27 @@ type Proc struct {
 // started and returns one line naming what failed: a missing binary, a
 // port in use, a process that exited before it was ready (with the line of
 // its log that says why), or one that did not become ready in time.
+//
+// Ports it picks itself (those left 0) are free when picked, but another
+// process on the machine can take one before etcd or kube-apiserver binds
+// it: when a process it started says "address already in use", Start
+// tries again with new ports, up to three times in all.
 func Start(ctx context.Context, cfg Config) (*Cluster, error) {
+	picked := cfg.EtcdPort == 0 && cfg.EtcdPeerPort == 0 && cfg.APIPort == 0 && cfg.EtcdDataDir == ""
+	for attempt := 1; ; attempt++ {
+		c, err := start(ctx, cfg)
+		if err == nil || !picked || attempt == 3 || !strings.Contains(err.Error(), "address already in use") {
+			return c, err
+		}
+		// etcd may have begun its data folder.
+		if rerr := os.RemoveAll(filepath.Join(cfg.Dir, "etcd")); rerr != nil {
+			return nil, fmt.Errorf("%w (and removing etcd's data to try again: %w)", err, rerr)
+		}
+	}
+}
+
+// start is one attempt of Start.
+func start(ctx context.Context, cfg Config) (*Cluster, error) {
 	begin := time.Now()
 	if cfg.Timeout == 0 {
 		cfg.Timeout = 90 * time.Second
