@@ -9,6 +9,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/digestpin/digestpin/internal/testfiles"
 	"github.com/digestpin/digestpin/renderer"
 )
 
@@ -27,23 +28,11 @@ func documents(t *testing.T, stream string) []string {
 	return out
 }
 
-// tool returns the path of the executable named by env. Outside CI a
-// missing tool skips the test with a hint; in CI (CI=true) it fails it,
-// because CI must run everything.
+// tool returns the path of the executable named by env (testfiles.Tool:
+// skipped outside CI when missing, failed in CI).
 func tool(t *testing.T, env string) string {
 	t.Helper()
-	p := os.Getenv(env)
-	if p != "" {
-		if _, err := os.Stat(p); err == nil {
-			return p
-		}
-	}
-	msg := env + " does not name an executable; run the tests with `make test`, which builds it"
-	if os.Getenv("CI") != "" {
-		t.Fatal(msg)
-	}
-	t.Skip(msg)
-	return ""
+	return testfiles.Tool(t, env, env+" does not name an executable; run the tests with `make test`, which builds it")
 }
 
 // digestpinBin returns the digestpin binary under test.

@@ -44,23 +44,11 @@ const pluginName = "digestpin"
 // (60 s by default) does.
 const generateTimeout = 60 * time.Second
 
-// tool returns the path of the executable named by env. Outside CI a
-// missing tool skips the test with a hint; in CI (CI=true) it fails it,
-// because CI must run everything. (e2e/tools_test.go has the same rule.)
+// tool returns the path of the executable named by env (testfiles.Tool:
+// skipped outside CI when missing, failed in CI).
 func tool(t *testing.T, env, target string) string {
 	t.Helper()
-	p := os.Getenv(env)
-	if p != "" {
-		if _, err := os.Stat(p); err == nil {
-			return p
-		}
-	}
-	msg := env + " does not name an executable; run the tests with `make test` (the " + target + " target builds it)"
-	if os.Getenv("CI") != "" {
-		t.Fatal(msg)
-	}
-	t.Skip(msg)
-	return ""
+	return testfiles.Tool(t, env, env+" does not name an executable; run the tests with `make test` (the "+target+" target builds it)")
 }
 
 // repoRoot returns the digestpin repository's root folder.

@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/digestpin/digestpin/e2e/kube/controlplane"
+	"github.com/digestpin/digestpin/internal/testfiles"
 )
 
 // cluster is the running control plane (package controlplane) with what
@@ -88,23 +89,11 @@ func TestMain(m *testing.M) {
 	os.Exit(code)
 }
 
-// tool returns the path named by env. Outside CI a missing tool skips the
-// test with a hint; in CI (CI=true) it fails it, because CI must run
-// everything. (e2e/tools_test.go has the same rule.)
+// tool returns the path named by env (testfiles.Tool: skipped outside
+// CI when missing, failed in CI).
 func tool(t *testing.T, env string) string {
 	t.Helper()
-	p := os.Getenv(env)
-	if p != "" {
-		if _, err := os.Stat(p); err == nil {
-			return p
-		}
-	}
-	msg := env + " does not name what the test needs; run the tests with `make test-kube`, which builds it"
-	if os.Getenv("CI") != "" {
-		t.Fatal(msg)
-	}
-	t.Skip(msg)
-	return ""
+	return testfiles.Tool(t, env, env+" does not name what the test needs; run the tests with `make test-kube`, which builds it")
 }
 
 func digestpinBin(t *testing.T) string { return tool(t, "DIGESTPIN_TEST_BIN") }

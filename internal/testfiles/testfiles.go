@@ -1,6 +1,7 @@
 // Package testfiles holds the file helpers that tests of several packages
 // share: reading an input file, writing a lock file, listing a folder and
-// laying out a Kubernetes Secret volume.
+// laying out a Kubernetes Secret volume, and finding the tools the
+// Makefile built for the tests.
 package testfiles
 
 import (
