@@ -37,7 +37,7 @@ func updating() bool {
 // cmpConfigDir is where the sidecar finds the plugin's files
 // (repo-server-patch.yaml mounts them there); the test runs the same files
 // from scripts/argocd/.
-const cmpConfigDir = "/home/argocd/cmp-server/config/"
+const cmpConfigDir = testfiles.ArgoCDConfigDir
 
 // shopImages are the images of testdata/argocd-app, by repository:tag.
 var shopImages = []string{"shop/migrate:1.4", "shop/web:1.4", "shop/proxy:2.1", "shop/worker:2.0"}

@@ -13,9 +13,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"regexp"
 	"runtime"
-	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -34,10 +32,6 @@ const (
 	argocdNamespace = "argocd"
 	inCluster       = "https://kubernetes.default.svc"
 	pluginName      = "digestpin"
-	// cmpConfigDir is where the sidecar finds the plugin's files
-	// (scripts/argocd/repo-server-patch.yaml mounts them there); the
-	// harness places them in a folder of its own and rewrites the prefix.
-	cmpConfigDir = "/home/argocd/cmp-server/config/"
 )
 
 // tool returns the path named by env (testfiles.Tool: skipped outside
@@ -281,24 +275,9 @@ func (a *argoCD) sidecar(t *testing.T, root, sockDir, helm string) []string {
 			t.Fatal(err)
 		}
 	}
-	scripts := filepath.Join(repoRoot(), "scripts", "argocd")
 	// The plugin's files as the init container digestpin-install places
-	// them: plugin.yaml and the scripts its commands run.
-	files := []string{"plugin.yaml"}
-	for _, p := range regexp.MustCompile(regexp.QuoteMeta(cmpConfigDir)+`[\w.-]+\.sh`).FindAllString(string(testfiles.Read(t, filepath.Join(scripts, "plugin.yaml"))), -1) {
-		if f := strings.TrimPrefix(p, cmpConfigDir); !slices.Contains(files, f) {
-			files = append(files, f)
-		}
-	}
-	if len(files) < 2 {
-		t.Fatalf("scripts/argocd/plugin.yaml runs no script in %s", cmpConfigDir)
-	}
-	for _, f := range files {
-		b := bytes.ReplaceAll(testfiles.Read(t, filepath.Join(scripts, f)), []byte(cmpConfigDir), []byte(config+"/"))
-		if err := os.WriteFile(filepath.Join(config, f), b, 0o644); err != nil { //nolint:gosec // the plugin's files are world-readable
-			t.Fatal(err)
-		}
-	}
+	// them.
+	testfiles.LayOutArgoCDPlugin(t, repoRoot(), config)
 	seed := filepath.Join(root, "seed")
 	if out, err := exec.Command(a.bin, "seed", seed).CombinedOutput(); err != nil {
 		t.Fatalf("digestpin seed: %v: %s", err, out)
@@ -320,7 +299,8 @@ func (a *argoCD) sidecar(t *testing.T, root, sockDir, helm string) []string {
 			} `json:"template"`
 		} `json:"spec"`
 	}
-	if err := yaml.Unmarshal(testfiles.Read(t, filepath.Join(scripts, "repo-server-patch.yaml")), &patch); err != nil {
+	patchFile := filepath.Join(repoRoot(), "scripts", "argocd", "repo-server-patch.yaml")
+	if err := yaml.Unmarshal(testfiles.Read(t, patchFile), &patch); err != nil {
 		t.Fatalf("parsing scripts/argocd/repo-server-patch.yaml: %v", err)
 	}
 	move := strings.NewReplacer("/home/argocd", home, "/var/cache", cache, "/tmp", tmp)

@@ -8,7 +8,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"regexp"
 	"runtime"
 	"slices"
 	"strings"
@@ -32,11 +31,6 @@ import (
 	"github.com/digestpin/digestpin/internal/testfiles"
 )
 
-// cmpConfigDir is where the sidecar finds the plugin's files
-// (scripts/argocd/repo-server-patch.yaml mounts them there). The tests
-// place the same files in a folder of their own and rewrite this prefix.
-const cmpConfigDir = "/home/argocd/cmp-server/config/"
-
 // pluginName is the plugin's metadata.name, the name Applications give.
 const pluginName = "digestpin"
 
@@ -56,28 +50,6 @@ func repoRoot(t *testing.T) string {
 	t.Helper()
 	_, file, _, _ := runtime.Caller(0)
 	return filepath.Join(filepath.Dir(file), "..", "..")
-}
-
-// pluginFiles returns the plugin's files in the sidecar's config folder:
-// plugin.yaml and the scripts its commands run there (the release archive
-// carries them, and the init container digestpin-install of
-// scripts/argocd/repo-server-patch.yaml places them).
-func pluginFiles(t *testing.T) []string {
-	t.Helper()
-	b, err := os.ReadFile(filepath.Join(repoRoot(t), "scripts", "argocd", "plugin.yaml"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	files := []string{"plugin.yaml"}
-	for _, p := range regexp.MustCompile(regexp.QuoteMeta(cmpConfigDir)+`[\w.-]+\.sh`).FindAllString(string(b), -1) {
-		if f := strings.TrimPrefix(p, cmpConfigDir); !slices.Contains(files, f) {
-			files = append(files, f)
-		}
-	}
-	if len(files) < 2 {
-		t.Fatalf("scripts/argocd/plugin.yaml runs no script in %s", cmpConfigDir)
-	}
-	return files
 }
 
 // sidecarEnv returns the environment scripts/argocd/repo-server-patch.yaml
@@ -226,16 +198,7 @@ func startServerWith(t *testing.T, o serverOptions) *server {
 
 	// The ConfigMap's files, where the install mounts them: plugin.yaml
 	// names them by their path in the sidecar, rewritten to this folder.
-	for _, f := range pluginFiles(t) {
-		b, err := os.ReadFile(filepath.Join(repoRoot(t), "scripts", "argocd", f))
-		if err != nil {
-			t.Fatal(err)
-		}
-		b = bytes.ReplaceAll(b, []byte(cmpConfigDir), []byte(s.configDir+"/"))
-		if err := os.WriteFile(filepath.Join(s.configDir, f), b, 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
+	testfiles.LayOutArgoCDPlugin(t, repoRoot(t), s.configDir)
 
 	// The Secret digestpin-seed, where repo-server-patch.yaml mounts it
 	// (DIGESTPIN_SEED_FILE in its env, moved below).
