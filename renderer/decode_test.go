@@ -10,6 +10,7 @@ import (
 	"reflect"
 	"runtime"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -17,6 +18,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-containerregistry/pkg/name"
 	k8syaml "sigs.k8s.io/yaml"
+	yaml2 "sigs.k8s.io/yaml/goyaml.v2"
 
 	"github.com/digestpin/digestpin/internal/testfiles"
 )
@@ -312,6 +314,9 @@ func checkAsAPIServerWith(t *testing.T, r *Renderer, in, out []byte) {
 		if errA != nil {
 			continue // the API server refuses it anyway
 		}
+		if jsonKeysCollide(inDocs[i]) {
+			continue // the API server has no one reading of it
+		}
 		if errB != nil {
 			t.Fatalf("document %d: the output does not decode: %v\n%s", i+1, errB, outDocs[i])
 		}
@@ -403,6 +408,53 @@ func apiServerReading(doc []byte) (any, error) {
 	}
 	var v any
 	return v, json.Unmarshal(j, &v)
+}
+
+// jsonKeysCollide reports whether two keys of one mapping in doc become
+// one JSON key: the integer 0 and the float 0. are both "0", true and
+// "true" are both "true". sigs.k8s.io/yaml, as the API server, then keeps
+// one of the two values, which one depends on Go's map order, so the
+// document has no one reading to compare. digestpin reads only keys that
+// are names, never numbers or booleans, so it is not at stake.
+func jsonKeysCollide(doc []byte) bool {
+	var v any
+	if yaml2.Unmarshal(doc, &v) != nil {
+		return false
+	}
+	var walk func(any) bool
+	walk = func(v any) bool {
+		switch v := v.(type) {
+		case map[any]any:
+			seen := make(map[string]bool, len(v))
+			for k, e := range v {
+				var s string
+				switch k := k.(type) {
+				case string:
+					s = k
+				case int:
+					s = strconv.Itoa(k)
+				case int64:
+					s = strconv.FormatInt(k, 10)
+				case float64:
+					// As sigs.k8s.io/yaml writes a float key: 32 bits, so
+					// 0.1 and 0.10000001 are one key too.
+					s = strconv.FormatFloat(k, 'g', -1, 32)
+				case bool:
+					s = strconv.FormatBool(k)
+				default:
+					continue // sigs.k8s.io/yaml refuses it
+				}
+				if seen[s] || walk(e) {
+					return true
+				}
+				seen[s] = true
+			}
+		case []any:
+			return slices.ContainsFunc(v, walk)
+		}
+		return false
+	}
+	return walk(v)
 }
 
 // jsonPodSpec is a pod spec as decoded JSON, and the template that holds
