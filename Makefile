@@ -154,6 +154,8 @@ lint: $(GOLANGCI)
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt: $$out"; exit 1; fi
 	go vet ./...
 	$(GOLANGCI) run ./...
+	@command -v shellcheck >/dev/null || scripts/test-deps.sh
+	shellcheck .ci/run $$(git ls-files '*.sh')
 
 $(GOLANGCI):
 	GOBIN=$(dir $@) go install github.com/golangci/golangci-lint/v2/cmd/golangci-lint@$(GOLANGCI_VERSION)

@@ -211,15 +211,17 @@ download() {
   file=${PROJECT}_${VERSION}_${OS}_${ARCH}.tar.gz
   TMP_DIR=$(mktemp -d) || fail "cannot make a temporary folder"
   info "downloading $url/$file"
-  fetch "$url/SHA256SUMS" "$TMP_DIR/SHA256SUMS" && fetch "$url/$file" "$TMP_DIR/$file" || {
-    rc=$?
+  rc=0
+  fetch "$url/SHA256SUMS" "$TMP_DIR/SHA256SUMS" || rc=$?
+  [ "$rc" != 0 ] || fetch "$url/$file" "$TMP_DIR/$file" || rc=$?
+  if [ "$rc" != 0 ]; then
     if [ "$rc" = 2 ]; then
       DOWNLOAD_ERR="neither curl nor wget is installed"
     else
       DOWNLOAD_ERR="cannot download $url/SHA256SUMS and $file"
     fi
     return 1
-  }
+  fi
   want=$(awk -v f="$file" '$2 == f || $2 == "*" f { print $1; exit }' "$TMP_DIR/SHA256SUMS")
   [ -n "$want" ] || fail "$url/SHA256SUMS has no line for $file: refusing to install it"
   got=$($SHA256 "$TMP_DIR/$file" | cut -d ' ' -f 1)

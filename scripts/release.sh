@@ -92,5 +92,6 @@ else
   shasum -a 256 -- * >"$stage/SHA256SUMS"
 fi
 mv "$stage/SHA256SUMS" SHA256SUMS
-echo "release: $(ls | wc -l | tr -d ' ') files in $DIST:"
+files=(*)
+echo "release: ${#files[@]} files in $DIST:"
 ls -1

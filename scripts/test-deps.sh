@@ -4,7 +4,7 @@
 # --tty-errors), zsh and fish for the completion scripts, curl for the
 # plugin install hook, wget for the Argo CD init container's busybox branch, git for the Helm 3 plugin install from a git URL,
 # redis-server for the shared cache and state on Redis, time(1) for the
-# peak memory of the hostile-input runs.
+# peak memory of the hostile-input runs, shellcheck for `make lint`.
 # `make test` runs it, so the README's quick start works on a fresh
 # Debian or Ubuntu machine; elsewhere it names what to install.
 set -o errexit -o nounset -o pipefail
@@ -18,6 +18,7 @@ command -v wget >/dev/null || need+=(wget)
 [ -x /usr/bin/time ] || need+=(time)
 command -v git >/dev/null || need+=(git)
 command -v redis-server >/dev/null || need+=(redis-server)
+command -v shellcheck >/dev/null || need+=(shellcheck)
 ((${#need[@]})) || exit 0
 
 if ! command -v apt-get >/dev/null; then

@@ -193,7 +193,7 @@ set_value() {
 	fi
 	for ((i = 0; i < ${#v}; i++)); do
 		c=${v:i:1}
-		if [[ "$c" == , && "$prev" != '\' ]]; then
+		if [[ "$c" == , && "$prev" != "\\" ]]; then
 			set_value+='\,'
 		else
 			set_value+=$c
