@@ -365,16 +365,7 @@ func (e *editor) imageFields(obj *yaml.Node, group, kind string, paths []ImagePa
 	}
 	// Then the checksums: each image path belongs to the longest
 	// checksum path that its fields start with, or to none.
-	owner := make([]int, len(paths))
-	for i, p := range paths {
-		owner[i] = -1
-		for j, c := range checks {
-			if len(c.Fields) < len(p.Fields) && slices.Equal(c.Fields, p.Fields[:len(c.Fields)]) &&
-				(owner[i] < 0 || len(c.Fields) > len(checks[owner[i]].Fields)) {
-				owner[i] = j
-			}
-		}
-	}
+	owner := checksumOwners(paths, checks)
 	// A mapping that two checksum paths lead to gets one checksum, of
 	// the fields of both.
 	var annotated []*yaml.Node
@@ -390,33 +381,9 @@ func (e *editor) imageFields(obj *yaml.Node, group, kind string, paths []ImagePa
 		if len(own) == 0 {
 			continue
 		}
-		type holder struct {
-			node  *yaml.Node
-			trail string
-		}
-		var holders []holder
-		var bad error
-		if len(c.Fields) == 0 {
-			holders = append(holders, holder{node: obj})
-		}
-		err := walk(obj, c.Fields, e.routes.step, func(_, node *yaml.Node, _ string, trail []string) bool {
-			// A checksum path that misses its mapping would leave the
-			// images under it out of every checksum: refuse it.
-			switch at := fieldPath(trail); {
-			case bad != nil || (node.Kind == yaml.ScalarNode && node.Tag == "!!null"):
-			case node.Kind != yaml.MappingNode:
-				bad = fmt.Errorf("%s: %s: the checksum path %s leads to %s at %s, want a mapping", e.d.at(node.Line), w.object(), c, kindName(node), at)
-			default:
-				holders = append(holders, holder{node, at})
-				return true
-			}
-			return false
-		})
+		holders, err := e.checksumHolders(obj, c, w)
 		if err != nil {
-			return e.keyError(err, w.object())
-		}
-		if bad != nil {
-			return bad
+			return err
 		}
 		for _, h := range holders {
 			what, ok := pods[h.node]
@@ -454,6 +421,59 @@ func (e *editor) imageFields(obj *yaml.Node, group, kind string, paths []ImagePa
 		}
 	}
 	return nil
+}
+
+// checksumOwners returns, for each image path, the index in checks of
+// the longest checksum path that its fields start with, or -1 for none.
+func checksumOwners(paths []ImagePath, checks []ChecksumPath) []int {
+	owner := make([]int, len(paths))
+	for i, p := range paths {
+		owner[i] = -1
+		for j, c := range checks {
+			if len(c.Fields) < len(p.Fields) && slices.Equal(c.Fields, p.Fields[:len(c.Fields)]) &&
+				(owner[i] < 0 || len(c.Fields) > len(checks[owner[i]].Fields)) {
+				owner[i] = j
+			}
+		}
+	}
+	return owner
+}
+
+// checksumHolder is a mapping that a checksum path leads to, and the
+// field path it was found at.
+type checksumHolder struct {
+	node  *yaml.Node
+	trail string
+}
+
+// checksumHolders returns the mappings that the checksum path c leads to
+// in obj (obj itself for a path without fields). A path that reaches
+// anything but a mapping or null would leave the images under it out of
+// every checksum: it is refused.
+func (e *editor) checksumHolders(obj *yaml.Node, c ChecksumPath, w Workload) ([]checksumHolder, error) {
+	var holders []checksumHolder
+	var bad error
+	if len(c.Fields) == 0 {
+		holders = append(holders, checksumHolder{node: obj})
+	}
+	err := walk(obj, c.Fields, e.routes.step, func(_, node *yaml.Node, _ string, trail []string) bool {
+		switch at := fieldPath(trail); {
+		case bad != nil || (node.Kind == yaml.ScalarNode && node.Tag == "!!null"):
+		case node.Kind != yaml.MappingNode:
+			bad = fmt.Errorf("%s: %s: the checksum path %s leads to %s at %s, want a mapping", e.d.at(node.Line), w.object(), c, kindName(node), at)
+		default:
+			holders = append(holders, checksumHolder{node, at})
+			return true
+		}
+		return false
+	})
+	if err != nil {
+		return nil, e.keyError(err, w.object())
+	}
+	if bad != nil {
+		return nil, bad
+	}
+	return holders, nil
 }
 
 // nodesUnder returns the nodes inside the nodes of pods (aliases

@@ -119,24 +119,7 @@ func (s *spliceState) insertMember(m *yaml.Node, parts ...string) (edit, bool) {
 		}
 	}
 	gap := string(s.body[open+1 : end])
-	// The separators as the object writes them: after a key (": " or
-	// ":"), and between members on one line (", " or ",").
-	// An empty object, or one of one member, follows the document's first
-	// key.
-	colon := s.jsonColon()
-	if len(m.Content) > 0 {
-		colon = s.before(m.Content[1], ':', colon)
-	}
-	if !s.json {
-		colon = ": " // a plain key ends at ": " only
-	}
-	comma := "," + gap
-	if !strings.Contains(gap, "\n") {
-		comma = "," + colon[1:]
-		if len(m.Content) > 2 {
-			comma = s.before(m.Content[2], ',', comma)
-		}
-	}
+	colon, comma := s.separators(m, gap)
 	for i := range parts {
 		parts[i] = strings.Replace(parts[i], ": ", colon, 1)
 	}
@@ -151,6 +134,41 @@ func (s *spliceState) insertMember(m *yaml.Node, parts ...string) (edit, bool) {
 		}
 		step = indent[base:]
 	}
+	text := nestMembers(parts, indent, step, s.eol)
+	if empty {
+		// "{ }" becomes "{member}".
+		return edit{start: open + 1, end: end, text: text}, true
+	}
+	return edit{start: end, end: end, text: text + comma}, true
+}
+
+// separators returns the separators as object m writes them, gap being
+// what stands between its "{" and its first member: after a key (": " or
+// ":"), and between members (", " or "," on one line, else "," and the
+// gap). An empty object, or one of one member, follows the document's
+// first key.
+func (s *spliceState) separators(m *yaml.Node, gap string) (colon, comma string) {
+	colon = s.jsonColon()
+	if len(m.Content) > 0 {
+		colon = s.before(m.Content[1], ':', colon)
+	}
+	if !s.json {
+		colon = ": " // a plain key ends at ": " only
+	}
+	comma = "," + gap
+	if !strings.Contains(gap, "\n") {
+		comma = "," + colon[1:]
+		if len(m.Content) > 2 {
+			comma = s.before(m.Content[2], ',', comma)
+		}
+	}
+	return colon, comma
+}
+
+// nestMembers writes parts, each but the last opening an object that
+// holds the next: on one line when step is "", else one member a line,
+// each object's members a step deeper than indent, lines ending in eol.
+func nestMembers(parts []string, indent, step, eol string) string {
 	var b strings.Builder
 	depth := indent
 	for i, p := range parts {
@@ -161,22 +179,17 @@ func (s *spliceState) insertMember(m *yaml.Node, parts ...string) (edit, bool) {
 		b.WriteString("{")
 		if step != "" {
 			depth += step
-			b.WriteString(s.eol + depth)
+			b.WriteString(eol + depth)
 		}
 	}
 	for range parts[:len(parts)-1] {
 		if step != "" {
 			depth = depth[:len(depth)-len(step)]
-			b.WriteString(s.eol + depth)
+			b.WriteString(eol + depth)
 		}
 		b.WriteString("}")
 	}
-	if empty {
-		// "{ }" becomes "{member}".
-		return edit{start: open + 1, end: end, text: b.String()}, true
-	}
-	b.WriteString(comma)
-	return edit{start: end, end: end, text: b.String()}, true
+	return b.String()
 }
 
 // jsonColon returns how the document writes the colon after its first
