@@ -49,55 +49,9 @@ func writeStatus(w io.Writer, rel *release.Release, format output.Format, settin
 	if rel == nil {
 		return nil
 	}
-	colors := settings.ColorMode == "always" || (settings.ColorMode != "never" && !color.NoColor)
-	paint := func(s string, attr color.Attribute) string {
-		c := color.New(attr)
-		if colors {
-			c.EnableColor()
-		} else {
-			c.DisableColor()
-		}
-		return c.Sprint(s)
-	}
 	var b strings.Builder
 	b.WriteString(lead)
-	fmt.Fprintf(&b, "NAME: %s\n", rel.Name)
-	if !rel.Info.LastDeployed.IsZero() {
-		fmt.Fprintf(&b, "LAST DEPLOYED: %s\n", rel.Info.LastDeployed.Format(time.ANSIC))
-	}
-	fmt.Fprintf(&b, "NAMESPACE: %s\n", paint(rel.Namespace, color.FgCyan))
-	status := rel.Info.Status.String()
-	switch rel.Info.Status {
-	case rcommon.StatusDeployed:
-		status = paint(status, color.FgGreen)
-	case rcommon.StatusFailed, rcommon.StatusUnknown:
-		status = paint(status, color.FgRed)
-	case rcommon.StatusPendingInstall, rcommon.StatusPendingUpgrade, rcommon.StatusPendingRollback, rcommon.StatusUninstalling:
-		status = paint(status, color.FgYellow)
-	}
-	fmt.Fprintf(&b, "STATUS: %s\n", status)
-	fmt.Fprintf(&b, "REVISION: %d\n", rel.Version)
-	fmt.Fprintf(&b, "DESCRIPTION: %s\n", rel.Info.Description)
-
-	// The test hooks that ran; install and upgrade run none.
-	tests := 0
-	for _, h := range rel.Hooks {
-		for _, e := range h.Events {
-			if e != release.HookTest {
-				continue
-			}
-			tests++
-			if h.LastRun.StartedAt.IsZero() {
-				continue
-			}
-			fmt.Fprintf(&b, "TEST SUITE:     %s\nLast Started:   %s\nLast Completed: %s\nPhase:          %s\n",
-				h.Name, h.LastRun.StartedAt.Format(time.ANSIC), h.LastRun.CompletedAt.Format(time.ANSIC), h.LastRun.Phase)
-		}
-	}
-	if tests == 0 {
-		b.WriteString("TEST SUITE: None\n")
-	}
-
+	writeRelease(&b, rel, settings.ColorMode == "always" || (settings.ColorMode != "never" && !color.NoColor))
 	if settings.Debug {
 		b.WriteString("USER-SUPPLIED VALUES:\n")
 		if err := output.EncodeYAML(&b, rel.Config); err != nil {
@@ -126,4 +80,55 @@ func writeStatus(w io.Writer, rel *release.Release, format output.Format, settin
 	}
 	_, err := io.WriteString(w, b.String())
 	return err
+}
+
+// writeRelease writes the table's head of rel as Helm 4.3.1 does: name,
+// time, namespace and status (in colour when colors), revision,
+// description and the test suite.
+func writeRelease(b *strings.Builder, rel *release.Release, colors bool) {
+	paint := func(s string, attr color.Attribute) string {
+		c := color.New(attr)
+		if colors {
+			c.EnableColor()
+		} else {
+			c.DisableColor()
+		}
+		return c.Sprint(s)
+	}
+	fmt.Fprintf(b, "NAME: %s\n", rel.Name)
+	if !rel.Info.LastDeployed.IsZero() {
+		fmt.Fprintf(b, "LAST DEPLOYED: %s\n", rel.Info.LastDeployed.Format(time.ANSIC))
+	}
+	fmt.Fprintf(b, "NAMESPACE: %s\n", paint(rel.Namespace, color.FgCyan))
+	status := rel.Info.Status.String()
+	switch rel.Info.Status {
+	case rcommon.StatusDeployed:
+		status = paint(status, color.FgGreen)
+	case rcommon.StatusFailed, rcommon.StatusUnknown:
+		status = paint(status, color.FgRed)
+	case rcommon.StatusPendingInstall, rcommon.StatusPendingUpgrade, rcommon.StatusPendingRollback, rcommon.StatusUninstalling:
+		status = paint(status, color.FgYellow)
+	}
+	fmt.Fprintf(b, "STATUS: %s\n", status)
+	fmt.Fprintf(b, "REVISION: %d\n", rel.Version)
+	fmt.Fprintf(b, "DESCRIPTION: %s\n", rel.Info.Description)
+
+	// The test hooks that ran; install and upgrade run none.
+	tests := 0
+	for _, h := range rel.Hooks {
+		for _, e := range h.Events {
+			if e != release.HookTest {
+				continue
+			}
+			tests++
+			if h.LastRun.StartedAt.IsZero() {
+				continue
+			}
+			fmt.Fprintf(b, "TEST SUITE:     %s\nLast Started:   %s\nLast Completed: %s\nPhase:          %s\n",
+				h.Name, h.LastRun.StartedAt.Format(time.ANSIC), h.LastRun.CompletedAt.Format(time.ANSIC), h.LastRun.Phase)
+		}
+	}
+	if tests == 0 {
+		b.WriteString("TEST SUITE: None\n")
+	}
 }

@@ -94,52 +94,9 @@ var errOff = errors.New("redis is off for this run")
 // New checks the options and returns a Client. It does not connect: the
 // first call does.
 func New(o Options) (*Client, error) {
-	// Neither url.Parse's errors nor the parts of a URL it misread may be
-	// shown: a password with an unescaped '/', '?', '#' or '%' ends the
-	// user information early, and the rest of it is taken for the host,
-	// the port, the path or the query.
-	const hidden = "parsing the Redis URL (not shown: it may hold a password)"
-	const escape = "percent-encode '/', '?', '#', '%' and '@' in the user and the password"
-	u, err := url.Parse(o.URL)
+	opt, where, err := redisOptions(o)
 	if err != nil {
-		return nil, fmt.Errorf("%s: malformed; %s", hidden, escape)
-	}
-	if strings.ContainsAny(u.Host+u.Path+u.RawPath+u.RawQuery+u.Fragment+u.Opaque, "@%") {
-		return nil, fmt.Errorf("%s: an '@' or '%%' after the host; %s", hidden, escape)
-	}
-	where := u.Scheme + "://" + u.Host + u.Path
-	switch {
-	case u.Scheme != "redis" && u.Scheme != "rediss":
-		return nil, fmt.Errorf("redis URL %s: want redis://HOST[:PORT][/DB] or rediss:// (TLS)", where)
-	case u.Host == "":
-		return nil, fmt.Errorf("redis URL %s: no host", where)
-	case u.RawQuery != "" || u.Fragment != "":
-		return nil, fmt.Errorf("redis URL %s: query parameters and fragments are not supported", where)
-	case o.CAFile != "" && u.Scheme != "rediss":
-		return nil, fmt.Errorf("redis URL %s: a CA file needs rediss:// (TLS)", where)
-	case o.Timeout < 0:
-		return nil, fmt.Errorf("redis timeout must not be negative, got %s", o.Timeout)
-	}
-	opt, err := redis.ParseURL(o.URL)
-	if err != nil {
-		return nil, fmt.Errorf("redis URL %s: %w", where, err)
-	}
-	if o.Password != "" {
-		opt.Password = o.Password
-	}
-	if o.CAFile != "" {
-		b, err := readfile.Regular(o.CAFile, 1<<20)
-		if err != nil {
-			return nil, fmt.Errorf("reading the redis CA file: %w", err)
-		}
-		pool := x509.NewCertPool()
-		if !pool.AppendCertsFromPEM(b) {
-			return nil, fmt.Errorf("reading the redis CA file %s: no PEM certificate in it", o.CAFile)
-		}
-		opt.TLSConfig.RootCAs = pool
-	}
-	if opt.TLSConfig != nil {
-		opt.TLSConfig.MinVersion = tls.VersionTLS12
+		return nil, err
 	}
 	timeout := o.Timeout
 	if timeout == 0 {
@@ -176,6 +133,60 @@ func New(o Options) (*Client, error) {
 		c.logf = nop
 	}
 	return c, nil
+}
+
+// redisOptions parses o.URL, with o's password and CA file, into
+// go-redis's options, and returns where the server is as it may be shown:
+// the scheme, the host and the path, never the user information.
+func redisOptions(o Options) (*redis.Options, string, error) {
+	// Neither url.Parse's errors nor the parts of a URL it misread may be
+	// shown: a password with an unescaped '/', '?', '#' or '%' ends the
+	// user information early, and the rest of it is taken for the host,
+	// the port, the path or the query.
+	const hidden = "parsing the Redis URL (not shown: it may hold a password)"
+	const escape = "percent-encode '/', '?', '#', '%' and '@' in the user and the password"
+	u, err := url.Parse(o.URL)
+	if err != nil {
+		return nil, "", fmt.Errorf("%s: malformed; %s", hidden, escape)
+	}
+	if strings.ContainsAny(u.Host+u.Path+u.RawPath+u.RawQuery+u.Fragment+u.Opaque, "@%") {
+		return nil, "", fmt.Errorf("%s: an '@' or '%%' after the host; %s", hidden, escape)
+	}
+	where := u.Scheme + "://" + u.Host + u.Path
+	switch {
+	case u.Scheme != "redis" && u.Scheme != "rediss":
+		return nil, "", fmt.Errorf("redis URL %s: want redis://HOST[:PORT][/DB] or rediss:// (TLS)", where)
+	case u.Host == "":
+		return nil, "", fmt.Errorf("redis URL %s: no host", where)
+	case u.RawQuery != "" || u.Fragment != "":
+		return nil, "", fmt.Errorf("redis URL %s: query parameters and fragments are not supported", where)
+	case o.CAFile != "" && u.Scheme != "rediss":
+		return nil, "", fmt.Errorf("redis URL %s: a CA file needs rediss:// (TLS)", where)
+	case o.Timeout < 0:
+		return nil, "", fmt.Errorf("redis timeout must not be negative, got %s", o.Timeout)
+	}
+	opt, err := redis.ParseURL(o.URL)
+	if err != nil {
+		return nil, "", fmt.Errorf("redis URL %s: %w", where, err)
+	}
+	if o.Password != "" {
+		opt.Password = o.Password
+	}
+	if o.CAFile != "" {
+		b, err := readfile.Regular(o.CAFile, 1<<20)
+		if err != nil {
+			return nil, "", fmt.Errorf("reading the redis CA file: %w", err)
+		}
+		pool := x509.NewCertPool()
+		if !pool.AppendCertsFromPEM(b) {
+			return nil, "", fmt.Errorf("reading the redis CA file %s: no PEM certificate in it", o.CAFile)
+		}
+		opt.TLSConfig.RootCAs = pool
+	}
+	if opt.TLSConfig != nil {
+		opt.TLSConfig.MinVersion = tls.VersionTLS12
+	}
+	return opt, where, nil
 }
 
 // quiet is go-redis's logger: it says nothing, since every failure comes
