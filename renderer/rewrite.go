@@ -194,6 +194,11 @@ func (e *editor) object(obj *yaml.Node, depth int) error {
 			}
 			e.routes.steps(items.via)
 			for _, item := range items.value.Content {
+				// Only an object is on the way to images: an item that
+				// is an alias of a scalar (an image field) is not.
+				if deref(item).Kind != yaml.MappingNode {
+					continue
+				}
 				e.routes.step(item)
 				if item = deref(item); item.Kind == yaml.MappingNode {
 					if err := e.object(item, depth+1); err != nil {
@@ -340,6 +345,12 @@ func (e *editor) podSpecImages(spec *yaml.Node, w Workload) ([]string, error) {
 		}
 		e.routes.steps(list.via)
 		for i, c := range list.value.Content {
+			// A container that is not a mapping (an alias of an image
+			// field, say) holds no image and is not on the way to one;
+			// the API server refuses it.
+			if deref(c).Kind != yaml.MappingNode {
+				continue
+			}
 			e.routes.step(c)
 			// YAML decoders disagree on which of two equal keys wins:
 			// pinning one could leave the other in force. get refuses
@@ -377,7 +388,6 @@ func (e *editor) podSpecImages(spec *yaml.Node, w Workload) ([]string, error) {
 	}
 	e.routes.steps(vols.via)
 	for i, v := range vols.value.Content {
-		e.routes.step(v)
 		img, err := get(v, "image")
 		if err != nil {
 			return nil, e.keyError(err, fmt.Sprintf("%s volumes[%d]", w.object(), i))
@@ -385,6 +395,9 @@ func (e *editor) podSpecImages(spec *yaml.Node, w Workload) ([]string, error) {
 		if img.value == nil || img.value.Kind != yaml.MappingNode {
 			continue // not an image volume (or one the API server refuses)
 		}
+		// Only an image volume is on the way to an image: a volume
+		// that is an alias of a container, say, is not.
+		e.routes.step(v)
 		name, err := str(v, "name")
 		if err != nil {
 			return nil, e.keyError(err, fmt.Sprintf("%s volumes[%d]", w.object(), i))

@@ -62,6 +62,28 @@ var sharedNodes = func() []struct {
 			refused: true,
 			want:    []string{"&s is not on the way to a pod spec's images"},
 		},
+		// An item is on the way to images only as a mapping: a
+		// container, a List item or a volume that is an alias of an
+		// image field (or a container used as a volume) is not, and
+		// pinning would change it (FuzzRender found the first).
+		{
+			desc:    "a container that is an alias of an image field",
+			in:      "apiVersion: v1\nkind: Pod\nmetadata: {name: p}\nspec:\n  containers:\n  - !0 {name: app, image: &i " + img + "}\n  - *i\n",
+			refused: true,
+			want:    []string{"document 1, line 7: *i shares &i (line 6) outside a pod spec's images"},
+		},
+		{
+			desc:    "a List item that is an alias of an image field",
+			in:      listOf(strings.Replace(dep, "image: "+img, "image: &i "+img, 1)) + "- *i\n",
+			refused: true,
+			want:    []string{"*i shares &i (line 13) outside a pod spec's images"},
+		},
+		{
+			desc:    "a volume that is an alias of a container",
+			in:      "apiVersion: v1\nkind: Pod\nmetadata: {name: p}\nspec:\n  containers:\n  - &c {name: app, image: " + img + "}\n  volumes:\n  - *c\n",
+			refused: true,
+			want:    []string{"document 1, line 8: *c shares &c (line 6) outside a pod spec's images"},
+		},
 		{
 			desc:    "a pod template that another kind uses",
 			in:      listOf(strings.Replace(dep, "  template:\n", "  template: &t\n", 1), "apiVersion: example.com/v1\nkind: Foo\nmetadata:\n  name: f\nspec: *t\n"),
