@@ -101,7 +101,7 @@ Commands: [digestpin](#digestpin) Â· [digestpin template](#digestpin-template) Â
 		_, helmFS, pinFS := c.flags(&seedFile)
 		section(&b, "digestpin "+name, "`digestpin "+name+"`: `helm "+name+"` through Helm 4's SDK, rendering as `digestpin template` does and pinning every image before Helm applies the manifests ([docs/deterministic.md](deterministic.md#helm-digestpin-install-and-upgrade-helm-4)). Helm's flags, then the pinning flags (`--timeout` is Helm's; digestpin's is `--pin-timeout`).", helmFS, false)
 		b.WriteString("\nPinning flags (each also `DIGESTPIN_<FLAG>`):\n")
-	flagTable(&b, pinFS, true)
+		flagTable(&b, pinFS, true)
 	}
 	var ro refreshOptions
 	section(&b, "digestpin argocd refresh", "`digestpin argocd refresh [flags] IMAGE...`: asks Argo CD for a hard refresh of the Applications that run IMAGE ([docs/argocd.md](argocd.md#refreshing-exactly-the-applications-that-run-a-pushed-image)). Its flags are not read from the environment.", ro.flags(), false)
