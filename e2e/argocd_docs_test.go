@@ -13,18 +13,18 @@ import (
 	"github.com/digestpin/digestpin/internal/testregistry"
 )
 
-// readmeSection returns the README's section that begins with the heading
-// line head, up to the next heading of the same level.
-func readmeSection(t *testing.T, head string) string {
+// docsSection returns the section of docs/argocd.md that begins with the
+// heading line head, up to the next heading of the same level.
+func docsSection(t *testing.T, head string) string {
 	t.Helper()
-	b, err := os.ReadFile(filepath.Join(repoRoot(t), "README.md"))
+	b, err := os.ReadFile(filepath.Join(repoRoot(t), "docs", "argocd.md"))
 	if err != nil {
 		t.Fatal(err)
 	}
 	s := string(b)
 	i := strings.Index(s, "\n"+head+"\n")
 	if i < 0 {
-		t.Fatalf("README.md has no heading %q", head)
+		t.Fatalf("docs/argocd.md has no heading %q", head)
 	}
 	s = s[i+len(head)+2:]
 	level := head[:strings.Index(head, " ")+1]
@@ -48,27 +48,27 @@ func yamlBlocks(text string) []string {
 	return out
 }
 
-// TestArgoCDReadmeApplications reads the three Applications of the README's
+// TestArgoCDDocsApplications reads the three Applications of docs/argocd.md's
 // Argo CD workflows and generates each one's manifests as the sidecar does
 // (its parameters as ARGOCD_APP_PARAMETERS, its env as ARGOCD_ENV_*), from a
 // chart with the values files they name and a registry on loopback: live
 // resolution pins what the registry serves, the lock workflow renders from
 // the committed lock file without a registry request, the mutable tag pins
 // the tag its --set names.
-func TestArgoCDReadmeApplications(t *testing.T) {
+func TestArgoCDDocsApplications(t *testing.T) {
 	var apps []map[string]any
-	for _, block := range yamlBlocks(readmeSection(t, "### Argo CD: three workflows")) {
+	for _, block := range yamlBlocks(docsSection(t, "## Argo CD: three workflows")) {
 		if !strings.Contains(block, "kind: Application\n") {
 			continue
 		}
 		var app map[string]any
 		if err := yaml.Unmarshal([]byte(block), &app); err != nil {
-			t.Fatalf("README Application: %v\n%s", err, block)
+			t.Fatalf("docs/argocd.md Application: %v\n%s", err, block)
 		}
 		apps = append(apps, app)
 	}
 	if len(apps) != 3 {
-		t.Fatalf("the README's Argo CD workflows show %d Applications, want 3", len(apps))
+		t.Fatalf("the Argo CD workflows of docs/argocd.md show %d Applications, want 3", len(apps))
 	}
 
 	// The parameters the plugin announces.
