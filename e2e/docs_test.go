@@ -114,12 +114,12 @@ func isCommands(lang string) bool {
 
 // docsWorkspace is where the blocks of one file run.
 type docsWorkspace struct {
-	dir        string
-	env        []string          // for every block
-	path       map[string]string // helm major → PATH folder
-	bin        string
-	helm       map[string]string // major → the Helm CLI
-	plugin     map[string]bool   // major → its plugin is installed
+	dir    string
+	env    []string          // for every block
+	path   map[string]string // helm major → PATH folder
+	bin    string
+	helm   map[string]string // major → the Helm CLI
+	plugin map[string]bool   // major → its plugin is installed
 }
 
 // newDocsWorkspace makes the workspace of one file: the chart, the
