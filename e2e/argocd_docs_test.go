@@ -1,9 +1,8 @@
 package e2e
 
 import (
-	"os"
+	"math"
 	"path/filepath"
-	"regexp"
 	"slices"
 	"strings"
 	"testing"
@@ -13,37 +12,31 @@ import (
 	"github.com/digestpin/digestpin/internal/testregistry"
 )
 
-// docsSection returns the section of docs/argocd.md that begins with the
-// heading line head, up to the next heading of the same level.
-func docsSection(t *testing.T, head string) string {
+// sectionBlocks returns the fenced blocks of language lang in the
+// section of the Markdown file path that begins with the heading line
+// head, up to the next heading of the same level or a higher one.
+func sectionBlocks(t *testing.T, path, head, lang string) []docBlock {
 	t.Helper()
-	b, err := os.ReadFile(filepath.Join(repoRoot(t), "docs", "argocd.md"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	s := string(b)
-	i := strings.Index(s, "\n"+head+"\n")
-	if i < 0 {
-		t.Fatalf("docs/argocd.md has no heading %q", head)
-	}
-	s = s[i+len(head)+2:]
-	level := head[:strings.Index(head, " ")+1]
-	if j := strings.Index(s, "\n"+level); j >= 0 {
-		s = s[:j]
-	}
-	return s
-}
-
-// yamlBlocks returns the ```yaml blocks of a Markdown text, each without
-// the indentation of its fence (a block in a list item).
-func yamlBlocks(text string) []string {
-	var out []string
-	for _, m := range regexp.MustCompile("(?ms)^( *)```yaml\n(.*?)^ *```$").FindAllStringSubmatch(text, -1) {
-		var b strings.Builder
-		for _, l := range strings.SplitAfter(m[2], "\n") {
-			b.WriteString(strings.TrimPrefix(l, m[1]))
+	level := strings.Index(head, " ")
+	start, end := 0, math.MaxInt
+	for _, l := range proseLines(t, path) {
+		if l.text == head {
+			start = l.n
+			continue
 		}
-		out = append(out, b.String())
+		if n := strings.Index(l.text, " "); start > 0 && n > 0 && n <= level && strings.Trim(l.text[:n], "#") == "" {
+			end = l.n
+			break
+		}
+	}
+	if start == 0 {
+		t.Fatalf("%s has no heading %q", path, head)
+	}
+	var out []docBlock
+	for _, b := range docBlocks(t, path) {
+		if b.line > start && b.line < end && b.lang == lang {
+			out = append(out, b)
+		}
 	}
 	return out
 }
@@ -57,13 +50,14 @@ func yamlBlocks(text string) []string {
 // the tag its --set names.
 func TestArgoCDDocsApplications(t *testing.T) {
 	var apps []map[string]any
-	for _, block := range yamlBlocks(docsSection(t, "## Argo CD: three workflows")) {
+	for _, b := range sectionBlocks(t, filepath.Join(repoRoot(t), "docs", "argocd.md"), "## Argo CD: three workflows", "yaml") {
+		block := b.text
 		if !strings.Contains(block, "kind: Application\n") {
 			continue
 		}
 		var app map[string]any
 		if err := yaml.Unmarshal([]byte(block), &app); err != nil {
-			t.Fatalf("docs/argocd.md Application: %v\n%s", err, block)
+			t.Fatalf("%s: Application: %v\n%s", b, err, block)
 		}
 		apps = append(apps, app)
 	}
