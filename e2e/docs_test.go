@@ -355,7 +355,11 @@ func TestDocsLinks(t *testing.T) {
 					continue
 				}
 				n++
-				p, frag, _ := strings.Cut(target, "#")
+				p, frag, hash := strings.Cut(target, "#")
+				if hash && frag == "" {
+					t.Errorf("%s:%d: link %s: an empty #fragment", rel, l.n, target)
+					continue
+				}
 				to := file
 				if p != "" {
 					to = filepath.Join(filepath.Dir(file), filepath.FromSlash(p))
