@@ -154,7 +154,6 @@ func newDocsWorkspace(t *testing.T) *docsWorkspace {
 		"DIGESTPIN_REGISTRY_MIRROR=registry.example=" + reg.Host(),
 		"DIGESTPIN_MIRROR_ONLY=true",
 		"DIGESTPIN_PLUGIN_URL=http://127.0.0.1:1/no-release",
-		"REGISTRY=registry.example",
 	}
 	return w
 }
