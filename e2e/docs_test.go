@@ -35,7 +35,8 @@ import (
 // registry.example, and registry.example is an in-process registry on
 // loopback, reached through DIGESTPIN_REGISTRY_MIRROR and
 // DIGESTPIN_MIRROR_ONLY (as `make demo` does), so that the output keeps the
-// name the docs show. digestpin and helm on PATH are the ones under test.
+// name the docs show. digestpin and helm on PATH are the ones under test,
+// beside the CI steps of scripts/ci (as a release archive holds them).
 
 // docsNotRun is how many blocks the docs mark as not run. A change is
 // deliberate: TestDocsCommands fails until this says the new number.
@@ -142,9 +143,16 @@ func newDocsWorkspace(t *testing.T) *docsWorkspace {
 			t.Fatal(err)
 		}
 	}
+	// PATH holds what a release archive holds (the binary and the CI
+	// steps), and the Helm CLI.
+	onPath := func(helm string) map[string]string {
+		ci := filepath.Join(repoRoot(t), "scripts", "ci")
+		return map[string]string{"digestpin": bin, "helm": helm,
+			"digestpin-lock.sh": filepath.Join(ci, "digestpin-lock.sh"), "digestpin-ci.sh": filepath.Join(ci, "digestpin-ci.sh")}
+	}
 	w := &docsWorkspace{dir: dir, bin: bin, helm: map[string]string{"3": h3, "4": h4}, plugin: map[string]bool{}, path: map[string]string{
-		"3": pathDir(t, map[string]string{"digestpin": bin, "helm": h3}),
-		"4": pathDir(t, map[string]string{"digestpin": bin, "helm": h4}),
+		"3": pathDir(t, onPath(h3)),
+		"4": pathDir(t, onPath(h4)),
 	}}
 	w.env = []string{
 		"HOME=" + dir,
