@@ -77,8 +77,9 @@ type refreshOptions struct {
 	timeout    time.Duration
 }
 
-func runArgocdRefresh(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	var o refreshOptions
+// flags are the flags of digestpin argocd refresh, bound onto o;
+// docs/reference.md is written from them.
+func (o *refreshOptions) flags() *pflag.FlagSet {
 	fs := pflag.NewFlagSet("digestpin argocd refresh", pflag.ContinueOnError)
 	fs.SetOutput(io.Discard)
 	fs.StringVar(&o.kubeconfig, "kubeconfig", "", "kubeconfig file, as kubectl's (default: KUBECONFIG, else ~/.kube/config; in a pod, its service account)")
@@ -86,6 +87,12 @@ func runArgocdRefresh(ctx context.Context, args []string, stdout, stderr io.Writ
 	fs.StringVarP(&o.namespace, "namespace", "n", "", "only the Applications of this namespace (default: every namespace)")
 	fs.BoolVar(&o.dryRun, "dry-run", false, "list the Applications that would be refreshed, refresh none")
 	fs.DurationVar(&o.timeout, "timeout", time.Minute, "bound on the whole run")
+	return fs
+}
+
+func runArgocdRefresh(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	var o refreshOptions
+	fs := o.flags()
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, pflag.ErrHelp) {
 			fmt.Fprint(stderr, argocdUsage+fs.FlagUsages())

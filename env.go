@@ -13,26 +13,30 @@ import (
 // a build, say) would replace the manifests with the version.
 var notFromEnv = map[string]bool{"version": true}
 
+// otherVar is a DIGESTPIN_* variable that is not a flag's: its name (a
+// name ending in "_" is a prefix) and what reads it.
+type otherVar struct{ name, use string }
+
 // otherEnv are the DIGESTPIN_* variables that are not flags but belong to
-// the project's other parts, so that setting them warns of nothing. A name
-// ending in "_" is a prefix. TestOtherEnvListed keeps it complete.
-var otherEnv = []string{
-	"DIGESTPIN_REDIS_PASSWORD", // the Redis password (options_redis.go)
-	"DIGESTPIN_TEST_",          // the tests' tools (Makefile)
-	"DIGESTPIN_CI_",            // the CI step, the GitHub Action and the GitLab template
-	"DIGESTPIN_PUSH_TOKEN",     // the README's GitLab example
-	"DIGESTPIN_PLUGIN_",        // the plugins' install hook
-	"DIGESTPIN_RELEASE_URL",    // the sidecar image's build (image-fetch.sh)
-	"DIGESTPIN_CMP_STATE_DIR",  // the Argo CD plugin (generate.sh)
-	"DIGESTPIN_SHA256",         // the Argo CD init container (plugin-install.sh)
-	"DIGESTPIN_ARCH",           // the Argo CD init container (plugin-install.sh)
+// the project's other parts, so that setting them warns of nothing.
+// TestOtherEnvListed keeps it complete; docs/reference.md lists it.
+var otherEnv = []otherVar{
+	{"DIGESTPIN_REDIS_PASSWORD", "the Redis password, when neither --redis-password-file nor the --cache URL gives one"},
+	{"DIGESTPIN_TEST_", "the tools the Makefile builds for the tests"},
+	{"DIGESTPIN_CI_", "the CI step (digestpin-ci.sh), the GitHub Action and the GitLab template (docs/ci.md)"},
+	{"DIGESTPIN_PUSH_TOKEN", "the GitLab example's project access token (docs/ci.md)"},
+	{"DIGESTPIN_PLUGIN_", "the Helm plugins' install hook (docs/install.md)"},
+	{"DIGESTPIN_RELEASE_URL", "the Argo CD init container and the sidecar image's build: a mirror of the release's files"},
+	{"DIGESTPIN_CMP_STATE_DIR", "retired setting of the Argo CD plugin's sidecar, refused"},
+	{"DIGESTPIN_SHA256", "the Argo CD init container: the archive's line of SHA256SUMS, to pin it"},
+	{"DIGESTPIN_ARCH", "the Argo CD init container: the architecture of the binary to install"},
 
 	// The flags of digestpin template, install and upgrade, which the
 	// Argo CD sidecar and CI set for every run, the filter's too.
-	"DIGESTPIN_SEED_FILE",
-	"DIGESTPIN_PIN_TIMEOUT",
-	"DIGESTPIN_SEED",                 // refused in an Application's env (argocd.go)
-	"DIGESTPIN_CMP_SEED_PER_PROJECT", // the Argo CD plugin (generate.sh)
+	{"DIGESTPIN_SEED_FILE", "--seed-file of digestpin template, install and upgrade"},
+	{"DIGESTPIN_PIN_TIMEOUT", "--pin-timeout of digestpin install and upgrade"},
+	{"DIGESTPIN_SEED", "refused in an Argo CD Application's env: an Application cannot choose the seed"},
+	{"DIGESTPIN_CMP_SEED_PER_PROJECT", "the Argo CD sidecar: true gives each Argo CD project its own seed"},
 }
 
 // envWarnings returns one warning for each DIGESTPIN_* variable of
@@ -56,8 +60,8 @@ func envWarnings(fs *pflag.FlagSet, environ []string) []string {
 			}
 			continue
 		}
-		if slices.ContainsFunc(otherEnv, func(o string) bool {
-			return name == o || (strings.HasSuffix(o, "_") && strings.HasPrefix(name, o))
+		if slices.ContainsFunc(otherEnv, func(o otherVar) bool {
+			return name == o.name || (strings.HasSuffix(o.name, "_") && strings.HasPrefix(name, o.name))
 		}) {
 			continue
 		}

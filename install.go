@@ -68,6 +68,22 @@ func (c *deployCmd) deploy() *helmrender.Deploy {
 	return &c.upgrade.Deploy
 }
 
+// flags are the flags of digestpin install or upgrade: Helm's onto c's
+// Helm options, the pinning flags onto c.o (renderFlags), the seed file
+// onto seedFile; docs/reference.md is written from them.
+func (c *deployCmd) flags(seedFile *string) (fs, helmFS, pinFS *pflag.FlagSet) {
+	helmFS = pflag.NewFlagSet("helm", pflag.ContinueOnError)
+	helmFS.SortFlags = false
+	if c.name == "install" {
+		c.install.Bind(helmFS)
+	} else {
+		c.upgrade.Bind(helmFS)
+	}
+	fs, pinFS = renderFlags(c.name, c.o, helmFS, deployRenames, seedFile)
+	pinFS.Lookup("pin-timeout").Usage = "bound on pinning the images (every registry request of the run); Helm's --timeout bounds each Kubernetes operation"
+	return fs, helmFS, pinFS
+}
+
 // runDeploy is `digestpin install [NAME] CHART` and `digestpin upgrade
 // NAME CHART`: helm install and helm upgrade through Helm 4's SDK, with
 // their flags, rendering the chart with deterministic generator functions
@@ -79,15 +95,7 @@ func runDeploy(ctx context.Context, name string, args []string, stdout, stderr i
 	o := newOptions()
 	c := &deployCmd{name: name, configure: configure, o: o}
 	var seedFile string
-	helmFS := pflag.NewFlagSet("helm", pflag.ContinueOnError)
-	helmFS.SortFlags = false
-	if name == "install" {
-		c.install.Bind(helmFS)
-	} else {
-		c.upgrade.Bind(helmFS)
-	}
-	fs, pinFS := renderFlags(name, o, helmFS, deployRenames, &seedFile)
-	pinFS.Lookup("pin-timeout").Usage = "bound on pinning the images (every registry request of the run); Helm's --timeout bounds each Kubernetes operation"
+	fs, helmFS, pinFS := c.flags(&seedFile)
 
 	perr := fs.Parse(args)
 	if errors.Is(perr, pflag.ErrHelp) {

@@ -135,9 +135,7 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		}
 	}
 	o := newOptions()
-	fs := pflag.NewFlagSet("digestpin", pflag.ContinueOnError)
-	fs.SetOutput(io.Discard)
-	o.bind(fs)
+	fs := filterFlags(o)
 	perr := fs.Parse(args)
 	if errors.Is(perr, pflag.ErrHelp) {
 		usage(stderr, fs)
@@ -218,6 +216,15 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		log.fail(err)
 	}
 	return err
+}
+
+// filterFlags are the flags of digestpin itself, the filter, bound onto
+// o; docs/reference.md is written from them.
+func filterFlags(o *options) *pflag.FlagSet {
+	fs := pflag.NewFlagSet("digestpin", pflag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	o.bind(fs)
+	return fs
 }
 
 // pinStream gets the input (reads it, or renders the chart), pins it,

@@ -355,10 +355,10 @@ func TestRunHelp(t *testing.T) {
 	}
 }
 
-// TestREADMEErrorSample checks that the sample error in the README is
+// TestDocsErrorSample checks that the sample error of docs/pinning.md is
 // what digestpin really prints for that case, word for word.
-func TestREADMEErrorSample(t *testing.T) {
-	readme, err := os.ReadFile("README.md")
+func TestDocsErrorSample(t *testing.T) {
+	readme, err := os.ReadFile("docs/pinning.md")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -370,7 +370,7 @@ func TestREADMEErrorSample(t *testing.T) {
 		}
 	}
 	if sample == "" {
-		t.Fatal("README.md has no sample error line")
+		t.Fatal("docs/pinning.md has no sample error line")
 	}
 	reg := testregistry.New(t)
 	in := "---\n# Source: shop/templates/service.yaml\napiVersion: v1\nkind: Service\nmetadata:\n  name: shop-web\n---\n" +
@@ -379,6 +379,6 @@ func TestREADMEErrorSample(t *testing.T) {
 	_, stderr, _ := runIn(t, strings.ReplaceAll(in, "REG", reg.Host()))
 	got := strings.ReplaceAll(strings.TrimSuffix(stderr, "\n"), reg.Host(), "registry.example")
 	if got != sample {
-		t.Errorf("digestpin prints\n%s\nthe README shows\n%s", got, sample)
+		t.Errorf("digestpin prints\n%s\ndocs/pinning.md shows\n%s", got, sample)
 	}
 }

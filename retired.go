@@ -56,7 +56,7 @@ func (e *retiredError) Error() string {
 	}
 	return fmt.Sprintf("%s %s retired in %s: two renders cannot tell a certificate, hash or ciphertext made from new input "+
 		"from one made from new randomness, so it could keep a real change; "+
-		`render with "digestpin template NAME CHART --seed-file FILE" instead (README: Deterministic renders)`, what, verb, retiredIn)
+		`render with "digestpin template NAME CHART --seed-file FILE" instead (docs/deterministic.md)`, what, verb, retiredIn)
 }
 
 // checkRetired returns a usage error naming every retired flag that was

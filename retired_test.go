@@ -14,7 +14,7 @@ import (
 // variables or Argo CD settings; subject names them, with its verb:
 // "--previous was", "--state-key and --state-store were".
 func retiredLine(subject string) string {
-	return "digestpin: error: " + subject + ` retired in 0.2.0: two renders cannot tell a certificate, hash or ciphertext made from new input from one made from new randomness, so it could keep a real change; render with "digestpin template NAME CHART --seed-file FILE" instead (README: Deterministic renders)` + "\n"
+	return "digestpin: error: " + subject + ` retired in 0.2.0: two renders cannot tell a certificate, hash or ciphertext made from new input from one made from new randomness, so it could keep a real change; render with "digestpin template NAME CHART --seed-file FILE" instead (docs/deterministic.md)` + "\n"
 }
 
 // TestRetiredFlags runs each retired flag of the two-render mode as a
@@ -157,15 +157,15 @@ func TestRetiredArgocdSettings(t *testing.T) {
 	}
 }
 
-// TestREADMERetiredSample checks that the README shows the line digestpin
+// TestDocsRetiredSample checks that docs/deterministic.md shows the line digestpin
 // really prints for a retired flag, word for word.
-func TestREADMERetiredSample(t *testing.T) {
-	readme, err := os.ReadFile("README.md")
+func TestDocsRetiredSample(t *testing.T) {
+	readme, err := os.ReadFile("docs/deterministic.md")
 	if err != nil {
 		t.Fatal(err)
 	}
 	_, stderr, err := runIn(t, "", "--previous", "rendered/web.yaml")
 	if err == nil || !strings.Contains(string(readme), "\n"+stderr) {
-		t.Errorf("the README does not show what digestpin prints for --previous:\n%s", stderr)
+		t.Errorf("docs/deterministic.md does not show what digestpin prints for --previous:\n%s", stderr)
 	}
 }

@@ -63,10 +63,7 @@ func bindPinning(o *options, fs *pflag.FlagSet, renames map[string]string) {
 func runTemplate(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	o := newOptions()
 	t := &templateOptions{render: helmrender.Options{Source: helmrender.Source{Settings: cli.New()}}}
-	helmFS := pflag.NewFlagSet("helm", pflag.ContinueOnError)
-	helmFS.SortFlags = false
-	t.render.Bind(helmFS)
-	fs, pinFS := renderFlags("template", o, helmFS, templateRenames, &t.seedFile)
+	fs, helmFS, pinFS := t.flags(o)
 
 	perr := fs.Parse(args)
 	if errors.Is(perr, pflag.ErrHelp) {
@@ -175,6 +172,16 @@ func runTemplate(ctx context.Context, args []string, stdout, stderr io.Writer) e
 		log.fail(err)
 	}
 	return err
+}
+
+// flags are the flags of digestpin template: Helm's onto t, the pinning
+// flags onto o (renderFlags); docs/reference.md is written from them.
+func (t *templateOptions) flags(o *options) (fs, helmFS, pinFS *pflag.FlagSet) {
+	helmFS = pflag.NewFlagSet("helm", pflag.ContinueOnError)
+	helmFS.SortFlags = false
+	t.render.Bind(helmFS)
+	fs, pinFS = renderFlags("template", o, helmFS, templateRenames, &t.seedFile)
+	return fs, helmFS, pinFS
 }
 
 // renderFlags are the flags of a command that renders a chart (template,

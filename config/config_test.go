@@ -12,7 +12,7 @@ import (
 	"github.com/digestpin/digestpin/renderer"
 )
 
-// TestLoadExample loads the example file, which the README shows.
+// TestLoadExample loads the example file, which docs/config.md shows.
 func TestLoadExample(t *testing.T) {
 	path := filepath.Join("testdata", "example.yaml")
 	got, err := Load(path)
@@ -34,12 +34,12 @@ func TestLoadExample(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	readme, err := os.ReadFile(filepath.Join("..", "README.md"))
+	readme, err := os.ReadFile(filepath.Join("..", "docs", "config.md"))
 	if err != nil {
 		t.Fatal(err)
 	}
 	if !strings.Contains(string(readme), "```yaml\n"+string(example)+"```\n") {
-		t.Errorf("README.md does not show %s as it is", path)
+		t.Errorf("docs/config.md does not show %s as it is", path)
 	}
 }
 

@@ -19,7 +19,7 @@
 #
 # digestpin template renders the chart as `helm template` does (Helm 4's
 # engine, helm template's flags), every generated password, key and
-# certificate derived from the seed (README: Deterministic renders). The
+# certificate derived from the seed (docs/deterministic.md). The
 # chart is rendered before any image is resolved: when it does not render,
 # the step says so, with the reason, and neither asks a registry nor
 # touches FILE (a failed render is never taken for a registry difference,

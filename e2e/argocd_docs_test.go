@@ -1,9 +1,8 @@
 package e2e
 
 import (
-	"os"
+	"math"
 	"path/filepath"
-	"regexp"
 	"slices"
 	"strings"
 	"testing"
@@ -13,62 +12,60 @@ import (
 	"github.com/digestpin/digestpin/internal/testregistry"
 )
 
-// readmeSection returns the README's section that begins with the heading
-// line head, up to the next heading of the same level.
-func readmeSection(t *testing.T, head string) string {
+// sectionBlocks returns the fenced blocks of language lang in the
+// section of the Markdown file path that begins with the heading line
+// head, up to the next heading of the same level or a higher one.
+func sectionBlocks(t *testing.T, path, head, lang string) []docBlock {
 	t.Helper()
-	b, err := os.ReadFile(filepath.Join(repoRoot(t), "README.md"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	s := string(b)
-	i := strings.Index(s, "\n"+head+"\n")
-	if i < 0 {
-		t.Fatalf("README.md has no heading %q", head)
-	}
-	s = s[i+len(head)+2:]
-	level := head[:strings.Index(head, " ")+1]
-	if j := strings.Index(s, "\n"+level); j >= 0 {
-		s = s[:j]
-	}
-	return s
-}
-
-// yamlBlocks returns the ```yaml blocks of a Markdown text, each without
-// the indentation of its fence (a block in a list item).
-func yamlBlocks(text string) []string {
-	var out []string
-	for _, m := range regexp.MustCompile("(?ms)^( *)```yaml\n(.*?)^ *```$").FindAllStringSubmatch(text, -1) {
-		var b strings.Builder
-		for _, l := range strings.SplitAfter(m[2], "\n") {
-			b.WriteString(strings.TrimPrefix(l, m[1]))
+	level := strings.Index(head, " ")
+	start, end := 0, math.MaxInt
+	for _, l := range proseLines(t, path) {
+		if l.text == head {
+			start = l.n
+			continue
 		}
-		out = append(out, b.String())
+		if n := strings.Index(l.text, " "); start > 0 && n > 0 && n <= level && strings.Trim(l.text[:n], "#") == "" {
+			end = l.n
+			break
+		}
+	}
+	if start == 0 {
+		t.Fatalf("%s has no heading %q", path, head)
+	}
+	var out []docBlock
+	for _, b := range docBlocks(t, path) {
+		if b.line > start && b.line < end && b.lang == lang {
+			out = append(out, b)
+		}
 	}
 	return out
 }
 
-// TestArgoCDReadmeApplications reads the three Applications of the README's
-// Argo CD workflows and generates each one's manifests as the sidecar does
-// (its parameters as ARGOCD_APP_PARAMETERS, its env as ARGOCD_ENV_*), from a
+// TestArgoCDDocsApplications reads the three Applications of docs/argocd.md's
+// Argo CD workflows and the README's recipe (the lock workflow's), and
+// generates each one's manifests as the sidecar does (its parameters as ARGOCD_APP_PARAMETERS, its env as ARGOCD_ENV_*), from a
 // chart with the values files they name and a registry on loopback: live
 // resolution pins what the registry serves, the lock workflow renders from
 // the committed lock file without a registry request, the mutable tag pins
 // the tag its --set names.
-func TestArgoCDReadmeApplications(t *testing.T) {
+func TestArgoCDDocsApplications(t *testing.T) {
 	var apps []map[string]any
-	for _, block := range yamlBlocks(readmeSection(t, "### Argo CD: three workflows")) {
+	// The README's recipe (the lock workflow's) is one of them.
+	blocks := append(sectionBlocks(t, filepath.Join(repoRoot(t), "docs", "argocd.md"), "## Argo CD: three workflows", "yaml"),
+		sectionBlocks(t, filepath.Join(repoRoot(t), "README.md"), "### Argo CD", "yaml")...)
+	for _, b := range blocks {
+		block := b.text
 		if !strings.Contains(block, "kind: Application\n") {
 			continue
 		}
 		var app map[string]any
 		if err := yaml.Unmarshal([]byte(block), &app); err != nil {
-			t.Fatalf("README Application: %v\n%s", err, block)
+			t.Fatalf("%s: Application: %v\n%s", b, err, block)
 		}
 		apps = append(apps, app)
 	}
-	if len(apps) != 3 {
-		t.Fatalf("the README's Argo CD workflows show %d Applications, want 3", len(apps))
+	if len(apps) != 4 {
+		t.Fatalf("the Argo CD workflows of docs/argocd.md and the README's recipe show %d Applications, want 4", len(apps))
 	}
 
 	// The parameters the plugin announces.
