@@ -74,6 +74,10 @@ var cmpOptions = []string{
 // no leading dot, and project.NAME is a file of the seed Secret's folder.
 var argocdProjectName = regexp.MustCompile(`^[a-z0-9]([-.a-z0-9]*[a-z0-9])?$`)
 
+// cmpSelf returns the digestpin binary that renders and pins: this one.
+// Tests of runArgocdGenerate change it, since theirs is the test binary.
+var cmpSelf = os.Executable
+
 // cmpError is a failure of the plugin's own checks; its message is
 // printed as "digestpin-cmp: MESSAGE" and the generation exits 1.
 type cmpError struct{ err error }
@@ -154,7 +158,7 @@ func runArgocdGenerate(ctx context.Context, args []string, stdout, stderr io.Wri
 		fmt.Fprintf(stderr, "digestpin: error: %v\n", err)
 		return err
 	}
-	self, err := os.Executable()
+	self, err := cmpSelf()
 	if err != nil {
 		err = fmt.Errorf("finding the digestpin binary: %w", err)
 		fmt.Fprintf(stderr, "%s%v\n", cmpPrefix, err)
