@@ -22,9 +22,10 @@ const (
 	paramMap    = "map"
 )
 
-// argocdParameters are the parameters that the Argo CD plugin
-// (scripts/argocd/plugin.yaml announces them, generate.sh applies them)
-// takes, with their kind. A test checks that they equal the announcement.
+// argocdParameters are the parameters that the Argo CD plugin takes
+// (scripts/argocd/plugin.yaml announces them, digestpin argocd generate
+// applies them), with their kind. A test checks that they equal the
+// announcement.
 var argocdParameters = map[string]string{
 	"release-name":               paramString,
 	"namespace":                  paramString,
@@ -52,7 +53,7 @@ var argocdSeedParameters = []string{"seed", "seed-file"}
 
 // argocdSeedEnv are the variables of an Application's plugin env (Argo CD
 // prefixes each name with ARGOCD_ENV_) that would choose the seed or how
-// the sidecar picks it. generate.sh reads none of them, and
+// the sidecar picks it. digestpin argocd generate reads none of them, and
 // checkArgocdSeedEnv refuses them, so that no Application believes it
 // renders with a seed of its own, nor points the render at a file of the
 // sidecar's (another team's seed).

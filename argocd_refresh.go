@@ -63,7 +63,7 @@ func runArgocd(ctx context.Context, args []string, stdout, stderr io.Writer) err
 				fmt.Fprint(stderr, argocdUsage)
 				return pflag.ErrHelp
 			}
-			return &usageError{errors.New("usage: digestpin argocd refresh [flags] IMAGE... (see digestpin argocd refresh --help)")}
+			return &usageError{errors.New("usage: digestpin argocd refresh [flags] IMAGE... (see digestpin argocd refresh --help), or digestpin argocd generate (the plugin's generate command)")}
 		}
 		return runArgocdRefresh(ctx, args[1:], stdout, stderr)
 	}()

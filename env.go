@@ -23,7 +23,7 @@ var otherEnv = []string{
 	"DIGESTPIN_PUSH_TOKEN",     // the README's GitLab example
 	"DIGESTPIN_PLUGIN_",        // the plugins' install hook
 	"DIGESTPIN_RELEASE_URL",    // the sidecar image's build (image-fetch.sh)
-	"DIGESTPIN_CMP_STATE_DIR",  // the Argo CD plugin (generate.sh)
+	"DIGESTPIN_CMP_STATE_DIR",  // the Argo CD plugin (digestpin argocd generate)
 	"DIGESTPIN_SHA256",         // the Argo CD init container (plugin-install.sh)
 	"DIGESTPIN_ARCH",           // the Argo CD init container (plugin-install.sh)
 
@@ -32,7 +32,7 @@ var otherEnv = []string{
 	"DIGESTPIN_SEED_FILE",
 	"DIGESTPIN_PIN_TIMEOUT",
 	"DIGESTPIN_SEED",                 // refused in an Application's env (argocd.go)
-	"DIGESTPIN_CMP_SEED_PER_PROJECT", // the Argo CD plugin (generate.sh)
+	"DIGESTPIN_CMP_SEED_PER_PROJECT", // the Argo CD plugin (digestpin argocd generate)
 }
 
 // envWarnings returns one warning for each DIGESTPIN_* variable of
