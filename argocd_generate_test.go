@@ -80,6 +80,24 @@ func newCmpFixture(t *testing.T, files, links map[string]string) *cmpFixture {
 	return f
 }
 
+// caseFixture is newCmpFixture for a table case: the source folder src
+// ("" for web), env over the defaults (REPO, SEEDS and TOP expanded), and
+// params as ARGOCD_APP_PARAMETERS ("" for none).
+func caseFixture(t *testing.T, files, links map[string]string, src string, env map[string]string, params string) *cmpFixture {
+	t.Helper()
+	f := newCmpFixture(t, files, links)
+	if src != "" {
+		f.src = src
+	}
+	for k, v := range env {
+		f.env[k] = f.expand(v)
+	}
+	if params != "" {
+		f.env[argocdParametersEnv] = params
+	}
+	return f
+}
+
 // generator returns the generation of f; env entries with the value
 // "UNSET" are unset. Nothing runs a tool unless the caller sets one.
 func (f *cmpFixture) generator(t *testing.T) *cmpGenerate {
@@ -350,16 +368,7 @@ func TestArgocdGeneratePlan(t *testing.T) {
 	} {
 		t.Run(tc.desc, func(t *testing.T) {
 			t.Parallel()
-			f := newCmpFixture(t, tc.files, tc.links)
-			if tc.src != "" {
-				f.src = tc.src
-			}
-			for k, v := range tc.env {
-				f.env[k] = v
-			}
-			if tc.params != "" {
-				f.env[argocdParametersEnv] = tc.params
-			}
+			f := caseFixture(t, tc.files, tc.links, tc.src, tc.env, tc.params)
 			g := f.generator(t)
 			repo, r, err := g.plan(context.Background())
 			if err != nil {
@@ -535,16 +544,7 @@ func TestArgocdGenerateRefusals(t *testing.T) {
 	} {
 		t.Run(tc.desc, func(t *testing.T) {
 			t.Parallel()
-			f := newCmpFixture(t, tc.files, tc.links)
-			if tc.src != "" {
-				f.src = tc.src
-			}
-			for k, v := range tc.env {
-				f.env[k] = f.expand(v)
-			}
-			if tc.params != "" {
-				f.env[argocdParametersEnv] = tc.params
-			}
+			f := caseFixture(t, tc.files, tc.links, tc.src, tc.env, tc.params)
 			err := f.generator(t).run(context.Background())
 			if err == nil {
 				t.Fatalf("run succeeded, want %q", tc.want)
