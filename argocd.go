@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"maps"
 	"slices"
 	"strconv"
 	"strings"
@@ -21,9 +22,10 @@ const (
 	paramMap    = "map"
 )
 
-// argocdParameters are the parameters that the Argo CD plugin
-// (scripts/argocd/plugin.yaml announces them, generate.sh applies them)
-// takes, with their kind. A test checks that they equal the announcement.
+// argocdParameters are the parameters that the Argo CD plugin takes
+// (scripts/argocd/plugin.yaml announces them, digestpin argocd generate
+// applies them), with their kind. A test checks that they equal the
+// announcement.
 var argocdParameters = map[string]string{
 	"release-name":               paramString,
 	"namespace":                  paramString,
@@ -51,7 +53,7 @@ var argocdSeedParameters = []string{"seed", "seed-file"}
 
 // argocdSeedEnv are the variables of an Application's plugin env (Argo CD
 // prefixes each name with ARGOCD_ENV_) that would choose the seed or how
-// the sidecar picks it. generate.sh reads none of them, and
+// the sidecar picks it. digestpin argocd generate reads none of them, and
 // checkArgocdSeedEnv refuses them, so that no Application believes it
 // renders with a seed of its own, nor points the render at a file of the
 // sidecar's (another team's seed).
@@ -82,86 +84,99 @@ type argocdParameter struct {
 	Map    *map[string]string `json:"map"`
 }
 
-// writeArgocdParameters is `digestpin argocd-parameters`, which the Argo CD
-// plugin's generate.sh runs, because bash cannot read JSON (and the
-// sidecar has no jq). It reads the JSON that lookup finds in
+// argocdValue is one value of a plugin parameter: Key is empty for a
+// string, the index for an array item, the key for a map entry.
+type argocdValue struct{ Name, Key, Value string }
+
+// readArgocdParameters reads the JSON that lookup finds in
 // ARGOCD_APP_PARAMETERS, checks each parameter's name and kind against
-// argocdParameters, and writes one record of three NUL-terminated fields
-// per value: NAME, KEY and VALUE. KEY is empty for a string, the index for
-// an array item, the key for a map entry (maps in key order, as Argo CD's
-// own Helm passes its parameters). Nothing is written unless every
-// parameter is valid; an unset or empty variable writes nothing.
-func writeArgocdParameters(w io.Writer, lookup func(string) (string, bool)) error {
+// argocdParameters, and returns one argocdValue per value, in the
+// parameters' order (maps in key order, as Argo CD's own Helm passes its
+// parameters). An unset or empty variable has no values. No value holds a
+// NUL character (none can be an argument of a command) and no map has an
+// empty key.
+func readArgocdParameters(lookup func(string) (string, bool)) ([]argocdValue, error) {
 	raw, _ := lookup(argocdParametersEnv)
 	if strings.TrimSpace(raw) == "" {
-		return nil
+		return nil, nil
 	}
 	var params []argocdParameter
 	dec := json.NewDecoder(strings.NewReader(raw))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(&params); err != nil {
-		return fmt.Errorf("reading %s: %w", argocdParametersEnv, err)
+		return nil, fmt.Errorf("reading %s: %w", argocdParametersEnv, err)
 	}
-	var out bytes.Buffer
-	record := func(fields ...string) error {
-		for _, f := range fields {
-			// A NUL would end the field early in generate.sh.
-			if strings.ContainsRune(f, 0) {
-				return fmt.Errorf("holds a NUL character")
-			}
-			out.WriteString(f)
-			out.WriteByte(0)
-		}
-		return nil
-	}
+	var out []argocdValue
 	seen := map[string]bool{}
 	for _, p := range params {
 		kind, ok := argocdParameters[p.Name]
 		if !ok && slices.Contains(argocdSeedParameters, p.Name) {
-			return fmt.Errorf("plugin parameter %q: %s", p.Name, argocdSeedRefusal)
+			return nil, fmt.Errorf("plugin parameter %q: %s", p.Name, argocdSeedRefusal)
 		}
 		if !ok {
-			return fmt.Errorf("plugin parameter %q: unknown; the digestpin plugin takes %s", p.Name, strings.Join(argocdParameterNames(), ", "))
+			return nil, fmt.Errorf("plugin parameter %q: unknown; the digestpin plugin takes %s", p.Name, strings.Join(argocdParameterNames(), ", "))
 		}
 		if seen[p.Name] {
-			return fmt.Errorf("plugin parameter %q: set twice", p.Name)
+			return nil, fmt.Errorf("plugin parameter %q: set twice", p.Name)
 		}
 		seen[p.Name] = true
 		if got := p.kinds(); !slices.Equal(got, []string{kind}) {
-			return fmt.Errorf("plugin parameter %q: want %s value, have %s", p.Name, withArticle(kind), describeKinds(got))
+			return nil, fmt.Errorf("plugin parameter %q: want %s value, have %s", p.Name, withArticle(kind), describeKinds(got))
 		}
-		var err error
-		switch kind {
-		case paramString:
-			err = record(p.Name, "", *p.String)
-		case paramArray:
-			for i, v := range *p.Array {
-				if err = record(p.Name, strconv.Itoa(i), v); err != nil {
-					break
-				}
-			}
-		case paramMap:
-			keys := make([]string, 0, len(*p.Map))
-			for k := range *p.Map {
-				keys = append(keys, k)
-			}
-			slices.Sort(keys)
-			for _, k := range keys {
-				if k == "" {
-					err = fmt.Errorf("has an empty key")
-				} else {
-					err = record(p.Name, k, (*p.Map)[k])
-				}
-				if err != nil {
-					break
-				}
-			}
-		}
+		values, err := p.values(kind)
 		if err != nil {
-			return fmt.Errorf("plugin parameter %q: %w", p.Name, err)
+			return nil, fmt.Errorf("plugin parameter %q: %w", p.Name, err)
+		}
+		out = append(out, values...)
+	}
+	return out, nil
+}
+
+// values returns p's values of the given kind, which p holds.
+func (p argocdParameter) values(kind string) ([]argocdValue, error) {
+	var out []argocdValue
+	switch kind {
+	case paramString:
+		out = append(out, argocdValue{p.Name, "", *p.String})
+	case paramArray:
+		for i, v := range *p.Array {
+			out = append(out, argocdValue{p.Name, strconv.Itoa(i), v})
+		}
+	case paramMap:
+		keys := slices.Sorted(maps.Keys(*p.Map))
+		for _, k := range keys {
+			if k == "" {
+				return nil, fmt.Errorf("has an empty key")
+			}
+			out = append(out, argocdValue{p.Name, k, (*p.Map)[k]})
 		}
 	}
-	_, err := w.Write(out.Bytes())
+	for _, v := range out {
+		if strings.ContainsRune(v.Key, 0) || strings.ContainsRune(v.Value, 0) {
+			return nil, fmt.Errorf("holds a NUL character")
+		}
+	}
+	return out, nil
+}
+
+// writeArgocdParameters is `digestpin argocd-parameters`, which the Argo CD
+// plugin's generate.sh ran before the plugin was in Go (digestpin argocd
+// generate), because bash cannot read JSON. It writes the values of
+// readArgocdParameters as records of three NUL-terminated fields: NAME,
+// KEY and VALUE. Nothing is written unless every parameter is valid.
+func writeArgocdParameters(w io.Writer, lookup func(string) (string, bool)) error {
+	values, err := readArgocdParameters(lookup)
+	if err != nil {
+		return err
+	}
+	var out bytes.Buffer
+	for _, v := range values {
+		for _, f := range []string{v.Name, v.Key, v.Value} {
+			out.WriteString(f)
+			out.WriteByte(0)
+		}
+	}
+	_, err = w.Write(out.Bytes())
 	return err
 }
 

@@ -50,15 +50,20 @@ docker.io/library/nginx:latest); a digest in it is ignored.
 Flags:
 `
 
-// runArgocd is `digestpin argocd SUBCOMMAND`: refresh, for now.
+// runArgocd is `digestpin argocd SUBCOMMAND`: refresh, or generate (the
+// Argo CD plugin's generate command, argocd_generate.go).
 func runArgocd(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	if len(args) > 0 && args[0] == "generate" {
+		// It reports its errors itself, as the plugin always did.
+		return runArgocdGenerate(ctx, args[1:], stdout, stderr)
+	}
 	err := func() error {
 		if len(args) == 0 || args[0] != "refresh" {
 			if len(args) > 0 && (args[0] == "-h" || args[0] == "--help") {
 				fmt.Fprint(stderr, argocdUsage)
 				return pflag.ErrHelp
 			}
-			return &usageError{errors.New("usage: digestpin argocd refresh [flags] IMAGE... (see digestpin argocd refresh --help)")}
+			return &usageError{errors.New("usage: digestpin argocd refresh [flags] IMAGE... (see digestpin argocd refresh --help), or digestpin argocd generate (the plugin's generate command)")}
 		}
 		return runArgocdRefresh(ctx, args[1:], stdout, stderr)
 	}()

@@ -88,6 +88,7 @@ func notifyContext(parent context.Context) (context.Context, func()) {
 func exitCode(err error) int {
 	var ue *usageError
 	var se *signalError
+	var te *toolExit
 	switch {
 	case errors.Is(err, pflag.ErrHelp):
 		return 0
@@ -95,6 +96,8 @@ func exitCode(err error) int {
 		return 2
 	case errors.Is(err, pin.ErrLockDiffers):
 		return 3
+	case errors.As(err, &te): // digestpin argocd generate passes a command's status on
+		return te.code
 	case errors.As(err, &se):
 		if s, ok := se.sig.(syscall.Signal); ok {
 			return 128 + int(s)

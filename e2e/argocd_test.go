@@ -94,7 +94,7 @@ type cmpCommand struct {
 
 // pluginCommands reads scripts/argocd/plugin.yaml and returns its init and
 // generate commands, with the sidecar's config folder mapped to
-// scripts/argocd/.
+// scripts/argocd/, and digestpin to the binary under test.
 func pluginCommands(t *testing.T) (initCmd, generate []string) {
 	t.Helper()
 	b, err := os.ReadFile(filepath.Join(repoRoot(t), "scripts", "argocd", "plugin.yaml"))
@@ -126,6 +126,13 @@ func pluginCommands(t *testing.T) (initCmd, generate []string) {
 	initCmd, generate = mapPaths(p.Spec.Init), mapPaths(p.Spec.Generate)
 	if len(generate) == 0 {
 		t.Fatal("plugin.yaml has no generate command")
+	}
+	// The sidecar finds digestpin on its PATH, where toolPath puts the
+	// one under test.
+	for _, c := range [][]string{initCmd, generate} {
+		if len(c) > 0 && c[0] == "digestpin" {
+			c[0] = digestpinBin(t)
+		}
 	}
 	return initCmd, generate
 }

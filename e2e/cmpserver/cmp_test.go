@@ -305,7 +305,7 @@ func TestLockOffline(t *testing.T) {
 // the error Argo CD shows in the Application's conditions, and that
 // nothing a repository links outside itself is read.
 func TestGenerateFailures(t *testing.T) {
-	s := startServer(t)
+	startServer(t)
 	reg := testregistry.New(t)
 	pushShop(t, reg)
 	// What Argo CD v3.3.0 shows when the generate command fails: the
@@ -313,7 +313,7 @@ func TestGenerateFailures(t *testing.T) {
 	// the command and its exit status, then the command's stderr.
 	failed := func(status int) string {
 		return "error generating manifests in cmp: rpc error: code = Unknown desc = error generating manifests: " +
-			"`bash " + filepath.Join(s.configDir, "generate.sh") + "` failed exit status " + strconv.Itoa(status) + ": "
+			"`digestpin argocd generate` failed exit status " + strconv.Itoa(status) + ": "
 	}
 	for _, tc := range []struct {
 		desc   string
@@ -412,7 +412,7 @@ func TestGenerateFailures(t *testing.T) {
 			if strings.Contains(msg, "replicas") {
 				t.Errorf("error quotes the outside file:\n%s", msg)
 			}
-			if tc.links != nil && strings.Contains(msg, "generate.sh") {
+			if tc.links != nil && strings.Contains(msg, "digestpin argocd generate") {
 				t.Errorf("the plugin ran on a repository with an escaping link:\n%s", msg)
 			}
 			if st, ok := status.FromError(err); tc.links == nil && (!ok || st.Code() != codes.Unknown) {

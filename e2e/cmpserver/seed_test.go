@@ -158,7 +158,7 @@ func TestGenerateSeedFailures(t *testing.T) {
 				t.Fatalf("GenerateManifest succeeded, want a failure; manifests:\n%s", strings.Join(manifests, "\n"))
 			}
 			want := "error generating manifests in cmp: rpc error: code = Unknown desc = error generating manifests: " +
-				"`bash " + filepath.Join(s.configDir, "generate.sh") + "` failed exit status " + strconv.Itoa(tc.status) + ": " +
+				"`digestpin argocd generate` failed exit status " + strconv.Itoa(tc.status) + ": " +
 				strings.ReplaceAll(tc.want, "SEEDS", s.seeds)
 			if got := err.Error(); got != want && got != strings.TrimSuffix(want, "\n") {
 				t.Errorf("error:\n%q\nwant:\n%q", got, want)

@@ -5,7 +5,8 @@
 # image fails with one line that says so rather than with a render error.
 # Then, for a Helm chart whose dependencies are not all in charts/ already,
 # it runs `helm dependency build`, as Argo CD's own Helm does, so that
-# generate.sh renders the chart as `helm install` would. A kustomization or
+# the generate command (digestpin argocd generate) renders the chart as
+# `helm install` would. A kustomization or
 # a folder of plain manifests needs nothing.
 #
 # Dependencies from file:// work as they are; oci:// ones log in through
