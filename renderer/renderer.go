@@ -62,6 +62,13 @@ type Renderer struct {
 	// Render met (string to error, nil for valid): a stream repeats a few
 	// references in thousands of fields. nil outside a Render.
 	checked *sync.Map
+	// refs holds the name.Reference of each image value that parsed and
+	// passed the kubelet's grammar (string to name.Reference), for the
+	// same reason. nil outside a Render.
+	refs *sync.Map
+	// noQuick parses every document with yaml.v3, never quickParse: for
+	// the tests that hold the two to the same output.
+	noQuick bool
 }
 
 // Workload is one container, image volume or image field that uses an
@@ -156,6 +163,7 @@ func (r *Renderer) Render(ctx context.Context, in []byte) (Result, error) {
 	rr := *r
 	rr.keys = r.imageKeys()
 	rr.checked = new(sync.Map)
+	rr.refs = new(sync.Map)
 	r = &rr
 
 	// First, walk every document and collect its images, validating every

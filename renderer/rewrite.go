@@ -2,6 +2,7 @@ package renderer
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 	"unicode"
@@ -21,7 +22,7 @@ func (r *Renderer) rewriteWaiting(ctx context.Context, c *collection, digests ma
 	err := eachDoc(ctx, len(c.waiting), func(j int) {
 		i := c.waiting[j]
 		if p := c.kept[i]; p != nil {
-			c.out[i], docErrs[j] = r.rewrite(c.docs[i], p, known)
+			c.out[i], docErrs[j] = r.rewriteDoc(c.docs[i], p, known, nil)
 			c.kept[i] = nil
 			return
 		}
@@ -49,7 +50,38 @@ func (r *Renderer) edit(d *document, digest func(use) (string, bool)) ([]byte, e
 	if p == nil || err != nil {
 		return d.raw, err
 	}
+	return r.rewriteDoc(d, p, digest, nil)
+}
+
+// errEncode is rewrite's answer for a document that quickParse read and
+// that only the encoder can change: rewriteDoc parses it again in full.
+var errEncode = errors.New("the document needs its comments to be encoded")
+
+// rewriteDoc is rewrite, which it calls again on a full parse of d when p
+// is a tree from quickParse that only the encoder can change; restart,
+// when not nil, is called before that second pass, which calls digest
+// again for every image field.
+func (r *Renderer) rewriteDoc(d *document, p *parsed, digest func(use) (string, bool), restart func()) ([]byte, error) {
+	b, err := r.rewrite(d, p, digest)
+	if !errors.Is(err, errEncode) {
+		return b, err
+	}
+	if restart != nil {
+		restart()
+	}
+	if p, err = r.parseFull(d); p == nil || err != nil {
+		// quickParse read it, so yaml.v3 reads it too: not reached.
+		return nil, fmt.Errorf("%s: parsing again: %w", d.where(), cmpOr(err, errEncode))
+	}
 	return r.rewrite(d, p, digest)
+}
+
+// cmpOr returns err, or def when err is nil.
+func cmpOr(err, def error) error {
+	if err != nil {
+		return err
+	}
+	return def
 }
 
 // rewrite rewrites the image fields and checksums of parsed document p, as
@@ -82,6 +114,9 @@ func (r *Renderer) rewrite(d *document, p *parsed, digest func(use) (string, boo
 	// nodes and encode the document instead.
 	if b, ok := splice(d, e.images, e.annotations, e.r.annotation()); ok {
 		return b, nil
+	}
+	if p.quick {
+		return nil, errEncode // the tree has no comments to encode
 	}
 	for _, c := range e.images {
 		if c.alias == nil {
@@ -417,16 +452,17 @@ func (e *editor) pinImage(spec, m *yaml.Node, key string, w Workload) (string, e
 		return "", nil // no image: nothing to pin
 	}
 	e.handle(img)
-	where := e.d.at(img.Line)
+	// Where the field is goes into messages only: spelt out when needed.
+	where := func() string { return e.d.at(img.Line) }
 	if img.Kind != yaml.ScalarNode || img.Tag != "!!str" {
-		return "", fmt.Errorf("%s: %s: %s is %s, want a reference such as registry/name:tag", where, w, key, describe(img))
+		return "", fmt.Errorf("%s: %s: %s is %s, want a reference such as registry/name:tag", where(), w, key, describe(img))
 	}
 	if v, ok := yaml11Reading(img); ok {
-		return "", fmt.Errorf("%s: %s: %s is %s, which the API server reads as %s: quote it (%q) if it is a reference", where, w, key, img.Value, v, img.Value)
+		return "", fmt.Errorf("%s: %s: %s is %s, which the API server reads as %s: quote it (%q) if it is a reference", where(), w, key, img.Value, v, img.Value)
 	}
 	ref, err := e.r.parseReference(key, img)
 	if err != nil {
-		err = fmt.Errorf("%s: %s: %w", where, w, err)
+		err = fmt.Errorf("%s: %s: %w", where(), w, err)
 		if !e.r.KeepUnresolved {
 			return "", err
 		}
@@ -439,7 +475,7 @@ func (e *editor) pinImage(spec, m *yaml.Node, key string, w Workload) (string, e
 		}
 		return w.Container + "=" + img.Value, nil
 	}
-	u := use{image: img.Value, ref: ref, workload: w, where: where}
+	u := use{image: img.Value, ref: ref, workload: w, doc: e.d, line: img.Line}
 	if spec != nil {
 		if e.specUses == nil {
 			e.specUses = map[*yaml.Node][]use{}
@@ -485,6 +521,13 @@ func (r *Renderer) parseReference(key string, img *yaml.Node) (name.Reference, e
 		// go-containerregistry's error would repeat it raw.
 		return nil, fmt.Errorf("%s %q holds a control character, want a reference such as registry/name:tag", key, img.Value)
 	}
+	// A stream repeats a few references in thousands of fields: each
+	// value is parsed once (a name.Reference is immutable).
+	if r.refs != nil {
+		if ref, ok := r.refs.Load(img.Value); ok {
+			return ref.(name.Reference), nil
+		}
+	}
 	ref, err := name.ParseReference(img.Value)
 	if err != nil {
 		return nil, fmt.Errorf("parsing %s %q: %w", key, img.Value, err)
@@ -494,6 +537,9 @@ func (r *Renderer) parseReference(key string, img *yaml.Node) (name.Reference, e
 	// tag "-bad"): the kubelet's grammar decides.
 	if err := r.checkImage(img.Value); err != nil {
 		return nil, fmt.Errorf("%s %q: the kubelet refuses it (InvalidImageName): %w", key, img.Value, err)
+	}
+	if r.refs != nil {
+		r.refs.Store(img.Value, ref)
 	}
 	return ref, nil
 }

@@ -171,9 +171,16 @@ func containerPathsFor(c *yaml.Node, paths []ImagePath) []ImagePath {
 		return nil
 	}
 	var out []ImagePath
+	// The paths come grouped by their first field (args, env): each
+	// field is looked up once a group.
+	var field string // "" until the first lookup
+	var items *yaml.Node
 	for _, p := range paths {
 		sel, ok := parseSelector(p.Fields[0])
-		if !ok || mayMatch(list(sel.field), sel) {
+		if ok && sel.field != field {
+			field, items = sel.field, list(sel.field)
+		}
+		if !ok || mayMatch(items, sel) {
 			out = append(out, p)
 		}
 	}
@@ -191,7 +198,7 @@ func mayMatch(list *yaml.Node, s selector) bool {
 		item = deref(item)
 		switch {
 		case s.isFlag() && item.Kind == yaml.ScalarNode:
-			if v := item.Value; v == s.value || strings.HasPrefix(v, s.value+"=") {
+			if v, ok := strings.CutPrefix(item.Value, s.value); ok && (v == "" || v[0] == '=') {
 				return true
 			}
 		case !s.isFlag() && item.Kind == yaml.MappingNode:
