@@ -31,8 +31,9 @@ func (u use) where() string { return u.doc.at(u.line) }
 // collection is what the first phase of a Render found.
 type collection struct {
 	docs []*document
-	// out holds each document's output; nil while it waits for a digest.
-	out [][]byte
+	// out holds each document's output; nil bytes while it waits for a
+	// digest.
+	out []piece
 	// kept holds the parses of waiting documents kept for the last phase.
 	kept []*parsed
 	// waiting are the indexes of the documents that wait for a digest.
@@ -55,7 +56,7 @@ type collection struct {
 func (r *Renderer) collect(ctx context.Context, docs []*document) (*collection, error) {
 	c := &collection{
 		docs:    docs,
-		out:     make([][]byte, len(docs)),
+		out:     make([]piece, len(docs)),
 		kept:    make([]*parsed, len(docs)),
 		pending: map[string][]use{},
 		budget:  newNodeBudget(MaxNodes),
@@ -68,7 +69,7 @@ func (r *Renderer) collect(ctx context.Context, docs []*document) (*collection, 
 		defer c.budget.give(c.budget.takeFor(d, r.keys))
 		p, err := r.parse(d)
 		if p == nil || err != nil {
-			c.out[i], docErrs[i] = d.raw, err
+			c.out[i], docErrs[i] = piece{b: d.raw}, err
 			return
 		}
 		c.out[i], docErrs[i] = r.rewriteDoc(d, p, func(u use) (string, bool) {
@@ -78,7 +79,7 @@ func (r *Renderer) collect(ctx context.Context, docs []*document) (*collection, 
 			}
 			return "", false
 		}, func() { uses[i] = nil })
-		if c.out[i] == nil && docErrs[i] == nil && keptBytes.Add(int64(len(d.raw))) <= maxKeptBytes &&
+		if c.out[i].b == nil && docErrs[i] == nil && keptBytes.Add(int64(len(d.raw))) <= maxKeptBytes &&
 			keptNodes.Add(int64(d.estimate())) <= maxKeptNodes {
 			c.kept[i] = p
 		}
@@ -97,7 +98,7 @@ func (r *Renderer) collect(ctx context.Context, docs []*document) (*collection, 
 			}
 			c.pending[k] = append(c.pending[k], u)
 		}
-		if b == nil {
+		if b.b == nil {
 			c.waiting = append(c.waiting, i)
 		}
 	}

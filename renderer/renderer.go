@@ -1,7 +1,6 @@
 package renderer
 
 import (
-	"bytes"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
@@ -87,6 +86,15 @@ type Workload struct {
 	// ContainerImagePaths found: "args[flag=--config-reloader-image]",
 	// "env[name=AGENT_IMAGE].value"; "" for the container's image.
 	Field string `json:"field,omitempty"`
+}
+
+// owned returns w with strings of its own. A document's values may be
+// cut from one string of the whole document (quickParse): what outlives
+// the document's parse must not keep all of it.
+func (w Workload) owned() Workload {
+	w.Kind, w.Namespace, w.Name = strings.Clone(w.Kind), strings.Clone(w.Namespace), strings.Clone(w.Name)
+	w.Container, w.Field = strings.Clone(w.Container), strings.Clone(w.Field)
+	return w
 }
 
 // line returns the checksum line of the workload's image pinned to
@@ -209,7 +217,16 @@ func (r *Renderer) Render(ctx context.Context, in []byte) (Result, error) {
 		}
 		r.warnf("%d image references are left as tags where digestpin knows no image field, and no lock file or report covers them: %s; name their fields with --image-path (--strict fails the run)", len(unpinned), strings.Join(list, ", "))
 	}
-	return Result{Output: bytes.Join(c.out, nil), Images: images, Unpinned: unpinned}, nil
+	// The output is put together once, in a buffer of its exact size.
+	size := 0
+	for _, p := range c.out {
+		size += p.size()
+	}
+	out := make([]byte, 0, size)
+	for _, p := range c.out {
+		out = p.appendTo(out)
+	}
+	return Result{Output: out, Images: images, Unpinned: unpinned}, nil
 }
 
 // Validate checks the settings that no document can make right, and

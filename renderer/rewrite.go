@@ -43,12 +43,12 @@ func (r *Renderer) rewriteWaiting(ctx context.Context, c *collection, digests ma
 // edit parses document d and rewrites its image fields and checksums. It
 // calls digest for each image field; digest returns the digest to pin to
 // ("" to keep the image as written) and false when it is not known yet.
-// edit returns the document's new bytes (its raw bytes when nothing
-// changed), or nil when a digest is not known yet.
-func (r *Renderer) edit(d *document, digest func(use) (string, bool)) ([]byte, error) {
+// edit returns the document's output (its raw bytes when nothing
+// changed), or a piece with nil bytes when a digest is not known yet.
+func (r *Renderer) edit(d *document, digest func(use) (string, bool)) (piece, error) {
 	p, err := r.parse(d)
 	if p == nil || err != nil {
-		return d.raw, err
+		return piece{b: d.raw}, err
 	}
 	return r.rewriteDoc(d, p, digest, nil)
 }
@@ -61,7 +61,7 @@ var errEncode = errors.New("the document needs its comments to be encoded")
 // is a tree from quickParse that only the encoder can change; restart,
 // when not nil, is called before that second pass, which calls digest
 // again for every image field.
-func (r *Renderer) rewriteDoc(d *document, p *parsed, digest func(use) (string, bool), restart func()) ([]byte, error) {
+func (r *Renderer) rewriteDoc(d *document, p *parsed, digest func(use) (string, bool), restart func()) (piece, error) {
 	b, err := r.rewrite(d, p, digest)
 	if !errors.Is(err, errEncode) {
 		return b, err
@@ -71,7 +71,7 @@ func (r *Renderer) rewriteDoc(d *document, p *parsed, digest func(use) (string, 
 	}
 	if p, err = r.parseFull(d); p == nil || err != nil {
 		// quickParse read it, so yaml.v3 reads it too: not reached.
-		return nil, fmt.Errorf("%s: parsing again: %w", d.where(), cmpOr(err, errEncode))
+		return piece{}, fmt.Errorf("%s: parsing again: %w", d.where(), cmpOr(err, errEncode))
 	}
 	return r.rewrite(d, p, digest)
 }
@@ -87,11 +87,11 @@ func cmpOr(err, def error) error {
 // rewrite rewrites the image fields and checksums of parsed document p, as
 // edit does. When a digest is not known yet it returns nil and leaves p as
 // it was, so that p can be rewritten again later.
-func (r *Renderer) rewrite(d *document, p *parsed, digest func(use) (string, bool)) ([]byte, error) {
+func (r *Renderer) rewrite(d *document, p *parsed, digest func(use) (string, bool)) (piece, error) {
 	e := editor{r: r, d: d, digest: digest, complete: true, routes: newRoutes(p.aliases)}
 	e.routes.step(p.obj)
 	if err := e.object(p.obj, 0); err != nil {
-		return nil, err
+		return piece{}, err
 	}
 	e.writeOutAliases()
 	if e.complete {
@@ -101,12 +101,12 @@ func (r *Renderer) rewrite(d *document, p *parsed, digest func(use) (string, boo
 	}
 	switch {
 	case !e.complete:
-		return nil, nil
+		return piece{}, nil
 	case len(e.images) == 0 && len(e.annotations) == 0:
-		return d.raw, nil
+		return piece{b: d.raw}, nil
 	}
 	if err := e.routes.check(d, e.changed()); err != nil {
-		return nil, err
+		return piece{}, err
 	}
 	// Splice the new values into the document's own bytes, which keeps
 	// every other byte as it was and costs no encoding. Where the syntax is
@@ -116,7 +116,7 @@ func (r *Renderer) rewrite(d *document, p *parsed, digest func(use) (string, boo
 		return b, nil
 	}
 	if p.quick {
-		return nil, errEncode // the tree has no comments to encode
+		return piece{}, errEncode // the tree has no comments to encode
 	}
 	for _, c := range e.images {
 		if c.alias == nil {
@@ -132,10 +132,14 @@ func (r *Renderer) rewrite(d *document, p *parsed, digest func(use) (string, boo
 	for _, a := range e.annotations {
 		setAnnotation(a.holder, e.r.annotation(), a.value)
 	}
+	var b []byte
+	var err error
 	if start := jsonStart(d.body()); start >= 0 {
-		return encodeJSON(d, &p.root, start, p.crlf)
+		b, err = encodeJSON(d, &p.root, start, p.crlf)
+	} else {
+		b, err = encode(d, &p.root, p.crlf)
 	}
-	return encode(d, &p.root, p.crlf)
+	return piece{b: b}, err
 }
 
 // maxListDepth bounds List objects nested in List objects.
@@ -294,6 +298,7 @@ func (e *editor) template(t podTemplate, w Workload) error {
 		// workload that shares it uses its images.
 		for _, u := range e.specUses[t.spec] {
 			u.workload.Kind, u.workload.Namespace, u.workload.Name = w.Kind, w.Namespace, w.Name
+			u.workload = u.workload.owned()
 			if _, ok := e.digest(u); !ok {
 				e.complete = false
 			}
@@ -475,7 +480,7 @@ func (e *editor) pinImage(spec, m *yaml.Node, key string, w Workload) (string, e
 		}
 		return w.Container + "=" + img.Value, nil
 	}
-	u := use{image: img.Value, ref: ref, workload: w, doc: e.d, line: img.Line}
+	u := use{image: strings.Clone(img.Value), ref: ref, workload: w.owned(), doc: e.d, line: img.Line}
 	if spec != nil {
 		if e.specUses == nil {
 			e.specUses = map[*yaml.Node][]use{}
