@@ -395,11 +395,12 @@ func (q *quickParser) scalar(line, ls, at, end int) (*yaml.Node, bool) {
 	case '\'':
 		n.Style, n.Tag, n.Value = yaml.SingleQuotedStyle, "!!str", q.src[at+1:end-1]
 	default:
-		n.Value = q.src[at:end]
-		n.Tag = plainTag(n)
-		if n.Tag == "!!merge" {
+		// yaml.v3 tags a plain "<<" as a merge key wherever it is, not
+		// through its resolver.
+		if n.Value = q.src[at:end]; n.Value == "<<" {
 			return nil, false
 		}
+		n.Tag = plainTag(n)
 	}
 	return n, true
 }

@@ -6,8 +6,10 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -114,6 +116,7 @@ func TestQuickParse(t *testing.T) {
 		{"a: [b, ]\n", false},
 		{"a: '\n", false},
 		{"a: - b\n", false},
+		{"a: <<\n", false}, // yaml.v3 tags a plain << as a merge key
 	} {
 		if got := checkQuick(t, []byte(tc.in)); got != tc.quick {
 			t.Errorf("quickParse(%q) read it: %v, want %v", tc.in, got, tc.quick)
@@ -242,4 +245,86 @@ func FuzzQuickRender(f *testing.F) {
 		}
 		renderBoth(t, Renderer{Resolver: newFixed()}, in)
 	})
+}
+
+// TestQuickParseRandom holds quickParse to yaml.v3 on documents made of
+// random lines near the subset it reads: keys, entries, indentations and
+// values, with the characters where readings part (":", "#", quotes,
+// brackets, indicators, blanks, tabs, non-ASCII). Mutating bytes (the
+// fuzz target) rarely builds such lines; this builds thousands a second.
+func TestQuickParseRandom(t *testing.T) {
+	rnd := rand.New(rand.NewPCG(28, 1))
+	pick := func(s ...string) string { return s[rnd.IntN(len(s))] }
+	value := func() string {
+		switch rnd.IntN(4) {
+		case 0:
+			return pick("", " ", "  ", "#c", " # c", "\t")
+		case 1:
+			return pick("a", "b c", "1", "-1", "0x1F", "1e3", ".5", "true", "False", "null", "~", "y", "no", "2024-01-01", "<<", "-", "--x", "a:b", "a: b", "a:", "a #b", "a#b", "...", "---", "é", "\"a\"", "'a'", "\"a\\\"b\"", "'it''s'", "\"a #b\"", "'a: b'", "[a, b]", "[\"--port\", \"9090\"]", "[]", "[ ]", "[a,]", "[a, [b]]", "{}", "{ }", "{a: b}", "&x a", "*x", "!!str a", "|", ">-", "@a", "`a", "%a", "?", "? a", ":", ": a", "a,b", "a]", "}", "\"", "'", "\"a", "a\"", "a'b", "a  b", "a ", "nginx:1.27@sha256:0123")
+		case 2:
+			return pick("a", "x.y/z", "app.kubernetes.io/name", "1", "true", "\"k\"", "'k'", "k k", "-k", "k-", "_k", ".k", "/k", "k:k", "\"k\\\"\"")
+		}
+		return ""
+	}
+	line := func() string {
+		indent := strings.Repeat(" ", []int{0, 0, 0, 1, 2, 2, 2, 3, 4, 4, 6, 8}[rnd.IntN(12)])
+		switch rnd.IntN(9) {
+		case 0:
+			return indent + "- " + value()
+		case 1:
+			return indent + "- " + pick("a", "name", "k") + ": " + value()
+		case 2:
+			return indent + "-"
+		case 3:
+			return indent + pick("# c", "", "---", "...", "%YAML 1.2", "\t")
+		case 4:
+			return indent + pick("a", "b", "name", "image", "\"q\"", "'s'") + ":"
+		}
+		return indent + pick("a", "b", "c", "name", "image", "spec", "1", "true", "\"q\"", "'s'", "k.x/y") + pick(": ", ":", ":  ") + value()
+	}
+	read := 0
+	const docs = 20000
+	for range docs {
+		var b strings.Builder
+		for range 1 + rnd.IntN(8) {
+			b.WriteString(line())
+			b.WriteString(pick("\n", "\n", "\n", "\r\n", ""))
+		}
+		if checkQuick(t, []byte(b.String())) {
+			read++
+		}
+	}
+	// Holding quickParse to yaml.v3 on documents it leaves alone proves
+	// nothing: enough must be read for the test to mean something.
+	if read < docs/30 {
+		t.Fatalf("quickParse read %d of %d random documents, want at least %d", read, docs, docs/30)
+	}
+	t.Logf("quickParse read %d of %d random documents", read, docs)
+}
+
+// TestQuickRenderRandom renders Helm's Deployment with one line changed
+// at random, with quickParse and without it: the same output, images,
+// warnings and errors, in documents near the subset and just outside it.
+func TestQuickRenderRandom(t *testing.T) {
+	rnd := rand.New(rand.NewPCG(28, 2))
+	pick := func(s ...string) string { return s[rnd.IntN(len(s))] }
+	var buf bytes.Buffer
+	if err := gen.Stream(&buf, gen.Options{Deployments: 1}); err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.Split(buf.String(), "\n")
+	for range 1500 {
+		ls := slices.Clone(lines)
+		i := 1 + rnd.IntN(len(ls)-2)
+		key, _, _ := strings.Cut(ls[i], ":")
+		switch rnd.IntN(3) {
+		case 0: // another value
+			ls[i] = key + ": " + pick("", "a", "1", "true", "null", "<<", "\"x\"", "'x'", "[a, b]", "{}", "[]", "&a x", "*a", "!!str x", "a: b", "x #c", "registry.example/a:1", "'registry.example/a:1'", "registry.example/a:1@sha256:"+strings.Repeat("a", 64), "é", "|")
+		case 1: // another line
+			ls = slices.Insert(ls, i, ls[i][:len(ls[i])-len(strings.TrimLeft(ls[i], " "))]+pick("image: b:1", "name: x", "metadata: {}", "annotations:", "checksum/images: x", "- name: c", "# c", "", "- image: d:1"))
+		case 2: // another indentation
+			ls[i] = pick("", " ", "  ") + ls[i]
+		}
+		renderBoth(t, Renderer{Resolver: newFixed()}, []byte(strings.Join(ls, "\n")))
+	}
 }
