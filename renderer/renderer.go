@@ -65,6 +65,9 @@ type Renderer struct {
 	// passed the kubelet's grammar (string to name.Reference), for the
 	// same reason. nil outside a Render.
 	refs *sync.Map
+	// containerSels are selectorsOf(containerImagePaths()), set on the
+	// copy of the Renderer that a Render works with.
+	containerSels []pathSelector
 	// noQuick parses every document with yaml.v3, never quickParse: for
 	// the tests that hold the two to the same output.
 	noQuick bool
@@ -170,6 +173,7 @@ func (r *Renderer) Render(ctx context.Context, in []byte) (Result, error) {
 	// into a copy.
 	rr := *r
 	rr.keys = r.imageKeys()
+	rr.containerSels = selectorsOf(rr.containerImagePaths())
 	rr.checked = new(sync.Map)
 	rr.refs = new(sync.Map)
 	r = &rr
@@ -292,6 +296,15 @@ func (r *Renderer) containerImagePaths() []ImagePath {
 		return DefaultContainerImagePaths
 	}
 	return r.ContainerImagePaths
+}
+
+// containerSelectors returns selectorsOf(containerImagePaths()), parsed
+// once a Render.
+func (r *Renderer) containerSelectors() []pathSelector {
+	if r.containerSels == nil {
+		return selectorsOf(r.containerImagePaths())
+	}
+	return r.containerSels
 }
 
 func (r *Renderer) paths() []PodSpecPath {

@@ -397,7 +397,7 @@ func (e *editor) podSpecImages(spec *yaml.Node, w Workload) ([]string, error) {
 			}
 			e.containers = append(e.containers, containerAt{deref(c), w})
 			// Then the images in its args and env.
-			if paths := containerPathsFor(c, e.r.containerImagePaths()); len(paths) > 0 {
+			if paths := containerPathsFor(c, e.r.containerImagePaths(), e.r.containerSelectors()); len(paths) > 0 {
 				more, err := e.pinFields(c, "", paths, 0, w, map[fieldKey][]string{}, spec)
 				if err != nil {
 					return nil, err

@@ -125,11 +125,14 @@ type spliceState struct {
 // offset of the start of its line.
 func (s *spliceState) offset(n *yaml.Node) (at, lineStart int, ok bool) {
 	if s.lineStarts == nil {
-		s.lineStarts = append(s.lineStarts, 0)
-		for i, c := range s.body {
-			if c == '\n' {
-				s.lineStarts = append(s.lineStarts, i+1)
+		s.lineStarts = make([]int, 1, 1+bytes.Count(s.body, newline))
+		for at := 0; ; {
+			i := bytes.IndexByte(s.body[at:], '\n')
+			if i < 0 {
+				break
 			}
+			at += i + 1
+			s.lineStarts = append(s.lineStarts, at)
 		}
 	}
 	if n.Line < 1 || n.Line > len(s.lineStarts) || n.Column < 1 {
