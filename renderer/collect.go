@@ -198,7 +198,7 @@ type parsed struct {
 // parse parses document d. It returns nil and no error for a document
 // that cannot hold an image field: no "image" in it, only comments, null.
 func (r *Renderer) parse(d *document) (*parsed, error) {
-	if !mayHoldImage(d.body(), r.keys) {
+	if !d.mayHold(r.keys) {
 		return nil, nil
 	}
 	// Refuse a document whose tree could take more memory than a Render
