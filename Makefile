@@ -133,14 +133,28 @@ $(KUBE_TOOLS)/kubectl:
 	scripts/kube-tools.sh $(KUBE_TOOLS)
 
 # Benchmarks: the renderer and resolver in-process, then the whole binary
-# on growing streams and against a loopback registry with 50 ms latency.
+# on growing streams and against a loopback registry with 50 ms latency,
+# each figure also as a ratio to the BASELINE binary's, measured in the
+# same run: BASELINE=BIN names one (a previous release); by default it is
+# built from BASELINE_REF, the commit where this branch left main. KBLD=BIN
+# adds ratios to Carvel kbld (not installed here).
 # benchredis: 1, 4 and 16 processes at once without a cache, a cache folder each, one Redis.
 # benchtemplate: digestpin template against helm template | digestpin (Helm 4 CLI) on a large chart.
-bench: build $(HELM4)
+BASELINE_REF ?= $(shell git merge-base HEAD main 2>/dev/null || git rev-parse HEAD)
+BASELINE ?= bin/baseline-$(BASELINE_REF)/digestpin
+KBLD ?=
+bench: build $(HELM4) $(BASELINE)
 	go test -run '^$$' -bench . -benchmem -benchtime 3x ./renderer/ ./resolve/
-	go run ./internal/cmd/bench $(BIN)
+	go run ./internal/cmd/bench -baseline $(BASELINE) $(if $(KBLD),-kbld $(KBLD)) $(BIN)
 	go run ./internal/cmd/benchredis $(BIN)
 	go run ./internal/cmd/benchtemplate $(BIN) $(HELM4)
+
+# The baseline binary of a commit, built from its tree (go build -trimpath).
+bin/baseline-%/digestpin:
+	rm -rf $(@D)/src && mkdir -p $(@D)/src
+	git archive $* | tar -x -C $(@D)/src
+	cd $(@D)/src && go build -trimpath -o $(CURDIR)/$@ .
+	rm -rf $(@D)/src
 
 # Every fuzz target briefly (FUZZTIME each, default 15s); CI runs this too.
 fuzz:

@@ -64,7 +64,7 @@ func (b *nodeBudget) take(n int) {
 // parsed, at most the whole budget: parse refuses a larger one), and
 // returns how many, for give.
 func (b *nodeBudget) takeFor(d *document, keys [][]string) int {
-	if !mayHoldImage(d.body(), keys) {
+	if !d.mayHold(keys) {
 		return 0
 	}
 	n := min(d.estimate(), MaxNodes)

@@ -21,14 +21,19 @@ type use struct {
 	image    string // as written
 	ref      name.Reference
 	workload Workload
-	where    string
+	doc      *document
+	line     int // the body line of the field
 }
+
+// where describes where the field is for messages, as document.at does.
+func (u use) where() string { return u.doc.at(u.line) }
 
 // collection is what the first phase of a Render found.
 type collection struct {
 	docs []*document
-	// out holds each document's output; nil while it waits for a digest.
-	out [][]byte
+	// out holds each document's output; nil bytes while it waits for a
+	// digest.
+	out []piece
 	// kept holds the parses of waiting documents kept for the last phase.
 	kept []*parsed
 	// waiting are the indexes of the documents that wait for a digest.
@@ -51,7 +56,7 @@ type collection struct {
 func (r *Renderer) collect(ctx context.Context, docs []*document) (*collection, error) {
 	c := &collection{
 		docs:    docs,
-		out:     make([][]byte, len(docs)),
+		out:     make([]piece, len(docs)),
 		kept:    make([]*parsed, len(docs)),
 		pending: map[string][]use{},
 		budget:  newNodeBudget(MaxNodes),
@@ -64,17 +69,17 @@ func (r *Renderer) collect(ctx context.Context, docs []*document) (*collection, 
 		defer c.budget.give(c.budget.takeFor(d, r.keys))
 		p, err := r.parse(d)
 		if p == nil || err != nil {
-			c.out[i], docErrs[i] = d.raw, err
+			c.out[i], docErrs[i] = piece{b: d.raw}, err
 			return
 		}
-		c.out[i], docErrs[i] = r.rewrite(d, p, func(u use) (string, bool) {
+		c.out[i], docErrs[i] = r.rewriteDoc(d, p, func(u use) (string, bool) {
 			uses[i] = append(uses[i], u)
 			if dg, ok := u.ref.(name.Digest); ok {
 				return dg.DigestStr(), true
 			}
 			return "", false
-		})
-		if c.out[i] == nil && docErrs[i] == nil && keptBytes.Add(int64(len(d.raw))) <= maxKeptBytes &&
+		}, func() { uses[i] = nil })
+		if c.out[i].b == nil && docErrs[i] == nil && keptBytes.Add(int64(len(d.raw))) <= maxKeptBytes &&
 			keptNodes.Add(int64(d.estimate())) <= maxKeptNodes {
 			c.kept[i] = p
 		}
@@ -93,7 +98,7 @@ func (r *Renderer) collect(ctx context.Context, docs []*document) (*collection, 
 			}
 			c.pending[k] = append(c.pending[k], u)
 		}
-		if b == nil {
+		if b.b == nil {
 			c.waiting = append(c.waiting, i)
 		}
 	}
@@ -185,12 +190,15 @@ type parsed struct {
 	obj     *yaml.Node                  // the object: a mapping
 	crlf    bool                        // the document's line breaks are CRLF
 	aliases map[*yaml.Node][]*yaml.Node // anchored node → its aliases; nil: none
+	// quick says that quickParse read the document: the tree has no
+	// comments, and is not to be encoded (see rewriteDoc).
+	quick bool
 }
 
 // parse parses document d. It returns nil and no error for a document
 // that cannot hold an image field: no "image" in it, only comments, null.
 func (r *Renderer) parse(d *document) (*parsed, error) {
-	if !mayHoldImage(d.body(), r.keys) {
+	if !d.mayHold(r.keys) {
 		return nil, nil
 	}
 	// Refuse a document whose tree could take more memory than a Render
@@ -198,6 +206,23 @@ func (r *Renderer) parse(d *document) (*parsed, error) {
 	if n := d.estimate(); n > MaxNodes {
 		return nil, fmt.Errorf("%s: the document may hold up to %d YAML nodes (estimated from its %d bytes), more than digestpin parses in one document (MaxNodes %d)", d.where(), n, len(d.body()), MaxNodes)
 	}
+	// Most documents are in the plain block style that quickParse reads
+	// in a fraction of yaml.v3's time: it gives the same tree (comments
+	// aside), or gives up.
+	if !r.noQuick {
+		if root, ok := quickParse(d.body()); ok {
+			// quickParse reads no anchor, alias or merge key: there is
+			// nothing for checkAliases to refuse.
+			p := &parsed{root: *root, quick: true}
+			p.obj = p.root.Content[0]
+			return p, nil
+		}
+	}
+	return r.parseFull(d)
+}
+
+// parseFull parses document d with yaml.v3, for parse.
+func (r *Renderer) parseFull(d *document) (*parsed, error) {
 	// CRLF line breaks are parsed as LF, so that comments carry no CR
 	// into a re-encoded document; lines and columns stay the same.
 	body, crlf := d.body(), bytes.Contains(d.body(), []byte("\r\n"))

@@ -1,7 +1,6 @@
 package renderer
 
 import (
-	"bytes"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
@@ -62,6 +61,16 @@ type Renderer struct {
 	// Render met (string to error, nil for valid): a stream repeats a few
 	// references in thousands of fields. nil outside a Render.
 	checked *sync.Map
+	// refs holds the name.Reference of each image value that parsed and
+	// passed the kubelet's grammar (string to name.Reference), for the
+	// same reason. nil outside a Render.
+	refs *sync.Map
+	// containerSels are selectorsOf(containerImagePaths()), set on the
+	// copy of the Renderer that a Render works with.
+	containerSels []pathSelector
+	// noQuick parses every document with yaml.v3, never quickParse: for
+	// the tests that hold the two to the same output.
+	noQuick bool
 }
 
 // Workload is one container, image volume or image field that uses an
@@ -80,6 +89,15 @@ type Workload struct {
 	// ContainerImagePaths found: "args[flag=--config-reloader-image]",
 	// "env[name=AGENT_IMAGE].value"; "" for the container's image.
 	Field string `json:"field,omitempty"`
+}
+
+// owned returns w with strings of its own. A document's values may be
+// cut from one string of the whole document (quickParse): what outlives
+// the document's parse must not keep all of it.
+func (w Workload) owned() Workload {
+	w.Kind, w.Namespace, w.Name = strings.Clone(w.Kind), strings.Clone(w.Namespace), strings.Clone(w.Name)
+	w.Container, w.Field = strings.Clone(w.Container), strings.Clone(w.Field)
+	return w
 }
 
 // line returns the checksum line of the workload's image pinned to
@@ -155,7 +173,9 @@ func (r *Renderer) Render(ctx context.Context, in []byte) (Result, error) {
 	// into a copy.
 	rr := *r
 	rr.keys = r.imageKeys()
+	rr.containerSels = selectorsOf(rr.containerImagePaths())
 	rr.checked = new(sync.Map)
+	rr.refs = new(sync.Map)
 	r = &rr
 
 	// First, walk every document and collect its images, validating every
@@ -201,7 +221,16 @@ func (r *Renderer) Render(ctx context.Context, in []byte) (Result, error) {
 		}
 		r.warnf("%d image references are left as tags where digestpin knows no image field, and no lock file or report covers them: %s; name their fields with --image-path (--strict fails the run)", len(unpinned), strings.Join(list, ", "))
 	}
-	return Result{Output: bytes.Join(c.out, nil), Images: images, Unpinned: unpinned}, nil
+	// The output is put together once, in a buffer of its exact size.
+	size := 0
+	for _, p := range c.out {
+		size += p.size()
+	}
+	out := make([]byte, 0, size)
+	for _, p := range c.out {
+		out = p.appendTo(out)
+	}
+	return Result{Output: out, Images: images, Unpinned: unpinned}, nil
 }
 
 // Validate checks the settings that no document can make right, and
@@ -267,6 +296,15 @@ func (r *Renderer) containerImagePaths() []ImagePath {
 		return DefaultContainerImagePaths
 	}
 	return r.ContainerImagePaths
+}
+
+// containerSelectors returns selectorsOf(containerImagePaths()), parsed
+// once a Render.
+func (r *Renderer) containerSelectors() []pathSelector {
+	if r.containerSels == nil {
+		return selectorsOf(r.containerImagePaths())
+	}
+	return r.containerSels
 }
 
 func (r *Renderer) paths() []PodSpecPath {

@@ -79,7 +79,7 @@ func (r *Renderer) resolveAll(ctx context.Context, c *collection) ([]Image, map[
 		if err := images[i].Err; err != nil {
 			u := c.pending[k][0]
 			// The resolver names the reference, as the callee does in Go.
-			err = fmt.Errorf("%s: %s: %w", u.where, u.workload, err)
+			err = fmt.Errorf("%s: %s: %w", u.where(), u.workload, err)
 			if !r.KeepUnresolved {
 				errs = append(errs, err)
 				continue

@@ -2,6 +2,7 @@ package renderer
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 	"unicode"
@@ -21,7 +22,7 @@ func (r *Renderer) rewriteWaiting(ctx context.Context, c *collection, digests ma
 	err := eachDoc(ctx, len(c.waiting), func(j int) {
 		i := c.waiting[j]
 		if p := c.kept[i]; p != nil {
-			c.out[i], docErrs[j] = r.rewrite(c.docs[i], p, known)
+			c.out[i], docErrs[j] = r.rewriteDoc(c.docs[i], p, known, nil)
 			c.kept[i] = nil
 			return
 		}
@@ -42,24 +43,55 @@ func (r *Renderer) rewriteWaiting(ctx context.Context, c *collection, digests ma
 // edit parses document d and rewrites its image fields and checksums. It
 // calls digest for each image field; digest returns the digest to pin to
 // ("" to keep the image as written) and false when it is not known yet.
-// edit returns the document's new bytes (its raw bytes when nothing
-// changed), or nil when a digest is not known yet.
-func (r *Renderer) edit(d *document, digest func(use) (string, bool)) ([]byte, error) {
+// edit returns the document's output (its raw bytes when nothing
+// changed), or a piece with nil bytes when a digest is not known yet.
+func (r *Renderer) edit(d *document, digest func(use) (string, bool)) (piece, error) {
 	p, err := r.parse(d)
 	if p == nil || err != nil {
-		return d.raw, err
+		return piece{b: d.raw}, err
+	}
+	return r.rewriteDoc(d, p, digest, nil)
+}
+
+// errEncode is rewrite's answer for a document that quickParse read and
+// that only the encoder can change: rewriteDoc parses it again in full.
+var errEncode = errors.New("the document needs its comments to be encoded")
+
+// rewriteDoc is rewrite, which it calls again on a full parse of d when p
+// is a tree from quickParse that only the encoder can change; restart,
+// when not nil, is called before that second pass, which calls digest
+// again for every image field.
+func (r *Renderer) rewriteDoc(d *document, p *parsed, digest func(use) (string, bool), restart func()) (piece, error) {
+	b, err := r.rewrite(d, p, digest)
+	if !errors.Is(err, errEncode) {
+		return b, err
+	}
+	if restart != nil {
+		restart()
+	}
+	if p, err = r.parseFull(d); p == nil || err != nil {
+		// quickParse read it, so yaml.v3 reads it too: not reached.
+		return piece{}, fmt.Errorf("%s: parsing again: %w", d.where(), cmpOr(err, errEncode))
 	}
 	return r.rewrite(d, p, digest)
+}
+
+// cmpOr returns err, or def when err is nil.
+func cmpOr(err, def error) error {
+	if err != nil {
+		return err
+	}
+	return def
 }
 
 // rewrite rewrites the image fields and checksums of parsed document p, as
 // edit does. When a digest is not known yet it returns nil and leaves p as
 // it was, so that p can be rewritten again later.
-func (r *Renderer) rewrite(d *document, p *parsed, digest func(use) (string, bool)) ([]byte, error) {
+func (r *Renderer) rewrite(d *document, p *parsed, digest func(use) (string, bool)) (piece, error) {
 	e := editor{r: r, d: d, digest: digest, complete: true, routes: newRoutes(p.aliases)}
 	e.routes.step(p.obj)
 	if err := e.object(p.obj, 0); err != nil {
-		return nil, err
+		return piece{}, err
 	}
 	e.writeOutAliases()
 	if e.complete {
@@ -69,12 +101,12 @@ func (r *Renderer) rewrite(d *document, p *parsed, digest func(use) (string, boo
 	}
 	switch {
 	case !e.complete:
-		return nil, nil
+		return piece{}, nil
 	case len(e.images) == 0 && len(e.annotations) == 0:
-		return d.raw, nil
+		return piece{b: d.raw}, nil
 	}
 	if err := e.routes.check(d, e.changed()); err != nil {
-		return nil, err
+		return piece{}, err
 	}
 	// Splice the new values into the document's own bytes, which keeps
 	// every other byte as it was and costs no encoding. Where the syntax is
@@ -82,6 +114,9 @@ func (r *Renderer) rewrite(d *document, p *parsed, digest func(use) (string, boo
 	// nodes and encode the document instead.
 	if b, ok := splice(d, e.images, e.annotations, e.r.annotation()); ok {
 		return b, nil
+	}
+	if p.quick {
+		return piece{}, errEncode // the tree has no comments to encode
 	}
 	for _, c := range e.images {
 		if c.alias == nil {
@@ -97,10 +132,14 @@ func (r *Renderer) rewrite(d *document, p *parsed, digest func(use) (string, boo
 	for _, a := range e.annotations {
 		setAnnotation(a.holder, e.r.annotation(), a.value)
 	}
+	var b []byte
+	var err error
 	if start := jsonStart(d.body()); start >= 0 {
-		return encodeJSON(d, &p.root, start, p.crlf)
+		b, err = encodeJSON(d, &p.root, start, p.crlf)
+	} else {
+		b, err = encode(d, &p.root, p.crlf)
 	}
-	return encode(d, &p.root, p.crlf)
+	return piece{b: b}, err
 }
 
 // maxListDepth bounds List objects nested in List objects.
@@ -264,6 +303,7 @@ func (e *editor) template(t podTemplate, w Workload) error {
 		// workload that shares it uses its images.
 		for _, u := range e.specUses[t.spec] {
 			u.workload.Kind, u.workload.Namespace, u.workload.Name = w.Kind, w.Namespace, w.Name
+			u.workload = u.workload.owned()
 			if _, ok := e.digest(u); !ok {
 				e.complete = false
 			}
@@ -368,7 +408,7 @@ func (e *editor) podSpecImages(spec *yaml.Node, w Workload) ([]string, error) {
 			}
 			e.containers = append(e.containers, containerAt{deref(c), w})
 			// Then the images in its args and env.
-			if paths := containerPathsFor(c, e.r.containerImagePaths()); len(paths) > 0 {
+			if paths := containerPathsFor(c, e.r.containerImagePaths(), e.r.containerSelectors()); len(paths) > 0 {
 				more, err := e.pinFields(c, "", paths, 0, w, map[fieldKey][]string{}, spec)
 				if err != nil {
 					return nil, err
@@ -430,16 +470,17 @@ func (e *editor) pinImage(spec, m *yaml.Node, key string, w Workload) (string, e
 		return "", nil // no image: nothing to pin
 	}
 	e.handle(img)
-	where := e.d.at(img.Line)
+	// Where the field is goes into messages only: spelt out when needed.
+	where := func() string { return e.d.at(img.Line) }
 	if img.Kind != yaml.ScalarNode || img.Tag != "!!str" {
-		return "", fmt.Errorf("%s: %s: %s is %s, want a reference such as registry/name:tag", where, w, key, describe(img))
+		return "", fmt.Errorf("%s: %s: %s is %s, want a reference such as registry/name:tag", where(), w, key, describe(img))
 	}
 	if v, ok := yaml11Reading(img); ok {
-		return "", fmt.Errorf("%s: %s: %s is %s, which the API server reads as %s: quote it (%q) if it is a reference", where, w, key, img.Value, v, img.Value)
+		return "", fmt.Errorf("%s: %s: %s is %s, which the API server reads as %s: quote it (%q) if it is a reference", where(), w, key, img.Value, v, img.Value)
 	}
 	ref, err := e.r.parseReference(key, img)
 	if err != nil {
-		err = fmt.Errorf("%s: %s: %w", where, w, err)
+		err = fmt.Errorf("%s: %s: %w", where(), w, err)
 		if !e.r.KeepUnresolved {
 			return "", err
 		}
@@ -452,7 +493,7 @@ func (e *editor) pinImage(spec, m *yaml.Node, key string, w Workload) (string, e
 		}
 		return w.Container + "=" + img.Value, nil
 	}
-	u := use{image: img.Value, ref: ref, workload: w, where: where}
+	u := use{image: strings.Clone(img.Value), ref: ref, workload: w.owned(), doc: e.d, line: img.Line}
 	if spec != nil {
 		if e.specUses == nil {
 			e.specUses = map[*yaml.Node][]use{}
@@ -498,6 +539,13 @@ func (r *Renderer) parseReference(key string, img *yaml.Node) (name.Reference, e
 		// go-containerregistry's error would repeat it raw.
 		return nil, fmt.Errorf("%s %q holds a control character, want a reference such as registry/name:tag", key, img.Value)
 	}
+	// A stream repeats a few references in thousands of fields: each
+	// value is parsed once (a name.Reference is immutable).
+	if r.refs != nil {
+		if ref, ok := r.refs.Load(img.Value); ok {
+			return ref.(name.Reference), nil
+		}
+	}
 	ref, err := name.ParseReference(img.Value)
 	if err != nil {
 		return nil, fmt.Errorf("parsing %s %q: %w", key, img.Value, err)
@@ -507,6 +555,9 @@ func (r *Renderer) parseReference(key string, img *yaml.Node) (name.Reference, e
 	// tag "-bad"): the kubelet's grammar decides.
 	if err := r.checkImage(img.Value); err != nil {
 		return nil, fmt.Errorf("%s %q: the kubelet refuses it (InvalidImageName): %w", key, img.Value, err)
+	}
+	if r.refs != nil {
+		r.refs.Store(img.Value, ref)
 	}
 	return ref, nil
 }

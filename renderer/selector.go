@@ -146,13 +146,30 @@ func selectItems(n *yaml.Node, s selector) (items, via []*yaml.Node, err error) 
 	return items, list.via, nil
 }
 
+// pathSelector is the selector of an ImagePath's first field, parsed
+// once a Render; ok is false for a first field that is not one.
+type pathSelector struct {
+	sel selector
+	ok  bool
+}
+
+// selectorsOf parses the first field of each of paths.
+func selectorsOf(paths []ImagePath) []pathSelector {
+	out := make([]pathSelector, len(paths))
+	for i, p := range paths {
+		out[i].sel, out[i].ok = parseSelector(p.Fields[0])
+	}
+	return out
+}
+
 // containerPathsFor returns those of paths (ContainerImagePaths) that may
 // find a field in container c: a path whose first field selects a flag
 // or an item by a key is kept only when c's list holds an item that
 // could match, the cheap test that spares most containers the walks of
 // every path. A container with a merge key or a key that is not a plain
 // string keeps every path, for the walks to read as the API server does.
-func containerPathsFor(c *yaml.Node, paths []ImagePath) []ImagePath {
+// sels are selectorsOf(paths).
+func containerPathsFor(c *yaml.Node, paths []ImagePath, sels []pathSelector) []ImagePath {
 	c = deref(c)
 	if c == nil || c.Kind != yaml.MappingNode {
 		return nil
@@ -171,9 +188,16 @@ func containerPathsFor(c *yaml.Node, paths []ImagePath) []ImagePath {
 		return nil
 	}
 	var out []ImagePath
-	for _, p := range paths {
-		sel, ok := parseSelector(p.Fields[0])
-		if !ok || mayMatch(list(sel.field), sel) {
+	// The paths come grouped by their first field (args, env): each
+	// field is looked up once a group.
+	var field string // "" until the first lookup
+	var items *yaml.Node
+	for i, p := range paths {
+		sel, ok := sels[i].sel, sels[i].ok
+		if ok && sel.field != field {
+			field, items = sel.field, list(sel.field)
+		}
+		if !ok || mayMatch(items, sel) {
 			out = append(out, p)
 		}
 	}
@@ -191,7 +215,7 @@ func mayMatch(list *yaml.Node, s selector) bool {
 		item = deref(item)
 		switch {
 		case s.isFlag() && item.Kind == yaml.ScalarNode:
-			if v := item.Value; v == s.value || strings.HasPrefix(v, s.value+"=") {
+			if v, ok := strings.CutPrefix(item.Value, s.value); ok && (v == "" || v[0] == '=') {
 				return true
 			}
 		case !s.isFlag() && item.Kind == yaml.MappingNode:

@@ -22,10 +22,10 @@ type edit struct {
 // encoded. It returns false when some change needs syntax it does not
 // handle (flow style, block or multi-line scalars, escapes, anchors, an
 // unusual annotation name); the caller then encodes the document instead.
-func splice(d *document, images []imageChange, annotations []annotationChange, key string) ([]byte, bool) {
+func splice(d *document, images []imageChange, annotations []annotationChange, key string) (piece, bool) {
 	s := spliceState{body: d.body()}
 	if hasOtherBreaks(s.body) {
-		return nil, false // the parser's lines are not the LF-separated ones
+		return piece{}, false // the parser's lines are not the LF-separated ones
 	}
 	s.json = jsonStart(s.body) >= 0
 	s.eol = "\n"
@@ -44,7 +44,7 @@ func splice(d *document, images []imageChange, annotations []annotationChange, k
 			s.flow = false
 		}
 		if !ok {
-			return nil, false
+			return piece{}, false
 		}
 		edits = append(edits, e)
 	}
@@ -60,25 +60,52 @@ func splice(d *document, images []imageChange, annotations []annotationChange, k
 			e, ok = s.setFlowAnnotation(a.holder, key, a.value)
 		}
 		if !ok {
-			return nil, false
+			return piece{}, false
 		}
 		edits = append(edits, e)
 	}
 	slices.SortFunc(edits, func(a, b edit) int { return a.start - b.start })
-	var out bytes.Buffer
-	out.Grow(len(d.raw) + 128*len(edits))
-	out.Write(d.raw[:d.head])
-	pos := 0
-	for _, e := range edits {
-		if e.start < pos {
-			return nil, false // overlapping edits: let the encoder handle it
+	for i := 1; i < len(edits); i++ {
+		if edits[i].start < edits[i-1].end {
+			return piece{}, false // overlapping edits: let the encoder handle it
 		}
-		out.Write(s.body[pos:e.start])
-		out.WriteString(e.text)
+	}
+	return piece{b: d.raw, head: d.head, edits: edits}, true
+}
+
+// piece is the output of one document: its bytes, or its raw bytes and
+// the edits that splice makes to its body. The edits are applied only
+// when the stream is put together, into the one buffer of the whole
+// output: between the phases of a Render a changed document costs its
+// edits, not a copy of itself. A nil b is a document not done yet.
+type piece struct {
+	b     []byte
+	head  int    // with edits: the length of b's head, before its body
+	edits []edit // sorted, not overlapping, at offsets of b[head:]
+}
+
+// size returns the length of the piece's output.
+func (p piece) size() int {
+	n := len(p.b)
+	for _, e := range p.edits {
+		n += len(e.text) - (e.end - e.start)
+	}
+	return n
+}
+
+// appendTo appends the piece's output to dst.
+func (p piece) appendTo(dst []byte) []byte {
+	if len(p.edits) == 0 {
+		return append(dst, p.b...)
+	}
+	dst = append(dst, p.b[:p.head]...)
+	body, pos := p.b[p.head:], 0
+	for _, e := range p.edits {
+		dst = append(dst, body[pos:e.start]...)
+		dst = append(dst, e.text...)
 		pos = e.end
 	}
-	out.Write(s.body[pos:])
-	return out.Bytes(), true
+	return append(dst, body[pos:]...)
 }
 
 // spliceState finds byte offsets of nodes in one document body.
@@ -98,11 +125,14 @@ type spliceState struct {
 // offset of the start of its line.
 func (s *spliceState) offset(n *yaml.Node) (at, lineStart int, ok bool) {
 	if s.lineStarts == nil {
-		s.lineStarts = append(s.lineStarts, 0)
-		for i, c := range s.body {
-			if c == '\n' {
-				s.lineStarts = append(s.lineStarts, i+1)
+		s.lineStarts = make([]int, 1, 1+bytes.Count(s.body, newline))
+		for at := 0; ; {
+			i := bytes.IndexByte(s.body[at:], '\n')
+			if i < 0 {
+				break
 			}
+			at += i + 1
+			s.lineStarts = append(s.lineStarts, at)
 		}
 	}
 	if n.Line < 1 || n.Line > len(s.lineStarts) || n.Column < 1 {

@@ -39,6 +39,21 @@ type document struct {
 	sourceLine int
 	// nodes caches estimate; 0: not estimated yet.
 	nodes int
+	// holds caches mayHold: 0 not asked yet, 1 yes, 2 no.
+	holds int8
+}
+
+// mayHold returns mayHoldImage of the document's body, asked once: the
+// node budget and the parse both ask. Only the worker that owns the
+// document may call it, with the keys of one Render.
+func (d *document) mayHold(keys [][]string) bool {
+	if d.holds == 0 {
+		d.holds = 2
+		if mayHoldImage(d.body(), keys) {
+			d.holds = 1
+		}
+	}
+	return d.holds == 1
 }
 
 // estimate returns estimateNodes of the document's body, counted once.

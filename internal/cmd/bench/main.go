@@ -3,7 +3,12 @@
 // and against a loopback registry with injected latency. It prints
 // Markdown tables for the README.
 //
-// Usage: go run ./internal/cmd/bench [-runs 3] DIGESTPIN-BINARY
+// With -baseline (a previous release's binary) and -kbld (Carvel kbld),
+// each figure is also given as a ratio to theirs, measured in the same
+// run, each binary's runs taken in turn: on a shared machine only ratios
+// measured side by side mean anything.
+//
+// Usage: go run ./internal/cmd/bench [-runs 3] [-baseline BIN] [-kbld BIN] [-sizes 1000,…] DIGESTPIN-BINARY
 package main
 
 import (
@@ -12,6 +17,7 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -25,24 +31,97 @@ import (
 	"github.com/digestpin/digestpin/verify"
 )
 
+// config is what the flags say.
+type config struct {
+	bin, baseline, kbld string
+	runs                int
+	sizes               []int
+	images              []int
+}
+
 func main() {
-	runs := flag.Int("runs", 3, "runs of each measurement; the median is shown")
+	var c config
+	flag.IntVar(&c.runs, "runs", 3, "runs of each measurement; the median is shown")
+	flag.StringVar(&c.baseline, "baseline", os.Getenv("BASELINE"), "a previous digestpin binary to compare with (default $BASELINE)")
+	flag.StringVar(&c.kbld, "kbld", os.Getenv("KBLD"), "a Carvel kbld binary to compare with (default $KBLD)")
+	sizes := flag.String("sizes", "1000,5000,10000,20000,50000", "Deployments of the growth streams (\"\": none)")
+	images := flag.String("images", "10,40,160", "distinct images of the registry streams (\"\": none)")
 	verifyOnly := flag.Bool("verify-only", false, "measure only signature verification")
+	skipVerify := flag.Bool("skip-verify", false, "skip signature verification")
 	flag.Parse()
 	if flag.NArg() != 1 {
-		fmt.Fprintln(os.Stderr, "usage: bench [-runs N] DIGESTPIN-BINARY")
+		fmt.Fprintln(os.Stderr, "usage: bench [-runs N] [-baseline BIN] [-kbld BIN] [-sizes N,…] [-images N,…] DIGESTPIN-BINARY")
 		os.Exit(2)
 	}
-	f := bench
-	if *verifyOnly {
-		f = func(bin string, runs int) error {
-			return testregistry.Run(func(tb testregistry.TB) error { return benchVerify(tb, bin, runs) })
+	c.bin = flag.Arg(0)
+	var err error
+	if c.sizes, err = ints(*sizes); err == nil {
+		c.images, err = ints(*images)
+	}
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "bench: %v\n", err)
+		os.Exit(2)
+	}
+	// The binaries run as copies written alike: the peak memory counts
+	// each binary's own pages, and how many of a file's pages Linux maps
+	// depends on how the file was written (digestpin on empty input
+	// peaked at 81 MB as the linker wrote it, 45 MB as cp(1) copied it),
+	// which would weigh on one binary and not on the other.
+	dir, err := os.MkdirTemp("", "bench-bin-")
+	if err == nil {
+		for i, p := range []*string{&c.bin, &c.baseline, &c.kbld} {
+			if *p != "" && err == nil {
+				*p, err = copyBinary(*p, fmt.Sprintf("%s/%d-%s", dir, i, filepath.Base(*p)))
+			}
 		}
 	}
-	if err := f(flag.Arg(0), *runs); err != nil {
+	if err != nil {
+		_ = os.RemoveAll(dir)
 		fmt.Fprintf(os.Stderr, "bench: %v\n", err)
 		os.Exit(1)
 	}
+	err = testregistry.Run(func(tb testregistry.TB) error {
+		if *verifyOnly {
+			return benchVerify(tb, c.bin, c.runs)
+		}
+		if err := benchWith(tb, c); err != nil {
+			return err
+		}
+		if *skipVerify {
+			return nil
+		}
+		return benchVerify(tb, c.bin, c.runs)
+	})
+	_ = os.RemoveAll(dir)
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "bench: %v\n", err)
+		os.Exit(1)
+	}
+}
+
+// copyBinary copies the executable at from to to, and returns to.
+func copyBinary(from, to string) (string, error) {
+	b, err := os.ReadFile(from)
+	if err != nil {
+		return "", err
+	}
+	return to, os.WriteFile(to, b, 0o700)
+}
+
+// ints parses a comma-separated list of positive numbers.
+func ints(s string) ([]int, error) {
+	var out []int
+	if s == "" {
+		return nil, nil
+	}
+	for f := range strings.SplitSeq(s, ",") {
+		n, err := strconv.Atoi(strings.TrimSpace(f))
+		if err != nil || n < 1 {
+			return nil, fmt.Errorf("%q: want positive numbers separated by commas", s)
+		}
+		out = append(out, n)
+	}
+	return out, nil
 }
 
 // sample is one run of the binary.
@@ -85,61 +164,129 @@ func run(bin string, in []byte, args ...string) (sample, []byte, error) {
 	return sample{wall: wall, maxRSS: kib << 10}, out.Bytes(), nil
 }
 
-// median runs the binary n times and returns the median wall time and
-// the largest peak memory.
-func median(n int, bin string, in []byte, args ...string) (sample, []byte, error) {
-	var walls []time.Duration
-	var s sample
-	var out []byte
+// tool is a binary to measure, with its arguments.
+type tool struct {
+	bin  string
+	args []string
+}
+
+// medians runs each tool n times on in, the tools in turn in each round
+// (so that a load that comes and goes weighs on each alike), and returns
+// each one's median wall time, largest peak memory and last output.
+func medians(n int, tools []tool, in []byte) ([]sample, [][]byte, error) {
+	walls := make([][]time.Duration, len(tools))
+	ss := make([]sample, len(tools))
+	outs := make([][]byte, len(tools))
 	for range n {
-		r, o, err := run(bin, in, args...)
-		if err != nil {
-			return sample{}, nil, err
+		for i, t := range tools {
+			r, o, err := run(t.bin, in, t.args...)
+			if err != nil {
+				return nil, nil, err
+			}
+			walls[i] = append(walls[i], r.wall)
+			ss[i].maxRSS = max(ss[i].maxRSS, r.maxRSS)
+			outs[i] = o
 		}
-		walls = append(walls, r.wall)
-		s.maxRSS = max(s.maxRSS, r.maxRSS)
-		out = o
 	}
-	slices.Sort(walls)
-	s.wall = walls[len(walls)/2]
-	return s, out, nil
+	for i := range tools {
+		slices.Sort(walls[i])
+		ss[i].wall = walls[i][len(walls[i])/2]
+	}
+	return ss, outs, nil
 }
 
-func bench(bin string, runs int) error {
-	return testregistry.Run(func(tb testregistry.TB) error { return benchWith(tb, bin, runs) })
+// others returns the tools to compare with, and the names of their
+// columns: the baseline and kbld, those given. kbldArgs are kbld's
+// arguments after "-f -".
+func (c config) others(kbldArgs ...string) ([]tool, []string) {
+	var ts []tool
+	var names []string
+	if c.baseline != "" {
+		ts, names = append(ts, tool{bin: c.baseline}), append(names, "baseline")
+	}
+	if c.kbld != "" {
+		ts, names = append(ts, tool{bin: c.kbld, args: append([]string{"-f", "-"}, kbldArgs...)}), append(names, "kbld")
+	}
+	return ts, names
 }
 
-func benchWith(tb testregistry.TB, bin string, runs int) error {
+// ratioHeads returns the table columns of the ratios to the tools
+// compared with, for figure what.
+func ratioHeads(names []string, what string) string {
+	var b strings.Builder
+	for _, n := range names {
+		fmt.Fprintf(&b, " %s ÷ %s |", what, n)
+	}
+	return b.String()
+}
+
+// ratios formats mine as a ratio to each of theirs: "×0.42".
+func ratios(mine float64, theirs ...float64) string {
+	var b strings.Builder
+	for _, t := range theirs {
+		fmt.Fprintf(&b, " ×%.2f |", mine/t)
+	}
+	return b.String()
+}
+
+func benchWith(tb testregistry.TB, c config) error {
+	others, names := c.others()
+	all := append([]tool{{bin: c.bin}}, others...)
+	// The memory of a run that reads nothing: the binary's own pages
+	// and its packages' initialisation, which no input changes.
+	digestpins := []tool{{bin: c.bin}}
+	if c.baseline != "" {
+		digestpins = append(digestpins, tool{bin: c.baseline})
+	}
+	idle, _, err := medians(c.runs, digestpins, nil)
+	if err != nil {
+		return err
+	}
+	fmt.Printf("Peak memory of a run on empty input (the binary itself): %d MB", idle[0].maxRSS>>20)
+	if c.baseline != "" {
+		fmt.Printf(", baseline %d MB", idle[1].maxRSS>>20)
+	}
+	fmt.Println(".")
+	fmt.Println()
+
 	// Growth with the stream: already-pinned Deployments (two containers
 	// each) plus a Service and a ConfigMap per three Deployments; and the
 	// same streams as digestpin's own output (nothing to change).
-	fmt.Println("| Deployments (documents) | input | pinned input: wall | MB/s | peak memory | digestpin's own output: wall | peak memory |")
-	fmt.Println("|---|---|---|---|---|---|---|")
-	for _, n := range []int{1000, 5000, 10000, 20000} {
+	fmt.Printf("| Deployments (documents) | input | pinned input: wall |%s MB/s | peak memory | above empty input |%s digestpin's own output: wall |%s peak memory |\n",
+		ratioHeads(names, "wall"), ratioHeads(names, "peak"), ratioHeads(names, "wall"))
+	fmt.Println("|---|---|---|" + strings.Repeat("---|", len(names)) + "---|---|---|" + strings.Repeat("---|", len(names)) + "---|" + strings.Repeat("---|", len(names)) + "---|")
+	for _, n := range c.sizes {
 		var buf bytes.Buffer
 		if err := gen.Stream(&buf, gen.Options{Deployments: n, Pinned: true}); err != nil {
 			return err
 		}
 		in := buf.Bytes()
-		s, out, err := median(runs, bin, in)
+		s, outs, err := medians(c.runs, all, in)
 		if err != nil {
 			return err
 		}
-		f, _, err := median(runs, bin, out)
+		for i, name := range names {
+			if name == "baseline" && !bytes.Equal(outs[i+1], outs[0]) {
+				return fmt.Errorf("%d Deployments: the baseline's output differs from digestpin's", n)
+			}
+		}
+		f, _, err := medians(c.runs, all, outs[0])
 		if err != nil {
 			return err
 		}
 		docs := n + 2*((n+2)/3)
-		fmt.Printf("| %d (%d) | %.1f MB | %s | %.1f | %d MB | %s | %d MB |\n",
-			n, docs, mb(len(in)), round(s.wall), mb(len(in))/s.wall.Seconds(), s.maxRSS>>20, round(f.wall), f.maxRSS>>20)
+		fmt.Printf("| %d (%d) | %.1f MB | %s |%s %.1f | %d MB | %d MB |%s %s |%s %d MB |\n",
+			n, docs, mb(len(in)), round(s[0].wall), wallRatios(s), mb(len(in))/s[0].wall.Seconds(),
+			s[0].maxRSS>>20, (s[0].maxRSS-idle[0].maxRSS)>>20, rssRatios(s), round(f[0].wall), wallRatios(f), f[0].maxRSS>>20)
 	}
 	fmt.Println()
 
 	// Registry round trips: N distinct images at 50 ms latency, 400
 	// Deployments, default concurrency.
-	fmt.Println("| distinct images (400 Deployments) | latency | wall | manifest requests | all requests | per image |")
-	fmt.Println("|---|---|---|---|---|---|")
-	for _, n := range []int{10, 40, 160} {
+	others, names = c.others("--registry-insecure")
+	fmt.Printf("| distinct images (400 Deployments) | latency | wall |%s manifest requests | all requests | per image |\n", ratioHeads(names, "wall"))
+	fmt.Println("|---|---|---|" + strings.Repeat("---|", len(names)) + "---|---|---|")
+	for _, n := range c.images {
 		reg := testregistry.New(tb)
 		imgs := gen.Images(reg.Host(), n)
 		for _, img := range imgs {
@@ -150,25 +297,58 @@ func benchWith(tb testregistry.TB, bin string, runs int) error {
 			return err
 		}
 		reg.SetLatency(50 * time.Millisecond)
-		var walls []time.Duration
+		// Each round runs digestpin, whose requests are counted, then
+		// the others.
+		walls := make([][]time.Duration, 1+len(others))
 		var manifests, total int
-		for range runs {
+		for range c.runs {
 			reg.ResetCounts()
-			s, out, err := run(bin, buf.Bytes())
+			s, out, err := run(c.bin, buf.Bytes())
 			if err != nil {
 				return err
 			}
 			if c := bytes.Count(out, []byte("@sha256:")); c != 800 {
 				return fmt.Errorf("%d images pinned, want 800", c)
 			}
-			walls = append(walls, s.wall)
+			walls[0] = append(walls[0], s.wall)
 			manifests, total = reg.Manifests(), reg.Total()
+			for i, t := range others {
+				s, _, err := run(t.bin, buf.Bytes(), t.args...)
+				if err != nil {
+					return err
+				}
+				walls[i+1] = append(walls[i+1], s.wall)
+			}
 		}
-		slices.Sort(walls)
-		fmt.Printf("| %d | 50 ms | %s | %d | %d | %.2f |\n", n, round(walls[len(walls)/2]), manifests, total, float64(total)/float64(n))
+		med := make([]sample, len(walls))
+		for i, w := range walls {
+			slices.Sort(w)
+			med[i].wall = w[len(w)/2]
+		}
+		fmt.Printf("| %d | 50 ms | %s |%s %d | %d | %.2f |\n", n, round(med[0].wall), wallRatios(med), manifests, total, float64(total)/float64(n))
 	}
 	fmt.Println()
-	return benchVerify(tb, bin, runs)
+	return nil
+}
+
+// wallRatios formats the wall time of the first sample as a ratio to
+// each of the others'.
+func wallRatios(s []sample) string {
+	theirs := make([]float64, 0, len(s)-1)
+	for _, o := range s[1:] {
+		theirs = append(theirs, o.wall.Seconds())
+	}
+	return ratios(s[0].wall.Seconds(), theirs...)
+}
+
+// rssRatios formats the peak memory of the first sample as a ratio to
+// each of the others'.
+func rssRatios(s []sample) string {
+	theirs := make([]float64, 0, len(s)-1)
+	for _, o := range s[1:] {
+		theirs = append(theirs, float64(o.maxRSS))
+	}
+	return ratios(float64(s[0].maxRSS), theirs...)
 }
 
 // benchVerify measures signature verification: 40 distinct images, each

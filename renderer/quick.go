@@ -1,0 +1,562 @@
+package renderer
+
+import (
+	"bytes"
+	"strings"
+
+	"sigs.k8s.io/kustomize/kyaml/yaml"
+)
+
+// quickParse parses a document body written in the plain block style that
+// Helm's templates and toYaml write, into the node tree that yaml.v3's
+// decoder makes of it, comments aside (the tree is never encoded: a
+// document whose change needs the encoder is parsed again in full). It is
+// a shortcut, not a second meaning: it reports false for anything outside
+// the small subset of YAML it reads, and the caller then parses the
+// document with yaml.v3. The subset, line by line after blank and comment
+// lines: block mappings whose keys are plain words or quoted strings
+// without escapes, block sequences ("- " items, compact mappings in
+// them), and scalars that are plain, quoted without escapes, a flow
+// sequence of such scalars on one line, or "{}". Outside it: any byte but
+// printable ASCII and LF (tabs, CR, Unicode), anchors, aliases, tags,
+// merge keys, block scalars, plain scalars over several lines, flow
+// mappings with content, directives and document markers. Nodes carry
+// the line and column yaml.v3 gives them and the tag it resolves (through
+// yaml.Node.ShortTag, yaml.v3's own resolver). FuzzQuickParse holds it to
+// yaml.v3 on arbitrary input.
+func quickParse(body []byte) (*yaml.Node, bool) {
+	for _, c := range body {
+		if (c < 0x20 || c > 0x7e) && c != '\n' {
+			return nil, false
+		}
+	}
+	q := quickParser{src: string(body), line: 1}
+	// Block style spends a line on a key and its value, or on a
+	// collection, a key and a value: about two nodes a line. A huge
+	// document gets its nodes as it goes, so that one this leaves to
+	// yaml.v3 has not cost a tree's worth first.
+	size := min(2*bytes.Count(body, newline)+16, 4096)
+	q.nodes = make([]yaml.Node, size)
+	q.ptrs = make([]*yaml.Node, size)
+	l, ok := q.peek()
+	if !ok {
+		return nil, false
+	}
+	doc := q.node(yaml.DocumentNode, l.line, l.indent)
+	root, ok := q.block(l, 0)
+	if !ok {
+		return nil, false
+	}
+	if root.Kind != yaml.MappingNode {
+		return nil, false // the parse says what is wrong with it
+	}
+	if _, more := q.peek(); more || q.failed {
+		return nil, false
+	}
+	doc.Content = []*yaml.Node{root}
+	return doc, true
+}
+
+// quickParser reads a body line by line.
+type quickParser struct {
+	src  string
+	off  int    // offset of the next line not read yet
+	line int    // its 1-based number
+	next *qLine // the content line peeked at, if any
+	// failed is set where the body leaves the subset.
+	failed bool
+	// Nodes and content slices come from blocks, a few allocations a
+	// document rather than one a node.
+	nodes  []yaml.Node
+	ptrs   []*yaml.Node
+	stack  []*yaml.Node // the children of the collections being read
+	peeked qLine
+}
+
+// qLine is a content line: neither blank nor a comment.
+type qLine struct {
+	start, end int // offsets of its first byte and of its end (its LF or the end)
+	indent     int // its leading spaces
+	line       int
+}
+
+// maxQuickDepth bounds the nesting quickParse follows.
+const maxQuickDepth = 64
+
+// maxQuickKey bounds the length of a key: yaml.v3 (like libyaml) looks
+// for the ":" of a simple key within 1024 characters of its start.
+const maxQuickKey = 512
+
+// peek returns the next content line without consuming it.
+func (q *quickParser) peek() (qLine, bool) {
+	if q.next != nil {
+		return *q.next, true
+	}
+	for q.off < len(q.src) {
+		start, line := q.off, q.line
+		end := strings.IndexByte(q.src[start:], '\n')
+		if end < 0 {
+			end = len(q.src)
+			q.off = end
+		} else {
+			end += start
+			q.off = end + 1
+		}
+		q.line++
+		indent := 0
+		for start+indent < end && q.src[start+indent] == ' ' {
+			indent++
+		}
+		if start+indent == end || q.src[start+indent] == '#' {
+			continue // blank or a comment
+		}
+		if indent == 0 {
+			// Directives and document markers are outside the subset.
+			t := q.src[start:end]
+			if t[0] == '%' || strings.HasPrefix(t, "---") || strings.HasPrefix(t, "...") {
+				q.failed = true
+				return qLine{}, false
+			}
+		}
+		q.peeked = qLine{start: start, end: end, indent: indent, line: line}
+		q.next = &q.peeked
+		return q.peeked, true
+	}
+	return qLine{}, false
+}
+
+// take consumes the line peek returned.
+func (q *quickParser) take() { q.next = nil }
+
+// node returns a new node at a 1-based line and a 0-based column.
+func (q *quickParser) node(kind yaml.Kind, line, col int) *yaml.Node {
+	if len(q.nodes) == 0 {
+		q.nodes = make([]yaml.Node, 64)
+	}
+	n := &q.nodes[0]
+	q.nodes = q.nodes[1:]
+	n.Kind, n.Line, n.Column = kind, line, col+1
+	switch kind {
+	case yaml.MappingNode:
+		n.Tag = "!!map"
+	case yaml.SequenceNode:
+		n.Tag = "!!seq"
+	}
+	return n
+}
+
+// children moves the nodes pushed since base into a content slice of
+// their own, capped so that appending to it never reaches another's.
+func (q *quickParser) children(base int) []*yaml.Node {
+	n := len(q.stack) - base
+	if n == 0 {
+		return nil
+	}
+	if len(q.ptrs) < n {
+		q.ptrs = make([]*yaml.Node, max(64, n))
+	}
+	out := q.ptrs[:n:n]
+	q.ptrs = q.ptrs[n:]
+	copy(out, q.stack[base:])
+	clear(q.stack[base:])
+	q.stack = q.stack[:base]
+	return out
+}
+
+// block reads the collection that starts at line l (the first line of
+// the document, or after a key or a "-" with no value on its line): a
+// sequence or a mapping at l's indentation.
+func (q *quickParser) block(l qLine, depth int) (*yaml.Node, bool) {
+	if depth > maxQuickDepth {
+		return nil, false
+	}
+	if q.isEntry(l.start + l.indent) {
+		return q.sequence(l, depth)
+	}
+	return q.mapping(l.line, l.start, l.start+l.indent, l.indent, depth)
+}
+
+// isEntry reports whether a sequence entry ("-" then a blank or the end
+// of the line) starts at offset at.
+func (q *quickParser) isEntry(at int) bool {
+	return q.src[at] == '-' && (at+1 == len(q.src) || q.src[at+1] == ' ' || q.src[at+1] == '\n')
+}
+
+// mapping reads a block mapping at column col whose first key starts at
+// offset at on line line, which starts at offset ls (the line was
+// peeked, or is the compact mapping of a sequence entry).
+func (q *quickParser) mapping(line, ls, at, col, depth int) (*yaml.Node, bool) {
+	m := q.node(yaml.MappingNode, line, col)
+	q.take()
+	base := len(q.stack)
+	for {
+		if !q.entry(line, ls, at, col, depth) {
+			return nil, false
+		}
+		l, ok := q.peek()
+		if !ok || l.indent < col {
+			break
+		}
+		if l.indent > col || q.isEntry(l.start+l.indent) {
+			return nil, false
+		}
+		q.take()
+		line, ls, at = l.line, l.start, l.start+l.indent
+	}
+	m.Content = q.children(base)
+	return m, !q.failed
+}
+
+// entry reads one "key: value" of a mapping at column col, the key at
+// offset at of line line (which starts at ls), and pushes the key and
+// the value.
+func (q *quickParser) entry(line, ls, at, col, depth int) bool {
+	eol := q.eol(at)
+	k, rest, ok := q.key(line, ls, at, eol)
+	if !ok {
+		return false
+	}
+	q.stack = append(q.stack, k)
+	colon := rest - 1 // rest is just after the ":"
+	for rest < eol && q.src[rest] == ' ' {
+		rest++
+	}
+	if rest < eol && q.src[rest] != '#' {
+		v, ok := q.inline(line, ls, rest, eol)
+		if !ok {
+			return false
+		}
+		q.stack = append(q.stack, v)
+		// A more indented line next would continue a plain scalar, or
+		// be an error.
+		if l, ok := q.peek(); ok && l.indent > col {
+			return false
+		}
+		return !q.failed
+	}
+	// No value on the line: a collection on the next lines, more indented
+	// (or a sequence at the key's indentation), else null.
+	l, ok := q.peek()
+	if q.failed {
+		return false
+	}
+	if ok && (l.indent > col || l.indent == col && q.isEntry(l.start+l.indent)) {
+		v, ok := q.block(l, depth+1)
+		if !ok {
+			return false
+		}
+		q.stack = append(q.stack, v)
+		return true
+	}
+	q.stack = append(q.stack, q.null(line, colon-ls+1))
+	return true
+}
+
+// null returns an empty null scalar, where yaml.v3 puts one: just after
+// the indicator (":" or "-") that has no value.
+func (q *quickParser) null(line, col int) *yaml.Node {
+	n := q.node(yaml.ScalarNode, line, col)
+	n.Tag = "!!null"
+	return n
+}
+
+// sequence reads a block sequence whose first entry is line l.
+func (q *quickParser) sequence(l qLine, depth int) (*yaml.Node, bool) {
+	col := l.indent
+	s := q.node(yaml.SequenceNode, l.line, col)
+	base := len(q.stack)
+	for {
+		q.take()
+		dash := l.start + col
+		eol := q.eol(dash)
+		at := dash + 1
+		for at < eol && q.src[at] == ' ' {
+			at++
+		}
+		switch {
+		case at == eol || q.src[at] == '#':
+			// No value on the line: a collection on the next lines, more
+			// indented, else null.
+			n, ok := q.peek()
+			if q.failed {
+				return nil, false
+			}
+			if ok && n.indent > col {
+				v, ok := q.block(n, depth+1)
+				if !ok {
+					return nil, false
+				}
+				q.stack = append(q.stack, v)
+			} else {
+				q.stack = append(q.stack, q.null(l.line, col+1))
+			}
+		case q.isEntry(at):
+			return nil, false // "- - x": a sequence in a sequence
+		case q.isKey(at, eol):
+			if depth+1 > maxQuickDepth {
+				return nil, false
+			}
+			v, ok := q.mapping(l.line, l.start, at, at-l.start, depth+1)
+			if !ok {
+				return nil, false
+			}
+			q.stack = append(q.stack, v)
+		default:
+			v, ok := q.inline(l.line, l.start, at, eol)
+			if !ok {
+				return nil, false
+			}
+			q.stack = append(q.stack, v)
+			if n, ok := q.peek(); ok && n.indent > col {
+				return nil, false
+			}
+		}
+		n, ok := q.peek()
+		if q.failed {
+			return nil, false
+		}
+		if !ok || n.indent != col || !q.isEntry(n.start+n.indent) {
+			if ok && n.indent > col {
+				return nil, false
+			}
+			break
+		}
+		l = n
+	}
+	s.Content = q.children(base)
+	return s, true
+}
+
+// eol returns the offset of the end of the line that at is on.
+func (q *quickParser) eol(at int) int {
+	if i := strings.IndexByte(q.src[at:], '\n'); i >= 0 {
+		return at + i
+	}
+	return len(q.src)
+}
+
+// isKey reports whether a key and its ":" start at offset at.
+func (q *quickParser) isKey(at, eol int) bool {
+	end, ok := q.keyEnd(at, eol)
+	return ok && end < eol && q.src[end] == ':' && (end+1 == eol || q.src[end+1] == ' ')
+}
+
+// keyEnd returns the offset just after the key token at offset at: a
+// plain word or a quoted string without escapes.
+func (q *quickParser) keyEnd(at, eol int) (int, bool) {
+	s := q.src[:eol]
+	switch c := s[at]; {
+	case c == '"' || c == '\'':
+		i := strings.IndexByte(s[at+1:], c)
+		if i < 0 || c == '"' && strings.IndexByte(s[at+1:at+1+i], '\\') >= 0 {
+			return 0, false
+		}
+		end := at + 2 + i
+		if c == '\'' && end < eol && s[end] == '\'' {
+			return 0, false // an escaped quote
+		}
+		return end, end-at <= maxQuickKey
+	case isWordStart(c):
+		end := at + 1
+		for end < eol && isWord(s[end]) {
+			end++
+		}
+		return end, end-at <= maxQuickKey
+	}
+	return 0, false
+}
+
+// key reads the key at offset at and its ":", and returns the key's node
+// and the offset after the ":".
+func (q *quickParser) key(line, ls, at, eol int) (*yaml.Node, int, bool) {
+	end, ok := q.keyEnd(at, eol)
+	if !ok || end >= eol || q.src[end] != ':' || end+1 < eol && q.src[end+1] != ' ' {
+		return nil, 0, false
+	}
+	k, ok := q.scalar(line, ls, at, end)
+	return k, end + 1, ok
+}
+
+// isWordStart and isWord say which bytes a plain key is made of.
+func isWordStart(c byte) bool {
+	return 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || c == '_'
+}
+
+func isWord(c byte) bool { return isWordStart(c) || c == '.' || c == '/' || c == '-' }
+
+// scalar returns the node of the scalar token src[at:end]: quoted, or
+// plain (its tag resolved as yaml.v3 resolves it), on a line that starts
+// at offset ls.
+func (q *quickParser) scalar(line, ls, at, end int) (*yaml.Node, bool) {
+	n := q.node(yaml.ScalarNode, line, at-ls)
+	switch q.src[at] {
+	case '"':
+		n.Style, n.Tag, n.Value = yaml.DoubleQuotedStyle, "!!str", q.src[at+1:end-1]
+	case '\'':
+		n.Style, n.Tag, n.Value = yaml.SingleQuotedStyle, "!!str", q.src[at+1:end-1]
+	default:
+		// yaml.v3 tags a plain "<<" as a merge key wherever it is, not
+		// through its resolver.
+		if n.Value = q.src[at:end]; n.Value == "<<" {
+			return nil, false
+		}
+		n.Tag = plainTag(n)
+	}
+	return n, true
+}
+
+// plainTag returns the tag yaml.v3 resolves plain scalar n to. Its
+// resolver reads a scalar as anything but a string only when the first
+// byte hints at it (resolveTable in go.yaml.in/yaml/v3's resolve.go: a
+// sign, a digit, a dot, "~", or the first letter of true, false, null,
+// yes, no, on, off in any case): the other scalars are strings without
+// asking it.
+func plainTag(n *yaml.Node) string {
+	if n.Value != "" && !strings.ContainsRune("+-0123456789.~yYnNtTfFoO", rune(n.Value[0])) {
+		return "!!str"
+	}
+	return n.ShortTag()
+}
+
+// inline reads the value that starts at offset at and goes at most to
+// eol: a scalar, a flow sequence of scalars, or "{}"; only blanks and a
+// comment may follow it.
+func (q *quickParser) inline(line, ls, at, eol int) (*yaml.Node, bool) {
+	s := q.src
+	var n *yaml.Node
+	var end int
+	switch c := s[at]; c {
+	case '"', '\'':
+		i := strings.IndexByte(s[at+1:eol], c)
+		if i < 0 || c == '"' && strings.IndexByte(s[at+1:at+1+i], '\\') >= 0 {
+			return nil, false
+		}
+		end = at + 2 + i
+		if c == '\'' && end < eol && s[end] == '\'' {
+			return nil, false
+		}
+		var ok bool
+		if n, ok = q.scalar(line, ls, at, end); !ok {
+			return nil, false
+		}
+	case '[':
+		var ok bool
+		if n, end, ok = q.flowSequence(line, ls, at, eol); !ok {
+			return nil, false
+		}
+	case '{':
+		if at+1 >= eol || s[at+1] != '}' {
+			return nil, false
+		}
+		n = q.node(yaml.MappingNode, line, at-ls)
+		n.Style = yaml.FlowStyle
+		end = at + 2
+	default:
+		if !plainStart(s, at, eol) {
+			return nil, false
+		}
+		// A plain scalar ends at a comment (" #") or the end of the
+		// line; a ": " in it, or a ":" at its end, would be a mapping.
+		end = eol
+		if i := strings.Index(s[at:eol], " #"); i >= 0 {
+			end = at + i
+		}
+		for end > at && s[end-1] == ' ' {
+			end--
+		}
+		if v := s[at:end]; strings.Contains(v, ": ") || strings.HasSuffix(v, ":") {
+			return nil, false
+		}
+		var ok bool
+		if n, ok = q.scalar(line, ls, at, end); !ok {
+			return nil, false
+		}
+		return n, true
+	}
+	// After a quoted scalar or a flow collection: blanks, then a comment
+	// (after a blank) or the end of the line.
+	rest := end
+	for rest < eol && s[rest] == ' ' {
+		rest++
+	}
+	if rest < eol && (s[rest] != '#' || rest == end) {
+		return nil, false
+	}
+	return n, true
+}
+
+// plainStart reports whether a plain scalar may start at offset at: not
+// with an indicator, but for a "-" that a non-blank follows.
+func plainStart(s string, at, eol int) bool {
+	switch s[at] {
+	case '-':
+		return at+1 < eol && s[at+1] != ' '
+	case '?', ':', ',', '[', ']', '{', '}', '#', '&', '*', '!', '|', '>', '\'', '"', '%', '@', '`':
+		return false
+	}
+	return true
+}
+
+// flowSequence reads a flow sequence of scalars on one line, "[a, "b"]",
+// and returns it and the offset after its "]".
+func (q *quickParser) flowSequence(line, ls, at, eol int) (*yaml.Node, int, bool) {
+	s := q.src
+	seq := q.node(yaml.SequenceNode, line, at-ls)
+	seq.Style = yaml.FlowStyle
+	base := len(q.stack)
+	i := at + 1
+	skip := func() {
+		for i < eol && s[i] == ' ' {
+			i++
+		}
+	}
+	skip()
+	if i < eol && s[i] == ']' {
+		return seq, i + 1, true
+	}
+	for {
+		if i >= eol {
+			return nil, 0, false
+		}
+		start := i
+		switch c := s[i]; {
+		case c == '"' || c == '\'':
+			j := strings.IndexByte(s[i+1:eol], c)
+			if j < 0 || c == '"' && strings.IndexByte(s[i+1:i+1+j], '\\') >= 0 {
+				return nil, 0, false
+			}
+			i += 2 + j
+			if c == '\'' && i < eol && s[i] == '\'' {
+				return nil, 0, false
+			}
+		case isWordStart(c):
+			for i < eol && isWord(s[i]) {
+				i++
+			}
+		default:
+			return nil, 0, false
+		}
+		n, ok := q.scalar(line, ls, start, i)
+		if !ok {
+			return nil, 0, false
+		}
+		q.stack = append(q.stack, n)
+		skip()
+		if i >= eol {
+			return nil, 0, false
+		}
+		switch s[i] {
+		case ']':
+			seq.Content = q.children(base)
+			return seq, i + 1, true
+		case ',':
+			i++
+			skip()
+			if i < eol && s[i] == ']' {
+				return nil, 0, false // a trailing comma
+			}
+		default:
+			return nil, 0, false
+		}
+	}
+}

@@ -1,0 +1,338 @@
+package renderer
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	"sigs.k8s.io/kustomize/kyaml/yaml"
+
+	"github.com/digestpin/digestpin/internal/gen"
+)
+
+// fullParse parses body as parseFull does: one yaml.v3 document, or an
+// error (also for a second document).
+func fullParse(body []byte) (*yaml.Node, error) {
+	dec := yaml.NewDecoder(bytes.NewReader(body))
+	var root yaml.Node
+	if err := dec.Decode(&root); err != nil {
+		return nil, err
+	}
+	if err := dec.Decode(new(yaml.Node)); !errors.Is(err, io.EOF) {
+		return nil, fmt.Errorf("a second document, or YAML after the first: %w", err)
+	}
+	return &root, nil
+}
+
+// sameTree returns where two trees differ, comments aside, or "".
+func sameTree(want, got *yaml.Node, path string) string {
+	switch {
+	case want == nil || got == nil:
+		if want != got {
+			return fmt.Sprintf("%s: %v, want %v", path, got, want)
+		}
+		return ""
+	case want.Kind != got.Kind, want.Style != got.Style, want.Tag != got.Tag, want.Value != got.Value,
+		want.Anchor != got.Anchor, want.Line != got.Line, want.Column != got.Column,
+		(want.Alias == nil) != (got.Alias == nil), len(want.Content) != len(got.Content):
+		return fmt.Sprintf("%s: kind %v style %v tag %q value %q anchor %q at %d:%d, %d children; want kind %v style %v tag %q value %q anchor %q at %d:%d, %d children",
+			path, got.Kind, got.Style, got.Tag, got.Value, got.Anchor, got.Line, got.Column, len(got.Content),
+			want.Kind, want.Style, want.Tag, want.Value, want.Anchor, want.Line, want.Column, len(want.Content))
+	}
+	for i := range want.Content {
+		if d := sameTree(want.Content[i], got.Content[i], fmt.Sprintf("%s/%d", path, i)); d != "" {
+			return d
+		}
+	}
+	return ""
+}
+
+// checkQuick holds quickParse to yaml.v3 on body: when it reads body,
+// yaml.v3 reads one document into the same tree. It reports whether
+// quickParse read body.
+func checkQuick(t *testing.T, body []byte) bool {
+	t.Helper()
+	got, ok := quickParse(body)
+	if !ok {
+		return false
+	}
+	want, err := fullParse(body)
+	if err != nil {
+		t.Fatalf("quickParse(%q) read a document that yaml.v3 refuses: %v", body, err)
+	}
+	if d := sameTree(want, got, ""); d != "" {
+		t.Fatalf("quickParse(%q) differs from yaml.v3 at %s", body, d)
+	}
+	return true
+}
+
+// TestQuickParse holds quickParse to yaml.v3 on small documents: those it
+// must read (what Helm writes) and those it must leave to yaml.v3.
+func TestQuickParse(t *testing.T) {
+	for _, tc := range []struct {
+		in    string
+		quick bool
+	}{
+		{"a: b\n", true},
+		{"# Source: x/y.yaml\napiVersion: v1\nkind: Pod\nmetadata:\n  name: p\n  labels: {}\n", true},
+		{"a:\n- b\n- c: d\n  e: f\n-\n- 'g'\n- \"h\" # c\nk: [\"--port\", '9090', 1, x.y]\nl: []\nm:\nn: ~\n", true},
+		{"a:\n  b:\n    - c: 1\n      d: true\n  e: 2.5 # x\n\n  f: 'x y'\n", true},
+		{"a: b:c\nd: e,f\ng: h#i\nj: -1\nk: --x\n", true},
+		{"\"a b\": 1\n'c': 2\n", true},
+		{"a: 0x1F\nb: 2024-01-01\nc: null\nd: .inf\ne: 1e3\nf: 010\n", true},
+		{"  a: b\n  c: d\n", true},
+		// Left to yaml.v3.
+		{"a: &x b\nc: *x\n", false},
+		{"a: !!str b\n", false},
+		{"<<: {a: b}\n", false},
+		{"a: |\n  b\n", false},
+		{"a: >\n  b\n", false},
+		{"a: b\n  c\n", false},
+		{"a: {b: c}\n", false},
+		{"a:\tb\n", false},
+		{"a: b\r\n", false},
+		{"a: \"\\x41\"\n", false},
+		{"a: 'it''s'\n", false},
+		{"a: é\n", false},
+		{"a: b\n...\n", false},
+		{"a: b\n---\nc: d\n", false},
+		{"%YAML 1.2\n---\na: b\n", false},
+		{"- a\n- b\n", false},
+		{"a: b: c\n", false},
+		{"a: [b,\n  c]\n", false},
+		{"a: b\na: c\n", true}, // yaml.v3 reads it; get refuses it
+		{"a:\n  - b\n  c: d\n", false},
+		{"? a\n: b\n", false},
+		{"a: b\n c: d\n", false},
+		{"a: [b, ]\n", false},
+		{"a: '\n", false},
+		{"a: - b\n", false},
+		{"a: <<\n", false}, // yaml.v3 tags a plain << as a merge key
+	} {
+		if got := checkQuick(t, []byte(tc.in)); got != tc.quick {
+			t.Errorf("quickParse(%q) read it: %v, want %v", tc.in, got, tc.quick)
+		}
+	}
+}
+
+// TestQuickParseStreams holds quickParse to yaml.v3 on every document of
+// the test streams, and checks that it reads Helm's usual output: every
+// Deployment of the benchmark stream.
+func TestQuickParseStreams(t *testing.T) {
+	files, _ := filepath.Glob("testdata/*.yaml")
+	more, _ := filepath.Glob("testdata/*/*.yaml")
+	top, _ := filepath.Glob("../testdata/*/*.yaml")
+	read, all := 0, 0
+	for _, p := range append(append(files, more...), top...) {
+		b, err := os.ReadFile(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		docs, err := splitStream(b)
+		if err != nil {
+			continue
+		}
+		for _, d := range docs {
+			all++
+			if checkQuick(t, d.body()) {
+				read++
+			}
+		}
+	}
+	t.Logf("quickParse read %d of %d documents", read, all)
+	var buf bytes.Buffer
+	if err := gen.Stream(&buf, gen.Options{Deployments: 30, Pinned: true}); err != nil {
+		t.Fatal(err)
+	}
+	for _, d := range mustSplit(t, buf.Bytes()) {
+		if bytes.Contains(d.raw, []byte("kind: Deployment")) && !checkQuick(t, d.body()) {
+			t.Fatalf("quickParse does not read the benchmark's Deployment:\n%s", d.body())
+		}
+	}
+}
+
+// FuzzQuickParse holds quickParse to yaml.v3 on arbitrary documents.
+func FuzzQuickParse(f *testing.F) {
+	addSeeds(f)
+	for _, s := range []string{"a: b\n", "a:\n- b: c\n  d: [e, 'f']\n"} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, in []byte) {
+		docs, err := splitStream(in)
+		if err != nil {
+			checkQuick(t, in)
+			return
+		}
+		for _, d := range docs {
+			checkQuick(t, d.body())
+		}
+	})
+}
+
+// renderBoth renders in with quickParse and without it, and fails the
+// test unless output, images, warnings and error are the same.
+func renderBoth(t *testing.T, r Renderer, in []byte) {
+	t.Helper()
+	var warnQuick, warnFull []string
+	quick, full := r, r
+	full.noQuick = true
+	quick.Warnf = func(f string, args ...any) { warnQuick = append(warnQuick, fmt.Sprintf(f, args...)) }
+	full.Warnf = func(f string, args ...any) { warnFull = append(warnFull, fmt.Sprintf(f, args...)) }
+	got, gotErr := quick.Render(context.Background(), in)
+	want, wantErr := full.Render(context.Background(), in)
+	if fmt.Sprint(gotErr) != fmt.Sprint(wantErr) {
+		t.Fatalf("Render(%q) with quickParse: error %v, without: %v", in, gotErr, wantErr)
+	}
+	if !bytes.Equal(got.Output, want.Output) {
+		t.Fatalf("Render(%q) with quickParse:\n%s\nwithout:\n%s", in, got.Output, want.Output)
+	}
+	if d := cmp.Diff(fmt.Sprint(want.Images, want.Unpinned, warnFull), fmt.Sprint(got.Images, got.Unpinned, warnQuick)); d != "" {
+		t.Fatalf("Render(%q): images, unpinned values or warnings with quickParse differ (-without +with):\n%s", in, d)
+	}
+}
+
+// TestQuickRender renders every test stream with quickParse and without
+// it, in each mode: the same output, images, warnings and errors.
+func TestQuickRender(t *testing.T) {
+	files, _ := filepath.Glob("testdata/*.input.yaml")
+	odd, _ := filepath.Glob("testdata/oddinput/*.input.yaml")
+	for _, p := range append(files, odd...) {
+		b, err := os.ReadFile(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, r := range []Renderer{
+			{Resolver: newFixed()},
+			{Resolver: newFixed(), Mode: ModeDigest},
+			{Resolver: newFixed(), Mode: ModeAnnotate, KeepUnresolved: true},
+		} {
+			renderBoth(t, r, b)
+		}
+	}
+	// The hostile inputs (some large) in the default mode.
+	hostile, _ := filepath.Glob("testdata/hostile/*.input.yaml")
+	for _, p := range hostile {
+		b, err := os.ReadFile(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		renderBoth(t, Renderer{Resolver: newFixed()}, b)
+	}
+	var buf bytes.Buffer
+	if err := gen.Stream(&buf, gen.Options{Deployments: 30}); err != nil {
+		t.Fatal(err)
+	}
+	renderBoth(t, Renderer{Resolver: newFixed()}, buf.Bytes())
+	for _, s := range []string{
+		// A template whose metadata only the encoder can change.
+		"apiVersion: v1\nkind: Pod\nmetadata: {}\nspec:\n  containers:\n  - name: a\n    image: a:1\n",
+		"apiVersion: apps/v1\nkind: Deployment\nspec:\n  template:\n    metadata: {}\n    spec:\n      containers:\n      - name: a\n        image: a:1\n",
+		"apiVersion: apps/v1\nkind: Deployment\nspec:\n  template:\n    metadata:\n    spec:\n      containers:\n      - name: a\n        image: a:1 # c\n",
+		"apiVersion: apps/v1\nkind: Deployment\nspec:\n  template:\n    spec:\n      containers:\n      - name: a\n        image: a:1\n      - name: a\n        image: b:1\n",
+	} {
+		renderBoth(t, Renderer{Resolver: newFixed()}, []byte(s))
+	}
+}
+
+// FuzzQuickRender renders arbitrary streams with quickParse and without
+// it: the same output, images, warnings and errors.
+func FuzzQuickRender(f *testing.F) {
+	addSeeds(f)
+	f.Fuzz(func(t *testing.T, in []byte) {
+		if strings.Count(string(in), "\n") > 2000 {
+			return
+		}
+		renderBoth(t, Renderer{Resolver: newFixed()}, in)
+	})
+}
+
+// TestQuickParseRandom holds quickParse to yaml.v3 on documents made of
+// random lines near the subset it reads: keys, entries, indentations and
+// values, with the characters where readings part (":", "#", quotes,
+// brackets, indicators, blanks, tabs, non-ASCII). Mutating bytes (the
+// fuzz target) rarely builds such lines; this builds thousands a second.
+func TestQuickParseRandom(t *testing.T) {
+	rnd := rand.New(rand.NewPCG(28, 1))
+	pick := func(s ...string) string { return s[rnd.IntN(len(s))] }
+	value := func() string {
+		switch rnd.IntN(4) {
+		case 0:
+			return pick("", " ", "  ", "#c", " # c", "\t")
+		case 1:
+			return pick("a", "b c", "1", "-1", "0x1F", "1e3", ".5", "true", "False", "null", "~", "y", "no", "2024-01-01", "<<", "-", "--x", "a:b", "a: b", "a:", "a #b", "a#b", "...", "---", "é", "\"a\"", "'a'", "\"a\\\"b\"", "'it''s'", "\"a #b\"", "'a: b'", "[a, b]", "[\"--port\", \"9090\"]", "[]", "[ ]", "[a,]", "[a, [b]]", "{}", "{ }", "{a: b}", "&x a", "*x", "!!str a", "|", ">-", "@a", "`a", "%a", "?", "? a", ":", ": a", "a,b", "a]", "}", "\"", "'", "\"a", "a\"", "a'b", "a  b", "a ", "nginx:1.27@sha256:0123")
+		case 2:
+			return pick("a", "x.y/z", "app.kubernetes.io/name", "1", "true", "\"k\"", "'k'", "k k", "-k", "k-", "_k", ".k", "/k", "k:k", "\"k\\\"\"")
+		}
+		return ""
+	}
+	line := func() string {
+		indent := strings.Repeat(" ", []int{0, 0, 0, 1, 2, 2, 2, 3, 4, 4, 6, 8}[rnd.IntN(12)])
+		switch rnd.IntN(9) {
+		case 0:
+			return indent + "- " + value()
+		case 1:
+			return indent + "- " + pick("a", "name", "k") + ": " + value()
+		case 2:
+			return indent + "-"
+		case 3:
+			return indent + pick("# c", "", "---", "...", "%YAML 1.2", "\t")
+		case 4:
+			return indent + pick("a", "b", "name", "image", "\"q\"", "'s'") + ":"
+		}
+		return indent + pick("a", "b", "c", "name", "image", "spec", "1", "true", "\"q\"", "'s'", "k.x/y") + pick(": ", ":", ":  ") + value()
+	}
+	read := 0
+	const docs = 20000
+	for range docs {
+		var b strings.Builder
+		for range 1 + rnd.IntN(8) {
+			b.WriteString(line())
+			b.WriteString(pick("\n", "\n", "\n", "\r\n", ""))
+		}
+		if checkQuick(t, []byte(b.String())) {
+			read++
+		}
+	}
+	// Holding quickParse to yaml.v3 on documents it leaves alone proves
+	// nothing: enough must be read for the test to mean something.
+	if read < docs/30 {
+		t.Fatalf("quickParse read %d of %d random documents, want at least %d", read, docs, docs/30)
+	}
+	t.Logf("quickParse read %d of %d random documents", read, docs)
+}
+
+// TestQuickRenderRandom renders Helm's Deployment with one line changed
+// at random, with quickParse and without it: the same output, images,
+// warnings and errors, in documents near the subset and just outside it.
+func TestQuickRenderRandom(t *testing.T) {
+	rnd := rand.New(rand.NewPCG(28, 2))
+	pick := func(s ...string) string { return s[rnd.IntN(len(s))] }
+	var buf bytes.Buffer
+	if err := gen.Stream(&buf, gen.Options{Deployments: 1}); err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.Split(buf.String(), "\n")
+	for range 600 {
+		ls := slices.Clone(lines)
+		i := 1 + rnd.IntN(len(ls)-2)
+		key, _, _ := strings.Cut(ls[i], ":")
+		switch rnd.IntN(3) {
+		case 0: // another value
+			ls[i] = key + ": " + pick("", "a", "1", "true", "null", "<<", "\"x\"", "'x'", "[a, b]", "{}", "[]", "&a x", "*a", "!!str x", "a: b", "x #c", "registry.example/a:1", "'registry.example/a:1'", "registry.example/a:1@sha256:"+strings.Repeat("a", 64), "é", "|")
+		case 1: // another line
+			ls = slices.Insert(ls, i, ls[i][:len(ls[i])-len(strings.TrimLeft(ls[i], " "))]+pick("image: b:1", "name: x", "metadata: {}", "annotations:", "checksum/images: x", "- name: c", "# c", "", "- image: d:1"))
+		case 2: // another indentation
+			ls[i] = pick("", " ", "  ") + ls[i]
+		}
+		renderBoth(t, Renderer{Resolver: newFixed()}, []byte(strings.Join(ls, "\n")))
+	}
+}
