@@ -58,7 +58,7 @@ func TestGitopsFlagErrors(t *testing.T) {
 	}{
 		{desc: "frozen without lock", args: []string{"--frozen"}, want: "--frozen needs --lock FILE", code: 2},
 		{desc: "check without lock", args: []string{"--check"}, want: "--check needs --lock FILE", code: 2},
-		{desc: "frozen and check", args: []string{"--lock", lock, "--frozen", "--check"}, want: "--frozen excludes --check: --frozen never asks a registry", code: 2},
+		{desc: "frozen and check", args: []string{"--lock", lock, "--frozen", "--check"}, want: "--frozen excludes --check: the one asks no registry, the other asks it about every image", code: 2},
 		{desc: "negative TTL", args: []string{"--cache-ttl", "-1m"}, want: "--cache-ttl must not be negative, got -1m0s", code: 2},
 		{desc: "cache dir without TTL", args: []string{"--cache-dir", dir}, want: "--cache-dir needs --cache-ttl", code: 2},
 		{desc: "frozen from the environment", env: map[string]string{"DIGESTPIN_FROZEN": "true"}, want: "DIGESTPIN_FROZEN needs --lock FILE", code: 2},

@@ -211,7 +211,7 @@ func (o *options) pinOptions(log *logger) (pin.Options, error) {
 		}
 	}
 	var base pin.Options
-	if err := base.ApplyConfig(cfg); err != nil {
+	if err := base.AddConfig(cfg); err != nil {
 		return pin.Options{}, fmt.Errorf("%s: %w", o.name("config"), err)
 	}
 	paths := base.Renderer.PodSpecPaths
@@ -452,7 +452,12 @@ func (o *options) optionError(err error) error {
 		if oe.Field == "TagPolicies" && len(o.tagPolicies) == 0 && o.configTagPolicies {
 			name = fmt.Sprintf("%s: %s: tagPolicies", o.name("config"), o.config)
 		}
-		return fmt.Errorf("%s %s", name, r.Replace(oe.Reason))
+		return errors.New(oe.Message(func(f string) string {
+			if f == oe.Field {
+				return name
+			}
+			return o.name(pinFields[f])
+		}))
 	}
 	return errors.New(r.Replace(strings.TrimPrefix(err.Error(), "configuring resolver: ")))
 }
