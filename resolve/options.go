@@ -34,11 +34,15 @@ type OptionError struct {
 	Err error
 }
 
-func (e *OptionError) Error() string {
+func (e *OptionError) Error() string { return e.Message(func(option string) string { return option }) }
+
+// Message formats e with each option as name calls it: a command passes
+// the names of its flags ("--mirror-only: needs a --registry-mirror").
+func (e *OptionError) Message(name func(option string) string) string {
 	if e.Needs != "" {
-		return e.Option + ": needs a " + e.Needs
+		return name(e.Option) + ": needs a " + name(e.Needs)
 	}
-	return e.Option + ": " + e.Err.Error()
+	return name(e.Option) + ": " + e.Err.Error()
 }
 
 func (e *OptionError) Unwrap() error { return e.Err }

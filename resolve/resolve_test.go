@@ -351,6 +351,9 @@ func TestNewValidates(t *testing.T) {
 			if diff := cmp.Diff(tc.option+"|"+tc.needs, oe.Option+"|"+oe.Needs); diff != "" {
 				t.Errorf("New() OptionError option|needs (-want +got):\n%s", diff)
 			}
+			if got, want := oe.Message(func(o string) string { return "<" + o + ">" }), "<"+tc.option+">: "; !strings.HasPrefix(got, want) || (tc.needs != "" && !strings.HasSuffix(got, "<"+tc.needs+">")) {
+				t.Errorf("Message() = %q, want it to start with %q and name the option needed", got, want)
+			}
 		})
 	}
 }
