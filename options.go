@@ -31,7 +31,9 @@ type options struct {
 	// filter the policies of the flags and of the configuration file
 	// alike, so they are set once the file is read (addTagFilters).
 	tagAllow, tagIgnore []string
-	trustedRoot         string
+	// trustedRoot is --trusted-root's file, read before the
+	// configuration file, whose trustedRoot it replaces unread.
+	trustedRoot string
 
 	filename  string
 	config    string
