@@ -19,6 +19,7 @@ import (
 	"github.com/digestpin/digestpin/internal/testregistry"
 	"github.com/digestpin/digestpin/pin"
 	"github.com/digestpin/digestpin/renderer"
+	"github.com/digestpin/digestpin/resolve"
 )
 
 // runResult is what one in-process run printed.
@@ -58,11 +59,11 @@ func TestGitopsFlagErrors(t *testing.T) {
 	}{
 		{desc: "frozen without lock", args: []string{"--frozen"}, want: "--frozen needs --lock FILE", code: 2},
 		{desc: "check without lock", args: []string{"--check"}, want: "--check needs --lock FILE", code: 2},
-		{desc: "frozen and check", args: []string{"--lock", lock, "--frozen", "--check"}, want: "--frozen excludes --check: --frozen never asks a registry", code: 2},
+		{desc: "frozen and check", args: []string{"--lock", lock, "--frozen", "--check"}, want: "--frozen excludes --check: the one asks no registry, the other asks it about every image", code: 2},
 		{desc: "negative TTL", args: []string{"--cache-ttl", "-1m"}, want: "--cache-ttl must not be negative, got -1m0s", code: 2},
 		{desc: "cache dir without TTL", args: []string{"--cache-dir", dir}, want: "--cache-dir needs --cache-ttl", code: 2},
 		{desc: "frozen from the environment", env: map[string]string{"DIGESTPIN_FROZEN": "true"}, want: "DIGESTPIN_FROZEN needs --lock FILE", code: 2},
-		{desc: "bad TTL from the environment", env: map[string]string{"DIGESTPIN_CACHE_TTL": "soon"}, want: `invalid DIGESTPIN_CACHE_TTL="soon"`, code: 2},
+		{desc: "bad TTL from the environment", env: map[string]string{"DIGESTPIN_CACHE_TTL": "soon"}, want: `invalid DIGESTPIN_CACHE_TTL "soon"`, code: 2},
 		{desc: "missing lock file", args: []string{"--lock", filepath.Join(dir, "none.lock")}, want: "reading lock file: open " + filepath.Join(dir, "none.lock"), code: 1},
 		{desc: "cache dir that cannot be made", args: []string{"--cache-ttl", "1m", "--cache-dir", filepath.Join(lock, "sub")}, want: "creating cache folder", code: 1},
 	} {
@@ -334,24 +335,38 @@ func TestReportContent(t *testing.T) {
 	}
 }
 
-// TestOptionErrorNames checks that each pin.Options field and resolve option
-// in a message becomes its flag, also where one name is a prefix of another
-// ("Cache", "CacheDir", "CacheTTL"); the pairs come from maps, so the check
-// runs many times to meet many orders.
+// TestOptionErrorNames checks that each pin.Options field and resolve
+// option that a library error names becomes the flag that sets it, or its
+// variable when that set it, also where one name is a prefix of another
+// ("Cache", "CacheDir", "CacheTTL"), and in the field a field needs or
+// excludes.
 func TestOptionErrorNames(t *testing.T) {
-	o := &options{fromEnv: map[string]bool{}}
-	want := map[string]string{}
-	for field, flag := range pinFields {
-		want[field] = "--" + flag
-	}
-	for i := 0; i < len(resolveOptions); i += 2 {
-		want[resolveOptions[i]] = "--" + resolveOptions[i+1]
-	}
-	for range 50 {
-		for name, flag := range want {
-			if got := o.optionError(errors.New(name + " is wrong")).Error(); got != flag+" is wrong" {
-				t.Fatalf("optionError(%q) = %q, want %q", name+" is wrong", got, flag+" is wrong")
+	for option, flag := range optionFlags {
+		if flag == "" {
+			continue
+		}
+		o := &options{fromEnv: map[string]bool{}}
+		for _, tc := range []struct {
+			err  error
+			want string
+		}{
+			{&pin.OptionError{Field: option, Reason: "is wrong"}, "--" + flag + " is wrong"},
+			{&pin.OptionError{Field: option, Rule: "needs", Other: "Lock", Reason: "FILE"}, "--" + flag + " needs --lock FILE"},
+			{&pin.OptionError{Field: "Frozen", Rule: "excludes", Other: option}, "--frozen excludes --" + flag},
+			{fmt.Errorf("configuring resolver: %w", &resolve.OptionError{Option: option, Err: errors.New("is wrong")}), "--" + flag + ": is wrong"},
+			{&resolve.OptionError{Option: "WithMirrorOnly", Needs: option}, "--mirror-only: needs a --" + flag},
+		} {
+			if got := o.libraryError(tc.err).Error(); got != tc.want {
+				t.Errorf("libraryError(%v) = %q, want %q", tc.err, got, tc.want)
 			}
 		}
+		o.fromEnv[flag] = true
+		if got, want := o.libraryError(&pin.OptionError{Field: option, Reason: "is wrong"}).Error(), envName(flag)+" is wrong"; got != want {
+			t.Errorf("libraryError(%s from the environment) = %q, want %q", option, got, want)
+		}
+	}
+	// The renderer's errors say what they are about.
+	if got, want := (&options{}).libraryError(&pin.OptionError{Field: "Renderer", Err: errors.New("checksum path X=y covers no image path")}).Error(), "checksum path X=y covers no image path"; got != want {
+		t.Errorf("libraryError(Renderer) = %q, want %q", got, want)
 	}
 }

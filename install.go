@@ -111,7 +111,7 @@ func runDeploy(ctx context.Context, name string, args []string, stdout, stderr i
 		case rerr != nil:
 			return rerr
 		case perr != nil:
-			return &usageError{fmt.Errorf("%w (see digestpin %s --help)", perr, name)}
+			return &usageError{fmt.Errorf("%w (see digestpin %s --help)", invalidValue(perr, pinFS, flagName), name)}
 		case eerr != nil:
 			return &usageError{eerr}
 		}
@@ -164,7 +164,7 @@ func runDeploy(ctx context.Context, name string, args []string, stdout, stderr i
 		popts.Generated = func() *pin.Generated { return generatedReport(gen) }
 		pr, err := postrender.New(popts)
 		if err != nil {
-			return &usageError{o.optionError(err)}
+			return &usageError{o.libraryError(err)}
 		}
 		// The lock file and the report wait for Helm to succeed.
 		var (

@@ -173,7 +173,7 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		case rerr != nil:
 			return rerr
 		case perr != nil:
-			return &usageError{fmt.Errorf("%w (see digestpin --help)", perr)}
+			return &usageError{fmt.Errorf("%w (see digestpin --help)", invalidValue(perr, fs, flagName))}
 		case eerr != nil:
 			return &usageError{eerr}
 		case terr != nil:
@@ -210,7 +210,7 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		}
 		p, err := pin.New(popts)
 		if err != nil {
-			return &usageError{o.optionError(err)}
+			return &usageError{o.libraryError(err)}
 		}
 		read := func(ctx context.Context) ([]byte, error) { return o.read(ctx, stdin, log) }
 		return o.pinStream(ctx, p, read, stdout, log)

@@ -128,7 +128,7 @@ func TestUsageErrorsReachTheLog(t *testing.T) {
 		want string
 	}{
 		{desc: "unknown flag", args: []string{"--no-such-flag"}, want: "unknown flag: --no-such-flag (see digestpin --help)"},
-		{desc: "bad variable", env: map[string]string{"DIGESTPIN_CONCURRENCY": "many"}, want: `invalid DIGESTPIN_CONCURRENCY="many"`},
+		{desc: "bad variable", env: map[string]string{"DIGESTPIN_CONCURRENCY": "many"}, want: `invalid DIGESTPIN_CONCURRENCY "many": want a whole number`},
 		{desc: "bad value", args: []string{"--on-error", "ignore"}, want: `invalid --on-error "ignore": want fail or keep`},
 	} {
 		t.Run(tc.desc, func(t *testing.T) {

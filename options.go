@@ -1,7 +1,6 @@
 package main
 
 import (
-	"cmp"
 	"errors"
 	"fmt"
 	"io"
@@ -10,7 +9,6 @@ import (
 	"time"
 
 	"github.com/google/go-containerregistry/pkg/authn"
-	v1 "github.com/google/go-containerregistry/pkg/v1"
 	"github.com/spf13/pflag"
 
 	"github.com/digestpin/digestpin/config"
@@ -18,102 +16,103 @@ import (
 	"github.com/digestpin/digestpin/pin"
 	"github.com/digestpin/digestpin/renderer"
 	"github.com/digestpin/digestpin/resolve"
-	"github.com/digestpin/digestpin/verify"
 )
 
-// options are the command line, after flags and environment.
+// options are the command line, after flags and environment: what the
+// flags bind onto the library, and the command's own settings.
 type options struct {
-	filename           string
-	mode               string
-	checksumAnnotation string
-	platform           string
-	podSpecPaths       []string
-	imagePaths         []string
-	checksumPaths      []string
-	config             string
-	concurrency        int
-	timeout            time.Duration
-	requestTimeout     time.Duration
-	onError            string
-	strict             bool
-	insecureRegistries []string
-	caFiles            []string
-	pullSecrets        []string
-	registryMirrors    []string
-	mirrorOnly         bool
-	writeLock          string
-	lock               string
-	frozen             bool
-	check              bool
-	cacheDir           string
-	cacheTTL           time.Duration
-	report             string
-	tagPolicies        []string
-	tagAllow           []string
-	tagIgnore          []string
-	maxTags            int
-	keelAnnotations    bool
-	verify             []string
-	trustedRoot        string
-	cacheURL           string
-	redisPasswordFile  string
-	redisCAFile        string
-	redisPrefix        string
-	logFile            string
-	ttyErrors          bool
-	verbose            bool
-	version            bool
+	// pin holds what the flags set of a Pinner's options: the
+	// renderer's settings, the lock, cache and report files, the tag and
+	// signature policies. pinOptions completes them.
+	pin      pin.Options
+	registry registryFlags
+	redis    redisFlags
+	// tagAllow and tagIgnore are the tag filters, IMAGE=REGEXP: they
+	// filter the policies of the flags and of the configuration file
+	// alike, so they are set once the file is read (addTagFilters).
+	tagAllow, tagIgnore []string
+	// trustedRoot is --trusted-root's file, read before the
+	// configuration file, whose trustedRoot it replaces unread.
+	trustedRoot string
+
+	filename  string
+	config    string
+	timeout   time.Duration
+	logFile   string
+	ttyErrors bool
+	verbose   bool
+	version   bool
 
 	// fromEnv holds the flags set from their DIGESTPIN_* variable, so
 	// that a message names what the person wrote.
 	fromEnv map[string]bool
 
-	// configTagPolicies says that the configuration file declared tag
-	// policies, for messages about them.
+	// configTagPolicies says that the tag policies are the
+	// configuration file's alone, for messages about them.
 	configTagPolicies bool
+}
+
+// registryFlags are the flags of the registry resolver: options yields
+// its resolve.Options.
+type registryFlags struct {
+	jobs           int
+	requestTimeout time.Duration
+	insecure       []string
+	caFiles        []string
+	pullSecrets    []string
+	mirrors        []resolve.Mirror
+	mirrorOnly     bool
 }
 
 func newOptions() *options { return &options{fromEnv: map[string]bool{}} }
 
 // bind defines every flag on fs, writing into o.
+//
+// Each flag is bound straight onto the option it sets: the Pinner's
+// (o.pin), the registry resolver's (o.registry), the Redis cache's
+// (o.redis), or the command's own. The path flags add to the built-in
+// paths, which the Renderer holds from the start.
 func (o *options) bind(fs *pflag.FlagSet) {
 	fs.SortFlags = false
+	p, r := &o.pin, &o.pin.Renderer
+	r.PodSpecPaths = slices.Clone(renderer.DefaultPodSpecPaths)
+	r.ImagePaths = slices.Clone(renderer.DefaultImagePaths)
 	fs.StringVarP(&o.filename, "filename", "f", "", "read the manifests from `FILE` instead of stdin (\"-\" is stdin)")
-	fs.StringVar(&o.mode, "mode", "pin", "image field form: pin (name:tag@sha256:…), digest (name@sha256:…) or annotate (field untouched, checksum only)")
-	fs.StringVar(&o.checksumAnnotation, "checksum-annotation", renderer.DefaultChecksumAnnotation, "pod-template annotation that holds the checksum of its images")
-	fs.StringVar(&o.platform, "platform", "", "pin one platform's manifest (`os/arch[/variant]`) instead of the multi-platform index")
-	fs.StringSliceVar(&o.podSpecPaths, "pod-spec-path", nil, "also scan pod specs at `[GROUP/]KIND=FIELD.PATH` (repeatable; \"*\" steps into every list item)")
-	fs.StringSliceVar(&o.imagePaths, "image-path", nil, "also pin the image reference in the string field at `[GROUP/]KIND=FIELD.PATH` (repeatable; \"*\" steps into every list item, FIELD[KEY=VALUE] into the items whose KEY is VALUE, as in env[name=AGENT_IMAGE].value; the last field names the image field, or a flag's value in a list of arguments, as in args[flag=--reloader-image])")
-	fs.StringSliceVar(&o.checksumPaths, "checksum-path", nil, "write the checksum of a kind's --image-path fields into metadata.annotations of the mapping at `[GROUP/]KIND=FIELD.PATH` (\".\": the object), covering the image fields inside it (repeatable; default: no checksum)")
+	fs.Var(newModeValue(&r.Mode, renderer.ModePin), "mode", "image field form: pin (name:tag@sha256:…), digest (name@sha256:…) or annotate (field untouched, checksum only)")
+	fs.Var(newAnnotationValue(&r.ChecksumAnnotation, renderer.DefaultChecksumAnnotation), "checksum-annotation", "pod-template annotation that holds the checksum of its images")
+	fs.Var(platformValue{&p.Platform}, "platform", "pin one platform's manifest (`os/arch[/variant]`) instead of the multi-platform index")
+	fs.Var(newListValue(&r.PodSpecPaths, true, renderer.ParsePodSpecPath), "pod-spec-path", "also scan pod specs at `[GROUP/]KIND=FIELD.PATH` (repeatable; \"*\" steps into every list item)")
+	fs.Var(newListValue(&r.ImagePaths, true, renderer.ParseImagePath), "image-path", "also pin the image reference in the string field at `[GROUP/]KIND=FIELD.PATH` (repeatable; \"*\" steps into every list item, FIELD[KEY=VALUE] into the items whose KEY is VALUE, as in env[name=AGENT_IMAGE].value; the last field names the image field, or a flag's value in a list of arguments, as in args[flag=--reloader-image])")
+	fs.Var(newListValue(&r.ChecksumPaths, true, renderer.ParseChecksumPath), "checksum-path", "write the checksum of a kind's --image-path fields into metadata.annotations of the mapping at `[GROUP/]KIND=FIELD.PATH` (\".\": the object), covering the image fields inside it (repeatable; default: no checksum)")
 	fs.StringVar(&o.config, "config", "", "read pod spec, image and checksum paths and tag policies from the configuration `FILE` (apiVersion digestpin.dev/v1alpha1, kind Config); flags add to it")
-	fs.IntVar(&o.concurrency, "concurrency", resolve.DefaultJobs, "distinct references resolved at once")
-	fs.DurationVar(&o.timeout, "timeout", 2*time.Minute, "bound on the whole run, reading the input included")
-	fs.DurationVar(&o.requestTimeout, "request-timeout", 30*time.Second, "bound on one registry request")
-	fs.StringVar(&o.onError, "on-error", "fail", "an image that cannot be resolved: fail the run, or keep it unpinned with a warning")
-	fs.BoolVar(&o.strict, "strict", false, "fail the run when a value that looks like an image reference is left as a tag because no image field leads to it (an argument, an env var, a field of a custom resource), instead of warning")
-	fs.StringSliceVar(&o.insecureRegistries, "insecure-registry", nil, "allow plain HTTP and unverified TLS for `HOST[:PORT]` only (repeatable)")
-	fs.StringSliceVar(&o.caFiles, "ca-file", nil, "also trust the PEM CA certificates in `FILE` for registries (repeatable)")
-	fs.StringSliceVar(&o.pullSecrets, "pull-secret", nil, "registry credentials from `FILE`: a Kubernetes image pull secret's .dockerconfigjson (as mounted) or the Secret as JSON; tried before the docker config (repeatable)")
-	fs.StringSliceVar(&o.registryMirrors, "registry-mirror", nil, "ask mirror TO about the images of registry FROM (`FROM=TO`): FROM as docker.io for Docker Hub, TO as host[:port][/path-prefix]; the output keeps the original name (repeatable; mirrors in order, then FROM)")
-	fs.BoolVar(&o.mirrorOnly, "mirror-only", false, "never ask a registry that has a --registry-mirror itself")
-	fs.StringVar(&o.writeLock, "write-lock", "", "after a successful run, write every resolution to the lock `FILE` (may be the --lock file)")
-	fs.StringVar(&o.lock, "lock", "", "take digests from the lock `FILE`; references missing from it are resolved, or fail with --frozen")
-	fs.BoolVar(&o.frozen, "frozen", false, "with --lock: never contact a registry; a reference missing from the lock file is an error")
-	fs.BoolVar(&o.check, "check", false, "with --lock: resolve every reference at its registry and fail, naming each image, when a digest differs from the lock file")
-	fs.StringVar(&o.cacheDir, "cache-dir", "", "keep resolutions in `DIR` for --cache-ttl (default: digestpin in the user cache folder, $XDG_CACHE_HOME or ~/.cache)")
-	fs.DurationVar(&o.cacheTTL, "cache-ttl", 0, "reuse a cached resolution younger than `DURATION` (e.g. 5m) without asking the registry; 0 disables the cache")
-	fs.StringVar(&o.report, "report", "", "after a successful run, write a JSON report of every image (reference, digest, source, workloads) to `FILE`")
-	fs.StringArrayVar(&o.tagPolicies, "tag-policy", nil, "choose the tag of repository IMAGE's images (`IMAGE=STRATEGY`): semver:CONSTRAINT (highest version, Helm's syntax, e.g. semver:~1.4), latest (newest image), name:REGEXP (alphabetically last match) or digest (the tag as written); repeatable")
-	fs.StringArrayVar(&o.verify, "verify", nil, "verify the signature of the digest pinned for the images of repositories matching IMAGE-GLOB (`IMAGE-GLOB=POLICY`): key:FILE (a cosign public key), keyless:IDENTITY@ISSUER or keyless:/REGEXP/@ISSUER (needs --trusted-root), or none; terms joined by \" or \" (any one) or \" and \" (all); repeatable")
+	fs.Var(newPositiveIntValue(&o.registry.jobs, resolve.DefaultJobs), "concurrency", "distinct references resolved at once")
+	fs.Var(newPositiveDurationValue(&o.timeout, 2*time.Minute, "2m"), "timeout", "bound on the whole run, reading the input included")
+	fs.Var(newPositiveDurationValue(&o.registry.requestTimeout, 30*time.Second, "30s"), "request-timeout", "bound on one registry request")
+	fs.Var(newOnErrorValue(&r.KeepUnresolved), "on-error", "an image that cannot be resolved: fail the run, or keep it unpinned with a warning")
+	fs.BoolVar(&r.Strict, "strict", false, "fail the run when a value that looks like an image reference is left as a tag because no image field leads to it (an argument, an env var, a field of a custom resource), instead of warning")
+	fs.StringSliceVar(&o.registry.insecure, "insecure-registry", nil, "allow plain HTTP and unverified TLS for `HOST[:PORT]` only (repeatable)")
+	fs.StringSliceVar(&o.registry.caFiles, "ca-file", nil, "also trust the PEM CA certificates in `FILE` for registries (repeatable)")
+	fs.StringSliceVar(&o.registry.pullSecrets, "pull-secret", nil, "registry credentials from `FILE`: a Kubernetes image pull secret's .dockerconfigjson (as mounted) or the Secret as JSON; tried before the docker config (repeatable)")
+	fs.Var(newListValue(&o.registry.mirrors, true, parseMirror), "registry-mirror", "ask mirror TO about the images of registry FROM (`FROM=TO`): FROM as docker.io for Docker Hub, TO as host[:port][/path-prefix]; the output keeps the original name (repeatable; mirrors in order, then FROM)")
+	fs.BoolVar(&o.registry.mirrorOnly, "mirror-only", false, "never ask a registry that has a --registry-mirror itself")
+	fs.StringVar(&p.WriteLock, "write-lock", "", "after a successful run, write every resolution to the lock `FILE` (may be the --lock file)")
+	fs.StringVar(&p.Lock, "lock", "", "take digests from the lock `FILE`; references missing from it are resolved, or fail with --frozen")
+	fs.BoolVar(&p.Frozen, "frozen", false, "with --lock: never contact a registry; a reference missing from the lock file is an error")
+	fs.BoolVar(&p.Check, "check", false, "with --lock: resolve every reference at its registry and fail, naming each image, when a digest differs from the lock file")
+	fs.StringVar(&p.CacheDir, "cache-dir", "", "keep resolutions in `DIR` for --cache-ttl (default: digestpin in the user cache folder, $XDG_CACHE_HOME or ~/.cache)")
+	fs.DurationVar(&p.CacheTTL, "cache-ttl", 0, "reuse a cached resolution younger than `DURATION` (e.g. 5m) without asking the registry; 0 disables the cache")
+	fs.StringVar(&p.Report, "report", "", "after a successful run, write a JSON report of every image (reference, digest, source, workloads) to `FILE`")
+	fs.Var(&tagPolicyValue{ps: &p.TagPolicies}, "tag-policy", "choose the tag of repository IMAGE's images (`IMAGE=STRATEGY`): semver:CONSTRAINT (highest version, Helm's syntax, e.g. semver:~1.4), latest (newest image), name:REGEXP (alphabetically last match) or digest (the tag as written); repeatable")
+	fs.Var(&verifyValue{ps: &p.Verify}, "verify", "verify the signature of the digest pinned for the images of repositories matching IMAGE-GLOB (`IMAGE-GLOB=POLICY`): key:FILE (a cosign public key), keyless:IDENTITY@ISSUER or keyless:/REGEXP/@ISSUER (needs --trusted-root), or none; terms joined by \" or \" (any one) or \" and \" (all); repeatable")
 	fs.StringVar(&o.trustedRoot, "trusted-root", "", "the Sigstore trusted root (trusted_root.json) that keyless --verify policies are checked against; never fetched")
-	fs.StringArrayVar(&o.tagAllow, "tag-allow", nil, "the --tag-policy of IMAGE considers only tags matching REGEXP (`IMAGE=REGEXP`; repeatable)")
-	fs.StringArrayVar(&o.tagIgnore, "tag-ignore", nil, "the --tag-policy of IMAGE never considers tags matching REGEXP (`IMAGE=REGEXP`; repeatable)")
-	fs.IntVar(&o.maxTags, "max-tags", resolve.DefaultMaxTags, "the latest tag policy reads the creation time of at most `N` candidates, the highest in natural order")
-	fs.BoolVar(&o.keelAnnotations, "keel-annotations", false, "give the images of each workload with Keel's keel.sh/policy annotation (or label) the tag policy it means (all, major, minor, patch, force with keel.sh/match-tag, glob:, regexp:), relative to each image's tag")
-	fs.StringVar(&o.cacheURL, "cache", "", "keep resolutions for --cache-ttl on the Redis at `URL` (redis://[USER@]HOST[:PORT][/DB], or rediss:// for TLS), shared by every process that uses it; excludes --cache-dir")
-	fs.StringVar(&o.redisPasswordFile, "redis-password-file", "", "the Redis password is in `FILE` (default: the URL's, else $DIGESTPIN_REDIS_PASSWORD, else $REDIS_PASSWORD)")
-	fs.StringVar(&o.redisCAFile, "redis-ca-file", "", "trust the PEM CA certificates in `FILE` for a rediss:// Redis instead of the system's")
-	fs.StringVar(&o.redisPrefix, "redis-prefix", redisstore.DefaultPrefix, "begin every Redis key with `PREFIX`")
+	fs.Var(newListValue(&o.tagAllow, false, parseTagFilter), "tag-allow", "the --tag-policy of IMAGE considers only tags matching REGEXP (`IMAGE=REGEXP`; repeatable)")
+	fs.Var(newListValue(&o.tagIgnore, false, parseTagFilter), "tag-ignore", "the --tag-policy of IMAGE never considers tags matching REGEXP (`IMAGE=REGEXP`; repeatable)")
+	fs.Var(newPositiveIntValue(&p.MaxTags, resolve.DefaultMaxTags), "max-tags", "the latest tag policy reads the creation time of at most `N` candidates, the highest in natural order")
+	fs.BoolVar(&p.KeelAnnotations, "keel-annotations", false, "give the images of each workload with Keel's keel.sh/policy annotation (or label) the tag policy it means (all, major, minor, patch, force with keel.sh/match-tag, glob:, regexp:), relative to each image's tag")
+	fs.StringVar(&o.redis.url, "cache", "", "keep resolutions for --cache-ttl on the Redis at `URL` (redis://[USER@]HOST[:PORT][/DB], or rediss:// for TLS), shared by every process that uses it; excludes --cache-dir")
+	fs.StringVar(&o.redis.passwordFile, "redis-password-file", "", "the Redis password is in `FILE` (default: the URL's, else $DIGESTPIN_REDIS_PASSWORD, else $REDIS_PASSWORD)")
+	fs.StringVar(&o.redis.caFile, "redis-ca-file", "", "trust the PEM CA certificates in `FILE` for a rediss:// Redis instead of the system's")
+	fs.StringVar(&o.redis.prefix, "redis-prefix", redisstore.DefaultPrefix, "begin every Redis key with `PREFIX`")
 	fs.StringVar(&o.logFile, "log-file", "", "also append messages to `FILE`")
 	fs.BoolVar(&o.ttyErrors, "tty-errors", false, "also write the reason of a failure to the controlling terminal when stderr is not a terminal (the Helm 4 plugin sets it: Helm 4 discards a post-renderer's stderr)")
 	fs.BoolVarP(&o.verbose, "verbose", "v", false, "log each resolution to stderr")
@@ -151,7 +150,7 @@ func (o *options) setFromEnv(fs *pflag.FlagSet, lookup func(string) (string, boo
 		}
 		if serr := fs.Set(f.Name, v); serr != nil {
 			if err == nil {
-				err = fmt.Errorf("invalid %s=%q: %w", envName(f.Name), v, serr)
+				err = invalidValue(serr, fs, func(string) string { return envName(f.Name) })
 			}
 			return
 		}
@@ -169,310 +168,160 @@ func (o *options) name(flag string) string {
 	return "--" + flag
 }
 
-// invalid is the error of a flag whose value cannot work, naming the flag
-// or variable the person set.
-func (o *options) invalid(flag string, value any, format string, args ...any) error {
-	return fmt.Errorf("invalid %s %q: %s", o.name(flag), fmt.Sprint(value), fmt.Sprintf(format, args...))
-}
-
-// pinOptions turns the options into a Pinner's, checking each value; a
-// message names the flag or environment variable that set it.
+// pinOptions completes the options that the flags bound for a Pinner:
+// the configuration file beneath them, the trusted root and the tag
+// filters, the registry resolver's options, the Redis cache and the
+// loggers. pin.New checks the rest, with messages that libraryError
+// puts in the person's words.
 func (o *options) pinOptions(log *logger) (pin.Options, error) {
-	mode, err := renderer.ParseMode(o.mode)
-	if err != nil {
-		return pin.Options{}, o.invalid("mode", o.mode, "want pin, digest or annotate")
-	}
-	var keep bool
-	switch o.onError {
-	case "fail":
-	case "keep":
-		keep = true
-	default:
-		return pin.Options{}, o.invalid("on-error", o.onError, "want fail or keep")
-	}
-	switch {
-	case o.checksumAnnotation == "":
-		return pin.Options{}, fmt.Errorf("%s is empty: want an annotation name", o.name("checksum-annotation"))
-	case renderer.CheckAnnotationName(o.checksumAnnotation) != nil:
-		return pin.Options{}, fmt.Errorf("invalid %s: %w", o.name("checksum-annotation"), renderer.CheckAnnotationName(o.checksumAnnotation))
-	case o.timeout <= 0:
-		return pin.Options{}, o.invalid("timeout", o.timeout, "want a positive duration, e.g. 2m")
-	case o.requestTimeout <= 0:
-		return pin.Options{}, o.invalid("request-timeout", o.requestTimeout, "want a positive duration, e.g. 30s")
-	case o.concurrency < 1:
-		return pin.Options{}, o.invalid("concurrency", o.concurrency, "want at least 1")
-	}
-	// The paths and tag policies: the built-in ones, then the
-	// configuration file's (as the library applies one), then the flags'.
+	opts := o.pin
 	var cfg config.Config
 	if o.config != "" {
+		var err error
 		if cfg, err = config.Load(o.config); err != nil {
 			return pin.Options{}, fmt.Errorf("%s: %w", o.name("config"), err)
 		}
 	}
-	var base pin.Options
-	if err := base.ApplyConfig(cfg); err != nil {
+	// --trusted-root before the file, whose trustedRoot it replaces
+	// unread; never read for no policy at all.
+	if o.trustedRoot != "" {
+		if opts.Verify.Len() == 0 && len(cfg.Verify) == 0 {
+			return pin.Options{}, fmt.Errorf("%s: no --verify policy needs it", o.name("trusted-root"))
+		}
+		opts.Verify = opts.Verify.Clone()
+		if err := opts.Verify.SetTrustedRoot(o.trustedRoot); err != nil {
+			return pin.Options{}, fmt.Errorf("%s: %w", o.name("trusted-root"), err)
+		}
+	}
+	o.configTagPolicies = opts.TagPolicies == nil && len(cfg.TagPolicies) > 0
+	if err := opts.AddConfig(cfg); err != nil {
 		return pin.Options{}, fmt.Errorf("%s: %w", o.name("config"), err)
 	}
-	paths := base.Renderer.PodSpecPaths
-	for _, s := range o.podSpecPaths {
-		p, err := renderer.ParsePodSpecPath(s)
-		if err != nil {
-			return pin.Options{}, fmt.Errorf("%s: %w", o.name("pod-spec-path"), err)
-		}
-		paths = append(paths[:len(paths):len(paths)], p)
+	if err := o.addTagFilters(&opts); err != nil {
+		return pin.Options{}, err
 	}
-	imagePaths := base.Renderer.ImagePaths
-	for _, s := range o.imagePaths {
-		p, err := renderer.ParseImagePath(s)
-		if err != nil {
-			return pin.Options{}, fmt.Errorf("%s: %w", o.name("image-path"), err)
-		}
-		imagePaths = append(imagePaths[:len(imagePaths):len(imagePaths)], p)
-	}
-	checksumPaths := base.Renderer.ChecksumPaths
-	for _, s := range o.checksumPaths {
-		p, err := renderer.ParseChecksumPath(s)
-		if err != nil {
-			return pin.Options{}, fmt.Errorf("%s: %w", o.name("checksum-path"), err)
-		}
-		checksumPaths = append(checksumPaths[:len(checksumPaths):len(checksumPaths)], p)
-	}
-	platform, err := o.parsePlatform()
+	ropts, err := o.registry.options(o, log)
 	if err != nil {
 		return pin.Options{}, err
 	}
-	// Credentials: the pull secrets in the order given, then the docker
-	// config with its credential helpers.
+	opts.ResolveOptions = ropts
+	if opts.Cache, err = o.redis.cache(o, opts.CacheTTL, o.registry.requestTimeout, log); err != nil {
+		return pin.Options{}, err
+	}
+	opts.Renderer.Warnf = log.warnf
+	opts.Logf = log.debugf
+	return opts, nil
+}
+
+// addTagFilters sets --tag-allow, then --tag-ignore, on the tag policies
+// of the flags and the configuration file, so that neither their order
+// nor the file's matters. A filter replaces the file's of the same image.
+func (o *options) addTagFilters(opts *pin.Options) error {
+	if len(o.tagAllow)+len(o.tagIgnore) == 0 {
+		return nil
+	}
+	ps := opts.TagPolicies.Clone()
+	for _, f := range []struct {
+		flag    string
+		entries []string
+		add     func(image, value string) error
+	}{
+		{"tag-allow", o.tagAllow, ps.Allow},
+		{"tag-ignore", o.tagIgnore, ps.Ignore},
+	} {
+		for _, e := range f.entries {
+			if err := pin.AddTagEntry(e, "IMAGE=REGEXP", f.add); err != nil {
+				return fmt.Errorf("invalid %s %q: %w", o.name(f.flag), e, err)
+			}
+		}
+	}
+	opts.TagPolicies = ps
+	return nil
+}
+
+// options yields the registry resolver's options: credentials from the
+// pull secrets in the order given, then the docker config with its
+// credential helpers. resolve.New checks them.
+func (r *registryFlags) options(o *options, log *logger) ([]resolve.Option, error) {
 	var keychains []authn.Keychain
-	for _, f := range o.pullSecrets {
+	for _, f := range r.pullSecrets {
 		kc, err := resolve.ReadPullSecret(f)
 		if err != nil {
-			return pin.Options{}, fmt.Errorf("%s: %w", o.name("pull-secret"), err)
+			return nil, fmt.Errorf("%s: %w", o.name("pull-secret"), err)
 		}
 		keychains = append(keychains, kc)
 	}
-	ropts := []resolve.Option{
+	opts := []resolve.Option{
 		resolve.WithKeychain(resolve.Keychains(append(keychains, resolve.DockerKeychain)...)),
-		resolve.WithJobs(o.concurrency),
-		resolve.WithRequestTimeout(o.requestTimeout),
-		resolve.WithInsecureRegistries(o.insecureRegistries...),
-		resolve.WithCAFiles(o.caFiles...),
-		resolve.WithMirrorOnly(o.mirrorOnly),
+		resolve.WithJobs(r.jobs),
+		resolve.WithRequestTimeout(r.requestTimeout),
+		resolve.WithInsecureRegistries(r.insecure...),
+		resolve.WithCAFiles(r.caFiles...),
+		resolve.WithMirrorOnly(r.mirrorOnly),
 		resolve.WithUserAgent("digestpin/" + versionString()),
 		resolve.WithLogf(log.debugf),
 	}
-	for _, m := range o.registryMirrors {
-		from, to, ok := strings.Cut(m, "=")
-		if !ok {
-			return pin.Options{}, o.invalid("registry-mirror", m, "want FROM=TO")
-		}
-		ropts = append(ropts, resolve.WithMirror(from, to))
-	}
-	policies, err := o.parseTagPolicies(base.TagPolicies, cfg)
-	if err != nil {
-		return pin.Options{}, err
-	}
-	signatures, err := o.parseVerify(cfg)
-	if err != nil {
-		return pin.Options{}, err
-	}
-	cache, err := o.redis(log)
-	if err != nil {
-		return pin.Options{}, err
-	}
-	opts := pin.Options{
-		Renderer: renderer.Renderer{
-			Mode:               mode,
-			ChecksumAnnotation: o.checksumAnnotation,
-			PodSpecPaths:       paths,
-			ImagePaths:         imagePaths,
-			ChecksumPaths:      checksumPaths,
-			KeepUnresolved:     keep,
-			Strict:             o.strict,
-			Warnf:              log.warnf,
-		},
-		ResolveOptions: ropts,
-		Platform:       platform,
-		Lock:           o.lock,
-		Frozen:         o.frozen,
-		Check:          o.check,
-		CacheDir:       o.cacheDir,
-		CacheTTL:       o.cacheTTL,
-		Cache:          cache,
-		WriteLock:      o.writeLock,
-		Report:         o.report,
-		Logf:           log.debugf,
-
-		// Tag policies.
-		TagPolicies:     policies,
-		MaxTags:         o.maxTags,
-		KeelAnnotations: o.keelAnnotations,
-
-		// Signature policies.
-		Verify: signatures,
-	}
-	// A checksum path that covers no image path, from the flags or the
-	// file, is the person's to fix: say so before reading the input.
-	if err := opts.Renderer.Validate(); err != nil {
-		return pin.Options{}, err
+	for _, m := range r.mirrors {
+		opts = append(opts, resolve.WithMirror(m.From, m.To))
 	}
 	return opts, nil
 }
 
-// parsePlatform parses --platform once, for every layer: nil without
-// one. An OS and an architecture are required: "linux" alone would pin
-// whichever architecture the index lists first.
-func (o *options) parsePlatform() (*v1.Platform, error) {
-	if o.platform == "" {
-		return nil, nil
-	}
-	p, err := v1.ParsePlatform(o.platform)
-	if err != nil {
-		return nil, o.invalid("platform", o.platform, "%v", err)
-	}
-	if p.OS == "" || p.Architecture == "" {
-		return nil, o.invalid("platform", o.platform, "want os/arch[/variant], e.g. linux/amd64")
-	}
-	return p, nil
-}
-
-// parseTagPolicies parses --tag-policy, then --tag-allow and
-// --tag-ignore, so that their order does not matter, onto the
-// configuration file's policies (pin.Options.ApplyConfig made them);
-// nil without policies. A flag adds to the file's, and replaces its
-// strategy or filter of the same image; a filter of the file needs a
-// policy in the file.
-func (o *options) parseTagPolicies(fromConfig *resolve.TagPolicies, cfg config.Config) (*resolve.TagPolicies, error) {
-	if len(o.tagPolicies) == 0 && len(o.tagAllow) == 0 && len(o.tagIgnore) == 0 && fromConfig == nil {
-		return nil, nil
-	}
-	if o.maxTags < 1 {
-		return nil, o.invalid("max-tags", o.maxTags, "want at least 1")
-	}
-	o.configTagPolicies = len(cfg.TagPolicies) > 0
-	ps := fromConfig.Clone()
-	for _, f := range []struct {
-		flag, want string
-		values     []string
-		add        func(image, value string) error
-	}{
-		{"tag-policy", "IMAGE=STRATEGY", o.tagPolicies, ps.Add},
-		{"tag-allow", "IMAGE=REGEXP", o.tagAllow, ps.Allow},
-		{"tag-ignore", "IMAGE=REGEXP", o.tagIgnore, ps.Ignore},
-	} {
-		for _, v := range f.values {
-			if err := pin.AddTagEntry(v, f.want, f.add); err != nil {
-				return nil, o.invalid(f.flag, v, "%v", err)
-			}
-		}
-	}
-	return ps, nil
-}
-
-// parseVerify parses the configuration file's verify entries, then
-// --verify, and the trusted root (--trusted-root wins over the file's
-// trustedRoot); nil without policies.
-func (o *options) parseVerify(cfg config.Config) (*verify.Policies, error) {
-	root := cmp.Or(o.trustedRoot, cfg.TrustedRoot)
-	if len(o.verify) == 0 && len(cfg.Verify) == 0 {
-		if o.trustedRoot != "" {
-			return nil, fmt.Errorf("%s: no --verify policy needs it", o.name("trusted-root"))
-		}
-		return nil, nil
-	}
-	ps := &verify.Policies{}
-	for _, e := range cfg.Verify {
-		if err := ps.Add(e.Value); err != nil {
-			return nil, fmt.Errorf("%s: %s, line %d: verify: invalid %q: %w", o.name("config"), cmp.Or(cfg.Name, o.config), e.Line, e.Value, err)
-		}
-	}
-	for _, v := range o.verify {
-		if err := ps.Add(v); err != nil {
-			return nil, o.invalid("verify", v, "%v", err)
-		}
-	}
-	if root != "" {
-		if err := ps.SetTrustedRoot(root); err != nil {
-			if o.trustedRoot != "" {
-				return nil, fmt.Errorf("%s: %w", o.name("trusted-root"), err)
-			}
-			return nil, fmt.Errorf("%s: trustedRoot: %w", o.name("config"), err)
-		}
-	}
-	if err := ps.Check(); err != nil {
-		return nil, fmt.Errorf("%s: %w", o.name("verify"), err)
-	}
-	return ps, nil
-}
-
-// pinFields names the flag of each pin.Options field, for messages.
-var pinFields = map[string]string{
+// optionFlags names the flag that sets each pin.Options field and
+// resolve option, for the library's errors (libraryError): the one place
+// where the command maps the library's names to its own. "" leaves the
+// name out: the renderer's errors say what they are about.
+var optionFlags = map[string]string{
 	"Lock":        "lock",
 	"Frozen":      "frozen",
 	"Check":       "check",
 	"CacheDir":    "cache-dir",
 	"CacheTTL":    "cache-ttl",
 	"Cache":       "cache",
-	"WriteLock":   "write-lock",
-	"Report":      "report",
 	"Platform":    "platform",
 	"TagPolicies": "tag-policy",
 	"Verify":      "verify",
 	"MaxTags":     "max-tags",
+	"Renderer":    "",
+
+	"WithJobs":               "concurrency",
+	"WithRequestTimeout":     "request-timeout",
+	"WithPlatform":           "platform",
+	"WithInsecureRegistries": "insecure-registry",
+	"WithCAFiles":            "ca-file",
+	"WithMirrorOnly":         "mirror-only",
+	"WithMirror":             "registry-mirror",
 }
 
-// resolveOptions names the flag of each resolve option, for messages.
-// WithMirrorOnly comes before WithMirror, which it starts with.
-var resolveOptions = []string{
-	"WithJobs", "concurrency",
-	"WithRequestTimeout", "request-timeout",
-	"WithPlatform", "platform",
-	"WithInsecureRegistries", "insecure-registry",
-	"WithCAFiles", "ca-file",
-	"WithMirrorOnly", "mirror-only",
-	"WithMirror", "registry-mirror",
+// optionName is how the person set a pin.Options field or resolve
+// option: its flag, or the variable that set it, or the configuration
+// file's tagPolicies when the tag policies are the file's alone.
+func (o *options) optionName(option string) string {
+	flag, ok := optionFlags[option]
+	switch {
+	case !ok:
+		return option
+	case flag == "":
+		return ""
+	case option == "TagPolicies" && o.configTagPolicies:
+		return fmt.Sprintf("%s: %s: tagPolicies", o.name("config"), o.config)
+	}
+	return o.name(flag)
 }
 
-// optionError rewrites an error of pin.New in the person's words: flags
-// (or the variables that set them) instead of the names of pin.Options
-// fields and resolve options.
-func (o *options) optionError(err error) error {
-	var pairs []string
-	for i := 0; i < len(resolveOptions); i += 2 {
-		pairs = append(pairs, resolveOptions[i], o.name(resolveOptions[i+1]))
+// libraryError puts an error of pin.New in the person's words: a
+// *pin.OptionError or *resolve.OptionError names flags (or the variables
+// that set them) instead of the library's fields and options.
+func (o *options) libraryError(err error) error {
+	var pe *pin.OptionError
+	var re *resolve.OptionError
+	switch {
+	case errors.As(err, &pe):
+		return errors.New(pe.Message(o.optionName))
+	case errors.As(err, &re):
+		return errors.New(re.Message(o.optionName))
 	}
-	for field, flag := range pinFields {
-		pairs = append(pairs, field, o.name(flag))
-	}
-	r := strings.NewReplacer(longestFirst(pairs)...)
-	var oe *pin.OptionError
-	if errors.As(err, &oe) {
-		name := o.name(pinFields[oe.Field])
-		if oe.Field == "TagPolicies" && len(o.tagPolicies) == 0 && o.configTagPolicies {
-			name = fmt.Sprintf("%s: %s: tagPolicies", o.name("config"), o.config)
-		}
-		return fmt.Errorf("%s %s", name, r.Replace(oe.Reason))
-	}
-	return errors.New(r.Replace(strings.TrimPrefix(err.Error(), "configuring resolver: ")))
-}
-
-// longestFirst orders old/new pairs for strings.NewReplacer so that a name
-// is tried before any name that is a prefix of it ("CacheTTL" before
-// "Cache"): the replacer takes the first pair, in argument order, that
-// matches at a position.
-func longestFirst(pairs []string) []string {
-	type pair struct{ old, new string }
-	ps := make([]pair, 0, len(pairs)/2)
-	for i := 0; i+1 < len(pairs); i += 2 {
-		ps = append(ps, pair{pairs[i], pairs[i+1]})
-	}
-	slices.SortStableFunc(ps, func(a, b pair) int { return len(b.old) - len(a.old) })
-	out := make([]string, 0, len(pairs))
-	for _, p := range ps {
-		out = append(out, p.old, p.new)
-	}
-	return out
+	return err
 }
 
 // usage prints the help text.

@@ -25,59 +25,65 @@ const (
 // --request-timeout).
 const claimWait = 10 * time.Second
 
-// redis returns the resolution cache of --cache, nil when it is not set.
-func (o *options) redis(log *logger) (resolve.Cache, error) {
-	switch {
-	case o.cacheURL == "":
-		for _, f := range []struct{ flag, value string }{{"redis-password-file", o.redisPasswordFile}, {"redis-ca-file", o.redisCAFile}} {
+// redisFlags are the flags of the Redis resolution cache: cache yields
+// it.
+type redisFlags struct {
+	url          string
+	passwordFile string
+	caFile       string
+	prefix       string
+}
+
+// cache returns the resolution cache of --cache, nil when it is not set,
+// keeping entries for ttl; pin.New checks it against the other cache
+// options (a TTL, no --cache-dir).
+func (r *redisFlags) cache(o *options, ttl, requestTimeout time.Duration, log *logger) (resolve.Cache, error) {
+	if r.url == "" {
+		for _, f := range []struct{ flag, value string }{{"redis-password-file", r.passwordFile}, {"redis-ca-file", r.caFile}} {
 			if f.value != "" {
 				return nil, fmt.Errorf("%s needs %s URL, a Redis", o.name(f.flag), o.name("cache"))
 			}
 		}
 		return nil, nil
-	case o.cacheDir != "":
-		return nil, fmt.Errorf("%s excludes %s: resolutions are kept in one place", o.name("cache"), o.name("cache-dir"))
-	case o.cacheTTL == 0:
-		return nil, fmt.Errorf("%s needs %s DURATION, how long a resolution stays valid", o.name("cache"), o.name("cache-ttl"))
 	}
-	password, err := o.redisPassword(o.cacheURL)
+	password, err := r.password(o)
 	if err != nil {
 		return nil, err
 	}
 	c, err := redisstore.New(redisstore.Options{
-		URL:      o.cacheURL,
+		URL:      r.url,
 		Password: password,
-		CAFile:   o.redisCAFile,
-		Prefix:   o.redisPrefix,
-		Timeout:  min(o.requestTimeout, redisstore.DefaultTimeout),
+		CAFile:   r.caFile,
+		Prefix:   r.prefix,
+		Timeout:  min(requestTimeout, redisstore.DefaultTimeout),
 		Warnf:    log.warnf,
 		Logf:     log.debugf,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", o.name("cache"), err)
 	}
-	rc, err := c.Cache(o.cacheTTL, min(o.requestTimeout, claimWait))
+	rc, err := c.Cache(ttl, min(requestTimeout, claimWait))
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", o.name("cache"), err)
 	}
-	log.debugf("resolution cache on %s, TTL %s", c, o.cacheTTL)
+	log.debugf("resolution cache on %s, TTL %s", c, ttl)
 	return rc, nil
 }
 
-// redisPassword returns the password for the Redis at rawURL when the URL
+// password returns the password for the Redis at r.url when the URL
 // holds none: --redis-password-file's, else $DIGESTPIN_REDIS_PASSWORD's,
 // else $REDIS_PASSWORD's; "" for none. A password file beside a password
 // in the URL is an error: one of them would be ignored.
-func (o *options) redisPassword(rawURL string) (string, error) {
+func (r *redisFlags) password(o *options) (string, error) {
 	inURL := false
-	if u, err := url.Parse(rawURL); err == nil && u.User != nil {
+	if u, err := url.Parse(r.url); err == nil && u.User != nil {
 		_, inURL = u.User.Password()
 	}
 	switch {
-	case o.redisPasswordFile != "" && inURL:
+	case r.passwordFile != "" && inURL:
 		return "", fmt.Errorf("%s and a password in the Redis URL: give one", o.name("redis-password-file"))
-	case o.redisPasswordFile != "":
-		b, err := readfile.Regular(o.redisPasswordFile, 64<<10)
+	case r.passwordFile != "":
+		b, err := readfile.Regular(r.passwordFile, 64<<10)
 		if err != nil {
 			return "", fmt.Errorf("%s: reading the Redis password: %w", o.name("redis-password-file"), err)
 		}

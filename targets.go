@@ -98,12 +98,12 @@ func (o *options) checkTargets(stdin, stdout any, inputs ...namedInput) error {
 		flag  string
 		paths []string
 	}{
-		{"lock", []string{o.lock}},
+		{"lock", []string{o.pin.Lock}},
 		{"config", []string{o.config}},
-		{"pull-secret", o.pullSecrets},
-		{"ca-file", o.caFiles},
-		{"redis-password-file", []string{o.redisPasswordFile}},
-		{"redis-ca-file", []string{o.redisCAFile}},
+		{"pull-secret", o.registry.pullSecrets},
+		{"ca-file", o.registry.caFiles},
+		{"redis-password-file", []string{o.redis.passwordFile}},
+		{"redis-ca-file", []string{o.redis.caFile}},
 	} {
 		for _, p := range r.paths {
 			if p == "" {
@@ -129,7 +129,7 @@ func (o *options) checkTargets(stdin, stdout any, inputs ...namedInput) error {
 		known = append(known, target)
 		return nil
 	}
-	for _, t := range []struct{ flag, path string }{{"log-file", o.logFile}, {"write-lock", o.writeLock}, {"report", o.report}} {
+	for _, t := range []struct{ flag, path string }{{"log-file", o.logFile}, {"write-lock", o.pin.WriteLock}, {"report", o.pin.Report}} {
 		if t.path == "" {
 			continue
 		}

@@ -92,7 +92,7 @@ func runTemplate(ctx context.Context, args []string, stdout, stderr io.Writer) e
 		case rerr != nil:
 			return rerr
 		case perr != nil:
-			return &usageError{fmt.Errorf("%w (see digestpin template --help)", perr)}
+			return &usageError{fmt.Errorf("%w (see digestpin template --help)", invalidValue(perr, pinFS, flagName))}
 		case eerr != nil:
 			return &usageError{eerr}
 		case terr != nil:
@@ -128,7 +128,7 @@ func runTemplate(ctx context.Context, args []string, stdout, stderr io.Writer) e
 		popts.Generated = func() *pin.Generated { return generatedReport(gen) }
 		p, err := pin.New(popts)
 		if err != nil {
-			return &usageError{o.optionError(err)}
+			return &usageError{o.libraryError(err)}
 		}
 		t.render.Funcs = gen.Funcs()
 		t.render.Rewrite = detgen.Rewrite

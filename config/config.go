@@ -27,7 +27,7 @@ const MaxSize = 1 << 20
 //
 // Its paths are more paths, to be added to the renderer's defaults, while
 // renderer.Renderer's PodSpecPaths and ImagePaths are exactly the paths
-// followed: apply a Config with pin.Options.ApplyConfig, as the digestpin
+// followed: apply a Config with pin.Options.AddConfig, as the digestpin
 // command does, rather than assign its paths to a Renderer (which would
 // then follow none of the built-in ones).
 type Config struct {

@@ -411,7 +411,7 @@ func TestArgoCDGenerateFailures(t *testing.T) {
 			desc:   "a bad cache TTL",
 			values: registryValues(reg),
 			env:    []string{"VALUES_FILES=values-e2e.yaml", "DIGESTPIN_CACHE_TTL=soon"},
-			want:   []string{`invalid DIGESTPIN_CACHE_TTL="soon"`},
+			want:   []string{`invalid DIGESTPIN_CACHE_TTL "soon"`},
 		},
 		{
 			desc:   "a lock file linked out of the repository",

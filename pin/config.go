@@ -8,43 +8,56 @@ import (
 
 	"github.com/digestpin/digestpin/config"
 	"github.com/digestpin/digestpin/renderer"
+	"github.com/digestpin/digestpin/resolve"
 )
 
-// ApplyConfig adds what a configuration file declares (see package
-// config) to o, as the digestpin command's --config does; the command
-// adds its flags' paths and tag policies after it.
+// AddConfig adds what a configuration file declares (see package config)
+// to o, beneath what o holds already, as the digestpin command adds its
+// --config file beneath its flags: o's settings win, the file's fill in.
 //
 // The file's paths are more paths. A renderer.Renderer follows exactly
 // the PodSpecPaths and ImagePaths it is given (its defaults only where
 // they are nil), so the file's come after o.Renderer's, or after
 // renderer.DefaultPodSpecPaths and renderer.DefaultImagePaths where
 // o.Renderer's are nil: a file never replaces the built-in paths. Its
-// checksum paths come after o.Renderer's. Its tag policies and filters
-// are added to a copy of o.TagPolicies (a new one when nil), each
-// "IMAGE=VALUE" parsed as the command's --tag-policy, --tag-allow and
-// --tag-ignore parse theirs.
+// checksum paths come after o.Renderer's.
+//
+// Its tag policies are added to a copy of o.TagPolicies (a new one when
+// nil) for the images that o has no policy for: o's strategy wins. Then
+// its filters are set on that copy, on o's policies or its own. Each
+// "IMAGE=VALUE" is parsed as the command's --tag-policy, --tag-allow and
+// --tag-ignore parse theirs; a filter needs a policy of its image.
+//
+// Its signature policies are added to a copy of o.Verify (a new one when
+// nil), after o's, and its trusted root is read unless o.Verify has one
+// already (a command's --trusted-root); without any signature policy the
+// trusted root is not read.
 //
 // An error names the file (c.Name) and the line; o is then unchanged.
-// ApplyConfig writes new slices, never into the caller's.
-func (o *Options) ApplyConfig(c config.Config) error {
-	// First the tag policies, the only declarations that can fail.
-	policies := o.TagPolicies
-	if len(c.TagPolicies)+len(c.TagAllow)+len(c.TagIgnore) > 0 {
-		policies = o.TagPolicies.Clone()
-		for _, f := range []struct {
-			key, want string
-			entries   []config.Entry
-			add       func(image, value string) error
-		}{
-			{"tagPolicies", "IMAGE=STRATEGY", c.TagPolicies, policies.Add},
-			{"tagAllow", "IMAGE=REGEXP", c.TagAllow, policies.Allow},
-			{"tagIgnore", "IMAGE=REGEXP", c.TagIgnore, policies.Ignore},
-		} {
-			for _, e := range f.entries {
-				if err := AddTagEntry(e.Value, f.want, f.add); err != nil {
-					return fmt.Errorf("%s, line %d: %s: invalid %q: %w", cmp.Or(c.Name, "configuration"), e.Line, f.key, e.Value, err)
-				}
+// AddConfig writes new slices and policies, never into the caller's.
+func (o *Options) AddConfig(c config.Config) error {
+	file := cmp.Or(c.Name, "configuration")
+	// First the tag policies and the signature policies, the
+	// declarations that can fail.
+	policies, err := addTagPolicies(o.TagPolicies, c, file)
+	if err != nil {
+		return err
+	}
+	signatures := o.Verify
+	if len(c.Verify) > 0 {
+		signatures = o.Verify.Clone()
+		for _, e := range c.Verify {
+			if err := signatures.Add(e.Value); err != nil {
+				return fmt.Errorf("%s, line %d: verify: invalid %q: %w", file, e.Line, e.Value, err)
 			}
+		}
+	}
+	if c.TrustedRoot != "" && signatures.Len() > 0 && signatures.TrustDigest() == "" {
+		if signatures == o.Verify {
+			signatures = o.Verify.Clone()
+		}
+		if err := signatures.SetTrustedRoot(c.TrustedRoot); err != nil {
+			return fmt.Errorf("%s: trustedRoot: %w", file, err)
 		}
 	}
 	// Then the paths: the caller's or the built-in ones, then the file's.
@@ -60,7 +73,41 @@ func (o *Options) ApplyConfig(c config.Config) error {
 	r.ImagePaths = slices.Concat(images, c.ImagePaths)
 	r.ChecksumPaths = slices.Concat(r.ChecksumPaths, c.ChecksumPaths)
 	o.TagPolicies = policies
+	o.Verify = signatures
 	return nil
+}
+
+// addTagPolicies returns ps with the tag policies and filters of c added
+// as AddConfig adds them: ps itself when c declares none, else a copy.
+func addTagPolicies(ps *resolve.TagPolicies, c config.Config, file string) (*resolve.TagPolicies, error) {
+	if len(c.TagPolicies)+len(c.TagAllow)+len(c.TagIgnore) == 0 {
+		return ps, nil
+	}
+	own := ps
+	ps = ps.Clone()
+	for _, f := range []struct {
+		key, want string
+		entries   []config.Entry
+		add       func(image, value string) error
+	}{
+		{"tagPolicies", "IMAGE=STRATEGY", c.TagPolicies, func(image, strategy string) error {
+			if !own.Has(image) {
+				return ps.Add(image, strategy)
+			}
+			// The caller's policy wins; the file's must still parse.
+			_, err := resolve.ParseTagPolicy(strategy)
+			return err
+		}},
+		{"tagAllow", "IMAGE=REGEXP", c.TagAllow, ps.Allow},
+		{"tagIgnore", "IMAGE=REGEXP", c.TagIgnore, ps.Ignore},
+	} {
+		for _, e := range f.entries {
+			if err := AddTagEntry(e.Value, f.want, f.add); err != nil {
+				return nil, fmt.Errorf("%s, line %d: %s: invalid %q: %w", file, e.Line, f.key, e.Value, err)
+			}
+		}
+	}
+	return ps, nil
 }
 
 // AddTagEntry parses entry, "IMAGE=VALUE" as a tag policy or filter is

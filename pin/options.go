@@ -2,6 +2,7 @@ package pin
 
 import (
 	"fmt"
+	"strings"
 	"time"
 
 	v1 "github.com/google/go-containerregistry/pkg/v1"
@@ -116,36 +117,78 @@ type PlatformResolver interface {
 
 var _ PlatformResolver = (*resolve.Resolver)(nil)
 
-// OptionError is an Options field with a value that cannot work. A
-// command maps Field to the flag that set it.
+// OptionError is an Options field with a value that cannot work, alone
+// or beside another field. A command names each field by the flag that
+// set it with Message, rather than by rewriting Error's text.
 type OptionError struct {
 	// Field is the Options field, e.g. "Frozen".
 	Field string
-	// Reason says what is wrong, in words that fit after the field's
-	// name.
+	// Rule and Other, when Other is set, say that Field "needs" or
+	// "excludes" the field Other, e.g. "needs" and "Lock".
+	Rule, Other string
+	// Reason says the rest, in words that follow the field's name (and
+	// Rule and Other): "FILE", ": resolutions are kept in one place",
+	// "must not be negative, got -1". It names no other field.
 	Reason string
+	// Err, when set, is why another package refused the field's value
+	// (renderer for Renderer, verify for Verify).
+	Err error
 }
 
-func (e *OptionError) Error() string { return e.Field + ": " + e.Reason }
+func (e *OptionError) Error() string { return e.Message(func(field string) string { return field }) }
+
+func (e *OptionError) Unwrap() error { return e.Err }
+
+// Message formats e with each field as name calls it: a command passes
+// the names of its flags ("--frozen needs --lock FILE"); a field that
+// name calls "" is left out of the message.
+func (e *OptionError) Message(name func(field string) string) string {
+	var parts []string
+	add := func(s string) {
+		switch {
+		case s == "":
+		case len(parts) > 0 && (s[0] == ':' || s[0] == ','):
+			parts[len(parts)-1] += s
+		default:
+			parts = append(parts, s)
+		}
+	}
+	add(name(e.Field))
+	if e.Other != "" {
+		add(e.Rule)
+		add(name(e.Other))
+	}
+	add(e.Reason)
+	if e.Err != nil {
+		if len(parts) > 0 {
+			parts[len(parts)-1] += ":"
+		}
+		parts = append(parts, e.Err.Error())
+	}
+	return strings.Join(parts, " ")
+}
 
 // validate rejects options that cannot mean anything.
 func (o *Options) validate() error {
 	bad := func(field, reason string) error { return &OptionError{Field: field, Reason: reason} }
+	rule := func(field, rule, other, reason string) error {
+		return &OptionError{Field: field, Rule: rule, Other: other, Reason: reason}
+	}
 	switch {
 	case o.Frozen && o.Check:
-		return bad("Frozen", "excludes Check: Frozen never asks a registry, Check asks it about every image")
+		return rule("Frozen", "excludes", "Check", ": the one asks no registry, the other asks it about every image")
 	case o.Frozen && o.Lock == "":
-		return bad("Frozen", "needs Lock FILE")
+		return rule("Frozen", "needs", "Lock", "FILE")
 	case o.Check && o.Lock == "":
-		return bad("Check", "needs Lock FILE")
+		return rule("Check", "needs", "Lock", "FILE")
 	case o.CacheTTL < 0:
 		return bad("CacheTTL", fmt.Sprintf("must not be negative, got %s", o.CacheTTL))
 	case o.Cache != nil && o.CacheDir != "":
-		return bad("CacheDir", "excludes Cache: resolutions are kept in one place")
+		return rule("Cache", "excludes", "CacheDir", ": resolutions are kept in one place")
 	case o.Cache != nil && o.CacheTTL == 0:
-		return bad("Cache", "needs CacheTTL DURATION, how long a resolution stays valid")
+		return rule("Cache", "needs", "CacheTTL", "DURATION, how long a resolution stays valid")
 	case o.CacheDir != "" && o.CacheTTL == 0:
-		return bad("CacheDir", "needs CacheTTL DURATION, how long a resolution stays valid")
+		return rule("CacheDir", "needs", "CacheTTL", "DURATION, how long a resolution stays valid")
 	case o.Platform != nil && (o.Platform.OS == "" || o.Platform.Architecture == ""):
 		return bad("Platform", fmt.Sprintf("%q has no OS or no architecture: want os/arch[/variant]", o.Platform.String()))
 	case o.TagPolicies.Len() > 0 && o.Renderer.Mode == renderer.ModeAnnotate:
@@ -153,7 +196,7 @@ func (o *Options) validate() error {
 	case o.MaxTags < 0:
 		return bad("MaxTags", fmt.Sprintf("must not be negative, got %d", o.MaxTags))
 	case o.Verify != nil && o.Verify.Check() != nil:
-		return bad("Verify", o.Verify.Check().Error())
+		return &OptionError{Field: "Verify", Err: o.Verify.Check()}
 	case o.Renderer.Resolver != nil:
 		return bad("Renderer.Resolver", "is set: a Pinner assembles its own chain; set Registry to replace the registry")
 	}

@@ -27,7 +27,7 @@ func New(o Options) (*Pinner, error) {
 	}
 	// The renderer's settings too, now rather than at the first Pin.
 	if err := o.Renderer.Validate(); err != nil {
-		return nil, &OptionError{Field: "Renderer", Reason: err.Error()}
+		return nil, &OptionError{Field: "Renderer", Err: err}
 	}
 	// Options of the registry resolver are checked now, not at the first
 	// Pin.

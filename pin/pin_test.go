@@ -36,33 +36,44 @@ func TestNewRejects(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, tc := range []struct {
-		desc   string
-		o      Options
-		field  string
-		reason string // how the OptionError's Reason starts
+		desc        string
+		o           Options
+		field       string
+		rule, other string // the field it needs or excludes
+		reason      string // how the OptionError's Reason starts
+		message     string // its Message with flags' names, "" to skip
 	}{
-		{desc: "frozen and check", o: Options{Lock: "l", Frozen: true, Check: true}, field: "Frozen"},
-		{desc: "frozen without a lock", o: Options{Frozen: true}, field: "Frozen"},
-		{desc: "check without a lock", o: Options{Check: true}, field: "Check"},
-		{desc: "negative TTL", o: Options{CacheTTL: -1}, field: "CacheTTL"},
-		{desc: "cache folder without TTL", o: Options{CacheDir: "d"}, field: "CacheDir"},
+		{desc: "frozen and check", o: Options{Lock: "l", Frozen: true, Check: true}, field: "Frozen", rule: "excludes", other: "Check", reason: ": the one asks no registry", message: "--Frozen excludes --Check: the one asks no registry, the other asks it about every image"},
+		{desc: "frozen without a lock", o: Options{Frozen: true}, field: "Frozen", rule: "needs", other: "Lock", reason: "FILE", message: "--Frozen needs --Lock FILE"},
+		{desc: "check without a lock", o: Options{Check: true}, field: "Check", rule: "needs", other: "Lock", reason: "FILE"},
+		{desc: "negative TTL", o: Options{CacheTTL: -1}, field: "CacheTTL", reason: "must not be negative", message: "--CacheTTL must not be negative, got -1ns"},
+		{desc: "cache folder without TTL", o: Options{CacheDir: "d"}, field: "CacheDir", rule: "needs", other: "CacheTTL", reason: "DURATION"},
 		{desc: "platform without architecture", o: Options{Platform: &v1.Platform{OS: "linux"}}, field: "Platform"},
 		{desc: "platform without OS", o: Options{Platform: &v1.Platform{Architecture: "amd64"}}, field: "Platform"},
-		{desc: "cache and cache folder", o: Options{Cache: &resolve.DirCache{}, CacheDir: "d", CacheTTL: time.Hour}, field: "CacheDir", reason: "excludes Cache: resolutions are kept in one place"},
-		{desc: "cache without TTL", o: Options{Cache: &resolve.DirCache{}}, field: "Cache", reason: "needs CacheTTL DURATION, how long a resolution stays valid"},
+		{desc: "cache and cache folder", o: Options{Cache: &resolve.DirCache{}, CacheDir: "d", CacheTTL: time.Hour}, field: "Cache", rule: "excludes", other: "CacheDir", reason: ": resolutions are kept in one place", message: "--Cache excludes --CacheDir: resolutions are kept in one place"},
+		{desc: "cache without TTL", o: Options{Cache: &resolve.DirCache{}}, field: "Cache", rule: "needs", other: "CacheTTL", reason: "DURATION, how long a resolution stays valid", message: "--Cache needs --CacheTTL DURATION, how long a resolution stays valid"},
 		{desc: "tag policies in annotate mode", o: Options{TagPolicies: policies, Renderer: renderer.Renderer{Mode: renderer.ModeAnnotate}}, field: "TagPolicies", reason: "excludes the annotate mode: the image fields would keep the tags as written"},
 		{desc: "negative MaxTags", o: Options{MaxTags: -1}, field: "MaxTags", reason: "must not be negative, got -1"},
 		{desc: "a resolver of the caller's", o: Options{Renderer: renderer.Renderer{Resolver: refuse(t)}}, field: "Renderer.Resolver", reason: "is set: a Pinner assembles its own chain"},
-		{desc: "an unknown mode", o: Options{Renderer: renderer.Renderer{Mode: "loud"}}, field: "Renderer", reason: `mode "loud": want pin, digest or annotate`},
+		{desc: "an unknown mode", o: Options{Renderer: renderer.Renderer{Mode: "loud"}}, field: "Renderer", message: `--Renderer: mode "loud": want pin, digest or annotate`},
 	} {
 		t.Run(tc.desc, func(t *testing.T) {
 			_, err := New(tc.o)
 			var oe *OptionError
-			if !errors.As(err, &oe) || oe.Field != tc.field || !strings.HasPrefix(oe.Reason, tc.reason) {
-				t.Fatalf("New(%+v) = %v, want an OptionError for %s, reason %q", tc.o, err, tc.field, tc.reason)
+			if !errors.As(err, &oe) || oe.Field != tc.field || oe.Rule != tc.rule || oe.Other != tc.other || !strings.HasPrefix(oe.Reason, tc.reason) {
+				t.Fatalf("New(%+v) = %v, want an OptionError for %s %s %s, reason %q", tc.o, err, tc.field, tc.rule, tc.other, tc.reason)
 			}
-			if want := tc.field + ": " + oe.Reason; err.Error() != want {
-				t.Errorf("New() error = %q, want %q", err, want)
+			if want := oe.Message(func(f string) string { return f }); err.Error() != want {
+				t.Errorf("New() error = %q, want its Message %q", err, want)
+			}
+			if !strings.HasPrefix(err.Error(), tc.field+" ") && !strings.HasPrefix(err.Error(), tc.field+":") {
+				t.Errorf("New() error = %q, want it to start with %s", err, tc.field)
+			}
+			if tc.message == "" {
+				return
+			}
+			if got := oe.Message(func(f string) string { return "--" + f }); got != tc.message {
+				t.Errorf("Message(flags) = %q, want %q", got, tc.message)
 			}
 		})
 	}

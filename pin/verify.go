@@ -54,7 +54,7 @@ func (p *Pinner) verifyImages(ctx context.Context, c *chain, images []renderer.I
 		}
 		var err error
 		if v, err = verify.NewVerifier(reg, ps); err != nil {
-			return nil, &OptionError{Field: "Verify", Reason: err.Error()}
+			return nil, &OptionError{Field: "Verify", Err: err}
 		}
 	}
 	var (

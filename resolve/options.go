@@ -15,8 +15,40 @@ import (
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 )
 
-// Option configures a Resolver.
+// Option configures a Resolver. An Option that cannot work returns an
+// *OptionError, which New returns wrapped.
 type Option func(*options) error
+
+// OptionError is an Option, or a pair of them, that cannot work. A command
+// that sets options from its flags names each Option by its flag: with
+// errors.As, from Option and Needs, never by rewriting Error's text.
+type OptionError struct {
+	// Option names the option, as "WithMirror".
+	Option string
+	// Needs names another option that Option needs and that was not
+	// given, as "WithMirror" for WithMirrorOnly; "" when Err says what is
+	// wrong.
+	Needs string
+	// Err is what is wrong with the option's value; nil when Needs is
+	// set.
+	Err error
+}
+
+func (e *OptionError) Error() string { return e.Message(func(option string) string { return option }) }
+
+// Message formats e with each option as name calls it: a command passes
+// the names of its flags ("--mirror-only: needs a --registry-mirror").
+func (e *OptionError) Message(name func(option string) string) string {
+	if e.Needs != "" {
+		return name(e.Option) + ": needs a " + name(e.Needs)
+	}
+	return name(e.Option) + ": " + e.Err.Error()
+}
+
+func (e *OptionError) Unwrap() error { return e.Err }
+
+// optionError is the *OptionError of option for err.
+func optionError(option string, err error) error { return &OptionError{Option: option, Err: err} }
 
 type options struct {
 	keychain       authn.Keychain
@@ -62,7 +94,7 @@ const DefaultRequestTimeout = 30 * time.Second
 func WithKeychain(kc authn.Keychain) Option {
 	return func(o *options) error {
 		if kc == nil {
-			return errors.New("WithKeychain: the keychain is nil")
+			return optionError("WithKeychain", errors.New("the keychain is nil"))
 		}
 		o.keychain = kc
 		return nil
@@ -77,7 +109,7 @@ func WithKeychain(kc authn.Keychain) Option {
 func WithTransport(t http.RoundTripper) Option {
 	return func(o *options) error {
 		if t == nil {
-			return errors.New("WithTransport: the transport is nil")
+			return optionError("WithTransport", errors.New("the transport is nil"))
 		}
 		o.transport = t
 		return nil
@@ -92,7 +124,7 @@ func WithTransport(t http.RoundTripper) Option {
 func WithPlatform(p *v1.Platform) Option {
 	return func(o *options) error {
 		if p != nil && (p.OS == "" || p.Architecture == "") {
-			return fmt.Errorf("WithPlatform: %q names no OS and architecture: want os/arch[/variant], e.g. linux/amd64", platformString(p))
+			return optionError("WithPlatform", fmt.Errorf("%q names no OS and architecture: want os/arch[/variant], e.g. linux/amd64", platformString(p)))
 		}
 		o.platform = p
 		return nil
@@ -117,7 +149,7 @@ func platformString(p *v1.Platform) string {
 func WithJobs(n int) Option {
 	return func(o *options) error {
 		if n <= 0 {
-			return fmt.Errorf("WithJobs: jobs must be positive, got %d", n)
+			return optionError("WithJobs", fmt.Errorf("jobs must be positive, got %d", n))
 		}
 		o.jobs = n
 		return nil
@@ -133,7 +165,7 @@ func WithJobs(n int) Option {
 func WithRequestTimeout(d time.Duration) Option {
 	return func(o *options) error {
 		if d <= 0 {
-			return fmt.Errorf("WithRequestTimeout: request timeout must be positive, got %s", d)
+			return optionError("WithRequestTimeout", fmt.Errorf("request timeout must be positive, got %s", d))
 		}
 		o.requestTimeout = d
 		return nil
@@ -148,7 +180,7 @@ func WithInsecureRegistries(hosts ...string) Option {
 	return func(o *options) error {
 		for _, h := range hosts {
 			if err := checkHost(h); err != nil {
-				return fmt.Errorf("WithInsecureRegistries: %w", err)
+				return optionError("WithInsecureRegistries", err)
 			}
 			o.insecure[hostKey(h)] = true
 		}
@@ -206,7 +238,7 @@ func WithCAFiles(files ...string) Option {
 	return func(o *options) error {
 		for _, f := range files {
 			if f == "" {
-				return errors.New("WithCAFiles: a file name is empty")
+				return optionError("WithCAFiles", errors.New("a file name is empty"))
 			}
 			o.caFiles = append(o.caFiles, f)
 		}
@@ -231,7 +263,7 @@ func WithMirror(from, to string) Option {
 	return func(o *options) error {
 		reg, m, err := parseMirror(from, to)
 		if err != nil {
-			return fmt.Errorf("WithMirror: %w", err)
+			return optionError("WithMirror", err)
 		}
 		o.mirrors[reg] = append(o.mirrors[reg], m)
 		o.mirrorList = append(o.mirrorList, Mirror{From: from, To: to})
@@ -254,7 +286,7 @@ func WithMirrorOnly(only bool) Option {
 func withRetry(attempts int, base, most time.Duration) Option {
 	return func(o *options) error {
 		if attempts < 1 || base <= 0 || most < base {
-			return fmt.Errorf("withRetry: invalid policy: %d attempts, backoff %s to %s", attempts, base, most)
+			return optionError("withRetry", fmt.Errorf("invalid policy: %d attempts, backoff %s to %s", attempts, base, most))
 		}
 		o.retry.attempts, o.retry.base, o.retry.max = attempts, base, most
 		return nil

@@ -67,7 +67,7 @@ func New(opts ...Option) (*Resolver, error) {
 		}
 	}
 	if o.mirrorOnly && len(o.mirrors) == 0 {
-		return nil, errors.New("configuring resolver: WithMirrorOnly: needs a WithMirror")
+		return nil, fmt.Errorf("configuring resolver: %w", &OptionError{Option: "WithMirrorOnly", Needs: "WithMirror"})
 	}
 	// Every message goes through the redactor, those of the retries too.
 	red := newRedactor()

@@ -2,6 +2,7 @@ package resolve
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net/http"
 	"strings"
@@ -309,34 +310,49 @@ func TestResolveGetOnlyWhenHeadGivesNoDigest(t *testing.T) {
 	}
 }
 
+// TestNewValidates checks that New refuses options that cannot work
+// with an *OptionError naming the option (and the option it needs), for
+// a command to name its flag, and a message that names it too.
 func TestNewValidates(t *testing.T) {
 	t.Parallel()
 	for _, tc := range []struct {
-		desc    string
-		opts    []Option
-		wantErr string
+		desc          string
+		opts          []Option
+		option, needs string
+		wantErr       string
 	}{
-		{"zero jobs", []Option{WithJobs(0)}, "configuring resolver: WithJobs: jobs must be positive, got 0"},
-		{"zero request timeout", []Option{WithRequestTimeout(0)}, "configuring resolver: WithRequestTimeout: request timeout must be positive, got 0s"},
-		{"nil keychain", []Option{WithKeychain(nil)}, "WithKeychain: the keychain is nil"},
-		{"nil transport", []Option{WithTransport(nil)}, "WithTransport: the transport is nil"},
-		{"empty insecure host", []Option{WithInsecureRegistries("")}, "WithInsecureRegistries: a host is empty"},
-		{"mirror-only without mirrors", []Option{WithMirrorOnly(true)}, "WithMirrorOnly: needs a WithMirror"},
-		{"bad mirror", []Option{WithMirror("docker.io", "https://mirror.example")}, "WithMirror: mirror docker.io=https://mirror.example: give registry hosts without a scheme"},
-		{"empty CA file name", []Option{WithCAFiles("")}, "WithCAFiles: a file name is empty"},
-		{"missing CA file", []Option{WithCAFiles("/nonexistent/ca.pem")}, "WithCAFiles: reading /nonexistent/ca.pem"},
-		{"bad retry policy", []Option{withRetry(0, time.Second, time.Second)}, "withRetry: invalid policy"},
+		{desc: "zero jobs", opts: []Option{WithJobs(0)}, option: "WithJobs", needs: "", wantErr: "configuring resolver: WithJobs: jobs must be positive, got 0"},
+		{desc: "zero request timeout", opts: []Option{WithRequestTimeout(0)}, option: "WithRequestTimeout", needs: "", wantErr: "configuring resolver: WithRequestTimeout: request timeout must be positive, got 0s"},
+		{desc: "nil keychain", opts: []Option{WithKeychain(nil)}, option: "WithKeychain", needs: "", wantErr: "WithKeychain: the keychain is nil"},
+		{desc: "nil transport", opts: []Option{WithTransport(nil)}, option: "WithTransport", needs: "", wantErr: "WithTransport: the transport is nil"},
+		{desc: "empty insecure host", opts: []Option{WithInsecureRegistries("")}, option: "WithInsecureRegistries", needs: "", wantErr: "WithInsecureRegistries: a host is empty"},
+		{desc: "mirror-only without mirrors", opts: []Option{WithMirrorOnly(true)}, option: "WithMirrorOnly", needs: "WithMirror", wantErr: "WithMirrorOnly: needs a WithMirror"},
+		{desc: "bad mirror", opts: []Option{WithMirror("docker.io", "https://mirror.example")}, option: "WithMirror", needs: "", wantErr: "WithMirror: mirror docker.io=https://mirror.example: give registry hosts without a scheme"},
+		{desc: "empty CA file name", opts: []Option{WithCAFiles("")}, option: "WithCAFiles", needs: "", wantErr: "WithCAFiles: a file name is empty"},
+		{desc: "missing CA file", opts: []Option{WithCAFiles("/nonexistent/ca.pem")}, option: "WithCAFiles", needs: "", wantErr: "WithCAFiles: reading /nonexistent/ca.pem"},
+		{desc: "CA file with a transport that is no *http.Transport", opts: []Option{WithTransport(&countingTransport{next: http.DefaultTransport}), WithCAFiles("/nonexistent/ca.pem")}, option: "WithCAFiles", needs: "", wantErr: "WithCAFiles: needs the default transport"},
+		{desc: "bad retry policy", opts: []Option{withRetry(0, time.Second, time.Second)}, option: "withRetry", needs: "", wantErr: "withRetry: invalid policy"},
 		// A platform without an OS or an architecture would pin the
 		// first manifest that matches the rest, silently.
-		{"platform without architecture", []Option{WithPlatform(&v1.Platform{OS: "linux"})}, `WithPlatform: "linux/" names no OS and architecture`},
-		{"platform without OS", []Option{WithPlatform(&v1.Platform{Architecture: "amd64"})}, `WithPlatform: "/amd64" names no OS and architecture`},
-		{"empty platform", []Option{WithPlatform(&v1.Platform{})}, `WithPlatform: "/" names no OS and architecture`},
-		{"platform with a variant but no architecture", []Option{WithPlatform(&v1.Platform{OS: "linux", Variant: "v7"})}, `WithPlatform: "linux//v7"`},
+		{desc: "platform without architecture", opts: []Option{WithPlatform(&v1.Platform{OS: "linux"})}, option: "WithPlatform", needs: "", wantErr: `WithPlatform: "linux/" names no OS and architecture`},
+		{desc: "platform without OS", opts: []Option{WithPlatform(&v1.Platform{Architecture: "amd64"})}, option: "WithPlatform", needs: "", wantErr: `WithPlatform: "/amd64" names no OS and architecture`},
+		{desc: "empty platform", opts: []Option{WithPlatform(&v1.Platform{})}, option: "WithPlatform", needs: "", wantErr: `WithPlatform: "/" names no OS and architecture`},
+		{desc: "platform with a variant but no architecture", opts: []Option{WithPlatform(&v1.Platform{OS: "linux", Variant: "v7"})}, option: "WithPlatform", needs: "", wantErr: `WithPlatform: "linux//v7"`},
 	} {
 		t.Run(tc.desc, func(t *testing.T) {
 			_, err := New(tc.opts...)
 			if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
-				t.Errorf("New() error = %v, want one containing %q", err, tc.wantErr)
+				t.Fatalf("New() error = %v, want one containing %q", err, tc.wantErr)
+			}
+			var oe *OptionError
+			if !errors.As(err, &oe) {
+				t.Fatalf("New() error = %v, want an *OptionError", err)
+			}
+			if diff := cmp.Diff(tc.option+"|"+tc.needs, oe.Option+"|"+oe.Needs); diff != "" {
+				t.Errorf("New() OptionError option|needs (-want +got):\n%s", diff)
+			}
+			if got, want := oe.Message(func(o string) string { return "<" + o + ">" }), "<"+tc.option+">: "; !strings.HasPrefix(got, want) || (tc.needs != "" && !strings.HasSuffix(got, "<"+tc.needs+">")) {
+				t.Errorf("Message() = %q, want it to start with %q and name the option needed", got, want)
 			}
 		})
 	}

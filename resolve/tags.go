@@ -328,6 +328,16 @@ func (ps *TagPolicies) Add(image, strategy string) error {
 	return nil
 }
 
+// Has reports whether image, a repository as Add takes it, has a policy;
+// false for an image that is no repository.
+func (ps *TagPolicies) Has(image string) bool {
+	if ps == nil {
+		return false
+	}
+	repo, err := parseRepository(image)
+	return err == nil && ps.m[repo.Name()] != nil
+}
+
 // Allow lets the policy of image consider only tags that match re.
 func (ps *TagPolicies) Allow(image, re string) error { return ps.filter(image, re, true) }
 

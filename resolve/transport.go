@@ -33,7 +33,7 @@ func newBaseTransport(o *options, red *redactor) (http.RoundTripper, error) {
 	if len(o.caFiles) > 0 {
 		ht, ok := t.(*http.Transport)
 		if !ok {
-			return nil, errors.New("WithCAFiles: needs the default transport or an *http.Transport from WithTransport")
+			return nil, optionError("WithCAFiles", errors.New("needs the default transport or an *http.Transport from WithTransport"))
 		}
 		pool, err := x509.SystemCertPool()
 		if err != nil {
@@ -42,10 +42,10 @@ func newBaseTransport(o *options, red *redactor) (http.RoundTripper, error) {
 		for _, f := range o.caFiles {
 			pem, err := readSmallFile(f, maxCAFile, true)
 			if err != nil {
-				return nil, fmt.Errorf("WithCAFiles: reading %s: %w", f, err)
+				return nil, optionError("WithCAFiles", fmt.Errorf("reading %s: %w", f, err))
 			}
 			if !pool.AppendCertsFromPEM(pem) {
-				return nil, fmt.Errorf("WithCAFiles: reading %s: no PEM certificate in it", f)
+				return nil, optionError("WithCAFiles", fmt.Errorf("reading %s: no PEM certificate in it", f))
 			}
 		}
 		ht = ht.Clone()

@@ -116,6 +116,18 @@ type Policies struct {
 	readFile func(string) ([]byte, error)
 }
 
+// Clone returns a copy of ps that Add, SetTrustedRoot and
+// SetTrustedMaterial may change without changing ps; a nil ps gives an
+// empty Policies.
+func (ps *Policies) Clone() *Policies {
+	if ps == nil {
+		return &Policies{}
+	}
+	c := *ps
+	c.list = slices.Clone(ps.list)
+	return &c
+}
+
 // MaxKeySize bounds a public key file.
 const MaxKeySize = 64 << 10
 

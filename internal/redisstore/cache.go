@@ -66,13 +66,15 @@ const (
 )
 
 // Cache returns the resolution cache on c, whose entries are valid for
-// ttl, which must be positive. wait bounds how long Claim waits for
+// ttl, which must not be negative: a ttl of 0 makes a cache that keeps
+// nothing, which pin.New refuses (a Cache needs a CacheTTL), so that the
+// command that makes one names the missing TTL as pin does. wait bounds how long Claim waits for
 // another process's answer before the caller asks the registry itself,
 // and how long a lock lives; 0 means no waiting and no locks.
 func (c *Client) Cache(ttl, wait time.Duration) (*Cache, error) {
 	switch {
-	case ttl <= 0:
-		return nil, errors.New("cache TTL must be positive, got " + ttl.String())
+	case ttl < 0:
+		return nil, errors.New("cache TTL must not be negative, got " + ttl.String())
 	case wait < 0:
 		return nil, errors.New("cache wait must not be negative, got " + wait.String())
 	}
