@@ -55,7 +55,7 @@ export DIGESTPIN_TEST_KUBE := $(KUBE_TOOLS)
 export DIGESTPIN_TEST_ARGOCD := $(ARGOCD_TOOLS)
 export DIGESTPIN_TEST_COSIGN := $(COSIGN)
 
-.PHONY: all build test test-kube test-argocd argocd-tools kube-tools cosign demo helm argocd-cmp-server lint bench fuzz clean install release dist
+.PHONY: all build test test-quick test-kube test-argocd argocd-tools kube-tools cosign demo helm argocd-cmp-server lint bench fuzz clean install release dist
 
 all: build
 
@@ -79,6 +79,17 @@ test: build helm $(KUSTOMIZE) argocd-cmp-server kube-tools argocd-tools cosign
 	cd e2e/cmpserver && go vet ./... && go test ./...
 	$(TEST_KUBE)
 	$(TEST_ARGOCD)
+
+# The inner loop: the unit tests and the fast end-to-end cases of the main
+# module, with -race, in a few minutes. -short leaves out the tests marked
+# testfiles.Slow (those that build a release or go install the module, the
+# Helm CLI and plugin installs, the CI templates, the renderer's largest
+# inputs); the nested modules (argocd-cmp-server, a control plane, Argo
+# CD, the Helm SDK example) are make test's. make test and CI run
+# everything, without -short.
+test-quick: build helm $(KUSTOMIZE) cosign
+	scripts/test-deps.sh
+	go test -race -short -timeout 10m ./...
 
 # The rollout tests in local directory mode (never cached; the figures
 # they print show), with -race: the module holds test code and the

@@ -9,6 +9,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/digestpin/digestpin/internal/testfiles"
 )
 
 // TestGoInstallVersion checks that `go install
@@ -19,6 +21,8 @@ import (
 // cache (itself a valid proxy), into a module cache of the test's own: so
 // nothing is downloaded and the shared module cache is untouched.
 func TestGoInstallVersion(t *testing.T) {
+	testfiles.Slow(t)
+	t.Parallel()
 	const module, version = "github.com/digestpin/digestpin", "v0.98.7"
 	root := repoRoot(t)
 	out, err := exec.Command("git", "-C", root, "ls-files").Output()
