@@ -5,37 +5,45 @@ SHELL := /bin/bash
 
 VERSION := $(shell sed -n 's/^version: *"\{0,1\}\([^"]*\)"\{0,1\}$$/\1/p' plugin.yaml)
 BIN := bin/digestpin
-CACHE := $(CURDIR)/.cache
+# The tools the tests and lint run are built once per version into a
+# folder outside the clone (TOOLS), so that a fresh clone on the same
+# machine (CI) reuses them instead of building Helm twice, kustomize,
+# argocd-cmp-server and golangci-lint again (minutes each run).
+TOOLS := $(or $(XDG_CACHE_HOME),$(HOME)/.cache)/digestpin-test
 HELM3_VERSION := v3.22.0
 HELM4_VERSION := v4.3.1
-HELM3 := $(CACHE)/helm-$(HELM3_VERSION)/helm
-HELM4 := $(CACHE)/helm-$(HELM4_VERSION)/helm
+HELM3 := $(TOOLS)/helm-$(HELM3_VERSION)/helm
+HELM4 := $(TOOLS)/helm-$(HELM4_VERSION)/helm
 KUSTOMIZE_VERSION := v5.8.1
-KUSTOMIZE := $(CACHE)/kustomize-$(KUSTOMIZE_VERSION)/kustomize
+KUSTOMIZE := $(TOOLS)/kustomize-$(KUSTOMIZE_VERSION)/kustomize
 GOLANGCI_VERSION := v2.15.0
-GOLANGCI := $(CACHE)/golangci-lint-$(GOLANGCI_VERSION)/golangci-lint
+GOLANGCI := $(TOOLS)/golangci-lint-$(GOLANGCI_VERSION)/golangci-lint
 LDFLAGS := -X main.version=$(VERSION)
 # Argo CD's argocd-cmp-server, for the plugin's tests in e2e/cmpserver; the
 # version is the one that module requires.
 ARGOCD_VERSION := $(shell sed -n 's|^[[:space:]]*github.com/argoproj/argo-cd/v3 \(v[^ ]*\)$$|\1|p' e2e/cmpserver/go.mod)
-ARGOCD_CMP_SERVER := $(CACHE)/argocd-cmp-server-$(ARGOCD_VERSION)/argocd-cmp-server
+# Its folder is named by that version and a hash of what else decides the
+# build (the module's go.mod and go.sum, the command's source), which a
+# change in the clone may change without a new Argo CD version.
+ARGOCD_CMP_SERVER_KEY := $(shell cat e2e/cmpserver/go.mod e2e/cmpserver/go.sum e2e/cmpserver/cmd/argocd-cmp-server/*.go | sha256sum | cut -c1-12)
+ARGOCD_CMP_SERVER := $(TOOLS)/argocd-cmp-server-$(ARGOCD_VERSION)-$(ARGOCD_CMP_SERVER_KEY)/argocd-cmp-server
 # The Kubernetes control plane of the rollout tests (e2e/kube), built from
 # e2e/kube/tools at the version its go.mod pins (minutes on a cold Go
 # cache), into a folder outside the clone named by that version, so that a
 # fresh clone on the same machine (CI) reuses it.
 KUBE_VERSION := $(shell sed -n 's|^[[:space:]]*k8s.io/kubernetes \(v[^ ]*\).*$$|\1|p' e2e/kube/tools/go.mod)
-KUBE_TOOLS := $(or $(XDG_CACHE_HOME),$(HOME)/.cache)/digestpin-test/kube-$(KUBE_VERSION)
+KUBE_TOOLS := $(TOOLS)/kube-$(KUBE_VERSION)
 # Argo CD itself, for the tests under a running Argo CD (e2e/argocd): the
 # multi-call binary of the argo-cd module e2e/argocd/tools requires (the
 # version e2e/cmpserver pins; a test checks they agree), built once (minutes on a
 # cold Go cache) into a folder outside the clone named by that version,
 # and linked under the names of the commands the tests run.
-ARGOCD_TOOLS := $(or $(XDG_CACHE_HOME),$(HOME)/.cache)/digestpin-test/argocd-$(ARGOCD_VERSION)
+ARGOCD_TOOLS := $(TOOLS)/argocd-$(ARGOCD_VERSION)
 # The cosign CLI, a real client whose signatures the verification tests
 # read (e2e/verify_cosign_test.go): a released version, built once (minutes
 # on a cold Go cache) into a folder outside the clone named by that version.
 COSIGN_VERSION := v3.1.3
-COSIGN := $(or $(XDG_CACHE_HOME),$(HOME)/.cache)/digestpin-test/cosign-$(COSIGN_VERSION)/cosign
+COSIGN := $(TOOLS)/cosign-$(COSIGN_VERSION)/cosign
 
 # Tests that drive the real binary and Helm CLIs find them here.
 export DIGESTPIN_TEST_BIN := $(CURDIR)/$(BIN)
@@ -47,7 +55,7 @@ export DIGESTPIN_TEST_KUBE := $(KUBE_TOOLS)
 export DIGESTPIN_TEST_ARGOCD := $(ARGOCD_TOOLS)
 export DIGESTPIN_TEST_COSIGN := $(COSIGN)
 
-.PHONY: all build test test-kube test-argocd argocd-tools kube-tools cosign demo helm argocd-cmp-server lint bench fuzz clean install release dist
+.PHONY: all build test test-quick test-kube test-argocd argocd-tools kube-tools cosign demo helm argocd-cmp-server lint bench fuzz clean install release dist
 
 all: build
 
@@ -72,6 +80,17 @@ test: build helm $(KUSTOMIZE) argocd-cmp-server kube-tools argocd-tools cosign
 	$(TEST_KUBE)
 	$(TEST_ARGOCD)
 
+# The inner loop: the unit tests and the fast end-to-end cases of the main
+# module, with -race, in a few minutes. -short leaves out the tests marked
+# testfiles.Slow (those that build a release or go install the module, the
+# Helm CLI and plugin installs, the CI templates, the renderer's largest
+# inputs); the nested modules (argocd-cmp-server, a control plane, Argo
+# CD, the Helm SDK example) are make test's. make test and CI run
+# everything, without -short.
+test-quick: build helm $(KUSTOMIZE) cosign
+	scripts/test-deps.sh
+	go test -race -short -timeout 10m ./...
+
 # The rollout tests in local directory mode (never cached; the figures
 # they print show), with -race: the module holds test code and the
 # control plane harness (controlplane, which has no tests of its own and
@@ -92,16 +111,26 @@ demo: build
 
 helm: $(HELM3) $(HELM4)
 
+# go-install builds the Go command $(1) (package@version) into a folder of
+# its own beside the target and moves the binary into place, so that an
+# interrupted build leaves no target behind and two clones building at
+# once never run a half-written one.
+define go-install
+	tmp=$$(mktemp -d $(@D).tmp.XXXXXX) && GOBIN=$$tmp go install $(1) && mkdir -p $(@D) && mv $$tmp/$(@F) $@ && rmdir $$tmp
+endef
+
 $(HELM3):
-	GOBIN=$(dir $@) go install helm.sh/helm/v3/cmd/helm@$(HELM3_VERSION)
+	$(call go-install,helm.sh/helm/v3/cmd/helm@$(HELM3_VERSION))
 
 $(HELM4):
-	GOBIN=$(dir $@) go install helm.sh/helm/v4/cmd/helm@$(HELM4_VERSION)
+	$(call go-install,helm.sh/helm/v4/cmd/helm@$(HELM4_VERSION))
 
 argocd-cmp-server: $(ARGOCD_CMP_SERVER)
 
 $(ARGOCD_CMP_SERVER):
-	cd e2e/cmpserver && go build -o $@ ./cmd/argocd-cmp-server
+	mkdir -p $(@D)
+	cd e2e/cmpserver && go build -o $@.tmp ./cmd/argocd-cmp-server
+	mv $@.tmp $@
 
 argocd-tools: $(ARGOCD_TOOLS)/argocd-application-controller
 
@@ -123,11 +152,7 @@ cosign: $(COSIGN)
 # Built into a folder beside the target and moved into place, so that an
 # interrupted build leaves no target behind.
 $(COSIGN):
-	rm -rf $(@D).tmp
-	GOBIN=$(@D).tmp go install github.com/sigstore/cosign/v3/cmd/cosign@$(COSIGN_VERSION)
-	mkdir -p $(@D)
-	mv $(@D).tmp/cosign $@
-	rmdir $(@D).tmp
+	$(call go-install,github.com/sigstore/cosign/v3/cmd/cosign@$(COSIGN_VERSION))
 
 $(KUBE_TOOLS)/kubectl:
 	scripts/kube-tools.sh $(KUBE_TOOLS)
@@ -162,7 +187,7 @@ fuzz:
 
 # kustomize renders kustomizations in the Argo CD plugin's tests.
 $(KUSTOMIZE):
-	GOBIN=$(dir $@) go install sigs.k8s.io/kustomize/kustomize/v5@$(KUSTOMIZE_VERSION)
+	$(call go-install,sigs.k8s.io/kustomize/kustomize/v5@$(KUSTOMIZE_VERSION))
 
 lint: $(GOLANGCI)
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt: $$out"; exit 1; fi
@@ -172,7 +197,7 @@ lint: $(GOLANGCI)
 	shellcheck .ci/run $$(git ls-files '*.sh')
 
 $(GOLANGCI):
-	GOBIN=$(dir $@) go install github.com/golangci/golangci-lint/v2/cmd/golangci-lint@$(GOLANGCI_VERSION)
+	$(call go-install,github.com/golangci/golangci-lint/v2/cmd/golangci-lint@$(GOLANGCI_VERSION))
 
 # install copies the binary and the Helm 3 plugin into Helm's plugin folder.
 # HELM names the Helm CLI; for Helm 4, install the post-renderer plugin

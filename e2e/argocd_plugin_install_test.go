@@ -320,6 +320,7 @@ func inlineScriptText(t *testing.T, repoServer any) string {
 // missing SHA256SUMS line fails it with one line and leaves the volume as
 // an earlier run left it.
 func TestArgoCDPluginInstall(t *testing.T) {
+	t.Parallel()
 	dist, version := releaseFiles(t)
 	archive, _, _ := releaseNames(version)
 	script, _ := inlineScript(t, dig(t, readYAML(t, "repo-server-patch.yaml"), "spec", "template", "spec"))

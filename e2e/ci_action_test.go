@@ -329,6 +329,7 @@ func runAction(t *testing.T, workspace, path string, inputs map[string]string) (
 // checkout with a chart, against a release served on loopback (made by
 // make release for this platform) and a loopback registry.
 func TestGitHubAction(t *testing.T) {
+	t.Parallel()
 	dir, version := releaseFiles(t)
 	base := releaseServer(t, dir, version)
 	reg := testregistry.New(t)

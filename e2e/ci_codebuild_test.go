@@ -100,6 +100,7 @@ func runCodeBuild(t *testing.T, b buildspec, src, path string, secrets, vars map
 // registry only): with it the lock file is recorded and pushed; without it
 // the registry refuses, and the build fails naming the image.
 func TestCodeBuildBuildspec(t *testing.T) {
+	t.Parallel()
 	dir, version := releaseFiles(t)
 	base := releaseServer(t, dir, version)
 	spec := readBuildspec(t)

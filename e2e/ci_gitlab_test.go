@@ -76,6 +76,7 @@ func runGitLabJob(t *testing.T, job gitlabJob, project, path string, vars map[st
 // against a release served on loopback (made by make release for this
 // platform) and a loopback registry.
 func TestGitLabTemplate(t *testing.T) {
+	t.Parallel()
 	dir, version := releaseFiles(t)
 	base := releaseServer(t, dir, version)
 	job := gitlabTemplate(t)

@@ -16,6 +16,7 @@ import (
 
 	"sigs.k8s.io/kustomize/kyaml/yaml"
 
+	"github.com/digestpin/digestpin/internal/testfiles"
 	"github.com/digestpin/digestpin/internal/testregistry"
 )
 
@@ -31,6 +32,8 @@ const (
 // Helm 4 post-renderer plugin installed from a checkout. Installs from a
 // release URL are TestPluginInstallFromURL's.
 func TestHelm(t *testing.T) {
+	testfiles.Slow(t)
+	t.Parallel()
 	bin, h3, h4 := digestpinBin(t), helm3(t), helm4(t)
 	reg := testregistry.New(t)
 	for _, img := range []string{"app:1.0", "db:1.0", "tools:1.0"} {
@@ -465,6 +468,7 @@ func shellQuote(s string) string { return "'" + strings.ReplaceAll(s, "'", `'\''
 // refuse a download whose checksum is wrong or missing, and on failure say
 // why in one line and, run by Helm, remove the plugin Helm installed.
 func TestInstallBinaryScript(t *testing.T) {
+	t.Parallel()
 	bin := digestpinBin(t)
 	root := repoRoot(t)
 	dir, version := releaseFiles(t)

@@ -250,13 +250,38 @@ func TestBinaryStopsWithNothingWritten(t *testing.T) {
 	t.Run("SIGTERM", func(t *testing.T) {
 		cmd := exec.Command(digestpinBin(t), args...)
 		cmd.Env = cleanEnv()
-		cmd.Stdin = strings.NewReader(big.String())
+		stdin, err := cmd.StdinPipe()
+		if err != nil {
+			t.Fatal(err)
+		}
 		var out, errb bytes.Buffer
 		cmd.Stdout, cmd.Stderr = &out, &errb
 		if err := cmd.Start(); err != nil {
 			t.Fatal(err)
 		}
-		time.Sleep(150 * time.Millisecond)
+		// The signal goes once the run reads its input, which it does
+		// after it has taken over SIGTERM: written past what the pipe
+		// holds, the input is being read. (A fixed sleep of 150 ms came
+		// before the handler on a loaded machine, and the signal's
+		// default action killed the process.)
+		read := make(chan struct{})
+		go func() {
+			defer stdin.Close()
+			in, chunk := []byte(big.String()), 16<<10
+			for i := 0; i < len(in); i += chunk {
+				if i == 1<<20 {
+					close(read)
+				}
+				if _, err := stdin.Write(in[i:min(i+chunk, len(in))]); err != nil {
+					return // the run stopped; its exit is checked below
+				}
+			}
+		}()
+		select {
+		case <-read:
+		case <-time.After(time.Minute):
+			t.Fatal("digestpin read less than 1 MiB of its input in a minute")
+		}
 		if err := cmd.Process.Signal(syscall.SIGTERM); err != nil {
 			t.Fatal(err)
 		}

@@ -23,6 +23,7 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/digestpin/digestpin/internal/testfiles"
 	"github.com/digestpin/digestpin/internal/testregistry"
 )
 
@@ -44,8 +45,12 @@ func TestMain(m *testing.M) {
 
 // releaseFiles returns the folder `make release PLATFORMS=<this machine>`
 // wrote, and the version it released.
+//
+// Building a release takes a minute on a loaded machine, so a test that
+// needs one is slow (testfiles.Slow): go test -short leaves it out.
 func releaseFiles(t *testing.T) (dir, version string) {
 	t.Helper()
+	testfiles.Slow(t)
 	h4 := helm4(t)
 	release.once.Do(func() {
 		release.dir, release.err = os.MkdirTemp("", "digestpin-release-")
@@ -94,6 +99,7 @@ func releaseNames(version string) (binArchive, h3Plugin, h4Plugin string) {
 // TestRelease checks the files `make release` writes: their names, what
 // each archive holds, and SHA256SUMS over all of them.
 func TestRelease(t *testing.T) {
+	t.Parallel()
 	dir, version := releaseFiles(t)
 	binArchive, h3Plugin, h4Plugin := releaseNames(version)
 
@@ -296,6 +302,7 @@ func releaseServer(t *testing.T, dir, version string) string {
 // and checks the binary) and from its archive URL, the Helm 4 post-renderer
 // plugin from its package URL. A failed install leaves no plugin behind.
 func TestPluginInstallFromURL(t *testing.T) {
+	t.Parallel()
 	dir, version := releaseFiles(t)
 	_, h3Plugin, h4Plugin := releaseNames(version)
 	h3, h4, bin := helm3(t), helm4(t), digestpinBin(t)

@@ -260,6 +260,7 @@ func TestJSONRefused(t *testing.T) {
 // itself. The layouts are random with a fixed seed; those that the API
 // server's decoder refuses are not counted.
 func TestJSONLayouts(t *testing.T) {
+	testfiles.Slow(t)
 	docs := []string{
 		`{"apiVersion":"apps/v1","kind":"Deployment","metadata":{"name":"d"},"spec":{"template":{"spec":{"containers":[{"name":"app","image":"registry.example/app:1"}]}}}}`,
 		`{"apiVersion":"apps/v1","kind":"Deployment","metadata":{"name":"d"},"spec":{"template":{"metadata":{},"spec":{"containers":[{"name":"app","image":"registry.example/app:1"}]}}}}`,

@@ -16,6 +16,7 @@ import (
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 
 	"github.com/digestpin/digestpin/internal/gen"
+	"github.com/digestpin/digestpin/internal/testfiles"
 
 	"github.com/digestpin/digestpin/resolution"
 )
@@ -357,6 +358,7 @@ func TestRenderConcurrentCallsAgree(t *testing.T) {
 }
 
 func TestRenderLargeStream(t *testing.T) {
+	testfiles.Slow(t)
 	// More than maxKeptBytes of documents wait for the resolver: the first
 	// keep their parse, the rest are parsed again; both must agree.
 	var buf bytes.Buffer

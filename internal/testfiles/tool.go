@@ -1,6 +1,9 @@
 package testfiles
 
-import "os"
+import (
+	"os"
+	"testing"
+)
 
 // SkipTB is the part of testing.TB that Tool uses.
 type SkipTB interface {
@@ -24,4 +27,19 @@ func Tool(t SkipTB, env, missing string) string {
 	}
 	t.Skip(missing)
 	return ""
+}
+
+// Slow skips a slow test under `go test -short`, which `make test-quick`
+// runs: the inner loop keeps the unit tests and the fast end-to-end
+// cases. `make test` and CI run without -short, so they run it; in CI
+// (CI=true) -short is an error, so that no slow test is left out there.
+func Slow(t SkipTB) {
+	t.Helper()
+	if !testing.Short() {
+		return
+	}
+	if os.Getenv("CI") != "" {
+		t.Fatal("go test -short in CI: CI runs every test")
+	}
+	t.Skip("slow: left out by go test -short (make test-quick); make test runs it")
 }
