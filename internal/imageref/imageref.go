@@ -15,7 +15,18 @@ import (
 // error gives the parser's reason and, where it can tell, the part at
 // fault: `invalid reference format: the path component "a..b" is not …`.
 func Check(image string) error {
-	_, err := reference.ParseNormalizedNamed(image)
+	ref, err := reference.ParseNormalizedNamed(image)
+	if err == nil && reference.Domain(ref) == "" {
+		// The parser reads a first component that holds a "." but is no
+		// host name ("a_b.c/x") as a path with no registry at all, a
+		// name no runtime pulls the same way: the kubelet's would name
+		// the registry "a_b.c", which is no host name.
+		why := diagnose(image)
+		if why == "" {
+			why = "it names no registry"
+		}
+		return fmt.Errorf("%w: %s", reference.ErrReferenceInvalidFormat, why)
+	}
 	// The parser's bare "invalid reference format" says nothing of the
 	// part at fault; its other errors do.
 	if errors.Is(err, reference.ErrReferenceInvalidFormat) {

@@ -44,6 +44,9 @@ var invalid = []struct{ ref, want string }{
 	{"registry-.example/a", `the registry "registry-.example"`},
 	{"-registry.example/a", `the registry "-registry.example"`},
 	{"example.com:/a", `the registry "example.com:"`},
+	// The parser reads these as paths with no registry (FuzzCheck).
+	{"0.0_0/0", `the registry "0.0_0"`},
+	{"a_b.c/x:1", `the registry "a_b.c"`},
 	{"registry.example/App:1", "must be lowercase"},
 	{"app@sha256:abc", `the digest "sha256:abc"`},
 	{strings.Repeat("a", 64), "64-byte hexadecimal"},
@@ -112,7 +115,13 @@ func FuzzCheck(f *testing.F) {
 		if got, want := ValidTag(s), anchoredTag.MatchString(s); got != want {
 			t.Fatalf("ValidTag(%q) = %t, the grammar says %t", s, got, want)
 		}
-		if _, err := reference.ParseNormalizedNamed(s); err == nil {
+		if ref, err := reference.ParseNormalizedNamed(s); err == nil && reference.Domain(ref) == "" {
+			// A first component with a "." that is no host name: the
+			// parser reads a path without a registry, Check refuses it.
+			if err := Check(s); err == nil || diagnose(s) == "" {
+				t.Fatalf("Check(%q) = %v, diagnose = %q: want the registry refused", s, err, diagnose(s))
+			}
+		} else if err == nil {
 			if why := diagnose(s); why != "" {
 				t.Fatalf("diagnose(%q) = %q, but the parser accepts it", s, why)
 			}
