@@ -41,33 +41,14 @@ func (p *Pinner) verifyImages(ctx context.Context, c *chain, images []renderer.I
 	}
 	var v *verify.Verifier
 	if !p.o.Frozen {
-		reg := p.o.Signatures
-		if reg == nil && c.resolver != nil {
-			reg = c.resolver
-		}
-		if reg == nil {
-			r, err := resolve.New(p.o.ResolveOptions...)
-			if err != nil {
-				return nil, err
-			}
-			reg = r
-		}
 		var err error
-		if v, err = verify.NewVerifier(reg, ps); err != nil {
-			return nil, &OptionError{Field: "Verify", Err: err}
+		if v, err = p.verifier(c); err != nil {
+			return nil, err
 		}
 	}
-	var (
-		mu    sync.Mutex
-		recs  = map[string]*verify.Record{}
-		fails []string
-		used  = map[*verify.Policy]bool{}
-	)
-	fail := func(s string) {
-		mu.Lock()
-		fails = append(fails, s)
-		mu.Unlock()
-	}
+	run := &verifyRun{recs: map[string]*verify.Record{}}
+	fail := run.fail
+	used := map[*verify.Policy]bool{}
 	g, gctx := errgroup.WithContext(ctx)
 	g.SetLimit(verifyJobs)
 	for _, im := range images {
@@ -83,7 +64,7 @@ func (p *Pinner) verifyImages(ctx context.Context, c *chain, images []renderer.I
 		used[pol] = true
 		switch {
 		case pol.None():
-			recs[im.Reference] = &verify.Record{Policy: pol.String()}
+			run.record(im.Reference, &verify.Record{Policy: pol.String()})
 			continue
 		case im.Digest == "":
 			fail(fmt.Sprintf("%s: not resolved, so not verified under policy %s (--on-error keep never keeps an image a signature policy covers)", im.Reference, pol))
@@ -92,18 +73,9 @@ func (p *Pinner) verifyImages(ctx context.Context, c *chain, images []renderer.I
 		d := ref.Context().Digest(im.Digest)
 		// The lock file's record, for the same policy and digest, stands
 		// for a verification unless Check asks again.
-		var locked *lockfile.Verification
-		if im.Source != resolution.Pinned {
-			tagPolicy := ""
-			if tp := c.tags.For(ref); tp != nil {
-				tagPolicy = tp.String()
-			}
-			if lv, h, ok := c.lock.LookupVerified(ref, c.platform, tagPolicy); ok && h.String() == im.Digest {
-				locked = lv
-			}
-		}
+		locked := lockedVerification(c, ref, im)
 		if locked != nil && locked.Policy == pol.String() && !p.o.Check {
-			recs[im.Reference] = fromLock(locked)
+			run.record(im.Reference, fromLock(locked))
 			continue
 		}
 		if p.o.Frozen {
@@ -111,18 +83,12 @@ func (p *Pinner) verifyImages(ctx context.Context, c *chain, images []renderer.I
 			continue
 		}
 		g.Go(func() error {
-			rec, cached := p.cachedVerification(gctx, c, d, pol)
-			if !cached {
-				var err error
-				if rec, err = v.Verify(gctx, d, pol); err != nil {
-					fail(err.Error())
-					return nil
-				}
-				p.cacheVerification(gctx, c, d, pol, rec)
+			rec, err := p.verifyDigest(gctx, c, v, d, pol)
+			if err != nil {
+				fail(err.Error())
+				return nil
 			}
-			mu.Lock()
-			recs[im.Reference] = rec
-			mu.Unlock()
+			run.record(im.Reference, rec)
 			if p.o.Check && locked != nil && !sameSigners(locked, rec) {
 				c.moved.add(fmt.Sprintf("%s: signed by %s, the lock file says %s", ref, signersOf(rec.Signers), signersOf(fromLock(locked).Signers)))
 			}
@@ -133,18 +99,9 @@ func (p *Pinner) verifyImages(ctx context.Context, c *chain, images []renderer.I
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
-	for _, pol := range ps.List() {
-		if !used[pol] {
-			fails = append(fails, fmt.Sprintf("signature policy %s=%s matches no image of the stream: a typo, most likely", pol.Glob(), pol))
-		}
-	}
-	if len(fails) > 0 {
-		slices.Sort(fails)
-		errs := []error{fmt.Errorf("%d image(s) not verified", len(fails))}
-		for _, f := range fails {
-			errs = append(errs, errors.New("  "+f))
-		}
-		return nil, errors.Join(errs...)
+	recs := run.recs
+	if err := notVerified(run.fails, ps, used); err != nil {
+		return nil, err
 	}
 	for _, im := range images {
 		if r := recs[im.Reference]; r != nil {
@@ -152,6 +109,99 @@ func (p *Pinner) verifyImages(ctx context.Context, c *chain, images []renderer.I
 		}
 	}
 	return recs, nil
+}
+
+// verifyRun gathers what verifyImages's goroutines find.
+type verifyRun struct {
+	mu    sync.Mutex
+	recs  map[string]*verify.Record // by image reference
+	fails []string                  // one line for each image that fails
+}
+
+func (r *verifyRun) fail(s string) {
+	r.mu.Lock()
+	r.fails = append(r.fails, s)
+	r.mu.Unlock()
+}
+
+func (r *verifyRun) record(ref string, rec *verify.Record) {
+	r.mu.Lock()
+	r.recs[ref] = rec
+	r.mu.Unlock()
+}
+
+// verifyDigest verifies d under pol with v, or takes the verification
+// from the cache, and caches what it verified.
+func (p *Pinner) verifyDigest(ctx context.Context, c *chain, v *verify.Verifier, d name.Digest, pol *verify.Policy) (*verify.Record, error) {
+	if rec, cached := p.cachedVerification(ctx, c, d, pol); cached {
+		return rec, nil
+	}
+	rec, err := v.Verify(ctx, d, pol)
+	if err != nil {
+		return nil, err
+	}
+	p.cacheVerification(ctx, c, d, pol, rec)
+	return rec, nil
+}
+
+// notVerified returns the error of a verification: each image that
+// failed, and each policy that matches no image of the stream (not in
+// used), sorted, one a line; nil when there is neither.
+func notVerified(fails []string, ps *verify.Policies, used map[*verify.Policy]bool) error {
+	for _, pol := range ps.List() {
+		if !used[pol] {
+			fails = append(fails, fmt.Sprintf("signature policy %s=%s matches no image of the stream: a typo, most likely", pol.Glob(), pol))
+		}
+	}
+	if len(fails) == 0 {
+		return nil
+	}
+	slices.Sort(fails)
+	errs := []error{fmt.Errorf("%d image(s) not verified", len(fails))}
+	for _, f := range fails {
+		errs = append(errs, errors.New("  "+f))
+	}
+	return errors.Join(errs...)
+}
+
+// verifier returns the Verifier of the Pin's signature policies, reading
+// signatures from Signatures, else from the chain's registry resolver,
+// else from one made with ResolveOptions.
+func (p *Pinner) verifier(c *chain) (*verify.Verifier, error) {
+	reg := p.o.Signatures
+	if reg == nil && c.resolver != nil {
+		reg = c.resolver
+	}
+	if reg == nil {
+		r, err := resolve.New(p.o.ResolveOptions...)
+		if err != nil {
+			return nil, err
+		}
+		reg = r
+	}
+	v, err := verify.NewVerifier(reg, p.o.Verify)
+	if err != nil {
+		return nil, &OptionError{Field: "Verify", Err: err}
+	}
+	return v, nil
+}
+
+// lockedVerification returns the lock file's record of the verification
+// of im's digest, under the tag policy ref has now, or nil: an image the
+// manifest pinned itself, or one whose lock entry has another digest, has
+// none.
+func lockedVerification(c *chain, ref name.Reference, im renderer.Image) *lockfile.Verification {
+	if im.Source == resolution.Pinned {
+		return nil
+	}
+	tagPolicy := ""
+	if tp := c.tags.For(ref); tp != nil {
+		tagPolicy = tp.String()
+	}
+	if lv, h, ok := c.lock.LookupVerified(ref, c.platform, tagPolicy); ok && h.String() == im.Digest {
+		return lv
+	}
+	return nil
 }
 
 // verificationKey keys a verification in the cache: the digest, the
