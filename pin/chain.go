@@ -107,22 +107,9 @@ func newChain(o *Options) (*chain, error) {
 	live := registry
 	var popts []resolve.PolicyOption
 	if o.CacheTTL > 0 {
-		cache := o.Cache
-		if cache == nil {
-			dir := o.CacheDir
-			if dir == "" {
-				d, err := resolve.DefaultCacheDir()
-				if err != nil {
-					return nil, err
-				}
-				dir = d
-			}
-			dc, err := resolve.NewDirCache(dir)
-			if err != nil {
-				return nil, err
-			}
-			o.logf("resolution cache in %s, TTL %s", dir, o.CacheTTL)
-			cache = dc
+		cache, err := o.cache()
+		if err != nil {
+			return nil, err
 		}
 		live = resolve.NewCachingResolver(registry, cache, o.CacheTTL, key, o.warnf)
 		records, err := resolve.NewRecords(cache, o.CacheTTL)
@@ -142,6 +129,28 @@ func newChain(o *Options) (*chain, error) {
 	}
 	c.Resolver = live
 	return c, nil
+}
+
+// cache returns the resolution cache: Cache, else a DirCache in CacheDir
+// (resolve.DefaultCacheDir when "").
+func (o *Options) cache() (resolve.Cache, error) {
+	if o.Cache != nil {
+		return o.Cache, nil
+	}
+	dir := o.CacheDir
+	if dir == "" {
+		d, err := resolve.DefaultCacheDir()
+		if err != nil {
+			return nil, err
+		}
+		dir = d
+	}
+	dc, err := resolve.NewDirCache(dir)
+	if err != nil {
+		return nil, err
+	}
+	o.logf("resolution cache in %s, TTL %s", dir, o.CacheTTL)
+	return dc, nil
 }
 
 // verdict is what the lock layers noticed, as the error that fails the
