@@ -417,8 +417,18 @@ func (e *editor) podSpecImages(spec *yaml.Node, w Workload) ([]string, error) {
 			}
 		}
 	}
-	// Image volumes (Kubernetes 1.31+): volumes[].image.reference is
-	// pulled like a container's image.
+	more, err := e.imageVolumes(spec, w)
+	if err != nil {
+		return nil, err
+	}
+	return append(lines, more...), nil
+}
+
+// imageVolumes pins the image volumes of pod spec spec (Kubernetes
+// 1.31+: volumes[].image.reference is pulled like a container's image)
+// and returns their checksum lines, "volume/NAME=REF".
+func (e *editor) imageVolumes(spec *yaml.Node, w Workload) ([]string, error) {
+	var lines []string
 	vols, err := get(spec, "volumes")
 	if err != nil {
 		return nil, e.keyError(err, w.object())
