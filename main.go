@@ -181,28 +181,8 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		case o.version:
 			fmt.Fprintf(stdout, "digestpin %s\n", versionString())
 			return nil
-		case fs.Arg(0) == "completion":
-			if fs.NArg() != 2 {
-				return &usageError{fmt.Errorf("usage: digestpin completion %s", strings.Join(shells, "|"))}
-			}
-			if err := completion(stdout, fs.Arg(1), fs); err != nil {
-				return &usageError{err}
-			}
-			return nil
-		case fs.Arg(0) == "argocd-parameters" && fs.NArg() == 1:
-			// Internal: the Argo CD plugin's generate.sh reads its
-			// parameters through it (argocd.go), and it refuses the
-			// plugin's retired settings (retired.go) and an
-			// Application's choice of the seed.
-			if err := checkRetiredArgocd(os.LookupEnv); err != nil {
-				return err
-			}
-			if err := checkArgocdSeedEnv(os.LookupEnv); err != nil {
-				return err
-			}
-			return writeArgocdParameters(stdout, os.LookupEnv)
 		case fs.NArg() > 0:
-			return &usageError{fmt.Errorf("unexpected argument %q: digestpin reads the manifests on stdin or from -f FILE", fs.Arg(0))}
+			return runWord(fs, stdout)
 		}
 		popts, err := o.pinOptions(log)
 		if err != nil {
@@ -219,6 +199,35 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		log.fail(err)
 	}
 	return err
+}
+
+// runWord runs what the filter's arguments name: completion SHELL, or
+// the internal argocd-parameters. Anything else is a usage error: the
+// filter reads the manifests on stdin or from -f FILE.
+func runWord(fs *pflag.FlagSet, stdout io.Writer) error {
+	switch {
+	case fs.Arg(0) == "completion":
+		if fs.NArg() != 2 {
+			return &usageError{fmt.Errorf("usage: digestpin completion %s", strings.Join(shells, "|"))}
+		}
+		if err := completion(stdout, fs.Arg(1), fs); err != nil {
+			return &usageError{err}
+		}
+		return nil
+	case fs.Arg(0) == "argocd-parameters" && fs.NArg() == 1:
+		// Internal: digestpin argocd generate runs it first
+		// (argocd_generate.go); it refuses the Argo CD plugin's retired
+		// settings (retired.go) and an Application's choice of the seed,
+		// and writes the parameters it checked (argocd.go).
+		if err := checkRetiredArgocd(os.LookupEnv); err != nil {
+			return err
+		}
+		if err := checkArgocdSeedEnv(os.LookupEnv); err != nil {
+			return err
+		}
+		return writeArgocdParameters(stdout, os.LookupEnv)
+	}
+	return &usageError{fmt.Errorf("unexpected argument %q: digestpin reads the manifests on stdin or from -f FILE", fs.Arg(0))}
 }
 
 // filterFlags are the flags of digestpin itself, the filter, bound onto
