@@ -98,19 +98,8 @@ func runTemplate(ctx context.Context, args []string, stdout, stderr io.Writer) e
 		case terr != nil:
 			return &usageError{terr}
 		}
-		if err := t.render.SetArgs(fs.Args()); err != nil {
-			return &usageError{fmt.Errorf("%w (usage: digestpin template [NAME] CHART --seed-file FILE [flags])", err)}
-		}
-		if t.render.EnableDNS {
-			// Every answer of getHostByName could differ from the last; a
-			// deterministic render does without them, as helm template does
-			// by default.
-			return &usageError{errors.New("--enable-dns: digestpin template renders without DNS lookups (getHostByName gives \"\", as helm template does without the flag)")}
-		}
-		if t.render.ReadsStdin() {
-			if err := stdinStops(os.Stdin, "values", "a values file"); err != nil {
-				return err
-			}
+		if err := t.setArgs(fs.Args()); err != nil {
+			return err
 		}
 		seed, err := readSeed(o, "template", t.seedFile)
 		if err != nil {
@@ -136,42 +125,68 @@ func runTemplate(ctx context.Context, args []string, stdout, stderr io.Writer) e
 		// that a failure is one line (as for install and upgrade).
 		hlog := &heldErrors{w: helmLog{log}}
 		t.render.Log = hlog
-		render := func(ctx context.Context) ([]byte, error) {
-			// Helm's engine does not stop a template that runs long when
-			// ctx ends, so the render runs on its own goroutine, which is
-			// left behind by a process about to exit (as o.read's is).
-			type result struct {
-				b   []byte
-				err error
-			}
-			done := make(chan result, 1)
-			go func() {
-				b, err := helmrender.Template(ctx, t.render)
-				done <- result{b, err}
-			}()
-			var r result
-			select {
-			case r = <-done:
-			case <-ctx.Done():
-				return nil, fmt.Errorf("rendering chart %s: %w", t.render.Chart, ctx.Err())
-			}
-			if r.err != nil {
-				msg := oneLine(r.err)
-				if pw := t.render.ChartPath.Password; pw != "" {
-					msg = strings.ReplaceAll(msg, pw, "[REDACTED]")
-				}
-				return nil, fmt.Errorf("rendering chart %s: %s", t.render.Chart, msg)
-			}
-			hlog.flush()
-			warnGenerated(log, gen)
-			return r.b, nil
-		}
+		render := t.renderer(log, hlog, gen)
 		return o.pinStream(ctx, p, render, stdout, log)
 	}()
 	if err != nil {
 		log.fail(err)
 	}
 	return err
+}
+
+// setArgs takes the release name and chart from args, and refuses what a
+// deterministic render cannot do: DNS lookups, and values on stdin that
+// would never end (stdinStops).
+func (t *templateOptions) setArgs(args []string) error {
+	if err := t.render.SetArgs(args); err != nil {
+		return &usageError{fmt.Errorf("%w (usage: digestpin template [NAME] CHART --seed-file FILE [flags])", err)}
+	}
+	if t.render.EnableDNS {
+		// Every answer of getHostByName could differ from the last; a
+		// deterministic render does without them, as helm template does
+		// by default.
+		return &usageError{errors.New("--enable-dns: digestpin template renders without DNS lookups (getHostByName gives \"\", as helm template does without the flag)")}
+	}
+	if t.render.ReadsStdin() {
+		return stdinStops(os.Stdin, "values", "a values file")
+	}
+	return nil
+}
+
+// renderer returns the render of t's chart with gen's functions, for
+// pinStream: Helm's held errors flushed to log once it succeeds, and the
+// generators' warnings said.
+func (t *templateOptions) renderer(log *logger, hlog *heldErrors, gen *detgen.Generator) func(context.Context) ([]byte, error) {
+	return func(ctx context.Context) ([]byte, error) {
+		// Helm's engine does not stop a template that runs long when
+		// ctx ends, so the render runs on its own goroutine, which is
+		// left behind by a process about to exit (as o.read's is).
+		type result struct {
+			b   []byte
+			err error
+		}
+		done := make(chan result, 1)
+		go func() {
+			b, err := helmrender.Template(ctx, t.render)
+			done <- result{b, err}
+		}()
+		var r result
+		select {
+		case r = <-done:
+		case <-ctx.Done():
+			return nil, fmt.Errorf("rendering chart %s: %w", t.render.Chart, ctx.Err())
+		}
+		if r.err != nil {
+			msg := oneLine(r.err)
+			if pw := t.render.ChartPath.Password; pw != "" {
+				msg = strings.ReplaceAll(msg, pw, "[REDACTED]")
+			}
+			return nil, fmt.Errorf("rendering chart %s: %s", t.render.Chart, msg)
+		}
+		hlog.flush()
+		warnGenerated(log, gen)
+		return r.b, nil
+	}
 }
 
 // flags are the flags of digestpin template: Helm's onto t, the pinning
