@@ -115,21 +115,8 @@ func runDeploy(ctx context.Context, name string, args []string, stdout, stderr i
 		case eerr != nil:
 			return &usageError{eerr}
 		}
-		if err := c.setArgs(fs.Args()); err != nil {
+		if err := c.checkArgs(fs.Args()); err != nil {
 			return err
-		}
-		if err := c.deploy().Check(); err != nil {
-			return &usageError{err}
-		}
-		if c.source().EnableDNS {
-			// As digestpin template: getHostByName's answers could differ
-			// from one render to the next.
-			return &usageError{fmt.Errorf("--enable-dns: digestpin %s renders without DNS lookups (getHostByName gives \"\", as helm %s does without the flag)", name, name)}
-		}
-		if c.source().ReadsStdin() {
-			if err := stdinStops(os.Stdin, "values", "a values file"); err != nil {
-				return err
-			}
 		}
 		seed, err := readSeed(o, name, seedFile)
 		if err != nil {
@@ -155,46 +142,13 @@ func runDeploy(ctx context.Context, name string, args []string, stdout, stderr i
 			return err
 		}
 
-		// The generators of this release; lookup reads the cluster when
-		// Helm's would.
-		gen := detgen.New(seed, detgen.Release{Name: src.ReleaseName, Namespace: src.Settings.Namespace()}, time.Now)
-		if lookup := helmrender.ClusterLookup(cfg); lookup != nil && dep.UsesCluster() {
-			gen.SetLookup(lookup)
-		}
-		popts.Generated = func() *pin.Generated { return generatedReport(gen) }
-		pr, err := postrender.New(popts)
-		if err != nil {
-			return &usageError{o.libraryError(err)}
-		}
 		// The lock file and the report wait for Helm to succeed.
-		var (
-			mu      sync.Mutex
-			results []*pin.Result
-		)
-		pr.Timeout = o.timeout
-		pr.Keep = func(r *pin.Result) {
-			mu.Lock()
-			defer mu.Unlock()
-			results = append(results, r)
+		held := &heldResults{}
+		settle := held.settle
+		gen, err := c.pinning(ctx, seed, popts, cfg, hlog, held)
+		if err != nil {
+			return err
 		}
-		settle := func(commit bool) error {
-			mu.Lock()
-			defer mu.Unlock()
-			var errs []error
-			for _, r := range results {
-				if commit {
-					errs = append(errs, r.Commit())
-				} else {
-					r.Discard()
-				}
-			}
-			results = nil
-			return errors.Join(errs...)
-		}
-		dep.PostRenderer = pr.WithContext(ctx)
-		src.Funcs = gen.Funcs()
-		src.Rewrite = detgen.Rewrite
-		src.Log = hlog
 
 		var out bytes.Buffer
 		if err := c.run(ctx, cfg, &out); err != nil {
@@ -203,22 +157,104 @@ func runDeploy(ctx context.Context, name string, args []string, stdout, stderr i
 		}
 		hlog.flush()
 		warnGenerated(log, gen)
-		if _, err := stdout.Write(out.Bytes()); err != nil {
-			// A dry run did nothing but print; a real one happened, and
-			// the lock file and report say what it deployed.
-			if dep.IsDryRun() {
-				_ = settle(false)
-			} else if cerr := settle(true); cerr != nil {
-				return errors.Join(fmt.Errorf("writing output: %w", err), cerr)
-			}
-			return fmt.Errorf("writing output: %w", err)
-		}
-		return settle(true)
+		return writeDeployed(stdout, out.Bytes(), dep.IsDryRun(), settle)
 	}()
 	if err != nil {
 		log.fail(err)
 	}
 	return err
+}
+
+// writeDeployed writes Helm's output of an install or upgrade to stdout,
+// then settles the held lock files and reports: committed, as what was
+// deployed, even when stdout fails, but for a dry run, which did nothing
+// but print.
+func writeDeployed(stdout io.Writer, out []byte, dryRun bool, settle func(commit bool) error) error {
+	if _, err := stdout.Write(out); err != nil {
+		if dryRun {
+			_ = settle(false)
+		} else if cerr := settle(true); cerr != nil {
+			return errors.Join(fmt.Errorf("writing output: %w", err), cerr)
+		}
+		return fmt.Errorf("writing output: %w", err)
+	}
+	return settle(true)
+}
+
+// pinning sets c's render up for a deterministic render with seed and
+// pinned by a post-renderer made with popts, whose results held keeps,
+// and returns the render's generators; lookup reads the cluster of cfg
+// when Helm's would.
+func (c *deployCmd) pinning(ctx context.Context, seed detgen.Seed, popts pin.Options, cfg *action.Configuration, hlog *heldErrors, held *heldResults) (*detgen.Generator, error) {
+	src, dep := c.source(), c.deploy()
+	gen := detgen.New(seed, detgen.Release{Name: src.ReleaseName, Namespace: src.Settings.Namespace()}, time.Now)
+	if lookup := helmrender.ClusterLookup(cfg); lookup != nil && dep.UsesCluster() {
+		gen.SetLookup(lookup)
+	}
+	popts.Generated = func() *pin.Generated { return generatedReport(gen) }
+	pr, err := postrender.New(popts)
+	if err != nil {
+		return nil, &usageError{c.o.libraryError(err)}
+	}
+	pr.Timeout = c.o.timeout
+	pr.Keep = held.keep
+	dep.PostRenderer = pr.WithContext(ctx)
+	src.Funcs = gen.Funcs()
+	src.Rewrite = detgen.Rewrite
+	src.Log = hlog
+	return gen, nil
+}
+
+// checkArgs takes the release and chart from args, and refuses what
+// c cannot do: options Helm's action refuses, DNS lookups (as digestpin
+// template: getHostByName's answers could differ from one render to the
+// next), and values on stdin that would never end.
+func (c *deployCmd) checkArgs(args []string) error {
+	if err := c.setArgs(args); err != nil {
+		return err
+	}
+	if err := c.deploy().Check(); err != nil {
+		return &usageError{err}
+	}
+	if c.source().EnableDNS {
+		return &usageError{fmt.Errorf("--enable-dns: digestpin %s renders without DNS lookups (getHostByName gives \"\", as helm %s does without the flag)", c.name, c.name)}
+	}
+	if c.source().ReadsStdin() {
+		return stdinStops(os.Stdin, "values", "a values file")
+	}
+	return nil
+}
+
+// heldResults are the Pin results of one install or upgrade (a Helm
+// post-renderer runs for each render), whose lock file and report wait
+// for Helm to succeed. It is safe for concurrent use.
+type heldResults struct {
+	mu      sync.Mutex
+	results []*pin.Result
+}
+
+// keep holds r.
+func (h *heldResults) keep(r *pin.Result) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.results = append(h.results, r)
+}
+
+// settle commits every result held (commit), or discards them, and holds
+// none after.
+func (h *heldResults) settle(commit bool) error {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	var errs []error
+	for _, r := range h.results {
+		if commit {
+			errs = append(errs, r.Commit())
+		} else {
+			r.Discard()
+		}
+	}
+	h.results = nil
+	return errors.Join(errs...)
 }
 
 // heldErrors passes Helm's log records to w, but holds its errors until
