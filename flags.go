@@ -254,55 +254,42 @@ func parseTagFilter(s string) (string, error) {
 	return s, nil
 }
 
-// tagPolicyValue binds --tag-policy onto a Pinner's tag policies, made
-// on the first Set: IMAGE=STRATEGY, a later one for the same image
-// replacing its strategy.
-type tagPolicyValue struct {
-	ps    **resolve.TagPolicies
+// policyValue binds a repeatable IMAGE=POLICY flag onto *ps, made on the
+// first Set; add parses each value into it.
+type policyValue[T any] struct {
+	ps    **T
+	add   func(ps *T, s string) error
 	given []string
 }
 
-func (v *tagPolicyValue) String() string {
+// tagPolicyValue binds --tag-policy onto a Pinner's tag policies:
+// IMAGE=STRATEGY, a later one for the same image replacing its strategy.
+func tagPolicyValue(ps **resolve.TagPolicies) *policyValue[resolve.TagPolicies] {
+	return &policyValue[resolve.TagPolicies]{ps: ps, add: func(p *resolve.TagPolicies, s string) error {
+		return pin.AddTagEntry(s, "IMAGE=STRATEGY", p.Add)
+	}}
+}
+
+// verifyValue binds --verify onto a Pinner's signature policies:
+// IMAGE-GLOB=POLICY, its key files read at once.
+func verifyValue(ps **verify.Policies) *policyValue[verify.Policies] {
+	return &policyValue[verify.Policies]{ps: ps, add: (*verify.Policies).Add}
+}
+
+func (v *policyValue[T]) String() string {
 	if v.given == nil {
 		return ""
 	}
 	return "[" + strings.Join(v.given, ",") + "]"
 }
 
-func (v *tagPolicyValue) Type() string { return "stringArray" }
+func (v *policyValue[T]) Type() string { return "stringArray" }
 
-func (v *tagPolicyValue) Set(s string) error {
+func (v *policyValue[T]) Set(s string) error {
 	if *v.ps == nil {
-		*v.ps = &resolve.TagPolicies{}
+		*v.ps = new(T)
 	}
-	if err := pin.AddTagEntry(s, "IMAGE=STRATEGY", (*v.ps).Add); err != nil {
-		return err
-	}
-	v.given = append(v.given, s)
-	return nil
-}
-
-// verifyValue binds --verify onto a Pinner's signature policies, made
-// on the first Set: IMAGE-GLOB=POLICY, its key files read at once.
-type verifyValue struct {
-	ps    **verify.Policies
-	given []string
-}
-
-func (v *verifyValue) String() string {
-	if v.given == nil {
-		return ""
-	}
-	return "[" + strings.Join(v.given, ",") + "]"
-}
-
-func (v *verifyValue) Type() string { return "stringArray" }
-
-func (v *verifyValue) Set(s string) error {
-	if *v.ps == nil {
-		*v.ps = &verify.Policies{}
-	}
-	if err := (*v.ps).Add(s); err != nil {
+	if err := v.add(*v.ps, s); err != nil {
 		return err
 	}
 	v.given = append(v.given, s)

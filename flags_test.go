@@ -45,8 +45,8 @@ func TestFlagValues(t *testing.T) {
 		"pod-spec-path": newListValue(&paths, true, renderer.ParsePodSpecPath),
 		"mirror":        newListValue(&mirrors, true, parseMirror),
 		"tag-allow":     newListValue(&filters, false, parseTagFilter),
-		"tag-policy":    &tagPolicyValue{ps: &policies},
-		"verify":        &verifyValue{ps: &signatures},
+		"tag-policy":    tagPolicyValue(&policies),
+		"verify":        verifyValue(&signatures),
 	}
 	// got reports the option of a value, as the test compares it.
 	got := func(value string) string {
