@@ -17,6 +17,8 @@ import (
 	"time"
 
 	"github.com/spf13/pflag"
+
+	"github.com/digestpin/digestpin/internal/readfile"
 )
 
 const argocdGenerateUsage = `Usage: digestpin argocd generate
@@ -647,9 +649,9 @@ func (g *cmpGenerate) render(ctx context.Context, repo *cmpRepo, r *cmpRender) e
 	case cmpDirectory:
 		var out bytes.Buffer
 		for _, rel := range r.manifests {
-			b, err := readRepoFile(repo.root, rel)
+			b, err := readfile.RegularIn(repo.root, rel, cmpMaxFileSize)
 			if err != nil {
-				return cmpFail("manifest %s: %v", rel, err)
+				return cmpFail("reading a manifest: %v", err)
 			}
 			out.Write(b)
 			// A file without a final newline must not run into the
@@ -662,21 +664,6 @@ func (g *cmpGenerate) render(ctx context.Context, repo *cmpRepo, r *cmpRender) e
 		in = &out
 	}
 	return g.command(ctx, g.stdout, in, r.env, g.digestpin, r.args...)
-}
-
-// readRepoFile reads the file rel of root, at most cmpMaxFileSize bytes
-// (prepare checked its size; a file that grew since is refused).
-func readRepoFile(root *os.Root, rel string) ([]byte, error) {
-	f, err := root.Open(rel)
-	if err != nil {
-		return nil, err
-	}
-	defer f.Close()
-	b, err := io.ReadAll(io.LimitReader(f, cmpMaxFileSize+1))
-	if err == nil && len(b) > cmpMaxFileSize {
-		err = fmt.Errorf("more than %d bytes (64 MiB)", cmpMaxFileSize)
-	}
-	return b, err
 }
 
 // command runs name with args, an argument list (never a shell), in the

@@ -20,6 +20,22 @@ func Regular(path string, limit int64) ([]byte, error) {
 		return nil, err
 	}
 	defer f.Close()
+	return read(f, path, limit)
+}
+
+// RegularIn is Regular for the file name of root: nothing outside root
+// is read, through ".." or a symbolic link.
+func RegularIn(root *os.Root, name string, limit int64) ([]byte, error) {
+	f, err := root.OpenFile(name, os.O_RDONLY|syscall.O_NONBLOCK, 0)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	return read(f, name, limit)
+}
+
+// read reads f, opened for path, as Regular says.
+func read(f *os.File, path string, limit int64) ([]byte, error) {
 	fi, err := f.Stat()
 	if err != nil {
 		return nil, err
