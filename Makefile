@@ -59,8 +59,10 @@ export DIGESTPIN_TEST_COSIGN := $(COSIGN)
 
 all: build
 
+# Built as scripts/release.sh builds a release (CGO_ENABLED=0, -trimpath,
+# -s -w), so that the tests and make bench run the binary users get.
 build:
-	go build -trimpath -ldflags "$(LDFLAGS)" -o $(BIN) .
+	CGO_ENABLED=0 go build -trimpath -ldflags "-s -w $(LDFLAGS)" -o $(BIN) .
 
 # The Helm SDK example is its own module; without -race it reuses most of
 # the Helm CLI builds, where -race would compile Helm and Kubernetes again

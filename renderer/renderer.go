@@ -144,7 +144,8 @@ type Image struct {
 
 // Result is the outcome of a Render.
 type Result struct {
-	// Output is the rewritten stream.
+	// Output is the rewritten stream. It is the input slice itself when
+	// nothing in the stream changed: it may share memory with the input.
 	Output []byte
 	// Images lists every distinct image, sorted by Reference.
 	Images []Image
@@ -221,16 +222,32 @@ func (r *Renderer) Render(ctx context.Context, in []byte) (Result, error) {
 		}
 		r.warnf("%d image references are left as tags where digestpin knows no image field, and no lock file or report covers them: %s; name their fields with --image-path (--strict fails the run)", len(unpinned), strings.Join(list, ", "))
 	}
-	// The output is put together once, in a buffer of its exact size.
-	size := 0
-	for _, p := range c.out {
+	return Result{Output: assemble(in, c.out), Images: images, Unpinned: unpinned}, nil
+}
+
+// assemble puts the output together from the pieces of the stream in, in
+// order: once, in a buffer of its exact size. A stream with nothing to
+// change (each piece the next bytes of in, unedited: digestpin's own
+// output rendered again, or manifests without images) is its own output,
+// without a copy.
+func assemble(in []byte, pieces []piece) []byte {
+	size, at := 0, 0
+	for _, p := range pieces {
 		size += p.size()
+		if at >= 0 && len(p.edits) == 0 && len(p.b) <= len(in)-at && len(p.b) > 0 && &p.b[0] == &in[at] {
+			at += len(p.b)
+		} else if len(p.b) > 0 || len(p.edits) > 0 {
+			at = -1
+		}
+	}
+	if at == len(in) {
+		return in[:len(in):len(in)]
 	}
 	out := make([]byte, 0, size)
-	for _, p := range c.out {
+	for _, p := range pieces {
 		out = p.appendTo(out)
 	}
-	return Result{Output: out, Images: images, Unpinned: unpinned}, nil
+	return out
 }
 
 // Validate checks the settings that no document can make right, and

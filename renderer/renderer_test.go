@@ -136,12 +136,18 @@ func TestRenderUnchanged(t *testing.T) {
 		t.Run(tc.desc, func(t *testing.T) {
 			f := newFixed()
 			r := &Renderer{Resolver: f}
-			res, err := r.Render(context.Background(), []byte(tc.in))
+			in := []byte(tc.in)
+			res, err := r.Render(context.Background(), in)
 			if err != nil {
 				t.Fatalf("Render() = %v", err)
 			}
 			if diff := cmp.Diff(tc.in, string(res.Output)); diff != "" {
 				t.Errorf("Render() changed the stream (-want +got):\n%s", diff)
+			}
+			// Nothing changed: the output is the input, not a copy, and
+			// appending to it cannot write into the caller's input.
+			if len(in) > 0 && (&res.Output[0] != &in[0] || cap(res.Output) != len(in)) {
+				t.Errorf("Render() copied an unchanged stream (cap %d, len %d), want the input itself", cap(res.Output), len(in))
 			}
 			if len(f.calls) != 0 {
 				t.Errorf("Render() asked the resolver %v, want no calls", f.calls)
@@ -213,6 +219,30 @@ func TestRenderMovedTagChangesOnlyItsTemplates(t *testing.T) {
 	}
 	if string(a[1].raw) != string(b[1].raw) {
 		t.Errorf("the db Deployment changed although its image did not:\n%s\n%s", b[1].raw, a[1].raw)
+	}
+}
+
+// TestRenderOutputOwnsItsBytes: a stream with something changed, even in
+// its last document only, is written into a buffer of its own.
+func TestRenderOutputOwnsItsBytes(t *testing.T) {
+	for _, in := range []string{
+		"apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: c\n---\n" + strings.Replace(deployment, "IMAGE", "app:1", 1),
+		strings.Replace(deployment, "IMAGE", "app:1", 1) + "---\napiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: c\n",
+	} {
+		b := []byte(in)
+		res, err := (&Renderer{Resolver: newFixed()}).Render(context.Background(), b)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if string(res.Output) == in {
+			t.Fatalf("Render() changed nothing in:\n%s", in)
+		}
+		for i := range res.Output {
+			res.Output[i] = 'x'
+		}
+		if string(b) != in {
+			t.Errorf("writing into Render()'s output changed its input:\n%s", b)
+		}
 	}
 }
 
