@@ -8,6 +8,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/spf13/pflag"
+
 	"github.com/digestpin/digestpin/internal/testregistry"
 	"github.com/digestpin/digestpin/pin"
 )
@@ -150,5 +152,50 @@ func TestRefusalSaysWhichCredentials(t *testing.T) {
 				t.Errorf("stderr shows the secret:\n%s", stderr)
 			}
 		})
+	}
+}
+
+// TestLibraryMessagesNameFlags: a message of the library that says which
+// option would change the outcome names the flag, as the command calls
+// it (--registry-ca-file under digestpin template and install), or the
+// variable that set it.
+func TestLibraryMessagesNameFlags(t *testing.T) {
+	for _, tc := range []struct {
+		desc    string
+		renames map[string]string
+		env     []string // flags set from their variable
+		option  string
+		want    string
+	}{
+		{desc: "the filter", option: "WithCAFiles", want: "--ca-file"},
+		{desc: "template", renames: templateRenames, option: "WithCAFiles", want: "--registry-ca-file"},
+		{desc: "install", renames: deployRenames, option: "WithCAFiles", want: "--registry-ca-file"},
+		{desc: "install, a flag not renamed", renames: deployRenames, option: "Frozen", want: "--frozen"},
+		{desc: "a renamed flag from its variable", renames: templateRenames, env: []string{"registry-ca-file"}, option: "WithCAFiles", want: "DIGESTPIN_CA_FILE"},
+		{desc: "a renderer field", option: "ImagePaths", want: "--image-path"},
+		{desc: "a renderer field from its variable", env: []string{"strict"}, option: "Strict", want: "DIGESTPIN_STRICT"},
+	} {
+		t.Run(tc.desc, func(t *testing.T) {
+			o := newOptions()
+			if tc.renames != nil {
+				bindPinning(o, pflag.NewFlagSet("x", pflag.ContinueOnError), tc.renames)
+			}
+			for _, f := range tc.env {
+				o.fromEnv[f] = true
+			}
+			if got := o.optionName(tc.option); got != tc.want {
+				t.Errorf("optionName(%q) = %q, want %q", tc.option, got, tc.want)
+			}
+		})
+	}
+
+	// And in a run: the resolver's hint for an unknown certificate
+	// authority, the renderer's for --strict.
+	reg := testregistry.NewTLS(t)
+	reg.PushImage(t, "app:1")
+	in := "apiVersion: v1\nkind: Pod\nmetadata:\n  name: p\nspec:\n  containers:\n  - name: a\n    image: " + reg.TLSRef("app:1") + "\n"
+	_, stderr, err := runIn(t, in)
+	if want := "(add its CA with --ca-file, or name the host with --insecure-registry)"; err == nil || !strings.Contains(stderr, want) {
+		t.Errorf("run() = %v, stderr %q, want %q", err, stderr, want)
 	}
 }

@@ -275,7 +275,8 @@ func TestRunUnpinned(t *testing.T) {
 	for _, strict := range []struct {
 		args []string
 		env  string
-	}{{args: []string{"--strict"}}, {env: "true"}} {
+		name string // how the message names it
+	}{{args: []string{"--strict"}, name: "--strict"}, {env: "true", name: "DIGESTPIN_STRICT"}} {
 		if strict.env != "" {
 			t.Setenv("DIGESTPIN_STRICT", strict.env)
 		}
@@ -283,7 +284,7 @@ func TestRunUnpinned(t *testing.T) {
 		if err == nil || out != "" {
 			t.Fatalf("run(%q) = %v with stdout %q, want a failure and nothing", strict.args, err, out)
 		}
-		if !strings.Contains(stderr, "document 1, line 14: 1 image references are left as tags where digestpin knows no image field (--strict)") || strings.Count(stderr, "\n") != 1 {
+		if !strings.Contains(stderr, "document 1, line 14: 1 image references are left as tags where digestpin knows no image field ("+strict.name+")") || strings.Count(stderr, "\n") != 1 {
 			t.Errorf("stderr = %q, want one line naming the document", stderr)
 		}
 	}

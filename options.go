@@ -46,6 +46,9 @@ type options struct {
 	// fromEnv holds the flags set from their DIGESTPIN_* variable, so
 	// that a message names what the person wrote.
 	fromEnv map[string]bool
+	// renames are the flags the command names otherwise (templateRenames,
+	// deployRenames); nil for the filter.
+	renames map[string]string
 
 	// configTagPolicies says that the tag policies are the
 	// configuration file's alone, for messages about them.
@@ -160,8 +163,13 @@ func (o *options) setFromEnv(fs *pflag.FlagSet, lookup func(string) (string, boo
 }
 
 // name is how the person set flag: "--mode", or "DIGESTPIN_MODE" when it
-// came from the environment.
+// came from the environment. Under digestpin template, install and
+// upgrade, a renamed flag goes by its name there: --ca-file is
+// --registry-ca-file.
 func (o *options) name(flag string) string {
+	if to := o.renames[flag]; to != "" {
+		flag = to
+	}
 	if o.fromEnv[flag] {
 		return envName(flag)
 	}
@@ -186,7 +194,7 @@ func (o *options) pinOptions(log *logger) (pin.Options, error) {
 	// unread; never read for no policy at all.
 	if o.trustedRoot != "" {
 		if opts.Verify.Len() == 0 && len(cfg.Verify) == 0 {
-			return pin.Options{}, fmt.Errorf("%s: no --verify policy needs it", o.name("trusted-root"))
+			return pin.Options{}, fmt.Errorf("%s: no %s policy needs it", o.name("trusted-root"), o.name("verify"))
 		}
 		opts.Verify = opts.Verify.Clone()
 		if err := opts.Verify.SetTrustedRoot(o.trustedRoot); err != nil {
@@ -210,6 +218,7 @@ func (o *options) pinOptions(log *logger) (pin.Options, error) {
 	}
 	opts.Renderer.Warnf = log.warnf
 	opts.Logf = log.debugf
+	opts.OptionNames = o.optionName
 	return opts, nil
 }
 
@@ -283,6 +292,11 @@ var optionFlags = map[string]string{
 	"Verify":      "verify",
 	"MaxTags":     "max-tags",
 	"Renderer":    "",
+	// The renderer's fields, for its messages (renderer.Renderer.OptionNames).
+	"Mode":           "mode",
+	"ImagePaths":     "image-path",
+	"Strict":         "strict",
+	"KeepUnresolved": "on-error",
 
 	"WithJobs":               "concurrency",
 	"WithRequestTimeout":     "request-timeout",

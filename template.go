@@ -37,6 +37,7 @@ type templateOptions struct {
 // bindPinning defines the pinning flags of o on fs, under the names
 // renames gives them (templateRenames, deployRenames).
 func bindPinning(o *options, fs *pflag.FlagSet, renames map[string]string) {
+	o.renames = renames
 	all := pflag.NewFlagSet("pinning", pflag.ContinueOnError)
 	o.bind(all)
 	all.VisitAll(func(f *pflag.Flag) {

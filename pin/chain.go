@@ -21,8 +21,9 @@ type chain struct {
 	resolution.Resolver
 	lock     *lockfile.Lock // nil without Options.Lock
 	platform string
-	missing  notes // Frozen: references not in the lock file
-	moved    notes // Check: how the registry differs from the lock file
+	names    resolution.OptionNames // Options.OptionNames
+	missing  notes                  // Frozen: references not in the lock file
+	moved    notes                  // Check: how the registry differs from the lock file
 
 	// resolver is the registry resolver, nil with Options.Registry or
 	// Frozen.
@@ -52,7 +53,7 @@ type chain struct {
 // CacheTTL. Each layer is a
 // resolution.Resolver; nothing downstream needs to know which.
 func newChain(o *Options) (*chain, error) {
-	c := &chain{platform: o.platform(), tags: o.TagPolicies}
+	c := &chain{platform: o.platform(), tags: o.TagPolicies, names: o.OptionNames}
 	if o.Lock != "" {
 		l, err := lockfile.Read(o.Lock)
 		if err != nil {
@@ -75,6 +76,9 @@ func newChain(o *Options) (*chain, error) {
 	}
 	if registry == nil {
 		opts := o.ResolveOptions
+		if o.OptionNames != nil {
+			opts = append([]resolve.Option{resolve.WithOptionNames(o.OptionNames)}, opts...)
+		}
 		if o.Platform != nil {
 			opts = append(opts[:len(opts):len(opts)], resolve.WithPlatform(o.Platform))
 		}
@@ -159,7 +163,7 @@ func (o *Options) cache() (resolve.Cache, error) {
 // where the registry differs from it under Check.
 func (c *chain) verdict(lockPath string) error {
 	if missing := c.missing.sorted(); len(missing) > 0 {
-		return fmt.Errorf("%d image(s) not in lock file %s (--frozen asks no registry): %s", len(missing), lockPath, strings.Join(missing, ", "))
+		return fmt.Errorf("%d image(s) not in lock file %s (%s asks no registry): %s", len(missing), lockPath, c.names.Name("Frozen"), strings.Join(missing, ", "))
 	}
 	if moved := c.moved.sorted(); len(moved) > 0 {
 		errs := []error{fmt.Errorf("the registry differs from lock file %s for %d image(s)", lockPath, len(moved))}
@@ -184,9 +188,6 @@ type differsError struct{ error }
 // Is reports whether target is ErrLockDiffers.
 func (differsError) Is(target error) bool { return target == ErrLockDiffers }
 
-// errNotLocked is the reason of a Frozen miss.
-var errNotLocked = errors.New("not in the lock file, and --frozen asks no registry")
-
 // lockLayer answers from the lock file. A reference missing from it is
 // asked of next or, when next is nil (Frozen), noted and refused. It is
 // safe for concurrent use when next is.
@@ -206,7 +207,7 @@ func (l *lockLayer) Resolve(ctx context.Context, ref name.Reference) (resolution
 	}
 	if l.next == nil {
 		l.chain.missing.add(ref.String())
-		return resolution.Resolution{}, fmt.Errorf("%s: %w", ref, errNotLocked)
+		return resolution.Resolution{}, fmt.Errorf("%s: not in the lock file, and %s asks no registry", ref, l.chain.names.Name("Frozen"))
 	}
 	return l.next.Resolve(ctx, ref)
 }

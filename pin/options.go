@@ -105,6 +105,13 @@ type Options struct {
 	// Logf receives debug messages (each resolution, the files written);
 	// nil discards them. Warnings go to Renderer.Warnf.
 	Logf func(format string, args ...any)
+	// OptionNames names the options in the messages of a Pin that say
+	// which option would change the outcome ("and Frozen asks no
+	// registry"): a command passes the names of its flags. It is passed
+	// on to the Renderer, unless its own is set, and to the registry
+	// resolver (resolve.WithOptionNames, before ResolveOptions). nil names
+	// each option by its Go name.
+	OptionNames resolution.OptionNames
 }
 
 // PlatformResolver is a Registry that says which platform it resolves

@@ -78,6 +78,9 @@ func (p *Pinner) Pin(ctx context.Context, in []byte) (*Result, error) {
 	}
 	r := p.o.Renderer
 	r.Resolver = c
+	if r.OptionNames == nil {
+		r.OptionNames = p.o.OptionNames
+	}
 	out, err := r.Render(ctx, in)
 	// A mirror no image is from is a typo, most likely: say so, all the
 	// more when the render failed (its images went to their registries).

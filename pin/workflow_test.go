@@ -93,14 +93,14 @@ func TestLockWorkflows(t *testing.T) {
 			desc: "frozen fails on every missing reference", opts: Options{Frozen: true},
 			in: gen.Deployments("shop", "registry.example/shop/web:1.4", "registry.example/shop/b:1", "registry.example/shop/c:1"),
 			wantErr: []string{
-				`w1.yaml`, `container "app": registry.example/shop/b:1: not in the lock file, and --frozen asks no registry`,
+				`w1.yaml`, `container "app": registry.example/shop/b:1: not in the lock file, and Frozen asks no registry`,
 				`w2.yaml`, `container "app": registry.example/shop/c:1: not in the lock file`,
 			},
 		},
 		{
 			desc: "frozen fails although unresolved images are kept", opts: Options{Frozen: true, Renderer: keepUnresolved()},
 			in:      gen.Deployments("shop", "registry.example/shop/web:1.4", "registry.example/shop/b:1", "registry.example/shop/c:1"),
-			wantErr: []string{"2 image(s) not in lock file LOCK (--frozen asks no registry): registry.example/shop/b:1, registry.example/shop/c:1"},
+			wantErr: []string{"2 image(s) not in lock file LOCK (Frozen asks no registry): registry.example/shop/b:1, registry.example/shop/c:1"},
 		},
 		{
 			desc:    "a lock file's digest wins, and what it lacks is resolved",
@@ -140,7 +140,7 @@ func TestLockWorkflows(t *testing.T) {
 		{
 			desc: "frozen refuses another policy", record: []string{semver}, opts: Options{Frozen: true},
 			policies: []string{"registry.example/shop/web=semver:^1"},
-			wantErr:  []string{"registry.example/shop/web:1.4: not in the lock file, and --frozen asks no registry"},
+			wantErr:  []string{"registry.example/shop/web:1.4: not in the lock file, and Frozen asks no registry"},
 		},
 		{
 			desc: "a lock file's choice holds without a listing", record: []string{semver},
@@ -486,6 +486,52 @@ func TestKeelPolicies(t *testing.T) {
 			} {
 				if !strings.Contains(string(res.Output), "image: "+want+"\n") {
 					t.Errorf("output lacks %s:\n%s", want, res.Output)
+				}
+			}
+		})
+	}
+}
+
+// TestOptionNames: a message that says which option would change the
+// outcome names it by Options.OptionNames, in every layer a Pin assembles
+// (the lock layer, the renderer, the registry resolver), and by its Go
+// name without.
+func TestOptionNames(t *testing.T) {
+	reg := testregistry.NewTLS(t)
+	reg.PushImage(t, "app:1")
+	dir := t.TempDir()
+	lock := filepath.Join(dir, "lock.yaml")
+	if _, err := pinOnce(t, Options{Registry: shopFake(), WriteLock: lock}, gen.Deployments("shop", "registry.example/shop/web:1.4")); err != nil {
+		t.Fatal(err)
+	}
+	unpinned := "apiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: op\nspec:\n  template:\n    spec:\n      containers:\n      - name: manager\n        image: registry.example/shop/web:1.4\n        env:\n        - name: SIDECAR_IMAGE\n          value: registry.example/shop/side:1\n"
+	bracket := func(o string) string { return "<" + o + ">" }
+	for _, tc := range []struct {
+		desc    string
+		o       Options
+		in      []byte
+		want    string // with Go names; each name in brackets with OptionNames
+		options []string
+	}{
+		{desc: "the lock layer", o: Options{Lock: lock, Frozen: true}, in: gen.Deployments("shop", "registry.example/shop/b:1"),
+			want: "registry.example/shop/b:1: not in the lock file, and Frozen asks no registry", options: []string{"Frozen"}},
+		{desc: "the renderer", o: Options{Registry: shopFake(), Renderer: renderer.Renderer{Strict: true}}, in: []byte(unpinned),
+			want: "(Strict): Deployment/op container \"manager\" field env[name=SIDECAR_IMAGE].value \"registry.example/shop/side:1\"; name their fields with ImagePaths", options: []string{"Strict", "ImagePaths"}},
+		{desc: "the registry resolver", in: gen.Deployments("", reg.TLSRef("app:1")),
+			want: "(add its CA with WithCAFiles, or name the host with WithInsecureRegistries)", options: []string{"WithCAFiles", "WithInsecureRegistries"}},
+	} {
+		t.Run(tc.desc, func(t *testing.T) {
+			for _, named := range []bool{false, true} {
+				o, want := tc.o, tc.want
+				if named {
+					o.OptionNames = bracket
+					for _, n := range tc.options {
+						want = strings.ReplaceAll(want, n, bracket(n))
+					}
+				}
+				_, err := pinOnce(t, o, tc.in)
+				if err == nil || !strings.Contains(err.Error(), want) {
+					t.Errorf("Pin() = %v, want an error with %q", err, want)
 				}
 			}
 		})

@@ -53,6 +53,10 @@ type Renderer struct {
 	Strict bool
 	// Warnf receives warnings; nil discards them.
 	Warnf func(format string, args ...any)
+	// OptionNames names the options in the messages that say which option
+	// would change the outcome ("name their fields with ImagePaths"); nil
+	// names each by its field.
+	OptionNames resolution.OptionNames
 
 	// keys are imageKeys, set on the copy of the Renderer that a Render
 	// works with.
@@ -208,7 +212,7 @@ func (r *Renderer) Render(ctx context.Context, in []byte) (Result, error) {
 		unpinned = append(unpinned, d.unpinned...)
 	}
 	if len(unpinned) > 0 && r.Strict {
-		return Result{}, unpinnedError(unpinned)
+		return Result{}, unpinnedError(unpinned, r.OptionNames)
 	}
 	for _, d := range c.docs {
 		for _, w := range d.kept {
@@ -220,7 +224,7 @@ func (r *Renderer) Render(ctx context.Context, in []byte) (Result, error) {
 		for i, u := range unpinned {
 			list[i] = u.String()
 		}
-		r.warnf("%d image references are left as tags where digestpin knows no image field, and no lock file or report covers them: %s; name their fields with --image-path (--strict fails the run)", len(unpinned), strings.Join(list, ", "))
+		r.warnf("%d image references are left as tags where digestpin knows no image field, and no lock file or report covers them: %s; name their fields with %s (%s fails the run)", len(unpinned), strings.Join(list, ", "), r.OptionNames.Name("ImagePaths"), r.OptionNames.Name("Strict"))
 	}
 	return Result{Output: assemble(in, c.out), Images: images, Unpinned: unpinned}, nil
 }

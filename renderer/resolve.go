@@ -46,7 +46,7 @@ func (r *Renderer) resolveAll(ctx context.Context, c *collection) ([]Image, map[
 				}
 			}
 			if err == nil {
-				err = checkTag(u.ref, res.Tag, r.mode())
+				err = checkTag(u.ref, res.Tag, r.mode(), r.OptionNames)
 			}
 			if err != nil {
 				images[i].Source, images[i].Err = resolution.Unresolved, err

@@ -7,6 +7,7 @@ import (
 	"github.com/google/go-containerregistry/pkg/name"
 
 	"github.com/digestpin/digestpin/internal/imageref"
+	"github.com/digestpin/digestpin/resolution"
 )
 
 // A tag policy (see resolution.Resolution.Tag) chooses the tag an image
@@ -43,12 +44,13 @@ func pinnedTo(image, pin string, mode Mode) string {
 // ModeAnnotate no tag may be chosen: the image field would keep the tag
 // as written, and the pods would run another image than the checksum
 // covers.
-func checkTag(ref name.Reference, tag string, mode Mode) error {
+func checkTag(ref name.Reference, tag string, mode Mode, names resolution.OptionNames) error {
 	if tag == "" {
 		return nil
 	}
 	if mode == ModeAnnotate {
-		return fmt.Errorf("resolving %s: a tag policy chose %s, but --mode annotate keeps the tag as written; use --mode pin or digest", ref, tag)
+		m := names.Name("Mode")
+		return fmt.Errorf("resolving %s: a tag policy chose %s, but %s %s keeps the tag as written; use %s %s or %s", ref, tag, m, ModeAnnotate, m, ModePin, ModeDigest)
 	}
 	if _, err := name.NewTag(ref.Context().Name()+":"+tag, name.StrictValidation); err != nil {
 		return fmt.Errorf("resolving %s: resolver chose an invalid tag %q: %w", ref, tag, err)

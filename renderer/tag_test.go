@@ -125,7 +125,7 @@ func TestTagInvalid(t *testing.T) {
 	// In annotate mode the image field keeps its tag: a chosen tag would
 	// leave the pods running another image than the checksum covers.
 	_, err := (&Renderer{Resolver: newChooser(), Mode: ModeAnnotate}).Render(context.Background(), []byte(deployments("web", "registry.example/shop/web:1.4")))
-	if want := "document 1, line 10: Deployment/web container \"app\": resolving registry.example/shop/web:1.4: a tag policy chose 1.4.7, but --mode annotate keeps the tag as written"; err == nil || !strings.HasPrefix(err.Error(), want) {
+	if want := "document 1, line 10: Deployment/web container \"app\": resolving registry.example/shop/web:1.4: a tag policy chose 1.4.7, but Mode annotate keeps the tag as written; use Mode pin or digest"; err == nil || !strings.HasPrefix(err.Error(), want) {
 		t.Errorf("Render(annotate) = %v, want %q", err, want)
 	}
 }

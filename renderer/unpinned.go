@@ -7,6 +7,8 @@ import (
 
 	"github.com/google/go-containerregistry/pkg/name"
 	"sigs.k8s.io/kustomize/kyaml/yaml"
+
+	"github.com/digestpin/digestpin/resolution"
 )
 
 // Unpinned is a value that looks like an image reference with a tag,
@@ -32,12 +34,12 @@ func (u Unpinned) String() string { return fmt.Sprintf("%s %q", u.Workload, u.Re
 
 // unpinnedError is the error of Strict: every image reference left as a
 // tag, the first with where it is.
-func unpinnedError(us []Unpinned) error {
+func unpinnedError(us []Unpinned, names resolution.OptionNames) error {
 	list := make([]string, len(us))
 	for i, u := range us {
 		list[i] = u.String()
 	}
-	return fmt.Errorf("%s: %d image references are left as tags where digestpin knows no image field (--strict): %s; name their fields with --image-path", us[0].Where, len(us), strings.Join(list, ", "))
+	return fmt.Errorf("%s: %d image references are left as tags where digestpin knows no image field (%s): %s; name their fields with %s", us[0].Where, len(us), names.Name("Strict"), strings.Join(list, ", "), names.Name("ImagePaths"))
 }
 
 // handle records that an image path or container field reached the

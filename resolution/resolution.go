@@ -68,3 +68,20 @@ func (f Func) Resolve(ctx context.Context, ref name.Reference) (Resolution, erro
 }
 
 var _ Resolver = Func(nil)
+
+// OptionNames is how messages name an option that would change what they
+// report, such as the option that allows plain HTTP in the error of a
+// request that needed it. The option is given by its Go name: a field
+// ("Frozen", "ImagePaths") or an option function ("WithCAFiles"). A
+// command passes the names of its flags ("--frozen"), so that library
+// messages say what its user would type; nil names each option by its Go
+// name.
+type OptionNames func(option string) string
+
+// Name returns n's name for option.
+func (n OptionNames) Name(option string) string {
+	if n == nil {
+		return option
+	}
+	return n(option)
+}

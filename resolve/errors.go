@@ -226,7 +226,7 @@ func netCause(err error, red *redactor) string {
 func tlsCause(err error, red *redactor) string {
 	var ua x509.UnknownAuthorityError
 	if errors.As(err, &ua) {
-		return "TLS: certificate signed by an unknown authority (add its CA with --ca-file, or name the host with --insecure-registry)"
+		return fmt.Sprintf("TLS: certificate signed by an unknown authority (add its CA with %s, or name the host with %s)", red.option("WithCAFiles"), red.option("WithInsecureRegistries"))
 	}
 	var hn x509.HostnameError
 	if errors.As(err, &hn) {

@@ -35,7 +35,7 @@ func parseMirror(from, to string) (string, mirror, error) {
 		return "", mirror{}, fmt.Errorf("mirror %q=%q: want FROM=TO, both non-empty", from, to)
 	}
 	if strings.Contains(from, "://") || strings.Contains(to, "://") {
-		return "", mirror{}, fmt.Errorf("mirror %s=%s: give registry hosts without a scheme (use --insecure-registry for plain HTTP)", from, to)
+		return "", mirror{}, fmt.Errorf("mirror %s=%s: give registry hosts without a scheme (plain HTTP is for the registries named insecure)", from, to)
 	}
 	reg, err := name.NewRegistry(strings.TrimSuffix(from, "/"), name.StrictValidation)
 	if err != nil || strings.Contains(from, "/") {

@@ -13,6 +13,8 @@ import (
 	"github.com/google/go-containerregistry/pkg/authn"
 	"github.com/google/go-containerregistry/pkg/name"
 	v1 "github.com/google/go-containerregistry/pkg/v1"
+
+	"github.com/digestpin/digestpin/resolution"
 )
 
 // Option configures a Resolver. An Option that cannot work returns an
@@ -63,6 +65,7 @@ type options struct {
 	mirrorOnly     bool
 	retry          retryPolicy
 	userAgent      string
+	names          resolution.OptionNames
 	logf           func(format string, args ...any)
 	tagLimits      tagLimits
 
@@ -257,6 +260,17 @@ func WithCAFiles(files ...string) Option {
 // mirror.example/hub/library/nginx:1.27. The digest comes from the mirror;
 // the caller keeps the original name. Several mirrors of one registry are
 // tried in the order given, then the registry itself unless
+// WithOptionNames names the options in the Resolver's messages as names
+// says (a command: by its flags), where a message says which option would
+// change the outcome; by default each is named by its Go name
+// ("WithInsecureRegistries").
+func WithOptionNames(names resolution.OptionNames) Option {
+	return func(o *options) error {
+		o.names = names
+		return nil
+	}
+}
+
 // WithMirrorOnly. By default there are no mirrors. Credentials for a
 // mirror are the keychain's for the mirror's host.
 func WithMirror(from, to string) Option {

@@ -71,6 +71,7 @@ func New(opts ...Option) (*Resolver, error) {
 	}
 	// Every message goes through the redactor, those of the retries too.
 	red := newRedactor()
+	red.names = o.names
 	logf := o.logf
 	o.logf = func(format string, args ...any) { logf("%s", red.redact(fmt.Sprintf(format, args...))) }
 	base, err := newBaseTransport(&o, red)

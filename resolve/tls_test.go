@@ -26,7 +26,9 @@ func TestTLSRegistry(t *testing.T) {
 		opts    []Option
 		wantErr []string
 	}{
-		{desc: "unknown CA", wantErr: []string{reg.TLSRef("app:1"), "TLS: certificate signed by an unknown authority"}},
+		{desc: "unknown CA", wantErr: []string{reg.TLSRef("app:1"), "TLS: certificate signed by an unknown authority (add its CA with WithCAFiles, or name the host with WithInsecureRegistries)"}},
+		{desc: "unknown CA, options named by the caller", opts: []Option{WithOptionNames(func(o string) string { return "<" + o + ">" })},
+			wantErr: []string{"(add its CA with <WithCAFiles>, or name the host with <WithInsecureRegistries>)"}},
 		{desc: "with --ca-file", opts: []Option{WithCAFiles(ca)}},
 		{desc: "with --insecure-registry", opts: []Option{WithInsecureRegistries(reg.TLSHost())}},
 	} {
@@ -90,6 +92,16 @@ func TestPlainHTTPOnlyToLoopbackAndInsecure(t *testing.T) {
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("allowed (-want +got):\n%s", diff)
 	}
+	// The refusal names the option that allows it, as the caller names it.
+	red := newRedactor()
+	red.names = func(o string) string { return map[string]string{"WithInsecureRegistries": "--insecure-registry"}[o] }
+	g.red = red
+	req, err := http.NewRequest(http.MethodGet, "http://10.1.2.3:5000/v2/", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = g.RoundTrip(req)
+	wantErr(t, err, "plain HTTP to 10.1.2.3:5000 refused: it is not loopback; name it with --insecure-registry to allow it")
 }
 
 func TestDescribeNetworkCauses(t *testing.T) {

@@ -59,7 +59,7 @@ func newBaseTransport(o *options, red *redactor) (http.RoundTripper, error) {
 		t = newInsecureTransport(t, o.insecure)
 	}
 	t = &dialTarget{next: t}
-	t = &plainHTTPGuard{next: t, insecure: o.insecure}
+	t = &plainHTTPGuard{next: t, insecure: o.insecure, red: red}
 	t = &bodyCap{next: t, max: maxResponseBody}
 	rt := &retryTransport{next: &redactingTransport{next: t, red: red}, policy: o.retry, timeout: o.requestTimeout, logf: o.logf, red: red}
 	return &redirectLimit{next: newPingCache(rt), max: maxRedirects}, nil
@@ -177,12 +177,13 @@ func (b *cappedBody) Read(p []byte) (int, error) {
 type plainHTTPGuard struct {
 	next     http.RoundTripper
 	insecure map[string]bool
+	red      *redactor // names the option that allows it
 }
 
 // RoundTrip implements http.RoundTripper.
 func (g *plainHTTPGuard) RoundTrip(req *http.Request) (*http.Response, error) {
 	if req.URL.Scheme == "http" && !g.insecure[hostKey(req.URL.Host)] && !isLoopback(req.URL.Hostname()) {
-		return nil, fmt.Errorf("plain HTTP to %s refused: it is not loopback; name it with --insecure-registry to allow it", req.URL.Host)
+		return nil, fmt.Errorf("plain HTTP to %s refused: it is not loopback; name it with %s to allow it", req.URL.Host, g.red.option("WithInsecureRegistries"))
 	}
 	return g.next.RoundTrip(req)
 }
