@@ -2,6 +2,7 @@ package main
 
 import (
 	"os/exec"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -9,20 +10,28 @@ import (
 // TestLayering keeps the architecture honest: the renderer never imports
 // the registry client or credentials, the resolver never touches YAML, the
 // resolution vocabulary they share imports neither (nor anything else of
-// ours), the configuration file is read without a registry client, the
-// Helm SDK is reached only through helmrender (for digestpin template), and
-// the deterministic generators import nothing of Helm, Kubernetes or ours.
-// The Redis client stays in internal/redisstore: the renderer, the
-// resolver, the library and their shared vocabulary never import it.
+// ours), the configuration file is read without a registry client or the
+// renderer, the Helm SDK is reached only through helmrender (for digestpin
+// template), and the deterministic generators import nothing of Helm,
+// Kubernetes or ours. The kind/path vocabulary (kindpath) imports no YAML
+// library and nothing of ours, and the renderer follows its paths rather
+// than declaring its own. The Redis client stays in internal/redisstore:
+// the renderer, the resolver, the library and their shared vocabulary
+// never import it.
 func TestLayering(t *testing.T) {
 	for _, tc := range []struct {
 		pkg       string
 		forbidden []string // import path prefixes
+		imports   []string // packages that pkg imports itself
 	}{
 		{pkg: "./renderer", forbidden: []string{"github.com/google/go-containerregistry/pkg/v1/remote", "github.com/google/go-containerregistry/pkg/authn", "github.com/digestpin/digestpin/resolve"}},
 		{pkg: "./resolve", forbidden: []string{"sigs.k8s.io/kustomize/kyaml", "go.yaml.in/yaml", "gopkg.in/yaml", "github.com/digestpin/digestpin/renderer"}},
 		{pkg: "./resolution", forbidden: []string{"github.com/google/go-containerregistry/pkg/v1/remote", "github.com/google/go-containerregistry/pkg/authn", "sigs.k8s.io/kustomize/kyaml", "go.yaml.in/yaml", "github.com/digestpin/digestpin/"}},
-		{pkg: "./config", forbidden: []string{"github.com/google/go-containerregistry/pkg/v1/remote", "github.com/google/go-containerregistry/pkg/authn", "github.com/digestpin/digestpin/resolve"}},
+		{pkg: "./config", forbidden: []string{"github.com/google/go-containerregistry/pkg/v1/remote", "github.com/google/go-containerregistry/pkg/authn", "github.com/digestpin/digestpin/resolve", "github.com/digestpin/digestpin/renderer"}},
+		// The paths that config, pin, the renderer and the command share.
+		{pkg: "./kindpath", forbidden: []string{"sigs.k8s.io/kustomize/kyaml", "go.yaml.in/yaml", "gopkg.in/yaml", "sigs.k8s.io/yaml", "github.com/digestpin/digestpin/"}},
+		{pkg: "./renderer", imports: []string{"github.com/digestpin/digestpin/kindpath"}},
+		{pkg: "./config", imports: []string{"github.com/digestpin/digestpin/kindpath"}},
 		{pkg: "./renderer", forbidden: []string{"github.com/redis/"}},
 		{pkg: "./resolve", forbidden: []string{"github.com/redis/"}},
 		{pkg: "./resolution", forbidden: []string{"github.com/redis/"}},
@@ -43,6 +52,18 @@ func TestLayering(t *testing.T) {
 			t.Fatalf("go list -deps %s: %v", tc.pkg, err)
 		}
 		deps := strings.Fields(string(out))
+		if len(tc.imports) > 0 {
+			out, err := exec.Command("go", "list", "-f", `{{join .Imports " "}}`, tc.pkg).Output()
+			if err != nil {
+				t.Fatalf("go list %s: %v", tc.pkg, err)
+			}
+			imports := strings.Fields(string(out))
+			for _, want := range tc.imports {
+				if !slices.Contains(imports, want) {
+					t.Errorf("%s does not import %s, which it must", tc.pkg, want)
+				}
+			}
+		}
 		if len(deps) < 10 {
 			t.Fatalf("go list -deps %s listed %d packages: not a real listing", tc.pkg, len(deps))
 		}

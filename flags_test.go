@@ -13,6 +13,7 @@ import (
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 	"github.com/spf13/pflag"
 
+	"github.com/digestpin/digestpin/kindpath"
 	"github.com/digestpin/digestpin/renderer"
 	"github.com/digestpin/digestpin/resolve"
 	"github.com/digestpin/digestpin/verify"
@@ -29,7 +30,7 @@ func TestFlagValues(t *testing.T) {
 		platform   *v1.Platform
 		jobs       int
 		timeout    time.Duration
-		paths      []renderer.PodSpecPath
+		paths      []kindpath.PodSpec
 		mirrors    []resolve.Mirror
 		filters    []string
 		policies   *resolve.TagPolicies
@@ -42,7 +43,7 @@ func TestFlagValues(t *testing.T) {
 		"platform":      platformValue{&platform},
 		"jobs":          newPositiveIntValue(&jobs, 32),
 		"timeout":       newPositiveDurationValue(&timeout, 2*time.Minute, "2m"),
-		"pod-spec-path": newListValue(&paths, true, renderer.ParsePodSpecPath),
+		"pod-spec-path": newListValue(&paths, true, kindpath.ParsePodSpec),
 		"mirror":        newListValue(&mirrors, true, parseMirror),
 		"tag-allow":     newListValue(&filters, false, parseTagFilter),
 		"tag-policy":    tagPolicyValue(&policies),
@@ -196,17 +197,17 @@ func TestBindAddsToDefaults(t *testing.T) {
 		t.Fatal(err)
 	}
 	r := o.pin.Renderer
-	if diff := cmp.Diff(append(renderer.DefaultPodSpecPaths[:len(renderer.DefaultPodSpecPaths):len(renderer.DefaultPodSpecPaths)], renderer.PodSpecPath{Group: "example.com", Kind: "Worker", Fields: []string{"spec", "template", "spec"}}), r.PodSpecPaths); diff != "" {
+	if diff := cmp.Diff(append(kindpath.DefaultPodSpecs[:len(kindpath.DefaultPodSpecs):len(kindpath.DefaultPodSpecs)], kindpath.PodSpec{Group: "example.com", Kind: "Worker", Fields: []string{"spec", "template", "spec"}}), r.PodSpecPaths); diff != "" {
 		t.Errorf("pod spec paths (-want +got):\n%s", diff)
 	}
-	if len(r.ImagePaths) != len(renderer.DefaultImagePaths)+1 {
-		t.Errorf("image paths = %d, want the %d built-in ones and the flag's", len(r.ImagePaths), len(renderer.DefaultImagePaths))
+	if len(r.ImagePaths) != len(kindpath.DefaultImages)+1 {
+		t.Errorf("image paths = %d, want the %d built-in ones and the flag's", len(r.ImagePaths), len(kindpath.DefaultImages))
 	}
 	// The built-in lists themselves are never written: a second
 	// command line starts from them again.
 	o2 := newOptions()
 	o2.bind(pflag.NewFlagSet("digestpin", pflag.ContinueOnError))
-	if diff := cmp.Diff(renderer.DefaultPodSpecPaths, o2.pin.Renderer.PodSpecPaths); diff != "" {
+	if diff := cmp.Diff(kindpath.DefaultPodSpecs, o2.pin.Renderer.PodSpecPaths); diff != "" {
 		t.Errorf("pod spec paths of a second command line (-want +got):\n%s", diff)
 	}
 }

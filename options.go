@@ -13,6 +13,7 @@ import (
 
 	"github.com/digestpin/digestpin/config"
 	"github.com/digestpin/digestpin/internal/redisstore"
+	"github.com/digestpin/digestpin/kindpath"
 	"github.com/digestpin/digestpin/pin"
 	"github.com/digestpin/digestpin/renderer"
 	"github.com/digestpin/digestpin/resolve"
@@ -78,15 +79,15 @@ func newOptions() *options { return &options{fromEnv: map[string]bool{}} }
 func (o *options) bind(fs *pflag.FlagSet) {
 	fs.SortFlags = false
 	p, r := &o.pin, &o.pin.Renderer
-	r.PodSpecPaths = slices.Clone(renderer.DefaultPodSpecPaths)
-	r.ImagePaths = slices.Clone(renderer.DefaultImagePaths)
+	r.PodSpecPaths = slices.Clone(kindpath.DefaultPodSpecs)
+	r.ImagePaths = slices.Clone(kindpath.DefaultImages)
 	fs.StringVarP(&o.filename, "filename", "f", "", "read the manifests from `FILE` instead of stdin (\"-\" is stdin)")
 	fs.Var(newModeValue(&r.Mode, renderer.ModePin), "mode", "image field form: pin (name:tag@sha256:…), digest (name@sha256:…) or annotate (field untouched, checksum only)")
 	fs.Var(newAnnotationValue(&r.ChecksumAnnotation, renderer.DefaultChecksumAnnotation), "checksum-annotation", "pod-template annotation that holds the checksum of its images")
 	fs.Var(platformValue{&p.Platform}, "platform", "pin one platform's manifest (`os/arch[/variant]`) instead of the multi-platform index")
-	fs.Var(newListValue(&r.PodSpecPaths, true, renderer.ParsePodSpecPath), "pod-spec-path", "also scan pod specs at `[GROUP/]KIND=FIELD.PATH` (repeatable; \"*\" steps into every list item)")
-	fs.Var(newListValue(&r.ImagePaths, true, renderer.ParseImagePath), "image-path", "also pin the image reference in the string field at `[GROUP/]KIND=FIELD.PATH` (repeatable; \"*\" steps into every list item, FIELD[KEY=VALUE] into the items whose KEY is VALUE, as in env[name=AGENT_IMAGE].value; the last field names the image field, or a flag's value in a list of arguments, as in args[flag=--reloader-image])")
-	fs.Var(newListValue(&r.ChecksumPaths, true, renderer.ParseChecksumPath), "checksum-path", "write the checksum of a kind's --image-path fields into metadata.annotations of the mapping at `[GROUP/]KIND=FIELD.PATH` (\".\": the object), covering the image fields inside it (repeatable; default: no checksum)")
+	fs.Var(newListValue(&r.PodSpecPaths, true, kindpath.ParsePodSpec), "pod-spec-path", "also scan pod specs at `[GROUP/]KIND=FIELD.PATH` (repeatable; \"*\" steps into every list item)")
+	fs.Var(newListValue(&r.ImagePaths, true, kindpath.ParseImage), "image-path", "also pin the image reference in the string field at `[GROUP/]KIND=FIELD.PATH` (repeatable; \"*\" steps into every list item, FIELD[KEY=VALUE] into the items whose KEY is VALUE, as in env[name=AGENT_IMAGE].value; the last field names the image field, or a flag's value in a list of arguments, as in args[flag=--reloader-image])")
+	fs.Var(newListValue(&r.ChecksumPaths, true, kindpath.ParseChecksum), "checksum-path", "write the checksum of a kind's --image-path fields into metadata.annotations of the mapping at `[GROUP/]KIND=FIELD.PATH` (\".\": the object), covering the image fields inside it (repeatable; default: no checksum)")
 	fs.StringVar(&o.config, "config", "", "read pod spec, image and checksum paths and tag policies from the configuration `FILE` (apiVersion digestpin.dev/v1alpha1, kind Config); flags add to it")
 	fs.Var(newPositiveIntValue(&o.registry.jobs, resolve.DefaultJobs), "concurrency", "distinct references resolved at once")
 	fs.Var(newPositiveDurationValue(&o.timeout, 2*time.Minute, "2m"), "timeout", "bound on the whole run, reading the input included")

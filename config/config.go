@@ -10,7 +10,7 @@ import (
 	"sigs.k8s.io/kustomize/kyaml/yaml"
 
 	"github.com/digestpin/digestpin/internal/readfile"
-	"github.com/digestpin/digestpin/renderer"
+	"github.com/digestpin/digestpin/kindpath"
 )
 
 // APIVersion and Kind identify a digestpin configuration file.
@@ -25,7 +25,8 @@ const MaxSize = 1 << 20
 // Config is what a configuration file declares, beyond the built-in
 // defaults. The zero value declares nothing.
 //
-// Its paths are more paths, to be added to the renderer's defaults, while
+// Its paths are more paths, to be added to the built-in ones
+// (kindpath.DefaultPodSpecs, kindpath.DefaultImages), while
 // renderer.Renderer's PodSpecPaths and ImagePaths are exactly the paths
 // followed: apply a Config with pin.Options.AddConfig, as the digestpin
 // command does, rather than assign its paths to a Renderer (which would
@@ -35,12 +36,12 @@ type Config struct {
 	// path).
 	Name string
 	// PodSpecPaths are more pod specs to scan (podSpecPaths).
-	PodSpecPaths []renderer.PodSpecPath
+	PodSpecPaths []kindpath.PodSpec
 	// ImagePaths are more image fields (imagePaths).
-	ImagePaths []renderer.ImagePath
+	ImagePaths []kindpath.Image
 	// ChecksumPaths say where the checksum of image fields goes
 	// (checksumPaths).
-	ChecksumPaths []renderer.ChecksumPath
+	ChecksumPaths []kindpath.Checksum
 
 	// TagPolicies, TagAllow and TagIgnore are tag policies and their
 	// filters (tagPolicies, tagAllow, tagIgnore), as the flags
@@ -79,21 +80,21 @@ func Load(path string) (Config, error) {
 var keys = map[string]func(c *Config, v *yaml.Node) error{
 	"podSpecPaths": func(c *Config, v *yaml.Node) error {
 		return eachString(v, func(n *yaml.Node) error {
-			p, err := renderer.ParsePodSpecPath(n.Value)
+			p, err := kindpath.ParsePodSpec(n.Value)
 			c.PodSpecPaths = append(c.PodSpecPaths, p)
 			return err
 		})
 	},
 	"imagePaths": func(c *Config, v *yaml.Node) error {
 		return eachString(v, func(n *yaml.Node) error {
-			p, err := renderer.ParseImagePath(n.Value)
+			p, err := kindpath.ParseImage(n.Value)
 			c.ImagePaths = append(c.ImagePaths, p)
 			return err
 		})
 	},
 	"checksumPaths": func(c *Config, v *yaml.Node) error {
 		return eachString(v, func(n *yaml.Node) error {
-			p, err := renderer.ParseChecksumPath(n.Value)
+			p, err := kindpath.ParseChecksum(n.Value)
 			c.ChecksumPaths = append(c.ChecksumPaths, p)
 			return err
 		})

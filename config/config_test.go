@@ -9,7 +9,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
-	"github.com/digestpin/digestpin/renderer"
+	"github.com/digestpin/digestpin/kindpath"
 )
 
 // TestLoadExample loads the example file, which docs/config.md shows.
@@ -21,9 +21,9 @@ func TestLoadExample(t *testing.T) {
 	}
 	want := Config{
 		Name:          path,
-		PodSpecPaths:  []renderer.PodSpecPath{{Group: "example.com", Kind: "Worker", Fields: []string{"spec", "pools", "*", "template", "spec"}}},
-		ImagePaths:    []renderer.ImagePath{{Group: "example.com", Kind: "Runner", Fields: []string{"spec", "runnerImage"}}, {Group: "example.com", Kind: "Runner", Fields: []string{"spec", "jobs", "*", "tool", "image"}}},
-		ChecksumPaths: []renderer.ChecksumPath{{Group: "example.com", Kind: "Runner", Fields: []string{"spec", "jobs", "*"}}},
+		PodSpecPaths:  []kindpath.PodSpec{{Group: "example.com", Kind: "Worker", Fields: []string{"spec", "pools", "*", "template", "spec"}}},
+		ImagePaths:    []kindpath.Image{{Group: "example.com", Kind: "Runner", Fields: []string{"spec", "runnerImage"}}, {Group: "example.com", Kind: "Runner", Fields: []string{"spec", "jobs", "*", "tool", "image"}}},
+		ChecksumPaths: []kindpath.Checksum{{Group: "example.com", Kind: "Runner", Fields: []string{"spec", "jobs", "*"}}},
 		TagPolicies:   []Entry{{"registry.example/shop/web=semver:~1.4", 19}},
 		TagIgnore:     []Entry{{"registry.example/shop/web=-rc", 21}},
 	}
@@ -52,7 +52,7 @@ func TestParse(t *testing.T) {
 	}{
 		{desc: "the version alone", in: head},
 		{desc: "empty lists", in: head + "podSpecPaths: []\nimagePaths:\nchecksumPaths: []\n"},
-		{desc: "a checksum on the object", in: head + "checksumPaths: [Runner=.]\n", want: Config{ChecksumPaths: []renderer.ChecksumPath{{Group: "*", Kind: "Runner"}}}},
+		{desc: "a checksum on the object", in: head + "checksumPaths: [Runner=.]\n", want: Config{ChecksumPaths: []kindpath.Checksum{{Group: "*", Kind: "Runner"}}}},
 		{desc: "an empty file", in: "# nothing\n", err: "digestpin.yaml: empty: want apiVersion: digestpin.dev/v1alpha1 and kind: Config"},
 		{desc: "malformed", in: head + "imagePaths: [\n", err: "digestpin.yaml: malformed YAML: line 3: "},
 		{desc: "not a mapping", in: "- a\n", err: "digestpin.yaml, line 1: want a mapping with apiVersion: digestpin.dev/v1alpha1 and kind: Config"},
@@ -82,9 +82,9 @@ func TestParse(t *testing.T) {
 		{desc: "a tagged item", in: head + "imagePaths: [!custom Runner=spec.image]\n", err: "digestpin.yaml, line 3: imagePaths: want a string, found !custom Runner=spec.image"},
 		{desc: "an empty item", in: head + "imagePaths:\n- \n", err: "digestpin.yaml, line 4: imagePaths: want a string, found empty"},
 		{desc: "a second document after an end marker", in: head + "...\n---\n", err: "digestpin.yaml, line 4: a second YAML document"},
-		{desc: "a byte order mark and a directive", in: "\ufeff%YAML 1.1\n---\n" + head + "imagePaths: [Runner=spec.image]\n", want: Config{ImagePaths: []renderer.ImagePath{{Group: "*", Kind: "Runner", Fields: []string{"spec", "image"}}}}},
+		{desc: "a byte order mark and a directive", in: "\ufeff%YAML 1.1\n---\n" + head + "imagePaths: [Runner=spec.image]\n", want: Config{ImagePaths: []kindpath.Image{{Group: "*", Kind: "Runner", Fields: []string{"spec", "image"}}}}},
 		{desc: "a version as a group", in: head + "imagePaths: [v1/Pod=spec.x]\n", err: `digestpin.yaml, line 3: imagePaths: parsing image path "v1/Pod=spec.x": "v1" is an API version, not a group`},
-		{desc: "image paths with selectors", in: head + "imagePaths:\n- apps/Deployment=spec.template.spec.containers.*.env[name=AGENT_IMAGE].value\n- Runner=spec.args[flag=--tool-image]\n", want: Config{ImagePaths: []renderer.ImagePath{
+		{desc: "image paths with selectors", in: head + "imagePaths:\n- apps/Deployment=spec.template.spec.containers.*.env[name=AGENT_IMAGE].value\n- Runner=spec.args[flag=--tool-image]\n", want: Config{ImagePaths: []kindpath.Image{
 			{Group: "apps", Kind: "Deployment", Fields: []string{"spec", "template", "spec", "containers", "*", "env[name=AGENT_IMAGE]", "value"}},
 			{Group: "*", Kind: "Runner", Fields: []string{"spec", "args[flag=--tool-image]"}},
 		}}},

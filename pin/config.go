@@ -7,7 +7,7 @@ import (
 	"strings"
 
 	"github.com/digestpin/digestpin/config"
-	"github.com/digestpin/digestpin/renderer"
+	"github.com/digestpin/digestpin/kindpath"
 	"github.com/digestpin/digestpin/resolve"
 )
 
@@ -18,7 +18,7 @@ import (
 // The file's paths are more paths. A renderer.Renderer follows exactly
 // the PodSpecPaths and ImagePaths it is given (its defaults only where
 // they are nil), so the file's come after o.Renderer's, or after
-// renderer.DefaultPodSpecPaths and renderer.DefaultImagePaths where
+// kindpath.DefaultPodSpecs and kindpath.DefaultImages where
 // o.Renderer's are nil: a file never replaces the built-in paths. Its
 // checksum paths come after o.Renderer's.
 //
@@ -64,10 +64,10 @@ func (o *Options) AddConfig(c config.Config) error {
 	r := &o.Renderer
 	pods, images := r.PodSpecPaths, r.ImagePaths
 	if pods == nil {
-		pods = renderer.DefaultPodSpecPaths
+		pods = kindpath.DefaultPodSpecs
 	}
 	if images == nil {
-		images = renderer.DefaultImagePaths
+		images = kindpath.DefaultImages
 	}
 	r.PodSpecPaths = slices.Concat(pods, c.PodSpecPaths)
 	r.ImagePaths = slices.Concat(images, c.ImagePaths)

@@ -15,7 +15,7 @@ import (
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 
 	"github.com/digestpin/digestpin/config"
-	"github.com/digestpin/digestpin/renderer"
+	"github.com/digestpin/digestpin/kindpath"
 	"github.com/digestpin/digestpin/resolution"
 	"github.com/digestpin/digestpin/resolve"
 	"github.com/digestpin/digestpin/verify"
@@ -89,7 +89,7 @@ func TestAddConfig(t *testing.T) {
 	if err := o.AddConfig(cfg); err != nil {
 		t.Fatalf("AddConfig() = %v", err)
 	}
-	if want := len(renderer.DefaultPodSpecPaths) + 1; len(o.Renderer.PodSpecPaths) != want {
+	if want := len(kindpath.DefaultPodSpecs) + 1; len(o.Renderer.PodSpecPaths) != want {
 		t.Errorf("AddConfig() pod spec paths = %d, want the %d built-in ones and the file's", len(o.Renderer.PodSpecPaths), want-1)
 	}
 	out := pinWith(t, o, configStream)
@@ -113,10 +113,10 @@ func TestAddConfig(t *testing.T) {
 	// The caller's own paths stay, the file's come after them.
 	own := Options{Registry: fixedRegistry}
 	own.Renderer.PodSpecPaths = cfg.PodSpecPaths[:1:1]
-	if err := own.AddConfig(config.Config{PodSpecPaths: renderer.DefaultPodSpecPaths[:1]}); err != nil {
+	if err := own.AddConfig(config.Config{PodSpecPaths: kindpath.DefaultPodSpecs[:1]}); err != nil {
 		t.Fatal(err)
 	}
-	if diff := cmp.Diff(append(cfg.PodSpecPaths[:1:1], renderer.DefaultPodSpecPaths[0]), own.Renderer.PodSpecPaths); diff != "" {
+	if diff := cmp.Diff(append(cfg.PodSpecPaths[:1:1], kindpath.DefaultPodSpecs[0]), own.Renderer.PodSpecPaths); diff != "" {
 		t.Errorf("AddConfig() over the caller's paths (-want +got):\n%s", diff)
 	}
 }
@@ -178,7 +178,7 @@ func TestAddConfigErrors(t *testing.T) {
 // no document can make right, rather than the first Pin.
 func TestNewValidatesRenderer(t *testing.T) {
 	var o Options
-	o.Renderer.ChecksumPaths = []renderer.ChecksumPath{{Group: "*", Kind: "Runner", Fields: []string{"spec"}}}
+	o.Renderer.ChecksumPaths = []kindpath.Checksum{{Group: "*", Kind: "Runner", Fields: []string{"spec"}}}
 	var oe *OptionError
 	if _, err := New(o); !errors.As(err, &oe) || oe.Field != "Renderer" || oe.Err == nil || !strings.Contains(oe.Err.Error(), "checksum path Runner=spec covers no image path") {
 		t.Errorf("New() = %v, want an OptionError for Renderer", err)
@@ -211,7 +211,7 @@ func ExampleOptions_AddConfig() {
 		return
 	}
 	// The built-in pod spec paths, then the file's.
-	fmt.Println(len(o.Renderer.PodSpecPaths) == len(renderer.DefaultPodSpecPaths)+1)
+	fmt.Println(len(o.Renderer.PodSpecPaths) == len(kindpath.DefaultPodSpecs)+1)
 	fmt.Println(o.Renderer.PodSpecPaths[len(o.Renderer.PodSpecPaths)-1])
 	fmt.Println(o.Renderer.ChecksumPaths)
 	// Output:

@@ -10,6 +10,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/digestpin/digestpin/internal/testfiles"
+	"github.com/digestpin/digestpin/kindpath"
 )
 
 // TestWorkloadCRDs renders the golden file of each workload CRD project
@@ -51,7 +52,7 @@ func TestWorkloadCRDs(t *testing.T) {
 			`UnitedDeployment/shop/shop-search container "search": registry.example/shop/search:8.15`,
 			`UnitedDeployment/shop/shop-workers container "worker": registry.example/shop/worker:2.4`,
 		}},
-		// Image fields (DefaultImagePaths). Parameters ("{{…}}", "$(…)"),
+		// Image fields (kindpath.DefaultImages). Parameters ("{{…}}", "$(…)"),
 		// empty optional images and image-like strings elsewhere (a
 		// resource template's manifest, parameters, Spark's sparkConf)
 		// are not pinned.
@@ -215,11 +216,11 @@ func TestPodSpecPathRepeatingADefault(t *testing.T) {
 		},
 	} {
 		t.Run(tc.desc, func(t *testing.T) {
-			p, err := ParsePodSpecPath(tc.path)
+			p, err := kindpath.ParsePodSpec(tc.path)
 			if err != nil {
 				t.Fatal(err)
 			}
-			r := &Renderer{Resolver: newFixed(), PodSpecPaths: append(DefaultPodSpecPaths[:len(DefaultPodSpecPaths):len(DefaultPodSpecPaths)], p)}
+			r := &Renderer{Resolver: newFixed(), PodSpecPaths: append(kindpath.DefaultPodSpecs[:len(kindpath.DefaultPodSpecs):len(kindpath.DefaultPodSpecs)], p)}
 			res, err := r.Render(context.Background(), []byte(tc.in))
 			if err != nil {
 				t.Fatalf("Render() = %v", err)

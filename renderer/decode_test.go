@@ -21,10 +21,11 @@ import (
 	yaml2 "sigs.k8s.io/yaml/goyaml.v2"
 
 	"github.com/digestpin/digestpin/internal/testfiles"
+	"github.com/digestpin/digestpin/kindpath"
 )
 
 // tektonTask is a Tekton Task whose first step's image field is still to
-// be written (DefaultImagePaths).
+// be written (kindpath.DefaultImages).
 const tektonTask = "apiVersion: tekton.dev/v1\nkind: Task\nmetadata:\n  name: t\nspec:\n  steps:\n  - name: a\n"
 
 // dep is a Deployment with one container and image.
@@ -239,8 +240,8 @@ var ambiguousKeys = []struct {
 func TestAmbiguousKeysRefused(t *testing.T) {
 	for _, tc := range ambiguousKeys {
 		t.Run(tc.desc, func(t *testing.T) {
-			custom, _ := ParsePodSpecPath("example.com/Worker=spec.pools.*.template.spec")
-			r := &Renderer{Resolver: newFixed(), PodSpecPaths: append(DefaultPodSpecPaths[:len(DefaultPodSpecPaths):len(DefaultPodSpecPaths)], custom)}
+			custom, _ := kindpath.ParsePodSpec("example.com/Worker=spec.pools.*.template.spec")
+			r := &Renderer{Resolver: newFixed(), PodSpecPaths: append(kindpath.DefaultPodSpecs[:len(kindpath.DefaultPodSpecs):len(kindpath.DefaultPodSpecs)], custom)}
 			wantRefused(t, r, tc.in, tc.want)
 		})
 	}
@@ -361,7 +362,7 @@ func checkAsAPIServerWith(t *testing.T, r *Renderer, in, out []byte) {
 				dropChecksum(s.holder)
 			}
 		}
-		// Image fields of DefaultImagePaths: pinned (but for those left
+		// Image fields of kindpath.DefaultImages: pinned (but for those left
 		// alone: empty, or a parameter), in no checksum. A value the API
 		// server reads as anything but a string is not an image there:
 		// it is left alone, so the comparison below keeps it.
@@ -475,7 +476,7 @@ type jsonPodSpec struct {
 	spec, holder map[string]any
 }
 
-// podSpecsOf follows DefaultPodSpecPaths through a decoded object (and the
+// podSpecsOf follows kindpath.DefaultPodSpecs through a decoded object (and the
 // items of a List).
 func podSpecsOf(v any) []jsonPodSpec {
 	obj, _ := v.(map[string]any)
@@ -492,7 +493,7 @@ func podSpecsOf(v any) []jsonPodSpec {
 	}
 	apiVersion, _ := obj["apiVersion"].(string)
 	var out []jsonPodSpec
-	for _, p := range DefaultPodSpecPaths {
+	for _, p := range kindpath.DefaultPodSpecs {
 		if p.Kind != kind || p.Group != apiGroup(apiVersion) {
 			continue
 		}
@@ -540,7 +541,7 @@ func podSpecsOf(v any) []jsonPodSpec {
 // the items of a List) to the mappings that hold image fields, each once;
 // "*" steps into the items of a list and the values of a mapping, in the
 // order of their keys.
-func imagePathFieldsOf(v any, paths []ImagePath) []jsonImage {
+func imagePathFieldsOf(v any, paths []kindpath.Image) []jsonImage {
 	obj, _ := v.(map[string]any)
 	if obj == nil {
 		return nil
@@ -574,10 +575,10 @@ func imagePathFieldsOf(v any, paths []ImagePath) []jsonImage {
 						next = append(next, n...)
 					}
 				case map[string]any:
-					if sel, ok := parseSelector(f); ok {
-						list, _ := n[sel.field].([]any)
+					if sel, ok := kindpath.ParseSelector(f); ok {
+						list, _ := n[sel.Field].([]any)
 						for _, it := range list {
-							if m, _ := it.(map[string]any); m != nil && m[sel.key] == sel.value {
+							if m, _ := it.(map[string]any); m != nil && m[sel.Key] == sel.Value {
 								next = append(next, m)
 							}
 						}
@@ -599,14 +600,14 @@ func imagePathFieldsOf(v any, paths []ImagePath) []jsonImage {
 		key := p.Fields[len(p.Fields)-1]
 		for _, n := range at {
 			if m, ok := n.(map[string]any); ok {
-				if sel, ok := parseSelector(key); ok && sel.isFlag() {
-					if list, _ := m[sel.field].([]any); !seen[field{reflect.ValueOf(m).Pointer(), key}] {
+				if sel, ok := kindpath.ParseSelector(key); ok && sel.IsFlag() {
+					if list, _ := m[sel.Field].([]any); !seen[field{reflect.ValueOf(m).Pointer(), key}] {
 						seen[field{reflect.ValueOf(m).Pointer(), key}] = true
-						out = append(out, jsonArgs(list, sel.value, p.String())...)
+						out = append(out, jsonArgs(list, sel.Value, p.String())...)
 					}
 					continue
 				}
-				if v, ok := m[key].(string); (ok && p.leaves(v)) || (hasSelector(p.Fields) && !jsonTagged(v)) {
+				if v, ok := m[key].(string); (ok && leaves(p, v)) || (hasSelector(p.Fields) && !jsonTagged(v)) {
 					continue // left alone
 				}
 				if _, ok := m[key]; ok && !seen[field{reflect.ValueOf(m).Pointer(), key}] {
@@ -680,7 +681,7 @@ func jsonArgs(list []any, flag, name string) []jsonImage {
 }
 
 // jsonTagged reports whether v is a reference with a tag or digest (the
-// form DefaultContainerImagePaths pin), as far as a test tells.
+// form kindpath.DefaultContainerImages pin), as far as a test tells.
 func jsonTagged(v string) bool {
 	if v == "" || strings.Contains(v, "://") || strings.ContainsAny(v[:1], "/.-$~") || strings.ContainsAny(v, " {") {
 		return false
@@ -691,20 +692,20 @@ func jsonTagged(v string) bool {
 	return strings.Contains(v, "@") || strings.LastIndex(v, ":") > strings.LastIndex(v, "/")
 }
 
-// containerFieldsOf returns the fields of DefaultContainerImagePaths in
+// containerFieldsOf returns the fields of kindpath.DefaultContainerImages in
 // decoded container m, named NAME/PATH.
 func containerFieldsOf(m map[string]any, name string) []jsonImage {
 	var out []jsonImage
-	for _, p := range DefaultContainerImagePaths {
-		sel, _ := parseSelector(p.Fields[0])
-		list, _ := m[sel.field].([]any)
-		if sel.isFlag() {
-			out = append(out, jsonArgs(list, sel.value, name+"/"+p.Fields[0])...)
+	for _, p := range kindpath.DefaultContainerImages {
+		sel, _ := kindpath.ParseSelector(p.Fields[0])
+		list, _ := m[sel.Field].([]any)
+		if sel.IsFlag() {
+			out = append(out, jsonArgs(list, sel.Value, name+"/"+p.Fields[0])...)
 			continue
 		}
 		for _, it := range list {
 			env, _ := it.(map[string]any)
-			if env["name"] == sel.value {
+			if env["name"] == sel.Value {
 				if v, _ := env["value"].(string); jsonTagged(v) {
 					out = append(out, jsonImage{name: name + "/" + strings.Join(p.Fields, "."), key: "value", m: env})
 				}

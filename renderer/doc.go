@@ -2,11 +2,14 @@
 // container image and image volume in a pod spec is pinned to a digest,
 // and each pod template carries a checksum annotation of its pinned
 // images. Pod specs are found by API group, kind and field path
-// (DefaultPodSpecPaths: the Kubernetes workloads and the workload CRDs
-// deployed with Helm), and so are single image fields outside pod specs
-// (DefaultImagePaths: Argo Workflows, Tekton, the Spark operator), whose
-// checksum goes where a ChecksumPath says, if anywhere; an image key
-// anywhere else is data. A document written as JSON stays JSON.
+// (kindpath.DefaultPodSpecs: the Kubernetes workloads, the workload CRDs
+// deployed with Helm and operator resources), and so are single image
+// fields outside pod specs (kindpath.DefaultImages: Argo Workflows,
+// Tekton, the Spark operator, operator resources), whose checksum goes
+// where a kindpath.Checksum says, if anywhere; an image key anywhere
+// else is data. A document written as JSON stays JSON. Package kindpath
+// declares and parses the paths; this package follows them through
+// the YAML.
 //
 // The renderer works on a multi-document YAML stream as Helm, kustomize or
 // kubectl write it. It never talks to a registry itself: digests come from a

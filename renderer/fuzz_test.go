@@ -8,9 +8,10 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-containerregistry/pkg/name"
 	"sigs.k8s.io/kustomize/kyaml/yaml"
+
+	"github.com/digestpin/digestpin/kindpath"
 )
 
 // addSeeds adds the golden inputs and a few small streams to a fuzz
@@ -134,18 +135,18 @@ func FuzzRender(f *testing.F) {
 // with: two image paths that reach the same fields, one that reaches a
 // field on the object, and checksum paths on the object and each job.
 var (
-	fuzzImagePaths = []ImagePath{
+	fuzzImagePaths = []kindpath.Image{
 		{Group: "*", Kind: "Runner", Fields: []string{"spec", "jobs", "*", "tool"}},
 		{Group: "example.com", Kind: "Runner", Fields: []string{"spec", "*", "*", "tool"}},
 		{Group: "*", Kind: "Runner", Fields: []string{"spec", "runnerRef"}},
 		{Group: "apps", Kind: "Deployment", Fields: []string{"spec", "template", "spec", "containers", "*", "image"}},
 		// Selectors: an env var by name, a flag in both forms, one that
-		// reaches a field of DefaultContainerImagePaths too.
+		// reaches a field of kindpath.DefaultContainerImages too.
 		{Group: "*", Kind: "Runner", Fields: []string{"spec", "env[name=RUNNER_IMAGE]", "value"}},
 		{Group: "*", Kind: "Runner", Fields: []string{"spec", "jobs", "*", "args[flag=--tool-image]"}},
 		{Group: "apps", Kind: "Deployment", Fields: []string{"spec", "template", "spec", "containers", "*", "args[flag=--collector-image]"}},
 	}
-	fuzzChecksumPaths = []ChecksumPath{
+	fuzzChecksumPaths = []kindpath.Checksum{
 		{Group: "*", Kind: "Runner"},
 		{Group: "*", Kind: "Runner", Fields: []string{"spec", "jobs", "*"}},
 	}
@@ -261,41 +262,6 @@ func FuzzPinnedForm(f *testing.F) {
 			}
 			if again := pinnedForm(got, digest, m); again != got {
 				t.Fatalf("pinnedForm is not a fixed point: %q → %q → %q", image, got, again)
-			}
-		}
-	})
-}
-
-// FuzzParseImagePath parses arbitrary image paths: ParseImagePath must
-// not panic, and a path it accepts must read back from its String.
-func FuzzParseImagePath(f *testing.F) {
-	for _, s := range []string{
-		"Runner=spec.image",
-		"apps/Deployment=spec.template.spec.containers.*.env[name=AGENT_IMAGE].value",
-		"Deployment=spec.template.spec.containers[name=m].args[flag=--x]",
-		"Runner=spec.env[name=a.b[c]].value",
-		"Runner=spec.args[flag=-x=y]",
-		"Runner=spec.[=].x",
-	} {
-		f.Add(s)
-	}
-	f.Fuzz(func(t *testing.T, s string) {
-		p, err := ParseImagePath(s)
-		if err != nil {
-			return
-		}
-		again, err := ParseImagePath(p.String())
-		if err != nil {
-			t.Fatalf("ParseImagePath(%q) = %v, but ParseImagePath(%q) = %v", s, p, p.String(), err)
-		}
-		if diff := cmp.Diff(p, again); diff != "" {
-			t.Fatalf("ParseImagePath(%q).String() reads back as another path (-first +again):\n%s", s, diff)
-		}
-		for _, f := range p.Fields {
-			if strings.ContainsAny(f, "[]") {
-				if _, ok := parseSelector(f); !ok {
-					t.Fatalf("ParseImagePath(%q) accepted the field %q, which is no selector", s, f)
-				}
 			}
 		}
 	})

@@ -10,6 +10,8 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+
+	"github.com/digestpin/digestpin/kindpath"
 )
 
 var update = flag.Bool("update", false, "rewrite the golden files in testdata/")
@@ -18,7 +20,7 @@ var update = flag.Bool("update", false, "rewrite the golden files in testdata/")
 // NAME.golden.yaml, then renders the golden file again to prove that
 // digestpin on its own output changes nothing.
 func TestGolden(t *testing.T) {
-	custom, err := ParsePodSpecPath("example.com/Worker=spec.pools.*.template.spec")
+	custom, err := kindpath.ParsePodSpec("example.com/Worker=spec.pools.*.template.spec")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -27,7 +29,7 @@ func TestGolden(t *testing.T) {
 		"odd-syntax":     {},
 		"digest-mode":    {Mode: ModeDigest},
 		"annotate-mode":  {Mode: ModeAnnotate, ChecksumAnnotation: "example.com/images"},
-		"custom-path":    {PodSpecPaths: append(DefaultPodSpecPaths[:len(DefaultPodSpecPaths):len(DefaultPodSpecPaths)], custom)},
+		"custom-path":    {PodSpecPaths: append(kindpath.DefaultPodSpecs[:len(kindpath.DefaultPodSpecs):len(kindpath.DefaultPodSpecs)], custom)},
 		"image-volumes":  {},
 		// Workload CRDs, each in a project's own layout.
 		"knative-serving":            {},
@@ -35,7 +37,7 @@ func TestGolden(t *testing.T) {
 		"keda-scaledjob":             {},
 		"openshift-deploymentconfig": {},
 		"openkruise-jobs":            {},
-		// Image fields outside pod specs (DefaultImagePaths).
+		// Image fields outside pod specs (kindpath.DefaultImages).
 		"argo-workflows": {},
 		"tekton":         {},
 		"spark-operator": {},
@@ -52,7 +54,7 @@ func TestGolden(t *testing.T) {
 		// in pipelines, OpenKruise EphemeralJob and AdvancedCronJob.
 		"workflow-shapes": {},
 		// Images in the args and env of operators and controllers
-		// (DefaultContainerImagePaths).
+		// (kindpath.DefaultContainerImages).
 		"images-in-args-env": {},
 		// Documents in flow style keep their layout.
 		"flow-style": {},

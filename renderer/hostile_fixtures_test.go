@@ -8,6 +8,8 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/digestpin/digestpin/kindpath"
 )
 
 // TestHostileFixtures keeps testdata/hostile in step with the tables of
@@ -35,7 +37,7 @@ func TestHostileFixtures(t *testing.T) {
 			checkGolden(t, &Renderer{Resolver: newFixed()}, in, filepath.Join(dir, base+".golden.yaml"))
 		})
 	}
-	custom, err := ParsePodSpecPath("example.com/Worker=spec.pools.*.template.spec")
+	custom, err := kindpath.ParsePodSpec("example.com/Worker=spec.pools.*.template.spec")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -44,7 +46,7 @@ func TestHostileFixtures(t *testing.T) {
 		want = append(want, base+".input.yaml", base+".error")
 		t.Run(base, func(t *testing.T) {
 			checkFixture(t, filepath.Join(dir, base+".input.yaml"), []byte(tc.in))
-			r := &Renderer{Resolver: newFixed(), PodSpecPaths: append(DefaultPodSpecPaths[:len(DefaultPodSpecPaths):len(DefaultPodSpecPaths)], custom)}
+			r := &Renderer{Resolver: newFixed(), PodSpecPaths: append(kindpath.DefaultPodSpecs[:len(kindpath.DefaultPodSpecs):len(kindpath.DefaultPodSpecs)], custom)}
 			_, err := r.Render(context.Background(), []byte(tc.in))
 			if err == nil {
 				t.Fatal("Render() = nil error, want it refused")

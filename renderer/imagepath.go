@@ -8,65 +8,14 @@ import (
 
 	"github.com/google/go-containerregistry/pkg/name"
 	"sigs.k8s.io/kustomize/kyaml/yaml"
+
+	"github.com/digestpin/digestpin/kindpath"
 )
-
-// ImagePath names a field that holds an image reference as a string,
-// outside the container lists of a pod spec: an Argo Workflows template's
-// container.image, a Tekton step's image, a SparkApplication's
-// spec.image. A "*" field steps into every item of a sequence (or every
-// value of a mapping), as in a PodSpecPath; the last field is a name.
-//
-// The images found are pinned like containers' images. They go into no
-// pod template's checksum: a ChecksumPath of the kind says where their
-// checksum goes, if anywhere.
-type ImagePath struct {
-	// Group is the API group of the kind, or "*" for any group.
-	Group string
-	// Kind is the object kind, e.g. "Workflow".
-	Kind string
-	// Fields lead from the object's root to the image field.
-	Fields []string
-	// Tagged says that the field holds a reference only when it carries
-	// a tag or a digest: without one the operator completes it (a base
-	// image that it tags with a version) or reads it as a version
-	// (Grafana's spec.version), and it is left alone. String and
-	// ParseImagePath do not carry it, nor Qualified.
-	Tagged bool
-	// Qualified says that the field holds a reference to pin only when
-	// it names its registry: the operator completes a name without one
-	// with a default registry of its own, not Docker Hub's (Crossplane
-	// packages).
-	Qualified bool
-}
-
-// String formats p as the --image-path flag takes it.
-func (p ImagePath) String() string { return kindPath(p.Group, p.Kind, p.Fields) }
-
-// ParseImagePath parses "[GROUP/]KIND=FIELD.PATH", e.g.
-// "argoproj.io/Workflow=spec.templates.*.container.image". Without a group
-// the kind matches in every API group. The last field must be a name:
-// the key of the image field in its mapping, or a flag's value in a
-// list of arguments, "args[flag=--reloader-image]"; other fields may
-// select items by a key, "containers.*.env[name=AGENT_IMAGE].value" (see
-// selector). A field with a selector holds an image only when its value
-// reads as a reference with a tag or digest: a URL, a path or a name
-// alone there is left alone.
-func ParseImagePath(s string) (ImagePath, error) {
-	group, kind, fields, err := parseKindPath("image path", s)
-	if err != nil {
-		return ImagePath{}, err
-	}
-	last := fields[len(fields)-1]
-	if sel, ok := parseSelector(last); last == "*" || (ok && !sel.isFlag()) {
-		return ImagePath{}, fmt.Errorf("parsing image path %q: the last field must name the image field, not %q", s, last)
-	}
-	return ImagePath{Group: group, Kind: kind, Fields: fields}, nil
-}
 
 // leaves reports whether the image field's value v is one to leave
 // alone because p holds a reference only in a form v is not in (Tagged,
 // Qualified).
-func (p ImagePath) leaves(v string) bool {
+func leaves(p kindpath.Image, v string) bool {
 	if p.Tagged {
 		if _, tag, digest := splitImage(v); tag == "" && digest == "" {
 			return true
@@ -81,48 +30,6 @@ func (p ImagePath) leaves(v string) bool {
 func namesRegistry(v string) bool {
 	host, _, ok := strings.Cut(v, "/")
 	return ok && (strings.ContainsAny(host, ".:") || host == "localhost")
-}
-
-// ChecksumPath says where an object of one kind gets the checksum of the
-// image fields that its ImagePaths find: in the metadata.annotations of
-// each mapping that Fields lead to (created when missing, as in a pod
-// template), covering the image fields inside that mapping, i.e. those of
-// the ImagePaths whose fields start with Fields. Fields may be empty: the
-// object itself. An image path that two checksum paths cover belongs to
-// the longer. Without a ChecksumPath a kind's image fields get no
-// checksum.
-type ChecksumPath struct {
-	// Group is the API group of the kind, or "*" for any group.
-	Group string
-	// Kind is the object kind.
-	Kind string
-	// Fields lead from the object's root to the mapping that gets the
-	// annotation.
-	Fields []string
-}
-
-// String formats p as the --checksum-path flag takes it: "." for the
-// object itself.
-func (p ChecksumPath) String() string {
-	if len(p.Fields) == 0 {
-		return kindPath(p.Group, p.Kind, []string{"."})
-	}
-	return kindPath(p.Group, p.Kind, p.Fields)
-}
-
-// ParseChecksumPath parses "[GROUP/]KIND=FIELD.PATH", e.g.
-// "example.com/Runner=spec.runTemplate", or "[GROUP/]KIND=." for the
-// object's own metadata.
-func ParseChecksumPath(s string) (ChecksumPath, error) {
-	if k, ok := strings.CutSuffix(s, "=."); ok {
-		group, kind, err := parseKind("checksum path", s, k)
-		return ChecksumPath{Group: group, Kind: kind}, err
-	}
-	group, kind, fields, err := parseKindPath("checksum path", s)
-	if err != nil {
-		return ChecksumPath{}, err
-	}
-	return ChecksumPath{Group: group, Kind: kind, Fields: fields}, nil
 }
 
 // checkChecksumPaths refuses a checksum path that no image path goes
@@ -159,7 +66,7 @@ func (r *Renderer) checkChecksumPaths() error {
 			}
 			return fmt.Errorf("checksum path %s covers no image path: %s", c, why)
 		default:
-			kind, through := strings.TrimSuffix(kindPath(c.Group, c.Kind, nil), "="), "the object"
+			kind, through := kindpath.FormatKind(c.Group, c.Kind), "the object"
 			if len(c.Fields) > 0 {
 				through = strings.Join(c.Fields, ".")
 			}
@@ -170,126 +77,10 @@ func (r *Renderer) checkChecksumPaths() error {
 }
 
 // FieldPrefix starts the Workload.Container of an image field that an
-// ImagePath found, and its line in a checksum: "field/PATH=REF", where
+// image path found, and its line in a checksum: "field/PATH=REF", where
 // PATH is the field's path in the object, items numbered:
 // "field/spec.templates[0].container.image".
 const FieldPrefix = "field/"
-
-// templateImages are the image fields of an Argo Workflows template.
-var templateImages = [][]string{
-	{"container", "image"},
-	{"script", "image"},
-	{"initContainers", "*", "image"},
-	{"sidecars", "*", "image"},
-	{"containerSet", "containers", "*", "image"},
-}
-
-// workflowImages are the image fields of an Argo Workflows workflow spec:
-// those of its templates, of the templates written inline in a DAG's
-// tasks and in steps (one level: an inline template's own inline
-// templates are not followed), of its template defaults, which every
-// template inherits, and the sidecar container of each executor plugin.
-var workflowImages = slices.Concat(
-	under([]string{"templates", "*"}, templateImages),
-	under([]string{"templates", "*", "dag", "tasks", "*", "inline"}, templateImages),
-	under([]string{"templates", "*", "steps", "*", "*", "inline"}, templateImages),
-	under([]string{"templateDefaults"}, templateImages),
-	[][]string{{"executorPlugins", "*", "spec", "sidecar", "container", "image"}},
-)
-
-// taskImages are the image fields of a Tekton task spec.
-var taskImages = [][]string{
-	{"steps", "*", "image"},
-	{"sidecars", "*", "image"},
-	{"stepTemplate", "image"},
-}
-
-// pipelineImages are the image fields of a Tekton pipeline spec: those of
-// the task specs embedded in its tasks and finally tasks, and of the
-// pipeline specs embedded in them (pipelines in pipelines), two levels
-// deep.
-var pipelineImages = nestPipelines(nestPipelines(taskSpecImages(nil)))
-
-// taskSpecImages are the image fields of the task specs embedded in a
-// pipeline spec's tasks and finally tasks, and pipelines, the image
-// fields of pipeline specs, embedded in them too.
-func taskSpecImages(pipelines [][]string) [][]string {
-	return slices.Concat(
-		under([]string{"tasks", "*", "taskSpec"}, taskImages),
-		under([]string{"finally", "*", "taskSpec"}, taskImages),
-		under([]string{"tasks", "*", "pipelineSpec"}, pipelines),
-		under([]string{"finally", "*", "pipelineSpec"}, pipelines),
-	)
-}
-
-// nestPipelines returns the image fields of a pipeline spec whose tasks
-// may embed pipeline specs with the image fields inner.
-func nestPipelines(inner [][]string) [][]string { return taskSpecImages(inner) }
-
-// sparkImages are the image fields of a Spark operator application spec.
-var sparkImages = [][]string{
-	{"image"},
-	{"driver", "image"},
-	{"driver", "initContainers", "*", "image"},
-	{"driver", "sidecars", "*", "image"},
-	{"executor", "image"},
-	{"executor", "initContainers", "*", "image"},
-	{"executor", "sidecars", "*", "image"},
-}
-
-// DefaultImagePaths are the image fields of the CRDs that run images
-// without a pod spec of their own, and of operator resources
-// (operatorImagePaths), each matched by API group and kind:
-//
-//   - Argo Workflows: the templates of a Workflow, WorkflowTemplate,
-//     ClusterWorkflowTemplate and CronWorkflow (its spec.workflowSpec):
-//     container, script, initContainers, sidecars and containerSet images;
-//   - Tekton: the steps, sidecars and stepTemplate of a Task and
-//     ClusterTask, of the task specs embedded in a Pipeline's tasks and
-//     finally tasks, in a TaskRun and in a PipelineRun's pipeline spec;
-//     a StepAction's image;
-//   - the Spark operator: a SparkApplication's image, and the images,
-//     initContainers and sidecars of its driver and executor, also in a
-//     ScheduledSparkApplication's template.
-//
-// None of them has a checksum: a Workflow, TaskRun or PipelineRun runs
-// once, and a template (WorkflowTemplate, CronWorkflow, Task, Pipeline)
-// has no running pods to roll: the next run takes the pinned images. The
-// Spark operator resubmits an application whose spec changes, which the
-// pinned image does.
-var DefaultImagePaths = slices.Concat(
-	imagePaths("argoproj.io", "Workflow", []string{"spec"}, workflowImages),
-	imagePaths("argoproj.io", "WorkflowTemplate", []string{"spec"}, workflowImages),
-	imagePaths("argoproj.io", "ClusterWorkflowTemplate", []string{"spec"}, workflowImages),
-	imagePaths("argoproj.io", "CronWorkflow", []string{"spec", "workflowSpec"}, workflowImages),
-	imagePaths("tekton.dev", "Task", []string{"spec"}, taskImages),
-	imagePaths("tekton.dev", "ClusterTask", []string{"spec"}, taskImages),
-	imagePaths("tekton.dev", "Pipeline", []string{"spec"}, pipelineImages),
-	imagePaths("tekton.dev", "TaskRun", []string{"spec", "taskSpec"}, taskImages),
-	imagePaths("tekton.dev", "PipelineRun", []string{"spec", "pipelineSpec"}, pipelineImages),
-	imagePaths("tekton.dev", "StepAction", []string{"spec"}, [][]string{{"image"}}),
-	imagePaths("sparkoperator.k8s.io", "SparkApplication", []string{"spec"}, sparkImages),
-	imagePaths("sparkoperator.k8s.io", "ScheduledSparkApplication", []string{"spec", "template"}, sparkImages),
-	operatorImagePaths,
-)
-
-// under puts each of paths under prefix.
-func under(prefix []string, paths [][]string) [][]string {
-	out := make([][]string, len(paths))
-	for i, p := range paths {
-		out[i] = slices.Concat(prefix, p)
-	}
-	return out
-}
-
-// imagePaths declares paths, under prefix, for one group and kind.
-func imagePaths(group, kind string, prefix []string, paths [][]string) []ImagePath {
-	out := make([]ImagePath, len(paths))
-	for i, p := range under(prefix, paths) {
-		out[i] = ImagePath{Group: group, Kind: kind, Fields: p}
-	}
-	return out
-}
 
 // imageKeys returns the words that tell a document that may hold an
 // image field of an image path (or a container image path) whose last
@@ -308,8 +99,8 @@ func (r *Renderer) imageKeys() [][]string {
 			continue
 		}
 		for _, g := range slices.Backward(p.Fields) {
-			if sel, ok := parseSelector(g); ok {
-				f = sel.value
+			if sel, ok := kindpath.ParseSelector(g); ok {
+				f = sel.Value
 				break
 			}
 		}
@@ -324,18 +115,18 @@ func (r *Renderer) imageKeys() [][]string {
 	return keys
 }
 
-func (r *Renderer) imagePaths() []ImagePath {
+func (r *Renderer) imagePaths() []kindpath.Image {
 	if r.ImagePaths == nil {
-		return DefaultImagePaths
+		return kindpath.DefaultImages
 	}
 	return r.ImagePaths
 }
 
 // imagePathsFor returns the image paths of a group and kind.
-func (r *Renderer) imagePathsFor(group, kind string) []ImagePath {
-	var paths []ImagePath
+func (r *Renderer) imagePathsFor(group, kind string) []kindpath.Image {
+	var paths []kindpath.Image
 	for _, p := range r.imagePaths() {
-		if matchesKind(p.Group, p.Kind, group, kind) && len(p.Fields) > 0 {
+		if p.Matches(group, kind) && len(p.Fields) > 0 {
 			paths = append(paths, p)
 		}
 	}
@@ -347,13 +138,13 @@ func (r *Renderer) imagePathsFor(group, kind string) []ImagePath {
 // its checksum paths ask for. pods are the pod templates and pod specs
 // that the object's pod spec paths found, which a checksum path may not
 // name: they have a checksum of their own, or no metadata.
-func (e *editor) imageFields(obj *yaml.Node, group, kind string, paths []ImagePath, w Workload, pods map[*yaml.Node]string) error {
+func (e *editor) imageFields(obj *yaml.Node, group, kind string, paths []kindpath.Image, w Workload, pods map[*yaml.Node]string) error {
 	if len(paths) == 0 {
 		return nil
 	}
-	var checks []ChecksumPath
+	var checks []kindpath.Checksum
 	for _, c := range e.r.ChecksumPaths {
-		if matchesKind(c.Group, c.Kind, group, kind) {
+		if c.Matches(group, kind) {
 			checks = append(checks, c)
 		}
 	}
@@ -372,7 +163,7 @@ func (e *editor) imageFields(obj *yaml.Node, group, kind string, paths []ImagePa
 	linesOf := map[*yaml.Node][]string{}
 	var podNodes map[*yaml.Node]bool // the nodes inside pods, once asked
 	for j, c := range checks {
-		var own []ImagePath
+		var own []kindpath.Image
 		for i, p := range paths {
 			if owner[i] == j {
 				own = append(own, p)
@@ -425,7 +216,7 @@ func (e *editor) imageFields(obj *yaml.Node, group, kind string, paths []ImagePa
 
 // checksumOwners returns, for each image path, the index in checks of
 // the longest checksum path that its fields start with, or -1 for none.
-func checksumOwners(paths []ImagePath, checks []ChecksumPath) []int {
+func checksumOwners(paths []kindpath.Image, checks []kindpath.Checksum) []int {
 	owner := make([]int, len(paths))
 	for i, p := range paths {
 		owner[i] = -1
@@ -450,7 +241,7 @@ type checksumHolder struct {
 // in obj (obj itself for a path without fields). A path that reaches
 // anything but a mapping or null would leave the images under it out of
 // every checksum: it is refused.
-func (e *editor) checksumHolders(obj *yaml.Node, c ChecksumPath, w Workload) ([]checksumHolder, error) {
+func (e *editor) checksumHolders(obj *yaml.Node, c kindpath.Checksum, w Workload) ([]checksumHolder, error) {
 	var holders []checksumHolder
 	var bad error
 	if len(c.Fields) == 0 {
@@ -510,7 +301,7 @@ type fieldKey struct {
 // field left unset, or whose digest is not known yet), and a field that
 // a pod spec path found is its container's, pinned and reported as such.
 // It returns the checksum lines of the fields found, each once.
-func (e *editor) pinFields(from *yaml.Node, base string, paths []ImagePath, skip int, w Workload, fields map[fieldKey][]string, spec *yaml.Node) ([]string, error) {
+func (e *editor) pinFields(from *yaml.Node, base string, paths []kindpath.Image, skip int, w Workload, fields map[fieldKey][]string, spec *yaml.Node) ([]string, error) {
 	type field struct {
 		m    *yaml.Node // the mapping that holds the image field
 		path string
@@ -525,8 +316,8 @@ func (e *editor) pinFields(from *yaml.Node, base string, paths []ImagePath, skip
 		} else {
 			// The field's key, or the list a flag is in.
 			k := key
-			if sel, ok := parseSelector(key); ok {
-				k = sel.field
+			if sel, ok := kindpath.ParseSelector(key); ok {
+				k = sel.Field
 			}
 			err := walk(from, mid, e.routes.step, func(_, node *yaml.Node, _ string, trail []string) bool {
 				if node.Kind != yaml.MappingNode {
@@ -565,7 +356,7 @@ func (e *editor) pinFields(from *yaml.Node, base string, paths []ImagePath, skip
 // pod spec path found already is not pinned again: it is the
 // container's (or image volume's), and its line names the field with the
 // value pinned.
-func (e *editor) pinField(m *yaml.Node, key, path string, w Workload, p ImagePath, spec *yaml.Node) ([]string, error) {
+func (e *editor) pinField(m *yaml.Node, key, path string, w Workload, p kindpath.Image, spec *yaml.Node) ([]string, error) {
 	if spec == nil {
 		w.Container = FieldPrefix + path
 	} else {
@@ -580,14 +371,14 @@ func (e *editor) pinField(m *yaml.Node, key, path string, w Workload, p ImagePat
 		}
 		return lines, nil
 	}
-	if sel, ok := parseSelector(key); ok && sel.isFlag() {
+	if sel, ok := kindpath.ParseSelector(key); ok && sel.IsFlag() {
 		return e.pinFlag(m, key, sel, w, p, spec)
 	}
 	image, err := get(m, key)
 	if err != nil {
 		return nil, e.keyError(err, w.String())
 	}
-	if unset(image.value) || (image.value.Kind == yaml.ScalarNode && p.leaves(image.value.Value)) {
+	if unset(image.value) || (image.value.Kind == yaml.ScalarNode && leaves(p, image.value.Value)) {
 		e.handle(image.value)
 		return nil, nil
 	}
@@ -603,12 +394,12 @@ func (e *editor) pinField(m *yaml.Node, key, path string, w Workload, p ImagePat
 	return nonEmpty(line), err
 }
 
-// pinFlag pins the values of the flag sel.value in the list of arguments
-// sel.field of mapping m (key is the selector as written): the rest of
+// pinFlag pins the values of the flag sel.Value in the list of arguments
+// sel.Field of mapping m (key is the selector as written): the rest of
 // each item "FLAG=VALUE", and each item after an item "FLAG", when it
 // reads as a reference (a URL, a path or another flag does not).
-func (e *editor) pinFlag(m *yaml.Node, key string, sel selector, w Workload, p ImagePath, spec *yaml.Node) ([]string, error) {
-	list, err := get(m, sel.field)
+func (e *editor) pinFlag(m *yaml.Node, key string, sel kindpath.Selector, w Workload, p kindpath.Image, spec *yaml.Node) ([]string, error) {
+	list, err := get(m, sel.Field)
 	if err != nil {
 		return nil, e.keyError(err, w.String())
 	}
@@ -623,11 +414,11 @@ func (e *editor) pinFlag(m *yaml.Node, key string, sel selector, w Workload, p I
 			continue
 		}
 		var raw *yaml.Node
-		prefix := sel.value + "="
+		prefix := sel.Value + "="
 		switch {
 		case strings.HasPrefix(arg.Value, prefix):
 			raw = items[i]
-		case arg.Value == sel.value && i+1 < len(items):
+		case arg.Value == sel.Value && i+1 < len(items):
 			i++
 			raw, prefix = items[i], ""
 		default:
@@ -652,7 +443,7 @@ func (e *editor) pinFlag(m *yaml.Node, key string, sel selector, w Workload, p I
 // digest that image path p holds; anything else (a URL, a path, a
 // number, a name alone) is left alone without an error. It returns the checksum line and the value pinned ("" for
 // none, or while the digest is not known).
-func (e *editor) pinText(spec, c *yaml.Node, image entry, prefix string, w Workload, p ImagePath) (line, value string) {
+func (e *editor) pinText(spec, c *yaml.Node, image entry, prefix string, w Workload, p kindpath.Image) (line, value string) {
 	img := image.value
 	if img == nil || img.Kind != yaml.ScalarNode || img.Tag != "!!str" {
 		return "", ""
@@ -664,7 +455,7 @@ func (e *editor) pinText(spec, c *yaml.Node, image entry, prefix string, w Workl
 	// A name without a tag or digest may be one that the program
 	// completes (with a version, a registry of its own): not pinned.
 	text, ok := strings.CutPrefix(img.Value, prefix)
-	if _, tag, digest := splitImage(text); !ok || !readsAsReference(text) || p.leaves(text) || (tag == "" && digest == "") {
+	if _, tag, digest := splitImage(text); !ok || !readsAsReference(text) || leaves(p, text) || (tag == "" && digest == "") {
 		return "", ""
 	}
 	ref, err := name.ParseReference(text)

@@ -8,106 +8,12 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+
+	"github.com/digestpin/digestpin/kindpath"
 )
 
-func TestParseImagePath(t *testing.T) {
-	for _, tc := range []struct {
-		in   string
-		want ImagePath
-		err  string
-	}{
-		{in: "argoproj.io/Workflow=spec.templates.*.container.image", want: ImagePath{Group: "argoproj.io", Kind: "Workflow", Fields: []string{"spec", "templates", "*", "container", "image"}}},
-		{in: "Runner=spec.runnerImage", want: ImagePath{Group: "*", Kind: "Runner", Fields: []string{"spec", "runnerImage"}}},
-		{in: "/Pod=spec.x", want: ImagePath{Group: "", Kind: "Pod", Fields: []string{"spec", "x"}}},
-		{in: "v1/Pod=spec.x", err: `parsing image path "v1/Pod=spec.x": "v1" is an API version, not a group: write Pod=… for the kind in any group, or /Pod=… for the core group`},
-		{in: "v2beta1/Runner=spec.x", err: `"v2beta1" is an API version, not a group`},
-		{in: "Runner=spec.images.*", err: `parsing image path "Runner=spec.images.*": the last field must name the image field, not "*"`},
-		{in: "Runner", err: `parsing image path "Runner": want KIND=FIELD.PATH or GROUP/KIND=FIELD.PATH`},
-		{in: "=spec.image", err: `want KIND=FIELD.PATH`},
-		{in: "a/b/C=spec.image", err: `parsing image path "a/b/C=spec.image": bad kind "a/b/C"`},
-		{in: "Runner=spec..image", err: `parsing image path "Runner=spec..image": empty field in "spec..image"`},
-		// Selectors.
-		{in: "Deployment=spec.template.spec.containers.*.env[name=AGENT_IMAGE].value", want: ImagePath{Group: "*", Kind: "Deployment", Fields: []string{"spec", "template", "spec", "containers", "*", "env[name=AGENT_IMAGE]", "value"}}},
-		{in: "apps/Deployment=spec.template.spec.containers[name=manager].args[flag=--prometheus-config-reloader]", want: ImagePath{Group: "apps", Kind: "Deployment", Fields: []string{"spec", "template", "spec", "containers[name=manager]", "args[flag=--prometheus-config-reloader]"}}},
-		{in: "Runner=spec.env[name=a.b.c].value", want: ImagePath{Group: "*", Kind: "Runner", Fields: []string{"spec", "env[name=a.b.c]", "value"}}},
-		{in: "Runner=spec.command[flag=-image]", want: ImagePath{Group: "*", Kind: "Runner", Fields: []string{"spec", "command[flag=-image]"}}},
-		{in: "Runner=spec.env[name=X]", err: `parsing image path "Runner=spec.env[name=X]": the last field must name the image field, not "env[name=X]"`},
-		{in: "Runner=spec.args[flag=--x].value", err: `parsing image path "Runner=spec.args[flag=--x].value": args[flag=--x] selects a flag's value, which only an image path may end in`},
-		{in: "Runner=spec.env[name=X.value", err: `malformed selector "env[name=X.value": want FIELD[KEY=VALUE]`},
-		{in: "Runner=spec.env[name].value", err: `malformed selector "env[name]"`},
-		{in: "Runner=spec.env[name=X]x.value", err: `malformed selector "env[name=X]x"`},
-		{in: "Runner=spec.env[[name=X]].value", err: `malformed selector "env[[name=X]]"`},
-		{in: "Runner=spec.[name=X].value", err: `malformed selector "[name=X]"`},
-		{in: "Runner=spec.*[name=X].value", err: `malformed selector "*[name=X]": "*" is not a field name`},
-		{in: "Runner=spec.env[=X].value", err: `malformed selector "env[=X]": "" is not a key`},
-		{in: "Runner=spec.env[a.b=X].value", err: `malformed selector "env[a.b=X]": "a.b" is not a key`},
-		{in: "Runner=spec.env[name=].value", err: `malformed selector "env[name=]": empty value`},
-		{in: "Runner=spec.args[flag=image]", err: `the flag "image" of args[flag=image] matches no argument: a flag starts with "-" (args[flag=--image])`},
-		{in: "Runner=spec.args[flag=--]", err: `the flag "--" of args[flag=--] matches no argument: want -NAME or --NAME`},
-		{in: "Runner=spec.args[flag=---x]", err: `matches no argument: want -NAME or --NAME`},
-		{in: "Runner=spec.args[flag=--x=y]", err: `the flag "--x=y" of args[flag=--x=y] matches no argument: a flag name holds no "=" or blank`},
-		{in: "Runner=spec.args[flag=--x y]", err: `matches no argument: a flag name holds no "=" or blank`},
-		{in: "Runner=spec]", err: `malformed selector "spec]"`},
-	} {
-		t.Run(tc.in, func(t *testing.T) {
-			got, err := ParseImagePath(tc.in)
-			if tc.err != "" {
-				if err == nil || !strings.Contains(err.Error(), tc.err) {
-					t.Fatalf("ParseImagePath(%q) = %v, %v, want error %q", tc.in, got, err, tc.err)
-				}
-				return
-			}
-			if err != nil {
-				t.Fatalf("ParseImagePath(%q) = %v", tc.in, err)
-			}
-			if diff := cmp.Diff(tc.want, got); diff != "" {
-				t.Errorf("ParseImagePath(%q) (-want +got):\n%s", tc.in, diff)
-			}
-			if got.String() != tc.in {
-				t.Errorf("ParseImagePath(%q).String() = %q", tc.in, got.String())
-			}
-		})
-	}
-}
-
-func TestParseChecksumPath(t *testing.T) {
-	for _, tc := range []struct {
-		in   string
-		want ChecksumPath
-		err  string
-	}{
-		{in: "example.com/Runner=spec.template", want: ChecksumPath{Group: "example.com", Kind: "Runner", Fields: []string{"spec", "template"}}},
-		{in: "Runner=spec.templates.*", want: ChecksumPath{Group: "*", Kind: "Runner", Fields: []string{"spec", "templates", "*"}}},
-		{in: "example.com/Runner=.", want: ChecksumPath{Group: "example.com", Kind: "Runner"}},
-		{in: "Runner=", err: `parsing checksum path "Runner=": want KIND=FIELD.PATH`},
-		{in: "Runner=spec.jobs[name=build]", want: ChecksumPath{Group: "*", Kind: "Runner", Fields: []string{"spec", "jobs[name=build]"}}},
-		{in: "Runner=spec.args[flag=--x]", err: `parsing checksum path "Runner=spec.args[flag=--x]": args[flag=--x] selects a flag's value, which only an image path may end in`},
-		{in: "/=.", err: `parsing checksum path "/=.": bad kind "/"`},
-		{in: "Runner=spec.", err: `parsing checksum path "Runner=spec.": empty field in "spec."`},
-	} {
-		t.Run(tc.in, func(t *testing.T) {
-			got, err := ParseChecksumPath(tc.in)
-			if tc.err != "" {
-				if err == nil || !strings.Contains(err.Error(), tc.err) {
-					t.Fatalf("ParseChecksumPath(%q) = %v, %v, want error %q", tc.in, got, err, tc.err)
-				}
-				return
-			}
-			if err != nil {
-				t.Fatalf("ParseChecksumPath(%q) = %v", tc.in, err)
-			}
-			if diff := cmp.Diff(tc.want, got); diff != "" {
-				t.Errorf("ParseChecksumPath(%q) (-want +got):\n%s", tc.in, diff)
-			}
-			if got.String() != tc.in {
-				t.Errorf("ParseChecksumPath(%q).String() = %q", tc.in, got.String())
-			}
-		})
-	}
-}
-
 // TestImagePathKeysUntouched renders documents of the kinds of
-// DefaultImagePaths, and lookalikes, whose "image" keys and image-like
+// kindpath.DefaultImages, and lookalikes, whose "image" keys and image-like
 // strings are no image field of a default path, or a placeholder that
 // the engine fills in: each comes out byte for byte as it came in.
 func TestImagePathKeysUntouched(t *testing.T) {
@@ -191,7 +97,7 @@ spec:
 // or none; the checksum lines are field/PATH=REF.
 func TestImagePathsAndChecksumPaths(t *testing.T) {
 	ref := func(s string) string { return "registry.example/" + s + "@" + dg("registry.example/"+s) }
-	paths := []ImagePath{
+	paths := []kindpath.Image{
 		{Group: "example.com", Kind: "Runner", Fields: []string{"spec", "runnerRef"}},
 		{Group: "*", Kind: "Runner", Fields: []string{"spec", "jobs", "*", "tool"}},
 	}
@@ -201,20 +107,20 @@ func TestImagePathsAndChecksumPaths(t *testing.T) {
 	pinned := strings.NewReplacer("registry.example/runner:1", ref("runner:1"), "registry.example/tool-a:1", ref("tool-a:1"), "registry.example/tool-b:1", ref("tool-b:1")).Replace(runner)
 	for _, tc := range []struct {
 		desc      string
-		checksums []ChecksumPath
+		checksums []kindpath.Checksum
 		want      string
 	}{
 		{desc: "no checksum path", want: pinned},
 		{
 			desc:      "the object itself",
-			checksums: []ChecksumPath{{Group: "example.com", Kind: "Runner"}},
+			checksums: []kindpath.Checksum{{Group: "example.com", Kind: "Runner"}},
 			want:      strings.Replace(pinned, "  name: r\n", "  name: r\n  annotations:\n    checksum/images: '"+Checksum([]string{runnerLine, aLine, bLine})+"'\n", 1),
 		},
 		{
 			// The jobs' own paths belong to the longer checksum path;
 			// spec.runnerRef to the object.
 			desc:      "each job, and the object",
-			checksums: []ChecksumPath{{Group: "*", Kind: "Runner"}, {Group: "*", Kind: "Runner", Fields: []string{"spec", "jobs", "*"}}},
+			checksums: []kindpath.Checksum{{Group: "*", Kind: "Runner"}, {Group: "*", Kind: "Runner", Fields: []string{"spec", "jobs", "*"}}},
 			want: strings.NewReplacer(
 				"  name: r\n", "  name: r\n  annotations:\n    checksum/images: '"+Checksum([]string{runnerLine})+"'\n",
 				"      labels: {job: a}\n", "      labels: {job: a}\n      annotations:\n        checksum/images: '"+Checksum([]string{aLine})+"'\n",
@@ -222,7 +128,7 @@ func TestImagePathsAndChecksumPaths(t *testing.T) {
 		},
 		{
 			desc:      "a checksum path of another group",
-			checksums: []ChecksumPath{{Group: "other.example.com", Kind: "Runner"}},
+			checksums: []kindpath.Checksum{{Group: "other.example.com", Kind: "Runner"}},
 			want:      pinned,
 		},
 	} {
@@ -260,12 +166,12 @@ func TestImagePathsAndChecksumPaths(t *testing.T) {
 // TestImagePathRepeatingADefault checks that an image path given twice
 // (a flag that repeats a default) pins and reports each field once.
 func TestImagePathRepeatingADefault(t *testing.T) {
-	p, err := ParseImagePath("tekton.dev/Task=spec.steps.*.image")
+	p, err := kindpath.ParseImage("tekton.dev/Task=spec.steps.*.image")
 	if err != nil {
 		t.Fatal(err)
 	}
 	in := "apiVersion: tekton.dev/v1\nkind: Task\nmetadata:\n  name: t\nspec:\n  steps:\n  - name: a\n    image: registry.example/app:1\n"
-	r := &Renderer{Resolver: newFixed(), ImagePaths: append(slices.Clip(DefaultImagePaths), p)}
+	r := &Renderer{Resolver: newFixed(), ImagePaths: append(slices.Clip(kindpath.DefaultImages), p)}
 	res, err := r.Render(context.Background(), []byte(in))
 	if err != nil {
 		t.Fatalf("Render() = %v", err)
@@ -330,7 +236,7 @@ func TestImagePathErrors(t *testing.T) {
 		},
 	} {
 		t.Run(tc.desc, func(t *testing.T) {
-			paths := append(slices.Clip(DefaultImagePaths), ImagePath{Group: "*", Kind: "Runner", Fields: []string{"spec", "jobs", "*", "tool"}})
+			paths := append(slices.Clip(kindpath.DefaultImages), kindpath.Image{Group: "*", Kind: "Runner", Fields: []string{"spec", "jobs", "*", "tool"}})
 			wantRefused(t, &Renderer{Resolver: newFixed(), ImagePaths: paths}, tc.in, tc.want)
 		})
 	}
@@ -371,16 +277,16 @@ func TestImagePathOnAPodSpecField(t *testing.T) {
 	pinned := img + "@" + dg(img)
 	in := strings.Replace(deployment, "IMAGE", img, 1)
 	withTemplateSum := strings.Replace(strings.Replace(deployment, "IMAGE", pinned, 1), "    spec:\n", "    metadata:\n      annotations:\n        checksum/images: '"+Checksum([]string{"app=" + pinned})+"'\n    spec:\n", 1)
-	paths := []ImagePath{{Group: "apps", Kind: "Deployment", Fields: []string{"spec", "template", "spec", "containers", "*", "image"}}}
+	paths := []kindpath.Image{{Group: "apps", Kind: "Deployment", Fields: []string{"spec", "template", "spec", "containers", "*", "image"}}}
 	for _, tc := range []struct {
 		desc      string
-		checksums []ChecksumPath
+		checksums []kindpath.Checksum
 		want      string
 	}{
 		{desc: "no checksum path", want: withTemplateSum},
 		{
 			desc:      "a checksum on the object",
-			checksums: []ChecksumPath{{Group: "apps", Kind: "Deployment"}},
+			checksums: []kindpath.Checksum{{Group: "apps", Kind: "Deployment"}},
 			want:      strings.Replace(withTemplateSum, "  name: web\n", "  name: web\n  annotations:\n    checksum/images: '"+Checksum([]string{"field/spec.template.spec.containers[0].image=" + pinned})+"'\n", 1),
 		},
 	} {
@@ -417,21 +323,21 @@ func TestChecksumPathCoversEveryPathToAField(t *testing.T) {
 		"registry.example/tool-a:1", ref("tool-a:1"), "registry.example/tool-b:1", ref("tool-b:1"),
 		"      labels: {job: a}\n", "      labels: {job: a}\n      annotations:\n        checksum/images: '"+Checksum([]string{aLine})+"'\n",
 	).Replace(runner) + "    metadata:\n      annotations:\n        checksum/images: '" + Checksum([]string{bLine}) + "'\n"
-	jobs := ImagePath{Group: "*", Kind: "Runner", Fields: []string{"spec", "jobs", "*", "tool"}}
-	anyPath := ImagePath{Group: "*", Kind: "Runner", Fields: []string{"spec", "*", "*", "tool"}}
-	jobsSum := ChecksumPath{Group: "*", Kind: "Runner", Fields: []string{"spec", "jobs", "*"}}
-	anySum := ChecksumPath{Group: "example.com", Kind: "Runner", Fields: []string{"spec", "*", "*"}}
+	jobs := kindpath.Image{Group: "*", Kind: "Runner", Fields: []string{"spec", "jobs", "*", "tool"}}
+	anyPath := kindpath.Image{Group: "*", Kind: "Runner", Fields: []string{"spec", "*", "*", "tool"}}
+	jobsSum := kindpath.Checksum{Group: "*", Kind: "Runner", Fields: []string{"spec", "jobs", "*"}}
+	anySum := kindpath.Checksum{Group: "example.com", Kind: "Runner", Fields: []string{"spec", "*", "*"}}
 	for _, tc := range []struct {
-		paths     []ImagePath
-		checksums []ChecksumPath
+		paths     []kindpath.Image
+		checksums []kindpath.Checksum
 	}{
-		{[]ImagePath{jobs, anyPath}, []ChecksumPath{jobsSum}},
-		{[]ImagePath{anyPath, jobs}, []ChecksumPath{jobsSum}},
-		{[]ImagePath{jobs, jobs}, []ChecksumPath{jobsSum}},
+		{[]kindpath.Image{jobs, anyPath}, []kindpath.Checksum{jobsSum}},
+		{[]kindpath.Image{anyPath, jobs}, []kindpath.Checksum{jobsSum}},
+		{[]kindpath.Image{jobs, jobs}, []kindpath.Checksum{jobsSum}},
 		// Two checksum paths that lead to the same mappings, each owning
 		// one of the image paths: one checksum each.
-		{[]ImagePath{jobs, anyPath}, []ChecksumPath{jobsSum, anySum}},
-		{[]ImagePath{anyPath, jobs}, []ChecksumPath{anySum, jobsSum}},
+		{[]kindpath.Image{jobs, anyPath}, []kindpath.Checksum{jobsSum, anySum}},
+		{[]kindpath.Image{anyPath, jobs}, []kindpath.Checksum{anySum, jobsSum}},
 	} {
 		t.Run(fmt.Sprint(tc.paths, tc.checksums), func(t *testing.T) {
 			r := &Renderer{Resolver: newFixed(), ImagePaths: tc.paths, ChecksumPaths: tc.checksums}
@@ -457,13 +363,13 @@ func TestChecksumPathCoversEveryPathToAField(t *testing.T) {
 // scalar, to a pod template or pod spec (which have checksums of their
 // own, or no metadata).
 func TestChecksumPathRefused(t *testing.T) {
-	jobs := []ImagePath{{Group: "*", Kind: "Runner", Fields: []string{"spec", "jobs", "*", "tool"}}}
-	side := []ImagePath{{Group: "apps", Kind: "Deployment", Fields: []string{"spec", "template", "spec", "containers", "*", "sidecar", "image"}}}
+	jobs := []kindpath.Image{{Group: "*", Kind: "Runner", Fields: []string{"spec", "jobs", "*", "tool"}}}
+	side := []kindpath.Image{{Group: "apps", Kind: "Deployment", Fields: []string{"spec", "template", "spec", "containers", "*", "sidecar", "image"}}}
 	dep := strings.Replace(deployment, "IMAGE", "registry.example/app:1", 1) + "        sidecar: {image: registry.example/side:1}\n"
 	for _, tc := range []struct {
 		desc      string
 		in        string
-		paths     []ImagePath
+		paths     []kindpath.Image
 		checksums []string
 		want      string
 	}{
@@ -472,7 +378,7 @@ func TestChecksumPathRefused(t *testing.T) {
 			want: "document 1, line 8: Runner/r: the checksum path Runner=spec.jobs leads to a sequence at spec.jobs, want a mapping",
 		},
 		{
-			desc: "a scalar", in: runner, paths: append(slices.Clip(jobs), ImagePath{Group: "*", Kind: "Runner", Fields: []string{"spec", "runnerRef", "x", "image"}}),
+			desc: "a scalar", in: runner, paths: append(slices.Clip(jobs), kindpath.Image{Group: "*", Kind: "Runner", Fields: []string{"spec", "runnerRef", "x", "image"}}),
 			checksums: []string{"Runner=spec.runnerRef"},
 			want:      "document 1, line 6: Runner/r: the checksum path Runner=spec.runnerRef leads to a scalar at spec.runnerRef, want a mapping",
 		},
@@ -496,7 +402,7 @@ func TestChecksumPathRefused(t *testing.T) {
 		t.Run(tc.desc, func(t *testing.T) {
 			r := &Renderer{Resolver: newFixed(), ImagePaths: tc.paths}
 			for _, s := range tc.checksums {
-				c, err := ParseChecksumPath(s)
+				c, err := kindpath.ParseChecksum(s)
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -523,7 +429,7 @@ func TestImagePathOverAMapping(t *testing.T) {
 		{desc: "the core group", group: ""},
 	} {
 		t.Run(tc.desc, func(t *testing.T) {
-			r := &Renderer{Resolver: newFixed(), ImagePaths: []ImagePath{{Group: tc.group, Kind: "Runner", Fields: []string{"spec", "jobs", "*", "tool"}}}}
+			r := &Renderer{Resolver: newFixed(), ImagePaths: []kindpath.Image{{Group: tc.group, Kind: "Runner", Fields: []string{"spec", "jobs", "*", "tool"}}}}
 			res, err := r.Render(context.Background(), []byte(in))
 			if err != nil {
 				t.Fatalf("Render() = %v", err)
@@ -550,44 +456,44 @@ func TestImagePathOverAMapping(t *testing.T) {
 // would write no checksum, so that in ModeAnnotate a moved image would
 // change nothing. It names the kind and the path.
 func TestChecksumPathCoveringNothing(t *testing.T) {
-	paths := []ImagePath{
+	paths := []kindpath.Image{
 		{Group: "example.com", Kind: "Runner", Fields: []string{"spec", "runnerRef"}},
 		{Group: "*", Kind: "Runner", Fields: []string{"spec", "jobs", "*", "tool"}},
 	}
 	for _, tc := range []struct {
 		desc string
-		c    ChecksumPath
+		c    kindpath.Checksum
 		want string
 	}{
 		{
 			desc: "the image field itself, a string",
-			c:    ChecksumPath{Group: "example.com", Kind: "Runner", Fields: []string{"spec", "runnerRef"}},
+			c:    kindpath.Checksum{Group: "example.com", Kind: "Runner", Fields: []string{"spec", "runnerRef"}},
 			want: "checksum path example.com/Runner=spec.runnerRef covers no image path: no image path of example.com/Runner goes through spec.runnerRef to a field inside it (image paths of Runner: example.com/Runner=spec.runnerRef, Runner=spec.jobs.*.tool)",
 		},
 		{
 			desc: "an image field under a *",
-			c:    ChecksumPath{Group: "*", Kind: "Runner", Fields: []string{"spec", "jobs", "*", "tool"}},
+			c:    kindpath.Checksum{Group: "*", Kind: "Runner", Fields: []string{"spec", "jobs", "*", "tool"}},
 			want: "checksum path Runner=spec.jobs.*.tool covers no image path",
 		},
 		{
 			desc: "a field no image path has",
-			c:    ChecksumPath{Group: "*", Kind: "Runner", Fields: []string{"spec", "podtemplate"}},
+			c:    kindpath.Checksum{Group: "*", Kind: "Runner", Fields: []string{"spec", "podtemplate"}},
 			want: "checksum path Runner=spec.podtemplate covers no image path: no image path of Runner goes through spec.podtemplate",
 		},
 		{
 			desc: "a kind without image paths",
-			c:    ChecksumPath{Group: "apps", Kind: "Deployment"},
+			c:    kindpath.Checksum{Group: "apps", Kind: "Deployment"},
 			want: "checksum path apps/Deployment=. covers no image path: there is no image path for Deployment; its pod templates get a checksum of their own",
 		},
 		{
 			desc: "a group no image path of the kind matches",
-			c:    ChecksumPath{Group: "other.example.com", Kind: "Runner", Fields: []string{"spec"}},
+			c:    kindpath.Checksum{Group: "other.example.com", Kind: "Runner", Fields: []string{"spec"}},
 			want: "", // spec.jobs.*.tool is of every group
 		},
 	} {
 		t.Run(tc.desc, func(t *testing.T) {
 			for _, mode := range []Mode{ModePin, ModeAnnotate} {
-				r := &Renderer{Resolver: newFixed(), Mode: mode, ImagePaths: paths, ChecksumPaths: []ChecksumPath{tc.c}}
+				r := &Renderer{Resolver: newFixed(), Mode: mode, ImagePaths: paths, ChecksumPaths: []kindpath.Checksum{tc.c}}
 				res, err := r.Render(context.Background(), []byte(runner))
 				switch {
 				case tc.want == "" && err != nil:

@@ -14,6 +14,7 @@ import (
 	k8syaml "sigs.k8s.io/yaml"
 
 	"github.com/digestpin/digestpin/internal/testfiles"
+	"github.com/digestpin/digestpin/kindpath"
 )
 
 // TestJSONGoldenStaysJSON checks the JSON golden files (TestGolden
@@ -272,7 +273,7 @@ func TestJSONLayouts(t *testing.T) {
 		`{"apiVersion":"example.com/v1","kind":"Runner","spec":{"jobs":{"x":{"tool":"registry.example/a:1"}}}}`,
 		`{"kind":"List","apiVersion":"v1","items":[{"apiVersion":"v1","kind":"Pod","spec":{"containers":[{"name":"a","image":"registry.example/app:1"}]}},{"apiVersion":"tekton.dev/v1","kind":"Task","spec":{"steps":[{"image":"registry.example/b:1"}]}}]}`,
 	}
-	r := &Renderer{Resolver: newFixed(), ImagePaths: append(slices.Clip(DefaultImagePaths), fuzzImagePaths...), ChecksumPaths: fuzzChecksumPaths}
+	r := &Renderer{Resolver: newFixed(), ImagePaths: append(slices.Clip(kindpath.DefaultImages), fuzzImagePaths...), ChecksumPaths: fuzzChecksumPaths}
 	rng := rand.New(rand.NewSource(1))
 	blanks := []string{"", " ", "  ", "\t", "\n", "\n  ", "\n\t\t", " \n "}
 	blank := func(crlf bool) string {

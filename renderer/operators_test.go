@@ -5,35 +5,7 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
-	"github.com/google/go-cmp/cmp/cmpopts"
 )
-
-// TestDefaultPathsParse checks that every built-in path reads back from
-// the form the flags take: a table entry that no flag could spell would
-// be a path the walker may not follow as written.
-func TestDefaultPathsParse(t *testing.T) {
-	for _, p := range DefaultPodSpecPaths {
-		got, err := ParsePodSpecPath(p.String())
-		if err != nil {
-			t.Errorf("ParsePodSpecPath(%q) = %v", p, err)
-			continue
-		}
-		got.NoChecksum = p.NoChecksum
-		if diff := cmp.Diff(p, got); diff != "" {
-			t.Errorf("ParsePodSpecPath(%q) (-want +got):\n%s", p, diff)
-		}
-	}
-	for _, p := range DefaultImagePaths {
-		got, err := ParseImagePath(p.String())
-		if err != nil {
-			t.Errorf("ParseImagePath(%q) = %v", p, err)
-			continue
-		}
-		if diff := cmp.Diff(p, got, cmpopts.IgnoreFields(ImagePath{}, "Tagged", "Qualified")); diff != "" {
-			t.Errorf("ParseImagePath(%q) (-want +got):\n%s", p, diff)
-		}
-	}
-}
 
 // TestOperatorFieldsUntouched renders operator resources whose image-like
 // values are not references to pin as written: each comes out byte for

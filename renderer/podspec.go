@@ -2,166 +2,14 @@ package renderer
 
 import (
 	"errors"
-	"fmt"
-	"regexp"
 	"slices"
 	"strconv"
 	"strings"
 
 	"sigs.k8s.io/kustomize/kyaml/yaml"
+
+	"github.com/digestpin/digestpin/kindpath"
 )
-
-// PodSpecPath names where objects of one kind keep a pod spec: the fields
-// from the object's root to a mapping with `containers`. A "*" field steps
-// into every item of a sequence (or every value of a mapping).
-//
-// When the last field is "spec", the pod spec's template is the mapping
-// that holds it, and the checksum annotation is written to that mapping's
-// metadata.annotations, unless NoChecksum is set. For other paths no
-// checksum is written.
-type PodSpecPath struct {
-	// Group is the API group of the kind ("" for the core group, "apps",
-	// "argoproj.io"), or "*" for any group.
-	Group string
-	// Kind is the object kind, e.g. "Deployment".
-	Kind string
-	// Fields lead from the object's root to the pod spec.
-	Fields []string
-	// NoChecksum says that the mapping found is not a pod template but
-	// containers for other pods (an OpenKruise SidecarSet), or containers
-	// that an operator merges into the pods it makes (a Prometheus): its
-	// images are pinned, and no checksum annotation is written anywhere. The zero
-	// value writes the checksum as described above. String and
-	// ParsePodSpecPath do not carry it: a path given as a flag always
-	// follows the rule on its last field.
-	NoChecksum bool
-}
-
-// String formats p as the --pod-spec-path flag takes it.
-func (p PodSpecPath) String() string { return kindPath(p.Group, p.Kind, p.Fields) }
-
-// ParsePodSpecPath parses "KIND=FIELD.PATH" or "GROUP/KIND=FIELD.PATH",
-// e.g. "example.com/Worker=spec.podTemplate.spec". Without a group the
-// kind matches in every API group. A field may select the items of a
-// list by a key, "spec.pools[name=gpu].template.spec" (see selector).
-func ParsePodSpecPath(s string) (PodSpecPath, error) {
-	group, kind, fields, err := parseKindPath("pod spec path", s)
-	if err != nil {
-		return PodSpecPath{}, err
-	}
-	return PodSpecPath{Group: group, Kind: kind, Fields: fields}, nil
-}
-
-// parseKindPath parses "[GROUP/]KIND=FIELD.PATH", the form of every path
-// flag (what names the flag's value in errors). The group is "*" when
-// none is given.
-func parseKindPath(what, s string) (group, kind string, fields []string, err error) {
-	k, path, ok := strings.Cut(s, "=")
-	if !ok || k == "" || path == "" {
-		return "", "", nil, fmt.Errorf("parsing %s %q: want KIND=FIELD.PATH or GROUP/KIND=FIELD.PATH", what, s)
-	}
-	if group, kind, err = parseKind(what, s, k); err != nil {
-		return "", "", nil, err
-	}
-	fields = splitPath(path)
-	for i, f := range fields {
-		if err := checkField(f); err != nil {
-			return "", "", nil, fmt.Errorf("parsing %s %q: %w in %q", what, s, err, path)
-		}
-		// A flag's value is a string, not a mapping to go on from: only
-		// an image path may end in one.
-		if sel, ok := parseSelector(f); ok && sel.isFlag() && (what != "image path" || i < len(fields)-1) {
-			return "", "", nil, fmt.Errorf("parsing %s %q: %s selects a flag's value, which only an image path may end in", what, s, f)
-		}
-	}
-	return group, kind, fields, nil
-}
-
-// parseKind parses the "[GROUP/]KIND" part k of path s.
-func parseKind(what, s, k string) (group, kind string, err error) {
-	group, kind = "*", k
-	if g, kk, ok := strings.Cut(k, "/"); ok {
-		group, kind = g, kk
-	}
-	if kind == "" || strings.Contains(kind, "/") {
-		return "", "", fmt.Errorf("parsing %s %q: bad kind %q", what, s, k)
-	}
-	// "v1/Pod" reads as the group "v1", which no object has: the path
-	// would match nothing, and its images would go unpinned.
-	if apiVersionLike.MatchString(group) {
-		return "", "", fmt.Errorf("parsing %s %q: %q is an API version, not a group: write %s=… for the kind in any group, or /%s=… for the core group", what, s, group, kind, kind)
-	}
-	return group, kind, nil
-}
-
-// apiVersionLike matches a Kubernetes API version: "v1", "v2beta1".
-var apiVersionLike = regexp.MustCompile(`^v[0-9]+((alpha|beta)[0-9]*)?$`)
-
-// kindPath formats a path of group and kind as the flags take it.
-func kindPath(group, kind string, fields []string) string {
-	if group != "*" {
-		kind = group + "/" + kind
-	}
-	return kind + "=" + strings.Join(fields, ".")
-}
-
-// matchesKind reports whether a path declared for group and kind (group
-// "*": any) applies to an object of objGroup and objKind.
-func matchesKind(group, kind, objGroup, objKind string) bool {
-	return kind == objKind && (group == "*" || group == objGroup)
-}
-
-// DefaultPodSpecPaths are the pod specs of the Kubernetes workload kinds
-// (in their current and deprecated API groups), of the workload CRDs
-// that people deploy with Helm: Argo Rollouts, Knative Serving,
-// OpenKruise, KEDA's ScaledJob and OpenShift's DeploymentConfig, and of
-// operator resources (operatorPodSpecPaths). Each is matched by API group
-// and kind, in every version of the group.
-var DefaultPodSpecPaths = slices.Concat([]PodSpecPath{
-	{Group: "", Kind: "Pod", Fields: []string{"spec"}},
-	{Group: "", Kind: "PodTemplate", Fields: []string{"template", "spec"}},
-	{Group: "", Kind: "ReplicationController", Fields: []string{"spec", "template", "spec"}},
-	{Group: "apps", Kind: "Deployment", Fields: []string{"spec", "template", "spec"}},
-	{Group: "apps", Kind: "ReplicaSet", Fields: []string{"spec", "template", "spec"}},
-	{Group: "apps", Kind: "StatefulSet", Fields: []string{"spec", "template", "spec"}},
-	{Group: "apps", Kind: "DaemonSet", Fields: []string{"spec", "template", "spec"}},
-	{Group: "extensions", Kind: "Deployment", Fields: []string{"spec", "template", "spec"}},
-	{Group: "extensions", Kind: "ReplicaSet", Fields: []string{"spec", "template", "spec"}},
-	{Group: "extensions", Kind: "DaemonSet", Fields: []string{"spec", "template", "spec"}},
-	{Group: "batch", Kind: "Job", Fields: []string{"spec", "template", "spec"}},
-	{Group: "batch", Kind: "CronJob", Fields: []string{"spec", "jobTemplate", "spec", "template", "spec"}},
-	{Group: "argoproj.io", Kind: "Rollout", Fields: []string{"spec", "template", "spec"}},
-	// Knative Serving: a Service's or Configuration's template is the
-	// next Revision; a new checksum makes a new Revision, as a new image
-	// does.
-	{Group: "serving.knative.dev", Kind: "Service", Fields: []string{"spec", "template", "spec"}},
-	{Group: "serving.knative.dev", Kind: "Configuration", Fields: []string{"spec", "template", "spec"}},
-	// OpenKruise: CloneSet, Advanced StatefulSet and Advanced DaemonSet
-	// keep a pod template. A SidecarSet's containers are injected into
-	// other pods: it has no pod template, so it gets no checksum (Kruise
-	// hashes the sidecar containers itself to upgrade them).
-	{Group: "apps.kruise.io", Kind: "CloneSet", Fields: []string{"spec", "template", "spec"}},
-	{Group: "apps.kruise.io", Kind: "StatefulSet", Fields: []string{"spec", "template", "spec"}},
-	{Group: "apps.kruise.io", Kind: "DaemonSet", Fields: []string{"spec", "template", "spec"}},
-	{Group: "apps.kruise.io", Kind: "SidecarSet", Fields: []string{"spec"}, NoChecksum: true},
-	// A BroadcastJob runs its template's pod on every node. A
-	// UnitedDeployment keeps one workload template, of one of four kinds,
-	// whose pods it spreads over subsets (zones).
-	{Group: "apps.kruise.io", Kind: "BroadcastJob", Fields: []string{"spec", "template", "spec"}},
-	{Group: "apps.kruise.io", Kind: "UnitedDeployment", Fields: []string{"spec", "template", "statefulSetTemplate", "spec", "template", "spec"}},
-	{Group: "apps.kruise.io", Kind: "UnitedDeployment", Fields: []string{"spec", "template", "advancedStatefulSetTemplate", "spec", "template", "spec"}},
-	{Group: "apps.kruise.io", Kind: "UnitedDeployment", Fields: []string{"spec", "template", "cloneSetTemplate", "spec", "template", "spec"}},
-	{Group: "apps.kruise.io", Kind: "UnitedDeployment", Fields: []string{"spec", "template", "deploymentTemplate", "spec", "template", "spec"}},
-	// An EphemeralJob adds its template's ephemeral containers to running
-	// pods, which cannot restart them: no checksum. An AdvancedCronJob
-	// keeps the template of a Job or a BroadcastJob, as a CronJob does.
-	{Group: "apps.kruise.io", Kind: "EphemeralJob", Fields: []string{"spec", "template"}, NoChecksum: true},
-	{Group: "apps.kruise.io", Kind: "AdvancedCronJob", Fields: []string{"spec", "template", "jobTemplate", "spec", "template", "spec"}},
-	{Group: "apps.kruise.io", Kind: "AdvancedCronJob", Fields: []string{"spec", "template", "broadcastJobTemplate", "spec", "template", "spec"}},
-	// KEDA: a ScaledJob's jobTargetRef is a Job spec.
-	{Group: "keda.sh", Kind: "ScaledJob", Fields: []string{"spec", "jobTargetRef", "template", "spec"}},
-	{Group: "apps.openshift.io", Kind: "DeploymentConfig", Fields: []string{"spec", "template", "spec"}},
-}, operatorPodSpecPaths)
 
 // containerFields are the fields of a pod spec that hold containers.
 var containerFields = []string{"initContainers", "containers", "ephemeralContainers"}
@@ -180,11 +28,11 @@ type podTemplate struct {
 // --pod-spec-path that repeats a default) is returned once, with a
 // holder if either entry gives one. It calls step with each node it
 // passes, as written.
-func findPodTemplates(obj *yaml.Node, group, kind string, paths []PodSpecPath, step func(*yaml.Node)) ([]podTemplate, error) {
+func findPodTemplates(obj *yaml.Node, group, kind string, paths []kindpath.PodSpec, step func(*yaml.Node)) ([]podTemplate, error) {
 	var found []podTemplate
 	at := map[*yaml.Node]int{} // pod spec → its index in found
 	for _, p := range paths {
-		if !matchesKind(p.Group, p.Kind, group, kind) {
+		if !p.Matches(group, kind) {
 			continue
 		}
 		err := walk(obj, p.Fields, step, func(holder, spec *yaml.Node, last string, _ []string) bool {
@@ -270,7 +118,7 @@ func (w *walker) from(n *yaml.Node, from string, fields, trail []string, passed 
 			return false, &keyError{ke.line, strings.TrimSpace(from + " " + ke.msg)}
 		}
 		next = vs
-	} else if sel, ok := parseSelector(f); ok {
+	} else if sel, ok := kindpath.ParseSelector(f); ok {
 		vs, list, err := selectItems(n, sel)
 		if err != nil {
 			return false, err

@@ -10,6 +10,7 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/digestpin/digestpin/kindpath"
 	"github.com/digestpin/digestpin/resolution"
 )
 
@@ -31,20 +32,20 @@ type Renderer struct {
 	// DefaultChecksumAnnotation.
 	ChecksumAnnotation string
 	// PodSpecPaths says where each kind keeps its pod specs; nil means
-	// DefaultPodSpecPaths. Every entry that matches a kind is followed.
-	PodSpecPaths []PodSpecPath
+	// kindpath.DefaultPodSpecs. Every entry that matches a kind is followed.
+	PodSpecPaths []kindpath.PodSpec
 	// ImagePaths name image fields outside pod specs; nil means
-	// DefaultImagePaths. Every entry that matches a kind is followed.
-	ImagePaths []ImagePath
+	// kindpath.DefaultImages. Every entry that matches a kind is followed.
+	ImagePaths []kindpath.Image
 	// ContainerImagePaths name image fields inside each container of
 	// every pod spec (in its args and env), each path leading from the
 	// container, its Group and Kind unused; nil means
-	// DefaultContainerImagePaths. They are pinned with the container and
+	// kindpath.DefaultContainerImages. They are pinned with the container and
 	// go into its pod template's checksum.
-	ContainerImagePaths []ImagePath
+	ContainerImagePaths []kindpath.Image
 	// ChecksumPaths say where the image fields of ImagePaths get a
 	// checksum annotation; nil means nowhere.
-	ChecksumPaths []ChecksumPath
+	ChecksumPaths []kindpath.Checksum
 	// KeepUnresolved keeps an image that cannot be resolved as it is,
 	// with a warning, instead of failing the render.
 	KeepUnresolved bool
@@ -85,7 +86,7 @@ type Workload struct {
 	Name      string `json:"name"`
 	// Container is the container's name, or VolumePrefix and the name of
 	// an image volume ("volume/data"), or FieldPrefix and the path of an
-	// image field that an ImagePath found
+	// image field that an image path found
 	// ("field/spec.templates[0].container.image"). A container name is a
 	// DNS label, without "/", so they cannot be confused.
 	Container string `json:"container"`
@@ -256,7 +257,7 @@ func assemble(in []byte, pieces []piece) []byte {
 
 // Validate checks the settings that no document can make right, and
 // that would otherwise pin silently other than asked: Mode is one of the
-// modes, and each ChecksumPath covers an image path (one of its kind
+// modes, and each checksum path covers an image path (one of its kind
 // whose fields start with the checksum path's and go further; without
 // one it would write no checksum). Render calls it first.
 func (r *Renderer) Validate() error {
@@ -312,9 +313,9 @@ func (r *Renderer) annotation() string {
 	return r.ChecksumAnnotation
 }
 
-func (r *Renderer) containerImagePaths() []ImagePath {
+func (r *Renderer) containerImagePaths() []kindpath.Image {
 	if r.ContainerImagePaths == nil {
-		return DefaultContainerImagePaths
+		return kindpath.DefaultContainerImages
 	}
 	return r.ContainerImagePaths
 }
@@ -328,9 +329,9 @@ func (r *Renderer) containerSelectors() []pathSelector {
 	return r.containerSels
 }
 
-func (r *Renderer) paths() []PodSpecPath {
+func (r *Renderer) paths() []kindpath.PodSpec {
 	if r.PodSpecPaths == nil {
-		return DefaultPodSpecPaths
+		return kindpath.DefaultPodSpecs
 	}
 	return r.PodSpecPaths
 }

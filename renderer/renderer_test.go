@@ -342,30 +342,6 @@ func TestRenderKeepUnresolved(t *testing.T) {
 	}
 }
 
-func TestParsePodSpecPath(t *testing.T) {
-	for _, tc := range []struct {
-		in      string
-		want    PodSpecPath
-		wantErr bool
-	}{
-		{in: "Worker=spec.template.spec", want: PodSpecPath{Group: "*", Kind: "Worker", Fields: []string{"spec", "template", "spec"}}},
-		{in: "example.com/Worker=spec.pods.*.spec", want: PodSpecPath{Group: "example.com", Kind: "Worker", Fields: []string{"spec", "pods", "*", "spec"}}},
-		{in: "Worker", wantErr: true},
-		{in: "=spec", wantErr: true},
-		{in: "Worker=spec..x", wantErr: true},
-		{in: "a/b/C=spec", wantErr: true},
-	} {
-		got, err := ParsePodSpecPath(tc.in)
-		if (err != nil) != tc.wantErr {
-			t.Errorf("ParsePodSpecPath(%q) error = %v, want error %v", tc.in, err, tc.wantErr)
-			continue
-		}
-		if diff := cmp.Diff(tc.want, got); diff != "" {
-			t.Errorf("ParsePodSpecPath(%q) (-want +got):\n%s", tc.in, diff)
-		}
-	}
-}
-
 func TestRenderConcurrentCallsAgree(t *testing.T) {
 	// One Renderer serves concurrent renders; the output never depends on
 	// scheduling.

@@ -323,7 +323,7 @@ func (e *editor) template(t podTemplate, w Workload) error {
 }
 
 // checksum sets the checksum annotation of holder (a pod template, or a
-// mapping that a ChecksumPath names) to the checksum of lines, the images
+// mapping that a checksum path names) to the checksum of lines, the images
 // of w in it; it does nothing for a nil holder, no lines, or a document
 // whose digests are not all known yet. Each holder is annotated once.
 func (e *editor) checksum(holder *yaml.Node, lines []string, w Workload) error {
@@ -466,8 +466,8 @@ func (e *editor) imageVolumes(spec *yaml.Node, w Workload) ([]string, error) {
 }
 
 // pinImage pins the image field key of mapping m (a container's "image",
-// an image volume's "reference", a field an ImagePath names), which w
-// uses in pod spec spec (nil for an ImagePath's field). It
+// an image volume's "reference", a field an image path names), which w
+// uses in pod spec spec (nil for an image path's field). It
 // returns the field's checksum line, or "" when m has no such field or
 // its digest is not known yet.
 func (e *editor) pinImage(spec, m *yaml.Node, key string, w Workload) (string, error) {

@@ -7,14 +7,16 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+
+	"github.com/digestpin/digestpin/kindpath"
 )
 
 // mustImagePaths parses image paths for a test, after the defaults.
-func mustImagePaths(t *testing.T, specs ...string) []ImagePath {
+func mustImagePaths(t *testing.T, specs ...string) []kindpath.Image {
 	t.Helper()
-	paths := slices.Clone(DefaultImagePaths)
+	paths := slices.Clone(kindpath.DefaultImages)
 	for _, s := range specs {
-		p, err := ParseImagePath(s)
+		p, err := kindpath.ParseImage(s)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -32,7 +34,7 @@ func TestImagePathSelectors(t *testing.T) {
 	for _, tc := range []struct {
 		desc      string
 		paths     []string
-		checksum  []ChecksumPath
+		checksum  []kindpath.Checksum
 		in, want  string
 		workloads []Workload
 	}{
@@ -56,7 +58,7 @@ func TestImagePathSelectors(t *testing.T) {
 		{
 			desc:     "a flag in a flow sequence, with its checksum on the object",
 			paths:    []string{"Runner=spec.args[flag=--tool-image]"},
-			checksum: []ChecksumPath{{Group: "*", Kind: "Runner"}},
+			checksum: []kindpath.Checksum{{Group: "*", Kind: "Runner"}},
 			in:       runner + "  args: [--tool-image=registry.example/a:1, --x]\n",
 			want: "apiVersion: example.com/v1\nkind: Runner\nmetadata:\n  name: r\n  annotations:\n    checksum/images: '" +
 				Checksum([]string{"field/spec.args[flag=--tool-image]=" + pin("registry.example/a:1")}) + "'\nspec:\n  args: [--tool-image=" + pin("registry.example/a:1") + ", --x]\n",

@@ -8,6 +8,7 @@ import (
 	"github.com/google/go-containerregistry/pkg/name"
 	"sigs.k8s.io/kustomize/kyaml/yaml"
 
+	"github.com/digestpin/digestpin/kindpath"
 	"github.com/digestpin/digestpin/resolution"
 )
 
@@ -75,7 +76,7 @@ func (e *editor) scanUnpinned(obj *yaml.Node, group string, w Workload) {
 	}
 	// Fields named image that name no image the cluster pulls.
 	for _, p := range notPulled {
-		if matchesKind(p.Group, p.Kind, group, w.Kind) {
+		if p.Matches(group, w.Kind) {
 			_ = walk(obj, p.Fields[:len(p.Fields)-1], func(*yaml.Node) {}, func(_, m *yaml.Node, _ string, _ []string) bool {
 				if v, _ := get(m, p.Fields[len(p.Fields)-1]); v.value != nil {
 					e.handle(v.value)
@@ -94,7 +95,7 @@ func (e *editor) scanUnpinned(obj *yaml.Node, group string, w Workload) {
 // notPulled are fields of custom resources named image that name no
 // image to pull as written: Strimzi pushes the image it builds for a
 // KafkaConnect to spec.build.output.image.
-var notPulled = []ImagePath{
+var notPulled = []kindpath.Image{
 	{Group: "kafka.strimzi.io", Kind: "KafkaConnect", Fields: []string{"spec", "build", "output", "image"}},
 }
 
@@ -146,14 +147,14 @@ func (e *editor) scanContainer(c *yaml.Node, w Workload) {
 			w.Field = list + "[" + strconv.Itoa(i) + "]"
 			switch f, v, ok := strings.Cut(arg.Value, "="); {
 			case strings.HasPrefix(arg.Value, "-") && ok:
-				w.Field = list + "[" + flagKey + "=" + f + "]"
+				w.Field = list + "[" + kindpath.FlagKey + "=" + f + "]"
 				e.unpinnedText(arg, v, f, w)
 				flag = ""
 			case strings.HasPrefix(arg.Value, "-"):
 				flag = arg.Value
 			default:
 				if flag != "" {
-					w.Field = list + "[" + flagKey + "=" + flag + "]"
+					w.Field = list + "[" + kindpath.FlagKey + "=" + flag + "]"
 				}
 				e.unpinnedText(arg, arg.Value, flag, w)
 				flag = ""

@@ -10,6 +10,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/digestpin/digestpin/internal/testfiles"
+	"github.com/digestpin/digestpin/kindpath"
 )
 
 // TestUnpinned lists what looks like an image left as a tag, and nothing
@@ -130,8 +131,8 @@ func TestGoldenUnpinned(t *testing.T) {
 		t.Run(base, func(t *testing.T) {
 			r := &Renderer{Resolver: newFixed()}
 			if base == "custom-path" {
-				custom, _ := ParsePodSpecPath("example.com/Worker=spec.pools.*.template.spec")
-				r.PodSpecPaths = append(DefaultPodSpecPaths[:len(DefaultPodSpecPaths):len(DefaultPodSpecPaths)], custom)
+				custom, _ := kindpath.ParsePodSpec("example.com/Worker=spec.pools.*.template.spec")
+				r.PodSpecPaths = append(kindpath.DefaultPodSpecs[:len(kindpath.DefaultPodSpecs):len(kindpath.DefaultPodSpecs)], custom)
 			}
 			res, err := r.Render(context.Background(), testfiles.Read(t, in))
 			if err != nil {

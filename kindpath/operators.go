@@ -1,4 +1,4 @@
-package renderer
+package kindpath
 
 import "slices"
 
@@ -14,9 +14,9 @@ import "slices"
 // CloudNativePG's Pooler template) gets the checksum like a Deployment's,
 // in its metadata.annotations, which the operator copies to the pods.
 
-// operatorPodSpecPaths are the pod specs and container lists of operator
-// resources; DefaultPodSpecPaths ends with them.
-var operatorPodSpecPaths = slices.Concat(
+// operatorPodSpecs are the pod specs and container lists of operator
+// resources; DefaultPodSpecs ends with them.
+var operatorPodSpecs = slices.Concat(
 	// Prometheus Operator (monitoring.coreos.com): containers and
 	// initContainers that the operator merges by name into the
 	// StatefulSet it makes, and volumes (image volumes too).
@@ -24,7 +24,7 @@ var operatorPodSpecPaths = slices.Concat(
 	// OpenTelemetry Operator: initContainers and volumes beside the
 	// collector's own container (additionalContainers are image paths).
 	operatorContainers("opentelemetry.io", "OpenTelemetryCollector", "TargetAllocator", "OpAMPBridge"),
-	[]PodSpecPath{
+	[]PodSpec{
 		// CloudNativePG: a Pooler's template is its Deployment's.
 		{Group: "postgresql.cnpg.io", Kind: "Pooler", Fields: []string{"spec", "template", "spec"}},
 		// Grafana Operator: the Deployment it makes, merged.
@@ -57,27 +57,27 @@ var eckKinds = []struct{ group, kind string }{
 	{"autoops.k8s.elastic.co", "AutoOpsAgentPolicy"},
 }
 
-func eckPodTemplates() []PodSpecPath {
-	var out []PodSpecPath
+func eckPodTemplates() []PodSpec {
+	var out []PodSpec
 	for _, k := range eckKinds {
-		out = append(out, PodSpecPath{Group: k.group, Kind: k.kind, Fields: []string{"spec", "podTemplate", "spec"}})
+		out = append(out, PodSpec{Group: k.group, Kind: k.kind, Fields: []string{"spec", "podTemplate", "spec"}})
 	}
 	return out
 }
 
 // operatorContainers declares spec as the container list of each kind of
 // group, without a checksum.
-func operatorContainers(group string, kinds ...string) []PodSpecPath {
-	out := make([]PodSpecPath, len(kinds))
+func operatorContainers(group string, kinds ...string) []PodSpec {
+	out := make([]PodSpec, len(kinds))
 	for i, k := range kinds {
-		out[i] = PodSpecPath{Group: group, Kind: k, Fields: []string{"spec"}, NoChecksum: true}
+		out[i] = PodSpec{Group: group, Kind: k, Fields: []string{"spec"}, NoChecksum: true}
 	}
 	return out
 }
 
-// operatorImagePaths are the single image fields of operator resources;
-// DefaultImagePaths ends with them.
-var operatorImagePaths = slices.Concat(
+// operatorImages are the single image fields of operator resources;
+// DefaultImages ends with them.
+var operatorImages = slices.Concat(
 	// Prometheus Operator: spec.image, and the Thanos sidecar's.
 	imagePaths("monitoring.coreos.com", "Prometheus", []string{"spec"}, [][]string{{"image"}, {"thanos", "image"}}),
 	imagePaths("monitoring.coreos.com", "PrometheusAgent", []string{"spec"}, [][]string{{"image"}}),
@@ -136,16 +136,16 @@ var operatorImagePaths = slices.Concat(
 // catalogImages are the images of a CloudNativePG image catalog.
 var catalogImages = [][]string{{"images", "*", "image"}, {"componentImages", "*", "image"}}
 
-func eckImages() []ImagePath {
-	var out []ImagePath
+func eckImages() []Image {
+	var out []Image
 	for _, k := range eckKinds {
 		out = append(out, imagePaths(k.group, k.kind, []string{"spec"}, [][]string{{"image"}})...)
 	}
 	return out
 }
 
-func redisImages(kinds ...string) []ImagePath {
-	var out []ImagePath
+func redisImages(kinds ...string) []Image {
+	var out []Image
 	for _, k := range kinds {
 		out = append(out, imagePaths("redis.redis.opstreelabs.in", k, []string{"spec"}, [][]string{
 			{"kubernetesConfig", "image"}, {"redisExporter", "image"}, {"initContainer", "image"}, {"sidecars", "*", "image"},
@@ -155,7 +155,7 @@ func redisImages(kinds ...string) []ImagePath {
 }
 
 // tagged marks paths as Tagged.
-func tagged(paths []ImagePath) []ImagePath {
+func tagged(paths []Image) []Image {
 	for i := range paths {
 		paths[i].Tagged = true
 	}
@@ -163,14 +163,14 @@ func tagged(paths []ImagePath) []ImagePath {
 }
 
 // qualified marks paths as Qualified.
-func qualified(paths []ImagePath) []ImagePath {
+func qualified(paths []Image) []Image {
 	for i := range paths {
 		paths[i].Qualified = true
 	}
 	return paths
 }
 
-// DefaultContainerImagePaths are the images that operators and
+// DefaultContainerImages are the images that operators and
 // controllers take from their own container's arguments and environment,
 // found in every container of every pod spec: each path leads from a
 // container to the field. Each is Tagged: a value without a tag or
@@ -179,7 +179,7 @@ func qualified(paths []ImagePath) []ImagePath {
 // otherwise be pinned as "latest"). A value that does not read as a
 // reference (a URL, a path) is never an image. They go into the pod
 // template's checksum like its containers' images.
-var DefaultContainerImagePaths = tagged(slices.Concat(
+var DefaultContainerImages = tagged(slices.Concat(
 	// Prometheus Operator (cmd/operator/main.go): the config reloader it
 	// adds to every Prometheus and Alertmanager pod, and the default
 	// images of the kinds it runs, used as written when tagged
@@ -220,21 +220,21 @@ var DefaultContainerImagePaths = tagged(slices.Concat(
 
 // argImages declares the values of flags in a container's args and in
 // its command (where Longhorn's chart writes them).
-func argImages(flags ...string) []ImagePath {
-	var out []ImagePath
+func argImages(flags ...string) []Image {
+	var out []Image
 	for _, list := range []string{"args", "command"} {
 		for _, f := range flags {
-			out = append(out, ImagePath{Fields: []string{list + "[" + flagKey + "=" + f + "]"}})
+			out = append(out, Image{Fields: []string{list + "[" + FlagKey + "=" + f + "]"}})
 		}
 	}
 	return out
 }
 
 // envImages declares the values of a container's env vars.
-func envImages(vars ...string) []ImagePath {
-	out := make([]ImagePath, len(vars))
+func envImages(vars ...string) []Image {
+	out := make([]Image, len(vars))
 	for i, v := range vars {
-		out[i] = ImagePath{Fields: []string{"env[name=" + v + "]", "value"}}
+		out[i] = Image{Fields: []string{"env[name=" + v + "]", "value"}}
 	}
 	return out
 }
