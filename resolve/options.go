@@ -260,17 +260,6 @@ func WithCAFiles(files ...string) Option {
 // mirror.example/hub/library/nginx:1.27. The digest comes from the mirror;
 // the caller keeps the original name. Several mirrors of one registry are
 // tried in the order given, then the registry itself unless
-// WithOptionNames names the options in the Resolver's messages as names
-// says (a command: by its flags), where a message says which option would
-// change the outcome; by default each is named by its Go name
-// ("WithInsecureRegistries").
-func WithOptionNames(names resolution.OptionNames) Option {
-	return func(o *options) error {
-		o.names = names
-		return nil
-	}
-}
-
 // WithMirrorOnly. By default there are no mirrors. Credentials for a
 // mirror are the keychain's for the mirror's host.
 func WithMirror(from, to string) Option {
@@ -281,6 +270,17 @@ func WithMirror(from, to string) Option {
 		}
 		o.mirrors[reg] = append(o.mirrors[reg], m)
 		o.mirrorList = append(o.mirrorList, Mirror{From: from, To: to})
+		return nil
+	}
+}
+
+// WithOptionNames names the options in the Resolver's messages as names
+// says (a command: by its flags), where a message says which option would
+// change the outcome; by default each is named by its Go name
+// ("WithInsecureRegistries").
+func WithOptionNames(names resolution.OptionNames) Option {
+	return func(o *options) error {
+		o.names = names
 		return nil
 	}
 }
