@@ -3,7 +3,9 @@
 // generated certificates and passwords) against the pipelines it
 // replaces: `helm template | digestpin` under the Helm 4 CLI, and the
 // retired two-render mode's least cost, two `helm template` runs and
-// digestpin once (the comparison of the two renders excluded). Images come
+// digestpin once (the comparison of the two renders excluded); and the
+// Argo CD plugin's whole generation (digestpin argocd generate in the
+// chart's folder, as the sidecar runs it). Images come
 // from a lock file (--frozen), so only rendering and pinning are measured.
 // It prints a Markdown table for the README.
 //
@@ -48,6 +50,14 @@ const (
 )
 
 func bench(tb testregistry.TB, bin, helm string, runs int) error {
+	// Absolute: the plugin's case runs in the chart's folder.
+	bin, err := filepath.Abs(bin)
+	if err != nil {
+		return err
+	}
+	if helm, err = filepath.Abs(helm); err != nil {
+		return err
+	}
 	dir, err := os.MkdirTemp("", "benchtemplate")
 	if err != nil {
 		return err
@@ -72,7 +82,9 @@ func bench(tb testregistry.TB, bin, helm string, runs int) error {
 		return fmt.Errorf("digestpin seed: %w", err)
 	}
 	f.Close()
-	lock := filepath.Join(dir, "digests.lock")
+	// The lock file inside the chart's folder, where the Argo CD plugin
+	// reads it (ARGOCD_ENV_DIGESTPIN_LOCK names a file of the repository).
+	lock := filepath.Join(chart, "digests.lock")
 	env := append(os.Environ(),
 		"HELM_CACHE_HOME="+filepath.Join(dir, "cache"), "HELM_CONFIG_HOME="+filepath.Join(dir, "config"), "HELM_DATA_HOME="+filepath.Join(dir, "data"),
 		"BIN="+bin, "HELM="+helm, "CHART="+chart, "SEED="+seed, "LOCK="+lock, "OUT="+filepath.Join(dir, "second.yaml"))
@@ -83,6 +95,7 @@ func bench(tb testregistry.TB, bin, helm string, runs int) error {
 	cases := []struct{ name, script string }{
 		{"helm template \\| digestpin (Helm 4.3.1 CLI)", `"$HELM" template big "$CHART" --include-crds | "$BIN" --lock "$LOCK" --frozen`},
 		{"digestpin template", `"$BIN" template big "$CHART" --include-crds --seed-file "$SEED" --lock "$LOCK" --frozen`},
+		{"digestpin argocd generate (the Argo CD plugin, whole)", `cd "$CHART" && ARGOCD_APP_NAME=big ARGOCD_APP_NAMESPACE=default ARGOCD_APP_SOURCE_PATH=big DIGESTPIN_SEED_FILE="$SEED" ARGOCD_ENV_DIGESTPIN_LOCK=digests.lock "$BIN" argocd generate`},
 		{"two renders + digestpin (the retired mode's least cost)", `"$HELM" template big "$CHART" --include-crds >"$OUT" && "$HELM" template big "$CHART" --include-crds | "$BIN" --lock "$LOCK" --frozen`},
 	}
 	walls := make([]time.Duration, len(cases))
