@@ -75,14 +75,7 @@ func newChain(o *Options) (*chain, error) {
 		return "platform " + c.platform, true, nil
 	}
 	if registry == nil {
-		opts := o.ResolveOptions
-		if o.OptionNames != nil {
-			opts = append([]resolve.Option{resolve.WithOptionNames(o.OptionNames)}, opts...)
-		}
-		if o.Platform != nil {
-			opts = append(opts[:len(opts):len(opts)], resolve.WithPlatform(o.Platform))
-		}
-		r, err := resolve.New(opts...)
+		r, err := o.registryResolver()
 		if err != nil {
 			return nil, err
 		}
@@ -133,6 +126,20 @@ func newChain(o *Options) (*chain, error) {
 	}
 	c.Resolver = live
 	return c, nil
+}
+
+// registryResolver returns the registry resolver of ResolveOptions,
+// naming options as OptionNames does (unless ResolveOptions say otherwise)
+// and resolving for Platform.
+func (o *Options) registryResolver() (*resolve.Resolver, error) {
+	opts := o.ResolveOptions
+	if o.OptionNames != nil {
+		opts = append([]resolve.Option{resolve.WithOptionNames(o.OptionNames)}, opts...)
+	}
+	if o.Platform != nil {
+		opts = append(opts[:len(opts):len(opts)], resolve.WithPlatform(o.Platform))
+	}
+	return resolve.New(opts...)
 }
 
 // cache returns the resolution cache: Cache, else a DirCache in CacheDir
