@@ -18,6 +18,7 @@ var update = flag.Bool("update", false, "rewrite the golden files in testdata/")
 // NAME.golden.yaml, then renders the golden file again to prove that
 // digestpin on its own output changes nothing.
 func TestGolden(t *testing.T) {
+	t.Parallel()
 	custom, err := ParsePodSpecPath("example.com/Worker=spec.pools.*.template.spec")
 	if err != nil {
 		t.Fatal(err)

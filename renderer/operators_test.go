@@ -12,6 +12,7 @@ import (
 // the form the flags take: a table entry that no flag could spell would
 // be a path the walker may not follow as written.
 func TestDefaultPathsParse(t *testing.T) {
+	t.Parallel()
 	for _, p := range DefaultPodSpecPaths {
 		got, err := ParsePodSpecPath(p.String())
 		if err != nil {
@@ -39,6 +40,7 @@ func TestDefaultPathsParse(t *testing.T) {
 // values are not references to pin as written: each comes out byte for
 // byte as it came in, and nothing is resolved.
 func TestOperatorFieldsUntouched(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct{ desc, in string }{
 		{
 			desc: "a Grafana version, which the operator puts after its own image name",
