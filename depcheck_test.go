@@ -15,6 +15,7 @@ import (
 // The Redis client stays in internal/redisstore: the renderer, the
 // resolver, the library and their shared vocabulary never import it.
 func TestLayering(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		pkg       string
 		forbidden []string // import path prefixes
