@@ -62,6 +62,12 @@ all: build
 build:
 	go build -trimpath -ldflags "$(LDFLAGS)" -o $(BIN) .
 
+# The main module's packages, the e2e package first: go test runs the
+# packages two at a time in the order given, and e2e takes the longest
+# (most of its time the processes it runs), so it starts before the rest
+# rather than after the first two.
+TEST_PACKAGES := ./e2e ./...
+
 # The Helm SDK example is its own module; without -race it reuses most of
 # the Helm CLI builds, where -race would compile Helm and Kubernetes again
 # (minutes). Our own code in it is race-tested in ./postrender.
@@ -79,7 +85,7 @@ build:
 # whole, as it ends; a failure of either fails the target once both end.
 test: build helm $(KUSTOMIZE) argocd-cmp-server kube-tools argocd-tools cosign
 	scripts/test-deps.sh
-	go test -race -cover -timeout 30m ./...
+	go test -race -cover -timeout 30m $(TEST_PACKAGES)
 	cd examples/helmsdk && go vet ./... && go test ./...
 	cd e2e/cmpserver && go vet ./... && go test ./...
 	$(MAKE) --no-print-directory -j2 --output-sync=target run-kube run-argocd
@@ -93,7 +99,7 @@ test: build helm $(KUSTOMIZE) argocd-cmp-server kube-tools argocd-tools cosign
 # everything, without -short.
 test-quick: build helm $(KUSTOMIZE) cosign
 	scripts/test-deps.sh
-	go test -race -short -timeout 10m ./...
+	go test -race -short -timeout 10m $(TEST_PACKAGES)
 
 # The rollout tests in local directory mode (never cached; the figures
 # they print show), with -race: the module holds test code and the
