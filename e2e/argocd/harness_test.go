@@ -111,7 +111,7 @@ func startArgoCD(t *testing.T) *argoCD {
 		t.Fatal(err)
 	}
 	a.procs = append(a.procs, cmp)
-	a.waitFile(t, cmp, filepath.Join(sockDir, pluginName+".sock"))
+	a.waitSocket(t, cmp, filepath.Join(sockDir, pluginName+".sock"))
 
 	// The repo server, which asks the sidecar through the socket folder,
 	// then the application controller, which asks the repo server.
@@ -343,21 +343,19 @@ func (a *argoCD) sidecar(t *testing.T, root, sockDir, helm string) []string {
 	return env
 }
 
-// waitFile waits until path exists, or p exits.
-func (a *argoCD) waitFile(t *testing.T, p *controlplane.Proc, path string) {
+// waitSocket waits until the unix socket at path listens (its file is
+// there a moment before), or p exits.
+func (a *argoCD) waitSocket(t *testing.T, p *controlplane.Proc, path string) {
 	t.Helper()
 	deadline := time.Now().Add(60 * time.Second)
-	for {
-		if _, err := os.Stat(path); err == nil {
-			return
-		}
+	for !testfiles.Listening(path) {
 		select {
 		case <-p.Done():
 			t.Fatalf("%s exited before it was ready: %s", filepath.Base(p.Log()), p.Why())
 		case <-time.After(50 * time.Millisecond):
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("%s did not create %s in 60 s: %s", filepath.Base(p.Log()), path, p.Why())
+			t.Fatalf("%s did not listen on %s in 60 s: %s", filepath.Base(p.Log()), path, p.Why())
 		}
 	}
 }
