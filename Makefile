@@ -55,7 +55,7 @@ export DIGESTPIN_TEST_KUBE := $(KUBE_TOOLS)
 export DIGESTPIN_TEST_ARGOCD := $(ARGOCD_TOOLS)
 export DIGESTPIN_TEST_COSIGN := $(COSIGN)
 
-.PHONY: all build test test-quick test-kube test-argocd run-kube run-argocd argocd-tools kube-tools cosign demo helm argocd-cmp-server lint bench fuzz clean install release dist
+.PHONY: all build test test-quick test-kube test-argocd run-helmsdk run-cmpserver run-kube run-argocd argocd-tools kube-tools cosign demo helm argocd-cmp-server lint bench fuzz clean install release dist
 
 all: build
 
@@ -77,18 +77,18 @@ TEST_PACKAGES := ./e2e ./...
 # would add minutes to CI; make lint covers the main module).
 # e2e/kube (the rollouts on a real control plane) is a third; test-kube
 # runs it alone. e2e/argocd (the plugin under a running Argo CD) is a
-# fourth; test-argocd runs it alone. make test runs those two at once
-# (run-kube, run-argocd): each starts a control plane of its own on ports
-# picked free and picked again when another process takes one first, and
-# each mostly waits on its servers, so together they take about 190 s,
-# not 270 s one after the other. --output-sync prints each suite's output
-# whole, as it ends; a failure of either fails the target once both end.
+# fourth; test-argocd runs it alone. make test runs the four at once
+# (run-helmsdk, run-cmpserver, run-kube, run-argocd), after the main
+# module: e2e/kube and e2e/argocd each start a control plane of their own
+# on ports picked free and picked again when another process takes one
+# first, and all four mostly wait on the processes they run, so together
+# they take about 3 minutes, not 6 one after the other. --output-sync
+# prints each suite's output whole, as it ends; a failure of any fails the
+# target once all have ended.
 test: build helm $(KUSTOMIZE) argocd-cmp-server kube-tools argocd-tools cosign
 	scripts/test-deps.sh
 	go test -race -cover -timeout 30m $(TEST_PACKAGES)
-	cd examples/helmsdk && go vet ./... && go test ./...
-	cd e2e/cmpserver && go vet ./... && go test ./...
-	$(MAKE) --no-print-directory -j2 --output-sync=target run-kube run-argocd
+	$(MAKE) --no-print-directory -j4 --output-sync=target run-helmsdk run-cmpserver run-kube run-argocd
 
 # The inner loop: the unit tests and the fast end-to-end cases of the main
 # module, with -race, in a few minutes. -short leaves out the tests marked
@@ -109,8 +109,14 @@ TEST_KUBE = cd e2e/kube && go vet ./... && go test -race -count=1 -timeout 20m
 test-kube: build helm $(KUSTOMIZE) kube-tools
 	$(TEST_KUBE)
 
-# The two suites alone, without their tools' targets: for make test,
-# which has made those already.
+# The nested modules' suites alone, without their tools' targets: for
+# make test, which has made those already and runs the four at once.
+run-helmsdk:
+	cd examples/helmsdk && go vet ./... && go test ./...
+
+run-cmpserver:
+	cd e2e/cmpserver && go vet ./... && go test ./...
+
 run-kube:
 	$(TEST_KUBE)
 
