@@ -55,7 +55,7 @@ export DIGESTPIN_TEST_KUBE := $(KUBE_TOOLS)
 export DIGESTPIN_TEST_ARGOCD := $(ARGOCD_TOOLS)
 export DIGESTPIN_TEST_COSIGN := $(COSIGN)
 
-.PHONY: all build test test-quick test-kube test-argocd argocd-tools kube-tools cosign demo helm argocd-cmp-server lint bench fuzz clean install release dist
+.PHONY: all build test test-quick test-kube test-argocd run-helmsdk run-cmpserver run-kube run-argocd argocd-tools kube-tools cosign demo helm argocd-cmp-server lint bench fuzz clean install release dist
 
 all: build
 
@@ -63,6 +63,12 @@ all: build
 # -s -w), so that the tests and make bench run the binary users get.
 build:
 	CGO_ENABLED=0 go build -trimpath -ldflags "-s -w $(LDFLAGS)" -o $(BIN) .
+
+# The main module's packages, the e2e package first: go test runs the
+# packages two at a time in the order given, and e2e takes the longest
+# (most of its time the processes it runs), so it starts before the rest
+# rather than after the first two.
+TEST_PACKAGES := ./e2e ./...
 
 # The Helm SDK example is its own module; without -race it reuses most of
 # the Helm CLI builds, where -race would compile Helm and Kubernetes again
@@ -73,14 +79,18 @@ build:
 # would add minutes to CI; make lint covers the main module).
 # e2e/kube (the rollouts on a real control plane) is a third; test-kube
 # runs it alone. e2e/argocd (the plugin under a running Argo CD) is a
-# fourth; test-argocd runs it alone.
+# fourth; test-argocd runs it alone. make test runs the four at once
+# (run-helmsdk, run-cmpserver, run-kube, run-argocd), after the main
+# module: e2e/kube and e2e/argocd each start a control plane of their own
+# on ports picked free and picked again when another process takes one
+# first, and all four mostly wait on the processes they run, so together
+# they take about 3 minutes, not 6 one after the other. --output-sync
+# prints each suite's output whole, as it ends; a failure of any fails the
+# target once all have ended.
 test: build helm $(KUSTOMIZE) argocd-cmp-server kube-tools argocd-tools cosign
 	scripts/test-deps.sh
-	go test -race -cover -timeout 30m ./...
-	cd examples/helmsdk && go vet ./... && go test ./...
-	cd e2e/cmpserver && go vet ./... && go test ./...
-	$(TEST_KUBE)
-	$(TEST_ARGOCD)
+	go test -race -cover -timeout 30m $(TEST_PACKAGES)
+	$(MAKE) --no-print-directory -j4 --output-sync=target run-helmsdk run-cmpserver run-kube run-argocd
 
 # The inner loop: the unit tests and the fast end-to-end cases of the main
 # module, with -race, in a few minutes. -short leaves out the tests marked
@@ -91,7 +101,7 @@ test: build helm $(KUSTOMIZE) argocd-cmp-server kube-tools argocd-tools cosign
 # everything, without -short.
 test-quick: build helm $(KUSTOMIZE) cosign
 	scripts/test-deps.sh
-	go test -race -short -timeout 10m ./...
+	go test -race -short -timeout 10m $(TEST_PACKAGES)
 
 # The rollout tests in local directory mode (never cached; the figures
 # they print show), with -race: the module holds test code and the
@@ -100,6 +110,20 @@ test-quick: build helm $(KUSTOMIZE) cosign
 TEST_KUBE = cd e2e/kube && go vet ./... && go test -race -count=1 -timeout 20m
 test-kube: build helm $(KUSTOMIZE) kube-tools
 	$(TEST_KUBE)
+
+# The nested modules' suites alone, without their tools' targets: for
+# make test, which has made those already and runs the four at once.
+run-helmsdk:
+	cd examples/helmsdk && go vet ./... && go test ./...
+
+run-cmpserver:
+	cd e2e/cmpserver && go vet ./... && go test ./...
+
+run-kube:
+	$(TEST_KUBE)
+
+run-argocd:
+	$(TEST_ARGOCD)
 
 # The scenarios under a running Argo CD, never cached (the figures they
 # print show), with -race: the module's own packages are test code and

@@ -59,6 +59,7 @@ func renderFixture(t *testing.T, files map[string]string) (*cmpFixture, string) 
 // TestArgocdGenerateRender renders each flavour with the real tools: the
 // pinned manifests on stdout and nothing on stderr.
 func TestArgocdGenerateRender(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		desc   string
 		files  map[string]string
@@ -122,6 +123,7 @@ func TestArgocdGenerateRender(t *testing.T) {
 // stdout, and a kustomize that fails stops the generation before
 // digestpin runs.
 func TestArgocdGenerateToolFailures(t *testing.T) {
+	t.Parallel()
 	chartFiles := func() map[string]string {
 		return map[string]string{
 			"web/Chart.yaml":         "apiVersion: v2\nname: web\nversion: 1.0.0\n",
@@ -298,6 +300,7 @@ func TestArgocdGenerateGate(t *testing.T) {
 
 // TestArgocdGenerateUsage: the command takes no arguments.
 func TestArgocdGenerateUsage(t *testing.T) {
+	t.Parallel()
 	var stdout, stderr bytes.Buffer
 	if err := run(context.Background(), []string{"argocd", "generate", "--help"}, nil, &stdout, &stderr); !errors.Is(err, pflag.ErrHelp) || !strings.HasPrefix(stderr.String(), "Usage: digestpin argocd generate\n") {
 		t.Errorf("argocd generate --help = %v, stderr %q; want the usage", err, stderr.String())

@@ -180,6 +180,7 @@ func helmArgs(between ...string) []string {
 // and variables for the Application's options, the plain manifests in
 // order. Each case is one behaviour of the plugin (formerly generate.sh).
 func TestArgocdGeneratePlan(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		desc          string
 		files, links  map[string]string
@@ -403,6 +404,7 @@ func TestArgocdGeneratePlan(t *testing.T) {
 // file (mode 0600 in a folder of its own), after the values files, never
 // to the command line; the folder is removed after the generation.
 func TestArgocdGenerateInlineValues(t *testing.T) {
+	t.Parallel()
 	f := newCmpFixture(t, chart, nil)
 	secret := "password: hunter2\n--set: x\n"
 	params, err := json.Marshal([]map[string]any{{"name": "values", "string": secret}, {"name": "values-files", "array": []string{"values.yaml"}}})
@@ -449,6 +451,7 @@ func TestArgocdGenerateInlineValues(t *testing.T) {
 // that leave the repository (.., absolute paths, links out, link loops),
 // hostile parameters and options, and a sidecar without its seed.
 func TestArgocdGenerateRefusals(t *testing.T) {
+	t.Parallel()
 	plain := map[string]string{"web/a.yaml": "kind: A\n"}
 	kustomization := map[string]string{"web/kustomization.yaml": "resources: []\n"}
 	for _, tc := range []struct {
@@ -567,6 +570,7 @@ func TestArgocdGenerateRefusals(t *testing.T) {
 // folder of the repository that cannot be read fails the check of its
 // links rather than go unchecked; an unreadable seed says what to do.
 func TestArgocdGenerateLimits(t *testing.T) {
+	t.Parallel()
 	t.Run("a huge values file", func(t *testing.T) {
 		f := newCmpFixture(t, chart, nil)
 		big := filepath.Join(f.repo, "web", "big.yaml")
@@ -624,6 +628,7 @@ func TestArgocdGenerateLimits(t *testing.T) {
 // TestSetValue: commas in a --set value are escaped as Argo CD's Helm
 // escapes them; a Helm list stays a list.
 func TestSetValue(t *testing.T) {
+	t.Parallel()
 	for in, want := range map[string]string{
 		"":       "",
 		"a":      "a",

@@ -32,6 +32,7 @@ func application(ns, name string, images ...any) unstructured.Unstructured {
 // images is a pushed image's repository and tag, pinned or not, in any
 // spelling the kubelet reads as the same; nothing else matches.
 func TestMatchApplications(t *testing.T) {
+	t.Parallel()
 	apps := []unstructured.Unstructured{
 		application("argocd", "shop", "registry.example/shop/web:dev@"+refreshDigest, "registry.example/shop/api:1.0@"+refreshDigest),
 		application("team-a", "web", "Registry.Example/shop/web:dev"), // unpinned, host in other case
@@ -76,6 +77,7 @@ func TestMatchApplications(t *testing.T) {
 // TestMatchApplicationsImages: each match lists the images that matched,
 // as the Application lists them.
 func TestMatchApplicationsImages(t *testing.T) {
+	t.Parallel()
 	pushed, err := parsePushed([]string{"registry.example/shop/web:dev", "registry.example/shop/api:1.0"})
 	if err != nil {
 		t.Fatal(err)
@@ -92,6 +94,7 @@ func TestMatchApplicationsImages(t *testing.T) {
 // TestRefreshBadInput: a bad command line is a usage error (exit 2) of
 // one line that says what is wrong, before any connection.
 func TestRefreshBadInput(t *testing.T) {
+	t.Parallel()
 	missing := filepath.Join(t.TempDir(), "no-kubeconfig")
 	for _, tc := range []struct {
 		args []string
@@ -130,6 +133,7 @@ func TestRefreshBadInput(t *testing.T) {
 // TestFlatError: a multi-line message becomes one line, and the error
 // inside is still found.
 func TestFlatError(t *testing.T) {
+	t.Parallel()
 	inner := errors.New("inner")
 	err := flatErr(fmt.Errorf("first\n  second:\r\n%w", inner))
 	if got := err.Error(); strings.ContainsAny(got, "\r\n") || !strings.Contains(got, "first") || !strings.Contains(got, "second") {

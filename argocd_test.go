@@ -12,6 +12,7 @@ import (
 )
 
 func TestWriteArgocdParameters(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		desc    string
 		env     string // ARGOCD_APP_PARAMETERS; "-" for unset
@@ -131,6 +132,7 @@ func TestWriteArgocdParameters(t *testing.T) {
 // announces to Argo CD's UI are the ones argocd-parameters accepts, of the
 // same kinds.
 func TestArgocdParametersAnnounced(t *testing.T) {
+	t.Parallel()
 	b, err := os.ReadFile(filepath.Join("scripts", "argocd", "plugin.yaml"))
 	if err != nil {
 		t.Fatal(err)
@@ -165,6 +167,7 @@ func TestArgocdParametersAnnounced(t *testing.T) {
 // or how the sidecar picks it, is refused, even empty; the sidecar's own
 // variables of those names are not the Application's and pass.
 func TestCheckArgocdSeedEnv(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		desc string
 		env  map[string]string

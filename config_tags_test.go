@@ -25,6 +25,7 @@ func writeConfig(t *testing.T, keys string) string {
 // and tagIgnore choose tags as the flags do, and flags add to them: a
 // flag's policy or filter for an image of the file replaces the file's.
 func TestConfigTagPolicies(t *testing.T) {
+	t.Parallel()
 	reg := testregistry.New(t)
 	web := pushCreated(t, reg, "shop/web", epoch, issueTags...)
 	api := pushCreated(t, reg, "shop/api", epoch, "1.4.9", "main-3", "main-12", "latest")
@@ -76,6 +77,7 @@ func TestConfigTagPolicies(t *testing.T) {
 // TestConfigTagPolicyErrors: a bad entry of the file is a usage error
 // naming the file, the line and the key, checked by the flags' parser.
 func TestConfigTagPolicyErrors(t *testing.T) {
+	t.Parallel()
 	reg := testregistry.New(t)
 	pushCreated(t, reg, "shop/web", epoch, issueTags...)
 	in := gen.Deployments("shop", reg.Ref("shop/web:1.4"))

@@ -19,6 +19,7 @@ import (
 // the renderer, the resolver, the library and their shared vocabulary
 // never import it.
 func TestLayering(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		pkg       string
 		forbidden []string // import path prefixes

@@ -23,6 +23,7 @@ import (
 // checks what it writes into the option it binds, or the error that
 // names what is wrong; a refused value leaves the option as it was.
 func TestFlagValues(t *testing.T) {
+	t.Parallel()
 	var (
 		mode       renderer.Mode
 		keep       bool
@@ -149,6 +150,7 @@ func TestFlagValues(t *testing.T) {
 // variable, the value unless the cause quotes it, and the cause; Helm's
 // flags beside ours keep pflag's own message.
 func TestInvalidValue(t *testing.T) {
+	t.Parallel()
 	o := newOptions()
 	fs := pflag.NewFlagSet("digestpin", pflag.ContinueOnError)
 	fs.SetOutput(io.Discard)
@@ -190,6 +192,7 @@ func TestInvalidValue(t *testing.T) {
 // TestBindAddsToDefaults checks that the path flags add to the built-in
 // paths, which the Renderer follows exactly once it has any.
 func TestBindAddsToDefaults(t *testing.T) {
+	t.Parallel()
 	o := newOptions()
 	fs := pflag.NewFlagSet("digestpin", pflag.ContinueOnError)
 	o.bind(fs)

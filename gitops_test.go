@@ -89,6 +89,7 @@ func TestGitopsFlagErrors(t *testing.T) {
 }
 
 func TestWriteLockThenFrozen(t *testing.T) {
+	t.Parallel()
 	reg := testregistry.New(t)
 	app := reg.PushImage(t, "app:1.0")
 	side := reg.PushImage(t, "side:2")
@@ -125,6 +126,7 @@ func TestWriteLockThenFrozen(t *testing.T) {
 }
 
 func TestFrozenMiss(t *testing.T) {
+	t.Parallel()
 	reg := testregistry.New(t)
 	app := reg.PushImage(t, "app:1.0")
 	reg.PushImage(t, "b:1")
@@ -173,6 +175,7 @@ func TestFrozenMiss(t *testing.T) {
 }
 
 func TestLockWithoutFrozenResolvesMisses(t *testing.T) {
+	t.Parallel()
 	reg := testregistry.New(t)
 	reg.PushImage(t, "app:1.0")
 	side := reg.PushImage(t, "side:2")
@@ -216,6 +219,7 @@ func sources(t *testing.T, path string) map[string]string {
 }
 
 func TestCheck(t *testing.T) {
+	t.Parallel()
 	reg := testregistry.New(t)
 	reg.PushImage(t, "app:1.0")
 	reg.PushImage(t, "side:2")
@@ -300,6 +304,7 @@ func TestDefaultCacheDirFromTTL(t *testing.T) {
 }
 
 func TestReportContent(t *testing.T) {
+	t.Parallel()
 	reg := testregistry.New(t)
 	_, children := reg.PushIndex(t, "multi:1", "linux/amd64", "linux/arm64")
 	oldDigest := reg.PushImage(t, "old:1")
@@ -341,6 +346,7 @@ func TestReportContent(t *testing.T) {
 // ("Cache", "CacheDir", "CacheTTL"), and in the field a field needs or
 // excludes.
 func TestOptionErrorNames(t *testing.T) {
+	t.Parallel()
 	for option, flag := range optionFlags {
 		if flag == "" {
 			continue

@@ -16,6 +16,7 @@ type fakeTTY struct{ bytes.Buffer }
 func (*fakeTTY) Close() error { return nil }
 
 func TestReporterFailTTY(t *testing.T) {
+	t.Parallel()
 	devNull, err := os.OpenFile(os.DevNull, os.O_WRONLY, 0)
 	if err != nil {
 		t.Fatal(err)
@@ -70,6 +71,7 @@ func TestReporterFailTTY(t *testing.T) {
 }
 
 func TestReporterWarnNeverOnTTY(t *testing.T) {
+	t.Parallel()
 	var stderr bytes.Buffer
 	r := newLogger(&stderr, &options{ttyErrors: true})
 	tty := &fakeTTY{}

@@ -79,6 +79,7 @@ func TestUnknownEnvironmentWarns(t *testing.T) {
 // scripts, templates and docs read is a flag's or in otherEnv, so that
 // setting it never warns.
 func TestOtherEnvListed(t *testing.T) {
+	t.Parallel()
 	out, err := exec.Command("git", "ls-files").Output()
 	if err != nil {
 		t.Skipf("git ls-files: %v", err)

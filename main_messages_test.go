@@ -20,6 +20,7 @@ import (
 // --mirror-only -v. A mirror that an image is from, however either spells
 // the host, does not warn.
 func TestUnusedMirrorWarns(t *testing.T) {
+	t.Parallel()
 	reg, in := shop(t)
 	mirror := testregistry.New(t)
 	for _, img := range []string{"shop/migrate:1.4", "shop/web:1.4", "shop/proxy:2"} {
@@ -59,6 +60,7 @@ func TestUnusedMirrorWarns(t *testing.T) {
 // resolver logged it a second time), and says which mirror answered
 // where it said "(registry)".
 func TestVerboseOncePerImage(t *testing.T) {
+	t.Parallel()
 	reg, in := shop(t)
 	mirror := testregistry.New(t)
 	mirror.PushImage(t, "cache/shop/web:1.4")

@@ -57,6 +57,7 @@ func pathsRegistry(t *testing.T) (*testregistry.Registry, string) {
 // TestRunImagePaths pins the fields that --image-path declares, writes
 // the checksum where --checksum-path says, and reports each field.
 func TestRunImagePaths(t *testing.T) {
+	t.Parallel()
 	reg, in := pathsRegistry(t)
 	report := filepath.Join(t.TempDir(), "report.json")
 	out, stderr, err := runIn(t, in,

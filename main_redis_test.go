@@ -92,6 +92,7 @@ func TestRunRedisCache(t *testing.T) {
 // cache: a Redis that does not answer (port 1) is never contacted, so no
 // warning.
 func TestRunRedisFrozenAsksNothing(t *testing.T) {
+	t.Parallel()
 	_, in := shop(t)
 	lock := filepath.Join(t.TempDir(), "digests.lock")
 	if _, stderr, err := runIn(t, in, "--write-lock", lock); err != nil {

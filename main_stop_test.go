@@ -27,6 +27,7 @@ func (failingWriter) Write([]byte) (int, error) { return 0, syscall.ENOSPC }
 // write of its output included, leaves the lock file and the report as
 // they were, and names the files the person gave.
 func TestNothingHalfWritten(t *testing.T) {
+	t.Parallel()
 	reg := testregistry.New(t)
 	reg.PushImage(t, "app:1")
 	in := gen.Deployments("prod", reg.Ref("app:1"))
@@ -59,6 +60,7 @@ func TestNothingHalfWritten(t *testing.T) {
 // TestStoppedWhileReading checks that a signal and --timeout end a run
 // that waits for its input, on stdin or a FIFO, with nothing written.
 func TestStoppedWhileReading(t *testing.T) {
+	t.Parallel()
 	fifo := filepath.Join(t.TempDir(), "in.yaml")
 	if err := syscall.Mkfifo(fifo, 0o600); err != nil {
 		t.Fatal(err)
@@ -153,6 +155,7 @@ func TestUsageErrorsReachTheLog(t *testing.T) {
 // TestLogFileFIFONeverBlocks checks that a --log-file that is a FIFO
 // nobody reads costs a warning, not a run that never starts.
 func TestLogFileFIFONeverBlocks(t *testing.T) {
+	t.Parallel()
 	fifo := filepath.Join(t.TempDir(), "log")
 	if err := syscall.Mkfifo(fifo, 0o600); err != nil {
 		t.Fatal(err)
@@ -192,6 +195,7 @@ func (w *stuckWriter) Write(b []byte) (int, error) {
 // TestWriteOutputStops checks that a write that blocks ends at the
 // deadline, and that the error says how much of the output got out.
 func TestWriteOutputStops(t *testing.T) {
+	t.Parallel()
 	out := make([]byte, 5*outputChunk+10)
 	for _, tc := range []struct {
 		desc  string

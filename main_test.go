@@ -129,6 +129,7 @@ func shop(t *testing.T) (*testregistry.Registry, string) {
 }
 
 func TestRunPinsEveryWorkload(t *testing.T) {
+	t.Parallel()
 	reg, in := shop(t)
 	out, stderr, err := runIn(t, in)
 	if err != nil {
@@ -172,6 +173,7 @@ func TestRunPinsEveryWorkload(t *testing.T) {
 }
 
 func TestRunPlatform(t *testing.T) {
+	t.Parallel()
 	reg := testregistry.New(t)
 	index, children := reg.PushIndex(t, "multi:1", "linux/amd64", "linux/arm64/v8")
 	single := reg.PushImage(t, "single:1")
@@ -208,6 +210,7 @@ func TestRunPlatform(t *testing.T) {
 }
 
 func TestRunMovedTag(t *testing.T) {
+	t.Parallel()
 	reg, in := shop(t)
 	before, _, err := runIn(t, in)
 	if err != nil {
@@ -322,6 +325,7 @@ func TestRunFlagsAndEnvironment(t *testing.T) {
 }
 
 func TestRunKeepsUnresolved(t *testing.T) {
+	t.Parallel()
 	_, in := shop(t)
 	in = strings.ReplaceAll(in, "shop/proxy:2", "shop/gone:1")
 	out, stderr, err := runIn(t, in, "--on-error", "keep")
@@ -337,6 +341,7 @@ func TestRunKeepsUnresolved(t *testing.T) {
 }
 
 func TestRunVersion(t *testing.T) {
+	t.Parallel()
 	out, _, err := runIn(t, "", "--version")
 	if err != nil || out != "digestpin "+version+"\n" {
 		t.Errorf("--version = %q, %v", out, err)
@@ -344,6 +349,7 @@ func TestRunVersion(t *testing.T) {
 }
 
 func TestRunHelp(t *testing.T) {
+	t.Parallel()
 	out, stderr, err := runIn(t, "", "--help")
 	if exitCode(err) != 0 || out != "" {
 		t.Errorf("--help: exit %d, stdout %q; want 0 and nothing on stdout", exitCode(err), out)
@@ -358,6 +364,7 @@ func TestRunHelp(t *testing.T) {
 // TestDocsErrorSample checks that the sample error of docs/pinning.md is
 // what digestpin really prints for that case, word for word.
 func TestDocsErrorSample(t *testing.T) {
+	t.Parallel()
 	readme, err := os.ReadFile("docs/pinning.md")
 	if err != nil {
 		t.Fatal(err)

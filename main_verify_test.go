@@ -73,6 +73,7 @@ func TestRunVerify(t *testing.T) {
 // TestRunVerifyBadInput: each bad --verify, key, trusted root or config
 // entry is one line naming the flag or file.
 func TestRunVerifyBadInput(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	garbage := filepath.Join(dir, "garbage")
 	if err := os.WriteFile(garbage, []byte("not a key\n"), 0o600); err != nil {

@@ -182,6 +182,7 @@ func cell(s string) string {
 // TestReferenceCoversEveryFlag checks the reference against what the
 // commands' --help prints: every flag that --help shows is in it.
 func TestReferenceCoversEveryFlag(t *testing.T) {
+	t.Parallel()
 	ref, err := os.ReadFile(filepath.FromSlash(referencePath))
 	if err != nil {
 		t.Fatal(err)

@@ -82,6 +82,7 @@ func TestRetiredFlags(t *testing.T) {
 // TestRetiredFlagsHidden: the retired flags are in neither the help nor
 // any completion script, and every other flag is in both.
 func TestRetiredFlagsHidden(t *testing.T) {
+	t.Parallel()
 	fs := pflag.NewFlagSet("digestpin", pflag.ContinueOnError)
 	newOptions().bind(fs)
 	var help bytes.Buffer
@@ -160,6 +161,7 @@ func TestRetiredArgocdSettings(t *testing.T) {
 // TestDocsRetiredSample checks that docs/deterministic.md shows the line digestpin
 // really prints for a retired flag, word for word.
 func TestDocsRetiredSample(t *testing.T) {
+	t.Parallel()
 	readme, err := os.ReadFile("docs/deterministic.md")
 	if err != nil {
 		t.Fatal(err)

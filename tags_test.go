@@ -36,6 +36,7 @@ var epoch = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 // TestTagPolicyStrategies runs each strategy against a registry that
 // pages its tag lists at 2 tags.
 func TestTagPolicyStrategies(t *testing.T) {
+	t.Parallel()
 	reg := testregistry.New(t)
 	web := pushCreated(t, reg, "shop/web", epoch, issueTags...)
 	reg.PushImage(t, "shop/web:1.4") // what the manifests name
@@ -95,6 +96,7 @@ func TestTagPolicyStrategies(t *testing.T) {
 // workloads that use it, and nothing else; images without a policy cost
 // no listing, and a run without policies is what it was before.
 func TestTagPolicyNewTagRollsItsWorkloads(t *testing.T) {
+	t.Parallel()
 	reg := testregistry.New(t)
 	pushCreated(t, reg, "shop/web", epoch, issueTags...)
 	reg.PushImage(t, "shop/web:1.4")
@@ -134,6 +136,7 @@ func TestTagPolicyNewTagRollsItsWorkloads(t *testing.T) {
 // renders it offline, --check reports a newer matching tag, and the report
 // lists the candidates.
 func TestTagPolicyLockWorkflow(t *testing.T) {
+	t.Parallel()
 	reg := testregistry.New(t)
 	web := pushCreated(t, reg, "shop/web", epoch, issueTags...)
 	side := reg.PushImage(t, "shop/side:1").String()
@@ -196,6 +199,7 @@ func TestTagPolicyLockWorkflow(t *testing.T) {
 
 // TestTagPolicyCache: a cached choice costs no request within the TTL.
 func TestTagPolicyCache(t *testing.T) {
+	t.Parallel()
 	reg := testregistry.New(t)
 	pushCreated(t, reg, "shop/web", epoch, issueTags...)
 	in := gen.Deployments("shop", reg.Ref("shop/web:1.4"))
@@ -255,6 +259,7 @@ func TestTagPolicyErrors(t *testing.T) {
 // TestLockVersion1StillRead: a lock file written before tag policies
 // renders as it did.
 func TestLockVersion1StillRead(t *testing.T) {
+	t.Parallel()
 	reg := testregistry.New(t)
 	d := reg.PushImage(t, "app:1")
 	lock := filepath.Join(t.TempDir(), "digests.lock")
@@ -279,6 +284,7 @@ func keelDeployment(name, meta, image string) string {
 // without Keel's annotations is unchanged, and without the flag Keel's
 // annotations mean nothing.
 func TestKeelAnnotations(t *testing.T) {
+	t.Parallel()
 	reg := testregistry.New(t)
 	web := pushCreated(t, reg, "shop/web", epoch, issueTags...)
 	web["1.4"] = reg.PushImage(t, "shop/web:1.4").String()

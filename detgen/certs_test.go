@@ -62,6 +62,7 @@ func unb64(t *testing.T, s string) string {
 // clock, for exactly the days asked, chains to its CA (crypto/x509), and is
 // recorded with the dates it carries.
 func TestCertificatesValidNow(t *testing.T) {
+	t.Parallel()
 	g := newTestGenerator()
 	v := values(t, mustRender(t, g, tlsChart, nil))
 	ca, leaf, self := certOf(t, v["ca"]), certOf(t, v["leaf"]), certOf(t, v["self"])
@@ -106,6 +107,7 @@ func TestCertificatesValidNow(t *testing.T) {
 
 // TestCertificatesOpenSSL: OpenSSL's own verifier accepts the chain.
 func TestCertificatesOpenSSL(t *testing.T) {
+	t.Parallel()
 	openssl, err := exec.LookPath("openssl")
 	if err != nil {
 		t.Fatal("the openssl CLI is needed for this test (add it to the CI image)")
@@ -149,6 +151,7 @@ func TestCertificatesOpenSSL(t *testing.T) {
 // certificates; from it on a new CA certificate with the same key, which
 // the old leaf still chains to, as the new leaf does to the old CA.
 func TestCertificateReissue(t *testing.T) {
+	t.Parallel()
 	g := newTestGenerator()
 	base := values(t, mustRender(t, g, tlsChart, nil))
 	first := g.Certificates()[0].ReissueAt
@@ -198,6 +201,7 @@ func TestCertificateReissue(t *testing.T) {
 // TestValidityWindows: across a span of clocks, each certificate is valid
 // at its clock and the window moves only at ReissueAt.
 func TestValidityWindows(t *testing.T) {
+	t.Parallel()
 	g := newTestGenerator()
 	for _, days := range []int{1, 2, 3, 30, 365, 3650} {
 		c := &call{fn: "genCA", args: []byte(fmt.Sprint(days))}
@@ -235,6 +239,7 @@ func TestValidityWindows(t *testing.T) {
 // TestCertificatesMatchSprig: our certificates have the fields, extensions,
 // key types and PEM blocks sprig's have for the same arguments.
 func TestCertificatesMatchSprig(t *testing.T) {
+	t.Parallel()
 	const tmpl = `{{- $ca := genCA "ca" 30 -}}
 {{- $leaf := genSignedCert "leaf" (list "10.0.0.1") (list "leaf.example") 20 $ca -}}
 {{- $self := genSelfSignedCert "self" (list "::1") (list "self.example") 10 -}}
@@ -311,6 +316,7 @@ func TestCertificatesMatchSprig(t *testing.T) {
 // TestGenPrivateKeyMatchesSprig: each key type in sprig's PEM block type
 // and key parameters; sprig's parser and ours read it back.
 func TestGenPrivateKeyMatchesSprig(t *testing.T) {
+	t.Parallel()
 	g := newTestGenerator()
 	f := sprig.TxtFuncMap()
 	for _, tc := range []struct {
@@ -360,6 +366,7 @@ func TestGenPrivateKeyMatchesSprig(t *testing.T) {
 // deterministically for RSA (PKCS #1 v1.5), ECDSA (RFC 6979 in Go 1.26) and
 // Ed25519: two renders give the same certificate, and it verifies.
 func TestSignaturesDeterministic(t *testing.T) {
+	t.Parallel()
 	for _, typ := range []string{"ecdsa", "ed25519", "rsa-2048"} {
 		t.Run(typ, func(t *testing.T) {
 			var key crypto.PrivateKey
@@ -399,6 +406,7 @@ func TestSignaturesDeterministic(t *testing.T) {
 // those), so genPrivateKey "dsa" from one call is one key, in sprig's block,
 // which sprig's parser reads.
 func TestDSAReaderOnly(t *testing.T) {
+	t.Parallel()
 	c := &call{fn: "genPrivateKey", args: []byte("dsa")}
 	a := newTestGenerator().genPrivateKey(c, "dsa")
 	b := newTestGenerator().genPrivateKey(c, "dsa")
@@ -424,6 +432,7 @@ func TestDSAReaderOnly(t *testing.T) {
 // P-256 and 2048-bit vectors of the specification, compared by SHA-256 of
 // the PKCS #8 key).
 func TestDetKeygenVectors(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		desc, seed, pkcs8SHA256 string
 		gen                     func([]byte) (crypto.PrivateKey, error)
@@ -454,6 +463,7 @@ func TestDetKeygenVectors(t *testing.T) {
 // TestCertificateErrors: bad arguments are errors with sprig's messages
 // where sprig has one.
 func TestCertificateErrors(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct{ src, want string }{
 		{`{{ genCA "x" 0 }}`, "must be at least 1"},
 		{`{{ genSelfSignedCert "x" (list "not-an-ip") nil 3 }}`, "error parsing ip: not-an-ip"},

@@ -19,6 +19,7 @@ import (
 // (OpenBSD/Openwall crypt_blowfish and jBCrypt), and x/crypto/bcrypt
 // accepts each vector, so both sides agree on what the vector means.
 func TestBcryptVectors(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct{ password, hash string }{
 		{"U*U", "$2a$05$CCCCCCCCCCCCCCCCCCCCC.E5YPO9kmyuRGyh0XouQYb4YMJKvyOeW"},
 		{"U*U*", "$2a$05$CCCCCCCCCCCCCCCCCCCCC.VGOzA784oUp/Z0DY336zx7pLYAy0lwK"},
@@ -57,6 +58,7 @@ func TestBcryptVectors(t *testing.T) {
 // x/crypto/bcrypt verifies, with sprig's messages for a long password and
 // a user with ":".
 func TestBcryptOutput(t *testing.T) {
+	t.Parallel()
 	v := values(t, mustRender(t, newTestGenerator(), map[string]string{"c/templates/a.yaml": `b: {{ bcrypt "s3cret" }}
 h: {{ htpasswd "admin" "pässword" }}
 long: {{ bcrypt (repeat 73 "x") }}
@@ -84,6 +86,7 @@ colon: {{ htpasswd "a:b" "x" }}`}, nil))
 // TestEncryptAESWithSprig: sprig's decryptAES reads encryptAES's output;
 // the IV changes with the key and the text; "" stays "".
 func TestEncryptAESWithSprig(t *testing.T) {
+	t.Parallel()
 	files := map[string]string{"c/templates/a.yaml": `{{- $long := repeat 40 "k" -}}
 a: {{ encryptAES "key" "some text" }}
 b: {{ encryptAES "key" "some text" | decryptAES "key" }}
@@ -105,6 +108,7 @@ e: {{ encryptAES "key" "some texu" }}
 // TestRandomStrings: sprig's alphabets and lengths, "" for a count below 1,
 // and every character of the alphabet about equally often.
 func TestRandomStrings(t *testing.T) {
+	t.Parallel()
 	g := newTestGenerator()
 	for _, tc := range []struct {
 		fn       func(*call, int) string
@@ -151,6 +155,7 @@ func TestRandomStrings(t *testing.T) {
 
 // TestUUIDv4: the version and variant bits and the textual form.
 func TestUUIDv4(t *testing.T) {
+	t.Parallel()
 	re := regexp.MustCompile(`^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$`)
 	g := newTestGenerator()
 	seen := map[string]bool{}
@@ -166,6 +171,7 @@ func TestUUIDv4(t *testing.T) {
 // TestRandInt: within [min, max), every value of a small range drawn, and
 // an error where sprig panics.
 func TestRandInt(t *testing.T) {
+	t.Parallel()
 	g := newTestGenerator()
 	seen := map[int]bool{}
 	for i := range 400 {
@@ -188,6 +194,7 @@ func TestRandInt(t *testing.T) {
 // TestVarying: what reads the clock, the cluster or DNS is recorded with
 // its file, template and line; a date given a time is not.
 func TestVarying(t *testing.T) {
+	t.Parallel()
 	g := newTestGenerator()
 	files := map[string]string{
 		"c/templates/_h.tpl": `{{ define "c.when" }}{{ now | date "2006" }}{{ end }}`,
@@ -235,6 +242,7 @@ j: {{ include "c.when" . }}
 // TestDateFunctionsMatchSprig: given a time, the replaced date functions
 // format as sprig's.
 func TestDateFunctionsMatchSprig(t *testing.T) {
+	t.Parallel()
 	const tmpl = `{{ date "2006-01-02T15:04:05Z07:00" .T }} {{ date "2006" .U }} {{ dateInZone "15:04 MST" .T "Asia/Tokyo" }} {{ date_in_zone "15:04" .I32 "Nowhere/Unknown" }}
 {{ htmlDate .T }} {{ htmlDateInZone .P "Europe/Berlin" }} {{ durationRound "90h" }} {{ durationRound .N }} {{ durationRound 3 }} {{ durationRound "-400h" }} {{ ago 1 | regexMatch "^[0-9]+h[0-9]+m[0-9]+s$" }}`
 	data := map[string]any{"T": testNow, "U": 1700000000, "I32": int32(1600000000), "P": &testNow, "N": int64(3 * time.Minute)}
@@ -258,6 +266,7 @@ func TestDateFunctionsMatchSprig(t *testing.T) {
 // TestKeysValuesSorted: keys and values come in key order, which sprig
 // leaves to Go's randomised map iteration.
 func TestKeysValuesSorted(t *testing.T) {
+	t.Parallel()
 	v := values(t, mustRender(t, newTestGenerator(), map[string]string{"c/templates/a.yaml": `k: {{ keys (dict "z" 1 "b" 2 "m" 3 "a" 4) (dict "y" 1 "c" 2) | join "," }}
 v: {{ values (dict "z" 1 "b" 2 "m" 3 "a" 4) | join "," }}`}, nil))
 	if v["k"] != "a,b,m,z,c,y" || v["v"] != "4,2,3,1" {
@@ -270,6 +279,7 @@ v: {{ values (dict "z" 1 "b" 2 "m" 3 "a" 4) | join "," }}`}, nil))
 // locates is what Funcs replaces; and every function of Helm's map that
 // draws randomness or reads the clock is replaced.
 func TestFuncsCoverage(t *testing.T) {
+	t.Parallel()
 	helm := sprig.TxtFuncMap()
 	helm["lookup"] = func(string, string, string, string) (map[string]any, error) { return nil, nil }
 	funcs := newTestGenerator().Funcs()

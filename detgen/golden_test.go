@@ -86,6 +86,7 @@ func withSlow() map[string]string {
 // encoding, det-keygen or Go's crypto shows here. Rendering again gives the
 // same bytes.
 func TestGoldenValues(t *testing.T) {
+	t.Parallel()
 	files := withSlow()
 	got := dump(mustRender(t, newTestGenerator(), files, nil))
 	golden(t, "golden/every.golden", got)
@@ -97,6 +98,7 @@ func TestGoldenValues(t *testing.T) {
 // TestAcrossProcesses: a child process (this test binary) renders the same
 // chart with the same seed to the same bytes.
 func TestAcrossProcesses(t *testing.T) {
+	t.Parallel()
 	if os.Getenv("DETGEN_CHILD") == "1" {
 		_, _ = os.Stdout.WriteString("<<<" + dump(mustRender(t, newTestGenerator(), everyCall, nil)) + ">>>")
 		return

@@ -33,6 +33,7 @@ func values(t *testing.T, out map[string]string) map[string]string {
 // through values, so the call's line and identity stay) changes its output,
 // and a string output is not a prefix of the other.
 func TestInputsChangeOutput(t *testing.T) {
+	t.Parallel()
 	ecKey := `{{ $k := genPrivateKey .Values.kt }}`
 	for _, tc := range []struct {
 		desc   string
@@ -92,6 +93,7 @@ func TestInputsChangeOutput(t *testing.T) {
 // TestShufflePermutationDepends: the permutation itself, not only the
 // letters, changes with the text shuffled.
 func TestShufflePermutationDepends(t *testing.T) {
+	t.Parallel()
 	files := map[string]string{"c/templates/a.yaml": `{{ shuffle .Values.s }}`}
 	perm := func(s string) string {
 		out := mustRender(t, newTestGenerator(), files, map[string]any{"s": s})["c/templates/a.yaml"]
@@ -124,6 +126,7 @@ v7: {{ tpl "{{ randAlpha 9 }}" . }}
 // TestUnrelatedEditsKeepValues: adding, removing or reordering unrelated
 // lines, files and generator calls leaves the other values as they were.
 func TestUnrelatedEditsKeepValues(t *testing.T) {
+	t.Parallel()
 	base := values(t, mustRender(t, newTestGenerator(), trackedChart, nil))
 	if len(base) != 7 {
 		t.Fatalf("base render has %d values, want 7: %v", len(base), base)
@@ -195,6 +198,7 @@ func TestUnrelatedEditsKeepValues(t *testing.T) {
 // identical lines of one file take their values by order, so removing the
 // first hands its value to the second.
 func TestIdenticalCallsByOrder(t *testing.T) {
+	t.Parallel()
 	two := mustRender(t, newTestGenerator(), map[string]string{"c/templates/a.yaml": "{{ uuidv4 }}\n{{ uuidv4 }}\n"}, nil)["c/templates/a.yaml"]
 	one := mustRender(t, newTestGenerator(), map[string]string{"c/templates/a.yaml": "{{ uuidv4 }}\n"}, nil)["c/templates/a.yaml"]
 	first, second, _ := strings.Cut(strings.TrimSpace(two), "\n")
@@ -224,6 +228,7 @@ j: {{ $k := genPrivateKey "ecdsa" }}{{ (genSelfSignedCertWithKey "x" nil nil 30 
 // TestReleasesAndSeedsShareNothing: another release name, namespace or
 // seed shares no generated value with the first.
 func TestReleasesAndSeedsShareNothing(t *testing.T) {
+	t.Parallel()
 	other := testSeed
 	other[31] ^= 1
 	base := values(t, mustRender(t, New(testSeed, testRelease, fixedClock(testNow)), shareChart, nil))
@@ -252,6 +257,7 @@ func TestReleasesAndSeedsShareNothing(t *testing.T) {
 // TestNoSecretInOutput: no rendered value, record or error shows the seed
 // (raw, hex, base64) or a derived secret.
 func TestNoSecretInOutput(t *testing.T) {
+	t.Parallel()
 	g := newTestGenerator()
 	out := dump(mustRender(t, g, shareChart, nil))
 	var texts []string
@@ -287,6 +293,7 @@ func TestNoSecretInOutput(t *testing.T) {
 // TestTplCalls: calls Rewrite cannot see (in tpl strings) are still
 // deterministic, differ by occurrence, and are counted per top-level file.
 func TestTplCalls(t *testing.T) {
+	t.Parallel()
 	files := map[string]string{
 		"c/templates/a.yaml": "a1: {{ tpl \"{{ randAlphaNum 10 }}\" . }}\na2: {{ tpl \"{{ randAlphaNum 10 }}\" . }}\n",
 		"c/templates/b.yaml": "b1: {{ tpl \"{{ randAlphaNum 10 }}\" . }}\n",
@@ -304,6 +311,7 @@ func TestTplCalls(t *testing.T) {
 // TestForgedIdentity: a located function called with something that is
 // not an identity Rewrite writes is an error, not a value.
 func TestForgedIdentity(t *testing.T) {
+	t.Parallel()
 	for _, src := range []string{`{{ _dp_randAlphaNum "nope" 3 }}`, `{{ _dp_genCA "v1|x|y|z" "a" 3 }}`, `{{ _dp_now "v1|0|k|t" }}`} {
 		_, err := render(newTestGenerator(), map[string]string{"c/templates/a.yaml": src}, nil, false)
 		if err == nil || !strings.Contains(err.Error(), "malformed call identity") {

@@ -13,6 +13,7 @@ import (
 // against testdata/rewrite/*.golden; rewriting the golden output again
 // changes nothing.
 func TestRewriteGolden(t *testing.T) {
+	t.Parallel()
 	inputs, err := filepath.Glob("testdata/rewrite/*")
 	if err != nil {
 		t.Fatal(err)
@@ -51,6 +52,7 @@ func TestRewriteGolden(t *testing.T) {
 
 // TestRewriteCases: what is rewritten and what is left, case by case.
 func TestRewriteCases(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		desc    string
 		name    string
@@ -115,6 +117,7 @@ func TestRewriteCases(t *testing.T) {
 // TestRewriteParseError: a template that does not parse is an error naming
 // the file and line, as Helm's would be.
 func TestRewriteParseError(t *testing.T) {
+	t.Parallel()
 	for _, src := range []string{"a\n{{ if }}", "{{ randAlphaNum 16 ", "{{ end }}", "{{ define \"x\" }}"} {
 		_, err := Rewrite("mychart/templates/bad.yaml", src)
 		if err == nil || !strings.Contains(err.Error(), "mychart/templates/bad.yaml") || strings.Contains(err.Error(), "\n") {
@@ -127,6 +130,7 @@ func TestRewriteParseError(t *testing.T) {
 // line for reports, but the derivation key (the line's hash and template)
 // is the same when lines are added above.
 func TestRewriteIdentityIgnoresLineNumber(t *testing.T) {
+	t.Parallel()
 	a, _ := Rewrite("c/templates/a.yaml", "{{ uuidv4 }}")
 	b, _ := Rewrite("c/templates/a.yaml", "\n\n\n{{ uuidv4 }}")
 	sa, sb := siteOf(t, a), siteOf(t, b)
@@ -216,6 +220,7 @@ func execOnce(g *Generator, src string) (string, error) {
 }
 
 func TestCleanMessage(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct{ in, want string }{
 		{`executing "x" at <_dp_genCA "v1|6|173563b477aebea4709bcabe2ebf203d|webhook.certs" (printf "%s-ca" .Release.Name) 0>: error calling _dp_genCA: bad`,
 			`executing "x" at <genCA (printf "%s-ca" .Release.Name) 0>: error calling genCA: bad`},

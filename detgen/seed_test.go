@@ -16,6 +16,7 @@ import (
 )
 
 func TestNewSeedRoundTrip(t *testing.T) {
+	t.Parallel()
 	a, err := NewSeed()
 	if err != nil {
 		t.Fatal(err)
@@ -57,6 +58,7 @@ func TestNewSeedRoundTrip(t *testing.T) {
 // TestReadSeedFileErrors: each bad seed file is a one-line error naming the
 // path, never showing what the file holds.
 func TestReadSeedFileErrors(t *testing.T) {
+	t.Parallel()
 	good, _ := testSeed.MarshalText()
 	secretish := "digestpin-seed-v1:" + base64.StdEncoding.EncodeToString([]byte("SECRETSECRETSECRETSECRET"))
 	dir := t.TempDir()
@@ -137,6 +139,7 @@ func TestReadSeedFileErrors(t *testing.T) {
 // TestSeedNeverPrinted: fmt shows a placeholder for a seed, whatever the
 // verb.
 func TestSeedNeverPrinted(t *testing.T) {
+	t.Parallel()
 	for _, verb := range []string{"%v", "%+v", "%#v", "%s", "%x", "%X", "%d", "%q", "%b", "%o", "%T %v"} {
 		got := fmt.Sprintf(verb, testSeed)
 		if strings.Contains(got, hex.EncodeToString(testSeed[:4])) || strings.Contains(got, "1 2 3 4") ||
@@ -163,6 +166,7 @@ func secretVolume(t *testing.T, files map[string]string, mode os.FileMode) strin
 // 0440 with an fsGroup), and after the Secret changed; group-readable is
 // accepted in that layout only, and nothing more than group-readable.
 func TestReadSeedFileSecretVolume(t *testing.T) {
+	t.Parallel()
 	good, _ := testSeed.MarshalText()
 	for _, mode := range []os.FileMode{0o400, 0o440, 0o600, 0o640} {
 		t.Run(fmt.Sprintf("mode %04o", mode), func(t *testing.T) {

@@ -127,6 +127,7 @@ func hostileEntries(t *testing.T, name, victimPath string) []struct {
 // installed, its target made 0755 and run; now each is refused in one
 // line and nothing is installed.
 func TestInstallHookRefusesHostileArchive(t *testing.T) {
+	t.Parallel()
 	hook := filepath.Join(repoRoot(t), "scripts", "install-binary.sh")
 	archive := "digestpin_0.1.0_" + runtime.GOOS + "_" + runtime.GOARCH + ".tar.gz"
 	// Each case links to the same path; the file there is made anew for
@@ -197,6 +198,7 @@ func TestInstallHookRefusesHostileArchive(t *testing.T) {
 // target (a private file of the build) into the image as an executable;
 // now each is refused and nothing is put in place.
 func TestArgoCDImageFetchRefusesHostileArchive(t *testing.T) {
+	t.Parallel()
 	fetch := filepath.Join(repoRoot(t), "scripts", "argocd", "image-fetch.sh")
 	victimPath, mark := filepath.Join(t.TempDir(), "victim"), ""
 	tool := func(name string) string { return "#!/bin/sh\necho " + name + "\n" }

@@ -17,6 +17,7 @@ import (
 // the generation naming the file and line, and a path outside the
 // repository is refused before digestpin runs.
 func TestArgoCDConfigFile(t *testing.T) {
+	t.Parallel()
 	reg := testregistry.New(t)
 	pushShop(t, reg)
 	sc := newSidecar(t)

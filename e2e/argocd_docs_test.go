@@ -49,6 +49,7 @@ func sectionBlocks(t *testing.T, path, head, lang string) []docBlock {
 // the committed lock file without a registry request, the mutable tag pins
 // the tag its --set names.
 func TestArgoCDDocsApplications(t *testing.T) {
+	t.Parallel()
 	var apps []map[string]any
 	// The README's recipe (the lock workflow's) is one of them.
 	blocks := append(sectionBlocks(t, filepath.Join(repoRoot(t), "docs", "argocd.md"), "## Argo CD: three workflows", "yaml"),

@@ -38,6 +38,7 @@ func hostileSidecar(t *testing.T) (sc *sidecar, secret, marker string) {
 // why, with nothing on stdout, no secret anywhere, and the program not run
 // (nor the file written).
 func TestArgoCDHostileApplication(t *testing.T) {
+	t.Parallel()
 	reg := testregistry.New(t)
 	pushFixed(t, reg, "shop/web:1.4", "1")
 	for _, tc := range []struct {
@@ -294,6 +295,7 @@ func mklink(t *testing.T, target, link string) {
 // repository, must not make a folder above the repository its root: the
 // files beside the repository would pass for its own.
 func TestArgoCDSourcePath(t *testing.T) {
+	t.Parallel()
 	reg := testregistry.New(t)
 	pushFixed(t, reg, "shop/web:1.4", "1")
 	sc, _, _ := hostileSidecar(t)
@@ -331,6 +333,7 @@ func TestArgoCDSourcePath(t *testing.T) {
 // names a sidecar setting (a log or cache folder, the docker config, an
 // insecure registry) changes nothing.
 func TestArgoCDApplicationEnv(t *testing.T) {
+	t.Parallel()
 	reg := testregistry.New(t)
 	digest := pushFixed(t, reg, "shop/web:1.4", "1")
 	sc := newSidecar(t)

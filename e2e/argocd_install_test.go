@@ -87,6 +87,7 @@ func dockerignored(patterns []string, path string) bool {
 // released archives, each checked against a SHA-256 that is a build
 // argument, of the versions the tests run.
 func TestArgoCDImageContext(t *testing.T) {
+	t.Parallel()
 	root := repoRoot(t)
 	b, err := os.ReadFile(filepath.Join(root, ".dockerignore"))
 	if err != nil {
@@ -201,6 +202,7 @@ func writeTarGz(t *testing.T, path string, files map[string]string) string {
 // step, as the Dockerfile does, against a digestpin release and Helm and
 // kustomize archives served on loopback, laid out as the real ones are.
 func TestArgoCDImageFetch(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	tool := func(name string) string { return "#!/bin/sh\necho " + name + "\n" }
 	dpSum := writeTarGz(t, filepath.Join(dir, "digestpin_0.1.0_linux_amd64.tar.gz"),
@@ -303,6 +305,7 @@ func TestArgoCDImageFetch(t *testing.T) {
 // the pod's fsGroup is the sidecar's user, so that it can read a file the
 // kubelet writes as root. Neither install holds a Secret's value.
 func TestArgoCDSeedMount(t *testing.T) {
+	t.Parallel()
 	patch := readYAML(t, "repo-server-patch.yaml")
 	values := readYAML(t, "argocd-values.yaml")
 	pod := dig(t, patch, "spec", "template", "spec")

@@ -66,6 +66,7 @@ func parameters(t *testing.T, params ...map[string]any) string {
 // a time. digestpin template renders the chart (Helm 4's engine, in
 // process); the sidecar's Helm CLI only builds dependencies (init.sh).
 func TestArgoCDHelmParameters(t *testing.T) {
+	t.Parallel()
 	reg := testregistry.New(t)
 	web := pushFixed(t, reg, "shop/web:1.4", "1")
 	pinned := "image: " + reg.Ref("shop/web:1.4") + "@" + web.String()
@@ -189,6 +190,7 @@ func TestArgoCDHelmParameters(t *testing.T) {
 // apply fails the generation with one line that names it, and prints no
 // manifests.
 func TestArgoCDParameterFailures(t *testing.T) {
+	t.Parallel()
 	reg := testregistry.New(t)
 	pushFixed(t, reg, "shop/web:1.4", "1")
 	sc := newSidecarWith(t, map[string]string{"kustomize": kustomizeBin(t)})
@@ -282,6 +284,7 @@ func TestArgoCDParameterFailures(t *testing.T) {
 // TestArgoCDOtherSources runs the plugin on a kustomization and on a folder
 // of plain manifests: each rendered as Argo CD would, every image pinned.
 func TestArgoCDOtherSources(t *testing.T) {
+	t.Parallel()
 	reg := testregistry.New(t)
 	web := pushFixed(t, reg, "shop/web:1.4", "1")
 	worker := pushFixed(t, reg, "shop/worker:2.0", "1")
@@ -374,6 +377,7 @@ func newChartRepo(t *testing.T, user, password string) *chartRepo {
 // private, with the credentials of the repository config the operator
 // mounts (HELM_REPOSITORY_CONFIG).
 func TestArgoCDChartRepoDependency(t *testing.T) {
+	t.Parallel()
 	reg := testregistry.New(t)
 	worker := pushFixed(t, reg, "shop/worker:2.0", "1")
 	pushFixed(t, reg, "shop/web:1.4", "1")
@@ -459,6 +463,7 @@ func TestArgoCDChartRepoDependency(t *testing.T) {
 // helm does not run (a broken image): init fails with one line that says
 // which, before anything is rendered.
 func TestArgoCDStartupCheck(t *testing.T) {
+	t.Parallel()
 	reg := testregistry.New(t)
 	broken := filepath.Join(t.TempDir(), "broken")
 	if err := os.WriteFile(broken, []byte("#!/bin/sh\necho 'exec format error' >&2\nexit 126\n"), 0o755); err != nil {
@@ -486,6 +491,7 @@ func TestArgoCDStartupCheck(t *testing.T) {
 // kustomization and no manifest fails the generation: empty output would
 // make Argo CD prune every resource of the Application.
 func TestArgoCDNothingToRender(t *testing.T) {
+	t.Parallel()
 	reg := testregistry.New(t)
 	sc := newSidecar(t)
 	src, argo := argoSource(t, "plain", reg)

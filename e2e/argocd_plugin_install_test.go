@@ -181,6 +181,7 @@ func checkRepoServerPod(t *testing.T, pod any, repoServer string, wantImage stri
 // install.yaml, as the patch's comment tells kustomize users, and checks
 // the result.
 func TestArgoCDRepoServerPatchKustomize(t *testing.T) {
+	t.Parallel()
 	root := repoRoot(t)
 	dir := t.TempDir()
 	for _, f := range []struct{ from, to string }{
@@ -233,6 +234,7 @@ patches:
 // as the kustomize test does: the sidecar follows the chart's Argo CD
 // image, its tag overrides included.
 func TestArgoCDHelmValuesRender(t *testing.T) {
+	t.Parallel()
 	root := repoRoot(t)
 	chart := filepath.Join(root, "testdata", "argocd-install", "chart")
 	values := filepath.Join(root, "scripts", "argocd", "argocd-values.yaml")
@@ -274,6 +276,7 @@ func TestArgoCDHelmValuesRender(t *testing.T) {
 // patch install the same init container, sidecar and volumes (the sidecar's
 // image aside: the values take the chart's), so that the two cannot drift.
 func TestArgoCDInstallsAgree(t *testing.T) {
+	t.Parallel()
 	values := readYAML(t, "argocd-values.yaml")
 	patch := readYAML(t, "repo-server-patch.yaml")
 	patchPod := dig(t, patch, "spec", "template", "spec")
@@ -516,6 +519,7 @@ func TestArgoCDPluginInstall(t *testing.T) {
 // one line, no file the archive links to is touched, and the volume stays
 // empty.
 func TestArgoCDPluginInstallRefusesHostileArchive(t *testing.T) {
+	t.Parallel()
 	script, _ := inlineScript(t, dig(t, readYAML(t, "repo-server-patch.yaml"), "spec", "template", "spec"))
 	victimPath, mark := filepath.Join(t.TempDir(), "victim"), ""
 	good := map[string]tarEntry{

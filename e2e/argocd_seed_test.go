@@ -58,6 +58,7 @@ func (s *sidecar) generated(t *testing.T, src string, argo ...string) (string, m
 // pod restarts; a values change reaches the certificate and the hash; the
 // release name and namespace are part of what every value derives from.
 func TestArgoCDGeneratedSteady(t *testing.T) {
+	t.Parallel()
 	reg := testregistry.New(t)
 	reg.PushImage(t, "app:1.0")
 	seed := seedText(t)
@@ -143,6 +144,7 @@ func TestArgoCDGeneratedSteady(t *testing.T) {
 // one line that names what to do, nothing rendered. An Application that
 // names a seed fails. A kustomization or plain manifests need no seed.
 func TestArgoCDSeed(t *testing.T) {
+	t.Parallel()
 	reg := testregistry.New(t)
 	reg.PushImage(t, "app:1.0")
 	pushFixed(t, reg, "shop/web:1.4", "1")
@@ -266,6 +268,7 @@ func generateLines(stderr string) []string {
 // compute another project's generated values by naming the same release
 // and namespace; a project without a key fails naming the key to add.
 func TestArgoCDSeedPerProject(t *testing.T) {
+	t.Parallel()
 	reg := testregistry.New(t)
 	reg.PushImage(t, "app:1.0")
 	teamA, teamB := seedText(t), seedText(t)

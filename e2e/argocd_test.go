@@ -273,6 +273,7 @@ func normalize(out string, reg *testregistry.Registry) string {
 }
 
 func TestArgoCDGenerateLive(t *testing.T) {
+	t.Parallel()
 	reg := testregistry.New(t)
 	digests := pushShop(t, reg)
 	sc := newSidecar(t)
@@ -356,6 +357,7 @@ func changedSources(t *testing.T, a, b string) []string {
 }
 
 func TestArgoCDGenerateFailures(t *testing.T) {
+	t.Parallel()
 	reg := testregistry.New(t)
 	pushShop(t, reg)
 	sc := newSidecar(t)
@@ -467,6 +469,7 @@ func TestArgoCDGenerateFailures(t *testing.T) {
 }
 
 func TestArgoCDLockMode(t *testing.T) {
+	t.Parallel()
 	reg := testregistry.New(t)
 	pushShop(t, reg)
 	sc := newSidecar(t)
@@ -529,6 +532,7 @@ func TestArgoCDLockMode(t *testing.T) {
 }
 
 func TestArgoCDCacheTTL(t *testing.T) {
+	t.Parallel()
 	reg := testregistry.New(t)
 	pushShop(t, reg)
 	sc := newSidecar(t)

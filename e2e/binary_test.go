@@ -186,6 +186,7 @@ var kindsUsing = map[string][]int{
 }
 
 func TestBinaryStabilityPromises(t *testing.T) {
+	t.Parallel()
 	bin := digestpinBin(t)
 	reg := testregistry.New(t)
 	for img := range kindsUsing {
@@ -261,6 +262,7 @@ func equalInts(a, b []int) bool {
 }
 
 func TestBinaryErrors(t *testing.T) {
+	t.Parallel()
 	bin := digestpinBin(t)
 	reg := testregistry.New(t)
 	reg.PushImage(t, "app:1")

@@ -97,6 +97,7 @@ func pipeSize(t *testing.T, r int) int {
 // and the error says whether the output was cut and where. No lock file
 // is written.
 func TestBinaryBlockedStdout(t *testing.T) {
+	t.Parallel()
 	bin := digestpinBin(t)
 	dir, args := offlineRun(t)
 	// A stream whose output is several times a pipe's 64 KiB.
@@ -205,6 +206,7 @@ func TestBinaryBlockedStdout(t *testing.T) {
 // (a full pipe) and an input that never comes: the run still ends at
 // --timeout, although its error cannot be written.
 func TestBinaryBlockedStderr(t *testing.T) {
+	t.Parallel()
 	bin := digestpinBin(t)
 	w, _ := blockedPipe(t, true)
 	fifo := filepath.Join(t.TempDir(), "in")

@@ -145,6 +145,7 @@ func retries(stderr string) int {
 // digests: none was lost to another pipeline's push. Half the clones are
 // shallow, as CI checkouts are.
 func TestCIStepConcurrentPushes(t *testing.T) {
+	t.Parallel()
 	const n = 20
 	g := newGitopsRepo(t, n)
 	work := g.clone(t, false)
@@ -217,6 +218,7 @@ func TestCIStepConcurrentPushes(t *testing.T) {
 // on the branch as it is (the chart's new service included) and pushes;
 // with PUSH_ATTEMPTS=1 it fails with one line instead, and pushes nothing.
 func TestCIStepBranchMovedOn(t *testing.T) {
+	t.Parallel()
 	g := newGitopsRepo(t, 3)
 	first := g.clone(t, true)
 	if r := g.step(t, first); r.err != nil {
@@ -280,6 +282,7 @@ func TestCIStepBranchMovedOn(t *testing.T) {
 // neither records nor commits nor pushes anything, so that Argo CD never
 // gets a lock file with a tag that does not exist.
 func TestCIStepImageMissing(t *testing.T) {
+	t.Parallel()
 	g := newGitopsRepo(t, 2)
 	work := g.clone(t, true)
 	if r := g.step(t, work); r.err != nil {
@@ -316,6 +319,7 @@ func TestCIStepImageMissing(t *testing.T) {
 // protected branch): not a branch that moved on, so the step fails at
 // once with git's reason, and records nothing again.
 func TestCIStepPushDeclined(t *testing.T) {
+	t.Parallel()
 	g := newGitopsRepo(t, 1)
 	mkfile(t, filepath.Join(g.bare, "hooks", "pre-receive"), "#!/bin/sh\necho 'main is protected' >&2\nexit 1\n")
 	if err := os.Chmod(filepath.Join(g.bare, "hooks", "pre-receive"), 0o755); err != nil {

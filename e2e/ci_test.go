@@ -53,6 +53,7 @@ func ciEnv(t *testing.T, sc *sidecar) []string {
 }
 
 func TestCIStep(t *testing.T) {
+	t.Parallel()
 	reg := testregistry.New(t)
 	digests := pushShop(t, reg)
 	first := digests["shop/web:1.4"]
@@ -151,6 +152,7 @@ func TestCIStep(t *testing.T) {
 }
 
 func TestCIStepOutput(t *testing.T) {
+	t.Parallel()
 	reg := testregistry.New(t)
 	digests := pushShop(t, reg)
 	sc := newSidecar(t)
@@ -180,6 +182,7 @@ func TestCIStepOutput(t *testing.T) {
 // and leaves it untouched (the same file, the same time), with no
 // temporary file left beside it; a push replaces it.
 func TestCIStepOutputUnchanged(t *testing.T) {
+	t.Parallel()
 	reg := testregistry.New(t)
 	pushShop(t, reg)
 	sc := newSidecar(t)
@@ -225,6 +228,7 @@ func TestCIStepOutputUnchanged(t *testing.T) {
 // and neither taken for a registry difference (--check) nor recorded as a
 // lock file without images.
 func TestCIStepRenderFailure(t *testing.T) {
+	t.Parallel()
 	reg := testregistry.New(t)
 	pushShop(t, reg)
 	sc := newSidecar(t)
@@ -273,6 +277,7 @@ func TestCIStepRenderFailure(t *testing.T) {
 // the lock file exits 3, from digestpin and from the CI step, so that a
 // pipeline tells it from a failure (1) without reading messages.
 func TestCIStepExitStatus(t *testing.T) {
+	t.Parallel()
 	reg := testregistry.New(t)
 	pushShop(t, reg)
 	sc := newSidecar(t)
@@ -314,6 +319,7 @@ func TestCIStepExitStatus(t *testing.T) {
 // that is a symbolic link out of the working folder (a pull request can
 // commit one) is never written through.
 func TestCIStepHostileNames(t *testing.T) {
+	t.Parallel()
 	reg := testregistry.New(t)
 	pushShop(t, reg)
 	sc := newSidecar(t)
@@ -421,6 +427,7 @@ func generatedChart(t *testing.T) string {
 // without one, the lock file is recorded with a throwaway seed that no
 // file outlives, and --output is refused; a bad seed fails the step.
 func TestCIStepSeed(t *testing.T) {
+	t.Parallel()
 	reg := testregistry.New(t)
 	reg.PushImage(t, "app:1.0")
 	sc := newSidecar(t)
@@ -559,6 +566,7 @@ func worldReadable(t *testing.T, seed string) string {
 // environment of a program the step runs, and its file is gone after the
 // step, which succeeded or failed.
 func TestCIScriptSeed(t *testing.T) {
+	t.Parallel()
 	reg := testregistry.New(t)
 	reg.PushImage(t, "app:1.0")
 	sc := newSidecar(t)

@@ -33,6 +33,7 @@ func shell(t *testing.T, name, script string) []string {
 // TestCompletion loads each shell's completion script as a person would
 // and asks it for completions.
 func TestCompletion(t *testing.T) {
+	t.Parallel()
 	bash := func(words ...string) string {
 		quoted := make([]string, len(words))
 		for i, w := range words {

@@ -240,6 +240,7 @@ func parseMarker(text string) (marker, error) {
 // block that fails fails the test with its file and line. Blocks marked
 // skip are listed and counted.
 func TestDocsCommands(t *testing.T) {
+	t.Parallel()
 	var notRun []string
 	for _, path := range docsFiles(t) {
 		var runs []docBlock
@@ -323,6 +324,7 @@ func (w *docsWorkspace) run(t *testing.T, text, major string) result {
 // TestQuickStartIsCI checks that the test command of the README's
 // contributor block is the one .ci/run runs.
 func TestQuickStartIsCI(t *testing.T) {
+	t.Parallel()
 	var cmds []string
 	for _, b := range docBlocks(t, filepath.Join(repoRoot(t), "README.md")) {
 		for l := range strings.SplitSeq(b.text, "\n") {
@@ -349,6 +351,7 @@ func TestQuickStartIsCI(t *testing.T) {
 // SECURITY.md and CHANGELOG.md leads to a file that exists and, with a
 // #fragment into a Markdown file, to one of its headings.
 func TestDocsLinks(t *testing.T) {
+	t.Parallel()
 	root := repoRoot(t)
 	files := append(docsFiles(t), filepath.Join(root, "SECURITY.md"), filepath.Join(root, "CHANGELOG.md"))
 	link := regexp.MustCompile(`\]\(([^()\s]+)\)`)

@@ -58,6 +58,7 @@ func normalYAML(t *testing.T, doc string) string {
 // environment reach the command. Without a cluster, what needs one fails
 // as Helm does, in one line; a real cluster is another test's.
 func TestHelm4DigestpinCommands(t *testing.T) {
+	t.Parallel()
 	bin, h4 := digestpinBin(t), helm4(t)
 	reg := testregistry.New(t)
 	for _, img := range []string{"app:1.0", "db:1.0", "tools:1.0"} {

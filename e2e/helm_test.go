@@ -210,6 +210,7 @@ func TestHelm(t *testing.T) {
 // TestHelmPluginVersions checks that the two plugins carry the one version
 // number the Makefile stamps into the binary.
 func TestHelmPluginVersions(t *testing.T) {
+	t.Parallel()
 	root := repoRoot(t)
 	var versions []string
 	for _, f := range []string{"plugin.yaml", filepath.Join(h4PluginDir, "plugin.yaml")} {

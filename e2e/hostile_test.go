@@ -120,6 +120,7 @@ func laughs(n int) string {
 // TestBinaryHostileInputRefused runs the binary on broken or hostile
 // streams that must be refused.
 func TestBinaryHostileInputRefused(t *testing.T) {
+	t.Parallel()
 	merges := "m0: &m0 {a: 1}\n"
 	for i := 1; i <= 60; i++ {
 		merges += fmt.Sprintf("m%d: &m%d {<<: [*m%d, *m%d]}\n", i, i, i-1, i-1)
@@ -154,6 +155,7 @@ func TestBinaryHostileInputRefused(t *testing.T) {
 // are generous (a shared 2-core CI machine): they catch expansion and
 // quadratic work, which would take minutes and gigabytes, not slowness.
 func TestBinaryHostileInputBounded(t *testing.T) {
+	t.Parallel()
 	const mib = 1 << 20
 	// An alias bomb of 9^30 strings in a Pod.
 	bomb := func() string { return podWith(laughs(30)) }
@@ -234,6 +236,7 @@ func TestBinaryHostileInputBounded(t *testing.T) {
 // closed by its reader (`digestpin | head -c 0`). Either way the run fails
 // and neither stdout nor the lock file gets anything.
 func TestBinaryStopsWithNothingWritten(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	sum := sha256.Sum256([]byte(hostileImage))
 	lock := filepath.Join(dir, "digests.lock")
@@ -328,6 +331,7 @@ func TestBinaryStopsWithNothingWritten(t *testing.T) {
 // says what it is waiting for, run in the background at one refuses at
 // once, and /dev/null gets no message.
 func TestBinaryStdinTerminal(t *testing.T) {
+	t.Parallel()
 	r := runTTY(t, cleanEnv(), digestpinBin(t), "--timeout", "300ms")
 	if !strings.Contains(r.stdout, "digestpin: reading manifests from stdin (end with Ctrl-D)") {
 		t.Errorf("at a terminal: %q, want the stdin hint", r.stdout)

@@ -19,6 +19,7 @@ import (
 )
 
 func TestLockCacheSharedByConcurrentProcesses(t *testing.T) {
+	t.Parallel()
 	bin := digestpinBin(t)
 	reg := testregistry.New(t)
 	var images []string
@@ -96,6 +97,7 @@ func TestLockCacheSharedByConcurrentProcesses(t *testing.T) {
 }
 
 func TestLockFrozenFromEnvironment(t *testing.T) {
+	t.Parallel()
 	bin := digestpinBin(t)
 	reg := testregistry.New(t)
 	app := reg.PushImage(t, "app:1.0")

@@ -87,6 +87,7 @@ func checkOutputs(t *testing.T, what string, outs []result, want string) {
 // one manifest request per image in all, a second wave none, and after
 // FLUSHALL again one per image.
 func TestRedisOneRequestPerImage(t *testing.T) {
+	t.Parallel()
 	bin := digestpinBin(t)
 	reg, in, want := redisStream(t, bin)
 	srv := testredis.Start(t, testredis.Options{})
@@ -131,6 +132,7 @@ func TestRedisOneRequestPerImage(t *testing.T) {
 // it: every process still writes the right output, with one warning at
 // most.
 func TestRedisKilledMidRun(t *testing.T) {
+	t.Parallel()
 	bin := digestpinBin(t)
 	reg, in, want := redisStream(t, bin)
 	srv := testredis.Start(t, testredis.Options{})
@@ -163,6 +165,7 @@ func TestRedisKilledMidRun(t *testing.T) {
 // TestRedisAuthTLS shares the cache through a Redis that wants a password
 // (from REDIS_PASSWORD, as the argocd-redis Secret gives it) over TLS.
 func TestRedisAuthTLS(t *testing.T) {
+	t.Parallel()
 	bin := digestpinBin(t)
 	reg, in, want := redisStream(t, bin)
 	const password = "e2e-redis-password"
@@ -201,6 +204,7 @@ func TestRedisAuthTLS(t *testing.T) {
 // registry, writes the first one's output, and no replica keeps the cache
 // on its own disk.
 func TestArgoCDRedis(t *testing.T) {
+	t.Parallel()
 	reg := testregistry.New(t)
 	pushShop(t, reg)
 	const password = "argocd-redis-auth"
@@ -244,6 +248,7 @@ func TestArgoCDRedis(t *testing.T) {
 // Redis: the registry is asked once in all, every process fails with the
 // 404 naming the image, and none waits for the others in turn.
 func TestRedisMissingImageOneRequest(t *testing.T) {
+	t.Parallel()
 	bin := digestpinBin(t)
 	reg := testregistry.New(t)
 	reg.PushImage(t, "team/app:1") // the repository exists; tag 1.0 does not

@@ -31,6 +31,7 @@ var retiredFlags = []struct{ flag, value, env string }{
 // variable: exit 2, nothing on stdout, and one line on stderr that names
 // the flag or the variable.
 func TestRetiredFlags(t *testing.T) {
+	t.Parallel()
 	bin := digestpinBin(t)
 	in, err := os.ReadFile(filepath.Join(repoRoot(t), "testdata", "example.yaml"))
 	if err != nil {
@@ -65,6 +66,7 @@ func TestRetiredFlags(t *testing.T) {
 // 3's post-renderer, as the README showed: helm fails, prints no
 // manifest, and its error carries digestpin's line.
 func TestRetiredHelmPostRenderer(t *testing.T) {
+	t.Parallel()
 	bin := digestpinBin(t)
 	reg := testregistry.New(t)
 	reg.PushImage(t, "app:1.0")
@@ -88,6 +90,7 @@ func TestRetiredHelmPostRenderer(t *testing.T) {
 // and one line naming it; DIGESTPIN_STEADY=false, one render, is what the
 // plugin does now and gives the manifests.
 func TestRetiredArgoCD(t *testing.T) {
+	t.Parallel()
 	reg := testregistry.New(t)
 	digests := pushShop(t, reg)
 	src := argoApp(t, registryValues(reg))
@@ -134,6 +137,7 @@ func TestRetiredArgoCD(t *testing.T) {
 // environment: the step fails (exit 1: digestpin failed), with
 // digestpin's line, and leaves the lock and output files as they were.
 func TestRetiredCIStep(t *testing.T) {
+	t.Parallel()
 	reg := testregistry.New(t)
 	pushShop(t, reg)
 	sc := newSidecar(t)

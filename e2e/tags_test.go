@@ -18,6 +18,7 @@ import (
 // --post-renderer, then through the CI lock workflow with the binary,
 // the policy set in the environment.
 func TestTagPolicyHelmAndLock(t *testing.T) {
+	t.Parallel()
 	bin, h3 := digestpinBin(t), helm3(t)
 	reg := testregistry.New(t)
 	start := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
@@ -72,6 +73,7 @@ func TestTagPolicyHelmAndLock(t *testing.T) {
 // environment, follows a Deployment's keel.sh/policy and leaves a
 // Deployment without one as it was.
 func TestKeelAnnotationsBinary(t *testing.T) {
+	t.Parallel()
 	bin := digestpinBin(t)
 	reg := testregistry.New(t)
 	digests := map[string]string{}
@@ -98,6 +100,7 @@ func TestKeelAnnotationsBinary(t *testing.T) {
 // once with a tag policy and one Redis: the tags are listed once in all,
 // and every process writes the chosen tag.
 func TestTagPolicyRedisSharesChoices(t *testing.T) {
+	t.Parallel()
 	bin := digestpinBin(t)
 	reg := testregistry.New(t)
 	for _, tag := range []string{"1.0", "1.0.1", "1.0.2", "1.1.0"} {

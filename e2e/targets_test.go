@@ -40,6 +40,7 @@ func offlineRun(t *testing.T) (dir string, args []string) {
 // the lock file or the report replaced the manifests, and the log file
 // went into them.
 func TestBinaryRefusesTargetThatIsTheOutput(t *testing.T) {
+	t.Parallel()
 	bin := digestpinBin(t)
 	for _, tc := range []struct {
 		desc  string
@@ -134,6 +135,7 @@ func TestBinaryRefusesTargetThatIsTheOutput(t *testing.T) {
 // catch: the lock file read and written in one run, and stdout and the
 // targets on /dev/null.
 func TestBinaryTargetsThatAreFine(t *testing.T) {
+	t.Parallel()
 	bin := digestpinBin(t)
 	dir, args := offlineRun(t)
 	lock := filepath.Join(dir, "digests.lock")

@@ -46,6 +46,7 @@ func newSeed(t *testing.T) string {
 // byte for byte, with each of helm template's flags the chart reacts to,
 // and with pinning flags.
 func TestTemplateLikeHelmTemplate(t *testing.T) {
+	t.Parallel()
 	bin, h4 := digestpinBin(t), helm4(t)
 	reg := testregistry.New(t)
 	for _, img := range []string{"app:1.0", "db:1.0", "tools:1.0"} {
@@ -171,6 +172,7 @@ func field(t *testing.T, objs map[string]*yaml.RNode, key string, path ...string
 // there and nowhere else; another release, namespace or seed shares no
 // generated value; the certificates verify and are valid now.
 func TestTemplateDeterministic(t *testing.T) {
+	t.Parallel()
 	reg := testregistry.New(t)
 	reg.PushImage(t, "app:1.0")
 	g := generated{t: t, bin: digestpinBin(t), reg: reg, seed: newSeed(t)}
@@ -322,6 +324,7 @@ func TestTemplateDeterministic(t *testing.T) {
 // TestTemplateVarying: `now` still varies, and digestpin template says so
 // on one line naming the template, without changing it.
 func TestTemplateVarying(t *testing.T) {
+	t.Parallel()
 	reg := testregistry.New(t)
 	reg.PushImage(t, "app:1.0")
 	g := generated{t: t, bin: digestpinBin(t), reg: reg, seed: newSeed(t)}
@@ -349,6 +352,7 @@ func TestTemplateVarying(t *testing.T) {
 // TestTemplateBadInput: each bad input is exit 2 or 1 with one line that
 // names it, and nothing on stdout.
 func TestTemplateBadInput(t *testing.T) {
+	t.Parallel()
 	bin := digestpinBin(t)
 	chart := filepath.Join(repoRoot(t), "testdata", "generated")
 	dir := t.TempDir()
@@ -412,6 +416,7 @@ func TestTemplateBadInput(t *testing.T) {
 // TestSeedCommand: digestpin seed writes a mode 0600 seed to a file it
 // creates, or to a stdout redirected to a file, and never over a file.
 func TestSeedCommand(t *testing.T) {
+	t.Parallel()
 	bin := digestpinBin(t)
 	p := newSeed(t)
 	fi, err := os.Stat(p)
@@ -483,6 +488,7 @@ func writePEM(t *testing.T, path string, c *x509.Certificate) {
 // TestTemplateTimeout: --timeout bounds the render too, even a template
 // that would run for hours; nothing is written.
 func TestTemplateTimeout(t *testing.T) {
+	t.Parallel()
 	chart := t.TempDir()
 	for name, content := range map[string]string{
 		"Chart.yaml":          "apiVersion: v2\nname: slow\nversion: 0.1.0\n",
@@ -512,6 +518,7 @@ func TestTemplateTimeout(t *testing.T) {
 // --plain-http), all on loopback. The generated values depend on the seed,
 // the release and the chart only, so every source gives the same bytes.
 func TestTemplateChartSources(t *testing.T) {
+	t.Parallel()
 	bin, h4 := digestpinBin(t), helm4(t)
 	reg := testregistry.New(t)
 	reg.PushImage(t, "app:1.0")

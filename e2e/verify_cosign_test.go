@@ -77,6 +77,7 @@ var (
 // (its new digest unsigned) and a signature of another key pair fail in
 // one line naming the image and digest, with nothing on stdout.
 func TestVerifyCosign(t *testing.T) {
+	t.Parallel()
 	bin := digestpinBin(t)
 	cosign := cosignRunner{bin: cosignCLI(t)}
 	for _, tc := range []struct {

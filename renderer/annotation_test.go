@@ -30,6 +30,7 @@ var annotationNames = []string{
 // TestCheckAnnotationName checks the names a checksum annotation may have
 // against the API server's own rule.
 func TestCheckAnnotationName(t *testing.T) {
+	t.Parallel()
 	for _, name := range annotationNames {
 		if got, want := CheckAnnotationName(name) == nil, apiServerTakes(name); got != want {
 			t.Errorf("CheckAnnotationName(%q) = %v, the API server takes it: %v", name, CheckAnnotationName(name), want)

@@ -17,6 +17,7 @@ import (
 // than MaxNodes nodes is refused before it is parsed, with one line that
 // names it and the bound, and that one below the bound is pinned.
 func TestMaxNodesRefused(t *testing.T) {
+	t.Parallel()
 	args := func(n int) string {
 		return strings.Replace(pod, "IMAGE", "registry.example/app:1", 1) + "    args: [" + strings.TrimSuffix(strings.Repeat("a,", n), ",") + "]\n"
 	}
@@ -47,6 +48,7 @@ func TestMaxNodesRefused(t *testing.T) {
 // TestEstimateNodesIsAnUpperBound checks estimateNodes against the nodes
 // that the test inputs and a few dense spellings parse into.
 func TestEstimateNodesIsAnUpperBound(t *testing.T) {
+	t.Parallel()
 	inputs, _ := filepath.Glob("testdata/*.input.yaml")
 	odd, _ := filepath.Glob("testdata/oddinput/*.input.yaml")
 	docs := []string{"a", "a: b", "[a,b]", "{a, b, c}", "[a: b, c: d]", "- - - a", "? a", "? \n? \n", "a:\nb:\n", "[[[]]]", "{? : }", "&a [*a, *a, *a]"}

@@ -19,6 +19,7 @@ import (
 // spec in the default paths, every field of the default image paths, and
 // nothing else.
 func TestWorkloadCRDs(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		name string
 		// uses are "WORKLOAD: IMAGE" for every image field pinned.
@@ -117,6 +118,7 @@ func TestWorkloadCRDs(t *testing.T) {
 // are injected into other pods, gets its images pinned and no checksum
 // anywhere: not in its own metadata, not in patchPodMetadata.
 func TestSidecarSetHasNoChecksum(t *testing.T) {
+	t.Parallel()
 	in := "apiVersion: apps.kruise.io/v1alpha1\nkind: SidecarSet\nmetadata:\n  name: s\nspec:\n  selector: {matchLabels: {app: a}}\n  containers:\n  - name: agent\n    image: registry.example/app:1\n  patchPodMetadata:\n  - annotations: {a: b}\n    patchPolicy: MergePatchJson\n"
 	res, err := (&Renderer{Resolver: newFixed()}).Render(context.Background(), []byte(in))
 	if err != nil {
@@ -133,6 +135,7 @@ func TestSidecarSetHasNoChecksum(t *testing.T) {
 // outside the pod specs of the default paths: each comes out byte for
 // byte as it came in.
 func TestWorkloadCRDImageKeysUntouched(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct{ desc, in string }{
 		{
 			desc: "a Knative Service with an image annotation and an image key beside the template",
@@ -198,6 +201,7 @@ func TestWorkloadCRDImageKeysUntouched(t *testing.T) {
 // repeats a default (as users declared Knative before it was one) finds
 // each pod spec once: one use per container, one checksum.
 func TestPodSpecPathRepeatingADefault(t *testing.T) {
+	t.Parallel()
 	img := "registry.example/app:1"
 	for _, tc := range []struct {
 		desc, path, in string

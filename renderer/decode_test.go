@@ -238,6 +238,7 @@ var ambiguousKeys = []struct {
 // an alias, on the path from the root to an image. Each must be refused
 // with one line naming the document, line and key.
 func TestAmbiguousKeysRefused(t *testing.T) {
+	t.Parallel()
 	for _, tc := range ambiguousKeys {
 		t.Run(tc.desc, func(t *testing.T) {
 			custom, _ := kindpath.ParsePodSpec("example.com/Worker=spec.pools.*.template.spec")
@@ -250,6 +251,7 @@ func TestAmbiguousKeysRefused(t *testing.T) {
 // TestRepeatedKeysOffThePath checks that repeated keys where no image can
 // be (a ConfigMap's data, a container's env) are not digestpin's business.
 func TestRepeatedKeysOffThePath(t *testing.T) {
+	t.Parallel()
 	for _, in := range []string{
 		"apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: c\ndata:\n  image: a\n  image: b\n",
 		strings.Replace(deployment, "IMAGE", "registry.example/app:1", 1) + "        env: {A: 1, A: 2}\n        <<: {resources: {}}\n",
@@ -265,6 +267,7 @@ func TestRepeatedKeysOffThePath(t *testing.T) {
 // TestOutputAsAPIServerReadsIt checks every golden and odd input with the
 // API server's decoder: see checkAsAPIServer.
 func TestOutputAsAPIServerReadsIt(t *testing.T) {
+	t.Parallel()
 	inputs, _ := filepath.Glob("testdata/*.input.yaml")
 	odd, _ := filepath.Glob("testdata/oddinput/*.input.yaml")
 	for _, in := range append(inputs, odd...) {
@@ -803,6 +806,7 @@ func (c *stopAfter) Err() error {
 // context's error and no output, when its context is done while it
 // parses, resolves or rewrites a stream.
 func TestRenderStopsWhenCancelled(t *testing.T) {
+	t.Parallel()
 	var b strings.Builder
 	for i := range 200 {
 		fmt.Fprintf(&b, "---\n%s", strings.NewReplacer("web", fmt.Sprintf("web%d", i), "IMAGE", fmt.Sprintf("registry.example/app:%d", i%3)).Replace(deployment))
@@ -841,6 +845,7 @@ func TestRenderStopsWhenCancelled(t *testing.T) {
 // Helm template names the line in the template's rendered output, counted
 // from the "# Source:" comment of the first of its documents in a row.
 func TestErrorsNameTheTemplateLine(t *testing.T) {
+	t.Parallel()
 	cm := "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: c\n"
 	bad := strings.Replace(pod, "IMAGE", "Bad:1", 1)
 	for _, tc := range []struct{ desc, in, want string }{
@@ -879,6 +884,7 @@ func TestErrorsNameTheTemplateLine(t *testing.T) {
 // as quoted empty strings they would be strings to the API server. (Found by
 // FuzzRender's API server check: testdata/fuzz/FuzzRender/28bf4a156dd16d80.)
 func TestEncoderKeepsFlowNulls(t *testing.T) {
+	t.Parallel()
 	in := "apiVersion: v1\nkind: Pod\nmetadata: {name: p, labels: {a, ? b}}\nspec: {containers: [{name: app, image: registry.example/app:1, stdin}]}\n"
 	res, err := (&Renderer{Resolver: newFixed()}).Render(context.Background(), []byte(in))
 	if err != nil {
@@ -894,6 +900,7 @@ func TestEncoderKeepsFlowNulls(t *testing.T) {
 // empty strings that it spells "!": the API server's decoder reads them
 // as "", the parser as null. (Found by FuzzImagePaths.)
 func TestEmptyNonSpecificTag(t *testing.T) {
+	t.Parallel()
 	// The escaped image makes the renderer encode the document again.
 	in := "apiVersion: v1\nkind: Pod\nmetadata:\n  name: !\nspec:\n  containers:\n  - name: app\n    image: \"registry.example\\x2fapp:1\"\n    args:\n    - ! x\n    - !\n    workingDir: !\n    command:\n    - !\n    - ''\n"
 	res, err := (&Renderer{Resolver: newFixed()}).Render(context.Background(), []byte(in))

@@ -20,6 +20,7 @@ var update = flag.Bool("update", false, "rewrite the golden files in testdata/")
 // NAME.golden.yaml, then renders the golden file again to prove that
 // digestpin on its own output changes nothing.
 func TestGolden(t *testing.T) {
+	t.Parallel()
 	custom, err := kindpath.ParsePodSpec("example.com/Worker=spec.pools.*.template.spec")
 	if err != nil {
 		t.Fatal(err)

@@ -21,6 +21,7 @@ import (
 // refused with (with the custom pod spec path of TestAmbiguousKeysRefused).
 // The folder holds nothing else.
 func TestHostileFixtures(t *testing.T) {
+	t.Parallel()
 	dir := filepath.Join("testdata", "hostile")
 	if *update {
 		if err := os.MkdirAll(dir, 0o755); err != nil {

@@ -65,6 +65,7 @@ const pod = "apiVersion: v1\nkind: Pod\nmetadata:\n  name: p\nspec:\n  container
 // image that is a number, a mapping or "", an uppercase repository, an
 // invalid digest and a sequence document.)
 func TestHostileInputRefused(t *testing.T) {
+	t.Parallel()
 	deep := strings.Repeat("[", 20000) + strings.Repeat("]", 20000)
 	for _, tc := range []struct {
 		desc, in string
@@ -279,6 +280,7 @@ func hostileHandled() []handledCase {
 
 // TestHostileInputHandled renders each of hostileHandled.
 func TestHostileInputHandled(t *testing.T) {
+	t.Parallel()
 	pinned := hostileImage + "@" + dg(hostileImage)
 	for _, tc := range hostileHandled() {
 		t.Run(tc.desc, func(t *testing.T) {
@@ -323,6 +325,7 @@ func (b badDigests) Resolve(_ context.Context, ref name.Reference) (resolution.R
 // TestRenderRefusesBadDigests checks that a digest a resolver gives is
 // checked before it is written into a manifest.
 func TestRenderRefusesBadDigests(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		desc string
 		h    v1.Hash
@@ -440,6 +443,7 @@ func wantRefused(t *testing.T, r *Renderer, in string, want []string) {
 // TestQuotedYAML11Words checks that a YAML 1.1 boolean word, quoted, is a
 // reference like any other: the API server reads the string too.
 func TestQuotedYAML11Words(t *testing.T) {
+	t.Parallel()
 	for _, img := range []string{`"y"`, `'on'`, `!!str no`} {
 		r := &Renderer{Resolver: newFixed()}
 		res, err := r.Render(context.Background(), []byte(strings.Replace(pod, "IMAGE", img, 1)))
@@ -468,6 +472,7 @@ var kubeletRefused = []struct{ image, want string }{
 // pull: each is refused with its document, file, line and image before
 // any resolver is asked, or with KeepUnresolved kept as written.
 func TestKubeletRefusedReferences(t *testing.T) {
+	t.Parallel()
 	for _, tc := range kubeletRefused {
 		t.Run(tc.image, func(t *testing.T) {
 			in := "---\n# Source: c/templates/p.yaml\n" + strings.Replace(pod, "IMAGE", tc.image, 1)

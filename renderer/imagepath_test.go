@@ -17,6 +17,7 @@ import (
 // strings are no image field of a default path, or a placeholder that
 // the engine fills in: each comes out byte for byte as it came in.
 func TestImagePathKeysUntouched(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct{ desc, in string }{
 		{
 			desc: "an Argo Workflow with a parameterised image, an empty script image and image parameters",
@@ -96,6 +97,7 @@ spec:
 // must still be read) and checksum paths: the object itself, each job,
 // or none; the checksum lines are field/PATH=REF.
 func TestImagePathsAndChecksumPaths(t *testing.T) {
+	t.Parallel()
 	ref := func(s string) string { return "registry.example/" + s + "@" + dg("registry.example/"+s) }
 	paths := []kindpath.Image{
 		{Group: "example.com", Kind: "Runner", Fields: []string{"spec", "runnerRef"}},
@@ -166,6 +168,7 @@ func TestImagePathsAndChecksumPaths(t *testing.T) {
 // TestImagePathRepeatingADefault checks that an image path given twice
 // (a flag that repeats a default) pins and reports each field once.
 func TestImagePathRepeatingADefault(t *testing.T) {
+	t.Parallel()
 	p, err := kindpath.ParseImage("tekton.dev/Task=spec.steps.*.image")
 	if err != nil {
 		t.Fatal(err)
@@ -189,6 +192,7 @@ func TestImagePathRepeatingADefault(t *testing.T) {
 // something else, where they hold no reference, with the document, line,
 // object and field.
 func TestImagePathErrors(t *testing.T) {
+	t.Parallel()
 	const task = "apiVersion: tekton.dev/v1\nkind: Task\nmetadata:\n  name: t\nspec:\n  steps:\n  - name: a\n"
 	for _, tc := range []struct {
 		desc, in string
@@ -246,6 +250,7 @@ func TestImagePathErrors(t *testing.T) {
 // field that holds no reference, or whose image cannot be resolved, as it
 // keeps a container's, with a warning naming the field.
 func TestImagePathKeepUnresolved(t *testing.T) {
+	t.Parallel()
 	in := "apiVersion: tekton.dev/v1\nkind: Task\nmetadata:\n  name: t\nspec:\n  steps:\n  - name: a\n    image: ' '\n  - name: b\n    image: registry.example/gone:1\n  - name: c\n    image: registry.example/app:1\n"
 	f := newFixed()
 	f.failed["registry.example/gone:1"] = fmt.Errorf("not found")
@@ -273,6 +278,7 @@ func TestImagePathKeepUnresolved(t *testing.T) {
 // pins and reports the image once, as the container's, and that a
 // checksum path covering the field agrees with the pod template on it.
 func TestImagePathOnAPodSpecField(t *testing.T) {
+	t.Parallel()
 	img := "registry.example/app:1"
 	pinned := img + "@" + dg(img)
 	in := strings.Replace(deployment, "IMAGE", img, 1)
@@ -316,6 +322,7 @@ func TestImagePathOnAPodSpecField(t *testing.T) {
 // and covered by that checksum, whichever path comes first; and that a
 // mapping that two checksum paths lead to gets one checksum.
 func TestChecksumPathCoversEveryPathToAField(t *testing.T) {
+	t.Parallel()
 	ref := func(s string) string { return "registry.example/" + s + "@" + dg("registry.example/"+s) }
 	aLine := "field/spec.jobs[0].tool=" + ref("tool-a:1")
 	bLine := "field/spec.jobs[1].tool=" + ref("tool-b:1")
@@ -363,6 +370,7 @@ func TestChecksumPathCoversEveryPathToAField(t *testing.T) {
 // scalar, to a pod template or pod spec (which have checksums of their
 // own, or no metadata).
 func TestChecksumPathRefused(t *testing.T) {
+	t.Parallel()
 	jobs := []kindpath.Image{{Group: "*", Kind: "Runner", Fields: []string{"spec", "jobs", "*", "tool"}}}
 	side := []kindpath.Image{{Group: "apps", Kind: "Deployment", Fields: []string{"spec", "template", "spec", "containers", "*", "sidecar", "image"}}}
 	dep := strings.Replace(deployment, "IMAGE", "registry.example/app:1", 1) + "        sidecar: {image: registry.example/side:1}\n"
@@ -417,6 +425,7 @@ func TestChecksumPathRefused(t *testing.T) {
 // value of a mapping, each field named by its key, and that the group of
 // a path must be the object's.
 func TestImagePathOverAMapping(t *testing.T) {
+	t.Parallel()
 	in := "apiVersion: example.com/v1\nkind: Runner\nmetadata:\n  name: r\nspec:\n  jobs:\n    x:\n      tool: registry.example/tool-a:1\n    y.z:\n      tool: registry.example/tool-b:1\n"
 	for _, tc := range []struct {
 		desc  string
@@ -456,6 +465,7 @@ func TestImagePathOverAMapping(t *testing.T) {
 // would write no checksum, so that in ModeAnnotate a moved image would
 // change nothing. It names the kind and the path.
 func TestChecksumPathCoveringNothing(t *testing.T) {
+	t.Parallel()
 	paths := []kindpath.Image{
 		{Group: "example.com", Kind: "Runner", Fields: []string{"spec", "runnerRef"}},
 		{Group: "*", Kind: "Runner", Fields: []string{"spec", "jobs", "*", "tool"}},
@@ -515,6 +525,7 @@ func TestChecksumPathCoveringNothing(t *testing.T) {
 // TestValidateMode checks that a Mode outside the modes is refused: it
 // would pin as ModePin, whatever the caller meant.
 func TestValidateMode(t *testing.T) {
+	t.Parallel()
 	r := &Renderer{Resolver: newFixed(), Mode: "annotat"}
 	if _, err := r.Render(context.Background(), []byte(dep)); err == nil || err.Error() != `mode "annotat": want pin, digest or annotate` {
 		t.Errorf("Render() = %v, want the mode refused", err)

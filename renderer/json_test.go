@@ -22,6 +22,7 @@ import (
 // written as JSON is JSON in the output, and the output of kubectl's one
 // JSON object is one JSON object.
 func TestJSONGoldenStaysJSON(t *testing.T) {
+	t.Parallel()
 	for _, name := range []string{"kubectl-json", "json-stream"} {
 		t.Run(name, func(t *testing.T) {
 			in := testfiles.Read(t, filepath.Join("testdata", name+".input.yaml"))
@@ -58,6 +59,7 @@ func TestJSONGoldenStaysJSON(t *testing.T) {
 // the output is JSON that the API server reads as the input but for the
 // images and the checksum.
 func TestJSONDocuments(t *testing.T) {
+	t.Parallel()
 	img := "registry.example/app:1"
 	pinned := img + "@" + dg(img)
 	sum := Checksum([]string{"app=" + pinned})
@@ -136,6 +138,7 @@ func TestJSONDocuments(t *testing.T) {
 // encoding/json reads it), and read as the input but for the pinned
 // image and the checksum.
 func TestJSONOddDocuments(t *testing.T) {
+	t.Parallel()
 	img := "registry.example/app:1"
 	deep := strings.Repeat(`{"a":`, 500) + "1" + strings.Repeat("}", 500)
 	for _, tc := range []struct{ desc, in string }{
@@ -197,6 +200,7 @@ func TestJSONOddDocuments(t *testing.T) {
 // the line and what to do: escapes that YAML has not (which the parser
 // would name without a line), keys given twice however they are spelt.
 func TestJSONRefused(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		desc, in string
 		want     []string
@@ -261,6 +265,7 @@ func TestJSONRefused(t *testing.T) {
 // itself. The layouts are random with a fixed seed; those that the API
 // server's decoder refuses are not counted.
 func TestJSONLayouts(t *testing.T) {
+	t.Parallel()
 	testfiles.Slow(t)
 	docs := []string{
 		`{"apiVersion":"apps/v1","kind":"Deployment","metadata":{"name":"d"},"spec":{"template":{"spec":{"containers":[{"name":"app","image":"registry.example/app:1"}]}}}}`,

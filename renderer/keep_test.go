@@ -16,6 +16,7 @@ import (
 // Without KeepUnresolved such a field is an error (TestRenderErrors), and
 // a value that is not a string is one either way.
 func TestKeepUnresolvedKeepsWhatIsNoReference(t *testing.T) {
+	t.Parallel()
 	const doc = "apiVersion: v1\nkind: Pod\nmetadata:\n  name: p\nspec:\n  containers:\n  - name: app\n    image: IMAGE\n  - name: side\n    image: registry.example/side:1\n"
 	for _, tc := range []struct {
 		desc, image, written, warning, err string

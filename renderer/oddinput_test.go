@@ -18,6 +18,7 @@ import (
 // a fixed point, and documents without an image must come out as they
 // came in.
 func TestOddInput(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		name string
 		// images are the references the output must pin, with the
@@ -90,6 +91,7 @@ func checkUntouched(t *testing.T, in, out []byte) {
 // TestBinaryHostileInputBounded, "a very long line"); twenty thousand
 // here took 37 s under -race and proved no more.
 func TestOddInputLongLines(t *testing.T) {
+	t.Parallel()
 	const n = 2000
 	var containers []string
 	for i := range n {

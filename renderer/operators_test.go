@@ -11,6 +11,7 @@ import (
 // values are not references to pin as written: each comes out byte for
 // byte as it came in, and nothing is resolved.
 func TestOperatorFieldsUntouched(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct{ desc, in string }{
 		{
 			desc: "a Grafana version, which the operator puts after its own image name",

@@ -78,6 +78,7 @@ func checkQuick(t *testing.T, body []byte) bool {
 // TestQuickParse holds quickParse to yaml.v3 on small documents: those it
 // must read (what Helm writes) and those it must leave to yaml.v3.
 func TestQuickParse(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		in    string
 		quick bool
@@ -128,6 +129,7 @@ func TestQuickParse(t *testing.T) {
 // the test streams, and checks that it reads Helm's usual output: every
 // Deployment of the benchmark stream.
 func TestQuickParseStreams(t *testing.T) {
+	t.Parallel()
 	files, _ := filepath.Glob("testdata/*.yaml")
 	more, _ := filepath.Glob("testdata/*/*.yaml")
 	top, _ := filepath.Glob("../testdata/*/*.yaml")
@@ -203,6 +205,7 @@ func renderBoth(t *testing.T, r Renderer, in []byte) {
 // TestQuickRender renders every test stream with quickParse and without
 // it, in each mode: the same output, images, warnings and errors.
 func TestQuickRender(t *testing.T) {
+	t.Parallel()
 	files, _ := filepath.Glob("testdata/*.input.yaml")
 	odd, _ := filepath.Glob("testdata/oddinput/*.input.yaml")
 	for _, p := range append(files, odd...) {
@@ -261,6 +264,7 @@ func FuzzQuickRender(f *testing.F) {
 // brackets, indicators, blanks, tabs, non-ASCII). Mutating bytes (the
 // fuzz target) rarely builds such lines; this builds thousands a second.
 func TestQuickParseRandom(t *testing.T) {
+	t.Parallel()
 	rnd := rand.New(rand.NewPCG(28, 1))
 	pick := func(s ...string) string { return s[rnd.IntN(len(s))] }
 	value := func() string {
@@ -314,6 +318,7 @@ func TestQuickParseRandom(t *testing.T) {
 // at random, with quickParse and without it: the same output, images,
 // warnings and errors, in documents near the subset and just outside it.
 func TestQuickRenderRandom(t *testing.T) {
+	t.Parallel()
 	rnd := rand.New(rand.NewPCG(28, 2))
 	pick := func(s ...string) string { return s[rnd.IntN(len(s))] }
 	var buf bytes.Buffer

@@ -75,6 +75,7 @@ spec:
 `
 
 func TestRenderImageForms(t *testing.T) {
+	t.Parallel()
 	nginx := "index.docker.io/library/nginx:1.27"
 	for _, tc := range []struct {
 		desc, image, want string
@@ -118,6 +119,7 @@ func imageOf(t *testing.T, out string) string {
 }
 
 func TestRenderUnchanged(t *testing.T) {
+	t.Parallel()
 	pinned := "nginx:1.27@" + dg("x")
 	sum := Checksum([]string{"app=" + pinned})
 	for _, tc := range []struct{ desc, in string }{
@@ -157,6 +159,7 @@ func TestRenderUnchanged(t *testing.T) {
 }
 
 func TestRenderResolvesEachReferenceOnce(t *testing.T) {
+	t.Parallel()
 	in := strings.Repeat(strings.Replace(deployment, "IMAGE", "nginx:1.27", 1)+"---\n", 3) +
 		strings.Replace(deployment, "IMAGE", "docker.io/library/nginx:1.27", 1) + "---\n" +
 		strings.Replace(deployment, "IMAGE", "index.docker.io/library/nginx:1.27", 1) + "---\n" +
@@ -181,6 +184,7 @@ func TestRenderResolvesEachReferenceOnce(t *testing.T) {
 }
 
 func TestChecksum(t *testing.T) {
+	t.Parallel()
 	a := Checksum([]string{"app=nginx:1@sha256:aa", "sidecar=envoy:2@sha256:bb"})
 	b := Checksum([]string{"sidecar=envoy:2@sha256:bb", "app=nginx:1@sha256:aa"})
 	if a != b {
@@ -197,6 +201,7 @@ func TestChecksum(t *testing.T) {
 }
 
 func TestRenderMovedTagChangesOnlyItsTemplates(t *testing.T) {
+	t.Parallel()
 	in := strings.Replace(deployment, "IMAGE", "app:1", 1) + "---\n" +
 		strings.Replace(strings.Replace(deployment, "IMAGE", "db:1", 1), "name: web", "name: db", 1)
 	f := newFixed()
@@ -247,6 +252,7 @@ func TestRenderOutputOwnsItsBytes(t *testing.T) {
 }
 
 func TestRenderErrors(t *testing.T) {
+	t.Parallel()
 	notFound := errors.New("MANIFEST_UNKNOWN: manifest unknown")
 	for _, tc := range []struct {
 		desc, in string
@@ -318,6 +324,7 @@ func TestRenderErrors(t *testing.T) {
 }
 
 func TestRenderKeepUnresolved(t *testing.T) {
+	t.Parallel()
 	in := strings.Replace(deployment, "IMAGE", "gone:1", 1) + "---\n" +
 		strings.Replace(strings.Replace(deployment, "IMAGE", "here:1", 1), "name: web", "name: api", 1)
 	f := newFixed()
@@ -343,6 +350,7 @@ func TestRenderKeepUnresolved(t *testing.T) {
 }
 
 func TestRenderConcurrentCallsAgree(t *testing.T) {
+	t.Parallel()
 	// One Renderer serves concurrent renders; the output never depends on
 	// scheduling.
 	in := []byte(strings.Replace(deployment, "IMAGE", "a:1", 1) + "---\n" + strings.Replace(deployment, "IMAGE", "b:1", 1))
@@ -364,6 +372,7 @@ func TestRenderConcurrentCallsAgree(t *testing.T) {
 }
 
 func TestRenderLargeStream(t *testing.T) {
+	t.Parallel()
 	testfiles.Slow(t)
 	// More than maxKeptBytes of documents wait for the resolver: the first
 	// keep their parse, the rest are parsed again; both must agree.

@@ -29,6 +29,7 @@ func mustImagePaths(t *testing.T, specs ...string) []kindpath.Image {
 // name and flags in both forms are pinned, in the report by their path;
 // what does not read as a reference is left alone.
 func TestImagePathSelectors(t *testing.T) {
+	t.Parallel()
 	const runner = "apiVersion: example.com/v1\nkind: Runner\nmetadata:\n  name: r\nspec:\n"
 	pin := func(ref string) string { return ref + "@" + dg(ref) }
 	for _, tc := range []struct {
@@ -119,6 +120,7 @@ func TestImagePathSelectors(t *testing.T) {
 // reported as the container's field, once when an image path reaches
 // the same field, and shared pod specs counted for each workload.
 func TestContainerImagePaths(t *testing.T) {
+	t.Parallel()
 	in := "apiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: op\nspec:\n  template:\n    spec:\n      containers:\n      - name: manager\n        image: registry.example/op:1\n" +
 		"        args: [--collector-image=registry.example/col:1]\n        env:\n        - name: AGENT_IMAGE\n          value: registry.example/agent:2\n"
 	r := &Renderer{Resolver: newFixed(), ImagePaths: mustImagePaths(t, "Deployment=spec.template.spec.containers.*.env[name=AGENT_IMAGE].value")}
@@ -176,6 +178,7 @@ func TestContainerImagePaths(t *testing.T) {
 // field: pinning would change that place too, so it is refused, not
 // passed off as on the way to images because the "*" walk went by.
 func TestSelectorSharedOffTheWay(t *testing.T) {
+	t.Parallel()
 	in := "apiVersion: example.com/v1\nkind: Runner\nspec:\n  env: &e\n  - name: RUNNER_IMAGE\n    value: registry.example/r:1\n  other: *e\n"
 	r := &Renderer{Resolver: newFixed(), ImagePaths: mustImagePaths(t, "Runner=spec.env[name=RUNNER_IMAGE].value", "Runner=spec.*.*.tool")}
 	_, err := r.Render(context.Background(), []byte(in))

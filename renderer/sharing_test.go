@@ -98,6 +98,7 @@ var sharedNodes = func() []struct {
 // an image field that is an alias is written out in its place; a change
 // to a node that something outside a pod spec shares is refused.
 func TestSharedNodesOutsidePodSpecs(t *testing.T) {
+	t.Parallel()
 	for _, tc := range sharedNodes {
 		t.Run(tc.desc, func(t *testing.T) {
 			r := &Renderer{Resolver: newFixed()}

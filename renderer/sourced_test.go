@@ -11,6 +11,7 @@ import (
 )
 
 func TestRenderImageSourcesAndSpelling(t *testing.T) {
+	t.Parallel()
 	pinned := "nginx@" + dg("x")
 	in := "---\n" + strings.Replace(deployment, "IMAGE", "nginx:1.27", 1) +
 		"---\n" + strings.Replace(strings.Replace(deployment, "web", "api", 1), "IMAGE", "docker.io/library/nginx:1.27", 1) +

@@ -11,6 +11,7 @@ import (
 // TestRenderEditsInPlace checks that a changed document keeps every byte
 // but the ones that change: indentation, comments, quoting and key order.
 func TestRenderEditsInPlace(t *testing.T) {
+	t.Parallel()
 	d := dg("registry.example/app:1")
 	sum := Checksum([]string{"app=registry.example/app:1@" + d})
 	for _, tc := range []struct{ desc, in, want string }{

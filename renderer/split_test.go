@@ -123,6 +123,7 @@ var configMapDashKey = "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: c\nd
 // file and odd input, and each of separatorCases, where Kubernetes' YAML
 // reader does, and refuses what that reader refuses.
 func TestSplitStreamAsKubernetes(t *testing.T) {
+	t.Parallel()
 	files, err := filepath.Glob("testdata/*.yaml")
 	if err != nil {
 		t.Fatal(err)
@@ -156,6 +157,7 @@ func TestSplitStreamAsKubernetes(t *testing.T) {
 // TestDashKeyDeployment renders a ConfigMap key "---#" before an indented
 // Deployment: Kubernetes reads a Deployment there, which must be pinned.
 func TestDashKeyDeployment(t *testing.T) {
+	t.Parallel()
 	r := &Renderer{Resolver: newFixed()}
 	res, err := r.Render(context.Background(), []byte(configMapDashKey))
 	if err != nil {
@@ -177,6 +179,7 @@ func TestDashKeyDeployment(t *testing.T) {
 // TestSeparatorRefused renders streams that Kubernetes' YAML reader
 // refuses, or reads only part of: each must fail with a line naming where.
 func TestSeparatorRefused(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		desc, in string
 		want     []string // substrings of the error
@@ -246,6 +249,7 @@ func TestSeparatorRefused(t *testing.T) {
 func FuzzSplitAsKubernetes(f *testing.F) {
 	addSeeds(f)
 	f.Fuzz(func(t *testing.T, in []byte) {
+		t.Parallel() // the seed corpus in parallel (no effect when fuzzing)
 		checkSplitAsKubernetes(t, in)
 		docs, err := splitStream(in)
 		if err != nil {

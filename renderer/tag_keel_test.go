@@ -8,6 +8,7 @@ import (
 )
 
 func TestKeelUses(t *testing.T) {
+	t.Parallel()
 	in := `apiVersion: v1
 kind: List
 items:

@@ -50,6 +50,7 @@ func newChooser() *chooser {
 // TestGoldenTags renders testdata/tags/policy.input.yaml with tag policies
 // in each mode, and the golden file again to prove it a fixed point.
 func TestGoldenTags(t *testing.T) {
+	t.Parallel()
 	in := filepath.Join("testdata", "tags", "policy.input.yaml")
 	for _, mode := range []Mode{ModePin, ModeDigest} {
 		t.Run(string(mode), func(t *testing.T) {
@@ -74,6 +75,7 @@ func TestGoldenTags(t *testing.T) {
 // TestTagMovesOnlyItsWorkloads: a new tag chosen for one repository
 // changes the documents that use it, and no other byte.
 func TestTagMovesOnlyItsWorkloads(t *testing.T) {
+	t.Parallel()
 	src := []byte(deployments("web", "registry.example/shop/web:1.4", "api", "registry.example/shop/api:1", "db", "postgres:16"))
 	c := newChooser()
 	r := &Renderer{Resolver: c}
@@ -113,6 +115,7 @@ func deployments(pairs ...string) string {
 // TestTagInvalid: a tag that is not one fails the image, whatever the
 // resolver says.
 func TestTagInvalid(t *testing.T) {
+	t.Parallel()
 	// Tags go-containerregistry takes, but the kubelet refuses, too.
 	for _, tag := range []string{"1.4/../x", "-bad", ".1"} {
 		c := newChooser()
@@ -131,6 +134,7 @@ func TestTagInvalid(t *testing.T) {
 }
 
 func TestPinnedTo(t *testing.T) {
+	t.Parallel()
 	d := "sha256:" + strings.Repeat("a", 64)
 	for _, tc := range []struct {
 		image, pin string

@@ -18,6 +18,7 @@ import (
 // image or that name their registry, and image-named fields of custom
 // resources.
 func TestUnpinned(t *testing.T) {
+	t.Parallel()
 	const head = "apiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: d\n  namespace: ns\nspec:\n  template:\n    spec:\n      containers:\n      - name: c\n        image: registry.example/c:1\n"
 	c := func(field string) Workload {
 		return Workload{Kind: "Deployment", Namespace: "ns", Name: "d", Container: "c", Field: field}
@@ -119,6 +120,7 @@ var cmpIgnoreWhere = cmp.FilterPath(func(p cmp.Path) bool { return p.Last().Stri
 // reference; a new entry here is a new false positive or a field to
 // pin.
 func TestGoldenUnpinned(t *testing.T) {
+	t.Parallel()
 	want := map[string][]string{
 		"helm-all-kinds":             {`Widget/not-a-workload field spec.template.spec.containers[0].image "registry.example/shop/web:1.4"`},
 		"openkruise":                 {`ImagePullJob/shop/shop-prepull field spec.image "registry.example/shop/web:2.0"`},

@@ -28,6 +28,7 @@ spec:
 // the volume's reference is written as a container's image is, and the
 // checksum covers it as the line volume/NAME=REF.
 func TestImageVolumes(t *testing.T) {
+	t.Parallel()
 	app, data := "registry.example/app:1", "registry.example/data:1"
 	in := strings.Replace(volumePod, "IMAGE", data, 1)
 	for _, tc := range []struct {
@@ -73,6 +74,7 @@ func TestImageVolumes(t *testing.T) {
 // leave the checksum as it is without volumes, and that a volume line
 // cannot be mistaken for a container's.
 func TestImageVolumesKeepChecksums(t *testing.T) {
+	t.Parallel()
 	app := "registry.example/app:1"
 	plain := strings.Replace(pod, "IMAGE", app, 1)
 	withVolumes := plain + "  volumes:\n  - name: c\n    configMap: {name: c}\n  - name: e\n    emptyDir: {}\n  - name: n\n    image: null\n"
@@ -93,6 +95,7 @@ func TestImageVolumesKeepChecksums(t *testing.T) {
 // TestImageVolumesRefused renders image volumes that cannot be pinned:
 // each must be refused with one line naming the line and the volume.
 func TestImageVolumesRefused(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		desc, in string
 		want     []string

@@ -109,6 +109,7 @@ func cachedRun(t *testing.T, c *testCache, platform, ref string) (v1.Hash, strin
 }
 
 func TestCacheHitAndExpiry(t *testing.T) {
+	t.Parallel()
 	reg := testregistry.New(t)
 	current := reg.PushImage(t, "app:1.0")
 	cached := current
@@ -156,6 +157,7 @@ func TestCacheHitAndExpiry(t *testing.T) {
 }
 
 func TestCacheKeyedByPlatform(t *testing.T) {
+	t.Parallel()
 	reg := testregistry.New(t)
 	index, children := reg.PushIndex(t, "multi:1", "linux/amd64", "linux/arm64")
 	c, _ := newTestCache(t, time.Hour)
@@ -199,6 +201,7 @@ func entryJSON(format, ref, key, digest string, resolved time.Time) []byte {
 }
 
 func TestCacheBadEntries(t *testing.T) {
+	t.Parallel()
 	reg := testregistry.New(t)
 	want := reg.PushImage(t, "app:1.0")
 	ref := mustRef(t, reg.Ref("app:1.0"))
@@ -248,6 +251,7 @@ func TestCacheBadEntries(t *testing.T) {
 }
 
 func TestCacheDoesNotKeepErrors(t *testing.T) {
+	t.Parallel()
 	reg := testregistry.New(t)
 	c, _ := newTestCache(t, time.Hour)
 	ref := reg.Ref("missing:1")
@@ -288,6 +292,7 @@ func (f *fixed) Resolve(_ context.Context, ref name.Reference) (resolution.Resol
 }
 
 func TestCacheSharedConcurrently(t *testing.T) {
+	t.Parallel()
 	// Many resolvers on one folder at once, as concurrent runs are: every
 	// answer is a whole entry, and no temporary file is left behind.
 	dir := t.TempDir()
@@ -326,6 +331,7 @@ func TestCacheSharedConcurrently(t *testing.T) {
 }
 
 func TestCachingResolverPassesDigests(t *testing.T) {
+	t.Parallel()
 	c, _ := newTestCache(t, time.Hour)
 	f := &fixed{}
 	cr := c.resolver(f, noKey, nil)
@@ -340,6 +346,7 @@ func TestCachingResolverPassesDigests(t *testing.T) {
 }
 
 func TestNewDirCacheErrors(t *testing.T) {
+	t.Parallel()
 	file := filepath.Join(t.TempDir(), "file")
 	if err := os.WriteFile(file, nil, 0o600); err != nil {
 		t.Fatal(err)
@@ -365,6 +372,7 @@ func TestNewDirCacheErrors(t *testing.T) {
 // (the TTL the Cache's entries are read with, now that resolve checks it,
 // not the Cache).
 func TestCacheTTLPositive(t *testing.T) {
+	t.Parallel()
 	c, _ := newTestCache(t, time.Hour)
 	for _, tc := range []struct {
 		ttl  time.Duration

@@ -38,6 +38,7 @@ func FuzzRedact(f *testing.F) {
 // TestRedactBasicHeader checks that the basic auth header of a credential
 // is masked before it is ever sent, whatever the user name.
 func TestRedactBasicHeader(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct{ desc, user, password string }{
 		{desc: "a user and a password", user: "user", password: "SENTINEL-p4ss"},
 		// Found by FuzzRedact (testdata/fuzz/FuzzRedact/389b2f31bf6ee072).

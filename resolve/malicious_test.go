@@ -19,6 +19,7 @@ import (
 // timeout, holds at most maxResponseBody of any answer, and returns either
 // a well-formed digest of what was served or a one-line error.
 func TestMaliciousRegistry(t *testing.T) {
+	t.Parallel()
 	const timeout = 500 * time.Millisecond
 	// manifests answers manifest requests with fn; HEAD gets 405 unless
 	// head is set, so that the resolver reads the GET answer.
@@ -155,6 +156,7 @@ func TestMaliciousRegistry(t *testing.T) {
 // TestBodyCapAllowsTheLimit checks that an answer of exactly
 // maxResponseBody bytes is read whole.
 func TestBodyCapAllowsTheLimit(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		size    int
 		wantErr bool

@@ -10,6 +10,7 @@ import (
 // TestRecords: records round-trip through a DirCache, apart from other
 // keys, and age out with the TTL; what is no record is refused or missed.
 func TestRecords(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	dc, err := NewDirCache(t.TempDir())
 	if err != nil {

@@ -43,6 +43,7 @@ func tagsPage(n *atomic.Int32, fn func(r *http.Request) (tags []string, link str
 // tags/list in bad faith: each listing ends with a one-line error within
 // the Resolver's tag limits, and credentials go to the registry only.
 func TestTagsHostileRegistry(t *testing.T) {
+	t.Parallel()
 	// elsewhere is another loopback server: no request may reach it.
 	var elsewhereHits atomic.Int32
 	elsewhere := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -172,6 +173,7 @@ func TestTagsHostileRegistry(t *testing.T) {
 
 // TestTagsWithinLimits lists exactly as much as the limits allow.
 func TestTagsWithinLimits(t *testing.T) {
+	t.Parallel()
 	reg := testregistry.New(t)
 	var n atomic.Int32
 	reg.Handle(tagsPage(&n, func(r *http.Request) ([]string, string) {
@@ -193,6 +195,7 @@ func TestTagsWithinLimits(t *testing.T) {
 // are not tags, and repeated names: the invalid names are never chosen nor
 // shown, and a repeated name is asked about once.
 func TestPolicyIgnoresInvalidTags(t *testing.T) {
+	t.Parallel()
 	listed := []string{
 		"1.0.0", "1.0.0", "9.9.9\n", "9.9.9 ", "../9.9.9", "-9.9.9", ".9.9.9", "9.9.9@sha256", "zz/zz",
 		"\x1b[31mzz", strings.Repeat("z", 129), "", "zzé", "1.2.0", "1.2.0",
@@ -245,6 +248,7 @@ func TestPolicyIgnoresInvalidTags(t *testing.T) {
 // blob is not what the manifest says: another blob, more than a registry
 // answer may hold, or not JSON. Each is an error naming the image.
 func TestCreatedHostileConfig(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		desc string
 		body func(served []byte) []byte
@@ -292,6 +296,7 @@ func TestCreatedHostileConfig(t *testing.T) {
 // TestPolicyChosenTagGone lists a tag whose manifest the registry does not
 // have: the resolution fails, naming the policy and the tag.
 func TestPolicyChosenTagGone(t *testing.T) {
+	t.Parallel()
 	reg := testregistry.New(t)
 	pushTags(t, reg, "shop/web", "1.0.0")
 	var n atomic.Int32

@@ -6,6 +6,7 @@ import (
 )
 
 func TestKeelStrategy(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		tag, policy string
 		matchTag    bool

@@ -25,6 +25,7 @@ import (
 var tagsSeen = []string{"1.4.1", "1.4.2", "1.5.0", "2.0.0-rc.1", "2.0.0", "latest", "main-3", "main-12", "v1.4.3", "1.4.2-debug"}
 
 func TestTagPolicyChoose(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		policy         string
 		allow, ignore  string
@@ -76,6 +77,7 @@ func TestTagPolicyChoose(t *testing.T) {
 }
 
 func TestTagPolicyNoMatch(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		policy, want string
 	}{
@@ -93,6 +95,7 @@ func TestTagPolicyNoMatch(t *testing.T) {
 }
 
 func TestParseTagPolicyErrors(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		in, want string
 	}{
@@ -128,6 +131,7 @@ func TestParseTagPolicyErrors(t *testing.T) {
 }
 
 func TestTagPoliciesNormalise(t *testing.T) {
+	t.Parallel()
 	var ps TagPolicies
 	must(t, ps.Add("nginx", "semver:~1.27"))
 	must(t, ps.Add("registry.example/shop/web", "latest"))
@@ -157,6 +161,7 @@ func TestTagPoliciesNormalise(t *testing.T) {
 }
 
 func TestNaturalCompare(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		a, b string
 		want int
@@ -187,6 +192,7 @@ func pushTags(t *testing.T, reg *testregistry.Registry, repo string, tags ...str
 }
 
 func TestTagsPaginated(t *testing.T) {
+	t.Parallel()
 	reg := testregistry.New(t)
 	pushTags(t, reg, "shop/web", "1.4.1", "1.4.2", "1.5.0", "2.0.0-rc.1", "2.0.0")
 	reg.PageTags(t, 2)
@@ -216,6 +222,7 @@ func newPolicyResolver(t *testing.T, policies *TagPolicies, opts ...PolicyOption
 }
 
 func TestPolicyResolverStrategies(t *testing.T) {
+	t.Parallel()
 	reg := testregistry.New(t)
 	// Created in this order: latest picks 1.4.2, the last pushed, and not
 	// 2.0.0, the highest version.
@@ -250,6 +257,7 @@ func TestPolicyResolverStrategies(t *testing.T) {
 }
 
 func TestPolicyResolverCost(t *testing.T) {
+	t.Parallel()
 	reg := testregistry.New(t)
 	pushTags(t, reg, "shop/web", "1.4.1", "1.4.2", "1.5.0", "2.0.0-rc.1", "2.0.0")
 	pushTags(t, reg, "shop/api", "a", "b", "c", "d", "e", "f")
@@ -296,6 +304,7 @@ func TestPolicyResolverCost(t *testing.T) {
 }
 
 func TestPolicyResolverErrors(t *testing.T) {
+	t.Parallel()
 	reg := testregistry.New(t)
 	pushTags(t, reg, "shop/web", "1.4.1", "2.0.0")
 	var ps TagPolicies
@@ -322,6 +331,7 @@ func TestPolicyResolverErrors(t *testing.T) {
 }
 
 func TestPolicyResolverCache(t *testing.T) {
+	t.Parallel()
 	reg := testregistry.New(t)
 	digests := pushTags(t, reg, "shop/web", "1.4.1", "1.4.2")
 	var ps TagPolicies
@@ -374,6 +384,7 @@ func mustHash(t *testing.T, s string) v1.Hash {
 // TestCreatedIndex: the creation time of a multi-platform image is its
 // linux/amd64 image's, or the configured platform's.
 func TestCreatedIndex(t *testing.T) {
+	t.Parallel()
 	reg := testregistry.New(t)
 	t1, t2 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC), time.Date(2026, 2, 1, 0, 0, 0, 0, time.UTC)
 	var idx v1.ImageIndex = empty.Index
@@ -407,6 +418,7 @@ func TestCreatedIndex(t *testing.T) {
 // TestPolicyResolverOneListingPerRepository: references of one repository
 // under different policies (Keel's, per reference) share one listing.
 func TestPolicyResolverOneListingPerRepository(t *testing.T) {
+	t.Parallel()
 	reg := testregistry.New(t)
 	digests := pushTags(t, reg, "shop/web", "1.4.1", "1.4.2", "1.5.0", "2.0.0")
 	reg.ResetCounts()

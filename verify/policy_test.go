@@ -11,6 +11,7 @@ import (
 // TestFor: globs match repositories by their full name, Docker Hub's
 // spellings as one, the longest glob wins.
 func TestFor(t *testing.T) {
+	t.Parallel()
 	var ps verify.Policies
 	for _, s := range []string{"**=none", "nginx=none", "ghcr.io/acme/*=none", "ghcr.io/acme/**=none", "ghcr.io/acme/web=none", "localhost:5000/*=none", "bitnami/*=none"} {
 		if err := ps.Add(s); err != nil {
@@ -53,6 +54,7 @@ func TestFor(t *testing.T) {
 
 // TestPolicyString: the canonical form names the key by fingerprint.
 func TestPolicyString(t *testing.T) {
+	t.Parallel()
 	var ps verify.Policies
 	if err := ps.Add(`r.example/**=keyless:a@b.example@https://issuer.example or keyless:/.*@acme\.example/@https://i.example`); err != nil {
 		t.Fatal(err)

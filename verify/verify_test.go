@@ -42,6 +42,7 @@ func verifyOne(t *testing.T, r verify.Registry, d name.Digest, spec, trustedRoot
 }
 
 func TestKeyBundleThroughReferrers(t *testing.T) {
+	t.Parallel()
 	for _, alg := range []protocommon.PublicKeyDetails{
 		protocommon.PublicKeyDetails_PKIX_ECDSA_P256_SHA_256,
 		protocommon.PublicKeyDetails_PKIX_ECDSA_P384_SHA_384,
@@ -70,6 +71,7 @@ func TestKeyBundleThroughReferrers(t *testing.T) {
 // a referrer listed so without a bundle layer (another kind of artifact)
 // is passed over, not a failed signature.
 func TestBundleAsArtifact(t *testing.T) {
+	t.Parallel()
 	reg := testregistry.New(t)
 	d := testsign.PushImage(t, reg, "acme/app", "1.0")
 	kp, keyFile := testsign.NewKey(t, protocommon.PublicKeyDetails_PKIX_ECDSA_P256_SHA_256)
@@ -90,6 +92,7 @@ func TestBundleAsArtifact(t *testing.T) {
 }
 
 func TestKeylessBundle(t *testing.T) {
+	t.Parallel()
 	reg := testregistry.New(t)
 	vs := testsign.NewVirtualSigstore(t)
 	d := testsign.PushImage(t, reg, "acme/app", "1.0")
@@ -109,6 +112,7 @@ func TestKeylessBundle(t *testing.T) {
 // real signatures in a loopback registry, and the reason the one-line
 // error gives.
 func TestFailureReasons(t *testing.T) {
+	t.Parallel()
 	const id, iss = "https://github.com/acme/app/.github/workflows/release.yaml@refs/heads/main", "https://token.actions.githubusercontent.com"
 	vs := testsign.NewVirtualSigstore(t)
 	kp, keyFile := testsign.NewKey(t, protocommon.PublicKeyDetails_PKIX_ECDSA_P256_SHA_256)
@@ -197,6 +201,7 @@ func TestFailureReasons(t *testing.T) {
 
 // TestAnyOfAll: " or " holds with one term, " and " needs every one.
 func TestAnyOfAll(t *testing.T) {
+	t.Parallel()
 	const id, iss = "ci@acme.example", "https://accounts.acme.example"
 	vs := testsign.NewVirtualSigstore(t)
 	reg := testregistry.New(t)
@@ -229,6 +234,7 @@ func TestAnyOfAll(t *testing.T) {
 // TestLegacySignature: cosign's legacy .sig tag, read only when no
 // referrer holds, verified with the key; one of another digest fails.
 func TestLegacySignature(t *testing.T) {
+	t.Parallel()
 	reg := testregistry.New(t)
 	d := testsign.PushImage(t, reg, "acme/app", "1")
 	other := testsign.PushImage(t, reg, "acme/app", "2")
@@ -249,6 +255,7 @@ func TestLegacySignature(t *testing.T) {
 // read to MaxCandidates bundles, each request bounded, and the error says
 // the rest were not read.
 func TestHostileReferrerList(t *testing.T) {
+	t.Parallel()
 	reg := testregistry.New(t)
 	d := testsign.PushImage(t, reg, "acme/app", "1")
 	_, keyFile := testsign.NewKey(t, protocommon.PublicKeyDetails_PKIX_ECDSA_P256_SHA_256)
@@ -285,6 +292,7 @@ func TestHostileReferrerList(t *testing.T) {
 // the virtual Sigstore; another identity fails, and so does the same
 // signature without its Rekor bundle.
 func TestLegacyKeyless(t *testing.T) {
+	t.Parallel()
 	const id, iss = "ci@acme.example", "https://accounts.acme.example"
 	vs := testsign.NewVirtualSigstore(t)
 	reg := testregistry.New(t)

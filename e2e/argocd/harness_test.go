@@ -111,59 +111,70 @@ func startArgoCD(t *testing.T) *argoCD {
 		t.Fatal(err)
 	}
 	a.procs = append(a.procs, cmp)
-	a.waitFile(t, cmp, filepath.Join(sockDir, pluginName+".sock"))
+	a.waitSocket(t, cmp, filepath.Join(sockDir, pluginName+".sock"))
 
-	// The repo server, which asks the sidecar through the socket folder.
-	repoPort, repoMetrics := freePort(t), freePort(t)
+	// The repo server, which asks the sidecar through the socket folder,
+	// then the application controller, which asks the repo server.
 	repoTmp := filepath.Join(dir, "repo-server")
-	for _, d := range []string{"tmp", "tls", "ssh", "gpg", "gnupg"} {
-		if err := os.MkdirAll(filepath.Join(repoTmp, d), 0o700); err != nil {
-			t.Fatal(err)
-		}
-	}
-	repo, err := c.Run("argocd-repo-server", filepath.Join(argoBin, "argocd-repo-server"), append(baseEnv(),
-		"ARGOCD_FAKE_IN_CLUSTER=true",
-		"ARGOCD_PLUGINSOCKFILEPATH="+sockDir,
-		"ARGOCD_GPG_ENABLED=false",
-		"ARGOCD_GNUPGHOME="+filepath.Join(repoTmp, "gnupg"),
-		"ARGOCD_GPG_DATA_PATH="+filepath.Join(repoTmp, "gpg"),
-		"ARGOCD_TLS_DATA_PATH="+filepath.Join(repoTmp, "tls"),
-		"ARGOCD_SSH_DATA_PATH="+filepath.Join(repoTmp, "ssh"),
-		"TMPDIR="+filepath.Join(repoTmp, "tmp"),
-		"HOME="+repoTmp,
-	),
-		"--address", "127.0.0.1", "--port", strconv.Itoa(repoPort),
-		"--metrics-address", "127.0.0.1", "--metrics-port", strconv.Itoa(repoMetrics),
-		"--redis", a.redis.Addr, "--loglevel", "info", "--logformat", "text")
-	if err != nil {
-		t.Fatal(err)
-	}
-	a.procs = append(a.procs, repo)
-	a.waitHTTP(t, repo, fmt.Sprintf("http://127.0.0.1:%d/healthz", repoMetrics))
-
-	// The application controller, with the control plane as its
-	// in-cluster destination (ARGOCD_FAKE_IN_CLUSTER: the kubeconfig).
-	ctrlMetrics := freePort(t)
-	ctrl, err := c.Run("argocd-application-controller", filepath.Join(argoBin, "argocd-application-controller"), append(baseEnv(),
-		"ARGOCD_FAKE_IN_CLUSTER=true",
-		"KUBECONFIG="+c.Kubeconfig,
-		"HOSTNAME=argocd-application-controller-0",
-		"ARGOCD_TLS_DATA_PATH="+filepath.Join(repoTmp, "tls"),
-		"ARGOCD_SSH_DATA_PATH="+filepath.Join(repoTmp, "ssh"),
-		"HOME="+filepath.Join(dir, "cluster"),
-	),
-		"--namespace", argocdNamespace,
-		"--redis", a.redis.Addr,
-		"--repo-server", fmt.Sprintf("127.0.0.1:%d", repoPort),
-		"--metrics-port", strconv.Itoa(ctrlMetrics),
-		"--loglevel", "info", "--logformat", "text")
-	if err != nil {
-		t.Fatal(err)
-	}
-	a.procs = append(a.procs, ctrl)
-	a.waitHTTP(t, ctrl, fmt.Sprintf("http://127.0.0.1:%d/healthz", ctrlMetrics))
+	var repoPort int
+	a.startOnFreePorts(t, "argocd-repo-server", 2, a.repoServer(argoBin, sockDir, repoTmp, &repoPort))
+	a.startOnFreePorts(t, "argocd-application-controller", 1, a.controller(argoBin, repoTmp, filepath.Join(dir, "cluster"), repoPort))
 	t.Logf("Argo CD (controller, repo server, cmp server) on Kubernetes %s ready in %.1f s", c.Version, time.Since(begin).Seconds())
 	return a
+}
+
+// repoServer returns how startOnFreePorts starts argocd-repo-server on
+// its port and metrics port: asking the sidecar through the socket folder
+// sockDir, with its folders under tmp. The port it serves on goes into
+// *port.
+func (a *argoCD) repoServer(argoBin, sockDir, tmp string, port *int) func(ports []int) (*controlplane.Proc, string, error) {
+	return func(ports []int) (*controlplane.Proc, string, error) {
+		for _, d := range []string{"tmp", "tls", "ssh", "gpg", "gnupg"} {
+			if err := os.MkdirAll(filepath.Join(tmp, d), 0o700); err != nil {
+				return nil, "", err
+			}
+		}
+		*port = ports[0]
+		p, err := a.cluster.Run("argocd-repo-server", filepath.Join(argoBin, "argocd-repo-server"), append(baseEnv(),
+			"ARGOCD_FAKE_IN_CLUSTER=true",
+			"ARGOCD_PLUGINSOCKFILEPATH="+sockDir,
+			"ARGOCD_GPG_ENABLED=false",
+			"ARGOCD_GNUPGHOME="+filepath.Join(tmp, "gnupg"),
+			"ARGOCD_GPG_DATA_PATH="+filepath.Join(tmp, "gpg"),
+			"ARGOCD_TLS_DATA_PATH="+filepath.Join(tmp, "tls"),
+			"ARGOCD_SSH_DATA_PATH="+filepath.Join(tmp, "ssh"),
+			"TMPDIR="+filepath.Join(tmp, "tmp"),
+			"HOME="+tmp,
+		),
+			"--address", "127.0.0.1", "--port", strconv.Itoa(ports[0]),
+			"--metrics-address", "127.0.0.1", "--metrics-port", strconv.Itoa(ports[1]),
+			"--redis", a.redis.Addr, "--loglevel", "info", "--logformat", "text")
+		return p, fmt.Sprintf("http://127.0.0.1:%d/healthz", ports[1]), err
+	}
+}
+
+// controller returns how startOnFreePorts starts
+// argocd-application-controller on its metrics port, with the control
+// plane as its in-cluster destination (ARGOCD_FAKE_IN_CLUSTER: the
+// kubeconfig), the repo server's folders under repoTmp, its home home
+// and the repo server on repoPort.
+func (a *argoCD) controller(argoBin, repoTmp, home string, repoPort int) func(ports []int) (*controlplane.Proc, string, error) {
+	return func(ports []int) (*controlplane.Proc, string, error) {
+		p, err := a.cluster.Run("argocd-application-controller", filepath.Join(argoBin, "argocd-application-controller"), append(baseEnv(),
+			"ARGOCD_FAKE_IN_CLUSTER=true",
+			"KUBECONFIG="+a.cluster.Kubeconfig,
+			"HOSTNAME=argocd-application-controller-0",
+			"ARGOCD_TLS_DATA_PATH="+filepath.Join(repoTmp, "tls"),
+			"ARGOCD_SSH_DATA_PATH="+filepath.Join(repoTmp, "ssh"),
+			"HOME="+home,
+		),
+			"--namespace", argocdNamespace,
+			"--redis", a.redis.Addr,
+			"--repo-server", fmt.Sprintf("127.0.0.1:%d", repoPort),
+			"--metrics-port", strconv.Itoa(ports[0]),
+			"--loglevel", "info", "--logformat", "text")
+		return p, fmt.Sprintf("http://127.0.0.1:%d/healthz", ports[0]), err
+	}
 }
 
 // install applies Argo CD's CRDs, from the argo-cd module tools/ requires
@@ -332,33 +343,58 @@ func (a *argoCD) sidecar(t *testing.T, root, sockDir, helm string) []string {
 	return env
 }
 
-// waitFile waits until path exists, or p exits.
-func (a *argoCD) waitFile(t *testing.T, p *controlplane.Proc, path string) {
+// waitSocket waits until the unix socket at path listens (its file is
+// there a moment before), or p exits.
+func (a *argoCD) waitSocket(t *testing.T, p *controlplane.Proc, path string) {
 	t.Helper()
 	deadline := time.Now().Add(60 * time.Second)
-	for {
-		if _, err := os.Stat(path); err == nil {
-			return
-		}
+	for !testfiles.Listening(path) {
 		select {
 		case <-p.Done():
 			t.Fatalf("%s exited before it was ready: %s", filepath.Base(p.Log()), p.Why())
 		case <-time.After(50 * time.Millisecond):
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("%s did not create %s in 60 s: %s", filepath.Base(p.Log()), path, p.Why())
+			t.Fatalf("%s did not listen on %s in 60 s: %s", filepath.Base(p.Log()), path, p.Why())
 		}
 	}
 }
 
-// waitHTTP waits until url answers 200, or p exits.
-func (a *argoCD) waitHTTP(t *testing.T, p *controlplane.Proc, url string) {
+// startOnFreePorts starts the server name on n ports that were free a
+// moment ago and waits until it is ready: start starts it on ports and
+// returns it with the URL that answers 200 once it is. Another process on
+// the machine (another test suite's control plane) can take a port
+// between the pick and the server's bind: when the server exits saying
+// "address already in use", it is started again on new ports, up to three
+// times in all, as controlplane.Start does for its own.
+func (a *argoCD) startOnFreePorts(t *testing.T, name string, n int, start func(ports []int) (*controlplane.Proc, string, error)) {
 	t.Helper()
+	for attempt := 1; ; attempt++ {
+		ports := make([]int, n)
+		for i := range ports {
+			ports[i] = freePort(t)
+		}
+		p, url, err := start(ports)
+		if err != nil {
+			t.Fatal(err)
+		}
+		a.procs = append(a.procs, p)
+		err = a.ready(p, url)
+		if err == nil {
+			return
+		}
+		if attempt == 3 || !strings.Contains(err.Error(), "address already in use") {
+			t.Fatal(err)
+		}
+		t.Logf("%s, attempt %d: %v; again on other ports", name, attempt, err)
+	}
+}
+
+// ready waits until url answers 200, or p exits.
+func (a *argoCD) ready(p *controlplane.Proc, url string) error {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	if err := a.cluster.WaitReady(ctx, p, &http.Client{Timeout: 5 * time.Second}, url, nil); err != nil {
-		t.Fatal(err)
-	}
+	return a.cluster.WaitReady(ctx, p, &http.Client{Timeout: 5 * time.Second}, url, nil)
 }
 
 // freePort returns a port on 127.0.0.1 that was free a moment ago.

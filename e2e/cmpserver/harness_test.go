@@ -256,10 +256,11 @@ func startServerWith(t *testing.T, o serverOptions) *server {
 		}
 	})
 
-	// Ready when the socket is there.
+	// Ready when the socket listens (its file is there a moment before:
+	// a request in between was refused).
 	deadline := time.Now().Add(30 * time.Second)
 	for {
-		if _, err := os.Stat(s.socket); err == nil {
+		if testfiles.Listening(s.socket) {
 			break
 		}
 		select {
@@ -268,7 +269,7 @@ func startServerWith(t *testing.T, o serverOptions) *server {
 		case <-time.After(20 * time.Millisecond):
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("argocd-cmp-server did not create %s within 30s:\n%s", s.socket, s.log.String())
+			t.Fatalf("argocd-cmp-server did not listen on %s within 30s:\n%s", s.socket, s.log.String())
 		}
 	}
 	t.Setenv(common.EnvPluginSockFilePath, sockDir)

@@ -32,6 +32,7 @@ func resolvers(t *testing.T, srv *testredis.Server, n int) []*resolve.CachingRes
 // the registry does not have, at the same moment: one asks the registry,
 // and the others fail at once with its answer instead of asking in turn.
 func TestCacheFailureSharedBriefly(t *testing.T) {
+	t.Parallel()
 	srv := testredis.Start(t, testredis.Options{})
 	reg := testregistry.New(t)
 	reg.PushImage(t, "team/app:1") // the repository exists; tag 2 does not
@@ -62,6 +63,7 @@ func TestCacheFailureSharedBriefly(t *testing.T) {
 // tags, the others take its choice and list nothing. A choice someone else wrote, whose tag is not
 // a valid tag, is ignored with a warning.
 func TestChoicesShared(t *testing.T) {
+	t.Parallel()
 	srv := testredis.Start(t, testredis.Options{})
 	rc := srv.Client(0)
 	defer rc.Close()
@@ -130,6 +132,7 @@ func TestChoicesShared(t *testing.T) {
 // under a failure key: each is ignored with a warning, and the caller
 // takes the lock and asks the registry itself.
 func TestForeignFailuresIgnored(t *testing.T) {
+	t.Parallel()
 	srv := testredis.Start(t, testredis.Options{})
 	rc := srv.Client(0)
 	defer rc.Close()

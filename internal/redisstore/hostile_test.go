@@ -22,6 +22,7 @@ import (
 // under the key of an entry: it is ignored with a warning, and reading it
 // allocates a small part of it.
 func TestHugeValuesAreNotRead(t *testing.T) {
+	t.Parallel()
 	srv := testredis.Start(t, testredis.Options{})
 	rc := srv.Client(0)
 	defer rc.Close()
@@ -56,6 +57,7 @@ func TestHugeValuesAreNotRead(t *testing.T) {
 // newlines, spaces, very long ones), a value each: each reads back its
 // own.
 func TestKeysDoNotCollide(t *testing.T) {
+	t.Parallel()
 	srv := testredis.Start(t, testredis.Options{})
 	c, w := newClient(t, Options{URL: srv.URL(0)})
 	k := newCache(t, c, time.Hour, 0)
@@ -106,6 +108,7 @@ func TestKeysDoNotCollide(t *testing.T) {
 // against a server that refuses or is not there: no error and no warning
 // holds any part of the password.
 func TestPasswordNeverShown(t *testing.T) {
+	t.Parallel()
 	srv := testredis.Start(t, testredis.Options{Password: "the-right-one"})
 	host := strings.TrimPrefix(srv.URL(0), "redis://")
 	passwords := []string{"Pa/ssW0rd-x", "Pa?ssW0rd-x", "Pa#ssW0rd-x", "Pa%zzW0rd-x", "Pa@ssW0rd-x", "Pa:ssW0rd-x", "Pa ssW0rd-x", "Pa%40ssW0rd-x"}
@@ -171,6 +174,7 @@ func hashOf(i int) v1.Hash {
 // part that is not the password whole) and one with a line break (which
 // it shows as a blank).
 func TestEchoedPasswordMasked(t *testing.T) {
+	t.Parallel()
 	srv := testredis.Start(t, testredis.Options{Args: []string{"--rename-command", "HELLO", "", "--rename-command", "AUTH", ""}})
 	host := srv.Addr
 	for _, tc := range []struct {

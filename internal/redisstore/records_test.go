@@ -12,6 +12,7 @@ import (
 // TestRecords: records round-trip through a real Redis, keyed apart from
 // resolutions, and a foreign value under a record's key is a miss.
 func TestRecords(t *testing.T) {
+	t.Parallel()
 	srv := testredis.Start(t, testredis.Options{})
 	rc := srv.Client(0)
 	defer rc.Close()

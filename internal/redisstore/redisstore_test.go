@@ -153,6 +153,7 @@ func entryKeyOf(t *testing.T, srv *testredis.Server, k *Cache, ref name.Referenc
 // registry Resolver each) resolving the same references at the same
 // moment through one Redis: the registry is asked once per reference.
 func TestCacheOneRequestPerReference(t *testing.T) {
+	t.Parallel()
 	srv := testredis.Start(t, testredis.Options{})
 	reg := testregistry.New(t)
 	want := map[string]v1.Hash{}
@@ -201,6 +202,7 @@ func TestCacheOneRequestPerReference(t *testing.T) {
 }
 
 func TestCacheEntries(t *testing.T) {
+	t.Parallel()
 	srv := testredis.Start(t, testredis.Options{})
 	rc := srv.Client(0)
 	defer rc.Close()
@@ -262,6 +264,7 @@ func TestCacheEntries(t *testing.T) {
 }
 
 func TestCacheIgnoresForeignValues(t *testing.T) {
+	t.Parallel()
 	srv := testredis.Start(t, testredis.Options{})
 	rc := srv.Client(0)
 	defer rc.Close()
@@ -317,6 +320,7 @@ func TestCacheIgnoresForeignValues(t *testing.T) {
 }
 
 func TestClaim(t *testing.T) {
+	t.Parallel()
 	srv := testredis.Start(t, testredis.Options{})
 	ctx := context.Background()
 	a, _ := newClient(t, Options{URL: srv.URL(0)})
@@ -403,6 +407,7 @@ func TestClaim(t *testing.T) {
 // TestClientOff checks that a dead or stalled server costs one bounded
 // call and one warning, and then nothing.
 func TestClientOff(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	for _, tc := range []struct {
 		desc    string
@@ -449,6 +454,7 @@ func TestClientOff(t *testing.T) {
 // password and the CA: the entry reads back, or the one warning says why
 // not, never with the password in it.
 func TestAuthAndTLS(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	const password = "s3cret-p4ss"
 	plain := testredis.Start(t, testredis.Options{Password: password})
@@ -496,6 +502,7 @@ func TestAuthAndTLS(t *testing.T) {
 }
 
 func TestNewErrors(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		o    Options
 		want string

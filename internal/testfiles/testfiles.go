@@ -1,7 +1,7 @@
 // Package testfiles holds the file helpers that tests of several packages
 // share: reading an input file, writing a lock file, listing a folder and
-// laying out a Kubernetes Secret volume, and finding the tools the
-// Makefile built for the tests.
+// laying out a Kubernetes Secret volume, finding the tools the Makefile
+// built for the tests, and telling when a server's unix socket listens.
 package testfiles
 
 import (
