@@ -221,11 +221,7 @@ func (r *Renderer) Render(ctx context.Context, in []byte) (Result, error) {
 		}
 	}
 	if len(unpinned) > 0 {
-		list := make([]string, len(unpinned))
-		for i, u := range unpinned {
-			list[i] = u.String()
-		}
-		r.warnf("%d image references are left as tags where digestpin knows no image field, and no lock file or report covers them: %s; name their fields with %s (%s fails the run)", len(unpinned), strings.Join(list, ", "), r.OptionNames.Name("ImagePaths"), r.OptionNames.Name("Strict"))
+		r.warnf("%d image references are left as tags where digestpin knows no image field, and no lock file or report covers them: %s; name their fields with %s (%s fails the run)", len(unpinned), unpinnedList(unpinned), r.OptionNames.Name("ImagePaths"), r.OptionNames.Name("Strict"))
 	}
 	return Result{Output: assemble(in, c.out), Images: images, Unpinned: unpinned}, nil
 }

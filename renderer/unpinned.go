@@ -36,11 +36,17 @@ func (u Unpinned) String() string { return fmt.Sprintf("%s %q", u.Workload, u.Re
 // unpinnedError is the error of Strict: every image reference left as a
 // tag, the first with where it is.
 func unpinnedError(us []Unpinned, names resolution.OptionNames) error {
+	return fmt.Errorf("%s: %d image references are left as tags where digestpin knows no image field (%s): %s; name their fields with %s", us[0].Where, len(us), names.Name("Strict"), unpinnedList(us), names.Name("ImagePaths"))
+}
+
+// unpinnedList lists us as the error of Strict and the warning without it
+// do: each as String formats it, joined with ", ".
+func unpinnedList(us []Unpinned) string {
 	list := make([]string, len(us))
 	for i, u := range us {
 		list[i] = u.String()
 	}
-	return fmt.Errorf("%s: %d image references are left as tags where digestpin knows no image field (%s): %s; name their fields with %s", us[0].Where, len(us), names.Name("Strict"), strings.Join(list, ", "), names.Name("ImagePaths"))
+	return strings.Join(list, ", ")
 }
 
 // handle records that an image path or container field reached the
