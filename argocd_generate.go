@@ -537,19 +537,21 @@ func (g *cmpGenerate) seedFile() (string, error) {
 		return "", fmt.Errorf("the sidecar's DIGESTPIN_SEED_FILE is \"%s\": want the absolute path of the key seed of the mounted Secret digestpin-seed (repo-server-patch.yaml)", file)
 	}
 	dir, key := file[:strings.LastIndex(file, "/")], file[strings.LastIndex(file, "/")+1:]
-	perProject := g.env("DIGESTPIN_CMP_SEED_PER_PROJECT")
+	perProject := false
+	if v := g.env("DIGESTPIN_CMP_SEED_PER_PROJECT"); v != "" {
+		var err error
+		if perProject, err = cmpBool("DIGESTPIN_CMP_SEED_PER_PROJECT", v); err != nil {
+			return "", fmt.Errorf("the sidecar's %w", err)
+		}
+	}
 	project := ""
-	switch perProject {
-	case "", "false":
-	case "true":
+	if perProject {
 		project = g.env("ARGOCD_APP_PROJECT_NAME")
 		if !argocdProjectName.MatchString(project) {
 			return "", fmt.Errorf("ARGOCD_APP_PROJECT_NAME \"%s\": not an Argo CD project name, and DIGESTPIN_CMP_SEED_PER_PROJECT=true picks the seed by it", project)
 		}
 		key = "project." + project
 		file = dir + "/" + key
-	default:
-		return "", fmt.Errorf("the sidecar's DIGESTPIN_CMP_SEED_PER_PROJECT=%s: want true or false", perProject)
 	}
 	if _, err := os.Stat(file); err != nil {
 		if project != "" {
@@ -610,13 +612,15 @@ func (g *cmpGenerate) pinOptions(repo *cmpRepo, r *cmpRender) ([]string, error) 
 			return nil, err
 		}
 		args = append(args, "--lock="+lock)
-		frozen := g.env("ARGOCD_ENV_DIGESTPIN_FROZEN")
-		switch frozen {
-		case "", "true":
+		frozen := true
+		if v := g.env("ARGOCD_ENV_DIGESTPIN_FROZEN"); v != "" {
+			var err error
+			if frozen, err = cmpBool("DIGESTPIN_FROZEN", v); err != nil {
+				return nil, err
+			}
+		}
+		if frozen {
 			args = append(args, "--frozen")
-		case "false":
-		default:
-			return nil, fmt.Errorf("DIGESTPIN_FROZEN=%s: want true or false", frozen)
 		}
 	}
 	if config := g.env("ARGOCD_ENV_DIGESTPIN_CONFIG"); config != "" {
