@@ -42,7 +42,9 @@ func New(o Options) (*Pinner, error) {
 // Result is the outcome of a Pin. Its files are prepared, not written:
 // call Commit once the Output is safely where it goes, or Discard.
 type Result struct {
-	// Output is the pinned stream.
+	// Output is the pinned stream. When nothing in the stream changed it
+	// is the input slice itself (renderer.Result.Output): keep the input
+	// as it is while Output is in use.
 	Output []byte
 	// Images lists every distinct image, sorted by reference.
 	Images []renderer.Image
