@@ -77,6 +77,7 @@ func (r *Renderer) collect(ctx context.Context, docs []*document) (*collection, 
 			if dg, ok := u.ref.(name.Digest); ok {
 				return dg.DigestStr(), true
 			}
+			r.inflight.start(u.ref)
 			return "", false
 		}, func() { uses[i] = nil })
 		if c.out[i].b == nil && docErrs[i] == nil && keptBytes.Add(int64(len(d.raw))) <= maxKeptBytes &&
@@ -132,6 +133,11 @@ func eachDoc(ctx context.Context, n int, fn func(i int)) error {
 			for i := start; i < min(start+batch, n); i++ {
 				fn(i)
 			}
+			// The workers take every core: between batches, let a
+			// goroutine that became ready run (the resolver's requests,
+			// started by the parse) instead of waiting for the
+			// scheduler to preempt a worker.
+			runtime.Gosched()
 		}
 	}
 	if workers := min(runtime.GOMAXPROCS(0), n); workers <= 1 {

@@ -24,7 +24,10 @@ const DefaultChecksumAnnotation = "checksum/images"
 type Renderer struct {
 	// Resolver resolves references without a digest, concurrently (see
 	// resolution.Resolver). It may be nil when every image already carries
-	// a digest.
+	// a digest. Render calls it for each distinct reference as soon as the
+	// parse has validated that reference, while the rest of the stream is
+	// parsed; when the stream fails, it cancels the context of the calls
+	// in flight, and it returns only once every call has returned.
 	Resolver resolution.Resolver
 	// Mode is the form images are written in; "" means ModePin.
 	Mode Mode
@@ -73,6 +76,9 @@ type Renderer struct {
 	// containerSels are selectorsOf(containerImagePaths()), set on the
 	// copy of the Renderer that a Render works with.
 	containerSels []pathSelector
+	// inflight resolves the references the parse meets, set on the copy
+	// of the Renderer that a Render works with.
+	inflight *inflight
 	// noQuick parses every document with yaml.v3, never quickParse: for
 	// the tests that hold the two to the same output.
 	noQuick bool
@@ -182,11 +188,14 @@ func (r *Renderer) Render(ctx context.Context, in []byte) (Result, error) {
 	rr.containerSels = selectorsOf(rr.containerImagePaths())
 	rr.checked = new(sync.Map)
 	rr.refs = new(sync.Map)
+	rr.inflight = newInflight(ctx, r.Resolver)
+	defer rr.inflight.stop()
 	r = &rr
 
-	// First, walk every document and collect its images, validating every
-	// reference before any network call. A document whose images all
-	// carry digests is final already; the others wait for the resolver.
+	// First, walk every document and collect its images. A document whose
+	// images all carry digests is final already; the others wait for the
+	// resolver, which starts on each reference once the parse has
+	// validated it, while the parse goes on.
 	docs, err := splitStream(in)
 	if err != nil {
 		return Result{}, err
@@ -196,8 +205,8 @@ func (r *Renderer) Render(ctx context.Context, in []byte) (Result, error) {
 		return Result{}, err
 	}
 
-	// Next, resolve the distinct references without a digest concurrently.
-	// No goroutine touches a node.
+	// Next, wait for the distinct references without a digest, resolved
+	// concurrently. No goroutine touches a node.
 	images, digests, err := r.resolveAll(ctx, c)
 	if err != nil {
 		return Result{}, err

@@ -14,10 +14,10 @@ import (
 	"github.com/digestpin/digestpin/resolution"
 )
 
-// resolveAll resolves the distinct references that c collected, those
-// without a digest concurrently, and returns every image (sorted by
-// reference) and the digest of each reference ("" for one kept
-// unresolved). Results land in a slice by index; no goroutine touches a
+// resolveAll waits for the resolutions of the distinct references without
+// a digest that c collected (begun by the parse, see inflight), and returns
+// every image (sorted by reference) and the digest of each reference (""
+// for one kept unresolved). Results land in a slice by index; no goroutine touches a
 // node. Every unresolvable image is returned, joined, unless
 // KeepUnresolved keeps it.
 func (r *Renderer) resolveAll(ctx context.Context, c *collection) ([]Image, map[string]string, error) {
@@ -35,7 +35,7 @@ func (r *Renderer) resolveAll(ctx context.Context, c *collection) ([]Image, map[
 			continue
 		}
 		wg.Go(func() {
-			res, err := r.Resolver.Resolve(ctx, u.ref)
+			res, err := r.inflight.wait(u.ref)
 			h := res.Digest
 			if err == nil {
 				// What goes into the manifest must be a digest, whatever
