@@ -1,3 +1,5 @@
+//go:build !nohelm
+
 package main
 
 import (
@@ -16,16 +18,6 @@ import (
 	"github.com/digestpin/digestpin/helmrender"
 	"github.com/digestpin/digestpin/pin"
 )
-
-// templateRenames are the pinning flags that digestpin template names
-// otherwise, because helm template has a flag of that name with another
-// meaning: -f is --values there, --version the chart's version, --ca-file
-// the chart repository's CA. "" means the flag does not exist there.
-var templateRenames = map[string]string{
-	"filename": "",
-	"version":  "",
-	"ca-file":  "registry-ca-file",
-}
 
 // templateOptions are digestpin template's own options: helm template's
 // and the seed's. The pinning flags live in options.
