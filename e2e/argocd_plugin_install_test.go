@@ -459,7 +459,7 @@ func TestArgoCDPluginInstall(t *testing.T) {
 		{
 			desc: "a release without the plugin's files",
 			env:  []string{"DIGESTPIN_RELEASE_URL=" + srv.URL + "/old"},
-			want: "digestpin-install: " + archive + " does not hold digestpin argocd/plugin.yaml argocd/init.sh argocd/generate.sh (a release before the plugin was in it?)\n",
+			want: "digestpin-install: " + archive + " does not hold digestpin digestpin-helm argocd/plugin.yaml argocd/init.sh argocd/generate.sh (a release before the plugin was in it?)\n",
 		},
 		{
 			desc: "no version",
