@@ -5,6 +5,11 @@ SHELL := /bin/bash
 
 VERSION := $(shell sed -n 's/^version: *"\{0,1\}\([^"]*\)"\{0,1\}$$/\1/p' plugin.yaml)
 BIN := bin/digestpin
+# The full build, which digestpin runs for template, install, upgrade and
+# argocd refresh (docs/install.md): they need Helm's engine and
+# Kubernetes' client, which BIN leaves out (-tags nohelm) to start
+# faster and in less memory on every render.
+HELM_BIN := bin/digestpin-helm
 # The tools the tests and lint run are built once per version into a
 # folder outside the clone (TOOLS), so that a fresh clone on the same
 # machine (CI) reuses them instead of building Helm twice, kustomize,
@@ -60,9 +65,11 @@ export DIGESTPIN_TEST_COSIGN := $(COSIGN)
 all: build
 
 # Built as scripts/release.sh builds a release (CGO_ENABLED=0, -trimpath,
-# -s -w), so that the tests and make bench run the binary users get.
+# -s -w), so that the tests and make bench run the binaries users get:
+# BIN without Helm's engine, HELM_BIN, the full build, beside it.
 build:
-	CGO_ENABLED=0 go build -trimpath -ldflags "-s -w $(LDFLAGS)" -o $(BIN) .
+	CGO_ENABLED=0 go build -trimpath -tags nohelm -ldflags "-s -w $(LDFLAGS)" -o $(BIN) .
+	CGO_ENABLED=0 go build -trimpath -ldflags "-s -w $(LDFLAGS)" -o $(HELM_BIN) .
 
 # The main module's packages, the e2e package first: go test runs the
 # packages two at a time in the order given, and e2e takes the longest
@@ -225,14 +232,14 @@ lint: $(GOLANGCI)
 $(GOLANGCI):
 	$(call go-install,github.com/golangci/golangci-lint/v2/cmd/golangci-lint@$(GOLANGCI_VERSION))
 
-# install copies the binary and the Helm 3 plugin into Helm's plugin folder.
+# install copies the binaries and the Helm 3 plugin into Helm's plugin folder.
 # HELM names the Helm CLI; for Helm 4, install the post-renderer plugin
 # instead (see the README).
 HELM ?= helm
 install: build
 	dir="$$($(HELM) env HELM_PLUGINS | cut -d: -f1)/digestpin"; \
 	mkdir -p "$$dir/bin" "$$dir/scripts"; \
-	cp $(BIN) "$$dir/bin/"; cp plugin.yaml "$$dir/"; cp scripts/install-binary.sh "$$dir/scripts/"; \
+	cp $(BIN) $(HELM_BIN) "$$dir/bin/"; cp plugin.yaml "$$dir/"; cp scripts/install-binary.sh "$$dir/scripts/"; \
 	echo "installed the digestpin plugin into $$dir"
 
 # release writes the release files of the version in plugin.yaml into DIST

@@ -30,6 +30,7 @@ var otherEnv = []otherVar{
 	{"DIGESTPIN_CMP_STATE_DIR", "retired setting of the Argo CD plugin's sidecar, refused"},
 	{"DIGESTPIN_SHA256", "the Argo CD init container: the archive's line of SHA256SUMS, to pin it"},
 	{"DIGESTPIN_ARCH", "the Argo CD init container: the architecture of the binary to install"},
+	{"DIGESTPIN_EXEC_VERSION", "set by digestpin for the digestpin-helm it runs (its version), which refuses another version and unsets it"},
 
 	// The flags of digestpin template, install and upgrade, which the
 	// Argo CD sidecar and CI set for every run, the filter's too.

@@ -40,6 +40,13 @@ func versionString() string {
 }
 
 func main() {
+	// First, before any signal handler is set: a digestpin run by a
+	// digestpin of another version refuses (execversion.go), and the
+	// build without Helm's engine hands template, install and upgrade to
+	// digestpin-helm (helmexec.go), which then starts as if run directly.
+	if done, err := handOff(os.Args); done {
+		os.Exit(handedOff(err, os.Stderr))
+	}
 	ctx, stop := notifyContext(context.Background())
 	// A closed stdout (`digestpin | head -c 0`) must fail the write, so
 	// that the run fails and writes no lock file or report, rather than
@@ -127,12 +134,10 @@ func (e *timeoutError) Error() string { return fmt.Sprintf("%s %s ran out", e.fl
 func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) error {
 	if len(args) > 0 {
 		switch args[0] {
-		case "template":
-			return runTemplate(ctx, args[1:], stdout, stderr)
+		case "template", "install", "upgrade":
+			return runHelm(ctx, args[0], args[1:], stdout, stderr)
 		case "seed":
 			return runSeed(args[1:], stdout, stderr)
-		case "install", "upgrade":
-			return runDeploy(ctx, args[0], args[1:], stdout, stderr, helmConfiguration)
 		case "argocd":
 			return runArgocd(ctx, args[1:], stdout, stderr)
 		}

@@ -124,6 +124,16 @@ func (o *options) bind(fs *pflag.FlagSet) {
 	bindRetired(fs)
 }
 
+// templateRenames are the pinning flags that digestpin template names
+// otherwise, because helm template has a flag of that name with another
+// meaning: -f is --values there, --version the chart's version, --ca-file
+// the chart repository's CA. "" means the flag does not exist there.
+var templateRenames = map[string]string{
+	"filename": "",
+	"version":  "",
+	"ca-file":  "registry-ca-file",
+}
+
 // envName is the environment variable that sets flag f when it is not on
 // the command line: --cache-ttl is DIGESTPIN_CACHE_TTL.
 // A flag that digestpin template renames (templateRenames) keeps its

@@ -84,17 +84,3 @@ func writeSeedFile(path string, text []byte) error {
 	}
 	return nil
 }
-
-// readSeed reads the seed of digestpin cmd (template, install, upgrade)
-// from --seed-file or DIGESTPIN_SEED_FILE; none, or a file that is not a
-// good seed, is a usage error that names the flag or variable.
-func readSeed(o *options, cmd, file string) (detgen.Seed, error) {
-	if file == "" {
-		return detgen.Seed{}, &usageError{fmt.Errorf("digestpin %s needs a seed: --seed-file FILE or DIGESTPIN_SEED_FILE (make one with: digestpin seed > FILE)", cmd)}
-	}
-	seed, err := detgen.ReadSeedFile(file)
-	if err != nil {
-		return detgen.Seed{}, &usageError{fmt.Errorf("%s: %w", o.name("seed-file"), err)}
-	}
-	return seed, nil
-}

@@ -1,3 +1,5 @@
+//go:build !nohelm
+
 package main
 
 import (
@@ -16,16 +18,6 @@ import (
 	"github.com/digestpin/digestpin/helmrender"
 	"github.com/digestpin/digestpin/pin"
 )
-
-// templateRenames are the pinning flags that digestpin template names
-// otherwise, because helm template has a flag of that name with another
-// meaning: -f is --values there, --version the chart's version, --ca-file
-// the chart repository's CA. "" means the flag does not exist there.
-var templateRenames = map[string]string{
-	"filename": "",
-	"version":  "",
-	"ca-file":  "registry-ca-file",
-}
 
 // templateOptions are digestpin template's own options: helm template's
 // and the seed's. The pinning flags live in options.
@@ -328,4 +320,18 @@ Pinning flags (digestpin's; --ca-file is --registry-ca-file here):
 Every pinning flag can also be set as DIGESTPIN_<FLAG>; HELM_* variables set
 Helm's (HELM_NAMESPACE, HELM_REGISTRY_CONFIG, ...); flags win.
 `, helmFS.FlagUsages(), pinFS.FlagUsages())
+}
+
+// readSeed reads the seed of digestpin cmd (template, install, upgrade)
+// from --seed-file or DIGESTPIN_SEED_FILE; none, or a file that is not a
+// good seed, is a usage error that names the flag or variable.
+func readSeed(o *options, cmd, file string) (detgen.Seed, error) {
+	if file == "" {
+		return detgen.Seed{}, &usageError{fmt.Errorf("digestpin %s needs a seed: --seed-file FILE or DIGESTPIN_SEED_FILE (make one with: digestpin seed > FILE)", cmd)}
+	}
+	seed, err := detgen.ReadSeedFile(file)
+	if err != nil {
+		return detgen.Seed{}, &usageError{fmt.Errorf("%s: %w", o.name("seed-file"), err)}
+	}
+	return seed, nil
 }

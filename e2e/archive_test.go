@@ -123,24 +123,33 @@ func hostileEntries(t *testing.T, name, victimPath string) []struct {
 }
 
 // TestInstallHookRefusesHostileArchive runs the plugins' install hook on
-// release archives whose digestpin is not a regular file. A link was
-// installed, its target made 0755 and run; now each is refused in one
-// line and nothing is installed.
+// release archives whose digestpin or digestpin-helm is not a regular
+// file. A link was installed, its target made 0755 and run; now each is
+// refused in one line and nothing is installed.
 func TestInstallHookRefusesHostileArchive(t *testing.T) {
 	t.Parallel()
+	for _, who := range []string{"digestpin", "digestpin-helm"} {
+		t.Run(who, func(t *testing.T) { testInstallHookRefusesHostileArchive(t, who) })
+	}
+}
+
+// testInstallHookRefusesHostileArchive is TestInstallHookRefusesHostileArchive
+// with who (digestpin or digestpin-helm) the hostile entry.
+func testInstallHookRefusesHostileArchive(t *testing.T, who string) {
 	hook := filepath.Join(repoRoot(t), "scripts", "install-binary.sh")
 	archive := "digestpin_0.1.0_" + runtime.GOOS + "_" + runtime.GOARCH + ".tar.gz"
 	// Each case links to the same path; the file there is made anew for
 	// each.
 	victimPath, mark := filepath.Join(t.TempDir(), "victim"), ""
-	good := fileEntry("digestpin", "#!/bin/sh\necho digestpin 0.1.0\n")
-	cases := hostileEntries(t, "digestpin", victimPath)
+	good := fileEntry(who, "#!/bin/sh\necho digestpin 0.1.0\n")
+	other := fileEntry(map[string]string{"digestpin": "digestpin-helm", "digestpin-helm": "digestpin"}[who], "#!/bin/sh\necho digestpin 0.1.0\n")
+	cases := hostileEntries(t, who, victimPath)
 	cases = append(cases,
 		struct {
 			desc    string
 			entries []tarEntry
 			want    string
-		}{desc: "a link, then a file of that name", entries: []tarEntry{linkEntry("digestpin", victimPath), good}, want: "either"},
+		}{desc: "a link, then a file of that name", entries: []tarEntry{linkEntry(who, victimPath), good}, want: "either"},
 		struct {
 			desc    string
 			entries []tarEntry
@@ -151,7 +160,7 @@ func TestInstallHookRefusesHostileArchive(t *testing.T) {
 		t.Run(tc.desc, func(t *testing.T) {
 			mark = newVictim(t, victimPath)
 			rel := t.TempDir()
-			sum := writeArchive(t, filepath.Join(rel, archive), tc.entries...)
+			sum := writeArchive(t, filepath.Join(rel, archive), append(tc.entries, other)...)
 			if err := os.WriteFile(filepath.Join(rel, "SHA256SUMS"), []byte(sum+"  "+archive+"\n"), 0o644); err != nil {
 				t.Fatal(err)
 			}
@@ -170,7 +179,7 @@ func TestInstallHookRefusesHostileArchive(t *testing.T) {
 				// placeholder), another tar may keep the file: refused,
 				// or a regular file installed.
 				if r.err != nil {
-					tc.want = "digestpin in "
+					tc.want = who + " in "
 				} else {
 					tc.want = ""
 				}
@@ -208,12 +217,15 @@ func TestArgoCDImageFetchRefusesHostileArchive(t *testing.T) {
 				mark = newVictim(t, victimPath)
 				dir := t.TempDir()
 				entries := map[string][]tarEntry{
-					"digestpin": {fileEntry("digestpin", tool("digestpin"))},
+					"digestpin": {fileEntry("digestpin", tool("digestpin")), fileEntry("digestpin-helm", tool("digestpin-helm"))},
 					"helm":      {fileEntry("linux-amd64/helm", tool("helm"))},
 					"kustomize": {fileEntry("kustomize", tool("kustomize"))},
 				}
 				if who == "helm" {
 					tc.entries = append([]tarEntry{dirEntry("linux-amd64/")}, tc.entries...)
+				}
+				if who == "digestpin" {
+					tc.entries = append(tc.entries, fileEntry("digestpin-helm", tool("digestpin-helm")))
 				}
 				entries[who] = tc.entries
 				dpSum := writeArchive(t, filepath.Join(dir, "digestpin_0.1.0_linux_amd64.tar.gz"), entries["digestpin"]...)

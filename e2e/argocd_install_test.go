@@ -206,7 +206,7 @@ func TestArgoCDImageFetch(t *testing.T) {
 	dir := t.TempDir()
 	tool := func(name string) string { return "#!/bin/sh\necho " + name + "\n" }
 	dpSum := writeTarGz(t, filepath.Join(dir, "digestpin_0.1.0_linux_amd64.tar.gz"),
-		map[string]string{"digestpin": tool("digestpin"), "LICENSE": "Apache-2.0\n", "README.md": "#\n"})
+		map[string]string{"digestpin": tool("digestpin"), "digestpin-helm": tool("digestpin-helm"), "LICENSE": "Apache-2.0\n", "README.md": "#\n"})
 	helmSum := writeTarGz(t, filepath.Join(dir, "helm-v4.3.1-linux-amd64.tar.gz"),
 		map[string]string{"linux-amd64/helm": tool("helm"), "linux-amd64/LICENSE": "Apache-2.0\n"})
 	kzSum := writeTarGz(t, filepath.Join(dir, "kustomize_v5.8.1_linux_amd64.tar.gz"), map[string]string{"kustomize": tool("kustomize")})
@@ -284,15 +284,15 @@ func TestArgoCDImageFetch(t *testing.T) {
 			if r.err != nil {
 				t.Fatalf("image-fetch.sh: %v\n%s", r.err, r.stderr)
 			}
-			for _, name := range []string{"digestpin", "helm", "kustomize"} {
+			for _, name := range []string{"digestpin", "digestpin-helm", "helm", "kustomize"} {
 				out := runCmd(t, bin, nil, nil, filepath.Join(bin, name))
 				if out.err != nil || out.stdout != name+"\n" {
 					t.Errorf("%s from the archive: %v %q", name, out.err, out.stdout)
 				}
 			}
 			des, err := os.ReadDir(bin)
-			if err != nil || len(des) != 3 {
-				t.Errorf("bin holds %d files (%v), want the three binaries", len(des), err)
+			if err != nil || len(des) != 4 {
+				t.Errorf("bin holds %d files (%v), want the four binaries", len(des), err)
 			}
 		})
 	}

@@ -383,6 +383,10 @@ func TestArgoCDPluginInstall(t *testing.T) {
 		if got.err != nil || strings.TrimSpace(got.stdout) != "digestpin "+version {
 			t.Errorf("bin/digestpin --version = %q, %v", got.stdout, got.err)
 		}
+		// digestpin template runs the digestpin-helm placed beside it.
+		if got := runCmd(t, "", nil, nil, filepath.Join(dest, "bin", "digestpin"), "template", "--help"); got.err != nil || !strings.Contains(got.stderr, "Helm 4's engine") {
+			t.Errorf("bin/digestpin template --help = %v, stderr:\n%s", got.err, got.stderr)
+		}
 		for _, f := range []string{"plugin.yaml", "init.sh", "generate.sh"} {
 			want, _ := os.ReadFile(filepath.Join(repoRoot(t), "scripts", "argocd", f))
 			got, err := os.ReadFile(filepath.Join(dest, "config", f))
@@ -455,7 +459,7 @@ func TestArgoCDPluginInstall(t *testing.T) {
 		{
 			desc: "a release without the plugin's files",
 			env:  []string{"DIGESTPIN_RELEASE_URL=" + srv.URL + "/old"},
-			want: "digestpin-install: " + archive + " does not hold digestpin argocd/plugin.yaml argocd/init.sh argocd/generate.sh (a release before the plugin was in it?)\n",
+			want: "digestpin-install: " + archive + " does not hold digestpin digestpin-helm argocd/plugin.yaml argocd/init.sh argocd/generate.sh (a release before the plugin was in it?)\n",
 		},
 		{
 			desc: "no version",
@@ -524,16 +528,17 @@ func TestArgoCDPluginInstallRefusesHostileArchive(t *testing.T) {
 	victimPath, mark := filepath.Join(t.TempDir(), "victim"), ""
 	good := map[string]tarEntry{
 		"digestpin":          fileEntry("digestpin", "#!/bin/sh\necho digestpin 0.1.0\n"),
+		"digestpin-helm":     fileEntry("digestpin-helm", "#!/bin/sh\necho digestpin 0.1.0\n"),
 		"argocd/plugin.yaml": fileEntry("argocd/plugin.yaml", "kind: ConfigManagementPlugin\n"),
 		"argocd/init.sh":     fileEntry("argocd/init.sh", "exit 0\n"),
 		"argocd/generate.sh": fileEntry("argocd/generate.sh", "exit 0\n"),
 	}
-	for _, who := range []string{"digestpin", "argocd/plugin.yaml", "argocd/generate.sh"} {
+	for _, who := range []string{"digestpin", "digestpin-helm", "argocd/plugin.yaml", "argocd/generate.sh"} {
 		for _, tc := range hostileEntries(t, who, victimPath) {
 			t.Run(who+" "+tc.desc, func(t *testing.T) {
 				mark = newVictim(t, victimPath)
 				entries := []tarEntry{dirEntry("argocd/")}
-				for _, name := range []string{"digestpin", "argocd/plugin.yaml", "argocd/init.sh", "argocd/generate.sh"} {
+				for _, name := range []string{"digestpin", "digestpin-helm", "argocd/plugin.yaml", "argocd/init.sh", "argocd/generate.sh"} {
 					if name == who {
 						entries = append(entries, tc.entries...)
 					} else {

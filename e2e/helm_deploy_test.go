@@ -68,8 +68,10 @@ func TestHelm4DigestpinCommands(t *testing.T) {
 	chart := filepath.Join(src, "testdata", "chart")
 	generated := filepath.Join(src, "testdata", "generated")
 	home := helmHome(t, t.TempDir())
-	// The root plugin keeps the checkout's bin/digestpin (it reports the
-	// plugin's version); the post-renderer plugin gets the same binary.
+	// The root plugin keeps the checkout's bin/digestpin and
+	// bin/digestpin-helm (they report the plugin's version); the
+	// post-renderer plugin gets the same binaries (DIGESTPIN_PLUGIN_BINARY
+	// and the digestpin-helm beside it).
 	if out := mustRun(t, home, h4, "plugin", "install", src); !strings.Contains(out, "Installed plugin: digestpin") {
 		t.Fatalf("helm plugin install %s printed\n%s", src, out)
 	}

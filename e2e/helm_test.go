@@ -356,8 +356,8 @@ func pathDir(t *testing.T, links map[string]string) string {
 
 // checkout copies the working tree, as a user's checkout of the project,
 // into a folder named digestpin: source, plugins and scripts, without
-// .git, the tool cache and built binaries. The root plugin gets bin as its
-// binary.
+// .git, the tool cache and built binaries. The root plugin gets bin and
+// the digestpin-helm beside it as its binaries.
 func checkout(t *testing.T, bin string) string {
 	t.Helper()
 	root, dst := repoRoot(t), filepath.Join(t.TempDir(), "digestpin")
@@ -390,8 +390,11 @@ func checkout(t *testing.T, bin string) string {
 	if err != nil {
 		t.Fatalf("copying the working tree: %v", err)
 	}
-	if err := copyFile(bin, filepath.Join(dst, "bin", "digestpin")); err != nil {
-		t.Fatal(err)
+	// make build's two files: digestpin and the digestpin-helm it runs.
+	for _, name := range []string{"digestpin", "digestpin-helm"} {
+		if err := copyFile(filepath.Join(filepath.Dir(bin), name), filepath.Join(dst, "bin", name)); err != nil {
+			t.Fatal(err)
+		}
 	}
 	return dst
 }
@@ -489,13 +492,16 @@ func TestInstallBinaryScript(t *testing.T) {
 	for _, tc := range []struct {
 		desc    string
 		source  bool   // the plugin folder is a module checkout
-		binary  bool   // bin/digestpin is there already
+		binary  bool   // bin/digestpin and bin/digestpin-helm are there already
+		alone   bool   // bin/digestpin is there already, without digestpin-helm
 		helm    string // run as Helm does: "" no, "dir" on a plugin folder, "link" on a symlink to one
 		env     []string
 		wantErr string // on stderr, or "" for success
 		wantOut string // on stdout
 	}{
 		{desc: "binary there", binary: true, wantOut: "installed digestpin "},
+		// Its template command cannot run: not current, downloaded.
+		{desc: "binary there without digestpin-helm", alone: true, wantOut: "downloading " + releaseURL + "/digestpin_" + version},
 		{desc: "binary given", env: []string{"DIGESTPIN_PLUGIN_BINARY=" + bin}, wantOut: "installed digestpin "},
 		{desc: "download", wantOut: "downloading " + releaseURL + "/digestpin_" + version},
 		{desc: "download with a slash", env: []string{"DIGESTPIN_PLUGIN_URL=" + releaseURL + "/"}, wantOut: "installed digestpin "},
@@ -516,8 +522,11 @@ func TestInstallBinaryScript(t *testing.T) {
 			if tc.source {
 				files["go.mod"] = "go.mod"
 			}
-			if tc.binary {
+			if tc.binary || tc.alone {
 				files["bin/digestpin"] = bin
+			}
+			if tc.binary {
+				files["bin/digestpin-helm"] = filepath.Join(filepath.Dir(bin), "digestpin-helm")
 			}
 			for to, from := range files {
 				if !filepath.IsAbs(from) {
@@ -570,6 +579,9 @@ func TestInstallBinaryScript(t *testing.T) {
 			}
 			if installed := binErr == nil; installed != (tc.wantOut != "") {
 				t.Errorf("bin/digestpin installed = %v, want %v", installed, tc.wantOut != "")
+			}
+			if _, err := os.Stat(filepath.Join(pluginDir, "bin", "digestpin-helm")); (err == nil) != (tc.wantOut != "") {
+				t.Errorf("bin/digestpin-helm installed = %v, want %v", err == nil, tc.wantOut != "")
 			}
 			if tmp, _ := filepath.Glob(filepath.Join(pluginDir, "bin", "*.tmp.*")); len(tmp) != 0 {
 				t.Errorf("temporary files left in bin/: %q", tmp)

@@ -123,11 +123,15 @@ func TestRelease(t *testing.T) {
 			t.Errorf("sha256sum --check --ignore-missing SHA256SUMS = %v:\n%s%s", res.err, res.stdout, res.stderr)
 		}
 		tmp := t.TempDir()
-		if res := runCmd(t, tmp, nil, nil, "tar", "-xzf", filepath.Join(dir, binArchive), "digestpin"); res.err != nil {
-			t.Fatalf("tar -xzf %s digestpin: %v\n%s", binArchive, res.err, res.stderr)
+		if res := runCmd(t, tmp, nil, nil, "tar", "-xzf", filepath.Join(dir, binArchive), "digestpin", "digestpin-helm"); res.err != nil {
+			t.Fatalf("tar -xzf %s digestpin digestpin-helm: %v\n%s", binArchive, res.err, res.stderr)
 		}
 		if res := runCmd(t, tmp, nil, nil, "./digestpin", "--version"); strings.TrimSpace(res.stdout) != "digestpin "+version {
 			t.Errorf("./digestpin --version = %q, %v", res.stdout, res.err)
+		}
+		// digestpin template runs the digestpin-helm beside it.
+		if res := runCmd(t, tmp, nil, nil, "./digestpin", "template", "--help"); res.err != nil || !strings.Contains(res.stderr, "Helm 4's engine") {
+			t.Errorf("./digestpin template --help = %v, stderr:\n%s", res.err, res.stderr)
 		}
 	})
 
@@ -136,15 +140,15 @@ func TestRelease(t *testing.T) {
 		t.Errorf("SHA256SUMS has %d lines, want one for each of the 3 other files: %q", len(sums), sums)
 	}
 	for _, tc := range []struct {
-		file    string
-		entries []string // sorted, folders left out
-		binary  string   // the entry that is digestpin
+		file     string
+		entries  []string // sorted, folders left out
+		binaries []string // the entries that are digestpin and digestpin-helm
 	}{
 		{file: binArchive, entries: []string{
 			"LICENSE", "README.md", "argocd/generate.sh", "argocd/init.sh", "argocd/plugin.yaml",
-			"digestpin", "digestpin-ci.sh", "digestpin-lock.sh",
-		}, binary: "digestpin"},
-		{file: h3Plugin, entries: []string{"LICENSE", "bin/digestpin", "plugin.yaml", "scripts/install-binary.sh"}, binary: "bin/digestpin"},
+			"digestpin", "digestpin-ci.sh", "digestpin-helm", "digestpin-lock.sh",
+		}, binaries: []string{"digestpin", "digestpin-helm"}},
+		{file: h3Plugin, entries: []string{"LICENSE", "bin/digestpin", "bin/digestpin-helm", "plugin.yaml", "scripts/install-binary.sh"}, binaries: []string{"bin/digestpin", "bin/digestpin-helm"}},
 		{file: h4Plugin, entries: []string{
 			"digestpin-postrenderer/LICENSE", "digestpin-postrenderer/plugin.yaml",
 			"digestpin-postrenderer/scripts/install-binary.sh",
@@ -159,14 +163,16 @@ func TestRelease(t *testing.T) {
 			if strings.Join(files, " ") != strings.Join(tc.entries, " ") {
 				t.Errorf("archive holds %q, want %q", files, tc.entries)
 			}
-			if tc.binary == "" {
+			if len(tc.binaries) == 0 {
 				return
 			}
-			bin := filepath.Join(t.TempDir(), "digestpin")
-			untar(t, p, filepath.Dir(bin))
-			got := runCmd(t, "", nil, nil, filepath.Join(filepath.Dir(bin), tc.binary), "--version")
-			if got.err != nil || strings.TrimSpace(got.stdout) != "digestpin "+version {
-				t.Errorf("%s --version = %q, %v; want \"digestpin %s\"", tc.binary, got.stdout, got.err, version)
+			bin := t.TempDir()
+			untar(t, p, bin)
+			for _, b := range tc.binaries {
+				got := runCmd(t, "", nil, nil, filepath.Join(bin, b), "--version")
+				if got.err != nil || strings.TrimSpace(got.stdout) != "digestpin "+version {
+					t.Errorf("%s --version = %q, %v; want \"digestpin %s\"", b, got.stdout, got.err, version)
+				}
 			}
 		})
 	}

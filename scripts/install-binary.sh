@@ -1,17 +1,19 @@
 #!/bin/sh
-# install-binary.sh puts a working digestpin binary into a Helm plugin
-# folder. Helm runs it as the install and update hook of both plugins (the
+# install-binary.sh puts working digestpin binaries into a Helm plugin
+# folder: bin/digestpin and bin/digestpin-helm, the full build, which
+# digestpin runs for template, install, upgrade and argocd refresh (see
+# docs/install.md). Helm runs it as the install and update hook of both plugins (the
 # Helm 3 plugin at the repository root and the Helm 4 post-renderer plugin in
 # plugin/digestpin-postrenderer), with HELM_PLUGIN_DIR set. In this order:
 #
-#   1. keep bin/digestpin when it reports the version in plugin.yaml (a
-#      plugin archive of a release ships one);
+#   1. keep bin/ when bin/digestpin reports the version in plugin.yaml and
+#      runs digestpin template (a plugin archive of a release ships both);
 #   2. download the release archive digestpin_VERSION_OS_ARCH.tar.gz and
 #      SHA256SUMS from the release URL, check the archive against its line in
-#      SHA256SUMS, and install the binary in it;
+#      SHA256SUMS, and install the two binaries in it;
 #   3. only when the download fails (not when a checksum is wrong or
 #      missing) and the plugin is a source checkout with Go on PATH: build
-#      the binary from that source.
+#      both from that source.
 #
 # When an install fails, the hook removes the plugin Helm just put into its
 # plugins folder again (Helm itself leaves it there, unusable), and says why
@@ -24,7 +26,9 @@
 #                                 e.g. a mirror in an air-gapped network
 #   DIGESTPIN_PLUGIN_BUILD=true   build from the checkout with Go; never
 #                                 download, never keep an older build
-#   DIGESTPIN_PLUGIN_BINARY=FILE  install FILE instead (a binary you have)
+#   DIGESTPIN_PLUGIN_BINARY=FILE  install FILE instead (a binary you have),
+#                                 and the digestpin-helm beside it if there is
+#                                 one (a full build, go install, needs none)
 #   DIGESTPIN_PLUGIN_SKIP=true    do nothing (a packager puts bin/ in place)
 set -e
 
@@ -33,6 +37,7 @@ MODULE=github.com/digestpin/digestpin
 RELEASES=https://github.com/digestpin/digestpin/releases/download
 EVENT=
 TMP_BIN=
+TMP_HELM_BIN=
 TMP_DIR=
 
 info() { echo "$PROJECT plugin: $*"; }
@@ -52,19 +57,22 @@ fail() {
 cleanup() {
   rc=$?
   if [ -n "$TMP_BIN" ]; then rm -f "$TMP_BIN"; fi
+  if [ -n "$TMP_HELM_BIN" ]; then rm -f "$TMP_HELM_BIN"; fi
   if [ -n "$TMP_DIR" ]; then rm -rf "$TMP_DIR"; fi
   exit "$rc"
 }
 
 # initPluginDir sets PLUGIN_DIR, EXE and BIN (bin/digestpin.exe on
-# Windows, where Helm finds it as bin/digestpin). Run by hand, the script
-# works on the plugin folder it sits in.
+# Windows, where Helm finds it as bin/digestpin), and HELM_EXE and
+# HELM_BIN for digestpin-helm. Run by hand, the script works on the
+# plugin folder it sits in.
 initPluginDir() {
   PLUGIN_DIR=${HELM_PLUGIN_DIR:-$(cd "$(dirname "$0")/.." && pwd)}
   [ -f "$PLUGIN_DIR/plugin.yaml" ] || fail "no plugin.yaml in $PLUGIN_DIR"
-  EXE=$PROJECT
-  [ "$OS" != windows ] || EXE=$PROJECT.exe
+  EXE=$PROJECT HELM_EXE=$PROJECT-helm
+  [ "$OS" != windows ] || EXE=$PROJECT.exe HELM_EXE=$PROJECT-helm.exe
   BIN=$PLUGIN_DIR/bin/$EXE
+  HELM_BIN=$PLUGIN_DIR/bin/$HELM_EXE
 }
 
 # readVersion sets VERSION from the plugin's plugin.yaml, the one version
@@ -148,13 +156,25 @@ findSource() {
   done
 }
 
-# current reports whether bin/ holds a binary of this version.
+# current reports whether bin/ holds a binary of this version whose
+# template command runs (it needs digestpin-helm of the same version).
 current() {
-  [ -x "$BIN" ] && [ "$("$BIN" --version 2>/dev/null)" = "$PROJECT $VERSION" ]
+  [ -x "$BIN" ] && [ "$("$BIN" --version 2>/dev/null)" = "$PROJECT $VERSION" ] &&
+    "$BIN" template --help >/dev/null 2>&1
 }
 
-# place moves the finished binary into bin/ in one step.
+# place moves the finished binaries into bin/, each in one step:
+# digestpin-helm first, so that a digestpin of this version never runs
+# an older one; without a new one (TMP_HELM_BIN empty), an old one is
+# removed.
 place() {
+  if [ -n "$TMP_HELM_BIN" ]; then
+    chmod 0755 "$TMP_HELM_BIN"
+    mv -f "$TMP_HELM_BIN" "$HELM_BIN"
+    TMP_HELM_BIN=
+  else
+    rm -f "$HELM_BIN"
+  fi
   chmod 0755 "$TMP_BIN"
   mv -f "$TMP_BIN" "$BIN"
   TMP_BIN=
@@ -164,10 +184,11 @@ build() {
   [ -n "$SRC" ] || fail "no source to build $PROJECT from in $PLUGIN_DIR: DIGESTPIN_PLUGIN_BUILD needs a checkout"
   command -v go >/dev/null 2>&1 ||
     fail "Go is not installed: it is needed to build $PROJECT $VERSION from $SRC (or set DIGESTPIN_PLUGIN_BINARY to a $PROJECT binary)"
-  info "building $PROJECT $VERSION from $SRC with $(go version)"
+  info "building $PROJECT $VERSION and $PROJECT-helm from $SRC with $(go version)"
   mkdir -p "$(dirname "$BIN")"
-  TMP_BIN=$BIN.tmp.$$
-  (cd "$SRC" && go build -trimpath -ldflags "-X main.version=$VERSION" -o "$TMP_BIN" .) ||
+  TMP_BIN=$BIN.tmp.$$ TMP_HELM_BIN=$HELM_BIN.tmp.$$
+  (cd "$SRC" && go build -trimpath -tags nohelm -ldflags "-X main.version=$VERSION" -o "$TMP_BIN" . &&
+    go build -trimpath -ldflags "-X main.version=$VERSION" -o "$TMP_HELM_BIN" .) ||
     fail "go build in $SRC failed"
   place
 }
@@ -177,6 +198,11 @@ copyBinary() {
   mkdir -p "$(dirname "$BIN")"
   TMP_BIN=$BIN.tmp.$$
   cp "$DIGESTPIN_PLUGIN_BINARY" "$TMP_BIN"
+  beside=$(dirname "$DIGESTPIN_PLUGIN_BINARY")/$HELM_EXE
+  if [ -f "$beside" ]; then
+    TMP_HELM_BIN=$HELM_BIN.tmp.$$
+    cp "$beside" "$TMP_HELM_BIN"
+  fi
   place
 }
 
@@ -236,25 +262,35 @@ regularFile() {
   [ -n "$(find "$1" -prune -type f -links 1 2>/dev/null)" ]
 }
 
-# unpack installs the binary from the verified ARCHIVE: a regular file
-# only, whatever the archive says it is.
+# unpack installs the two binaries from the verified ARCHIVE: regular
+# files only, whatever the archive says they are.
 unpack() {
-  tar -xzf "$ARCHIVE" -C "$TMP_DIR" "$EXE" 2>/dev/null || fail "$(basename "$ARCHIVE") holds no $EXE"
-  regularFile "$TMP_DIR/$EXE" ||
-    fail "$EXE in $(basename "$ARCHIVE") is not a regular file (a link, a folder or a device): refusing to install it"
+  for f in "$EXE" "$HELM_EXE"; do
+    tar -xzf "$ARCHIVE" -C "$TMP_DIR" "$f" 2>/dev/null || fail "$(basename "$ARCHIVE") holds no $f"
+    regularFile "$TMP_DIR/$f" ||
+      fail "$f in $(basename "$ARCHIVE") is not a regular file (a link, a folder or a device): refusing to install it"
+  done
   mkdir -p "$(dirname "$BIN")"
-  TMP_BIN=$BIN.tmp.$$
+  TMP_BIN=$BIN.tmp.$$ TMP_HELM_BIN=$HELM_BIN.tmp.$$
   mv -f "$TMP_DIR/$EXE" "$TMP_BIN"
+  mv -f "$TMP_DIR/$HELM_EXE" "$TMP_HELM_BIN"
   place
 }
 
-# verify runs the installed binary once.
+# verify runs the installed binary once, and its template command, which
+# runs digestpin-helm when bin/digestpin is the build without Helm's
+# engine (and refuses one of another version).
 verify() {
   out=$("$BIN" --version 2>&1) || fail "$BIN does not run: $out"
   if [ "$out" != "$PROJECT $VERSION" ]; then
     info "warning: $BIN reports \"$out\", plugin.yaml says $VERSION"
   fi
-  info "installed $out at $BIN"
+  msg=$("$BIN" template --help 2>&1 >/dev/null) || fail "$BIN template does not run: $(echo "$msg" | tail -n 1)"
+  if [ -f "$HELM_BIN" ]; then
+    info "installed $out at $BIN, and $HELM_BIN"
+  else
+    info "installed $out at $BIN"
+  fi
 }
 
 isTrue() {

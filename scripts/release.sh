@@ -3,13 +3,18 @@
 # dist/), for each OS/ARCH of PLATFORMS (default: the six below). `make
 # release` runs it. For VERSION and each platform:
 #
-#   digestpin_VERSION_OS_ARCH.tar.gz        digestpin[.exe], LICENSE, README.md,
+#   digestpin_VERSION_OS_ARCH.tar.gz        digestpin[.exe], digestpin-helm[.exe],
+#                                           LICENSE, README.md,
 #                                           digestpin-lock.sh, digestpin-ci.sh,
 #                                           argocd/plugin.yaml, init.sh, generate.sh:
 #                                           what the plugins' install hook and the
 #                                           Argo CD plugin's init container download
-#   digestpin-plugin-VERSION-OS-ARCH.tgz    the Helm 3 plugin with its binary,
+#   digestpin-plugin-VERSION-OS-ARCH.tgz    the Helm 3 plugin with both binaries,
 #                                           for `helm plugin install URL`
+#
+# digestpin is built with -tags nohelm; digestpin-helm, the full build, is
+# what it runs for template, install, upgrade and argocd refresh (see
+# docs/install.md). Both come from one tree and carry one version.
 #
 # and once:
 #
@@ -55,12 +60,13 @@ archive() {
 
 for p in $PLATFORMS; do
   os=${p%/*} arch=${p#*/}
-  exe=digestpin
-  [ "$os" != windows ] || exe=digestpin.exe
+  exe=digestpin helm_exe=digestpin-helm
+  [ "$os" != windows ] || exe=digestpin.exe helm_exe=digestpin-helm.exe
   bin=$stage/bin-$os-$arch
   mkdir -p "$bin"
   echo "release: digestpin $VERSION for $os/$arch"
-  GOOS=$os GOARCH=$arch CGO_ENABLED=0 go build -trimpath -ldflags "-s -w -X main.version=$VERSION" -o "$bin/$exe" .
+  GOOS=$os GOARCH=$arch CGO_ENABLED=0 go build -trimpath -tags nohelm -ldflags "-s -w -X main.version=$VERSION" -o "$bin/$exe" .
+  GOOS=$os GOARCH=$arch CGO_ENABLED=0 go build -trimpath -ldflags "-s -w -X main.version=$VERSION" -o "$bin/$helm_exe" .
   cp LICENSE README.md "$bin/"
   # The CI steps: the GitLab CI template runs them from this archive.
   cp scripts/ci/digestpin-lock.sh scripts/ci/digestpin-ci.sh "$bin/"
@@ -74,7 +80,7 @@ for p in $PLATFORMS; do
   mkdir -p "$h3/bin" "$h3/scripts"
   cp plugin.yaml LICENSE "$h3/"
   cp scripts/install-binary.sh "$h3/scripts/"
-  cp "$bin/$exe" "$h3/bin/"
+  cp "$bin/$exe" "$bin/$helm_exe" "$h3/bin/"
   archive "$DIST/digestpin-plugin-$VERSION-$os-$arch.tgz" "$h3"
 done
 

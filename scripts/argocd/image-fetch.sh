@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# image-fetch.sh puts the released digestpin, Helm and kustomize binaries
+# image-fetch.sh puts the released digestpin, digestpin-helm, Helm and kustomize binaries
 # for linux/TARGETARCH into the folder $1. The sidecar image's Dockerfile
 # runs it with its build arguments (which Docker passes as environment
 # variables); e2e/argocd_install_test.go runs it against a release served
@@ -74,14 +74,14 @@ check "$kz" "$KUSTOMIZE_SHA256"
 # Unpacked only now, all three checked; into $dest only when all three
 # unpacked.
 mkdir "$tmp/bin"
-tar -xzf "$tmp/$dp" -C "$tmp/bin" digestpin 2>/dev/null || fail "$dp holds no digestpin"
+tar -xzf "$tmp/$dp" -C "$tmp/bin" digestpin digestpin-helm 2>/dev/null || fail "$dp holds no digestpin and digestpin-helm"
 tar -xzf "$tmp/$helm" -C "$tmp/bin" --strip-components 1 "linux-$arch/helm" 2>/dev/null || fail "$helm holds no linux-$arch/helm"
 tar -xzf "$tmp/$kz" -C "$tmp/bin" kustomize 2>/dev/null || fail "$kz holds no kustomize"
 # Each a regular file of its own: install copies what a link points at (a
 # file of the build into the image), and blocks on a FIFO.
-for f in digestpin helm kustomize; do
+for f in digestpin digestpin-helm helm kustomize; do
 	[[ -n "$(find "$tmp/bin/$f" -prune -type f -links 1 2>/dev/null)" ]] ||
 		fail "$f from its archive is not a regular file (a link, a folder or a device): refusing it"
 done
 mkdir -p -- "$dest"
-install -m 0755 "$tmp/bin/digestpin" "$tmp/bin/helm" "$tmp/bin/kustomize" "$dest/"
+install -m 0755 "$tmp/bin/digestpin" "$tmp/bin/digestpin-helm" "$tmp/bin/helm" "$tmp/bin/kustomize" "$dest/"

@@ -1,11 +1,12 @@
 #!/bin/sh
 # plugin-install.sh is the init container of the digestpin Config Management
-# Plugin when no image is built: it places the released digestpin binary and
+# Plugin when no image is built: it places the released digestpin binaries and
 # the plugin's plugin.yaml, init.sh and generate.sh (all from the one
 # release archive, so they are of one version) into the shared volume
 # mounted at $1 (default /digestpin):
 #
 #   $1/bin/digestpin                          the sidecar's PATH starts there
+#   $1/bin/digestpin-helm                     what digestpin template runs
 #   $1/config/plugin.yaml, init.sh, generate.sh  the sidecar's
 #                                             /home/argocd/cmp-server/config
 #
@@ -81,9 +82,9 @@ if [ -n "${DIGESTPIN_SHA256:-}" ] && [ "$got" != "$DIGESTPIN_SHA256" ]; then
 	fail "$file has the SHA-256 $got, but DIGESTPIN_SHA256 says $DIGESTPIN_SHA256: refusing it"
 fi
 
-# Unpacked only now, checked; only the four files, each a regular file
+# Unpacked only now, checked; only the five files, each a regular file
 # with no other name (not a symbolic or hard link, a folder or a device).
-files="digestpin argocd/plugin.yaml argocd/init.sh argocd/generate.sh"
+files="digestpin digestpin-helm argocd/plugin.yaml argocd/init.sh argocd/generate.sh"
 mkdir "$tmp/x"
 # shellcheck disable=SC2086 # files is a list of names without spaces
 tar -xzf "$tmp/$file" -C "$tmp/x" $files 2>/dev/null ||
@@ -100,12 +101,19 @@ v=$(
 	"$tmp/x/digestpin" --version 2>&1
 ) || fail "the digestpin of $file does not run here: $v"
 [ "$v" = "digestpin $version" ] || fail "$file holds \"$v\", want \"digestpin $version\""
+h=$(
+	unset DIGESTPIN_VERSION DIGESTPIN_RELEASE_URL DIGESTPIN_SHA256 DIGESTPIN_ARCH
+	"$tmp/x/digestpin-helm" --version 2>&1
+) || fail "the digestpin-helm of $file does not run here: $h"
+[ "$h" = "$v" ] || fail "$file holds digestpin-helm \"$h\", want \"$v\""
 
 # Into place, each file replaced at once (a restarted init container finds
-# the files of its earlier run).
+# the files of its earlier run), digestpin-helm before the digestpin that
+# runs it.
 mkdir -p "$dest/bin" "$dest/config"
-chmod 0755 "$tmp/x/digestpin"
+chmod 0755 "$tmp/x/digestpin" "$tmp/x/digestpin-helm"
 chmod 0644 "$tmp/x/argocd/plugin.yaml" "$tmp/x/argocd/init.sh" "$tmp/x/argocd/generate.sh"
+mv -f "$tmp/x/digestpin-helm" "$dest/bin/digestpin-helm"
 mv -f "$tmp/x/digestpin" "$dest/bin/digestpin"
 for f in plugin.yaml init.sh generate.sh; do
 	mv -f "$tmp/x/argocd/$f" "$dest/config/$f"
