@@ -261,7 +261,7 @@ func (o *options) pinStream(ctx context.Context, p *pin.Pinner, input func(conte
 		res.Discard()
 		return stopped(ctx, ctx.Err())
 	}
-	if err := writeOutput(ctx, stdout, res.Output); err != nil {
+	if err := writeOutput(ctx, stdout, res); err != nil {
 		res.Discard()
 		return err
 	}

@@ -194,8 +194,8 @@ func renderBoth(t *testing.T, r Renderer, in []byte) {
 	if fmt.Sprint(gotErr) != fmt.Sprint(wantErr) {
 		t.Fatalf("Render(%q) with quickParse: error %v, without: %v", in, gotErr, wantErr)
 	}
-	if !bytes.Equal(got.Output, want.Output) {
-		t.Fatalf("Render(%q) with quickParse:\n%s\nwithout:\n%s", in, got.Output, want.Output)
+	if !bytes.Equal(got.Bytes(), want.Bytes()) {
+		t.Fatalf("Render(%q) with quickParse:\n%s\nwithout:\n%s", in, got.Bytes(), want.Bytes())
 	}
 	if d := cmp.Diff(fmt.Sprint(want.Images, want.Unpinned, warnFull), fmt.Sprint(got.Images, got.Unpinned, warnQuick)); d != "" {
 		t.Fatalf("Render(%q): images, unpinned values or warnings with quickParse differ (-without +with):\n%s", in, d)
