@@ -19,6 +19,7 @@ import (
 
 	"github.com/spf13/pflag"
 
+	"github.com/digestpin/digestpin/internal/readfile"
 	"github.com/digestpin/digestpin/pin"
 )
 
@@ -298,7 +299,9 @@ func stdinStops(stdin io.Reader, what, instead string) error {
 	return nil
 }
 
-// read returns the whole input, from stdin or -f FILE. Opening a FIFO and
+// read returns the whole input, from stdin or -f FILE, in a slice of its
+// exact size (readfile.All: a file is read at the size it has, a pipe in
+// chunks, not into a slice grown to twice the input). Opening a FIFO and
 // reading a pipe block in the kernel, so the read runs on its own
 // goroutine and read returns when ctx ends: that goroutine is left behind,
 // which is fine for a process about to exit.
@@ -329,7 +332,7 @@ func (o *options) read(ctx context.Context, stdin io.Reader, log *logger) ([]byt
 			defer f.Close()
 			r = f
 		}
-		b, err := io.ReadAll(r)
+		b, err := readfile.All(r, -1)
 		done <- result{b, err}
 	}()
 	select {
