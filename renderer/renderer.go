@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"unique"
 
 	"github.com/digestpin/digestpin/kindpath"
 	"github.com/digestpin/digestpin/resolution"
@@ -98,12 +99,19 @@ type Workload struct {
 
 // owned returns w with strings of its own. A document's values may be
 // cut from one string of the whole document (quickParse): what outlives
-// the document's parse must not keep all of it.
+// the document's parse must not keep all of it. The strings that repeat
+// from one workload to the next (kind, namespace, container, field) are
+// shared (intern); a name is copied.
 func (w Workload) owned() Workload {
-	w.Kind, w.Namespace, w.Name = strings.Clone(w.Kind), strings.Clone(w.Namespace), strings.Clone(w.Name)
-	w.Container, w.Field = strings.Clone(w.Container), strings.Clone(w.Field)
+	w.Kind, w.Namespace, w.Name = intern(w.Kind), intern(w.Namespace), strings.Clone(w.Name)
+	w.Container, w.Field = intern(w.Container), intern(w.Field)
 	return w
 }
+
+// intern returns s in memory of its own, one copy for every equal string:
+// a stream of thousands of workloads repeats a few kinds, namespaces,
+// container names and images. It is safe for concurrent use.
+func intern(s string) string { return unique.Make(s).Value() }
 
 // line returns the checksum line of the workload's image pinned to
 // value: "NAME=REF", "volume/NAME=REF", "field/PATH=REF", or for a field

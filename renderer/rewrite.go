@@ -505,7 +505,7 @@ func (e *editor) pinImage(spec, m *yaml.Node, key string, w Workload) (string, e
 		}
 		return w.Container + "=" + img.Value, nil
 	}
-	u := use{image: strings.Clone(img.Value), ref: ref, workload: w.owned(), doc: e.d, line: img.Line}
+	u := use{image: intern(img.Value), ref: ref, workload: w.owned(), doc: e.d, line: img.Line}
 	if spec != nil {
 		if e.specUses == nil {
 			e.specUses = map[*yaml.Node][]use{}
