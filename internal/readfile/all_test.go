@@ -165,7 +165,7 @@ func TestAllFileChanges(t *testing.T) {
 				}
 			}}
 			// As All does for a file, its size taken before the change.
-			got, err := readSized(g, size, -1)
+			got, err := readSized(g, size, -1, Memory{})
 			if err != nil || !bytes.Equal(got, tc.want) {
 				t.Errorf("All(file that %s) = %d bytes, %v; want %d", tc.desc, len(got), err, len(tc.want))
 			}
@@ -178,7 +178,7 @@ func TestAllFileChanges(t *testing.T) {
 			t.Fatal(err)
 		}
 	}}
-	if got, err := readSized(g, int64(len(first)), int64(len(first)+1)); !errors.Is(err, ErrTooLarge) {
+	if got, err := readSized(g, int64(len(first)), int64(len(first)+1), Memory{}); !errors.Is(err, ErrTooLarge) {
 		t.Errorf("All(file that grows past the limit) = %d bytes, %v; want %v", len(got), err, ErrTooLarge)
 	}
 }
@@ -262,5 +262,73 @@ func TestRegularLimit(t *testing.T) {
 		if err != nil || !bytes.Equal(got, want) {
 			t.Errorf("Regular(%d bytes, limit %d) = %d bytes, %v", n, limit, len(got), err)
 		}
+	}
+}
+
+// countingMemory is a Memory that keeps what it made and not dropped.
+type countingMemory struct{ live map[*byte]int }
+
+func (c *countingMemory) memory() Memory {
+	c.live = map[*byte]int{}
+	return Memory{
+		Make: func(n int) []byte {
+			b := make([]byte, n+1)[:n] // never empty, so that it has an address
+			c.live[&b[:1][0]] = n
+			return b
+		},
+		Drop: func(b []byte) {
+			if cap(b) > 0 {
+				delete(c.live, &b[:1][0])
+			}
+		},
+	}
+}
+
+// TestAllIn checks that AllIn returns a slice its Memory made, from a
+// file, a pipe and a file that grows, and that every other slice it made
+// is dropped, on success and on error.
+func TestAllIn(t *testing.T) {
+	t.Parallel()
+	want := stream(3*firstChunk + 11)
+	for _, tc := range []struct {
+		desc  string
+		open  func(t *testing.T) io.Reader
+		limit int64
+		err   error
+	}{
+		{desc: "file", open: func(t *testing.T) io.Reader { return openFile(t, want) }, limit: -1},
+		{desc: "pipe", open: func(t *testing.T) io.Reader { return openPipe(t, want) }, limit: -1},
+		{desc: "file over the limit", open: func(t *testing.T) io.Reader { return openFile(t, want) }, limit: 10, err: ErrTooLarge},
+		{desc: "pipe over the limit", open: func(t *testing.T) io.Reader { return openPipe(t, want) }, limit: firstChunk, err: ErrTooLarge},
+		{desc: "read fails", open: func(*testing.T) io.Reader { return &errReader{b: want, err: syscall.EIO} }, limit: -1, err: syscall.EIO},
+	} {
+		t.Run(tc.desc, func(t *testing.T) {
+			var c countingMemory
+			got, err := AllIn(tc.open(t), tc.limit, c.memory())
+			if tc.err != nil {
+				if !errors.Is(err, tc.err) || len(c.live) != 0 {
+					t.Errorf("AllIn() = %v with %d slices not dropped, want %v and none", err, len(c.live), tc.err)
+				}
+				return
+			}
+			if err != nil || !bytes.Equal(got, want) {
+				t.Fatalf("AllIn() = %d bytes, %v", len(got), err)
+			}
+			if n, ok := c.live[&got[0]]; len(c.live) != 1 || !ok || n != len(want) {
+				t.Errorf("AllIn() left %d slices not dropped (%v), want only the one it returned", len(c.live), c.live)
+			}
+		})
+	}
+	// A file that grows: the slice of its first size is dropped.
+	var c countingMemory
+	f := openFile(t, want[:1000])
+	g := &growingFile{File: f, change: func() {
+		if err := os.WriteFile(f.Name(), want, 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}}
+	got, err := readSized(g, 1000, -1, c.memory())
+	if err != nil || !bytes.Equal(got, want) || len(c.live) != 1 {
+		t.Errorf("AllIn(file that grows) = %d bytes, %v, %d slices not dropped; want %d, 1", len(got), err, len(c.live), len(want))
 	}
 }
