@@ -101,8 +101,8 @@ func TestWriteTo(t *testing.T) {
 	if _, err := res.WriteTo(w); err != nil {
 		t.Fatal(err)
 	}
-	if max := len(out)/writeBuffer + 1; len(w.writes) > max {
-		t.Errorf("WriteTo() made %d writes of %d bytes, want at most %d", len(w.writes), len(out), max)
+	if most := len(out)/writeBuffer + 1; len(w.writes) > most {
+		t.Errorf("WriteTo() made %d writes of %d bytes, want at most %d", len(w.writes), len(out), most)
 	}
 	for i, b := range w.writes[:len(w.writes)-1] {
 		if len(b) < writeBuffer {
