@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -136,24 +137,44 @@ func TestAbandonedReadUnmaps(t *testing.T) {
 	}
 }
 
+// blockedWriter blocks every write until release is closed, then fails
+// it (EPIPE), as a pipe whose reader stopped reading; blocked is closed at
+// the first write.
+type blockedWriter struct {
+	blocked, release chan struct{}
+	once             sync.Once
+}
+
+func (w *blockedWriter) Write([]byte) (int, error) {
+	w.once.Do(func() { close(w.blocked) })
+	<-w.release
+	return 0, syscall.EPIPE
+}
+
 // TestStoppedWriteKeepsInput checks that the input stays mapped when a
-// --timeout stops the write of the output to a stdout that does not read:
+// signal stops the write of the output to a stdout that does not read:
 // the goroutine left blocked in that write reads the input when it goes
 // on, and memory unmapped under it would fault. (That memory goes with
 // the process.)
 func TestStoppedWriteKeepsInput(t *testing.T) {
 	_, path := largeStream(t)
 	before := mappedInput.Load()
-	w := &stuckWriter{n: 2 * outputChunk, release: make(chan struct{})}
+	w := &blockedWriter{blocked: make(chan struct{}), release: make(chan struct{})}
+	ctx, cancel := context.WithCancelCause(context.Background())
+	defer cancel(nil)
+	go func() {
+		<-w.blocked
+		cancel(&signalError{syscall.SIGTERM})
+	}()
 	var stderr bytes.Buffer
-	err := run(context.Background(), []string{"--timeout", "500ms", "-f", path}, strings.NewReader(""), w, &stderr)
-	if err == nil || !strings.Contains(stderr.String(), "while writing the output") {
-		t.Fatalf("run() = %v, stderr %q; want the timeout while writing", err, stderr.String())
+	err := run(ctx, []string{"-f", path}, strings.NewReader(""), w, &stderr)
+	if err == nil || !strings.Contains(stderr.String(), "stopped by terminated while writing the output") {
+		t.Fatalf("run() = %v, stderr %q; want the signal while writing", err, stderr.String())
 	}
 	if mappedInput.Load() == before {
 		t.Error("the input was unmapped while a write of the output was still blocked")
 	}
-	// The write fails (EPIPE), and the goroutine ends without a fault.
+	// The write fails, and the goroutine ends without a fault.
 	close(w.release)
 	time.Sleep(50 * time.Millisecond)
 }
