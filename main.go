@@ -14,11 +14,13 @@ import (
 	"os/signal"
 	"runtime/debug"
 	"strings"
+	"sync/atomic"
 	"syscall"
 	"time"
 
 	"github.com/spf13/pflag"
 
+	"github.com/digestpin/digestpin/internal/readfile"
 	"github.com/digestpin/digestpin/pin"
 )
 
@@ -197,8 +199,7 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		if err != nil {
 			return &usageError{o.libraryError(err)}
 		}
-		read := func(ctx context.Context) ([]byte, error) { return o.read(ctx, stdin, log) }
-		return o.pinStream(ctx, p, read, stdout, log)
+		return o.pinInput(ctx, p, stdin, stdout, log)
 	}()
 	if err != nil {
 		log.fail(err)
@@ -266,7 +267,7 @@ func (o *options) pinStream(ctx context.Context, p *pin.Pinner, input func(conte
 		res.Discard()
 		return stopped(ctx, ctx.Err())
 	}
-	if err := writeOutput(ctx, stdout, res.Output); err != nil {
+	if err := writeOutput(ctx, stdout, res); err != nil {
 		res.Discard()
 		return err
 	}
@@ -303,17 +304,21 @@ func stdinStops(stdin io.Reader, what, instead string) error {
 	return nil
 }
 
-// read returns the whole input, from stdin or -f FILE. Opening a FIFO and
-// reading a pipe block in the kernel, so the read runs on its own
-// goroutine and read returns when ctx ends: that goroutine is left behind,
-// which is fine for a process about to exit.
-func (o *options) read(ctx context.Context, stdin io.Reader, log *logger) ([]byte, error) {
+// read returns the whole input, from stdin or -f FILE, in a slice of its
+// exact size (readfile.All: a file is read at the size it has, a pipe in
+// chunks, not into a slice grown to twice the input), outside the Go heap
+// when it is large (inputMemory). Call free once nothing refers to the
+// input any more. Opening a FIFO and reading a pipe block in the kernel,
+// so the read runs on its own goroutine and read returns when ctx ends:
+// that goroutine is left behind, which is fine for a process about to
+// exit, and frees the memory it read into when it ends.
+func (o *options) read(ctx context.Context, stdin io.Reader, log *logger) (in []byte, free func(), err error) {
 	what, fromFile := "stdin", o.filename != "" && o.filename != "-"
 	if fromFile {
 		what = o.filename
 	} else if isTerminal(stdin) {
 		if err := stdinStops(stdin, "manifests", "-f FILE"); err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 		// Someone typed `digestpin` alone: say what it waits for.
 		log.printf("", "reading manifests from stdin (end with Ctrl-D); usually: helm template … | digestpin, or digestpin -f FILE")
@@ -322,28 +327,45 @@ func (o *options) read(ctx context.Context, stdin io.Reader, log *logger) ([]byt
 		b   []byte
 		err error
 	}
+	mem := new(inputMemory)
+	// claimed says who has the input: read, when the goroutine hands it
+	// over, or the goroutine itself, which frees it, when read has gone.
+	var claimed atomic.Bool
 	done := make(chan result, 1)
 	go func() {
-		r := stdin
-		if fromFile {
-			f, err := os.Open(o.filename)
-			if err != nil {
-				done <- result{err: err}
-				return
-			}
-			defer f.Close()
-			r = f
+		b, err := readInput(o.filename, fromFile, stdin, mem)
+		if err != nil || !claimed.CompareAndSwap(false, true) {
+			mem.free()
 		}
-		b, err := io.ReadAll(r)
 		done <- result{b, err}
 	}()
 	select {
+	case <-ctx.Done():
+		if claimed.CompareAndSwap(false, true) {
+			return nil, nil, fmt.Errorf("reading manifests from %s: %w", what, ctx.Err())
+		}
+		// The goroutine handed the input over just then.
+		mem.free()
+		<-done
+		return nil, nil, fmt.Errorf("reading manifests from %s: %w", what, ctx.Err())
 	case r := <-done:
 		if r.err != nil {
-			return nil, fmt.Errorf("reading manifests from %s: %w", what, r.err)
+			return nil, nil, fmt.Errorf("reading manifests from %s: %w", what, r.err)
 		}
-		return r.b, nil
-	case <-ctx.Done():
-		return nil, fmt.Errorf("reading manifests from %s: %w", what, ctx.Err())
+		return r.b, mem.free, nil
 	}
+}
+
+// readInput reads the file name, when fromFile, or else stdin, into mem.
+func readInput(name string, fromFile bool, stdin io.Reader, mem *inputMemory) ([]byte, error) {
+	r := stdin
+	if fromFile {
+		f, err := os.Open(name)
+		if err != nil {
+			return nil, err
+		}
+		defer f.Close()
+		r = f
+	}
+	return readfile.AllIn(r, -1, mem.memory())
 }

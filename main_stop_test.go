@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -211,7 +212,7 @@ func TestWriteOutputStops(t *testing.T) {
 			ctx, cancel := context.WithTimeoutCause(context.Background(), 50*time.Millisecond, &timeoutError{flag: "--timeout", d: time.Millisecond})
 			defer cancel()
 			start := time.Now()
-			err := writeOutput(ctx, w, out)
+			err := writeOutput(ctx, w, bytes.NewReader(out))
 			if err == nil || err.Error() != tc.want {
 				t.Errorf("writeOutput() = %v, want %q", err, tc.want)
 			}
@@ -221,7 +222,7 @@ func TestWriteOutputStops(t *testing.T) {
 		})
 	}
 	// A write that fails says so, and how much went out before.
-	err := writeOutput(context.Background(), failingWriter{}, out)
+	err := writeOutput(context.Background(), failingWriter{}, bytes.NewReader(out))
 	if want := "writing output: no space left on device; nothing written"; err == nil || err.Error() != want {
 		t.Errorf("writeOutput(full disk) = %v, want %q", err, want)
 	}

@@ -15,46 +15,74 @@ import (
 // reader gets, to the byte, when a run stops in the middle of its output.
 const outputChunk = 4096
 
-// writeOutput writes b to w, honouring ctx. A write to a pipe whose reader
-// does not read blocks in the kernel, where no context reaches it: the
-// writes run on their own goroutine, and writeOutput returns when ctx
+// output is what writeOutput writes: a *pin.Result (or, in tests, a
+// *bytes.Reader), which writes itself from its pieces.
+type output interface {
+	io.WriterTo
+	// Len is the number of bytes WriteTo writes.
+	Len() int
+}
+
+// errStopped stops a WriteTo that a signal or --timeout ended.
+var errStopped = errors.New("stopped")
+
+// writeOutput writes out to w, honouring ctx. A write to a pipe whose
+// reader does not read blocks in the kernel, where no context reaches it:
+// the writes run on their own goroutine, and writeOutput returns when ctx
 // ends, leaving that goroutine blocked, which is fine for a process about
-// to exit. The error says how much of b was written.
-func writeOutput(ctx context.Context, w io.Writer, b []byte) error {
-	var written atomic.Int64
-	var stop atomic.Bool
+// to exit. The error says how much of out was written.
+func writeOutput(ctx context.Context, w io.Writer, out output) error {
+	cw := &chunkWriter{w: w}
+	total := out.Len()
 	done := make(chan error, 1)
 	go func() {
-		for off := 0; off < len(b) && !stop.Load(); {
-			n, err := w.Write(b[off:min(off+outputChunk, len(b))])
-			off += n
-			written.Add(int64(n))
-			if err != nil {
-				done <- err
-				return
-			}
-		}
-		done <- nil
+		_, err := out.WriteTo(cw)
+		done <- err
 	}()
 	select {
 	case err := <-done:
 		if err != nil {
-			return &writeError{cause: err, written: written.Load(), total: len(b)}
+			return &writeError{cause: err, written: cw.written.Load(), total: total}
 		}
 		return nil
 	case <-ctx.Done():
 	}
 	// A write that is not blocked finishes its chunk, so that the count is
 	// final; one that is blocked wrote nothing of it.
-	stop.Store(true)
+	cw.stop.Store(true)
 	select {
 	case err := <-done:
-		if err == nil && written.Load() == int64(len(b)) {
+		if err == nil && cw.written.Load() == int64(total) {
 			return nil // the whole output got out just then
 		}
 	case <-time.After(100 * time.Millisecond):
 	}
-	return &writeError{cause: context.Cause(ctx), stopped: true, written: written.Load(), total: len(b)}
+	return &writeError{cause: context.Cause(ctx), stopped: true, written: cw.written.Load(), total: total}
+}
+
+// chunkWriter writes to w in chunks of at most outputChunk bytes, counts
+// what w took, and once stop is set fails the next chunk with errStopped.
+// It is written by one goroutine and read by another.
+type chunkWriter struct {
+	w       io.Writer
+	written atomic.Int64
+	stop    atomic.Bool
+}
+
+func (c *chunkWriter) Write(b []byte) (int, error) {
+	off := 0
+	for off < len(b) {
+		if c.stop.Load() {
+			return off, errStopped
+		}
+		n, err := c.w.Write(b[off:min(off+outputChunk, len(b))])
+		off += n
+		c.written.Add(int64(n))
+		if err != nil {
+			return off, err
+		}
+	}
+	return off, nil
 }
 
 // writeError is a run that did not write its whole output: a write failed

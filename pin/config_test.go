@@ -196,7 +196,7 @@ func pinWith(t *testing.T, o Options, in string) string {
 	if err != nil {
 		t.Fatalf("Pin() = %v", err)
 	}
-	return string(res.Output)
+	return string(res.Bytes())
 }
 
 func ExampleOptions_AddConfig() {

@@ -48,12 +48,12 @@ spec:
 		fmt.Println(err)
 		return
 	}
-	// Write res.Output where it goes, then commit the lock file.
+	// Write res.Bytes() where it goes, then commit the lock file.
 	if err := res.Commit(); err != nil {
 		fmt.Println(err)
 		return
 	}
-	fmt.Println("pinned:", strings.Contains(string(res.Output), "@"+want.String()))
+	fmt.Println("pinned:", strings.Contains(string(res.Bytes()), "@"+want.String()))
 
 	reg.PushImage(f, "web:1.4") // the tag moves
 	requests := reg.Total()
@@ -68,7 +68,7 @@ spec:
 		return
 	}
 	again.Discard()
-	fmt.Println("same output:", string(again.Output) == string(res.Output))
+	fmt.Println("same output:", string(again.Bytes()) == string(res.Bytes()))
 	fmt.Println("registry requests:", reg.Total()-requests)
 	for _, img := range again.Images {
 		fmt.Println("source:", img.Source)

@@ -120,7 +120,7 @@ func TestGolden(t *testing.T) {
 				t.Errorf("Pin(%s) asked the registry %d times and listed tags %d times, want %d and %d", tc.name, asked, listings, tc.asked, tc.listings)
 			}
 			for golden, got := range map[string][]byte{
-				tc.name + ".golden.yaml": res.Output,
+				tc.name + ".golden.yaml": res.Bytes(),
 				tc.name + ".lock":        readFile(t, o.WriteLock),
 				tc.name + ".report.json": readFile(t, o.Report),
 			} {
@@ -138,8 +138,8 @@ func TestGolden(t *testing.T) {
 			if err != nil {
 				t.Fatalf("Pin(%s.golden.yaml) = %v", tc.name, err)
 			}
-			if !bytes.Equal(want, again.Output) {
-				t.Errorf("Pin(%s.golden.yaml) changed its own output (-want +got):\n%s", tc.name, cmp.Diff(string(want), string(again.Output)))
+			if !bytes.Equal(want, again.Bytes()) {
+				t.Errorf("Pin(%s.golden.yaml) changed its own output (-want +got):\n%s", tc.name, cmp.Diff(string(want), string(again.Bytes())))
 			}
 		})
 	}

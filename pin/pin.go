@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 
 	"github.com/digestpin/digestpin/internal/atomicfile"
 	"github.com/digestpin/digestpin/lockfile"
@@ -40,12 +41,12 @@ func New(o Options) (*Pinner, error) {
 }
 
 // Result is the outcome of a Pin. Its files are prepared, not written:
-// call Commit once the Output is safely where it goes, or Discard.
+// call Commit once the output is safely where it goes, or Discard. The
+// pinned stream is kept in pieces that share memory with the input
+// (renderer.Result): WriteTo writes it, Bytes returns it as one slice;
+// keep the input as it is while the Result is in use.
 type Result struct {
-	// Output is the pinned stream. When nothing in the stream changed it
-	// is the input slice itself (renderer.Result.Output): keep the input
-	// as it is while Output is in use.
-	Output []byte
+	out renderer.Result
 	// Images lists every distinct image, sorted by reference.
 	Images []renderer.Image
 	// Unpinned lists the values that look like image references left as
@@ -111,7 +112,7 @@ func (p *Pinner) Pin(ctx context.Context, in []byte) (*Result, error) {
 	if err := c.verdict(p.o.Lock); err != nil {
 		return nil, err
 	}
-	res := &Result{Output: out.Output, Images: out.Images, Unpinned: out.Unpinned, Verified: recs}
+	res := &Result{out: out, Images: out.Images, Unpinned: out.Unpinned, Verified: recs}
 	res.choices = c.choices(out.Images)
 	if err := p.prepare(res, c.platform); err != nil {
 		res.Discard()
@@ -175,6 +176,21 @@ func newLock(images []renderer.Image, platform string, choices map[string]Report
 	}
 	return lockfile.New(entries)
 }
+
+// Len returns the length of the pinned stream in bytes.
+func (r *Result) Len() int { return r.out.Len() }
+
+// Bytes returns the pinned stream as one slice: the input itself when
+// nothing in it changed, else a new slice each call
+// (renderer.Result.Bytes).
+func (r *Result) Bytes() []byte { return r.out.Bytes() }
+
+// WriteTo writes the pinned stream to w, implementing io.WriterTo, without
+// a copy of the whole (renderer.Result.WriteTo). It stops at the first
+// error; w then holds the first n bytes of the stream.
+func (r *Result) WriteTo(w io.Writer) (int64, error) { return r.out.WriteTo(w) }
+
+var _ io.WriterTo = (*Result)(nil)
 
 // Commit puts the prepared files in place. It tries every file and
 // returns every failure.

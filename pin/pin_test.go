@@ -110,8 +110,8 @@ func TestFrozenNeverAsksTheRegistry(t *testing.T) {
 	if err != nil {
 		t.Fatalf("Pin(locked image) = %v", err)
 	}
-	if !strings.Contains(string(res.Output), "registry.example/app:1@"+locked.String()) {
-		t.Errorf("output does not pin the locked digest:\n%s", res.Output)
+	if !strings.Contains(string(res.Bytes()), "registry.example/app:1@"+locked.String()) {
+		t.Errorf("output does not pin the locked digest:\n%s", res.Bytes())
 	}
 	if got := res.Images[0].Source; got != resolution.Lock {
 		t.Errorf("source = %s, want lock", got)

@@ -204,7 +204,7 @@ func TestLockWorkflows(t *testing.T) {
 			}
 			if len(tc.wantErr) > 0 {
 				if err == nil {
-					t.Fatalf("Pin() = %d bytes, want an error", len(res.Output))
+					t.Fatalf("Pin() = %d bytes, want an error", len(res.Bytes()))
 				}
 				for _, w := range tc.wantErr {
 					if w = strings.ReplaceAll(w, "LOCK", lock); !strings.Contains(err.Error(), w) {
@@ -219,8 +219,8 @@ func TestLockWorkflows(t *testing.T) {
 			if err != nil {
 				t.Fatalf("Pin() = %v", err)
 			}
-			if got := string(res.Output) == string(recorded.Output); got != tc.same {
-				t.Errorf("output is the recording's: %v, want %v:\n%s", got, tc.same, res.Output)
+			if got := string(res.Bytes()) == string(recorded.Bytes()); got != tc.same {
+				t.Errorf("output is the recording's: %v, want %v:\n%s", got, tc.same, res.Bytes())
 			}
 			if tc.sources != nil {
 				if diff := cmp.Diff(tc.sources, sourcesOf(res)); diff != "" {
@@ -281,8 +281,8 @@ func TestCacheWorkflows(t *testing.T) {
 			if asked, listings := f.counts(); asked != tc.asked || listings != tc.listings {
 				t.Errorf("second Pin asked the registry %d times and listed tags %d times, want %d and %d", asked, listings, tc.asked, tc.listings)
 			}
-			if tc.source == resolution.Cache && string(second.Output) != string(first.Output) {
-				t.Errorf("cached output differs:\n%s\nvs\n%s", second.Output, first.Output)
+			if tc.source == resolution.Cache && string(second.Bytes()) != string(first.Bytes()) {
+				t.Errorf("cached output differs:\n%s\nvs\n%s", second.Bytes(), first.Bytes())
 			}
 			for ref, s := range sourcesOf(second) {
 				if s != tc.source {
@@ -388,8 +388,8 @@ func TestKeelErrors(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if want := "image: registry.example/shop/web:1.4.1@" + f.digest("registry.example/shop/web:1.4.1").String() + "\n"; !strings.Contains(string(res.Output), want) {
-		t.Errorf("output lacks %q:\n%s", want, res.Output)
+	if want := "image: registry.example/shop/web:1.4.1@" + f.digest("registry.example/shop/web:1.4.1").String() + "\n"; !strings.Contains(string(res.Bytes()), want) {
+		t.Errorf("output lacks %q:\n%s", want, res.Bytes())
 	}
 }
 
@@ -484,8 +484,8 @@ func TestKeelPolicies(t *testing.T) {
 				"registry.example/shop/web:" + tag + "@" + f.digest("registry.example/shop/web:"+tag).String(),
 				"registry.example/shop/web:1.4@" + f.digest("registry.example/shop/web:1.4").String(),
 			} {
-				if !strings.Contains(string(res.Output), "image: "+want+"\n") {
-					t.Errorf("output lacks %s:\n%s", want, res.Output)
+				if !strings.Contains(string(res.Bytes()), "image: "+want+"\n") {
+					t.Errorf("output lacks %s:\n%s", want, res.Bytes())
 				}
 			}
 		})

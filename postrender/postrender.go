@@ -108,10 +108,10 @@ func (p *PostRenderer) Run(renderedManifests *bytes.Buffer) (*bytes.Buffer, erro
 	}
 	if p.Keep != nil {
 		p.Keep(res)
-		return bytes.NewBuffer(res.Output), nil
+		return bytes.NewBuffer(res.Bytes()), nil
 	}
 	if err := res.Commit(); err != nil {
 		return nil, fmt.Errorf("pinning images: %w", err)
 	}
-	return bytes.NewBuffer(res.Output), nil
+	return bytes.NewBuffer(res.Bytes()), nil
 }

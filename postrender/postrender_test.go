@@ -143,7 +143,7 @@ func TestRunKeep(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if len(kept) != 1 || !bytes.Equal(kept[0].Output, out.Bytes()) {
+		if len(kept) != 1 || !bytes.Equal(kept[0].Bytes(), out.Bytes()) {
 			t.Fatalf("Keep got %d results, want the one Run returned", len(kept))
 		}
 		for _, f := range []string{lock, report} {

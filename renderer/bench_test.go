@@ -44,7 +44,7 @@ func BenchmarkRender(b *testing.B) {
 				if err != nil {
 					b.Fatal(err)
 				}
-				in = res.Output
+				in = res.Bytes()
 			}
 			b.SetBytes(int64(len(in)))
 			b.ReportAllocs()

@@ -27,7 +27,7 @@ func TestMaxNodesRefused(t *testing.T) {
 		t.Fatalf("Render() = nil error for %d nodes, want one naming MaxNodes", MaxNodes/2)
 	}
 	for _, w := range []string{"document 1 (c/templates/p.yaml)", fmt.Sprintf("(MaxNodes %d)", MaxNodes)} {
-		if !strings.Contains(err.Error(), w) || strings.Contains(err.Error(), "\n") || res.Output != nil {
+		if !strings.Contains(err.Error(), w) || strings.Contains(err.Error(), "\n") || res.Bytes() != nil {
 			t.Errorf("Render() error = %q, want one line with %q and no output", err, w)
 		}
 	}
@@ -39,7 +39,7 @@ func TestMaxNodesRefused(t *testing.T) {
 		if err != nil {
 			t.Fatalf("Render() = %v for %d nodes", err, MaxNodes/4)
 		}
-		if !bytes.Contains(res.Output, []byte("@"+dg("registry.example/app:1"))) {
+		if !bytes.Contains(res.Bytes(), []byte("@"+dg("registry.example/app:1"))) {
 			t.Errorf("Render() did not pin the image")
 		}
 	})

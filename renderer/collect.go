@@ -83,6 +83,8 @@ func (r *Renderer) collect(ctx context.Context, docs []*document) (*collection, 
 		if c.out[i].b == nil && docErrs[i] == nil && keptBytes.Add(int64(len(d.raw))) <= maxKeptBytes &&
 			keptNodes.Add(int64(d.estimate())) <= maxKeptNodes {
 			c.kept[i] = p
+		} else {
+			p.release()
 		}
 	})
 	if err != nil {
@@ -199,6 +201,18 @@ type parsed struct {
 	// quick says that quickParse read the document: the tree has no
 	// comments, and is not to be encoded (see rewriteDoc).
 	quick bool
+	// blk holds the nodes of a tree from quickParse, for release.
+	blk *quickBlock
+}
+
+// release gives the memory of p's tree to the next quickParse. Nothing may
+// use p or its nodes after: call it once the document's output is made
+// (its pieces refer to no node).
+func (p *parsed) release() {
+	if p != nil && p.blk != nil {
+		quickBlocks.Put(p.blk)
+		p.blk = nil
+	}
 }
 
 // parse parses document d. It returns nil and no error for a document
@@ -216,13 +230,15 @@ func (r *Renderer) parse(d *document) (*parsed, error) {
 	// in a fraction of yaml.v3's time: it gives the same tree (comments
 	// aside), or gives up.
 	if !r.noQuick {
-		if root, ok := quickParse(d.body()); ok {
+		blk := quickBlocks.Get().(*quickBlock)
+		if root, ok := quickParse(d.body(), blk); ok {
 			// quickParse reads no anchor, alias or merge key: there is
 			// nothing for checkAliases to refuse.
-			p := &parsed{root: *root, quick: true}
+			p := &parsed{root: *root, quick: true, blk: blk}
 			p.obj = p.root.Content[0]
 			return p, nil
 		}
+		quickBlocks.Put(blk) // nothing refers to a tree it gave up on
 	}
 	return r.parseFull(d)
 }

@@ -125,7 +125,7 @@ func TestSidecarSetHasNoChecksum(t *testing.T) {
 		t.Fatalf("Render() = %v", err)
 	}
 	want := strings.Replace(in, "registry.example/app:1", "registry.example/app:1@"+dg("registry.example/app:1"), 1)
-	if diff := cmp.Diff(want, string(res.Output)); diff != "" {
+	if diff := cmp.Diff(want, string(res.Bytes())); diff != "" {
 		t.Errorf("Render() (-want +got):\n%s", diff)
 	}
 }
@@ -187,7 +187,7 @@ func TestWorkloadCRDImageKeysUntouched(t *testing.T) {
 			if err != nil {
 				t.Fatalf("Render() = %v", err)
 			}
-			if diff := cmp.Diff(tc.in, string(res.Output)); diff != "" {
+			if diff := cmp.Diff(tc.in, string(res.Bytes())); diff != "" {
 				t.Errorf("Render() changed a document without a pod spec image (-in +out):\n%s", diff)
 			}
 			if len(res.Images) != 0 {
@@ -233,8 +233,8 @@ func TestPodSpecPathRepeatingADefault(t *testing.T) {
 				t.Errorf("Render() images = %+v, want one image used once", res.Images)
 			}
 			sum := Checksum([]string{"app=" + img + "@" + dg(img)})
-			if got := strings.Count(string(res.Output), sum); got != 1 {
-				t.Errorf("Render() wrote the checksum %d times, want once:\n%s", got, res.Output)
+			if got := strings.Count(string(res.Bytes()), sum); got != 1 {
+				t.Errorf("Render() wrote the checksum %d times, want once:\n%s", got, res.Bytes())
 			}
 		})
 	}

@@ -260,7 +260,7 @@ func TestRepeatedKeysOffThePath(t *testing.T) {
 		if err != nil {
 			t.Fatalf("Render(%q) = %v", in, err)
 		}
-		checkAsAPIServer(t, []byte(in), res.Output)
+		checkAsAPIServer(t, []byte(in), res.Bytes())
 	}
 }
 
@@ -277,7 +277,7 @@ func TestOutputAsAPIServerReadsIt(t *testing.T) {
 			if err != nil {
 				t.Fatalf("Render(%s) = %v", in, err)
 			}
-			checkAsAPIServer(t, src, res.Output)
+			checkAsAPIServer(t, src, res.Bytes())
 		})
 	}
 }
@@ -834,7 +834,7 @@ func TestRenderStopsWhenCancelled(t *testing.T) {
 			if !strings.Contains(err.Error(), tc.want) {
 				t.Errorf("Render() = %v, want it to say %q", err, tc.want)
 			}
-			if res.Output != nil || res.Images != nil {
+			if res.Bytes() != nil || res.Images != nil {
 				t.Errorf("Render() returned a partial result with %v", err)
 			}
 		})
@@ -890,10 +890,10 @@ func TestEncoderKeepsFlowNulls(t *testing.T) {
 	if err != nil {
 		t.Fatalf("Render() = %v", err)
 	}
-	if strings.Contains(string(res.Output), "''") {
-		t.Errorf("Render() wrote an empty string for a null:\n%s", res.Output)
+	if strings.Contains(string(res.Bytes()), "''") {
+		t.Errorf("Render() wrote an empty string for a null:\n%s", res.Bytes())
 	}
-	checkAsAPIServer(t, []byte(in), res.Output)
+	checkAsAPIServer(t, []byte(in), res.Bytes())
 }
 
 // TestEmptyNonSpecificTag checks that a document written again keeps the
@@ -907,8 +907,8 @@ func TestEmptyNonSpecificTag(t *testing.T) {
 	if err != nil {
 		t.Fatalf("Render() = %v", err)
 	}
-	if !strings.Contains(string(res.Output), "@sha256:") {
-		t.Fatalf("Render() pinned nothing:\n%s", res.Output)
+	if !strings.Contains(string(res.Bytes()), "@sha256:") {
+		t.Fatalf("Render() pinned nothing:\n%s", res.Bytes())
 	}
-	checkAsAPIServer(t, []byte(in), res.Output)
+	checkAsAPIServer(t, []byte(in), res.Bytes())
 }

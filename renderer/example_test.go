@@ -42,7 +42,7 @@ spec:
 		fmt.Println(err)
 		return
 	}
-	fmt.Print(string(res.Output))
+	fmt.Print(string(res.Bytes()))
 	for _, img := range res.Images {
 		fmt.Println(img.Reference, img.Source)
 	}

@@ -97,23 +97,25 @@ func FuzzRender(f *testing.F) {
 		r := &Renderer{Resolver: newFixed()}
 		res, err := r.Render(context.Background(), in)
 		if err != nil {
-			if res.Output != nil {
+			if res.Bytes() != nil {
 				t.Fatalf("Render() returned output with error %v", err)
 			}
 			return
 		}
-		docs = mustSplit(t, res.Output)
+		out := res.Bytes()
+		checkWriteTo(t, res, out)
+		docs = mustSplit(t, out)
 		for _, d := range docs {
 			if err := yaml.NewDecoder(bytes.NewReader(d.body())).Decode(new(yaml.Node)); err != nil && err.Error() != "EOF" && mayHoldImage(d.body(), nil) {
 				t.Fatalf("output document %d does not parse: %v\n%s", d.index, err, d.raw)
 			}
 		}
-		again, err := r.Render(context.Background(), res.Output)
+		again, err := r.Render(context.Background(), out)
 		if err != nil {
-			t.Fatalf("Render(output) = %v\ninput:\n%q\noutput:\n%q", err, in, res.Output)
+			t.Fatalf("Render(output) = %v\ninput:\n%q\noutput:\n%q", err, in, out)
 		}
-		if !bytes.Equal(again.Output, res.Output) {
-			t.Fatalf("Render is not idempotent\ninput:\n%q\nfirst:\n%q\nsecond:\n%q", in, res.Output, again.Output)
+		if !bytes.Equal(again.Bytes(), out) {
+			t.Fatalf("Render is not idempotent\ninput:\n%q\nfirst:\n%q\nsecond:\n%q", in, out, again.Bytes())
 		}
 		inDocs := mustSplit(t, in)
 		if len(inDocs) == len(docs) {
@@ -128,7 +130,7 @@ func FuzzRender(f *testing.F) {
 		} else {
 			t.Fatalf("Render changed the number of documents: %d → %d", len(inDocs), len(docs))
 		}
-		checkAsAPIServer(t, in, res.Output)
+		checkAsAPIServer(t, in, out)
 	})
 }
 
@@ -180,19 +182,19 @@ func FuzzImagePaths(f *testing.F) {
 		r := &Renderer{Resolver: newFixed(), ImagePaths: fuzzImagePaths, ChecksumPaths: fuzzChecksumPaths}
 		res, err := r.Render(context.Background(), in)
 		if err != nil {
-			if res.Output != nil {
+			if res.Bytes() != nil {
 				t.Fatalf("Render() returned output with error %v", err)
 			}
 			return
 		}
-		again, err := r.Render(context.Background(), res.Output)
+		again, err := r.Render(context.Background(), res.Bytes())
 		if err != nil {
-			t.Fatalf("Render(output) = %v\ninput:\n%q\noutput:\n%q", err, in, res.Output)
+			t.Fatalf("Render(output) = %v\ninput:\n%q\noutput:\n%q", err, in, res.Bytes())
 		}
-		if !bytes.Equal(again.Output, res.Output) {
-			t.Fatalf("Render is not idempotent\ninput:\n%q\nfirst:\n%q\nsecond:\n%q", in, res.Output, again.Output)
+		if !bytes.Equal(again.Bytes(), res.Bytes()) {
+			t.Fatalf("Render is not idempotent\ninput:\n%q\nfirst:\n%q\nsecond:\n%q", in, res.Bytes(), again.Bytes())
 		}
-		inDocs, outDocs := mustSplit(t, in), mustSplit(t, res.Output)
+		inDocs, outDocs := mustSplit(t, in), mustSplit(t, res.Bytes())
 		if len(inDocs) != len(outDocs) {
 			t.Fatalf("Render changed the number of documents: %d → %d", len(inDocs), len(outDocs))
 		}
@@ -201,7 +203,7 @@ func FuzzImagePaths(f *testing.F) {
 				t.Fatalf("JSON document %d is no longer JSON: %q → %q", i+1, d.raw, outDocs[i].raw)
 			}
 		}
-		checkAsAPIServerWith(t, r, in, res.Output)
+		checkAsAPIServerWith(t, r, in, res.Bytes())
 	})
 }
 

@@ -98,7 +98,7 @@ func checkGolden(t *testing.T, r *Renderer, in, golden string) ([]byte, Result) 
 		t.Fatalf("Render(%s) = %v", in, err)
 	}
 	if *update {
-		if err := os.WriteFile(golden, res.Output, 0o644); err != nil {
+		if err := os.WriteFile(golden, res.Bytes(), 0o644); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -106,7 +106,7 @@ func checkGolden(t *testing.T, r *Renderer, in, golden string) ([]byte, Result) 
 	if err != nil {
 		t.Fatalf("reading golden file (run go test -update): %v", err)
 	}
-	if diff := cmp.Diff(string(want), string(res.Output)); diff != "" {
+	if diff := cmp.Diff(string(want), string(res.Bytes())); diff != "" {
 		t.Errorf("Render(%s) (-%s +got):\n%s", in, golden, diff)
 	}
 	// Idempotence: the golden file is a fixed point.
@@ -114,8 +114,8 @@ func checkGolden(t *testing.T, r *Renderer, in, golden string) ([]byte, Result) 
 	if err != nil {
 		t.Fatalf("Render(%s) = %v", golden, err)
 	}
-	if !bytes.Equal(want, again.Output) {
-		t.Errorf("Render(%s) changed its own output (-want +got):\n%s", golden, cmp.Diff(string(want), string(again.Output)))
+	if !bytes.Equal(want, again.Bytes()) {
+		t.Errorf("Render(%s) changed its own output (-want +got):\n%s", golden, cmp.Diff(string(want), string(again.Bytes())))
 	}
 	return src, res
 }

@@ -289,7 +289,7 @@ func TestHostileInputHandled(t *testing.T) {
 			if err != nil {
 				t.Fatalf("Render() = %v", err)
 			}
-			out := string(res.Output)
+			out := string(res.Bytes())
 			if len(out) > len(tc.in)+1024 {
 				t.Errorf("Render() wrote %d bytes for %d: something was expanded", len(out), len(tc.in))
 			}
@@ -308,7 +308,7 @@ func TestHostileInputHandled(t *testing.T) {
 			if err != nil {
 				t.Fatalf("Render(output) = %v", err)
 			}
-			if diff := cmp.Diff(out, string(again.Output)); diff != "" {
+			if diff := cmp.Diff(out, string(again.Bytes())); diff != "" {
 				t.Errorf("Render() changed its own output (-want +got):\n%.2000s", diff)
 			}
 		})
@@ -339,7 +339,7 @@ func TestRenderRefusesBadDigests(t *testing.T) {
 			r := &Renderer{Resolver: badDigests{"registry.example/app:1": tc.h}}
 			res, err := r.Render(context.Background(), []byte(strings.Replace(pod, "IMAGE", "registry.example/app:1", 1)))
 			if err == nil {
-				t.Fatalf("Render() = nil error, output:\n%s", res.Output)
+				t.Fatalf("Render() = nil error, output:\n%s", res.Bytes())
 			}
 			if want := "document 1, line 8"; !strings.Contains(err.Error(), want) || !strings.Contains(err.Error(), "invalid digest") {
 				t.Errorf("Render() error = %q, want it to name %q and an invalid digest", err, want)
@@ -389,12 +389,12 @@ func FuzzImageField(f *testing.F) {
 			}
 			return
 		}
-		again, err := r.Render(context.Background(), res.Output)
+		again, err := r.Render(context.Background(), res.Bytes())
 		if err != nil {
-			t.Fatalf("Render(output) = %v\ninput:\n%q\noutput:\n%q", err, in, res.Output)
+			t.Fatalf("Render(output) = %v\ninput:\n%q\noutput:\n%q", err, in, res.Bytes())
 		}
-		if !bytes.Equal(again.Output, res.Output) {
-			t.Fatalf("Render is not idempotent\ninput:\n%q\nfirst:\n%q\nsecond:\n%q", in, res.Output, again.Output)
+		if !bytes.Equal(again.Bytes(), res.Bytes()) {
+			t.Fatalf("Render is not idempotent\ninput:\n%q\nfirst:\n%q\nsecond:\n%q", in, res.Bytes(), again.Bytes())
 		}
 		if len(res.Images) > 1 {
 			t.Fatalf("Render(%q) found %d images, want at most one", in, len(res.Images))
@@ -425,7 +425,7 @@ func wantRefused(t *testing.T, r *Renderer, in string, want []string) {
 	t.Helper()
 	res, err := renderWithin(t, r, in)
 	if err == nil {
-		t.Fatalf("Render() = nil error, want one mentioning %q; output:\n%s", want, res.Output)
+		t.Fatalf("Render() = nil error, want one mentioning %q; output:\n%s", want, res.Bytes())
 	}
 	for _, w := range want {
 		if !strings.Contains(err.Error(), w) {
@@ -435,8 +435,8 @@ func wantRefused(t *testing.T, r *Renderer, in string, want []string) {
 	if strings.Contains(err.Error(), "\n") {
 		t.Errorf("Render() error = %q, want one line", err)
 	}
-	if res.Output != nil {
-		t.Errorf("Render() returned output with an error: %q", res.Output)
+	if res.Bytes() != nil {
+		t.Errorf("Render() returned output with an error: %q", res.Bytes())
 	}
 }
 
@@ -451,7 +451,7 @@ func TestQuotedYAML11Words(t *testing.T) {
 			t.Errorf("image %s: %v", img, err)
 			continue
 		}
-		checkAsAPIServer(t, []byte(strings.Replace(pod, "IMAGE", img, 1)), res.Output)
+		checkAsAPIServer(t, []byte(strings.Replace(pod, "IMAGE", img, 1)), res.Bytes())
 	}
 }
 
@@ -482,8 +482,8 @@ func TestKubeletRefusedReferences(t *testing.T) {
 			res, err := (&Renderer{Resolver: f, KeepUnresolved: true, Warnf: func(format string, args ...any) {
 				warnings = append(warnings, fmt.Sprintf(format, args...))
 			}}).Render(context.Background(), []byte(in))
-			if err != nil || !strings.Contains(string(res.Output), "image: "+tc.image+"\n") {
-				t.Errorf("Render(KeepUnresolved) = %v, want the image kept as written; output:\n%s", err, res.Output)
+			if err != nil || !strings.Contains(string(res.Bytes()), "image: "+tc.image+"\n") {
+				t.Errorf("Render(KeepUnresolved) = %v, want the image kept as written; output:\n%s", err, res.Bytes())
 			}
 			if len(warnings) != 1 || !strings.Contains(warnings[0], tc.want) {
 				t.Errorf("Render(KeepUnresolved) warned %q, want one warning naming %s", warnings, tc.want)

@@ -65,7 +65,7 @@ func TestImagePathKeysUntouched(t *testing.T) {
 			if err != nil {
 				t.Fatalf("Render() = %v", err)
 			}
-			if diff := cmp.Diff(tc.in, string(res.Output)); diff != "" {
+			if diff := cmp.Diff(tc.in, string(res.Bytes())); diff != "" {
 				t.Errorf("Render() changed a document without an image field (-in +out):\n%s", diff)
 			}
 			if len(res.Images) != 0 {
@@ -140,7 +140,7 @@ func TestImagePathsAndChecksumPaths(t *testing.T) {
 			if err != nil {
 				t.Fatalf("Render() = %v", err)
 			}
-			if diff := cmp.Diff(tc.want, string(res.Output)); diff != "" {
+			if diff := cmp.Diff(tc.want, string(res.Bytes())); diff != "" {
 				t.Errorf("Render() (-want +got):\n%s", diff)
 			}
 			var got []string
@@ -149,16 +149,16 @@ func TestImagePathsAndChecksumPaths(t *testing.T) {
 					got = append(got, w.String())
 				}
 			}
-			checkAsAPIServerWith(t, r, []byte(runner), res.Output)
+			checkAsAPIServerWith(t, r, []byte(runner), res.Bytes())
 			want := []string{"Runner/r field spec.runnerRef", "Runner/r field spec.jobs[0].tool", "Runner/r field spec.jobs[1].tool"}
 			if diff := cmp.Diff(slices.Sorted(slices.Values(want)), slices.Sorted(slices.Values(got))); diff != "" {
 				t.Errorf("Render() workloads (-want +got):\n%s", diff)
 			}
-			again, err := r.Render(context.Background(), res.Output)
+			again, err := r.Render(context.Background(), res.Bytes())
 			if err != nil {
 				t.Fatalf("Render(output) = %v", err)
 			}
-			if diff := cmp.Diff(string(res.Output), string(again.Output)); diff != "" {
+			if diff := cmp.Diff(string(res.Bytes()), string(again.Bytes())); diff != "" {
 				t.Errorf("Render() changed its own output (-want +got):\n%s", diff)
 			}
 		})
@@ -182,8 +182,8 @@ func TestImagePathRepeatingADefault(t *testing.T) {
 	if len(res.Images) != 1 || len(res.Images[0].Workloads) != 1 {
 		t.Errorf("Render() images = %+v, want one image used once", res.Images)
 	}
-	if want := strings.Replace(in, "app:1", "app:1@"+dg("registry.example/app:1"), 1); string(res.Output) != want {
-		t.Errorf("Render() = %s, want %s", res.Output, want)
+	if want := strings.Replace(in, "app:1", "app:1@"+dg("registry.example/app:1"), 1); string(res.Bytes()) != want {
+		t.Errorf("Render() = %s, want %s", res.Bytes(), want)
 	}
 }
 
@@ -261,7 +261,7 @@ func TestImagePathKeepUnresolved(t *testing.T) {
 		t.Fatalf("Render() = %v", err)
 	}
 	want := strings.Replace(in, "app:1", "app:1@"+dg("registry.example/app:1"), 1)
-	if diff := cmp.Diff(want, string(res.Output)); diff != "" {
+	if diff := cmp.Diff(want, string(res.Bytes())); diff != "" {
 		t.Errorf("Render() (-want +got):\n%s", diff)
 	}
 	wantW := []string{
@@ -302,10 +302,10 @@ func TestImagePathOnAPodSpecField(t *testing.T) {
 			if err != nil {
 				t.Fatalf("Render() = %v", err)
 			}
-			if diff := cmp.Diff(tc.want, string(res.Output)); diff != "" {
+			if diff := cmp.Diff(tc.want, string(res.Bytes())); diff != "" {
 				t.Errorf("Render() (-want +got):\n%s", diff)
 			}
-			checkAsAPIServerWith(t, r, []byte(in), res.Output)
+			checkAsAPIServerWith(t, r, []byte(in), res.Bytes())
 			want := []Workload{{Kind: "Deployment", Name: "web", Container: "app"}}
 			if len(res.Images) != 1 {
 				t.Fatalf("Render() images = %+v, want one", res.Images)
@@ -352,7 +352,7 @@ func TestChecksumPathCoversEveryPathToAField(t *testing.T) {
 			if err != nil {
 				t.Fatalf("Render() = %v", err)
 			}
-			if diff := cmp.Diff(want, string(res.Output)); diff != "" {
+			if diff := cmp.Diff(want, string(res.Bytes())); diff != "" {
 				t.Errorf("Render() (-want +got):\n%s", diff)
 			}
 			for _, img := range res.Images {
@@ -452,10 +452,10 @@ func TestImagePathOverAMapping(t *testing.T) {
 			if diff := cmp.Diff(tc.want, got); diff != "" {
 				t.Errorf("Render() workloads (-want +got):\n%s", diff)
 			}
-			if want := strings.Count(in, "tool-") * len(tc.want) / 2; strings.Count(string(res.Output), "@sha256:") != want {
-				t.Errorf("Render() pinned %d images, want %d:\n%s", strings.Count(string(res.Output), "@sha256:"), want, res.Output)
+			if want := strings.Count(in, "tool-") * len(tc.want) / 2; strings.Count(string(res.Bytes()), "@sha256:") != want {
+				t.Errorf("Render() pinned %d images, want %d:\n%s", strings.Count(string(res.Bytes()), "@sha256:"), want, res.Bytes())
 			}
-			checkAsAPIServerWith(t, r, []byte(in), res.Output)
+			checkAsAPIServerWith(t, r, []byte(in), res.Bytes())
 		})
 	}
 }
@@ -510,7 +510,7 @@ func TestChecksumPathCoveringNothing(t *testing.T) {
 					t.Errorf("Render(%s) = %v", mode, err)
 				case tc.want != "" && (err == nil || !strings.HasPrefix(err.Error(), tc.want)):
 					t.Errorf("Render(%s) = %v, want an error starting %q", mode, err, tc.want)
-				case tc.want != "" && res.Output != nil:
+				case tc.want != "" && res.Bytes() != nil:
 					t.Errorf("Render(%s) wrote output with an error", mode)
 				}
 				// Empty input too: the paths are wrong before any document.

@@ -30,7 +30,7 @@ func TestJSONGoldenStaysJSON(t *testing.T) {
 			if err != nil {
 				t.Fatalf("Render() = %v", err)
 			}
-			inDocs, outDocs := mustSplit(t, in), mustSplit(t, res.Output)
+			inDocs, outDocs := mustSplit(t, in), mustSplit(t, res.Bytes())
 			if len(inDocs) != len(outDocs) {
 				t.Fatalf("%d documents in, %d out", len(inDocs), len(outDocs))
 			}
@@ -47,8 +47,8 @@ func TestJSONGoldenStaysJSON(t *testing.T) {
 			if docs == 0 {
 				t.Fatal("no JSON document in the input")
 			}
-			if name == "kubectl-json" && !json.Valid(res.Output) {
-				t.Errorf("the output is not JSON:\n%s", res.Output)
+			if name == "kubectl-json" && !json.Valid(res.Bytes()) {
+				t.Errorf("the output is not JSON:\n%s", res.Bytes())
 			}
 		})
 	}
@@ -114,18 +114,18 @@ func TestJSONDocuments(t *testing.T) {
 			if err != nil {
 				t.Fatalf("Render() = %v", err)
 			}
-			if diff := cmp.Diff(want, string(res.Output)); diff != "" {
+			if diff := cmp.Diff(want, string(res.Bytes())); diff != "" {
 				t.Errorf("Render() (-want +got):\n%s", diff)
 			}
 			if jsonStart([]byte(want)) < 0 {
 				t.Errorf("the wanted output is not JSON:\n%s", want)
 			}
 			if tc.mode == "" {
-				checkAsAPIServer(t, []byte(in), res.Output)
+				checkAsAPIServer(t, []byte(in), res.Bytes())
 			}
-			again, err := rr.Render(context.Background(), res.Output)
-			if err != nil || string(again.Output) != string(res.Output) {
-				t.Errorf("Render() changed its own output (err %v):\n%s", err, cmp.Diff(string(res.Output), string(again.Output)))
+			again, err := rr.Render(context.Background(), res.Bytes())
+			if err != nil || string(again.Bytes()) != string(res.Bytes()) {
+				t.Errorf("Render() changed its own output (err %v):\n%s", err, cmp.Diff(string(res.Bytes()), string(again.Bytes())))
 			}
 		})
 	}
@@ -162,19 +162,19 @@ func TestJSONOddDocuments(t *testing.T) {
 				t.Fatalf("Render() = %v", err)
 			}
 			var got, want any
-			if err := json.Unmarshal(bytes.TrimPrefix(res.Output, bom), &got); err != nil {
-				t.Fatalf("the output is not JSON: %v\n%s", err, res.Output)
+			if err := json.Unmarshal(bytes.TrimPrefix(res.Bytes(), bom), &got); err != nil {
+				t.Fatalf("the output is not JSON: %v\n%s", err, res.Bytes())
 			}
 			if err := json.Unmarshal(bytes.TrimPrefix([]byte(in), bom), &want); err != nil {
 				t.Fatalf("the input is not JSON: %v", err)
 			}
-			if bytes.HasPrefix([]byte(in), bom) != bytes.HasPrefix(res.Output, bom) {
-				t.Errorf("the byte order mark was not kept:\n%q", res.Output)
+			if bytes.HasPrefix([]byte(in), bom) != bytes.HasPrefix(res.Bytes(), bom) {
+				t.Errorf("the byte order mark was not kept:\n%q", res.Bytes())
 			}
 			// What encoding/json reads is what the API server reads, but
 			// for the pinned images and the checksum.
-			checkAsAPIServer(t, []byte(in), res.Output)
-			pinned := strings.ReplaceAll(string(res.Output), img+"@"+dg(img), img)
+			checkAsAPIServer(t, []byte(in), res.Bytes())
+			pinned := strings.ReplaceAll(string(res.Bytes()), img+"@"+dg(img), img)
 			var unpinned any
 			if err := json.Unmarshal(bytes.TrimPrefix([]byte(pinned), bom), &unpinned); err != nil {
 				t.Fatal(err)
@@ -188,9 +188,9 @@ func TestJSONOddDocuments(t *testing.T) {
 			if diff := cmp.Diff(want, unpinned); diff != "" {
 				t.Errorf("encoding/json reads more than the image changed (-in +out):\n%s", diff)
 			}
-			again, err := r.Render(context.Background(), res.Output)
-			if err != nil || !bytes.Equal(again.Output, res.Output) {
-				t.Errorf("Render() changed its own output (err %v):\n%s", err, cmp.Diff(string(res.Output), string(again.Output)))
+			again, err := r.Render(context.Background(), res.Bytes())
+			if err != nil || !bytes.Equal(again.Bytes(), res.Bytes()) {
+				t.Errorf("Render() changed its own output (err %v):\n%s", err, cmp.Diff(string(res.Bytes()), string(again.Bytes())))
 			}
 		})
 	}
@@ -336,13 +336,13 @@ func TestJSONLayouts(t *testing.T) {
 		if err != nil {
 			t.Fatalf("Render(%q) = %v", doc, err)
 		}
-		if !json.Valid(bytes.TrimPrefix(res.Output, []byte(head))) {
-			t.Fatalf("Render(%q) = %q, which is not JSON after %q", doc, res.Output, head)
+		if !json.Valid(bytes.TrimPrefix(res.Bytes(), []byte(head))) {
+			t.Fatalf("Render(%q) = %q, which is not JSON after %q", doc, res.Bytes(), head)
 		}
-		checkAsAPIServerWith(t, r, []byte(doc), res.Output)
-		again, err := r.Render(context.Background(), res.Output)
-		if err != nil || !bytes.Equal(again.Output, res.Output) {
-			t.Fatalf("Render(%q) changed its own output %q (err %v):\n%q", doc, res.Output, err, again.Output)
+		checkAsAPIServerWith(t, r, []byte(doc), res.Bytes())
+		again, err := r.Render(context.Background(), res.Bytes())
+		if err != nil || !bytes.Equal(again.Bytes(), res.Bytes()) {
+			t.Fatalf("Render(%q) changed its own output %q (err %v):\n%q", doc, res.Bytes(), err, again.Bytes())
 		}
 	}
 	if counted < 500 {

@@ -40,7 +40,7 @@ func TestKeepUnresolvedKeepsWhatIsNoReference(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			out := string(res.Output)
+			out := string(res.Bytes())
 			side := "registry.example/side:1@" + dg("registry.example/side:1")
 			sum := Checksum([]string{"app=" + tc.written, "side=" + side})
 			for _, want := range []string{"image: " + tc.image + "\n", "image: " + side + "\n", "checksum/images: '" + sum + "'"} {
@@ -52,11 +52,11 @@ func TestKeepUnresolvedKeepsWhatIsNoReference(t *testing.T) {
 				t.Errorf("warnings = %q, want one starting %q", warnings, tc.warning)
 			}
 			// Idempotent: the kept field stays, the checksum too.
-			again, err := r.Render(context.Background(), res.Output)
+			again, err := r.Render(context.Background(), res.Bytes())
 			if err != nil {
 				t.Fatal(err)
 			}
-			if diff := cmp.Diff(out, string(again.Output)); diff != "" {
+			if diff := cmp.Diff(out, string(again.Bytes())); diff != "" {
 				t.Errorf("Render() changed its own output (-want +got):\n%s", diff)
 			}
 		})

@@ -53,14 +53,14 @@ func TestOddInput(t *testing.T) {
 			got := map[string]int{}
 			for _, img := range res.Images {
 				got[img.Written] = len(img.Workloads)
-				if pin := img.Written + "@" + dg(img.Reference); !bytes.Contains(res.Output, []byte(pin)) {
+				if pin := img.Written + "@" + dg(img.Reference); !bytes.Contains(res.Bytes(), []byte(pin)) {
 					t.Errorf("output lacks %s", pin)
 				}
 			}
 			if diff := cmp.Diff(tc.images, got); diff != "" {
 				t.Errorf("Render(%s) images (-want +got):\n%s", in, diff)
 			}
-			checkUntouched(t, src, res.Output)
+			checkUntouched(t, src, res.Bytes())
 		})
 	}
 }
@@ -106,17 +106,17 @@ func TestOddInputLongLines(t *testing.T) {
 		t.Fatalf("Render() = %v", err)
 	}
 	pinned := "image: registry.example/app:1@" + dg("registry.example/app:1") + " }"
-	if got := strings.Count(string(res.Output), pinned); got != n {
+	if got := strings.Count(string(res.Bytes()), pinned); got != n {
 		t.Errorf("Render() pinned %d containers in place, want %d", got, n)
 	}
-	if !strings.Contains(string(res.Output), "    note: "+long+"\n") {
+	if !strings.Contains(string(res.Bytes()), "    note: "+long+"\n") {
 		t.Errorf("Render() changed the long annotation")
 	}
-	again, err := r.Render(context.Background(), res.Output)
+	again, err := r.Render(context.Background(), res.Bytes())
 	if err != nil {
 		t.Fatalf("Render(output) = %v", err)
 	}
-	if !bytes.Equal(again.Output, res.Output) {
+	if !bytes.Equal(again.Bytes(), res.Bytes()) {
 		t.Errorf("Render() changed its own output")
 	}
 }

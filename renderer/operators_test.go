@@ -57,7 +57,7 @@ func TestOperatorFieldsUntouched(t *testing.T) {
 			if err != nil {
 				t.Fatalf("Render() = %v", err)
 			}
-			if diff := cmp.Diff(tc.in, string(res.Output)); diff != "" {
+			if diff := cmp.Diff(tc.in, string(res.Bytes())); diff != "" {
 				t.Errorf("Render() changed the document (-in +out):\n%s", diff)
 			}
 			if len(res.Images) != 0 {

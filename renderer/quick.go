@@ -3,6 +3,7 @@ package renderer
 import (
 	"bytes"
 	"strings"
+	"sync"
 
 	"sigs.k8s.io/kustomize/kyaml/yaml"
 )
@@ -24,7 +25,11 @@ import (
 // the line and column yaml.v3 gives them and the tag it resolves (through
 // yaml.Node.ShortTag, yaml.v3's own resolver). FuzzQuickParse holds it to
 // yaml.v3 on arbitrary input.
-func quickParse(body []byte) (*yaml.Node, bool) {
+//
+// The tree's first nodes come from blk when it is not nil (they are
+// cleared first): the caller gives blk back to quickBlocks once nothing
+// refers to the tree, so that the next document reuses them.
+func quickParse(body []byte, blk *quickBlock) (*yaml.Node, bool) {
 	for _, c := range body {
 		if (c < 0x20 || c > 0x7e) && c != '\n' {
 			return nil, false
@@ -36,8 +41,10 @@ func quickParse(body []byte) (*yaml.Node, bool) {
 	// document gets its nodes as it goes, so that one this leaves to
 	// yaml.v3 has not cost a tree's worth first.
 	size := min(2*bytes.Count(body, newline)+16, 4096)
-	q.nodes = make([]yaml.Node, size)
-	q.ptrs = make([]*yaml.Node, size)
+	if blk == nil {
+		blk = new(quickBlock)
+	}
+	q.nodes, q.ptrs = blk.take(size)
 	l, ok := q.peek()
 	if !ok {
 		return nil, false
@@ -55,6 +62,32 @@ func quickParse(body []byte) (*yaml.Node, bool) {
 	}
 	doc.Content = []*yaml.Node{root}
 	return doc, true
+}
+
+// quickBlock holds the nodes and content slices of one quickParse tree,
+// for the next tree once that one is done with. A stream of thousands of
+// documents otherwise makes a tree's worth of garbage for each (most of
+// what a Render allocates), and a garbage collector that runs that much
+// more often, with more garbage live when it does.
+type quickBlock struct {
+	nodes []yaml.Node
+	ptrs  []*yaml.Node
+}
+
+// quickBlocks are the quickBlocks of trees done with.
+var quickBlocks = sync.Pool{New: func() any { return new(quickBlock) }}
+
+// take returns n cleared nodes and n nil pointers, from the block's
+// memory when it has that many.
+func (b *quickBlock) take(n int) ([]yaml.Node, []*yaml.Node) {
+	if cap(b.nodes) < n {
+		b.nodes, b.ptrs = make([]yaml.Node, n), make([]*yaml.Node, n)
+		return b.nodes, b.ptrs
+	}
+	nodes, ptrs := b.nodes[:n], b.ptrs[:n]
+	clear(nodes)
+	clear(ptrs)
+	return nodes, ptrs
 }
 
 // quickParser reads a body line by line.

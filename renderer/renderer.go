@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"unique"
 
 	"github.com/digestpin/digestpin/kindpath"
 	"github.com/digestpin/digestpin/resolution"
@@ -104,12 +105,19 @@ type Workload struct {
 
 // owned returns w with strings of its own. A document's values may be
 // cut from one string of the whole document (quickParse): what outlives
-// the document's parse must not keep all of it.
+// the document's parse must not keep all of it. The strings that repeat
+// from one workload to the next (kind, namespace, container, field) are
+// shared (intern); a name is copied.
 func (w Workload) owned() Workload {
-	w.Kind, w.Namespace, w.Name = strings.Clone(w.Kind), strings.Clone(w.Namespace), strings.Clone(w.Name)
-	w.Container, w.Field = strings.Clone(w.Container), strings.Clone(w.Field)
+	w.Kind, w.Namespace, w.Name = intern(w.Kind), intern(w.Namespace), strings.Clone(w.Name)
+	w.Container, w.Field = intern(w.Container), intern(w.Field)
 	return w
 }
+
+// intern returns s in memory of its own, one copy for every equal string:
+// a stream of thousands of workloads repeats a few kinds, namespaces,
+// container names and images. It is safe for concurrent use.
+func intern(s string) string { return unique.Make(s).Value() }
 
 // line returns the checksum line of the workload's image pinned to
 // value: "NAME=REF", "volume/NAME=REF", "field/PATH=REF", or for a field
@@ -153,16 +161,21 @@ type Image struct {
 	Workloads []Workload
 }
 
-// Result is the outcome of a Render.
+// Result is the outcome of a Render. It keeps the output as the pieces
+// it is made of, spans of the input left as they were and the text of the
+// edits between them, rather than one copy of the whole stream: WriteTo
+// writes them in order, Bytes puts them together. The output shares memory
+// with the input, so the input must stay as it is while the Result is in
+// use. The zero Result has an empty output. A Result is safe for
+// concurrent use by readers.
 type Result struct {
-	// Output is the rewritten stream. It is the input slice itself when
-	// nothing in the stream changed: it may share memory with the input.
-	Output []byte
 	// Images lists every distinct image, sorted by Reference.
 	Images []Image
 	// Unpinned lists the values that look like image references left as
 	// tags, in stream order; Render warns about them once.
 	Unpinned []Unpinned
+
+	out output
 }
 
 // Render rewrites the stream in. On error the Result is empty: no partial
@@ -232,32 +245,7 @@ func (r *Renderer) Render(ctx context.Context, in []byte) (Result, error) {
 	if len(unpinned) > 0 {
 		r.warnf("%d image references are left as tags where digestpin knows no image field, and no lock file or report covers them: %s; name their fields with %s (%s fails the run)", len(unpinned), unpinnedList(unpinned), r.OptionNames.Name("ImagePaths"), r.OptionNames.Name("Strict"))
 	}
-	return Result{Output: assemble(in, c.out), Images: images, Unpinned: unpinned}, nil
-}
-
-// assemble puts the output together from the pieces of the stream in, in
-// order: once, in a buffer of its exact size. A stream with nothing to
-// change (each piece the next bytes of in, unedited: digestpin's own
-// output rendered again, or manifests without images) is its own output,
-// without a copy.
-func assemble(in []byte, pieces []piece) []byte {
-	size, at := 0, 0
-	for _, p := range pieces {
-		size += p.size()
-		if at >= 0 && len(p.edits) == 0 && len(p.b) <= len(in)-at && len(p.b) > 0 && &p.b[0] == &in[at] {
-			at += len(p.b)
-		} else if len(p.b) > 0 || len(p.edits) > 0 {
-			at = -1
-		}
-	}
-	if at == len(in) {
-		return in[:len(in):len(in)]
-	}
-	out := make([]byte, 0, size)
-	for _, p := range pieces {
-		out = p.appendTo(out)
-	}
-	return out
+	return Result{Images: images, Unpinned: unpinned, out: newOutput(in, c.out)}, nil
 }
 
 // Validate checks the settings that no document can make right, and

@@ -98,7 +98,7 @@ func TestRenderImageForms(t *testing.T) {
 			if err != nil {
 				t.Fatalf("Render() = %v", err)
 			}
-			got := imageOf(t, string(res.Output))
+			got := imageOf(t, string(res.Bytes()))
 			if got != tc.want {
 				t.Errorf("image = %s, want %s", got, tc.want)
 			}
@@ -143,13 +143,22 @@ func TestRenderUnchanged(t *testing.T) {
 			if err != nil {
 				t.Fatalf("Render() = %v", err)
 			}
-			if diff := cmp.Diff(tc.in, string(res.Output)); diff != "" {
+			out := res.Bytes()
+			if diff := cmp.Diff(tc.in, string(out)); diff != "" {
 				t.Errorf("Render() changed the stream (-want +got):\n%s", diff)
 			}
 			// Nothing changed: the output is the input, not a copy, and
 			// appending to it cannot write into the caller's input.
-			if len(in) > 0 && (&res.Output[0] != &in[0] || cap(res.Output) != len(in)) {
-				t.Errorf("Render() copied an unchanged stream (cap %d, len %d), want the input itself", cap(res.Output), len(in))
+			if len(in) > 0 && (&out[0] != &in[0] || cap(out) != len(in)) {
+				t.Errorf("Render().Bytes() copied an unchanged stream (cap %d, len %d), want the input itself", cap(out), len(in))
+			}
+			// WriteTo writes it in one write, straight from the input.
+			w := &recordingWriter{}
+			if n, err := res.WriteTo(w); err != nil || n != int64(len(in)) || res.Len() != len(in) {
+				t.Errorf("Render().WriteTo() = %d, %v; Len() = %d; want %d, nil", n, err, res.Len(), len(in))
+			}
+			if len(in) > 0 && (len(w.writes) != 1 || &w.writes[0][0] != &in[0]) {
+				t.Errorf("Render().WriteTo() wrote %d slices, want the input itself in one", len(w.writes))
 			}
 			if len(f.calls) != 0 {
 				t.Errorf("Render() asked the resolver %v, want no calls", f.calls)
@@ -177,7 +186,7 @@ func TestRenderResolvesEachReferenceOnce(t *testing.T) {
 		t.Errorf("Images = %+v, want 2 images, the second used 5 times", res.Images)
 	}
 	for _, want := range []string{"image: nginx:1.27@", "image: docker.io/library/nginx:1.27@", "image: index.docker.io/library/nginx:1.27@"} {
-		if !strings.Contains(string(res.Output), want) {
+		if !strings.Contains(string(res.Bytes()), want) {
 			t.Errorf("output lacks %q: the user's spelling must stay", want)
 		}
 	}
@@ -215,7 +224,7 @@ func TestRenderMovedTagChangesOnlyItsTemplates(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	b, a := mustSplit(t, before.Output), mustSplit(t, after.Output)
+	b, a := mustSplit(t, before.Bytes()), mustSplit(t, after.Bytes())
 	if len(a) != 2 || len(b) != 2 {
 		t.Fatalf("want 2 documents, got %d and %d", len(b), len(a))
 	}
@@ -239,14 +248,20 @@ func TestRenderOutputOwnsItsBytes(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if string(res.Output) == in {
+		out := res.Bytes()
+		if string(out) == in {
 			t.Fatalf("Render() changed nothing in:\n%s", in)
 		}
-		for i := range res.Output {
-			res.Output[i] = 'x'
+		want := string(out)
+		for i := range out {
+			out[i] = 'x'
 		}
 		if string(b) != in {
-			t.Errorf("writing into Render()'s output changed its input:\n%s", b)
+			t.Errorf("writing into Render().Bytes() changed its input:\n%s", b)
+		}
+		// Nor the output that the Result still holds.
+		if got := string(res.Bytes()); got != want {
+			t.Errorf("writing into Render().Bytes() changed the next Bytes():\n%s", got)
 		}
 	}
 }
@@ -316,8 +331,8 @@ func TestRenderErrors(t *testing.T) {
 					t.Errorf("Render() error = %q, want it to contain %q", err, w)
 				}
 			}
-			if res.Output != nil {
-				t.Errorf("Render() returned output with an error: %q", res.Output)
+			if res.Bytes() != nil {
+				t.Errorf("Render() returned output with an error: %q", res.Bytes())
 			}
 		})
 	}
@@ -337,7 +352,7 @@ func TestRenderKeepUnresolved(t *testing.T) {
 	if err != nil {
 		t.Fatalf("Render() = %v", err)
 	}
-	docs := mustSplit(t, res.Output)
+	docs := mustSplit(t, res.Bytes())
 	if got := imageOf(t, string(docs[0].raw)); got != "gone:1" {
 		t.Errorf("unresolved image = %s, want it kept as gone:1", got)
 	}
@@ -363,8 +378,8 @@ func TestRenderConcurrentCallsAgree(t *testing.T) {
 	for range 8 {
 		wg.Go(func() {
 			got, err := r.Render(context.Background(), in)
-			if err != nil || string(got.Output) != string(want.Output) {
-				t.Errorf("concurrent Render() = %v, output differs: %v", err, string(got.Output) != string(want.Output))
+			if err != nil || string(got.Bytes()) != string(want.Bytes()) {
+				t.Errorf("concurrent Render() = %v, output differs: %v", err, string(got.Bytes()) != string(want.Bytes()))
 			}
 		})
 	}
@@ -388,14 +403,14 @@ func TestRenderLargeStream(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if n := bytes.Count(res.Output, []byte("@sha256:")); n != 6000 {
+	if n := bytes.Count(res.Bytes(), []byte("@sha256:")); n != 6000 {
 		t.Errorf("%d images pinned, want 6000", n)
 	}
-	if n := bytes.Count(res.Output, []byte("checksum/images: '")); n != 3000 {
+	if n := bytes.Count(res.Bytes(), []byte("checksum/images: '")); n != 3000 {
 		t.Errorf("%d checksums, want 3000", n)
 	}
-	again, err := r.Render(context.Background(), res.Output)
-	if err != nil || !bytes.Equal(again.Output, res.Output) {
+	again, err := r.Render(context.Background(), res.Bytes())
+	if err != nil || !bytes.Equal(again.Bytes(), res.Bytes()) {
 		t.Errorf("the output of a large stream is not a fixed point (err %v)", err)
 	}
 }

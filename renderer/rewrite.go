@@ -24,6 +24,7 @@ func (r *Renderer) rewriteWaiting(ctx context.Context, c *collection, digests ma
 		if p := c.kept[i]; p != nil {
 			c.out[i], docErrs[j] = r.rewriteDoc(c.docs[i], p, known, nil)
 			c.kept[i] = nil
+			p.release()
 			return
 		}
 		defer c.budget.give(c.budget.takeFor(c.docs[i], r.keys))
@@ -50,6 +51,7 @@ func (r *Renderer) edit(d *document, digest func(use) (string, bool)) (piece, er
 	if p == nil || err != nil {
 		return piece{b: d.raw}, err
 	}
+	defer p.release()
 	return r.rewriteDoc(d, p, digest, nil)
 }
 
@@ -503,7 +505,7 @@ func (e *editor) pinImage(spec, m *yaml.Node, key string, w Workload) (string, e
 		}
 		return w.Container + "=" + img.Value, nil
 	}
-	u := use{image: strings.Clone(img.Value), ref: ref, workload: w.owned(), doc: e.d, line: img.Line}
+	u := use{image: intern(img.Value), ref: ref, workload: w.owned(), doc: e.d, line: img.Line}
 	if spec != nil {
 		if e.specUses == nil {
 			e.specUses = map[*yaml.Node][]use{}

@@ -100,7 +100,7 @@ func TestImagePathSelectors(t *testing.T) {
 			if want == "" {
 				want = tc.in
 			}
-			if diff := cmp.Diff(want, string(res.Output)); diff != "" {
+			if diff := cmp.Diff(want, string(res.Bytes())); diff != "" {
 				t.Errorf("Render() (-want +got):\n%s", diff)
 			}
 			var got []Workload
@@ -110,7 +110,7 @@ func TestImagePathSelectors(t *testing.T) {
 			if diff := cmp.Diff(tc.workloads, got); diff != "" {
 				t.Errorf("Render() workloads (-want +got):\n%s", diff)
 			}
-			checkAsAPIServerWith(t, r, []byte(tc.in), res.Output)
+			checkAsAPIServerWith(t, r, []byte(tc.in), res.Bytes())
 		})
 	}
 }
@@ -136,7 +136,7 @@ func TestContainerImagePaths(t *testing.T) {
 	})
 	want := "apiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: op\nspec:\n  template:\n    metadata:\n      annotations:\n        checksum/images: '" + sum + "'\n    spec:\n      containers:\n      - name: manager\n        image: " + pin("registry.example/op:1") + "\n" +
 		"        args: [--collector-image=" + pin("registry.example/col:1") + "]\n        env:\n        - name: AGENT_IMAGE\n          value: " + pin("registry.example/agent:2") + "\n"
-	if diff := cmp.Diff(want, string(res.Output)); diff != "" {
+	if diff := cmp.Diff(want, string(res.Bytes())); diff != "" {
 		t.Errorf("Render() (-want +got):\n%s", diff)
 	}
 	got := map[string][]Workload{}
@@ -168,8 +168,8 @@ func TestContainerImagePaths(t *testing.T) {
 			t.Errorf("Render() reports %s used by %v, want both Deployments", img.Written, img.Workloads)
 		}
 	}
-	if !strings.Contains(string(res.Output), "registry.example/col:1@sha256:") {
-		t.Errorf("Render() left the shared arg unpinned:\n%s", res.Output)
+	if !strings.Contains(string(res.Bytes()), "registry.example/col:1@sha256:") {
+		t.Errorf("Render() left the shared arg unpinned:\n%s", res.Bytes())
 	}
 }
 

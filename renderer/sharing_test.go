@@ -105,7 +105,7 @@ func TestSharedNodesOutsidePodSpecs(t *testing.T) {
 			res, err := r.Render(context.Background(), []byte(tc.in))
 			if tc.refused {
 				if err == nil {
-					t.Fatalf("Render() = nil error, want one with %q; output:\n%s", tc.want, res.Output)
+					t.Fatalf("Render() = nil error, want one with %q; output:\n%s", tc.want, res.Bytes())
 				}
 				for _, w := range tc.want {
 					if !strings.Contains(err.Error(), w) || strings.Contains(err.Error(), "\n") {
@@ -118,14 +118,14 @@ func TestSharedNodesOutsidePodSpecs(t *testing.T) {
 				t.Fatalf("Render() = %v", err)
 			}
 			for _, w := range tc.want {
-				if !strings.Contains(string(res.Output), w) {
-					t.Errorf("output lacks %q:\n%s", w, res.Output)
+				if !strings.Contains(string(res.Bytes()), w) {
+					t.Errorf("output lacks %q:\n%s", w, res.Bytes())
 				}
 			}
-			checkAsAPIServer(t, []byte(tc.in), res.Output)
-			again, err := r.Render(context.Background(), res.Output)
-			if err != nil || string(again.Output) != string(res.Output) {
-				t.Errorf("Render(output) = %v; changed its own output:\n%s", err, again.Output)
+			checkAsAPIServer(t, []byte(tc.in), res.Bytes())
+			again, err := r.Render(context.Background(), res.Bytes())
+			if err != nil || string(again.Bytes()) != string(res.Bytes()) {
+				t.Errorf("Render(output) = %v; changed its own output:\n%s", err, again.Bytes())
 			}
 		})
 	}

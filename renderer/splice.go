@@ -95,17 +95,32 @@ func (p piece) size() int {
 
 // appendTo appends the piece's output to dst.
 func (p piece) appendTo(dst []byte) []byte {
+	_ = p.each(func(b []byte) error { dst = append(dst, b...); return nil },
+		func(s string) error { dst = append(dst, s...); return nil })
+	return dst
+}
+
+// each calls span with each run of the piece's own bytes and text with
+// the text of each edit, in the order of the output. It stops at the
+// first error and returns it.
+func (p piece) each(span func([]byte) error, text func(string) error) error {
 	if len(p.edits) == 0 {
-		return append(dst, p.b...)
+		return span(p.b)
 	}
-	dst = append(dst, p.b[:p.head]...)
+	if err := span(p.b[:p.head]); err != nil {
+		return err
+	}
 	body, pos := p.b[p.head:], 0
 	for _, e := range p.edits {
-		dst = append(dst, body[pos:e.start]...)
-		dst = append(dst, e.text...)
+		if err := span(body[pos:e.start]); err != nil {
+			return err
+		}
+		if err := text(e.text); err != nil {
+			return err
+		}
 		pos = e.end
 	}
-	return append(dst, body[pos:]...)
+	return span(body[pos:])
 }
 
 // spliceState finds byte offsets of nodes in one document body.

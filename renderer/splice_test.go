@@ -78,7 +78,7 @@ spec:
 				t.Fatalf("Render() = %v", err)
 			}
 			want := strings.NewReplacer("SUM", sum, "DIGEST", d).Replace(tc.want)
-			if diff := cmp.Diff(want, string(res.Output)); diff != "" {
+			if diff := cmp.Diff(want, string(res.Bytes())); diff != "" {
 				t.Errorf("Render() (-want +got):\n%s", diff)
 			}
 		})

@@ -163,16 +163,16 @@ func TestDashKeyDeployment(t *testing.T) {
 	if err != nil {
 		t.Fatalf("Render() = %v", err)
 	}
-	if want := "registry.example/app:1@" + dg("registry.example/app:1"); !strings.Contains(string(res.Output), want) {
-		t.Errorf("Render() left the Deployment unpinned:\n%s", res.Output)
+	if want := "registry.example/app:1@" + dg("registry.example/app:1"); !strings.Contains(string(res.Bytes()), want) {
+		t.Errorf("Render() left the Deployment unpinned:\n%s", res.Bytes())
 	}
 	if len(res.Images) != 1 || len(res.Images[0].Workloads) != 1 || res.Images[0].Workloads[0].Kind != "Deployment" {
 		t.Errorf("Render() images = %+v, want the Deployment's", res.Images)
 	}
-	checkAsAPIServer(t, []byte(configMapDashKey), res.Output)
-	again, err := r.Render(context.Background(), res.Output)
-	if err != nil || !bytes.Equal(again.Output, res.Output) {
-		t.Errorf("Render(output) = %v, changed its own output:\n%s", err, cmp.Diff(string(res.Output), string(again.Output)))
+	checkAsAPIServer(t, []byte(configMapDashKey), res.Bytes())
+	again, err := r.Render(context.Background(), res.Bytes())
+	if err != nil || !bytes.Equal(again.Bytes(), res.Bytes()) {
+		t.Errorf("Render(output) = %v, changed its own output:\n%s", err, cmp.Diff(string(res.Bytes()), string(again.Bytes())))
 	}
 }
 
@@ -226,9 +226,9 @@ func TestSeparatorRefused(t *testing.T) {
 		t.Run(tc.desc, func(t *testing.T) {
 			res, err := renderWithin(t, &Renderer{Resolver: newFixed()}, tc.in)
 			if err == nil {
-				t.Fatalf("Render() = nil error, want %q; output:\n%s", tc.want, res.Output)
+				t.Fatalf("Render() = nil error, want %q; output:\n%s", tc.want, res.Bytes())
 			}
-			if res.Output != nil {
+			if res.Bytes() != nil {
 				t.Errorf("Render() returned output with error %v", err)
 			}
 			for _, w := range tc.want {

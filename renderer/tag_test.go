@@ -88,7 +88,7 @@ func TestTagMovesOnlyItsWorkloads(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	b, a := mustSplit(t, before.Output), mustSplit(t, after.Output)
+	b, a := mustSplit(t, before.Bytes()), mustSplit(t, after.Bytes())
 	if len(a) != 3 || len(b) != 3 {
 		t.Fatalf("want 3 documents, got %d and %d", len(b), len(a))
 	}

@@ -105,7 +105,7 @@ func TestUnpinned(t *testing.T) {
 			case len(tc.want) > 0 && err == nil:
 				t.Errorf("Render() with Strict = nil error, want one")
 			case len(tc.want) > 0:
-				if res.Output != nil || strings.Contains(err.Error(), "\n") || !strings.Contains(err.Error(), tc.want[0].Reference) || !strings.HasPrefix(err.Error(), "document ") {
+				if res.Bytes() != nil || strings.Contains(err.Error(), "\n") || !strings.Contains(err.Error(), tc.want[0].Reference) || !strings.HasPrefix(err.Error(), "document ") {
 					t.Errorf("Render() with Strict = %q, want one line from the document naming %s", err, tc.want[0].Reference)
 				}
 			}

@@ -52,7 +52,7 @@ func TestImageVolumes(t *testing.T) {
 			want := strings.Replace(in, "  name: p\n", "  name: p\n  annotations:\n    checksum/images: '"+Checksum(tc.lines)+"'\n", 1)
 			want = strings.Replace(want, "image: "+app, "image: "+tc.app, 1)
 			want = strings.Replace(want, "reference: "+data, "reference: "+tc.data, 1)
-			if diff := cmp.Diff(want, string(res.Output)); diff != "" {
+			if diff := cmp.Diff(want, string(res.Bytes())); diff != "" {
 				t.Errorf("Render() (-want +got):\n%s", diff)
 			}
 			var got []Workload
@@ -64,7 +64,7 @@ func TestImageVolumes(t *testing.T) {
 				t.Errorf("Render() workloads (-want +got):\n%s", diff)
 			}
 			if tc.mode == ModePin {
-				checkAsAPIServer(t, []byte(in), res.Output)
+				checkAsAPIServer(t, []byte(in), res.Bytes())
 			}
 		})
 	}
@@ -83,8 +83,8 @@ func TestImageVolumesKeepChecksums(t *testing.T) {
 		if err != nil {
 			t.Fatalf("Render(%q) = %v", in, err)
 		}
-		if want := Checksum([]string{"app=" + app + "@" + dg(app)}); !strings.Contains(string(res.Output), want) {
-			t.Errorf("Render(%q) = %s, want the checksum %s", in, res.Output, want)
+		if want := Checksum([]string{"app=" + app + "@" + dg(app)}); !strings.Contains(string(res.Bytes()), want) {
+			t.Errorf("Render(%q) = %s, want the checksum %s", in, res.Bytes(), want)
 		}
 	}
 	if Checksum([]string{"data=x"}) == Checksum([]string{"volume/data=x"}) {

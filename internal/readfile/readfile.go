@@ -4,8 +4,8 @@
 package readfile
 
 import (
+	"errors"
 	"fmt"
-	"io"
 	"os"
 	"syscall"
 )
@@ -43,12 +43,9 @@ func read(f *os.File, path string, limit int64) ([]byte, error) {
 	if !fi.Mode().IsRegular() {
 		return nil, fmt.Errorf("%s: not a regular file", path)
 	}
-	b, err := io.ReadAll(io.LimitReader(f, limit+1))
-	if err != nil {
-		return nil, err
-	}
-	if int64(len(b)) > limit {
+	b, err := All(f, limit)
+	if errors.Is(err, ErrTooLarge) {
 		return nil, fmt.Errorf("%s: larger than %d MiB", path, limit>>20)
 	}
-	return b, nil
+	return b, err
 }
