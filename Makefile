@@ -193,12 +193,13 @@ $(KUBE_TOOLS)/kubectl:
 # Benchmarks: the renderer and resolver in-process, then the whole binary
 # on growing streams and against a loopback registry with 50 ms latency,
 # each figure also as a ratio to the BASELINE binary's, measured in the
-# same run: BASELINE=BIN names one (a previous release); by default it is
-# built from BASELINE_REF, the commit where this branch left main. KBLD=BIN
-# adds ratios to Carvel kbld (not installed here).
+# same run: BASELINE=BIN names one; by default it is built from
+# BASELINE_REF, the newest release tag (v*) before HEAD, or without one the
+# commit where this branch left main. KBLD=BIN adds ratios to Carvel kbld
+# (not installed here).
 # benchredis: 1, 4 and 16 processes at once without a cache, a cache folder each, one Redis.
 # benchtemplate: digestpin template against helm template | digestpin (Helm 4 CLI) on a large chart.
-BASELINE_REF ?= $(shell git merge-base HEAD main 2>/dev/null || git rev-parse HEAD)
+BASELINE_REF ?= $(shell git describe --tags --abbrev=0 --match 'v*' HEAD 2>/dev/null || git merge-base HEAD main 2>/dev/null || git rev-parse HEAD)
 BASELINE ?= bin/baseline-$(BASELINE_REF)/digestpin
 KBLD ?=
 bench: build $(HELM4) $(BASELINE)
@@ -207,11 +208,14 @@ bench: build $(HELM4) $(BASELINE)
 	go run ./internal/cmd/benchredis $(BIN)
 	go run ./internal/cmd/benchtemplate $(BIN) $(HELM4)
 
-# The baseline binary of a commit, built from its tree (go build -trimpath).
+# The baseline binary of a commit, built from its tree as the post-renderer
+# of a release is built (CGO_ENABLED=0, -trimpath, -s -w, -tags nohelm: a
+# tree from before the split into digestpin and digestpin-helm knows no such
+# tag and builds its one binary, which was its post-renderer).
 bin/baseline-%/digestpin:
 	rm -rf $(@D)/src && mkdir -p $(@D)/src
 	git archive $* | tar -x -C $(@D)/src
-	cd $(@D)/src && go build -trimpath -o $(CURDIR)/$@ .
+	cd $(@D)/src && CGO_ENABLED=0 go build -trimpath -tags nohelm -ldflags "-s -w" -o $(CURDIR)/$@ .
 	rm -rf $(@D)/src
 
 # Every fuzz target briefly (FUZZTIME each, default 15s); CI runs this too.
