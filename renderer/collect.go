@@ -28,6 +28,16 @@ type use struct {
 // where describes where the field is for messages, as document.at does.
 func (u use) where() string { return u.doc.at(u.line) }
 
+// refUses is what the later phases need of the image fields of one
+// reference: its first field, whose spelling and place the messages
+// name, and the workload of every field, in stream order (the image's
+// Workloads). A use is kept once, not per field: a stream of thousands
+// of workloads repeats a few references.
+type refUses struct {
+	first     use
+	workloads []Workload
+}
+
 // collection is what the first phase of a Render found.
 type collection struct {
 	docs []*document
@@ -40,7 +50,7 @@ type collection struct {
 	waiting []int
 	// pending are the image fields of each reference (by ref.Name()),
 	// order the references in the order the stream first uses them.
-	pending map[string][]use
+	pending map[string]*refUses
 	order   []string
 	// budget bounds the nodes parsed at once, in both phases that parse.
 	budget *nodeBudget
@@ -58,7 +68,7 @@ func (r *Renderer) collect(ctx context.Context, docs []*document) (*collection, 
 		docs:    docs,
 		out:     make([]piece, len(docs)),
 		kept:    make([]*parsed, len(docs)),
-		pending: map[string][]use{},
+		pending: map[string]*refUses{},
 		budget:  newNodeBudget(MaxNodes),
 	}
 	uses := make([][]use, len(docs))
@@ -96,11 +106,15 @@ func (r *Renderer) collect(ctx context.Context, docs []*document) (*collection, 
 		}
 		for _, u := range uses[i] {
 			k := u.ref.Name()
-			if _, seen := c.pending[k]; !seen {
+			ru := c.pending[k]
+			if ru == nil {
+				ru = &refUses{first: u}
+				c.pending[k] = ru
 				c.order = append(c.order, k)
 			}
-			c.pending[k] = append(c.pending[k], u)
+			ru.workloads = append(ru.workloads, u.workload)
 		}
+		uses[i] = nil // what is left of them is in pending
 		if b.b == nil {
 			c.waiting = append(c.waiting, i)
 		}
