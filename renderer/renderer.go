@@ -232,14 +232,18 @@ func (r *Renderer) Render(ctx context.Context, in []byte) (Result, error) {
 	// Warnings come in stream order, whichever core finished a document.
 	var unpinned []Unpinned
 	for _, d := range c.docs {
-		unpinned = append(unpinned, d.unpinned...)
+		if d.notes != nil {
+			unpinned = append(unpinned, d.notes.unpinned...)
+		}
 	}
 	if len(unpinned) > 0 && r.Strict {
 		return Result{}, unpinnedError(unpinned, r.OptionNames)
 	}
 	for _, d := range c.docs {
-		for _, w := range d.kept {
-			r.warnf("%s", w)
+		if d.notes != nil {
+			for _, w := range d.notes.kept {
+				r.warnf("%s", w)
+			}
 		}
 	}
 	if len(unpinned) > 0 {

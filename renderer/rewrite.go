@@ -99,7 +99,10 @@ func (r *Renderer) rewrite(d *document, p *parsed, digest func(use) (string, boo
 	if e.complete {
 		// The last pass over the document says what it kept, and what
 		// it left as tags.
-		d.kept, d.unpinned = e.kept, e.unpinned
+		d.notes = nil
+		if len(e.kept) > 0 || len(e.unpinned) > 0 {
+			d.notes = &notes{kept: e.kept, unpinned: e.unpinned}
+		}
 	}
 	switch {
 	case !e.complete:
