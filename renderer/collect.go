@@ -54,6 +54,39 @@ type collection struct {
 	order   []string
 	// budget bounds the nodes parsed at once, in both phases that parse.
 	budget *nodeBudget
+	// finished are the notes of the documents that were final after
+	// collect, in stream order: such a document is dropped from docs
+	// (nil) once merged, for its output piece is all that the later
+	// phases need of it.
+	finished []docNotes
+}
+
+// docNotes are the notes of document i (0-based).
+type docNotes struct {
+	i int
+	n *notes
+}
+
+// warnings returns what the documents of c warn about, once every one is
+// done, in stream order: the image-like values left as tags, and the
+// warnings of image fields kept as written.
+func (c *collection) warnings() ([]Unpinned, []string) {
+	all := c.finished
+	for _, i := range c.waiting {
+		if n := c.docs[i].notes; n != nil {
+			all = append(all, docNotes{i, n})
+		}
+	}
+	if len(c.waiting) > 0 {
+		slices.SortFunc(all, func(a, b docNotes) int { return a.i - b.i })
+	}
+	var unpinned []Unpinned
+	var kept []string
+	for _, dn := range all {
+		unpinned = append(unpinned, dn.n.unpinned...)
+		kept = append(kept, dn.n.kept...)
+	}
+	return unpinned, kept
 }
 
 // collect parses every document and collects its images; it rewrites the
@@ -179,7 +212,12 @@ func (m *merger) add(b *batchFound) {
 		for i := b.start; i < b.end; i++ {
 			if m.c.out[i].b == nil {
 				m.c.waiting = append(m.c.waiting, i)
+				continue
 			}
+			if n := m.c.docs[i].notes; n != nil {
+				m.c.finished = append(m.c.finished, docNotes{i, n})
+			}
+			m.c.docs[i] = nil // done: its output is in out
 		}
 	}
 }

@@ -145,3 +145,38 @@ func TestMergerMergesInStreamOrder(t *testing.T) {
 		t.Errorf("errors = %q, want %q", got, want)
 	}
 }
+
+func TestRenderUnpinnedInStreamOrderOfFinalAndWaitingDocuments(t *testing.T) {
+	t.Parallel()
+	// Documents final after collect (their image pinned) are dropped once
+	// merged and their notes kept apart; those that wait for the
+	// resolver are finished later: the warnings of both come in stream
+	// order.
+	var b strings.Builder
+	for i := range 100 {
+		image := "registry.example/c:1"
+		if i%3 != 0 {
+			image += "@" + dg("registry.example/c:1")
+		}
+		fmt.Fprintf(&b, "---\napiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: d%d\nspec:\n  template:\n    spec:\n      containers:\n      - name: c\n        image: %s\n        env:\n        - name: SIDECAR_IMAGE\n          value: registry.example/side:%d\n", i, image, i)
+	}
+	var warnings int
+	r := &Renderer{Resolver: newFixed(), Warnf: func(string, ...any) { warnings++ }}
+	res, err := r.Render(context.Background(), []byte(b.String()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got, want []string
+	for i := range 100 {
+		want = append(want, fmt.Sprintf("Deployment/d%d container \"c\" field env[name=SIDECAR_IMAGE].value \"registry.example/side:%d\"", i, i))
+	}
+	for _, u := range res.Unpinned {
+		got = append(got, u.String())
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("Unpinned (-want +got):\n%s", diff)
+	}
+	if warnings != 1 {
+		t.Errorf("%d warnings, want one listing the unpinned values", warnings)
+	}
+}
