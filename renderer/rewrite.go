@@ -184,6 +184,21 @@ type editor struct {
 	handled, scanned map[*yaml.Node]bool
 	containers       []containerAt
 	unpinned         []Unpinned
+	// name is the copy of the last workload name that own made.
+	name string
+}
+
+// own returns w.owned(), whose copy of the name the fields of one
+// workload share: its containers and fields repeat it, and each field's
+// Workload is kept for the whole Render (Image.Workloads).
+func (e *editor) own(w Workload) Workload {
+	if w.Name != e.name {
+		e.name = strings.Clone(w.Name)
+	}
+	w.Name = ""
+	w = w.owned()
+	w.Name = e.name
+	return w
 }
 
 // once reports whether n is not in seen yet, and adds it.
@@ -308,7 +323,7 @@ func (e *editor) template(t podTemplate, w Workload) error {
 		// workload that shares it uses its images.
 		for _, u := range e.specUses[t.spec] {
 			u.workload.Kind, u.workload.Namespace, u.workload.Name = w.Kind, w.Namespace, w.Name
-			u.workload = u.workload.owned()
+			u.workload = e.own(u.workload)
 			if _, ok := e.digest(u); !ok {
 				e.complete = false
 			}
@@ -508,7 +523,7 @@ func (e *editor) pinImage(spec, m *yaml.Node, key string, w Workload) (string, e
 		}
 		return w.Container + "=" + img.Value, nil
 	}
-	u := use{image: intern(img.Value), ref: ref, workload: w.owned(), doc: e.d, line: img.Line}
+	u := use{image: intern(img.Value), ref: ref, workload: e.own(w), doc: e.d, line: img.Line}
 	if spec != nil {
 		if e.specUses == nil {
 			e.specUses = map[*yaml.Node][]use{}
