@@ -44,8 +44,9 @@ type collection struct {
 	// out holds each document's output; nil bytes while it waits for a
 	// digest.
 	out []piece
-	// kept holds the parses of waiting documents kept for the last phase.
-	kept []*parsed
+	// kept holds the parses of waiting documents kept for the last phase,
+	// by index: few documents, and none in a huge stream.
+	kept map[int]*parsed
 	// waiting are the indexes of the documents that wait for a digest.
 	waiting []int
 	// pending are the image fields of each reference (by ref.Name()),
@@ -102,7 +103,7 @@ func (r *Renderer) collect(ctx context.Context, docs []*document) (*collection, 
 	c := &collection{
 		docs:    docs,
 		out:     make([]piece, len(docs)),
-		kept:    make([]*parsed, len(docs)),
+		kept:    map[int]*parsed{},
 		pending: map[string]*refUses{},
 		budget:  newNodeBudget(MaxNodes),
 	}
@@ -122,7 +123,7 @@ func (r *Renderer) collect(ctx context.Context, docs []*document) (*collection, 
 			}
 			if c.out[i].b == nil && err == nil && keptBytes.Add(int64(len(d.raw))) <= maxKeptBytes &&
 				keptNodes.Add(int64(d.estimate())) <= maxKeptNodes {
-				c.kept[i] = p
+				b.kept = append(b.kept, docParse{i, p})
 			} else {
 				p.release()
 			}
@@ -167,6 +168,13 @@ type batchFound struct {
 	start, end int
 	uses       []use
 	errs       []error
+	kept       []docParse // the parses kept for the last phase
+}
+
+// docParse is the parse of document i (0-based).
+type docParse struct {
+	i int
+	p *parsed
 }
 
 // merger merges the batches of collect into its collection in stream
@@ -195,6 +203,9 @@ func (m *merger) add(b *batchFound) {
 		delete(m.done, m.next)
 		m.next = b.end
 		m.errs = append(m.errs, b.errs...)
+		for _, k := range b.kept {
+			m.c.kept[k.i] = k.p
+		}
 		for _, u := range b.uses {
 			k, ok := m.names[u.image]
 			if !ok {

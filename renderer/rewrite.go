@@ -21,15 +21,16 @@ func (r *Renderer) rewriteWaiting(ctx context.Context, c *collection, digests ma
 	docErrs := make([]error, len(c.waiting))
 	err := eachDoc(ctx, len(c.waiting), func(j int) {
 		i := c.waiting[j]
+		// Workers only read kept while this phase goes on.
 		if p := c.kept[i]; p != nil {
 			c.out[i], docErrs[j] = r.rewriteDoc(c.docs[i], p, known, nil)
-			c.kept[i] = nil
 			p.release()
 			return
 		}
 		defer c.budget.give(c.budget.takeFor(c.docs[i], r.keys))
 		c.out[i], docErrs[j] = r.edit(c.docs[i], known)
 	})
+	c.kept = nil // released, each by the worker that used it
 	if err != nil {
 		return err
 	}
