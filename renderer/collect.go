@@ -28,27 +28,73 @@ type use struct {
 // where describes where the field is for messages, as document.at does.
 func (u use) where() string { return u.doc.at(u.line) }
 
+// refUses is what the later phases need of the image fields of one
+// reference: its first field, whose spelling and place the messages
+// name, and the workload of every field, in stream order (the image's
+// Workloads). A use is kept once, not per field: a stream of thousands
+// of workloads repeats a few references.
+type refUses struct {
+	first     use
+	workloads []Workload
+}
+
 // collection is what the first phase of a Render found.
 type collection struct {
 	docs []*document
 	// out holds each document's output; nil bytes while it waits for a
 	// digest.
 	out []piece
-	// kept holds the parses of waiting documents kept for the last phase.
-	kept []*parsed
+	// kept holds the parses of waiting documents kept for the last phase,
+	// by index: few documents, and none in a huge stream.
+	kept map[int]*parsed
 	// waiting are the indexes of the documents that wait for a digest.
 	waiting []int
 	// pending are the image fields of each reference (by ref.Name()),
 	// order the references in the order the stream first uses them.
-	pending map[string][]use
+	pending map[string]*refUses
 	order   []string
 	// budget bounds the nodes parsed at once, in both phases that parse.
 	budget *nodeBudget
+	// finished are the notes of the documents that were final after
+	// collect, in stream order: such a document is dropped from docs
+	// (nil) once merged, for its output piece is all that the later
+	// phases need of it.
+	finished []docNotes
+}
+
+// docNotes are the notes of document i (0-based).
+type docNotes struct {
+	i int
+	n *notes
+}
+
+// warnings returns what the documents of c warn about, once every one is
+// done, in stream order: the image-like values left as tags, and the
+// warnings of image fields kept as written.
+func (c *collection) warnings() ([]Unpinned, []string) {
+	all := c.finished
+	for _, i := range c.waiting {
+		if n := c.docs[i].notes; n != nil {
+			all = append(all, docNotes{i, n})
+		}
+	}
+	if len(c.waiting) > 0 {
+		slices.SortFunc(all, func(a, b docNotes) int { return a.i - b.i })
+	}
+	var unpinned []Unpinned
+	var kept []string
+	for _, dn := range all {
+		unpinned = append(unpinned, dn.n.unpinned...)
+		kept = append(kept, dn.n.kept...)
+	}
+	return unpinned, kept
 }
 
 // collect parses every document and collects its images; it rewrites the
 // documents whose images all carry digests. Documents are independent, so
-// they are parsed on every core; the results are merged in stream order.
+// they are parsed on every core, a batch at a time; each batch's image
+// fields are merged into pending in stream order as soon as the batches
+// before it are done, so that a use of every field is never held at once.
 // The parse of a document that waits is kept for the last phase while the
 // kept documents are small (a chart's worth); beyond that they are parsed
 // again, so that memory does not grow with a node tree for every document
@@ -57,58 +103,134 @@ func (r *Renderer) collect(ctx context.Context, docs []*document) (*collection, 
 	c := &collection{
 		docs:    docs,
 		out:     make([]piece, len(docs)),
-		kept:    make([]*parsed, len(docs)),
-		pending: map[string][]use{},
+		kept:    map[int]*parsed{},
+		pending: map[string]*refUses{},
 		budget:  newNodeBudget(MaxNodes),
 	}
-	uses := make([][]use, len(docs))
-	docErrs := make([]error, len(docs))
+	m := &merger{c: c, done: map[int]*batchFound{}, names: map[string]string{}}
 	var keptBytes, keptNodes atomic.Int64
-	err := eachDoc(ctx, len(docs), func(i int) {
-		d := docs[i]
-		defer c.budget.give(c.budget.takeFor(d, r.keys))
-		p, err := r.parse(d)
-		if p == nil || err != nil {
-			c.out[i], docErrs[i] = piece{b: d.raw}, err
-			return
-		}
-		c.out[i], docErrs[i] = r.rewriteDoc(d, p, func(u use) (string, bool) {
-			uses[i] = append(uses[i], u)
-			if dg, ok := u.ref.(name.Digest); ok {
-				return dg.DigestStr(), true
+	err := eachBatch(ctx, len(docs), func(start, end int) {
+		b := &batchFound{start: start, end: end}
+		for i := start; i < end; i++ {
+			d := docs[i]
+			from := len(b.uses)
+			p, err := r.collectDoc(c, i, b, from)
+			if err != nil {
+				b.errs = append(b.errs, err)
 			}
-			r.inflight.start(u.ref)
-			return "", false
-		}, func() { uses[i] = nil })
-		if c.out[i].b == nil && docErrs[i] == nil && keptBytes.Add(int64(len(d.raw))) <= maxKeptBytes &&
-			keptNodes.Add(int64(d.estimate())) <= maxKeptNodes {
-			c.kept[i] = p
-		} else {
-			p.release()
+			if p == nil {
+				continue
+			}
+			if c.out[i].b == nil && err == nil && keptBytes.Add(int64(len(d.raw))) <= maxKeptBytes &&
+				keptNodes.Add(int64(d.estimate())) <= maxKeptNodes {
+				b.kept = append(b.kept, docParse{i, p})
+			} else {
+				p.release()
+			}
 		}
+		m.add(b)
 	})
 	if err != nil {
 		return nil, err
 	}
-	for i, b := range c.out {
-		if docErrs[i] != nil {
-			continue
-		}
-		for _, u := range uses[i] {
-			k := u.ref.Name()
-			if _, seen := c.pending[k]; !seen {
-				c.order = append(c.order, k)
-			}
-			c.pending[k] = append(c.pending[k], u)
-		}
-		if b.b == nil {
-			c.waiting = append(c.waiting, i)
-		}
-	}
-	if err := errors.Join(docErrs...); err != nil {
+	if err := errors.Join(m.errs...); err != nil {
 		return nil, err
 	}
 	return c, nil
+}
+
+// collectDoc parses document i of c and rewrites it when every digest is
+// known, into c.out[i]; it appends the document's image fields to b.uses
+// (after from, where they start). It returns the parse (nil for a
+// document that needs none), for collect to keep or release.
+func (r *Renderer) collectDoc(c *collection, i int, b *batchFound, from int) (*parsed, error) {
+	d := c.docs[i]
+	defer c.budget.give(c.budget.takeFor(d, r.keys))
+	p, err := r.parse(d)
+	if p == nil || err != nil {
+		c.out[i] = piece{b: d.raw}
+		return nil, err
+	}
+	c.out[i], err = r.rewriteDoc(d, p, func(u use) (string, bool) {
+		b.uses = append(b.uses, u)
+		if dg, ok := u.ref.(name.Digest); ok {
+			return dg.DigestStr(), true
+		}
+		r.inflight.start(u.ref)
+		return "", false
+	}, func() { b.uses = b.uses[:from] })
+	return p, err
+}
+
+// batchFound is what collect found in the documents [start, end): their
+// image fields and errors, in stream order.
+type batchFound struct {
+	start, end int
+	uses       []use
+	errs       []error
+	kept       []docParse // the parses kept for the last phase
+}
+
+// docParse is the parse of document i (0-based).
+type docParse struct {
+	i int
+	p *parsed
+}
+
+// merger merges the batches of collect into its collection in stream
+// order, whichever core finished them. It is safe for concurrent use.
+type merger struct {
+	mu   sync.Mutex
+	c    *collection
+	next int                 // the start of the next batch to merge
+	done map[int]*batchFound // batches done before the ones before them, by start
+	errs []error             // the documents' errors, in stream order
+	// names caches ref.Name() by the image as written, which it is a
+	// function of: a stream repeats a few images in many fields.
+	names map[string]string
+}
+
+// add merges b, and every batch done after it that it lets follow.
+func (m *merger) add(b *batchFound) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.done[b.start] = b
+	for {
+		b, ok := m.done[m.next]
+		if !ok {
+			return
+		}
+		delete(m.done, m.next)
+		m.next = b.end
+		m.errs = append(m.errs, b.errs...)
+		for _, k := range b.kept {
+			m.c.kept[k.i] = k.p
+		}
+		for _, u := range b.uses {
+			k, ok := m.names[u.image]
+			if !ok {
+				k = u.ref.Name()
+				m.names[u.image] = k
+			}
+			ru := m.c.pending[k]
+			if ru == nil {
+				ru = &refUses{first: u}
+				m.c.pending[k] = ru
+				m.c.order = append(m.c.order, k)
+			}
+			ru.workloads = append(ru.workloads, u.workload)
+		}
+		for i := b.start; i < b.end; i++ {
+			if m.c.out[i].b == nil {
+				m.c.waiting = append(m.c.waiting, i)
+				continue
+			}
+			if n := m.c.docs[i].notes; n != nil {
+				m.c.finished = append(m.c.finished, docNotes{i, n})
+			}
+			m.c.docs[i] = nil // done: its output is in out
+		}
+	}
 }
 
 // eachDoc calls fn(i) for every i in [0, n) on GOMAXPROCS goroutines. fn
@@ -116,6 +238,16 @@ func (r *Renderer) collect(ctx context.Context, docs []*document) (*collection, 
 // batch of documents, and returns its error (wrapped) when ctx is done;
 // some documents are then left undone.
 func eachDoc(ctx context.Context, n int, fn func(i int)) error {
+	return eachBatch(ctx, n, func(start, end int) {
+		for i := start; i < end; i++ {
+			fn(i)
+		}
+	})
+}
+
+// eachBatch is eachDoc a batch at a time: it calls fn(start, end) for
+// each batch of the indexes [0, n), which fn must take in turn.
+func eachBatch(ctx context.Context, n int, fn func(start, end int)) error {
 	// Workers take batches of documents: most documents cost next to
 	// nothing, and one shared counter (or ctx check) per document would
 	// cost more.
@@ -132,9 +264,7 @@ func eachDoc(ctx context.Context, n int, fn func(i int)) error {
 				stopped.Store(true)
 				return
 			}
-			for i := start; i < min(start+batch, n); i++ {
-				fn(i)
-			}
+			fn(start, min(start+batch, n))
 			// The workers take every core: between batches, let a
 			// goroutine that became ready run (the resolver's requests,
 			// started by the parse) instead of waiting for the

@@ -462,7 +462,7 @@ func (e *editor) pinText(spec, c *yaml.Node, image entry, prefix string, w Workl
 	if err != nil {
 		return "", ""
 	}
-	u := use{image: intern(text), ref: ref, workload: w.owned(), doc: e.d, line: img.Line}
+	u := use{image: intern(text), ref: ref, workload: e.own(w), doc: e.d, line: img.Line}
 	if spec != nil {
 		if e.specUses == nil {
 			e.specUses = map[*yaml.Node][]use{}

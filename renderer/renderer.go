@@ -230,17 +230,12 @@ func (r *Renderer) Render(ctx context.Context, in []byte) (Result, error) {
 		return Result{}, err
 	}
 	// Warnings come in stream order, whichever core finished a document.
-	var unpinned []Unpinned
-	for _, d := range c.docs {
-		unpinned = append(unpinned, d.unpinned...)
-	}
+	unpinned, kept := c.warnings()
 	if len(unpinned) > 0 && r.Strict {
 		return Result{}, unpinnedError(unpinned, r.OptionNames)
 	}
-	for _, d := range c.docs {
-		for _, w := range d.kept {
-			r.warnf("%s", w)
-		}
+	for _, w := range kept {
+		r.warnf("%s", w)
 	}
 	if len(unpinned) > 0 {
 		r.warnf("%d image references are left as tags where digestpin knows no image field, and no lock file or report covers them: %s; name their fields with %s (%s fails the run)", len(unpinned), unpinnedList(unpinned), r.OptionNames.Name("ImagePaths"), r.OptionNames.Name("Strict"))

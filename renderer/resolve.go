@@ -24,7 +24,7 @@ func (r *Renderer) resolveAll(ctx context.Context, c *collection) ([]Image, map[
 	images := make([]Image, len(c.order))
 	var wg sync.WaitGroup
 	for i, k := range c.order {
-		u := c.pending[k][0]
+		u := c.pending[k].first
 		images[i] = Image{Reference: k, Written: u.image}
 		if d, ok := u.ref.(name.Digest); ok {
 			images[i].Digest, images[i].Source = d.DigestStr(), resolution.Pinned
@@ -73,11 +73,10 @@ func (r *Renderer) resolveAll(ctx context.Context, c *collection) ([]Image, map[
 	digests := make(map[string]string, len(c.order))
 	var errs []error
 	for i, k := range c.order {
-		for _, u := range c.pending[k] {
-			images[i].Workloads = append(images[i].Workloads, u.workload)
-		}
+		ru := c.pending[k]
+		images[i].Workloads = ru.workloads
 		if err := images[i].Err; err != nil {
-			u := c.pending[k][0]
+			u := ru.first
 			// The resolver names the reference, as the callee does in Go.
 			err = fmt.Errorf("%s: %s: %w", u.where(), u.workload, err)
 			if !r.KeepUnresolved {

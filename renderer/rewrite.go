@@ -21,15 +21,16 @@ func (r *Renderer) rewriteWaiting(ctx context.Context, c *collection, digests ma
 	docErrs := make([]error, len(c.waiting))
 	err := eachDoc(ctx, len(c.waiting), func(j int) {
 		i := c.waiting[j]
+		// Workers only read kept while this phase goes on.
 		if p := c.kept[i]; p != nil {
 			c.out[i], docErrs[j] = r.rewriteDoc(c.docs[i], p, known, nil)
-			c.kept[i] = nil
 			p.release()
 			return
 		}
 		defer c.budget.give(c.budget.takeFor(c.docs[i], r.keys))
 		c.out[i], docErrs[j] = r.edit(c.docs[i], known)
 	})
+	c.kept = nil // released, each by the worker that used it
 	if err != nil {
 		return err
 	}
@@ -99,7 +100,10 @@ func (r *Renderer) rewrite(d *document, p *parsed, digest func(use) (string, boo
 	if e.complete {
 		// The last pass over the document says what it kept, and what
 		// it left as tags.
-		d.kept, d.unpinned = e.kept, e.unpinned
+		d.notes = nil
+		if len(e.kept) > 0 || len(e.unpinned) > 0 {
+			d.notes = &notes{kept: e.kept, unpinned: e.unpinned}
+		}
 	}
 	switch {
 	case !e.complete:
@@ -181,6 +185,21 @@ type editor struct {
 	handled, scanned map[*yaml.Node]bool
 	containers       []containerAt
 	unpinned         []Unpinned
+	// name is the copy of the last workload name that own made.
+	name string
+}
+
+// own returns w.owned(), whose copy of the name the fields of one
+// workload share: its containers and fields repeat it, and each field's
+// Workload is kept for the whole Render (Image.Workloads).
+func (e *editor) own(w Workload) Workload {
+	if w.Name != e.name {
+		e.name = strings.Clone(w.Name)
+	}
+	w.Name = ""
+	w = w.owned()
+	w.Name = e.name
+	return w
 }
 
 // once reports whether n is not in seen yet, and adds it.
@@ -305,7 +324,7 @@ func (e *editor) template(t podTemplate, w Workload) error {
 		// workload that shares it uses its images.
 		for _, u := range e.specUses[t.spec] {
 			u.workload.Kind, u.workload.Namespace, u.workload.Name = w.Kind, w.Namespace, w.Name
-			u.workload = u.workload.owned()
+			u.workload = e.own(u.workload)
 			if _, ok := e.digest(u); !ok {
 				e.complete = false
 			}
@@ -505,7 +524,7 @@ func (e *editor) pinImage(spec, m *yaml.Node, key string, w Workload) (string, e
 		}
 		return w.Container + "=" + img.Value, nil
 	}
-	u := use{image: intern(img.Value), ref: ref, workload: w.owned(), doc: e.d, line: img.Line}
+	u := use{image: intern(img.Value), ref: ref, workload: e.own(w), doc: e.d, line: img.Line}
 	if spec != nil {
 		if e.specUses == nil {
 			e.specUses = map[*yaml.Node][]use{}

@@ -10,7 +10,8 @@ import (
 	"sigs.k8s.io/kustomize/kyaml/yaml"
 )
 
-// An edit replaces body[start:end] of a document with text.
+// An edit replaces bytes [start, end) of a document with text: offsets of
+// its body while splice makes it, of its raw bytes in a piece.
 type edit struct {
 	start, end int
 	text       string
@@ -70,7 +71,12 @@ func splice(d *document, images []imageChange, annotations []annotationChange, k
 			return piece{}, false // overlapping edits: let the encoder handle it
 		}
 	}
-	return piece{b: d.raw, head: d.head, edits: edits}, true
+	// The piece's edits are at offsets of the raw bytes, after the head.
+	for i := range edits {
+		edits[i].start += d.head
+		edits[i].end += d.head
+	}
+	return piece{b: d.raw, edits: edits}, true
 }
 
 // piece is the output of one document: its bytes, or its raw bytes and
@@ -80,8 +86,7 @@ func splice(d *document, images []imageChange, annotations []annotationChange, k
 // edits, not a copy of itself. A nil b is a document not done yet.
 type piece struct {
 	b     []byte
-	head  int    // with edits: the length of b's head, before its body
-	edits []edit // sorted, not overlapping, at offsets of b[head:]
+	edits []edit // sorted, not overlapping, at offsets of b
 }
 
 // size returns the length of the piece's output.
@@ -104,15 +109,9 @@ func (p piece) appendTo(dst []byte) []byte {
 // the text of each edit, in the order of the output. It stops at the
 // first error and returns it.
 func (p piece) each(span func([]byte) error, text func(string) error) error {
-	if len(p.edits) == 0 {
-		return span(p.b)
-	}
-	if err := span(p.b[:p.head]); err != nil {
-		return err
-	}
-	body, pos := p.b[p.head:], 0
+	pos := 0
 	for _, e := range p.edits {
-		if err := span(body[pos:e.start]); err != nil {
+		if err := span(p.b[pos:e.start]); err != nil {
 			return err
 		}
 		if err := text(e.text); err != nil {
@@ -120,7 +119,7 @@ func (p piece) each(span func([]byte) error, text func(string) error) error {
 		}
 		pos = e.end
 	}
-	return span(body[pos:])
+	return span(p.b[pos:])
 }
 
 // spliceState finds byte offsets of nodes in one document body.

@@ -27,12 +27,9 @@ type document struct {
 	head int
 	// source is the file named by Helm's "# Source:" comment, if any.
 	source string
-	// kept are the warnings of the document's image fields kept as
-	// written (KeepUnresolved), set by the pass that finishes it.
-	kept []string
-	// unpinned are the image-like values of the document that no image
-	// field reached, set by the pass that finishes it.
-	unpinned []Unpinned
+	// notes are what the pass that finishes the document found to warn
+	// about; nil for none, as for most documents.
+	notes *notes
 	// sourceLine is the stream line of the "# Source:" comment that
 	// begins the template's output: this document's, or that of the
 	// first of the documents before it in a row with the same source.
@@ -41,6 +38,16 @@ type document struct {
 	nodes int
 	// holds caches mayHold: 0 not asked yet, 1 yes, 2 no.
 	holds int8
+}
+
+// notes are the warnings of one document.
+type notes struct {
+	// kept are the warnings of the document's image fields kept as
+	// written (KeepUnresolved).
+	kept []string
+	// unpinned are the image-like values of the document that no image
+	// field reached.
+	unpinned []Unpinned
 }
 
 // mayHold returns mayHoldImage of the document's body, asked once: the
@@ -263,13 +270,15 @@ func newDocument(index, line int, raw []byte, sep int) *document {
 		}
 		text := bytes.TrimRight(b[:eol], " \t\r")
 		if bytes.HasPrefix(text, sourcePrefix) {
-			// The name goes into messages: no control characters.
-			d.source = strings.Map(func(r rune) rune {
+			// The name goes into messages: no control characters. A
+			// chart's templates repeat in every document they make: the
+			// documents share one copy of each name.
+			d.source = intern(strings.Map(func(r rune) rune {
 				if unicode.IsControl(r) {
 					return '?'
 				}
 				return r
-			}, string(text[len(sourcePrefix):]))
+			}, string(text[len(sourcePrefix):])))
 			d.sourceLine = line
 			break
 		}

@@ -199,7 +199,7 @@ func (e *editor) unpinnedValue(n *yaml.Node, text string, w Workload) {
 	if e.handled[n] || n.Tag != "!!str" || !looksPinnable(text) {
 		return
 	}
-	e.unpinned = append(e.unpinned, Unpinned{Reference: strings.Clone(text), Workload: w.owned(), Where: e.d.at(n.Line)})
+	e.unpinned = append(e.unpinned, Unpinned{Reference: strings.Clone(text), Workload: e.own(w), Where: e.d.at(n.Line)})
 }
 
 // looksPinnable reports whether s reads as an image reference with a
