@@ -16,8 +16,11 @@ func encode(d *document, root *yaml.Node, crlf bool) ([]byte, error) {
 	// Every document but the first starts with the separator that its
 	// head holds: the encoder writes no marker for a lone document.
 	buf.Write(d.raw[:d.head])
-	spellFlowNulls(root)
+	// First the "!" scalars, which read as null, into ""; then the other
+	// empty nulls in flow collections into "null": the other way round a
+	// "!" in a flow collection ("{! }") would be spelt null.
 	spellEmptyTagged(root, d.body())
+	spellFlowNulls(root)
 	style := yaml.SequenceIndentStyle(yaml.DeriveSeqIndentStyle(string(d.body())))
 	enc := yaml.NewEncoderWithOptions(&buf, &yaml.EncoderOptions{SeqIndent: style})
 	if err := enc.Encode(root); err != nil {
