@@ -255,6 +255,9 @@ func TestRepeatedKeysOffThePath(t *testing.T) {
 	for _, in := range []string{
 		"apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: c\ndata:\n  image: a\n  image: b\n",
 		strings.Replace(deployment, "IMAGE", "registry.example/app:1", 1) + "        env: {A: 1, A: 2}\n        <<: {resources: {}}\n",
+		// And with a value the parser resolves as a number, a boolean, a
+		// null: the API server reads strings ("0", "true", "null").
+		"apiVersion: v1\nkind: Pod\nmetadata:\n  labels: {a: ! 0, b: ! true}\n  annotations:\n    c: ! null\n    d: ! 1.5\nspec:\n  containers:\n  - name: app\n    image: \"registry.example\\x2fapp:1\"\n    args: [! 0, ! ~]\n",
 	} {
 		res, err := (&Renderer{Resolver: newFixed()}).Render(context.Background(), []byte(in))
 		if err != nil {
@@ -897,8 +900,8 @@ func TestEncoderKeepsFlowNulls(t *testing.T) {
 }
 
 // TestEmptyNonSpecificTag checks that a document written again keeps the
-// empty strings that it spells "!": the API server's decoder reads them
-// as "", the parser as null. (Found by FuzzImagePaths.)
+// strings that it tags "!", empty or not: the API server's decoder reads them
+// as strings, the parser as null or a number. (Found by FuzzImagePaths.)
 func TestEmptyNonSpecificTag(t *testing.T) {
 	t.Parallel()
 	// The escaped image makes the renderer encode the document again.

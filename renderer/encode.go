@@ -16,10 +16,10 @@ func encode(d *document, root *yaml.Node, crlf bool) ([]byte, error) {
 	// Every document but the first starts with the separator that its
 	// head holds: the encoder writes no marker for a lone document.
 	buf.Write(d.raw[:d.head])
-	// First the "!" scalars, which read as null, into ""; then the other
-	// empty nulls in flow collections into "null": the other way round a
-	// "!" in a flow collection ("{! }") would be spelt null.
-	spellEmptyTagged(root, d.body())
+	// First the "!" scalars into strings; then the other empty nulls in
+	// flow collections into "null": the other way round a "!" in a flow
+	// collection ("{! }") would be spelt null.
+	spellNonSpecific(root, d.body())
 	spellFlowNulls(root)
 	style := yaml.SequenceIndentStyle(yaml.DeriveSeqIndentStyle(string(d.body())))
 	enc := yaml.NewEncoderWithOptions(&buf, &yaml.EncoderOptions{SeqIndent: style})
@@ -65,20 +65,24 @@ func spellFlowNulls(root *yaml.Node) {
 	}
 }
 
-// spellEmptyTagged writes as "" the empty scalars that the document body
-// spells "!" (the non-specific tag, with no value): the parser reads them
-// as null, the API server's decoder as an empty string, and the encoder
-// would write a null.
-func spellEmptyTagged(root *yaml.Node, body []byte) {
+// spellNonSpecific writes as strings the scalars that the document body
+// tags "!" (the non-specific tag): the API server's decoder reads "!" as
+// "" and "! 0" as the string "0", but the parser resolves them as it
+// would without the tag (null, the integer 0), and the encoder would write
+// them so.
+func spellNonSpecific(root *yaml.Node, body []byte) {
 	s := spliceState{body: body}
 	stack := []*yaml.Node{root}
 	for len(stack) > 0 {
 		n := stack[len(stack)-1]
 		stack = stack[:len(stack)-1]
-		if n.Kind == yaml.ScalarNode && n.Tag == "!!null" && n.Value == "" {
+		if n.Kind == yaml.ScalarNode && n.Tag != "!!str" && n.Style&(yaml.DoubleQuotedStyle|yaml.SingleQuotedStyle|yaml.LiteralStyle|yaml.FoldedStyle) == 0 {
 			if at, _, ok := s.offset(n); ok && at < len(body) && body[at] == '!' &&
 				(at+1 == len(body) || bytes.IndexByte([]byte(" \t\r\n,]}"), body[at+1]) >= 0) {
-				n.Tag, n.Style = "!!str", yaml.DoubleQuotedStyle
+				n.Tag = "!!str"
+				if n.Value == "" {
+					n.Style = yaml.DoubleQuotedStyle
+				}
 			}
 		}
 		stack = append(stack, n.Content...)
