@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"sort"
 	"strings"
-	"sync"
 
 	"github.com/google/go-containerregistry/pkg/name"
 	v1 "github.com/google/go-containerregistry/pkg/v1"
@@ -15,47 +14,31 @@ import (
 )
 
 // resolveAll waits for the resolutions of the distinct references without
-// a digest that c collected (begun by the parse, see inflight), and returns
-// every image (sorted by reference) and the digest of each reference (""
-// for one kept unresolved). Results land in a slice by index; no goroutine touches a
-// node. Every unresolvable image is returned, joined, unless
-// KeepUnresolved keeps it.
+// a digest that c collected (begun by the parse, see inflight), and
+// returns every image (sorted by reference) and the digest of each
+// reference ("" for one kept unresolved). Every unresolvable image is
+// returned, joined, unless KeepUnresolved keeps it.
 func (r *Renderer) resolveAll(ctx context.Context, c *collection) ([]Image, map[string]string, error) {
 	images := make([]Image, len(c.order))
-	var wg sync.WaitGroup
+	var asked []int // the images the resolver answers, by index
 	for i, k := range c.order {
 		u := c.pending[k].first
 		images[i] = Image{Reference: k, Written: u.image}
-		if d, ok := u.ref.(name.Digest); ok {
+		d, pinned := u.ref.(name.Digest)
+		switch {
+		case pinned:
 			images[i].Digest, images[i].Source = d.DigestStr(), resolution.Pinned
-			continue
-		}
-		if r.Resolver == nil {
+		case r.Resolver == nil:
 			images[i].Source, images[i].Err = resolution.Unresolved, errors.New("no resolver")
-			continue
+		default:
+			// The parse began each one; start is for one it did not.
+			r.inflight.start(u.ref)
+			asked = append(asked, i)
 		}
-		wg.Go(func() {
-			res, err := r.inflight.wait(u.ref)
-			h := res.Digest
-			if err == nil {
-				// What goes into the manifest must be a digest, whatever
-				// the resolver (or the registry behind it) says.
-				_, err = v1.NewHash(h.String())
-				if err != nil {
-					err = fmt.Errorf("resolving %s: resolver gave an invalid digest: %w", u.ref, err)
-				}
-			}
-			if err == nil {
-				err = checkTag(u.ref, res.Tag, r.mode(), r.OptionNames)
-			}
-			if err != nil {
-				images[i].Source, images[i].Err = resolution.Unresolved, err
-				return
-			}
-			images[i].Digest, images[i].Source, images[i].Tag, images[i].Mirror = h.String(), res.Source, res.Tag, res.Mirror
-		})
 	}
-	wg.Wait()
+	for _, i := range asked {
+		r.settle(&images[i], c.pending[c.order[i]].first.ref)
+	}
 	// A resolver stopped by ctx fails every image; with KeepUnresolved
 	// that would write the stream unpinned.
 	if err := ctx.Err(); err != nil {
@@ -92,6 +75,29 @@ func (r *Renderer) resolveAll(ctx context.Context, c *collection) ([]Image, map[
 	}
 	sort.Slice(images, func(a, b int) bool { return images[a].Reference < images[b].Reference })
 	return images, digests, nil
+}
+
+// settle waits for the resolution of ref and records it in img: its
+// digest, or why it is unresolved.
+func (r *Renderer) settle(img *Image, ref name.Reference) {
+	res, err := r.inflight.wait(ref)
+	h := res.Digest
+	if err == nil {
+		// What goes into the manifest must be a digest, whatever the
+		// resolver (or the registry behind it) says.
+		_, err = v1.NewHash(h.String())
+		if err != nil {
+			err = fmt.Errorf("resolving %s: resolver gave an invalid digest: %w", ref, err)
+		}
+	}
+	if err == nil {
+		err = checkTag(ref, res.Tag, r.mode(), r.OptionNames)
+	}
+	if err != nil {
+		img.Source, img.Err = resolution.Unresolved, err
+		return
+	}
+	img.Digest, img.Source, img.Tag, img.Mirror = h.String(), res.Source, res.Tag, res.Mirror
 }
 
 // listSome lists at most n of names, and how many more there are.
