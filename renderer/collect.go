@@ -113,8 +113,7 @@ func (r *Renderer) collect(ctx context.Context, docs []*document) (*collection, 
 		b := &batchFound{start: start, end: end}
 		for i := start; i < end; i++ {
 			d := docs[i]
-			from := len(b.uses)
-			p, err := r.collectDoc(c, i, b, from)
+			p, err := r.collectDoc(c, i, b)
 			if err != nil {
 				b.errs = append(b.errs, err)
 			}
@@ -140,11 +139,12 @@ func (r *Renderer) collect(ctx context.Context, docs []*document) (*collection, 
 }
 
 // collectDoc parses document i of c and rewrites it when every digest is
-// known, into c.out[i]; it appends the document's image fields to b.uses
-// (after from, where they start). It returns the parse (nil for a
-// document that needs none), for collect to keep or release.
-func (r *Renderer) collectDoc(c *collection, i int, b *batchFound, from int) (*parsed, error) {
+// known, into c.out[i]; it appends the document's image fields to b.uses.
+// It returns the parse (nil for a document that needs none), for collect
+// to keep or release.
+func (r *Renderer) collectDoc(c *collection, i int, b *batchFound) (*parsed, error) {
 	d := c.docs[i]
+	from := len(b.uses) // where the document's fields start
 	defer c.budget.give(c.budget.takeFor(d, r.keys))
 	p, err := r.parse(d)
 	if p == nil || err != nil {
