@@ -341,12 +341,11 @@ func (o *options) read(ctx context.Context, stdin io.Reader, log *logger) (in []
 	}()
 	select {
 	case <-ctx.Done():
-		if claimed.CompareAndSwap(false, true) {
-			return nil, nil, fmt.Errorf("reading manifests from %s: %w", what, ctx.Err())
+		if !claimed.CompareAndSwap(false, true) {
+			// The goroutine handed the input over just then.
+			mem.free()
+			<-done
 		}
-		// The goroutine handed the input over just then.
-		mem.free()
-		<-done
 		return nil, nil, fmt.Errorf("reading manifests from %s: %w", what, ctx.Err())
 	case r := <-done:
 		if r.err != nil {
