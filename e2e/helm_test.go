@@ -4,6 +4,8 @@ package e2e
 
 import (
 	"bytes"
+	"debug/buildinfo"
+	"fmt"
 	"io"
 	"io/fs"
 	"os"
@@ -106,6 +108,15 @@ func TestHelm(t *testing.T) {
 	inst := mustRun(t, append(home4, "DIGESTPIN_PLUGIN_BUILD=true"), h4, "plugin", "install", filepath.Join(src, h4PluginDir))
 	if !strings.Contains(inst, "building digestpin") {
 		t.Errorf("helm plugin install %s printed\n%s\nwant the hook to build digestpin from source", h4PluginDir, inst)
+	}
+	// The checkout build uses make build's flags, so that the two share
+	// Go's cache (CGO_ENABLED alone rebuilds every package over net).
+	installed := filepath.Join(strings.TrimSpace(mustRun(t, home4, h4, "env", "HELM_PLUGINS")), h4PluginName, "bin")
+	for _, name := range []string{"digestpin", "digestpin-helm"} {
+		want := filepath.Join(filepath.Dir(bin), name)
+		if got, want := buildFlags(t, filepath.Join(installed, name)), buildFlags(t, want); got != want {
+			t.Errorf("the plugin's checkout build of %s has build settings\n%s\nwant make build's\n%s", name, got, want)
+		}
 	}
 	out4 := mustRun(t, home4, h4, template("app:1.0", "--post-renderer", h4PluginName)...)
 	docs4 := parseDocs(t, out4)
@@ -329,6 +340,24 @@ func writeManifest(t *testing.T, ref string) string {
 // that no install hook reaches the internet. HELM_PLUGINS is the data home's plugins folder because
 // Helm 4.3.1 installs a plugin from a local folder or archive into
 // $HELM_DATA_HOME/plugins whatever HELM_PLUGINS says (helm/helm#32646).
+// buildFlags are the build settings of the Go binary file that decide how
+// its packages are compiled and linked, one per line.
+func buildFlags(t *testing.T, file string) string {
+	t.Helper()
+	info, err := buildinfo.ReadFile(file)
+	if err != nil {
+		t.Fatalf("reading the build information of %s: %v", file, err)
+	}
+	var b strings.Builder
+	for _, s := range info.Settings {
+		switch s.Key {
+		case "-ldflags", "-tags", "-trimpath", "CGO_ENABLED", "GOOS", "GOARCH", "-gcflags", "-asmflags":
+			fmt.Fprintf(&b, "%s=%s\n", s.Key, s.Value)
+		}
+	}
+	return b.String()
+}
+
 func helmHome(t *testing.T, path string) []string {
 	t.Helper()
 	dir := t.TempDir()

@@ -187,8 +187,12 @@ build() {
   info "building $PROJECT $VERSION and $PROJECT-helm from $SRC with $(go version)"
   mkdir -p "$(dirname "$BIN")"
   TMP_BIN=$BIN.tmp.$$ TMP_HELM_BIN=$HELM_BIN.tmp.$$
-  (cd "$SRC" && go build -trimpath -tags nohelm -ldflags "-X main.version=$VERSION" -o "$TMP_BIN" . &&
-    go build -trimpath -ldflags "-X main.version=$VERSION" -o "$TMP_HELM_BIN" .) ||
+  # make build's flags (the Makefile's GOFLAGS_BUILD, CGO_ENABLED=0), so
+  # that this build and make build share Go's cache: CGO_ENABLED alone
+  # would change every package that imports net, and so build all again.
+  (cd "$SRC" && export CGO_ENABLED=0 &&
+    go build -trimpath -ldflags "-s -w -X main.version=$VERSION" -tags nohelm -o "$TMP_BIN" . &&
+    go build -trimpath -ldflags "-s -w -X main.version=$VERSION" -o "$TMP_HELM_BIN" .) ||
     fail "go build in $SRC failed"
   place
 }
