@@ -1,7 +1,6 @@
 package detgen
 
 import (
-	"errors"
 	"fmt"
 	"reflect"
 	"regexp"
@@ -17,23 +16,25 @@ import (
 // chart, values and seed give other values under another name or namespace.
 type Release struct{ Name, Namespace string }
 
-// Generator holds the state of one render: the current top-level file, the
-// occurrence counters, and the records Certificates and Varying return. Use
-// one Generator per render; a render is not safe to run concurrently with
-// another on the same Generator (Helm executes a chart's files one after
-// another in one goroutine). Its methods themselves may be called from any
-// goroutine.
+// Generator holds the state of one render: the stack of executions (see
+// frames.go), the occurrence counters, and the records Certificates,
+// Varying and Ordered return. Use one Generator per render; a render is not
+// safe to run concurrently with another on the same Generator (Helm
+// executes a chart's files one after another in one goroutine). Its methods
+// themselves may be called from any goroutine.
 type Generator struct {
 	seed   Seed
 	rel    Release
 	now    func() time.Time
 	lookup LookupFunc
 
-	mu     sync.Mutex
-	top    string         // the top-level file being executed, from _dp_begin
-	counts map[string]int // occurrences within top, by call without occurrence
-	certs  []Certificate
-	uses   []Use
+	mu      sync.Mutex
+	stack   []*frame
+	tpl     map[string]string // rewritten tpl texts, by text
+	certs   []Certificate
+	issuedK map[string]bool // the calls whose certificates are in certs
+	uses    []Use
+	ordered []Use
 }
 
 // New returns the Generator of one render. now is the clock certificates
@@ -42,7 +43,7 @@ func New(seed Seed, rel Release, now func() time.Time) *Generator {
 	if now == nil {
 		now = time.Now
 	}
-	return &Generator{seed: seed, rel: rel, now: now, counts: map[string]int{}}
+	return &Generator{seed: seed, rel: rel, now: now, tpl: map[string]string{}, issuedK: map[string]bool{}}
 }
 
 // Format prints the release only, for every verb: fmt would otherwise print
@@ -53,10 +54,7 @@ func (g *Generator) Format(f fmt.State, _ rune) {
 
 // Names the rewritten calls take: the located variant of "f" is "_dp_f",
 // whose first argument is the call's identity.
-const (
-	locatedPrefix = "_dp_"
-	beginName     = locatedPrefix + "begin"
-)
+const locatedPrefix = "_dp_"
 
 // LocatedName returns the name Rewrite gives a call of fn.
 func LocatedName(fn string) string { return locatedPrefix + fn }
@@ -79,9 +77,17 @@ func OriginalName(name string) (string, bool) {
 // Helm as CustomTemplateFuncs, which Helm copies over its own map last.
 func (g *Generator) Funcs() template.FuncMap {
 	m := template.FuncMap{
-		beginName: g.begin,
-		"keys":    sortedKeys,
-		"values":  sortedValues,
+		beginName:     g.begin,
+		pushName:      g.push,
+		popName:       g.pop,
+		pushValueName: g.pushValue,
+		popValueName:  g.popValue,
+		popNoneName:   g.popNone,
+		rangeName:     rangeable,
+		iterName:      g.iter,
+		tplSourceName: g.tplSource,
+		"keys":        sortedKeys,
+		"values":      sortedValues,
 	}
 	for _, s := range g.specs() {
 		m[s.name] = g.wrap(s.name, s.impl, false)
@@ -141,7 +147,8 @@ func (g *Generator) specs() []spec {
 type call struct {
 	fn       string
 	site     site
-	identity []byte // canonical encoding of the site and the occurrence
+	top      string // the file of the root the call runs in
+	identity []byte // canonical encoding of the site, its context and the occurrence
 	args     []byte // canonical encoding of the arguments
 }
 
@@ -149,9 +156,9 @@ type call struct {
 // derivation, so a line added above a call does not change its value.
 type site struct {
 	kind      string // "site" for a rewritten call, "tpl" for any other
-	top       string // the top-level file being executed
 	enclosing string // the template (file or define) the call is written in
 	lineKey   string // hash of the call's source line, trimmed
+	ranges    []int  // the ranges around the call in its template, outermost first
 	line      int
 }
 
@@ -197,8 +204,15 @@ func (g *Generator) wrap(name string, impl any, located bool) any {
 	}).Interface()
 }
 
-// newCall builds the call of fn with identity literal id (located) or in
-// the current file's tpl context, and counts its occurrence.
+// newCall builds the call of fn with site literal id (located) or, for a
+// call Rewrite did not see, in its frame's context, and counts its
+// occurrence.
+//
+// Its identity is the root's file, the call's template and line key, its
+// context (see context) and the number of equal calls before it in the
+// root's execution; with an empty context (a call at a file's own level,
+// outside any range) it is encoded exactly as before contexts were, so
+// that such calls keep their values.
 func (g *Generator) newCall(fn, id string, located bool, args []reflect.Value) (*call, error) {
 	var s site
 	if located {
@@ -215,60 +229,64 @@ func (g *Generator) newCall(fn, id string, located bool, args []reflect.Value) (
 	}
 
 	g.mu.Lock()
-	s.top = g.top
-	var e encoder
-	e.str(s.kind)
-	e.str(s.top)
-	e.str(s.enclosing)
-	e.str(s.lineKey)
+	defer g.mu.Unlock()
+	root, ctx := g.context(s)
+	var ident encoder
+	ident.str(s.kind)
+	ident.str(root.file)
+	ident.str(s.enclosing)
+	ident.str(s.lineKey)
+	if len(ctx) > 0 {
+		ident.bytes('x', ctx)
+	}
+	e := encoder{b: append([]byte(nil), ident.b...)}
 	e.str(fn)
 	e.bytes('a', a.b)
 	key := string(e.b)
-	n := g.counts[key]
-	g.counts[key] = n + 1
-	g.mu.Unlock()
-
-	var ident encoder
-	ident.str(s.kind)
-	ident.str(s.top)
-	ident.str(s.enclosing)
-	ident.str(s.lineKey)
+	n := root.counts[key]
+	root.counts[key] = n + 1
+	if n > 0 {
+		g.order(Use{Function: fn, Template: root.file, Enclosing: s.enclosing, Line: s.line,
+			Detail: "equal calls (same line, arguments and context) take their values in the order they run"})
+	}
 	ident.int(int64(n))
-	return &call{fn: fn, site: s, identity: ident.b, args: a.b}, nil
+	return &call{fn: fn, site: s, top: root.file, identity: ident.b, args: a.b}, nil
 }
 
-// begin is the begin marker Rewrite puts at the start of each non-partial
-// file: it names the top-level file now executing and restarts its
-// occurrence counts. It outputs nothing.
-func (g *Generator) begin(file string) string {
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	g.top = file
-	clear(g.counts)
-	return ""
+// siteVersion starts every site literal Rewrite writes.
+const siteVersion = "v2"
+
+// siteLiteral is the site literal of a call: version, line (for reports
+// only), the hash of the trimmed source line, the ranges around it (their
+// offsets, dot-separated) and the enclosing template.
+func siteLiteral(line int, lineKey string, ranges []int, enclosing string) string {
+	ids := make([]string, len(ranges))
+	for i, r := range ranges {
+		ids[i] = strconv.Itoa(r)
+	}
+	return siteVersion + "|" + strconv.Itoa(line) + "|" + lineKey + "|" + strings.Join(ids, ".") + "|" + enclosing
 }
-
-// siteVersion starts every identity literal Rewrite writes.
-const siteVersion = "v1"
-
-// siteLiteral is the identity literal of a call: version, line (for reports
-// only), the hash of the trimmed source line, and the enclosing template.
-func siteLiteral(line int, lineKey, enclosing string) string {
-	return siteVersion + "|" + strconv.Itoa(line) + "|" + lineKey + "|" + enclosing
-}
-
-var errBadSite = errors.New("malformed call identity (write the function's own name, not its " + locatedPrefix + " form)")
 
 func parseSite(id string) (site, error) {
-	parts := strings.SplitN(id, "|", 4)
-	if len(parts) != 4 || parts[0] != siteVersion || parts[2] == "" {
+	parts := strings.SplitN(id, "|", 5)
+	if len(parts) != 5 || parts[0] != siteVersion || parts[2] == "" {
 		return site{}, errBadSite
 	}
 	line, err := strconv.Atoi(parts[1])
 	if err != nil || line < 1 {
 		return site{}, errBadSite
 	}
-	return site{kind: "site", enclosing: parts[3], lineKey: parts[2], line: line}, nil
+	s := site{kind: "site", enclosing: parts[4], lineKey: parts[2], line: line}
+	if parts[3] != "" {
+		for f := range strings.SplitSeq(parts[3], ".") {
+			r, err := strconv.Atoi(f)
+			if err != nil || r < 0 {
+				return site{}, errBadSite
+			}
+			s.ranges = append(s.ranges, r)
+		}
+	}
+	return s, nil
 }
 
 // Certificate is the record of one certificate a render issued (never its
@@ -318,7 +336,7 @@ func (g *Generator) Varying() []Use {
 
 // vary records a use of c's function.
 func (g *Generator) vary(c *call, detail string) {
-	u := Use{Function: c.fn, Template: c.site.top, Enclosing: c.site.enclosing, Line: c.site.line, Detail: detail}
+	u := Use{Function: c.fn, Template: c.top, Enclosing: c.site.enclosing, Line: c.site.line, Detail: detail}
 	if c.site.kind == "tpl" {
 		u.Enclosing = "tpl"
 	}
@@ -334,29 +352,88 @@ func (g *Generator) vary(c *call, detail string) {
 	g.uses = append(g.uses, u)
 }
 
-// issued records a certificate.
+// issued records a certificate, once for each call: a file included for
+// its checksum runs its calls again, and issues the same certificates.
 func (g *Generator) issued(c *call, cert Certificate) {
-	cert.Function, cert.Template, cert.Enclosing, cert.Line = c.fn, c.site.top, c.site.enclosing, c.site.line
+	cert.Function, cert.Template, cert.Enclosing, cert.Line = c.fn, c.top, c.site.enclosing, c.site.line
 	if c.site.kind == "tpl" {
 		cert.Enclosing = "tpl"
 	}
+	var e encoder
+	e.str(c.fn)
+	e.bytes('d', c.identity)
+	e.bytes('a', c.args)
 	g.mu.Lock()
 	defer g.mu.Unlock()
+	if g.issuedK[string(e.b)] {
+		return
+	}
+	g.issuedK[string(e.b)] = true
 	g.certs = append(g.certs, cert)
 }
 
-// siteInMessage is an identity literal as a template error quotes it,
-// with the blank after it, or before it when it ends the call.
+// Ordered returns, in order of first use, every call of this render whose
+// value follows the order it runs in rather than what it is (equal calls
+// on one line with one context; calls in a range over a list whose
+// entries have no name), so that it can be named in one warning line
+// each. Removing or adding such a call, or an entry before it, hands the
+// values on to others.
+func (g *Generator) Ordered() []Use {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return slices.Clone(g.ordered)
+}
+
+// siteInMessage is a site literal as a template error quotes it, with the
+// blank after it, or before it when it ends the call.
 var (
-	siteLit        = `"` + siteVersion + `\|[0-9]+\|[0-9a-f]+\|(?:[^"\\]|\\.)*"`
+	siteLit        = `"` + siteVersion + `\|[0-9]+\|[0-9a-f]+\|[0-9.]*\|(?:[^"\\]|\\.)*"`
 	siteInMessage  = regexp.MustCompile(siteLit + ` ?`)
 	siteEndingCall = regexp.MustCompile(` ` + siteLit + `([>)])`)
+	// The constructs Rewrite wraps around what the chart wrote: those
+	// whose match ends with the parenthesis they close, those whose match
+	// starts with it, and those it puts beside what the chart wrote.
+	wrapAfter  = regexp.MustCompile(popName + ` \(` + pushName + ` ` + siteLit + `\) \(|` + rangeName + ` \(`)
+	wrapAround = regexp.MustCompile(`\(` + tplSourceName + ` |\(` + pushValueName + ` ` + siteLit + ` \(`)
+	besides    = regexp.MustCompile(pushValueName + ` ` + siteLit + ` \| | \| ` + popValueName + `| ?\(` + pushValueName + ` ` + siteLit + ` nil\)|\{\{` + popNoneName + `( -)?\}\}|\$` + locatedPrefix + `k[0-9]+, (\$` + locatedPrefix + `v[0-9]+ := )?`)
 )
+
+// unwrap removes from msg each construct re matches, keeping what it
+// wraps; around says the match starts with the parenthesis that ends it
+// (and one more closes before it, when the match ends with one), else it
+// ends with it.
+func unwrap(msg string, re *regexp.Regexp, around bool) string {
+	for from := 0; ; {
+		loc := re.FindStringIndex(msg[from:])
+		if loc == nil {
+			return msg
+		}
+		start, after := from+loc[0], from+loc[1]
+		open := after - 1
+		if around {
+			open = start
+		}
+		end := parenEnd(msg, open)
+		if end < 0 {
+			from = after
+			continue
+		}
+		inner := msg[after : end-1]
+		if around && strings.HasSuffix(msg[start:after], "(") {
+			inner = strings.TrimSuffix(inner, ")")
+		}
+		msg = msg[:start] + inner + msg[end:]
+		from = start
+	}
+}
 
 // CleanMessage is a Helm error message about a rewritten template as the
 // chart's author would read it: the located functions by their own names,
-// without the identity literals Rewrite put in their calls.
+// without the site literals and the stack's bookkeeping Rewrite put in.
 func CleanMessage(msg string) string {
+	msg = unwrap(msg, wrapAfter, false)
+	msg = unwrap(msg, wrapAround, true)
+	msg = besides.ReplaceAllString(msg, "")
 	msg = siteEndingCall.ReplaceAllString(msg, "$1")
 	return strings.ReplaceAll(siteInMessage.ReplaceAllString(msg, ""), locatedPrefix, "")
 }

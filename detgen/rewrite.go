@@ -26,29 +26,74 @@ var rewritten = map[string]bool{
 	"lookup": true, "getHostByName": true,
 }
 
-// edit replaces src[pos:pos+n] with text.
+// edit replaces src[pos:pos+n] with text. An insertion (n 0) opens or
+// closes a construct around what follows or precedes it; of the edits at
+// one offset, those that close come first, the inner before the outer,
+// then those that open, the outer before the inner, then a replacement.
+// Edits are made outer first (seq counts them), which gives both orders.
 type edit struct {
 	pos, n int
 	text   string
+	closes bool
+	seq    int
+}
+
+// editBefore orders edits for splicing.
+func editBefore(a, b edit) bool {
+	if a.pos != b.pos {
+		return a.pos < b.pos
+	}
+	rank := func(e edit) int {
+		switch {
+		case e.closes:
+			return 0
+		case e.n == 0:
+			return 1
+		}
+		return 2
+	}
+	if ra, rb := rank(a), rank(b); ra != rb {
+		return ra < rb
+	}
+	if a.closes {
+		return a.seq > b.seq
+	}
+	return a.seq < b.seq
 }
 
 // Rewrite returns a chart template's source with each call of a function
 // Funcs replaces turned into a call of its located variant, whose first
-// argument is the call's identity: `randAlphaNum 16` becomes
-// `_dp_randAlphaNum "v1|…" 16`, so `16 | randAlphaNum` still works (the piped
+// argument is the call's site: `randAlphaNum 16` becomes
+// `_dp_randAlphaNum "v2|…" 16`, so `16 | randAlphaNum` still works (the piped
 // value comes last), and a niladic call in an argument or before a field,
-// `now.Year`, becomes `(_dp_now "v1|…").Year`. A non-partial file (base name
+// `now.Year`, becomes `(_dp_now "v2|…").Year`. A non-partial file (base name
 // not starting with "_") also gets the begin marker `{{_dp_begin "name"}}` at
-// offset 0, which outputs nothing and tells the Generator which top-level
-// file the calls that follow belong to.
+// offset 0, which outputs nothing and tells the Generator which file is
+// executing.
+//
+// Rewrite also marks what makes a call's context, so that the Generator
+// can keep the stack of it at run time (see Generator): each include and tpl
+// call becomes `_dp_pop (_dp_push "v2|…") (include …)` (a tpl's text is
+// rewritten too, when it runs: `tpl (_dp_tplsrc …) …`), each template action
+// is followed by `{{_dp_pop0}}`, and each range declares its key and element
+// (`range $_dp_kN, $_dp_vN := _dp_range (…)`) and starts its body with
+// `{{_dp_iter "v2|…" N $key $element}}`. Outputs and values are the same as
+// without.
 //
 // name is the template's Helm name, e.g. "mychart/templates/secret.yaml". No
 // newline is added or removed, so Helm's error lines stay right (columns of
 // a rewritten line move). Rewrite parses with Go's text/template/parse, so
 // a source Helm cannot parse is an error here too, naming the file. Fields,
 // variables, strings and comments that look like function names are left
-// alone.
+// alone. A source that names a function of the located form itself (_dp_…)
+// is refused as Helm refuses it: no such function is defined.
 func Rewrite(name, src string) (string, error) {
+	return rewrite(name, src, !strings.HasPrefix(path.Base(name), "_"))
+}
+
+// rewrite is Rewrite, with the begin marker or without (for a partial file,
+// and for a tpl text, which runs within its caller's file).
+func rewrite(name, src string, begin bool) (string, error) {
 	// First, parse the file (with its defines and blocks) the way Helm
 	// will, without knowing the functions.
 	trees := map[string]*parse.Tree{}
@@ -58,22 +103,32 @@ func Rewrite(name, src string) (string, error) {
 		return "", fmt.Errorf("rewriting template %s: %w", name, err)
 	}
 
-	// Next, find every call of a replaced function in every template the
-	// file defines; a call's enclosing template is the tree it is in.
+	// Next, find every call of a replaced function, include, tpl, template
+	// action and range in every template the file defines; a call's
+	// enclosing template is the tree it is in. They are visited in order
+	// of name, so that the edits at one offset are always in one order.
 	var edits []edit
-	for tname, tree := range trees {
-		w := walker{src: src, enclosing: tname, edits: &edits}
-		if tree.Root != nil {
-			w.node(tree.Root)
+	names := make([]string, 0, len(trees))
+	for tname := range trees {
+		names = append(names, tname)
+	}
+	sort.Strings(names)
+	for _, tname := range names {
+		w := &walker{src: src, file: name, enclosing: tname, edits: &edits}
+		if root := trees[tname].Root; root != nil {
+			w.node(root)
+		}
+		if w.err != nil {
+			return "", w.err
 		}
 	}
 
 	// Finally, splice the edits in, in source order.
-	sort.Slice(edits, func(i, j int) bool { return edits[i].pos < edits[j].pos })
+	sort.Slice(edits, func(i, j int) bool { return editBefore(edits[i], edits[j]) })
 	var b strings.Builder
 	b.Grow(len(src) + 64*len(edits) + len(name) + 32)
-	if marker := beginMarker(name); !strings.HasPrefix(path.Base(name), "_") && !strings.HasPrefix(src, marker) {
-		b.WriteString(marker)
+	if begin {
+		b.WriteString(beginMarker(name))
 	}
 	last := 0
 	for _, e := range edits {
@@ -85,9 +140,7 @@ func Rewrite(name, src string) (string, error) {
 	return b.String(), nil
 }
 
-// beginMarker is the action Rewrite puts first in a non-partial file. A
-// source that starts with it already is not given a second one, so
-// rewriting a rewritten source changes nothing.
+// beginMarker is the action Rewrite puts first in a non-partial file.
 func beginMarker(name string) string {
 	return "{{" + beginName + " " + strconv.Quote(name) + "}}"
 }
@@ -95,11 +148,31 @@ func beginMarker(name string) string {
 // walker collects the edits of one template tree.
 type walker struct {
 	src       string
-	enclosing string
+	file      string // the file, for errors
+	enclosing string // the tree's name
+	ranges    []int  // the ranges whose bodies enclose the node now visited, outermost first
 	edits     *[]edit
+	err       error // the first error; the rest of the walk is moot
 }
 
-func (w walker) node(n parse.Node) {
+// open inserts text at pos that opens a construct; close, one that
+// closes one.
+func (w *walker) open(pos int, text string)  { w.add(edit{pos: pos, text: text}) }
+func (w *walker) close(pos int, text string) { w.add(edit{pos: pos, text: text, closes: true}) }
+
+func (w *walker) add(e edit) {
+	e.seq = len(*w.edits)
+	*w.edits = append(*w.edits, e)
+}
+
+func (w *walker) fail(pos parse.Pos, format string, args ...any) {
+	if w.err == nil {
+		line := 1 + strings.Count(w.src[:min(int(pos), len(w.src))], "\n")
+		w.err = fmt.Errorf("parse error at (%s:%d): %s", w.file, line, fmt.Sprintf(format, args...))
+	}
+}
+
+func (w *walker) node(n parse.Node) {
 	switch n := n.(type) {
 	case *parse.ListNode:
 		if n == nil {
@@ -113,15 +186,15 @@ func (w walker) node(n parse.Node) {
 	case *parse.IfNode:
 		w.branch(&n.BranchNode)
 	case *parse.RangeNode:
-		w.branch(&n.BranchNode)
+		w.rangeNode(n)
 	case *parse.WithNode:
 		w.branch(&n.BranchNode)
 	case *parse.TemplateNode:
-		w.pipe(n.Pipe)
+		w.template(n)
 	}
 }
 
-func (w walker) branch(b *parse.BranchNode) {
+func (w *walker) branch(b *parse.BranchNode) {
 	w.pipe(b.Pipe)
 	w.node(b.List)
 	if b.ElseList != nil {
@@ -129,23 +202,35 @@ func (w walker) branch(b *parse.BranchNode) {
 	}
 }
 
-func (w walker) pipe(p *parse.PipeNode) {
+func (w *walker) pipe(p *parse.PipeNode) {
 	if p == nil {
 		return
 	}
-	for _, c := range p.Cmds {
-		for i, a := range c.Args {
-			w.arg(a, i == 0)
-		}
+	for i, c := range p.Cmds {
+		w.command(c, i > 0)
+	}
+}
+
+// command visits one command of a pipeline; piped says a value is piped
+// into it (it comes last among its arguments).
+func (w *walker) command(c *parse.CommandNode, piped bool) {
+	if id, ok := c.Args[0].(*parse.IdentifierNode); ok && (id.Ident == "include" || id.Ident == "tpl") && len(c.Args) > 1 {
+		w.frame(c, id, piped)
+	}
+	for i, a := range c.Args {
+		w.arg(a, i == 0)
 	}
 }
 
 // arg visits one operand; head says it is the command's function position,
-// where the identity can follow the name. Anywhere else a function name is
+// where the site can follow the name. Anywhere else a function name is
 // a call without arguments, which takes parentheses to gain one.
-func (w walker) arg(n parse.Node, head bool) {
+func (w *walker) arg(n parse.Node, head bool) {
 	switch n := n.(type) {
 	case *parse.IdentifierNode:
+		if strings.HasPrefix(n.Ident, locatedPrefix) {
+			w.fail(n.Pos, "function %q not defined", n.Ident)
+		}
 		if rewritten[n.Ident] {
 			w.locate(n, head)
 		}
@@ -156,8 +241,9 @@ func (w walker) arg(n parse.Node, head bool) {
 	}
 }
 
-func (w walker) locate(n *parse.IdentifierNode, head bool) {
-	pos := int(n.Pos)
+// site is the site literal of the node at pos: its line, the hash of its
+// line's text, the ranges around it and its template.
+func (w *walker) site(pos int) string {
 	start := strings.LastIndexByte(w.src[:pos], '\n') + 1
 	end := strings.IndexByte(w.src[pos:], '\n')
 	if end < 0 {
@@ -167,9 +253,141 @@ func (w walker) locate(n *parse.IdentifierNode, head bool) {
 	}
 	line := 1 + strings.Count(w.src[:pos], "\n")
 	sum := sha256.Sum256([]byte(strings.TrimSpace(w.src[start:end])))
-	text := LocatedName(n.Ident) + " " + strconv.Quote(siteLiteral(line, hex.EncodeToString(sum[:16]), w.enclosing))
+	return strconv.Quote(siteLiteral(line, hex.EncodeToString(sum[:16]), w.ranges, w.enclosing))
+}
+
+func (w *walker) locate(n *parse.IdentifierNode, head bool) {
+	pos := int(n.Pos)
+	text := LocatedName(n.Ident) + " " + w.site(pos)
 	if !head {
 		text = "(" + text + ")"
 	}
-	*w.edits = append(*w.edits, edit{pos: pos, n: len(n.Ident), text: text})
+	w.add(edit{pos: pos, n: len(n.Ident), text: text})
+}
+
+// frame marks an include or tpl call c (head id) as a frame of the
+// Generator's stack: pushed before the call runs, popped after it
+// returns, both within the call's own command, so that a short-circuited
+// and, or or an error leaves nothing pushed. A tpl's text is rewritten
+// too, as it runs.
+func (w *walker) frame(c *parse.CommandNode, id *parse.IdentifierNode, piped bool) {
+	start := int(id.Pos)
+	// The operands' spans, which the parse does not record.
+	spans := make([][2]int, len(c.Args))
+	end := start + len(id.Ident)
+	for i := 1; i < len(c.Args); i++ {
+		s := skipSpace(w.src, end)
+		e := operandEnd(w.src, s)
+		if e < 0 || !spanHolds(w.src, s, e, c.Args[i]) {
+			w.fail(c.Args[i].Position(), "digestpin cannot find where the operand %s of %s ends", c.Args[i], id.Ident)
+			return
+		}
+		spans[i] = [2]int{s, e}
+		end = e
+	}
+	site := w.site(start)
+	if piped {
+		w.open(start, pushValueName+" "+site+" | ")
+		w.close(end, " | "+popValueName)
+	} else {
+		w.open(start, popName+" ("+pushName+" "+site+") (")
+		w.close(end, ")")
+	}
+	if id.Ident == "tpl" {
+		w.open(spans[1][0], "("+tplSourceName+" ")
+		w.close(spans[1][1], ")")
+	}
+}
+
+// spanHolds says whether the operand found at src[s:e] is the node n: a
+// parenthesised pipeline starts with a parenthesis, a chain too or is
+// written as it prints, anything else is written as it prints. (A field
+// chain's position is that of its second field.)
+func spanHolds(src string, s, e int, n parse.Node) bool {
+	switch n.(type) {
+	case *parse.PipeNode:
+		return src[s] == '('
+	case *parse.ChainNode:
+		return src[s] == '(' || src[s:e] == n.String()
+	}
+	return src[s:e] == n.String()
+}
+
+// template marks a template action as a frame: its data is pushed with
+// the site, and an action after it pops it, trimming the text after it as
+// the template action did. A block, whose body follows its action, is
+// left as it is: the calls in its body are told apart by their template.
+func (w *walker) template(n *parse.TemplateNode) {
+	defer w.pipe(n.Pipe)
+	pos := int(n.Pos)
+	kw := strings.TrimRightFunc(w.src[:pos], func(r rune) bool { return r < 0x80 && isSpace(byte(r)) })
+	if !strings.HasSuffix(kw, "template") {
+		return // a block
+	}
+	nameEnd := operandEnd(w.src, pos)
+	content, end, trim, ok := actionClose(w.src, max(nameEnd, pos))
+	if nameEnd < 0 || !ok {
+		w.fail(n.Pos, "digestpin cannot find where the template action ends")
+		return
+	}
+	site := w.site(pos)
+	if n.Pipe == nil {
+		w.open(nameEnd, " ("+pushValueName+" "+site+" nil)")
+	} else {
+		w.open(skipSpace(w.src, nameEnd), "("+pushValueName+" "+site+" (")
+		w.close(content, "))")
+	}
+	pop := "{{" + popNoneName + "}}"
+	if trim {
+		pop = "{{" + popNoneName + " -}}"
+	}
+	w.close(end, pop)
+}
+
+// rangeNode marks a range: it declares a key and an element when the
+// range does not (its own, when it does), and its body starts with the
+// iteration marker, which tells the Generator the current key. The
+// range's pipeline runs outside the iteration; its else branch too.
+func (w *walker) rangeNode(n *parse.RangeNode) {
+	id := int(n.Pos)
+	key, elem := "$"+locatedPrefix+"k"+strconv.Itoa(id), "$"+locatedPrefix+"v"+strconv.Itoa(id)
+	decl := n.Pipe.Decl
+	wrap := true
+	switch {
+	case len(decl) == 0:
+		w.open(int(n.Pipe.Cmds[0].Pos), key+", "+elem+" := ")
+	case len(decl) == 1 && !n.Pipe.IsAssign:
+		w.open(int(decl[0].Pos), key+", ")
+		elem = decl[0].Ident[0]
+	case len(decl) == 1:
+		// range $x = …: the key would need a variable declared before.
+		key, elem, wrap = "nil", ".", false
+	default:
+		key, elem, wrap = decl[0].Ident[0], decl[1].Ident[0], false
+	}
+	if wrap {
+		content, _, _, ok := actionClose(w.src, int(n.Pipe.Cmds[0].Pos))
+		if !ok {
+			w.fail(n.Pos, "digestpin cannot find where the range action ends")
+			return
+		}
+		w.open(int(n.Pipe.Cmds[0].Pos), rangeName+" (")
+		w.close(content, ")")
+	}
+	w.pipe(n.Pipe)
+	site := w.site(id)
+	if n.List != nil {
+		body := int(n.List.Pos)
+		open := "{{"
+		if leftTrims(w.src, body) {
+			open = "{{- "
+		}
+		w.open(body, open+iterName+" "+site+" "+strconv.Itoa(id)+" "+key+" "+elem+"}}")
+		w.ranges = append(w.ranges, id)
+		w.node(n.List)
+		w.ranges = w.ranges[:len(w.ranges)-1]
+	}
+	if n.ElseList != nil {
+		w.node(n.ElseList)
+	}
 }

@@ -3,6 +3,7 @@ package detgen
 import (
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 	"text/template"
@@ -10,8 +11,8 @@ import (
 )
 
 // TestRewriteGolden: the rewritten form of realistic templates, checked
-// against testdata/rewrite/*.golden; rewriting the golden output again
-// changes nothing.
+// against testdata/rewrite/*.golden; rewriting the golden output again is
+// refused.
 func TestRewriteGolden(t *testing.T) {
 	t.Parallel()
 	inputs, err := filepath.Glob("testdata/rewrite/*")
@@ -39,9 +40,10 @@ func TestRewriteGolden(t *testing.T) {
 			if strings.Count(got, "\n") != strings.Count(string(src), "\n") {
 				t.Errorf("Rewrite(%s) changed the number of lines", name)
 			}
-			again, err := Rewrite(name, got)
-			if err != nil || again != got {
-				t.Errorf("Rewrite(Rewrite(%s)) changed the output again (err %v):\n%s", name, err, again)
+			// The located forms are not the chart language: a source
+			// that names one is refused, as Helm refuses it.
+			if again, err := Rewrite(name, got); got != string(src) && (err == nil || !strings.Contains(err.Error(), "not defined")) {
+				t.Errorf("Rewrite(Rewrite(%s)) = %v, want the located names refused as undefined functions:\n%s", name, err, again)
 			}
 		})
 	}
@@ -75,8 +77,19 @@ func TestRewriteCases(t *testing.T) {
 		{desc: "define in a non-partial file", name: "c/templates/a.yaml", src: `{{ define "d" }}{{ uuidv4 }}{{ end }}x`, located: []string{"uuidv4"}, keep: []string{`|d"`}, marker: true},
 		{desc: "partial", name: "c/templates/_helpers.tpl", src: `{{ define "d" }}{{ uuidv4 }}{{ end }}`, located: []string{"uuidv4"}},
 		{desc: "subchart partial", name: "c/charts/sub/templates/_x.tpl", src: `{{ define "e" }}{{ now }}{{ end }}`, located: []string{"now"}},
-		{desc: "unrelated functions", name: "c/templates/a.yaml", src: `{{ include "x" . | nindent 2 }}{{ derivePassword 1 "long" "p" "u" "s" }}{{ decryptAES "k" "v" }}`, keep: []string{`{{ include "x" . | nindent 2 }}{{ derivePassword 1 "long" "p" "u" "s" }}{{ decryptAES "k" "v" }}`}, marker: true},
-		{desc: "tpl string", name: "c/templates/a.yaml", src: `{{ tpl "{{ randAlpha 2 }}" . }}`, keep: []string{`{{ tpl "{{ randAlpha 2 }}" . }}`}, marker: true},
+		{desc: "unrelated functions", name: "c/templates/a.yaml", src: `{{ include "x" . | nindent 2 }}{{ derivePassword 1 "long" "p" "u" "s" }}{{ decryptAES "k" "v" }}`, keep: []string{`(include "x" .) | nindent 2 }}{{ derivePassword 1 "long" "p" "u" "s" }}{{ decryptAES "k" "v" }}`}, marker: true},
+		{desc: "include", name: "c/templates/a.yaml", src: `{{ include "x" . }}`, keep: []string{`{{ _dp_pop (_dp_push "v2|1|`, `|c/templates/a.yaml") (include "x" .) }}`}, marker: true},
+		{desc: "include piped", name: "c/templates/a.yaml", src: `{{ . | include "x" | upper }}`, keep: []string{`{{ . | _dp_pushv "v2|1|`, `|c/templates/a.yaml" | include "x" | _dp_pop1 | upper }}`}, marker: true},
+		{desc: "include of an include", name: "c/templates/a.yaml", src: `{{ include (include "n" .) (include "d" .) }}`, keep: []string{`(include (_dp_pop (_dp_push "v2|1|`, `(include "n" .)) (_dp_pop (_dp_push "v2|1|`, `(include "d" .))) }}`}, marker: true},
+		{desc: "tpl string", name: "c/templates/a.yaml", src: `{{ tpl "{{ randAlpha 2 }}" . }}`, keep: []string{`(tpl (_dp_tplsrc "{{ randAlpha 2 }}") .) }}`}, marker: true},
+		{desc: "template trimming", name: "c/templates/a.yaml", src: "{{- template \"t\" . -}}\n  x", keep: []string{`{{- template "t" (_dp_pushv "v2|1|`, `|c/templates/a.yaml" (.)) -}}{{_dp_pop0 -}}` + "\n  x"}, marker: true},
+		{desc: "template without data", name: "c/templates/a.yaml", src: `{{ template "t" }}x`, keep: []string{`{{ template "t" (_dp_pushv "v2|1|`, `|c/templates/a.yaml" nil) }}{{_dp_pop0}}x`}, marker: true},
+		{desc: "block", name: "c/templates/a.yaml", src: `{{ block "b" . }}{{ uuidv4 }}{{ end }}`, located: []string{"uuidv4"}, keep: []string{`{{ block "b" . }}{{ _dp_uuidv4 "v2|1|`}, marker: true},
+		{desc: "range without variables", name: "c/templates/a.yaml", src: `{{ range .L }}{{ uuidv4 }}{{ end }}`, located: []string{"uuidv4"}, keep: []string{`{{ range $_dp_k9, $_dp_v9 := _dp_range (.L) }}{{_dp_iter "v2|1|`, `|c/templates/a.yaml" 9 $_dp_k9 $_dp_v9}}{{ _dp_uuidv4 "v2|1|`, `|9|c/templates/a.yaml" }}`}, marker: true},
+		{desc: "range with an element", name: "c/templates/a.yaml", src: `{{- range $v := .L -}}{{ $v }}{{- end }}`, keep: []string{`{{- range $_dp_k10, $v := _dp_range (.L) -}}{{_dp_iter "v2|1|`, `" 10 $_dp_k10 $v}}{{ $v }}`}, marker: true},
+		{desc: "range with a key and an element", name: "c/templates/a.yaml", src: "{{ range $k, $v := .M | default dict }}\n  {{- $v }}{{ end }}", keep: []string{"{{ range $k, $v := .M | default dict }}\n  {{- _dp_iter \"v2|1|", "\" 9 $k $v}}{{- $v }}"}, marker: true},
+		{desc: "range assigning", name: "c/templates/a.yaml", src: `{{ $v := 0 }}{{ range $v = .L }}{{ end }}`, keep: []string{`{{ range $v = .L }}{{_dp_iter "v2|1|`, `" 22 nil .}}{{ end }}`}, marker: true},
+		{desc: "nested ranges", name: "c/templates/a.yaml", src: `{{ range .A }}{{ range .B }}{{ uuidv4 }}{{ end }}{{ end }}`, located: []string{"uuidv4"}, keep: []string{`|9.23|c/templates/a.yaml" }}`}, marker: true},
 		{desc: "if else range with", name: "c/templates/a.yaml", src: `{{ if randInt 0 2 }}{{ else if now }}{{ end }}{{ range until (randInt 1 3) }}{{ end }}{{ with uuidv4 }}{{ end }}`, located: []string{"randInt", "now", "randInt", "uuidv4"}, marker: true},
 		{desc: "template argument", name: "c/templates/a.yaml", src: `{{ define "t" }}{{ . }}{{ end }}{{ template "t" randAlpha 3 }}`, located: []string{"randAlpha"}, marker: true},
 	} {
@@ -90,13 +103,13 @@ func TestRewriteCases(t *testing.T) {
 			}
 			rest := got
 			for _, fn := range tc.located {
-				i := strings.Index(rest, LocatedName(fn)+` "v1|`)
+				i := strings.Index(rest, LocatedName(fn)+` "v2|`)
 				if i < 0 {
 					t.Fatalf("Rewrite(%q) = %q, want %s located next", tc.src, got, fn)
 				}
 				rest = rest[i+1:]
 			}
-			if n := strings.Count(got, `"v1|`); n != len(tc.located) {
+			if n := len(locatedCall.FindAllString(got, -1)); n != len(tc.located) {
 				t.Errorf("Rewrite(%q) = %q locates %d calls, want %d", tc.src, got, n, len(tc.located))
 			}
 			for _, k := range tc.keep {
@@ -152,6 +165,15 @@ func siteOf(t *testing.T, rewritten string) site {
 	}
 	return s
 }
+
+// locatedCall is a located generator call (not the stack's bookkeeping).
+var locatedCall = func() *regexp.Regexp {
+	names := make([]string, 0, len(rewritten))
+	for n := range rewritten {
+		names = append(names, regexp.QuoteMeta(LocatedName(n)))
+	}
+	return regexp.MustCompile(`(?:` + strings.Join(names, "|") + `) "v2\|`)
+}()
 
 func parseSkip(name, src string) (map[string]*parse.Tree, error) {
 	trees := map[string]*parse.Tree{}
@@ -222,10 +244,17 @@ func execOnce(g *Generator, src string) (string, error) {
 func TestCleanMessage(t *testing.T) {
 	t.Parallel()
 	for _, tc := range []struct{ in, want string }{
-		{`executing "x" at <_dp_genCA "v1|6|173563b477aebea4709bcabe2ebf203d|webhook.certs" (printf "%s-ca" .Release.Name) 0>: error calling _dp_genCA: bad`,
+		{`executing "x" at <_dp_genCA "v2|6|173563b477aebea4709bcabe2ebf203d||webhook.certs" (printf "%s-ca" .Release.Name) 0>: error calling _dp_genCA: bad`,
 			`executing "x" at <genCA (printf "%s-ca" .Release.Name) 0>: error calling genCA: bad`},
-		{`<_dp_now "v1|3|ab|a \"quoted\" name">`, `<now>`},
-		{`no identity here: "v1|x"`, `no identity here: "v1|x"`},
+		{`<_dp_now "v2|3|ab|4.17|a \"quoted\" name">`, `<now>`},
+		{`no identity here: "v2|x"`, `no identity here: "v2|x"`},
+		{`at <_dp_pop (_dp_push "v2|3|ab|4|c/templates/a.yaml") (include "x" (dict "a" (list 1)))>: boom`, `at <include "x" (dict "a" (list 1))>: boom`},
+		{`at <tpl (_dp_tplsrc .Values.t) $>: boom`, `at <tpl .Values.t $>: boom`},
+		{`range $_dp_k9, $_dp_v9 := _dp_range (.L | default (list 1))`, `range .L | default (list 1)`},
+		{`range $_dp_k9, $v := _dp_range (.L)`, `range $v := .L`},
+		{`{{ . | _dp_pushv "v2|1|ab||a" | include "x" | _dp_pop1 | upper }}`, `{{ . | include "x" | upper }}`},
+		{`{{template "t" (_dp_pushv "v2|1|ab||a" (.Values.x | first))}}{{_dp_pop0 -}}`, `{{template "t" .Values.x | first}}`},
+		{`{{template "t" (_dp_pushv "v2|1|ab||a" nil)}}{{_dp_pop0}}`, `{{template "t"}}`},
 	} {
 		if got := CleanMessage(tc.in); got != tc.want {
 			t.Errorf("CleanMessage(%q) = %q, want %q", tc.in, got, tc.want)
