@@ -23,16 +23,16 @@ import (
 
 // The located names Rewrite writes for the stack.
 const (
-	pushName      = locatedPrefix + "push"      // _dp_push SITE: pushes a frame, returns a token for _dp_pop
-	popName       = locatedPrefix + "pop"       // _dp_pop TOKEN S: pops it, returns S
-	pushValueName = locatedPrefix + "pushv"     // _dp_pushv SITE V: pushes a frame, returns V
-	popValueName  = locatedPrefix + "pop1"      // _dp_pop1 S: pops, returns S
-	popNoneName   = locatedPrefix + "pop0"      // _dp_pop0: pops, outputs nothing
-	rangeName     = locatedPrefix + "range"     // _dp_range V: V, with an integer or a sequence as key and element pairs
-	iterName      = locatedPrefix + "iter"      // _dp_iter SITE ID KEY ELEMENT: the current key of range ID
-	tplSourceName = locatedPrefix + "tplsrc"    // _dp_tplsrc TEXT: TEXT rewritten, for tpl
-	beginName     = locatedPrefix + "begin"     // _dp_begin FILE: a file starts executing
-	maxDepth      = 1 << 12                     // frames; Helm stops an include chain at 1000
+	pushName      = locatedPrefix + "push"   // _dp_push SITE: pushes a frame, returns a token for _dp_pop
+	popName       = locatedPrefix + "pop"    // _dp_pop TOKEN S: pops it, returns S
+	pushValueName = locatedPrefix + "pushv"  // _dp_pushv SITE V: pushes a frame, returns V
+	popValueName  = locatedPrefix + "pop1"   // _dp_pop1 S: pops, returns S
+	popNoneName   = locatedPrefix + "pop0"   // _dp_pop0: pops, outputs nothing
+	rangeName     = locatedPrefix + "range"  // _dp_range V: V, with an integer or a sequence as key and element pairs
+	iterName      = locatedPrefix + "iter"   // _dp_iter SITE ID KEY ELEMENT: the current key of range ID
+	tplSourceName = locatedPrefix + "tplsrc" // _dp_tplsrc TEXT: TEXT rewritten, for tpl
+	beginName     = locatedPrefix + "begin"  // _dp_begin FILE: a file starts executing
+	maxDepth      = 1 << 12                  // frames; Helm stops an include chain at 1000
 	errNoFrame    = generatorError("no frame to pop: a located function called outside a rewritten template")
 	errDeepFrames = generatorError("include, template and tpl calls nested too deeply")
 )
