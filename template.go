@@ -251,8 +251,9 @@ func where(file, enclosing string, line int) string {
 }
 
 // warnGenerated names, one line each, every use of something that still
-// varies from one render to the next, and says when each generated
-// certificate is re-issued.
+// varies from one render to the next and every call whose value follows
+// the order it runs in, and says when each generated certificate is
+// re-issued.
 func warnGenerated(log *logger, gen *detgen.Generator) {
 	for _, u := range gen.Varying() {
 		detail := ""
@@ -260,6 +261,9 @@ func warnGenerated(log *logger, gen *detgen.Generator) {
 			detail = " (" + u.Detail + ")"
 		}
 		log.warnf("%s: %s varies from one render to the next, and so does the manifest%s", where(u.Template, u.Enclosing, u.Line), u.Function, detail)
+	}
+	for _, u := range gen.Ordered() {
+		log.warnf("%s: %s", where(u.Template, u.Enclosing, u.Line), u.Detail)
 	}
 	certs := gen.Certificates()
 	if len(certs) > 0 {
@@ -294,7 +298,10 @@ func generatedReport(gen *detgen.Generator) *pin.Generated {
 	for _, u := range gen.Varying() {
 		g.Varying = append(g.Varying, pin.GeneratedUse{Template: where(u.Template, u.Enclosing, u.Line), Function: u.Function})
 	}
-	if len(g.Certificates) == 0 && len(g.Varying) == 0 {
+	for _, u := range gen.Ordered() {
+		g.Ordered = append(g.Ordered, pin.GeneratedUse{Template: where(u.Template, u.Enclosing, u.Line), Function: u.Function})
+	}
+	if len(g.Certificates) == 0 && len(g.Varying) == 0 && len(g.Ordered) == 0 {
 		return nil
 	}
 	return g

@@ -311,7 +311,7 @@ func (g *Generator) rangeKeys(e *encoder, root, f *frame, s site) {
 		e.bytes('k', it.key)
 		if it.ordered {
 			g.order(Use{Function: "range", Template: root.file, Enclosing: s.enclosing, Line: it.line,
-				Detail: "its entries have no name, id or key field: the values generated for an entry follow its position in the list"})
+				Detail: "range over a list whose entries have no name, id or key field: the values generated for an entry follow its position in the list"})
 		}
 	}
 }

@@ -247,7 +247,7 @@ func (g *Generator) newCall(fn, id string, located bool, args []reflect.Value) (
 	root.counts[key] = n + 1
 	if n > 0 {
 		g.order(Use{Function: fn, Template: root.file, Enclosing: s.enclosing, Line: s.line,
-			Detail: "equal calls (same line, arguments and context) take their values in the order they run"})
+			Detail: "equal calls of " + fn + " (same line, arguments and context) take their values in the order they run"})
 	}
 	ident.int(int64(n))
 	return &call{fn: fn, site: s, top: root.file, identity: ident.b, args: a.b}, nil

@@ -9,6 +9,10 @@ import "time"
 type Generated struct {
 	Certificates []GeneratedCertificate `json:"certificates,omitempty"`
 	Varying      []GeneratedUse         `json:"varying,omitempty"`
+	// Ordered are the calls whose values follow the order they run in
+	// (equal calls on one line, entries of a list with no name): adding or
+	// removing one, or an entry before it, hands values on to others.
+	Ordered []GeneratedUse `json:"ordered,omitempty"`
 }
 
 // GeneratedCertificate is one certificate a chart generated.
