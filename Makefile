@@ -60,7 +60,7 @@ export DIGESTPIN_TEST_KUBE := $(KUBE_TOOLS)
 export DIGESTPIN_TEST_ARGOCD := $(ARGOCD_TOOLS)
 export DIGESTPIN_TEST_COSIGN := $(COSIGN)
 
-.PHONY: all build build-slim tools test test-quick test-kube test-argocd run-helmsdk run-cmpserver run-kube run-argocd argocd-tools kube-tools cosign demo helm argocd-cmp-server lint bench fuzz clean install release dist
+.PHONY: all build build-slim tools test test-quick test-kube test-argocd run-helmsdk run-cmpserver run-kube run-argocd argocd-tools kube-tools cosign demo helm argocd-cmp-server lint lint-mod bench fuzz clean install release dist
 
 all: build
 
@@ -238,7 +238,21 @@ fuzz:
 $(KUSTOMIZE):
 	$(call go-install,sigs.k8s.io/kustomize/kustomize/v5@$(KUSTOMIZE_VERSION))
 
-lint: $(GOLANGCI)
+# lint-mod checks that every module in the tree is tidy: each go.mod git
+# tracks, so that a new module is checked without a change here. go mod
+# tidy -diff prints what tidy would change and fails; every module is
+# checked, and each that fails is named. It may download modules the
+# builds never needed (test dependencies of dependencies): a minute or
+# two on a cold module cache, 4 to 7 s for the seven modules on a warm
+# one (a busy 2-core machine).
+lint-mod:
+	@failed=; for mod in $$(git ls-files go.mod '*/go.mod'); do \
+	  dir=$$(dirname "$$mod"); \
+	  (cd "$$dir" && go mod tidy -diff) || failed="$$failed $$mod"; \
+	done; \
+	if [ -n "$$failed" ]; then echo "lint: not tidy (run go mod tidy in its folder):$$failed" >&2; exit 1; fi
+
+lint: $(GOLANGCI) lint-mod
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt: $$out"; exit 1; fi
 	go vet ./...
 	$(GOLANGCI) run ./...

@@ -264,13 +264,13 @@ func TestArgocdGenerateGate(t *testing.T) {
 			desc:   "a retired variable of the sidecar",
 			env:    map[string]string{"DIGESTPIN_STATE_STORE": "redis://argocd-redis:6379/0"},
 			status: 2,
-			want:   "digestpin: error: DIGESTPIN_STATE_STORE was retired in 0.2.0",
+			want:   "digestpin: error: DIGESTPIN_STATE_STORE was retired after 0.1.0",
 		},
 		{
 			desc:   "a retired setting of the Application",
 			env:    map[string]string{"ARGOCD_ENV_DIGESTPIN_STEADY": "true"},
 			status: 2,
-			want:   `digestpin: error: the Argo CD plugin env DIGESTPIN_STEADY="true" was retired in 0.2.0`,
+			want:   `digestpin: error: the Argo CD plugin env DIGESTPIN_STEADY="true" was retired after 0.1.0`,
 		},
 	} {
 		t.Run(tc.desc, func(t *testing.T) {

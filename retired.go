@@ -17,8 +17,13 @@ import (
 // stay known, hidden from --help and completion, so that a run that uses
 // one fails with a message that names it instead of "unknown flag".
 
-// retiredIn is the version that retired the two-render mode.
-const retiredIn = "0.2.0"
+// retiredAfter is the version after which the two-render mode was
+// retired: it came to main after 0.1.0 and left it before any release
+// after that one (CHANGELOG.md, Unreleased), so a binary that had its
+// flags reported 0.1.0. Messages name a version this binary knows, never
+// one yet to come: TestRetiredAfter holds it to a version of CHANGELOG.md
+// no newer than plugin.yaml's.
+const retiredAfter = "0.1.0"
 
 // retiredFlags are the flags of the two-render mode; each also reads its
 // DIGESTPIN_* variable, as every flag does.
@@ -33,7 +38,7 @@ const retiredValue = "(no value)"
 // bindRetired defines the retired flags on fs, hidden.
 func bindRetired(fs *pflag.FlagSet) {
 	for _, name := range retiredFlags {
-		fs.String(name, "", "retired in "+retiredIn)
+		fs.String(name, "", "retired after "+retiredAfter)
 		fs.Lookup(name).NoOptDefVal = retiredValue
 		// MarkHidden fails only for a flag that is not defined.
 		_ = fs.MarkHidden(name)
@@ -54,9 +59,9 @@ func (e *retiredError) Error() string {
 	if n := len(e.used); n > 1 {
 		what, verb = strings.Join(e.used[:n-1], ", ")+" and "+e.used[n-1], "were"
 	}
-	return fmt.Sprintf("%s %s retired in %s: two renders cannot tell a certificate, hash or ciphertext made from new input "+
+	return fmt.Sprintf("%s %s retired after %s: two renders cannot tell a certificate, hash or ciphertext made from new input "+
 		"from one made from new randomness, so it could keep a real change; "+
-		`render with "digestpin template NAME CHART --seed-file FILE" instead (docs/deterministic.md)`, what, verb, retiredIn)
+		`render with "digestpin template NAME CHART --seed-file FILE" instead (docs/deterministic.md)`, what, verb, retiredAfter)
 }
 
 // checkRetired returns a usage error naming every retired flag that was

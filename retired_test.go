@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/Masterminds/semver/v3"
 	"github.com/spf13/pflag"
 )
 
@@ -14,7 +15,7 @@ import (
 // variables or Argo CD settings; subject names them, with its verb:
 // "--previous was", "--state-key and --state-store were".
 func retiredLine(subject string) string {
-	return "digestpin: error: " + subject + ` retired in 0.2.0: two renders cannot tell a certificate, hash or ciphertext made from new input from one made from new randomness, so it could keep a real change; render with "digestpin template NAME CHART --seed-file FILE" instead (docs/deterministic.md)` + "\n"
+	return "digestpin: error: " + subject + ` retired after 0.1.0: two renders cannot tell a certificate, hash or ciphertext made from new input from one made from new randomness, so it could keep a real change; render with "digestpin template NAME CHART --seed-file FILE" instead (docs/deterministic.md)` + "\n"
 }
 
 // TestRetiredFlags runs each retired flag of the two-render mode as a
@@ -169,5 +170,49 @@ func TestDocsRetiredSample(t *testing.T) {
 	_, stderr, err := runIn(t, "", "--previous", "rendered/web.yaml")
 	if err == nil || !strings.Contains(string(readme), "\n"+stderr) {
 		t.Errorf("docs/deterministic.md does not show what digestpin prints for --previous:\n%s", stderr)
+	}
+}
+
+// TestRetiredAfter holds the version the retired flags' message names to
+// the truth: a version of CHANGELOG.md's, no newer than this tree's own
+// (plugin.yaml's), so that no message names a version yet to come; the
+// flags' hidden help names it too.
+func TestRetiredAfter(t *testing.T) {
+	t.Parallel()
+	plugin, err := os.ReadFile("plugin.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	own := regexp.MustCompile(`(?m)^version: *"?([^"\n]*)"?$`).FindSubmatch(plugin)
+	if own == nil {
+		t.Fatal("plugin.yaml has no version")
+	}
+	self, err := semver.StrictNewVersion(string(own[1]))
+	if err != nil {
+		t.Fatalf("plugin.yaml's version: %v", err)
+	}
+	named, err := semver.StrictNewVersion(retiredAfter)
+	if err != nil {
+		t.Fatalf("retiredAfter: %v", err)
+	}
+	if named.GreaterThan(self) {
+		t.Errorf("retiredAfter = %s, newer than this version, %s", named, self)
+	}
+	changelog, err := os.ReadFile("CHANGELOG.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !regexp.MustCompile(`(?m)^## ` + regexp.QuoteMeta(retiredAfter) + `( |$)`).Match(changelog) {
+		t.Errorf("retiredAfter = %s, which CHANGELOG.md has no section for", retiredAfter)
+	}
+	if _, stderr, _ := runIn(t, "", "--previous"); !strings.Contains(stderr, " retired after "+retiredAfter+": ") {
+		t.Errorf("--previous: %q, want it to name %s", stderr, retiredAfter)
+	}
+	fs := pflag.NewFlagSet("digestpin", pflag.ContinueOnError)
+	newOptions().bind(fs)
+	for _, name := range retiredFlags {
+		if got, want := fs.Lookup(name).Usage, "retired after "+retiredAfter; got != want {
+			t.Errorf("--%s's usage = %q, want %q", name, got, want)
+		}
 	}
 }

@@ -13,7 +13,7 @@ import (
 // two-render mode; subject names what the person wrote, with its verb
 // ("--previous was").
 func retiredMessage(subject string) string {
-	return "digestpin: error: " + subject + ` retired in 0.2.0: two renders cannot tell a certificate, hash or ciphertext made from new input from one made from new randomness, so it could keep a real change; render with "digestpin template NAME CHART --seed-file FILE" instead (docs/deterministic.md)` + "\n"
+	return "digestpin: error: " + subject + ` retired after 0.1.0: two renders cannot tell a certificate, hash or ciphertext made from new input from one made from new randomness, so it could keep a real change; render with "digestpin template NAME CHART --seed-file FILE" instead (docs/deterministic.md)` + "\n"
 }
 
 // retiredFlags are the flags of the retired two-render mode, each with a
