@@ -322,7 +322,7 @@ func (w *docsWorkspace) run(t *testing.T, text, major string) result {
 }
 
 // TestQuickStartIsCI checks that the test command of the README's
-// contributor block is the one .ci/run runs.
+// contributor block is the one .ci/run runs, on an empty tools cache.
 func TestQuickStartIsCI(t *testing.T) {
 	t.Parallel()
 	var cmds []string
@@ -342,8 +342,16 @@ func TestQuickStartIsCI(t *testing.T) {
 	}
 	// .ci/run may time a step: "step make test" runs "make test".
 	runs := func(l string) bool { return strings.TrimPrefix(l, "step ") == cmds[0] }
-	if !slices.ContainsFunc(strings.Split(string(ci), "\n"), runs) {
+	lines := strings.Split(string(ci), "\n")
+	if !slices.ContainsFunc(lines, runs) {
 		t.Errorf(".ci/run does not run %q, the README's test command:\n%s", cmds[0], ci)
+	}
+	// And it runs it as a fresh machine would: from an empty tools cache
+	// (XDG_CACHE_HOME made anew), with Go's caches kept warm.
+	fresh := slices.IndexFunc(lines, func(l string) bool { return strings.HasPrefix(l, "XDG_CACHE_HOME=$(mktemp -d ") })
+	first := slices.IndexFunc(lines, func(l string) bool { return strings.HasPrefix(l, "step make ") })
+	if fresh < 0 || fresh > first || !strings.Contains(string(ci), "export GOCACHE GOMODCACHE GOLANGCI_LINT_CACHE XDG_CACHE_HOME") {
+		t.Errorf(".ci/run does not start its make steps from an empty tools cache with Go's caches kept:\n%s", ci)
 	}
 }
 
