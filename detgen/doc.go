@@ -22,15 +22,25 @@
 //
 // A template function cannot see who called it, so Rewrite parses each
 // template file (text/template/parse) and gives every call of a replaced
-// function its identity as a first argument: `randAlphaNum 16` becomes
-// `_dp_randAlphaNum "v1|…" 16`. The identity is the template the call is
+// function its site as a first argument: `randAlphaNum 16` becomes
+// `_dp_randAlphaNum "v2|…" 16`. The site is the template the call is
 // written in (the file or the define), a hash of the call's source line
-// (trimmed), the function, its arguments, and the number of equal calls
-// before it in the top-level file now executing, which the begin marker
-// Rewrite puts at the start of each non-partial file names. Line numbers are
-// not part of it: adding a line above a call leaves its value. Calls Rewrite
-// cannot see, in a tpl string, are identified by the top-level file, the
-// function, the arguments and their occurrence.
+// (trimmed) and the ranges around it. Rewrite also marks what makes a
+// call's context: each include, tpl and template action pushes a frame
+// while it runs (a tpl's text is rewritten as it runs, as a file is), each
+// range's body starts by telling the current key, and each non-partial
+// file starts with a begin marker. The Generator keeps that stack (see
+// frames.go), and a call's identity is: the file being rendered, the chain
+// of frames above it (each by its site and the keys of the ranges around
+// it), the call's site and range keys, and the number of equal calls before
+// it in the file's execution. A range key is a map's key, or a list entry
+// itself when it is a scalar, or its name, id or key field; only else its
+// position. An include of a whole file starts a new root, so the file's
+// calls take the identities they take when Helm renders the file. Line
+// numbers are not part of an identity: adding a line above a call leaves
+// its value. A call at a file's own level outside any range is encoded as
+// before contexts existed (site version 1), so such values did not change
+// with them.
 //
 // Every value is derived with HKDF-SHA256 from the seed, under a versioned
 // label, with the canonical length-prefixed encoding of the release name and
@@ -72,16 +82,15 @@
 //
 // # Known limits
 //
-//   - Two equal calls (same function and arguments) on identical lines of one
-//     template take their values by the order they run in: the first gets
-//     occurrence 0, the second 1. Removing the first hands its value to the
-//     second. The same holds for a define included more than once from one
-//     file.
-//   - A call's value changes when its line's text, its template's name or its
-//     file's name changes (renaming a file, re-indenting is fine), or when
-//     the set of equal calls before it does.
-//   - Calls inside tpl strings have no source line or template of their own:
-//     they are identified by their order among equal calls in the file.
+//   - Two equal calls (same function, arguments, line and context), and
+//     the entries of a range over a list of mappings that have no name,
+//     id or key field, take their values in the order they run; Ordered
+//     lists each, for a warning line.
+//   - A call's value changes when its line's text, its template's name or
+//     its file's name changes (renaming a file; re-indenting is fine), or
+//     when the line of an include, template or tpl call above it changes.
+//   - A block action is not a frame: the calls in its body are told apart
+//     by the block's name only.
 //   - A rewritten line's columns move, so a Helm error's column on such a line
 //     is off; its line is right. An error names the located function
 //     (_dp_genCA); OriginalName maps it back.

@@ -86,7 +86,7 @@ func (g *Generator) begin(file string) string {
 
 // push pushes the frame of the call at site literal id.
 func (g *Generator) push(id string) (string, error) {
-	s, err := parseSite(id)
+	s, err := g.site(id)
 	if err != nil {
 		return "", err
 	}
@@ -181,7 +181,7 @@ func rangeable(v any) any {
 // key is a map's key, and a list element's own value, or the value of its
 // name, id or key field; only else its position, which is marked ordered.
 func (g *Generator) iter(lit string, id int, key, elem any) (string, error) {
-	s, err := parseSite(lit)
+	s, err := g.site(lit)
 	if err != nil {
 		return "", err
 	}
@@ -327,6 +327,25 @@ func (g *Generator) order(u Use) {
 	}
 	u.Count = 1
 	g.ordered = append(g.ordered, u)
+}
+
+// site is parseSite, remembered: a chart's includes and ranges run the
+// same few sites many times.
+func (g *Generator) site(lit string) (site, error) {
+	g.mu.Lock()
+	s, ok := g.sites[lit]
+	g.mu.Unlock()
+	if ok {
+		return s, nil
+	}
+	s, err := parseSite(lit)
+	if err != nil {
+		return site{}, err
+	}
+	g.mu.Lock()
+	g.sites[lit] = s
+	g.mu.Unlock()
+	return s, nil
 }
 
 var errBadSite = errors.New("malformed call identity (write the function's own name, not its " + locatedPrefix + " form)")

@@ -31,6 +31,7 @@ type Generator struct {
 	mu      sync.Mutex
 	stack   []*frame
 	tpl     map[string]string // rewritten tpl texts, by text
+	sites   map[string]site   // parsed site literals, by literal
 	certs   []Certificate
 	issuedK map[string]bool // the calls whose certificates are in certs
 	uses    []Use
@@ -43,7 +44,7 @@ func New(seed Seed, rel Release, now func() time.Time) *Generator {
 	if now == nil {
 		now = time.Now
 	}
-	return &Generator{seed: seed, rel: rel, now: now, tpl: map[string]string{}, issuedK: map[string]bool{}}
+	return &Generator{seed: seed, rel: rel, now: now, tpl: map[string]string{}, sites: map[string]site{}, issuedK: map[string]bool{}}
 }
 
 // Format prints the release only, for every verb: fmt would otherwise print
@@ -217,7 +218,7 @@ func (g *Generator) newCall(fn, id string, located bool, args []reflect.Value) (
 	var s site
 	if located {
 		var err error
-		if s, err = parseSite(id); err != nil {
+		if s, err = g.site(id); err != nil {
 			return nil, fmt.Errorf("%s: %w", fn, err)
 		}
 	} else {

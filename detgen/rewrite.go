@@ -344,6 +344,15 @@ func (w *walker) template(n *parse.TemplateNode) {
 	w.close(end, pop)
 }
 
+// spaced is text to insert at pos with a blank before it where the source
+// has none ("range.L" is a range, "range$k" would not be).
+func (w *walker) spaced(pos int, text string) string {
+	if pos > 0 && !isSpace(w.src[pos-1]) {
+		return " " + text
+	}
+	return text
+}
+
 // rangeNode marks a range: it declares a key and an element when the
 // range does not (its own, when it does), and its body starts with the
 // iteration marker, which tells the Generator the current key. The
@@ -355,9 +364,9 @@ func (w *walker) rangeNode(n *parse.RangeNode) {
 	wrap := true
 	switch {
 	case len(decl) == 0:
-		w.open(int(n.Pipe.Cmds[0].Pos), key+", "+elem+" := ")
+		w.open(int(n.Pipe.Cmds[0].Pos), w.spaced(int(n.Pipe.Cmds[0].Pos), key+", "+elem+" := "))
 	case len(decl) == 1 && !n.Pipe.IsAssign:
-		w.open(int(decl[0].Pos), key+", ")
+		w.open(int(decl[0].Pos), w.spaced(int(decl[0].Pos), key+", "))
 		elem = decl[0].Ident[0]
 	case len(decl) == 1:
 		// range $x = …: the key would need a variable declared before.
