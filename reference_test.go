@@ -95,15 +95,20 @@ Commands: [digestpin](#digestpin) Â· [digestpin template](#digestpin-template) Â
 	tmpl := &templateOptions{render: helmrender.Options{Source: helmrender.Source{Settings: cli.New()}}}
 	_, helmFS, pinFS := tmpl.flags(newOptions())
 	section(&b, "digestpin template", "`digestpin template [NAME] CHART --seed-file FILE [flags]`: renders a chart as `helm template` does under Helm 4, every generated value derived from the seed, then pins it ([docs/deterministic.md](deterministic.md)). Helm's flags, then the pinning flags (`--ca-file` is `--registry-ca-file` here).", helmFS, false)
-	b.WriteString("\nPinning flags (each also `DIGESTPIN_<FLAG>`):\n")
-	flagTable(&b, pinFS, true)
+	pinningFlags(&b, fs, pinFS)
+	// install and upgrade share most of Helm's flags with template and
+	// with each other: each lists only what differs from the one before.
+	prev, prevName := helmFS, "digestpin template"
 	for _, name := range []string{"install", "upgrade"} {
 		var seedFile string
 		c := &deployCmd{name: name, o: newOptions()}
 		_, helmFS, pinFS := c.flags(&seedFile)
-		section(&b, "digestpin "+name, "`digestpin "+name+"`: `helm "+name+"` through Helm 4's SDK, rendering as `digestpin template` does and pinning every image before Helm applies the manifests ([docs/deterministic.md](deterministic.md#helm-digestpin-install-and-upgrade-helm-4)). Helm's flags, then the pinning flags (`--timeout` is Helm's; digestpin's is `--pin-timeout`).", helmFS, false)
-		b.WriteString("\nPinning flags (each also `DIGESTPIN_<FLAG>`):\n")
-		flagTable(&b, pinFS, true)
+		fmt.Fprintf(&b, "\n## digestpin %s\n\n%s\n", name, "`digestpin "+name+"`: `helm "+name+"` through Helm 4's SDK, rendering as `digestpin template` does and pinning every image before Helm applies the manifests ([docs/deterministic.md](deterministic.md#helm-digestpin-install-and-upgrade-helm-4)). Helm's flags, then the pinning flags (`--timeout` is Helm's; digestpin's is `--pin-timeout`).")
+		missing, extra := flagDiff(prev, helmFS)
+		b.WriteString("\nHelm's flags: " + sameAs(prevName, missing) + "\n")
+		flagTable(&b, extra, false)
+		pinningFlags(&b, fs, pinFS)
+		prev, prevName = helmFS, "digestpin "+name
 	}
 	var ro refreshOptions
 	section(&b, "digestpin argocd refresh", "`digestpin argocd refresh [flags] IMAGE...`: asks Argo CD for a hard refresh of the Applications that run IMAGE ([docs/argocd.md](argocd.md#refreshing-exactly-the-applications-that-run-a-pushed-image)). Its flags are not read from the environment.", ro.flags(), false)
@@ -116,6 +121,52 @@ Commands: [digestpin](#digestpin) Â· [digestpin template](#digestpin-template) Â
 		fmt.Fprintf(&b, "| `%s` | %s |\n", v.name, cell(v.use))
 	}
 	return b.Bytes()
+}
+
+// pinningFlags writes the pinning flags of pinFS: those that are the
+// filter's own (fs), by name, then a table of the rest.
+func pinningFlags(b *bytes.Buffer, fs, pinFS *pflag.FlagSet) {
+	missing, extra := flagDiff(fs, pinFS)
+	b.WriteString("\nPinning flags (each also `DIGESTPIN_<FLAG>`): " + sameAs("digestpin", missing) + "\n")
+	flagTable(b, extra, true)
+}
+
+// sameAs says that a command's flags are those of command name but the
+// missing ones, and that a table of its others follows.
+func sameAs(name string, missing []string) string {
+	s := "those of [" + name + "](#" + strings.ReplaceAll(name, " ", "-") + ")"
+	if len(missing) > 0 {
+		s += " but " + strings.Join(missing, ", ") + " (absent, or differing below)"
+	}
+	return s + "; and these:"
+}
+
+// flagDiff compares the visible flags of fs with those of base: the
+// names of base's that fs lacks or has otherwise (another shorthand,
+// default, type or meaning), and a flag set of fs's others, in their
+// order.
+func flagDiff(base, fs *pflag.FlagSet) (missing []string, extra *pflag.FlagSet) {
+	extra = pflag.NewFlagSet("extra", pflag.ContinueOnError)
+	extra.SortFlags = false
+	base.VisitAll(func(f *pflag.Flag) {
+		if f.Hidden {
+			return
+		}
+		if g := fs.Lookup(f.Name); g != nil && !g.Hidden && g.Shorthand == f.Shorthand && g.DefValue == f.DefValue && g.Usage == f.Usage && g.Value.Type() == f.Value.Type() {
+			return
+		}
+		missing = append(missing, "`--"+f.Name+"`")
+	})
+	fs.VisitAll(func(f *pflag.Flag) {
+		if f.Hidden {
+			return
+		}
+		if g := base.Lookup(f.Name); g != nil && !g.Hidden && g.Shorthand == f.Shorthand && g.DefValue == f.DefValue && g.Usage == f.Usage && g.Value.Type() == f.Value.Type() {
+			return
+		}
+		extra.AddFlag(f)
+	})
+	return missing, extra
 }
 
 // section writes a command's heading, its description and the table of
