@@ -94,7 +94,25 @@ Commands: [digestpin](#digestpin) Â· [digestpin template](#digestpin-template) Â
 
 	tmpl := &templateOptions{render: helmrender.Options{Source: helmrender.Source{Settings: cli.New()}}}
 	_, helmFS, pinFS := tmpl.flags(newOptions())
-	section(&b, "digestpin template", "`digestpin template [NAME] CHART --seed-file FILE [flags]`: renders a chart as `helm template` does under Helm 4, every generated value derived from the seed, then pins it ([docs/deterministic.md](deterministic.md)). Helm's flags, then the pinning flags (`--ca-file` is `--registry-ca-file` here).", helmFS, false)
+	fmt.Fprintf(&b, "\n## digestpin template\n\n%s\n", "`digestpin template [NAME] CHART --seed-file FILE [flags]`: renders a chart as `helm template` does under Helm 4, every generated value derived from the seed, then pins it ([docs/deterministic.md](deterministic.md)). Helm's flags, then the pinning flags (`--ca-file` is `--registry-ca-file` here).")
+	// Helm's global flags come from Helm's SDK unchanged: named, not
+	// explained again (helm --help explains them).
+	global := pflag.NewFlagSet("global", pflag.ContinueOnError)
+	global.SortFlags = false
+	cli.New().AddFlags(global)
+	var names []string
+	global.VisitAll(func(f *pflag.Flag) {
+		if g := helmFS.Lookup(f.Name); g != nil && !g.Hidden && g.Usage == f.Usage && g.DefValue == f.DefValue {
+			n := "`--" + f.Name + "`"
+			if f.Shorthand != "" {
+				n = "`-" + f.Shorthand + "`/" + n
+			}
+			names = append(names, n)
+		}
+	})
+	_, own := flagDiff(global, helmFS)
+	fmt.Fprintf(&b, "\nHelm's global flags, with Helm 4's meaning and defaults (`helm --help`): %s; and these:\n", strings.Join(names, ", "))
+	flagTable(&b, own, false)
 	pinningFlags(&b, fs, pinFS)
 	// install and upgrade share most of Helm's flags with template and
 	// with each other: each lists only what differs from the one before.
