@@ -6,6 +6,7 @@ import (
 	"bytes"
 	"flag"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -14,6 +15,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"github.com/spf13/pflag"
 	"helm.sh/helm/v4/pkg/cli"
+	helmcmd "helm.sh/helm/v4/pkg/cmd"
 
 	"github.com/digestpin/digestpin/helmrender"
 )
@@ -95,38 +97,15 @@ Commands: [digestpin](#digestpin) Â· [digestpin template](#digestpin-template) Â
 	tmpl := &templateOptions{render: helmrender.Options{Source: helmrender.Source{Settings: cli.New()}}}
 	_, helmFS, pinFS := tmpl.flags(newOptions())
 	fmt.Fprintf(&b, "\n## digestpin template\n\n%s\n", "`digestpin template [NAME] CHART --seed-file FILE [flags]`: renders a chart as `helm template` does under Helm 4, every generated value derived from the seed, then pins it ([docs/deterministic.md](deterministic.md)). Helm's flags, then the pinning flags (`--ca-file` is `--registry-ca-file` here).")
-	// Helm's global flags come from Helm's SDK unchanged: named, not
-	// explained again (helm --help explains them).
-	global := pflag.NewFlagSet("global", pflag.ContinueOnError)
-	global.SortFlags = false
-	cli.New().AddFlags(global)
-	var names []string
-	global.VisitAll(func(f *pflag.Flag) {
-		if g := helmFS.Lookup(f.Name); g != nil && !g.Hidden && g.Usage == f.Usage && g.DefValue == f.DefValue {
-			n := "`--" + f.Name + "`"
-			if f.Shorthand != "" {
-				n = "`-" + f.Shorthand + "`/" + n
-			}
-			names = append(names, n)
-		}
-	})
-	_, own := flagDiff(global, helmFS)
-	fmt.Fprintf(&b, "\nHelm's global flags, with Helm 4's meaning and defaults (`helm --help`): %s; and these:\n", strings.Join(names, ", "))
-	flagTable(&b, own, false)
+	helmFlags(&b, "template", helmFS)
 	pinningFlags(&b, fs, pinFS)
-	// install and upgrade share most of Helm's flags with template and
-	// with each other: each lists only what differs from the one before.
-	prev, prevName := helmFS, "digestpin template"
 	for _, name := range []string{"install", "upgrade"} {
 		var seedFile string
 		c := &deployCmd{name: name, o: newOptions()}
 		_, helmFS, pinFS := c.flags(&seedFile)
 		fmt.Fprintf(&b, "\n## digestpin %s\n\n%s\n", name, "`digestpin "+name+"`: `helm "+name+"` through Helm 4's SDK, rendering as `digestpin template` does and pinning every image before Helm applies the manifests ([docs/deterministic.md](deterministic.md#helm-digestpin-install-and-upgrade-helm-4)). Helm's flags, then the pinning flags (`--timeout` is Helm's; digestpin's is `--pin-timeout`).")
-		missing, extra := flagDiff(prev, helmFS)
-		b.WriteString("\nHelm's flags: " + sameAs(prevName, missing) + "\n")
-		flagTable(&b, extra, false)
+		helmFlags(&b, name, helmFS)
 		pinningFlags(&b, fs, pinFS)
-		prev, prevName = helmFS, "digestpin "+name
 	}
 	var ro refreshOptions
 	section(&b, "digestpin argocd refresh", "`digestpin argocd refresh [flags] IMAGE...`: asks Argo CD for a hard refresh of the Applications that run IMAGE ([docs/argocd.md](argocd.md#refreshing-exactly-the-applications-that-run-a-pushed-image)). Its flags are not read from the environment.", ro.flags(), false)
@@ -139,6 +118,53 @@ Commands: [digestpin](#digestpin) Â· [digestpin template](#digestpin-template) Â
 		fmt.Fprintf(&b, "| `%s` | %s |\n", v.name, cell(v.use))
 	}
 	return b.Bytes()
+}
+
+// helmFlags writes the Helm flags of digestpin's command name (helmFS):
+// those that are the Helm 4 CLI's own for helm name (the same shorthand,
+// default, type and meaning), by name, since helm name --help explains
+// them, then a table of the rest: digestpin's meaning or default, or a
+// flag Helm's command lacks.
+func helmFlags(b *bytes.Buffer, name string, helmFS *pflag.FlagSet) {
+	root, err := helmcmd.NewRootCmd(io.Discard, nil, func(bool) {})
+	if err != nil {
+		panic(err)
+	}
+	c, _, err := root.Find([]string{name})
+	if err != nil {
+		panic(err)
+	}
+	// The global flags from a fresh cli.New(): the Helm CLI's own
+	// settings took their defaults from the environment at package
+	// initialisation, before TestReference cleared it.
+	helm := pflag.NewFlagSet("helm", pflag.ContinueOnError)
+	cli.New().AddFlags(helm)
+	helm.AddFlagSet(c.LocalFlags())
+	var same []string
+	own := pflag.NewFlagSet("own", pflag.ContinueOnError)
+	own.SortFlags = false
+	helmFS.VisitAll(func(f *pflag.Flag) {
+		if f.Hidden {
+			return
+		}
+		if g := helm.Lookup(f.Name); g != nil && sameFlag(f, g) {
+			n := "`--" + f.Name + "`"
+			if f.Shorthand != "" {
+				n = "`-" + f.Shorthand + "`/" + n
+			}
+			same = append(same, n)
+			return
+		}
+		own.AddFlag(f)
+	})
+	fmt.Fprintf(b, "\nHelm's flags, as `helm %s --help` explains them (Helm 4.3.1: the same defaults and meaning): %s; and these, digestpin's own or with another meaning:\n", name, strings.Join(same, ", "))
+	flagTable(b, own, false)
+}
+
+// sameFlag says whether two flags have the same name, shorthand,
+// default, type and meaning.
+func sameFlag(f, g *pflag.Flag) bool {
+	return f.Name == g.Name && f.Shorthand == g.Shorthand && f.DefValue == g.DefValue && f.Usage == g.Usage && f.Value.Type() == g.Value.Type()
 }
 
 // pinningFlags writes the pinning flags of pinFS: those that are the
@@ -170,7 +196,7 @@ func flagDiff(base, fs *pflag.FlagSet) (missing []string, extra *pflag.FlagSet) 
 		if f.Hidden {
 			return
 		}
-		if g := fs.Lookup(f.Name); g != nil && !g.Hidden && g.Shorthand == f.Shorthand && g.DefValue == f.DefValue && g.Usage == f.Usage && g.Value.Type() == f.Value.Type() {
+		if g := fs.Lookup(f.Name); g != nil && !g.Hidden && sameFlag(f, g) {
 			return
 		}
 		missing = append(missing, "`--"+f.Name+"`")
@@ -179,7 +205,7 @@ func flagDiff(base, fs *pflag.FlagSet) (missing []string, extra *pflag.FlagSet) 
 		if f.Hidden {
 			return
 		}
-		if g := base.Lookup(f.Name); g != nil && !g.Hidden && g.Shorthand == f.Shorthand && g.DefValue == f.DefValue && g.Usage == f.Usage && g.Value.Type() == f.Value.Type() {
+		if g := base.Lookup(f.Name); g != nil && !g.Hidden && sameFlag(f, g) {
 			return
 		}
 		extra.AddFlag(f)
