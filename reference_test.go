@@ -6,6 +6,7 @@ import (
 	"bytes"
 	"flag"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -14,6 +15,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"github.com/spf13/pflag"
 	"helm.sh/helm/v4/pkg/cli"
+	helmcmd "helm.sh/helm/v4/pkg/cmd"
 
 	"github.com/digestpin/digestpin/helmrender"
 )
@@ -94,16 +96,16 @@ Commands: [digestpin](#digestpin) Â· [digestpin template](#digestpin-template) Â
 
 	tmpl := &templateOptions{render: helmrender.Options{Source: helmrender.Source{Settings: cli.New()}}}
 	_, helmFS, pinFS := tmpl.flags(newOptions())
-	section(&b, "digestpin template", "`digestpin template [NAME] CHART --seed-file FILE [flags]`: renders a chart as `helm template` does under Helm 4, every generated value derived from the seed, then pins it ([docs/deterministic.md](deterministic.md)). Helm's flags, then the pinning flags (`--ca-file` is `--registry-ca-file` here).", helmFS, false)
-	b.WriteString("\nPinning flags (each also `DIGESTPIN_<FLAG>`):\n")
-	flagTable(&b, pinFS, true)
+	fmt.Fprintf(&b, "\n## digestpin template\n\n%s\n", "`digestpin template [NAME] CHART --seed-file FILE [flags]`: renders a chart as `helm template` does under Helm 4, every generated value derived from the seed, then pins it ([docs/deterministic.md](deterministic.md)). Helm's flags, then the pinning flags (`--ca-file` is `--registry-ca-file` here).")
+	helmFlags(&b, "template", helmFS)
+	pinningFlags(&b, fs, pinFS)
 	for _, name := range []string{"install", "upgrade"} {
 		var seedFile string
 		c := &deployCmd{name: name, o: newOptions()}
 		_, helmFS, pinFS := c.flags(&seedFile)
-		section(&b, "digestpin "+name, "`digestpin "+name+"`: `helm "+name+"` through Helm 4's SDK, rendering as `digestpin template` does and pinning every image before Helm applies the manifests ([docs/deterministic.md](deterministic.md#helm-digestpin-install-and-upgrade-helm-4)). Helm's flags, then the pinning flags (`--timeout` is Helm's; digestpin's is `--pin-timeout`).", helmFS, false)
-		b.WriteString("\nPinning flags (each also `DIGESTPIN_<FLAG>`):\n")
-		flagTable(&b, pinFS, true)
+		fmt.Fprintf(&b, "\n## digestpin %s\n\n%s\n", name, "`digestpin "+name+"`: `helm "+name+"` through Helm 4's SDK, rendering as `digestpin template` does and pinning every image before Helm applies the manifests ([docs/deterministic.md](deterministic.md#helm-digestpin-install-and-upgrade-helm-4)). Helm's flags, then the pinning flags (`--timeout` is Helm's; digestpin's is `--pin-timeout`).")
+		helmFlags(&b, name, helmFS)
+		pinningFlags(&b, fs, pinFS)
 	}
 	var ro refreshOptions
 	section(&b, "digestpin argocd refresh", "`digestpin argocd refresh [flags] IMAGE...`: asks Argo CD for a hard refresh of the Applications that run IMAGE ([docs/argocd.md](argocd.md#refreshing-exactly-the-applications-that-run-a-pushed-image)). Its flags are not read from the environment.", ro.flags(), false)
@@ -116,6 +118,99 @@ Commands: [digestpin](#digestpin) Â· [digestpin template](#digestpin-template) Â
 		fmt.Fprintf(&b, "| `%s` | %s |\n", v.name, cell(v.use))
 	}
 	return b.Bytes()
+}
+
+// helmFlags writes the Helm flags of digestpin's command name (helmFS):
+// those that are the Helm 4 CLI's own for helm name (the same shorthand,
+// default, type and meaning), by name, since helm name --help explains
+// them, then a table of the rest: digestpin's meaning or default, or a
+// flag Helm's command lacks.
+func helmFlags(b *bytes.Buffer, name string, helmFS *pflag.FlagSet) {
+	root, err := helmcmd.NewRootCmd(io.Discard, nil, func(bool) {})
+	if err != nil {
+		panic(err)
+	}
+	c, _, err := root.Find([]string{name})
+	if err != nil {
+		panic(err)
+	}
+	// The global flags from a fresh cli.New(): the Helm CLI's own
+	// settings took their defaults from the environment at package
+	// initialisation, before TestReference cleared it.
+	helm := pflag.NewFlagSet("helm", pflag.ContinueOnError)
+	cli.New().AddFlags(helm)
+	helm.AddFlagSet(c.LocalFlags())
+	var same []string
+	own := pflag.NewFlagSet("own", pflag.ContinueOnError)
+	own.SortFlags = false
+	helmFS.VisitAll(func(f *pflag.Flag) {
+		if f.Hidden {
+			return
+		}
+		if g := helm.Lookup(f.Name); g != nil && sameFlag(f, g) {
+			n := "`--" + f.Name + "`"
+			if f.Shorthand != "" {
+				n = "`-" + f.Shorthand + "`/" + n
+			}
+			same = append(same, n)
+			return
+		}
+		own.AddFlag(f)
+	})
+	fmt.Fprintf(b, "\nHelm's flags, as `helm %s --help` explains them (Helm 4.3.1: the same defaults and meaning): %s; and these, digestpin's own or with another meaning:\n", name, strings.Join(same, ", "))
+	flagTable(b, own, false)
+}
+
+// sameFlag says whether two flags have the same name, shorthand,
+// default, type and meaning.
+func sameFlag(f, g *pflag.Flag) bool {
+	return f.Name == g.Name && f.Shorthand == g.Shorthand && f.DefValue == g.DefValue && f.Usage == g.Usage && f.Value.Type() == g.Value.Type()
+}
+
+// pinningFlags writes the pinning flags of pinFS: those that are the
+// filter's own (fs), by name, then a table of the rest.
+func pinningFlags(b *bytes.Buffer, fs, pinFS *pflag.FlagSet) {
+	missing, extra := flagDiff(fs, pinFS)
+	b.WriteString("\nPinning flags (each also `DIGESTPIN_<FLAG>`): " + sameAs("digestpin", missing) + "\n")
+	flagTable(b, extra, true)
+}
+
+// sameAs says that a command's flags are those of command name but the
+// missing ones, and that a table of its others follows.
+func sameAs(name string, missing []string) string {
+	s := "those of [" + name + "](#" + strings.ReplaceAll(name, " ", "-") + ")"
+	if len(missing) > 0 {
+		s += " but " + strings.Join(missing, ", ") + " (absent, or differing below)"
+	}
+	return s + "; and these:"
+}
+
+// flagDiff compares the visible flags of fs with those of base: the
+// names of base's that fs lacks or has otherwise (another shorthand,
+// default, type or meaning), and a flag set of fs's others, in their
+// order.
+func flagDiff(base, fs *pflag.FlagSet) (missing []string, extra *pflag.FlagSet) {
+	extra = pflag.NewFlagSet("extra", pflag.ContinueOnError)
+	extra.SortFlags = false
+	base.VisitAll(func(f *pflag.Flag) {
+		if f.Hidden {
+			return
+		}
+		if g := fs.Lookup(f.Name); g != nil && !g.Hidden && sameFlag(f, g) {
+			return
+		}
+		missing = append(missing, "`--"+f.Name+"`")
+	})
+	fs.VisitAll(func(f *pflag.Flag) {
+		if f.Hidden {
+			return
+		}
+		if g := base.Lookup(f.Name); g != nil && !g.Hidden && sameFlag(f, g) {
+			return
+		}
+		extra.AddFlag(f)
+	})
+	return missing, extra
 }
 
 // section writes a command's heading, its description and the table of

@@ -42,8 +42,7 @@ func sectionBlocks(t *testing.T, path, head, lang string) []docBlock {
 }
 
 // TestArgoCDDocsApplications reads the three Applications of docs/argocd.md's
-// Argo CD workflows and the README's recipe (the lock workflow's), and
-// generates each one's manifests as the sidecar does (its parameters as ARGOCD_APP_PARAMETERS, its env as ARGOCD_ENV_*), from a
+// Argo CD workflows, and generates each one's manifests as the sidecar does (its parameters as ARGOCD_APP_PARAMETERS, its env as ARGOCD_ENV_*), from a
 // chart with the values files they name and a registry on loopback: live
 // resolution pins what the registry serves, the lock workflow renders from
 // the committed lock file without a registry request, the mutable tag pins
@@ -51,9 +50,7 @@ func sectionBlocks(t *testing.T, path, head, lang string) []docBlock {
 func TestArgoCDDocsApplications(t *testing.T) {
 	t.Parallel()
 	var apps []map[string]any
-	// The README's recipe (the lock workflow's) is one of them.
-	blocks := append(sectionBlocks(t, filepath.Join(repoRoot(t), "docs", "argocd.md"), "## Argo CD: three workflows", "yaml"),
-		sectionBlocks(t, filepath.Join(repoRoot(t), "README.md"), "### Argo CD", "yaml")...)
+	blocks := sectionBlocks(t, filepath.Join(repoRoot(t), "docs", "argocd.md"), "## Argo CD: three workflows", "yaml")
 	for _, b := range blocks {
 		block := b.text
 		if !strings.Contains(block, "kind: Application\n") {
@@ -65,8 +62,8 @@ func TestArgoCDDocsApplications(t *testing.T) {
 		}
 		apps = append(apps, app)
 	}
-	if len(apps) != 4 {
-		t.Fatalf("the Argo CD workflows of docs/argocd.md and the README's recipe show %d Applications, want 4", len(apps))
+	if len(apps) != 3 {
+		t.Fatalf("the Argo CD workflows of docs/argocd.md show %d Applications, want 3", len(apps))
 	}
 
 	// The parameters the plugin announces.
