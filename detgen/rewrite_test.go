@@ -196,6 +196,10 @@ func FuzzRewrite(f *testing.F) {
 		"{{ range $i := 2 }}{{ if eq $i 1 }}{{ break }}{{ end }}{{ $i }}{{ continue }}x{{ end }}", "{{ range .L }}\n  {{- . }}{{ end }}",
 		"{{ define \"t\" }}[{{ . }}]{{ end }}{{- template \"t\" .S -}}\n  after {{ template \"t\" }} {{ template \"t\" .L | len }}",
 		"{{ $v := 0 }}{{ range $v = .L }}{{ $v }}{{ end }}{{ $v }}", "{{ range .Missing }}x{{ else }}empty{{ end }}",
+		"{{ define \"d\" }}<{{ . }}>{{ end }}{{ range $k, $v := .M }}{{ include \"d\" $k | upper }}{{ . | include \"d\" }}{{ end }}",
+		"{{ tpl \"{{ range .L }}{{ . }}{{ end }}\" . }}{{ tpl (print \"{{ .\" \"S }}\") . | printf \"%q\" }}",
+		"{{range .L}}{{- else}}none{{end}}{{ range .L -}}\n\t{{ . }}\n{{- end }}", "{{ if and false (include \"x\" .) }}{{ end }}ok",
+		"{{ define \"r\" }}{{ if . }}{{ include \"r\" (slice . 1) }}{{ index . 0 }}{{ end }}{{ end }}{{ include \"r\" .L }}",
 	} {
 		f.Add(s)
 	}
@@ -231,10 +235,30 @@ func FuzzRewrite(f *testing.F) {
 	})
 }
 
-// execOnce parses and executes src with only the builtins and, when g is
-// set, its functions, with a small data value.
+// execOnce parses and executes src with only the builtins, an include and
+// a tpl as Helm's, and, when g is set, its functions, with a small data
+// value.
 func execOnce(g *Generator, src string) (string, error) {
 	tm := template.New("c/templates/f.yaml")
+	tm.Funcs(template.FuncMap{
+		"include": func(name string, data any) (string, error) {
+			var b strings.Builder
+			err := tm.ExecuteTemplate(&b, name, data)
+			return b.String(), err
+		},
+		"tpl": func(text string, data any) (string, error) {
+			c, err := tm.Clone()
+			if err != nil {
+				return "", err
+			}
+			if c, err = c.New("tpl").Parse(text); err != nil {
+				return "", err
+			}
+			var b strings.Builder
+			err = c.Execute(&b, data)
+			return b.String(), err
+		},
+	})
 	if g != nil {
 		tm.Funcs(g.Funcs())
 	}
@@ -242,7 +266,7 @@ func execOnce(g *Generator, src string) (string, error) {
 		return "", err
 	}
 	var b strings.Builder
-	err := tm.Execute(&b, map[string]any{"L": []int{1, 2}, "S": "s"})
+	err := tm.Execute(&b, map[string]any{"L": []int{1, 2}, "S": "s", "M": map[string]any{"b": 2, "a": []any{1}}})
 	return b.String(), err
 }
 
