@@ -216,11 +216,12 @@ func iterationKey(key, elem any) ([]byte, bool) {
 		e.value(reflect.ValueOf(elem))
 		return append([]byte{'e'}, e.b...), false
 	}
-	if m, ok := elem.(map[string]any); ok {
+	if m := reflect.ValueOf(elem); m.Kind() == reflect.Map && m.Type().Key().Kind() == reflect.String {
 		for _, f := range elementKeys {
-			if v, ok := m[f]; ok && scalar(v) && v != nil {
+			v := m.MapIndex(reflect.ValueOf(f).Convert(m.Type().Key()))
+			if v.IsValid() && v.Interface() != nil && scalar(v.Interface()) {
 				e.str(f)
-				e.value(reflect.ValueOf(v))
+				e.value(v)
 				return append([]byte{'f'}, e.b...), false
 			}
 		}
