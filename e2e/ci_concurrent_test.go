@@ -143,7 +143,9 @@ func retries(stderr string) int {
 // the lock step, which records the lock file of the whole chart and pushes
 // it. Every step succeeds, and the branch's lock file holds all 20 new
 // digests: none was lost to another pipeline's push. Half the clones are
-// shallow, as CI checkouts are.
+// shallow, as CI checkouts are. Three runs on a loaded 2-core machine
+// logged 14 to 33 s, 2 or 3 commits, 37 to 47 retries in all, at most 3 in
+// one pipeline.
 func TestCIStepConcurrentPushes(t *testing.T) {
 	t.Parallel()
 	const n = 20

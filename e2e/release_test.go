@@ -304,9 +304,9 @@ func releaseServer(t *testing.T, dir, version string) string {
 
 // TestPluginInstallFromURL installs, updates and uninstalls both plugins
 // from a release served on loopback, as the README says, under the real
-// Helm 3 and Helm 4: the Helm 3 plugin from a git URL (its hook downloads
-// and checks the binary) and from its archive URL, the Helm 4 post-renderer
-// plugin from its package URL. A failed install leaves no plugin behind.
+// Helm 3 and Helm 4: the Helm 3 plugin from a git URL (file://; its hook
+// downloads and checks the binary) and from its archive URL, the Helm 4
+// post-renderer plugin from its package URL. A failed install leaves no plugin behind.
 func TestPluginInstallFromURL(t *testing.T) {
 	t.Parallel()
 	dir, version := releaseFiles(t)
