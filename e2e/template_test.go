@@ -14,6 +14,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -346,6 +347,43 @@ func TestTemplateVarying(t *testing.T) {
 	}
 	if c := g.render("r"); strings.Contains(c.stderr, "now") {
 		t.Errorf("a render without now warns: %q", c.stderr)
+	}
+}
+
+// TestTemplateOrdered: a value that can only follow the order the chart
+// runs in (a range over a list of entries with no name) is named in one
+// warning line, with its file and line, and in the report; a chart whose
+// every call has a key gets no such line.
+func TestTemplateOrdered(t *testing.T) {
+	t.Parallel()
+	bin, seed := digestpinBin(t), newSeed(t)
+	chart := filepath.Join(repoRoot(t), "helmrender", "testdata", "charts", "gen-principals")
+	rep := filepath.Join(t.TempDir(), "report.json")
+	res := runCmd(t, "", nil, helmHome(t, ""), bin, "template", "r", chart, "--seed-file", seed, "--report", rep, "--set-json", `accounts=[{"role":"admin"},{"role":"ci"}]`)
+	if res.err != nil {
+		t.Fatalf("digestpin template: %v\n%s", res.err, res.stderr)
+	}
+	want := "digestpin: warning: gen-principals/templates/users-secret.yaml:9: range over a list whose entries have no name, id or key field: the values generated for an entry follow its position in the list"
+	if lines := strings.Split(strings.TrimSpace(res.stderr), "\n"); !slices.Contains(lines, want) || strings.Count(res.stderr, "range over a list") != 1 {
+		t.Errorf("stderr = %q, want the one line %q", res.stderr, want)
+	}
+	b, err := os.ReadFile(rep)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var r struct {
+		Generated struct {
+			Ordered []struct{ Template, Function string }
+		}
+	}
+	if err := json.Unmarshal(b, &r); err != nil {
+		t.Fatalf("decoding the report: %v", err)
+	}
+	if o := r.Generated.Ordered; len(o) != 1 || o[0].Template != "gen-principals/templates/users-secret.yaml:9" || o[0].Function != "range" {
+		t.Errorf("report = %s, want generated.ordered naming users-secret.yaml:9", b)
+	}
+	if res := runCmd(t, "", nil, helmHome(t, ""), bin, "template", "r", chart, "--seed-file", seed); res.err != nil || strings.Contains(res.stderr, "order") {
+		t.Errorf("digestpin template of named entries: %v, stderr %q, want no warning", res.err, res.stderr)
 	}
 }
 
