@@ -150,31 +150,18 @@ func rangeable(v any) any {
 		}
 		rv = rv.Elem()
 	}
-	switch {
-	case rv.CanInt() || rv.CanUint():
-		n := rv
-		return func(yield func(int, any) bool) {
-			i := 0
-			for x := range n.Seq() {
-				if !yield(i, x.Interface()) {
-					return
-				}
-				i++
+	if !rv.CanInt() && !rv.CanUint() && (rv.Kind() != reflect.Func || !rv.Type().CanSeq()) {
+		return v
+	}
+	return func(yield func(int, any) bool) {
+		i := 0
+		for x := range rv.Seq() {
+			if !yield(i, x.Interface()) {
+				return
 			}
-		}
-	case rv.Kind() == reflect.Func && rv.Type().CanSeq():
-		seq := rv
-		return func(yield func(int, any) bool) {
-			i := 0
-			for x := range seq.Seq() {
-				if !yield(i, x.Interface()) {
-					return
-				}
-				i++
-			}
+			i++
 		}
 	}
-	return v
 }
 
 // iter records the current iteration of range id (site literal lit): its
