@@ -109,7 +109,11 @@ TEST_PACKAGES := ./e2e ./...
 # the four at once 3 min 24 s (e2e/argocd 196 s, e2e/kube 139 s,
 # e2e/cmpserver 31 s); the two control planes take about 420 MiB each, 1.7
 # GiB in use a minute into both.
-test: build helm $(KUSTOMIZE) argocd-cmp-server kube-tools argocd-tools cosign
+# The tools it runs are built two at a time (each is mostly a link on a
+# warm Go cache, which uses one core), and not at all when they are there.
+TEST_TOOLS := helm $(KUSTOMIZE) argocd-cmp-server kube-tools argocd-tools cosign
+test: build
+	$(MAKE) --no-print-directory -j2 $(TEST_TOOLS)
 	scripts/test-deps.sh
 	go test -race -cover -timeout 30m $(TEST_PACKAGES)
 	$(MAKE) --no-print-directory -j4 --output-sync=target run-helmsdk run-cmpserver run-kube run-argocd
@@ -131,7 +135,8 @@ test: build helm $(KUSTOMIZE) argocd-cmp-server kube-tools argocd-tools cosign
 # install/upgrade on Helm's SDK in-process (about 20 s: each render derives
 # two RSA keys and a bcrypt hash, which -race slows twelvefold, 0.74 s a
 # hash), and each package's race-detector second at exit.
-test-quick: build helm $(KUSTOMIZE) cosign
+test-quick: build
+	$(MAKE) --no-print-directory -j2 helm $(KUSTOMIZE) cosign
 	scripts/test-deps.sh
 	go test -race -short -timeout 10m $(TEST_PACKAGES)
 
@@ -170,7 +175,7 @@ demo: build-slim
 helm: $(HELM3) $(HELM4)
 
 # tools builds every tool the tests, lint and bench run, into TOOLS.
-tools: helm $(KUSTOMIZE) argocd-cmp-server kube-tools argocd-tools cosign $(GOLANGCI)
+tools: $(TEST_TOOLS) $(GOLANGCI)
 
 # go-install builds the Go command $(1) (package@version) into a folder of
 # its own beside the target and moves the binary into place, so that an
