@@ -38,7 +38,9 @@ type Policy interface {
 // (pin.Options.Verify). Package verify's *Policies is one. Once a Pin has
 // begun, Policies must not change, and must be safe for concurrent use.
 type Policies interface {
-	// Policy returns the policy of repo, nil when none covers it.
+	// Policy returns the policy of repo, nil when none covers it: the
+	// value Policies lists for it, comparable with == (a Pinner keys a
+	// map by it).
 	Policy(repo name.Repository) Policy
 	// Policies returns every policy, in the order declared; none means
 	// no image is verified.
