@@ -18,6 +18,11 @@ import (
 // than declaring its own. The Redis client stays in internal/redisstore:
 // the renderer, the resolver, the library and their shared vocabulary
 // never import it.
+// sigstoreDeps are the import path prefixes of signature verification:
+// sigstore-go (rekor among it) and what it brings, gRPC and the
+// transparency log formats. Protobuf is TestPinWithoutSigstore's.
+var sigstoreDeps = []string{"github.com/sigstore/", "google.golang.org/grpc", "github.com/golang/protobuf", "github.com/transparency-dev/"}
+
 func TestLayering(t *testing.T) {
 	t.Parallel()
 	for _, tc := range []struct {
@@ -46,6 +51,15 @@ func TestLayering(t *testing.T) {
 		// The deterministic generators stay small and Helm-free: sprig is
 		// their tests' reference only.
 		{pkg: "./detgen", forbidden: []string{"helm.sh/", "k8s.io/", "sigs.k8s.io/", "github.com/google/go-containerregistry", "github.com/Masterminds/sprig", "github.com/digestpin/digestpin/"}},
+		// Signature verification (sigstore-go, and with it gRPC and
+		// rekor) only through package verify, which a Pinner takes as
+		// verification.Policies: an embedder who only pins links none
+		// of it. The vocabulary they share, and the lock file that
+		// records who signed, stay as small.
+		{pkg: "./pin", forbidden: sigstoreDeps},
+		{pkg: "./postrender", forbidden: sigstoreDeps},
+		{pkg: "./lockfile", forbidden: sigstoreDeps},
+		{pkg: "./verification", forbidden: append(slices.Clone(sigstoreDeps), "google.golang.org/protobuf", "sigs.k8s.io/kustomize/kyaml", "github.com/digestpin/digestpin/")},
 		{pkg: "./helmrender", forbidden: []string{"github.com/google/go-containerregistry/pkg/v1/remote", "github.com/digestpin/digestpin/"}},
 	} {
 		out, err := exec.Command("go", "list", "-deps", "-f", "{{.ImportPath}}", tc.pkg).Output()
@@ -111,6 +125,33 @@ func TestSlimBuildLinksNoHelm(t *testing.T) {
 		}
 		if got := len(linked) > 0; got != tc.want {
 			t.Errorf("go list -deps -tags %q . links %d packages of %q (%q), want linked = %v", tc.tags, len(linked), forbidden, linked[:min(3, len(linked))], tc.want)
+		}
+	}
+}
+
+// TestPinWithoutSigstore: a program that only pins links no signature
+// verification. Package pin holds no sigstore, gRPC or rekor package
+// (TestLayering), and no protobuf package beyond those that kyaml's
+// OpenAPI schema brings the renderer: sigstore's messages are protobuf.
+func TestPinWithoutSigstore(t *testing.T) {
+	t.Parallel()
+	protobuf := func(pkg string) []string {
+		out, err := exec.Command("go", "list", "-deps", "-f", "{{.ImportPath}}", pkg).Output()
+		if err != nil {
+			t.Fatalf("go list -deps %s: %v", pkg, err)
+		}
+		var deps []string
+		for _, d := range strings.Fields(string(out)) {
+			if strings.HasPrefix(d, "google.golang.org/protobuf/") {
+				deps = append(deps, d)
+			}
+		}
+		return deps
+	}
+	renderer := protobuf("./renderer")
+	for _, d := range protobuf("./pin") {
+		if !slices.Contains(renderer, d) {
+			t.Errorf("./pin depends on %s, which the renderer does not: signature verification belongs to package verify", d)
 		}
 	}
 }

@@ -17,6 +17,7 @@ import (
 	"github.com/digestpin/digestpin/pin"
 	"github.com/digestpin/digestpin/renderer"
 	"github.com/digestpin/digestpin/resolve"
+	"github.com/digestpin/digestpin/verify"
 )
 
 // options are the command line, after flags and environment: what the
@@ -32,6 +33,10 @@ type options struct {
 	// filter the policies of the flags and of the configuration file
 	// alike, so they are set once the file is read (addTagFilters).
 	tagAllow, tagIgnore []string
+	// verify are --verify's signature policies, which pinOptions
+	// completes and gives to the Pinner (pin.Options.Verify); nil for
+	// none.
+	verify *verify.Policies
 	// trustedRoot is --trusted-root's file, read before the
 	// configuration file, whose trustedRoot it replaces unread.
 	trustedRoot string
@@ -107,7 +112,7 @@ func (o *options) bind(fs *pflag.FlagSet) {
 	fs.DurationVar(&p.CacheTTL, "cache-ttl", 0, "reuse a cached resolution younger than `DURATION` (e.g. 5m) without asking the registry; 0 disables the cache")
 	fs.StringVar(&p.Report, "report", "", "after a successful run, write a JSON report of every image (reference, digest, source, workloads) to `FILE`")
 	fs.Var(tagPolicyValue(&p.TagPolicies), "tag-policy", "choose the tag of repository IMAGE's images (`IMAGE=STRATEGY`): semver:CONSTRAINT (highest version, Helm's syntax, e.g. semver:~1.4), latest (newest image), name:REGEXP (alphabetically last match) or digest (the tag as written); repeatable")
-	fs.Var(verifyValue(&p.Verify), "verify", "verify the signature of the digest pinned for the images of repositories matching IMAGE-GLOB (`IMAGE-GLOB=POLICY`): key:FILE (a cosign public key), keyless:IDENTITY@ISSUER or keyless:/REGEXP/@ISSUER (needs --trusted-root), or none; terms joined by \" or \" (any one) or \" and \" (all); repeatable")
+	fs.Var(verifyValue(&o.verify), "verify", "verify the signature of the digest pinned for the images of repositories matching IMAGE-GLOB (`IMAGE-GLOB=POLICY`): key:FILE (a cosign public key), keyless:IDENTITY@ISSUER or keyless:/REGEXP/@ISSUER (needs --trusted-root), or none; terms joined by \" or \" (any one) or \" and \" (all); repeatable")
 	fs.StringVar(&o.trustedRoot, "trusted-root", "", "the Sigstore trusted root (trusted_root.json) that keyless --verify policies are checked against; never fetched")
 	fs.Var(newListValue(&o.tagAllow, false, parseTagFilter), "tag-allow", "the --tag-policy of IMAGE considers only tags matching REGEXP (`IMAGE=REGEXP`; repeatable)")
 	fs.Var(newListValue(&o.tagIgnore, false, parseTagFilter), "tag-ignore", "the --tag-policy of IMAGE never considers tags matching REGEXP (`IMAGE=REGEXP`; repeatable)")
@@ -201,17 +206,24 @@ func (o *options) pinOptions(log *logger) (pin.Options, error) {
 			return pin.Options{}, fmt.Errorf("%s: %w", o.name("config"), err)
 		}
 	}
+	// The signature policies are verified with package verify, which
+	// takes the file's too (AddConfig): set even without a policy.
 	// --trusted-root before the file, whose trustedRoot it replaces
 	// unread; never read for no policy at all.
+	ps := o.verify
 	if o.trustedRoot != "" {
-		if opts.Verify.Len() == 0 && len(cfg.Verify) == 0 {
+		if ps.Len() == 0 && len(cfg.Verify) == 0 {
 			return pin.Options{}, fmt.Errorf("%s: no %s policy needs it", o.name("trusted-root"), o.name("verify"))
 		}
-		opts.Verify = opts.Verify.Clone()
-		if err := opts.Verify.SetTrustedRoot(o.trustedRoot); err != nil {
+		ps = ps.Clone()
+		if err := ps.SetTrustedRoot(o.trustedRoot); err != nil {
 			return pin.Options{}, fmt.Errorf("%s: %w", o.name("trusted-root"), err)
 		}
 	}
+	if ps == nil {
+		ps = &verify.Policies{}
+	}
+	opts.Verify = ps
 	o.configTagPolicies = opts.TagPolicies == nil && len(cfg.TagPolicies) > 0
 	if err := opts.AddConfig(cfg); err != nil {
 		return pin.Options{}, fmt.Errorf("%s: %w", o.name("config"), err)

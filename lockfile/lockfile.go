@@ -15,6 +15,7 @@ import (
 	"github.com/digestpin/digestpin/internal/atomicfile"
 	"github.com/digestpin/digestpin/internal/imageref"
 	"github.com/digestpin/digestpin/internal/readfile"
+	"github.com/digestpin/digestpin/verification"
 )
 
 // Version is the lock file format this package writes when an entry has
@@ -58,7 +59,7 @@ type Entry struct {
 }
 
 // Verification is the record of a signature verification: the policy
-// in canonical form (verify.Policy.String) and who signed under it.
+// in canonical form (verification.Policy.String) and who signed under it.
 // --frozen trusts it for the same policy and digest without asking the
 // registry.
 type Verification struct {
@@ -68,12 +69,9 @@ type Verification struct {
 
 // Signer is one term of a policy that held: the term, who signed (a key
 // fingerprint, or a certificate identity and issuer) and the digest of
-// the signature bundle.
-type Signer struct {
-	Term     string `yaml:"term"`
-	Identity string `yaml:"identity"`
-	Bundle   string `yaml:"bundle"`
-}
+// the signature bundle. It is verification.Signer, the record the report
+// holds too.
+type Signer = verification.Signer
 
 // file is the YAML document.
 type file struct {

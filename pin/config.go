@@ -6,9 +6,12 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/google/go-containerregistry/pkg/name"
+
 	"github.com/digestpin/digestpin/config"
 	"github.com/digestpin/digestpin/kindpath"
 	"github.com/digestpin/digestpin/resolve"
+	"github.com/digestpin/digestpin/verification"
 )
 
 // AddConfig adds what a configuration file declares (see package config)
@@ -28,10 +31,14 @@ import (
 // "IMAGE=VALUE" is parsed as the command's --tag-policy, --tag-allow and
 // --tag-ignore parse theirs; a filter needs a policy of its image.
 //
-// Its signature policies are added to a copy of o.Verify (a new one when
-// nil), after o's, and its trusted root is read unless o.Verify has one
-// already (a command's --trusted-root); without any signature policy the
-// trusted root is not read.
+// Its signature policies are added to a copy of o.Verify, after o's, and
+// its trusted root is read unless o.Verify has one already (a command's
+// --trusted-root); without any signature policy the trusted root is not
+// read. Parsing them is the verifier's business: o.Verify must be
+// verification.Configurable (package verify's *Policies is, even empty).
+// When o.Verify is nil, New fails, naming the file's first policy, rather
+// than pin without verifying; when it is not Configurable, AddConfig
+// fails.
 //
 // An error names the file (c.Name) and the line; o is then unchanged.
 // AddConfig writes new slices and policies, never into the caller's.
@@ -43,22 +50,9 @@ func (o *Options) AddConfig(c config.Config) error {
 	if err != nil {
 		return err
 	}
-	signatures := o.Verify
-	if len(c.Verify) > 0 {
-		signatures = o.Verify.Clone()
-		for _, e := range c.Verify {
-			if err := signatures.Add(e.Value); err != nil {
-				return fmt.Errorf("%s, line %d: verify: invalid %q: %w", file, e.Line, e.Value, err)
-			}
-		}
-	}
-	if c.TrustedRoot != "" && signatures.Len() > 0 && signatures.TrustDigest() == "" {
-		if signatures == o.Verify {
-			signatures = o.Verify.Clone()
-		}
-		if err := signatures.SetTrustedRoot(c.TrustedRoot); err != nil {
-			return fmt.Errorf("%s: trustedRoot: %w", file, err)
-		}
+	signatures, err := addSignaturePolicies(o.Verify, c, file)
+	if err != nil {
+		return err
 	}
 	// Then the paths: the caller's or the built-in ones, then the file's.
 	r := &o.Renderer
@@ -75,6 +69,73 @@ func (o *Options) AddConfig(c config.Config) error {
 	o.TagPolicies = policies
 	o.Verify = signatures
 	return nil
+}
+
+// addSignaturePolicies returns ps with the signature policies and the
+// trusted root of c added as AddConfig adds them: ps itself when c
+// declares none, else a copy; an unwired placeholder when ps is nil.
+func addSignaturePolicies(ps verification.Policies, c config.Config, file string) (verification.Policies, error) {
+	if _, ok := ps.(unwired); len(c.Verify) > 0 && (ps == nil || ok) {
+		// Nothing here can parse a policy, and pinning without the
+		// verification the file asks for is not an option: New fails.
+		if !ok {
+			ps = unwired{file: file, line: c.Verify[0].Line}
+		}
+		return ps, nil
+	}
+	configurable := func(where string) (verification.Configurable, error) {
+		cp, ok := ps.(verification.Configurable)
+		if !ok {
+			return nil, fmt.Errorf("%s: the signature policies of Verify (%T) take none from a configuration file: they are not verification.Configurable", where, ps)
+		}
+		return cp, nil
+	}
+	if len(c.Verify) > 0 {
+		cp, err := configurable(fmt.Sprintf("%s, line %d: verify", file, c.Verify[0].Line))
+		if err != nil {
+			return nil, err
+		}
+		for _, e := range c.Verify {
+			if cp, err = cp.WithPolicy(e.Value); err != nil {
+				return nil, fmt.Errorf("%s, line %d: verify: invalid %q: %w", file, e.Line, e.Value, err)
+			}
+		}
+		ps = cp
+	}
+	if c.TrustedRoot != "" && ps != nil && len(ps.Policies()) > 0 && ps.TrustDigest() == "" {
+		cp, err := configurable(file + ": trustedRoot")
+		if err != nil {
+			return nil, err
+		}
+		if ps, err = cp.WithTrustedRoot(c.TrustedRoot); err != nil {
+			return nil, fmt.Errorf("%s: trustedRoot: %w", file, err)
+		}
+	}
+	return ps, nil
+}
+
+// unwired stands for the signature policies of a configuration file that
+// AddConfig had no verifier to give to: it has none, and fails Check, so
+// that New fails rather than pin without verifying.
+type unwired struct {
+	file string
+	line int
+}
+
+var _ verification.Policies = unwired{}
+
+func (u unwired) reason() string {
+	return fmt.Sprintf("is nil, but %s, line %d declares signature policies (verify): set Verify to what verifies them (package verify's Policies, for one) before AddConfig", u.file, u.line)
+}
+
+func (u unwired) Policy(name.Repository) verification.Policy { return nil }
+func (u unwired) Policies() []verification.Policy            { return nil }
+func (u unwired) TrustDigest() string                        { return "" }
+func (u unwired) Check() error {
+	return fmt.Errorf("%s, line %d declares signature policies (verify), and nothing verifies them", u.file, u.line)
+}
+func (u unwired) Verifier(verification.Registry) (verification.Verifier, error) {
+	return nil, u.Check()
 }
 
 // addTagPolicies returns ps with the tag policies and filters of c added

@@ -10,7 +10,7 @@ import (
 	"github.com/digestpin/digestpin/renderer"
 	"github.com/digestpin/digestpin/resolution"
 	"github.com/digestpin/digestpin/resolve"
-	"github.com/digestpin/digestpin/verify"
+	"github.com/digestpin/digestpin/verification"
 )
 
 // Options configure a Pinner. The zero value pins with the renderer's
@@ -92,15 +92,19 @@ type Options struct {
 	// creation time of; 0 means resolve.DefaultMaxTags.
 	MaxTags int
 
-	// Verify, when set, are the signature policies: the digest of every
-	// image one covers is verified (package verify) before the Pin
-	// succeeds, and the lock file and the report record who signed it.
-	// nil means no image is verified.
-	Verify *verify.Policies
+	// Verify, when set, are the signature policies and what verifies
+	// under them: the digest of every image a policy covers is verified
+	// before the Pin succeeds, and the lock file and the report record
+	// who signed it. Package verify's *Policies verifies with
+	// sigstore-go; a Pinner never links it itself, so a program that
+	// verifies sets it. nil, or no policy, means no image is verified;
+	// but New fails when a configuration file declared signature
+	// policies (AddConfig) and Verify was nil.
+	Verify verification.Policies
 	// Signatures, when set, is where signatures are read instead of the
 	// registry resolver (or, with Registry, a registry resolver made with
 	// ResolveOptions). It must be safe for concurrent use.
-	Signatures verify.Registry
+	Signatures verification.Registry
 
 	// Logf receives debug messages (each resolution, the files written);
 	// nil discards them. Warnings go to Renderer.Warnf.
@@ -203,6 +207,9 @@ func (o *Options) validate() error {
 	case o.MaxTags < 0:
 		return bad("MaxTags", fmt.Sprintf("must not be negative, got %d", o.MaxTags))
 	case o.Verify != nil && o.Verify.Check() != nil:
+		if u, ok := o.Verify.(unwired); ok {
+			return bad("Verify", u.reason())
+		}
 		return &OptionError{Field: "Verify", Err: o.Verify.Check()}
 	case o.Renderer.Resolver != nil:
 		return bad("Renderer.Resolver", "is set: a Pinner assembles its own chain; set Registry to replace the registry")
@@ -236,6 +243,12 @@ func (o *Options) platform() string {
 		return ""
 	}
 	return p.String()
+}
+
+// verifies reports whether a Pin verifies signatures: Verify holds a
+// policy.
+func (o *Options) verifies() bool {
+	return o.Verify != nil && len(o.Verify.Policies()) > 0
 }
 
 func (o *Options) logf(format string, args ...any) {

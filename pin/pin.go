@@ -10,7 +10,7 @@ import (
 	"github.com/digestpin/digestpin/lockfile"
 	"github.com/digestpin/digestpin/renderer"
 	"github.com/digestpin/digestpin/resolution"
-	"github.com/digestpin/digestpin/verify"
+	"github.com/digestpin/digestpin/verification"
 )
 
 // Pinner pins manifest streams with one set of Options. It is safe for
@@ -57,7 +57,7 @@ type Result struct {
 	choices map[string]ReportPolicy
 	// Verified are the signature verifications of the images a policy
 	// covers (Options.Verify), by Image.Reference; nil without policies.
-	Verified map[string]*verify.Record
+	Verified map[string]*verification.Record
 }
 
 // Pin renders in through the resolver chain. It fails on whatever fails
@@ -162,7 +162,7 @@ func (p *Pinner) prepare(res *Result, platform string) error {
 
 // newLock is the lock file of every image a run resolved: not those the
 // manifests pinned already, nor those kept unresolved.
-func newLock(images []renderer.Image, platform string, choices map[string]ReportPolicy, verified map[string]*verify.Record) (*lockfile.Lock, error) {
+func newLock(images []renderer.Image, platform string, choices map[string]ReportPolicy, verified map[string]*verification.Record) (*lockfile.Lock, error) {
 	var entries []lockfile.Entry
 	for _, im := range images {
 		if im.Digest == "" || im.Source == resolution.Pinned || im.Source == resolution.Unresolved {

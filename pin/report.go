@@ -6,7 +6,7 @@ import (
 
 	"github.com/digestpin/digestpin/renderer"
 	"github.com/digestpin/digestpin/resolution"
-	"github.com/digestpin/digestpin/verify"
+	"github.com/digestpin/digestpin/verification"
 )
 
 // ReportVersion is the format of the report file.
@@ -62,14 +62,14 @@ type ReportVerified struct {
 	Policy string `json:"policy"`
 	// Signers are the terms that held, who signed and the bundle; empty
 	// for the policy none.
-	Signers []verify.Signer `json:"signers"`
+	Signers []verification.Signer `json:"signers"`
 }
 
 // addVerified adds the verifications, by image name.
-func (r *Report) addVerified(recs map[string]*verify.Record) {
+func (r *Report) addVerified(recs map[string]*verification.Record) {
 	for i, im := range r.Images {
 		if rec := recs[im.Name]; rec != nil {
-			r.Images[i].Verified = &ReportVerified{Policy: rec.Policy, Signers: append([]verify.Signer{}, rec.Signers...)}
+			r.Images[i].Verified = &ReportVerified{Policy: rec.Policy, Signers: append([]verification.Signer{}, rec.Signers...)}
 		}
 	}
 }

@@ -16,7 +16,7 @@ import (
 	"github.com/digestpin/digestpin/renderer"
 	"github.com/digestpin/digestpin/resolution"
 	"github.com/digestpin/digestpin/resolve"
-	"github.com/digestpin/digestpin/verify"
+	"github.com/digestpin/digestpin/verification"
 )
 
 // verifyJobs bounds the goroutines of verifications in flight; the
@@ -34,21 +34,21 @@ const verifyJobs = 256
 // an image without such a record fails. Under Check each image is
 // verified again, and a signer other than the lock file's is a
 // difference (ErrLockDiffers).
-func (p *Pinner) verifyImages(ctx context.Context, c *chain, images []renderer.Image) (map[string]*verify.Record, error) {
+func (p *Pinner) verifyImages(ctx context.Context, c *chain, images []renderer.Image) (map[string]*verification.Record, error) {
 	ps := p.o.Verify
-	if ps.Len() == 0 {
+	if !p.o.verifies() {
 		return nil, nil
 	}
-	var v *verify.Verifier
+	var v verification.Verifier
 	if !p.o.Frozen {
 		var err error
 		if v, err = p.verifier(c); err != nil {
 			return nil, err
 		}
 	}
-	run := &verifyRun{recs: map[string]*verify.Record{}}
+	run := &verifyRun{recs: map[string]*verification.Record{}}
 	fail := run.fail
-	used := map[*verify.Policy]bool{}
+	used := map[verification.Policy]bool{}
 	g, gctx := errgroup.WithContext(ctx)
 	g.SetLimit(verifyJobs)
 	for _, im := range images {
@@ -57,14 +57,14 @@ func (p *Pinner) verifyImages(ctx context.Context, c *chain, images []renderer.I
 			fail(fmt.Sprintf("%s: parsing reference: %v", im.Reference, err))
 			continue
 		}
-		pol := ps.For(ref.Context())
+		pol := ps.Policy(ref.Context())
 		if pol == nil {
 			continue
 		}
 		used[pol] = true
 		switch {
 		case pol.None():
-			run.record(im.Reference, &verify.Record{Policy: pol.String()})
+			run.record(im.Reference, &verification.Record{Policy: pol.String()})
 			continue
 		case im.Digest == "":
 			fail(fmt.Sprintf("%s: not resolved, so not verified under policy %s (an image a signature policy covers is never kept unresolved, whatever %s says)", im.Reference, pol, p.o.OptionNames.Name("KeepUnresolved")))
@@ -114,8 +114,8 @@ func (p *Pinner) verifyImages(ctx context.Context, c *chain, images []renderer.I
 // verifyRun gathers what verifyImages's goroutines find.
 type verifyRun struct {
 	mu    sync.Mutex
-	recs  map[string]*verify.Record // by image reference
-	fails []string                  // one line for each image that fails
+	recs  map[string]*verification.Record // by image reference
+	fails []string                        // one line for each image that fails
 }
 
 func (r *verifyRun) fail(s string) {
@@ -124,7 +124,7 @@ func (r *verifyRun) fail(s string) {
 	r.mu.Unlock()
 }
 
-func (r *verifyRun) record(ref string, rec *verify.Record) {
+func (r *verifyRun) record(ref string, rec *verification.Record) {
 	r.mu.Lock()
 	r.recs[ref] = rec
 	r.mu.Unlock()
@@ -132,7 +132,7 @@ func (r *verifyRun) record(ref string, rec *verify.Record) {
 
 // verifyDigest verifies d under pol with v, or takes the verification
 // from the cache, and caches what it verified.
-func (p *Pinner) verifyDigest(ctx context.Context, c *chain, v *verify.Verifier, d name.Digest, pol *verify.Policy) (*verify.Record, error) {
+func (p *Pinner) verifyDigest(ctx context.Context, c *chain, v verification.Verifier, d name.Digest, pol verification.Policy) (*verification.Record, error) {
 	if rec, cached := p.cachedVerification(ctx, c, d, pol); cached {
 		return rec, nil
 	}
@@ -147,8 +147,8 @@ func (p *Pinner) verifyDigest(ctx context.Context, c *chain, v *verify.Verifier,
 // notVerified returns the error of a verification: each image that
 // failed, and each policy that matches no image of the stream (not in
 // used), sorted, one a line; nil when there is neither.
-func notVerified(fails []string, ps *verify.Policies, used map[*verify.Policy]bool) error {
-	for _, pol := range ps.List() {
+func notVerified(fails []string, ps verification.Policies, used map[verification.Policy]bool) error {
+	for _, pol := range ps.Policies() {
 		if !used[pol] {
 			fails = append(fails, fmt.Sprintf("signature policy %s=%s matches no image of the stream: a typo, most likely", pol.Glob(), pol))
 		}
@@ -167,7 +167,7 @@ func notVerified(fails []string, ps *verify.Policies, used map[*verify.Policy]bo
 // verifier returns the Verifier of the Pin's signature policies, reading
 // signatures from Signatures, else from the chain's registry resolver,
 // else from one made with ResolveOptions.
-func (p *Pinner) verifier(c *chain) (*verify.Verifier, error) {
+func (p *Pinner) verifier(c *chain) (verification.Verifier, error) {
 	reg := p.o.Signatures
 	if reg == nil && c.resolver != nil {
 		reg = c.resolver
@@ -179,7 +179,10 @@ func (p *Pinner) verifier(c *chain) (*verify.Verifier, error) {
 		}
 		reg = r
 	}
-	v, err := verify.NewVerifier(reg, p.o.Verify)
+	v, err := p.o.Verify.Verifier(reg)
+	if err == nil && v == nil {
+		err = fmt.Errorf("%T.Verifier returned no Verifier", p.o.Verify)
+	}
 	if err != nil {
 		return nil, &OptionError{Field: "Verify", Err: err}
 	}
@@ -206,13 +209,13 @@ func lockedVerification(c *chain, ref name.Reference, im renderer.Image) *lockfi
 
 // verificationKey keys a verification in the cache: the digest, the
 // policy in canonical form (keys by fingerprint) and the trusted root.
-func verificationKey(d name.Digest, pol *verify.Policy, ps *verify.Policies) string {
+func verificationKey(d name.Digest, pol verification.Policy, ps verification.Policies) string {
 	return "verification\n" + d.Context().Name() + "@" + d.DigestStr() + "\n" + pol.String() + "\n" + ps.TrustDigest()
 }
 
 // cachedVerification returns the verification of d under pol that the
 // cache keeps, if any.
-func (p *Pinner) cachedVerification(ctx context.Context, c *chain, d name.Digest, pol *verify.Policy) (*verify.Record, bool) {
+func (p *Pinner) cachedVerification(ctx context.Context, c *chain, d name.Digest, pol verification.Policy) (*verification.Record, bool) {
 	if c.records == nil {
 		return nil, false
 	}
@@ -220,7 +223,7 @@ func (p *Pinner) cachedVerification(ctx context.Context, c *chain, d name.Digest
 	if !ok {
 		return nil, false
 	}
-	var rec verify.Record
+	var rec verification.Record
 	if err := json.Unmarshal(b, &rec); err != nil || rec.Policy != pol.String() || len(rec.Signers) == 0 {
 		return nil, false
 	}
@@ -229,7 +232,7 @@ func (p *Pinner) cachedVerification(ctx context.Context, c *chain, d name.Digest
 
 // cacheVerification keeps a verification in the cache; a cache that
 // fails is warned about, never an error.
-func (p *Pinner) cacheVerification(ctx context.Context, c *chain, d name.Digest, pol *verify.Policy, rec *verify.Record) {
+func (p *Pinner) cacheVerification(ctx context.Context, c *chain, d name.Digest, pol verification.Policy, rec *verification.Record) {
 	if c.records == nil {
 		return
 	}
@@ -243,30 +246,22 @@ func (p *Pinner) cacheVerification(ctx context.Context, c *chain, d name.Digest,
 }
 
 // fromLock is the record of a lock file's verification.
-func fromLock(l *lockfile.Verification) *verify.Record {
-	r := &verify.Record{Policy: l.Policy}
-	for _, s := range l.Signers {
-		r.Signers = append(r.Signers, verify.Signer{Term: s.Term, Identity: s.Identity, Bundle: s.Bundle})
-	}
-	return r
+func fromLock(l *lockfile.Verification) *verification.Record {
+	return &verification.Record{Policy: l.Policy, Signers: append([]verification.Signer(nil), l.Signers...)}
 }
 
 // toLock is the lock file's record of a verification.
-func toLock(r *verify.Record) *lockfile.Verification {
+func toLock(r *verification.Record) *lockfile.Verification {
 	if r == nil {
 		return nil
 	}
-	l := &lockfile.Verification{Policy: r.Policy}
-	for _, s := range r.Signers {
-		l.Signers = append(l.Signers, lockfile.Signer{Term: s.Term, Identity: s.Identity, Bundle: s.Bundle})
-	}
-	return l
+	return &lockfile.Verification{Policy: r.Policy, Signers: append([]verification.Signer(nil), r.Signers...)}
 }
 
 // sameSigners reports whether a verification found the signers the lock
 // file records (by identity: a new bundle of the same signer is no
 // change).
-func sameSigners(l *lockfile.Verification, r *verify.Record) bool {
+func sameSigners(l *lockfile.Verification, r *verification.Record) bool {
 	if l.Policy != r.Policy {
 		return false
 	}
@@ -274,7 +269,7 @@ func sameSigners(l *lockfile.Verification, r *verify.Record) bool {
 }
 
 // signersOf names the signers in one phrase.
-func signersOf(ss []verify.Signer) string {
+func signersOf(ss []verification.Signer) string {
 	if len(ss) == 0 {
 		return "nobody (policy none)"
 	}

@@ -12,4 +12,11 @@
 // every image to the digest its registry serves now, pins it, and adds the
 // checksum annotation to each pod template. On error it returns no
 // manifests, so Helm installs nothing.
+//
+// It verifies signatures when its options have signature policies
+// (pin.Options.Verify), as the command's --verify does: set them to
+// package verify's Policies, which verify with sigstore-go. This package
+// does not import it, so a program that only pins links no sigstore, gRPC
+// or rekor; a configuration file's verify policies need Verify set (an
+// empty verify.Policies will do), or New and Run fail.
 package postrender

@@ -33,7 +33,9 @@ type PostRenderer struct {
 	// Options are what the digestpin command's flags set: the output
 	// settings (Options.Renderer), the registry (Options.ResolveOptions,
 	// Options.Platform), the lock file (Lock, Frozen, Check, WriteLock),
-	// the resolution cache and the report. Each Run resolves through a new
+	// the resolution cache and the report, and the signature policies
+	// (Options.Verify: package verify's Policies, which a program that
+	// verifies sets itself). Each Run resolves through a new
 	// registry resolver, so that every render sees the registries as they
 	// are then, and reads the lock file as it is then.
 	pin.Options

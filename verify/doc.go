@@ -21,5 +21,8 @@
 // count and size.
 //
 // The package never parses YAML and does not resolve tags: its caller
-// (package pin) passes digests.
+// (package pin) passes digests. Policies are the verification.Policies
+// that a Pinner takes (pin.Options.Verify), and a Verifier their
+// verification.Verifier: package pin never imports this one, so only a
+// program that verifies links sigstore-go.
 package verify

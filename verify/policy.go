@@ -16,6 +16,7 @@ import (
 	"github.com/sigstore/sigstore/pkg/signature"
 
 	"github.com/digestpin/digestpin/internal/readfile"
+	"github.com/digestpin/digestpin/verification"
 )
 
 // Kind is what a Term checks.
@@ -402,6 +403,54 @@ func (ps *Policies) TrustDigest() string {
 		return ""
 	}
 	return ps.trustDigest
+}
+
+var _ verification.Configurable = (*Policies)(nil)
+
+// Policy returns the policy of repo as For does, as the
+// verification.Policies a Pinner takes (pin.Options.Verify).
+func (ps *Policies) Policy(repo name.Repository) verification.Policy {
+	if p := ps.For(repo); p != nil {
+		return p
+	}
+	return nil
+}
+
+// Policies returns the policies in the order added, as List does.
+func (ps *Policies) Policies() []verification.Policy {
+	var l []verification.Policy
+	for _, p := range ps.List() {
+		l = append(l, p)
+	}
+	return l
+}
+
+// Verifier returns NewVerifier(reg, ps): a Pinner asks for one per Pin.
+func (ps *Policies) Verifier(reg verification.Registry) (verification.Verifier, error) {
+	v, err := NewVerifier(reg, ps)
+	if err != nil {
+		return nil, err
+	}
+	return v, nil
+}
+
+// WithPolicy returns a copy of ps with spec added (Add); ps is unchanged.
+func (ps *Policies) WithPolicy(spec string) (verification.Configurable, error) {
+	c := ps.Clone()
+	if err := c.Add(spec); err != nil {
+		return nil, err
+	}
+	return c, nil
+}
+
+// WithTrustedRoot returns a copy of ps with the trusted root read from
+// path (SetTrustedRoot); ps is unchanged.
+func (ps *Policies) WithTrustedRoot(path string) (verification.Configurable, error) {
+	c := ps.Clone()
+	if err := c.SetTrustedRoot(path); err != nil {
+		return nil, err
+	}
+	return c, nil
 }
 
 // Check reports what cannot work: a keyless term without a trusted root.

@@ -15,28 +15,17 @@ import (
 
 	"github.com/google/go-containerregistry/pkg/name"
 	v1 "github.com/google/go-containerregistry/pkg/v1"
-	"github.com/google/go-containerregistry/pkg/v1/types"
 	"github.com/sigstore/sigstore-go/pkg/bundle"
 	"github.com/sigstore/sigstore-go/pkg/fulcio/certificate"
 	"github.com/sigstore/sigstore-go/pkg/root"
 	sgverify "github.com/sigstore/sigstore-go/pkg/verify"
+
+	"github.com/digestpin/digestpin/verification"
 )
 
-// Registry is where a Verifier reads what is attached to a digest.
-// *resolve.Resolver is one. Implementations must be safe for concurrent
-// use. What they return is the registry's word: the Verifier checks it.
-type Registry interface {
-	// Referrers returns the descriptors of the manifests whose subject is
-	// d; none is an empty list.
-	Referrers(ctx context.Context, d name.Digest) ([]v1.Descriptor, error)
-	// Manifest returns the manifest ref names and its media type; a
-	// manifest named by digest must match it. Its error is
-	// resolve.ErrNotFound, by errors.Is, when there is none.
-	Manifest(ctx context.Context, ref name.Reference) ([]byte, types.MediaType, error)
-	// Blob returns blob h of repo, checked against h, or an error when it
-	// is larger than limit.
-	Blob(ctx context.Context, repo name.Repository, h v1.Hash, limit int64) ([]byte, error)
-}
+// Registry is where a Verifier reads what is attached to a digest:
+// verification.Registry, which *resolve.Resolver implements.
+type Registry = verification.Registry
 
 // Limits on what is read from a registry for one digest.
 const (
@@ -65,27 +54,13 @@ const (
 	CosignSignPredicate = "https://sigstore.dev/cosign/sign/v1"
 )
 
-// Record is what a verification found: the policy and, for each term that
-// held, who signed. It is what the lock file records.
-type Record struct {
-	// Policy is the policy in canonical form (Policy.String).
-	Policy string
-	// Signers are the terms that held: for an " or " policy the first,
-	// for an " and " policy every one; none for the none policy.
-	Signers []Signer
-}
+// Record is what a verification found (verification.Record): the policy
+// and, for each term that held, who signed. It is what the lock file
+// records.
+type Record = verification.Record
 
-// Signer is one term that held.
-type Signer struct {
-	// Term is the term in canonical form (Term.String).
-	Term string `json:"term" yaml:"term"`
-	// Identity is who signed: "key sha256:<fingerprint>", or the
-	// certificate's identity and issuer, "IDENTITY (issuer ISSUER)".
-	Identity string `json:"identity" yaml:"identity"`
-	// Bundle is the digest of the Sigstore bundle (or of the legacy
-	// simple-signing payload) that held.
-	Bundle string `json:"bundle" yaml:"bundle"`
-}
+// Signer is one term that held (verification.Signer).
+type Signer = verification.Signer
 
 // Error is a digest that does not hold under its policy.
 type Error struct {
@@ -140,10 +115,17 @@ type candidate struct {
 	err     error  // why it could not be read as a signature
 }
 
+var _ verification.Verifier = (*Verifier)(nil)
+
 // Verify checks digest d under policy p, which must be one of the
-// Verifier's Policies (For). The none policy asks nothing. A digest that
-// does not hold is an *Error; so is a registry that cannot be read.
-func (v *Verifier) Verify(ctx context.Context, d name.Digest, p *Policy) (*Record, error) {
+// Verifier's Policies (For), a *Policy. The none policy asks nothing. A
+// digest that does not hold is an *Error; so is a registry that cannot be
+// read.
+func (v *Verifier) Verify(ctx context.Context, d name.Digest, vp verification.Policy) (*Record, error) {
+	p, ok := vp.(*Policy)
+	if !ok || p == nil {
+		return nil, fmt.Errorf("verifying %s: policy %v is not one of package verify's", d, vp)
+	}
 	rec := &Record{Policy: p.String()}
 	if p.None() {
 		return rec, nil
