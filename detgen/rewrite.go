@@ -320,7 +320,7 @@ func spanHolds(src string, s, e int, n parse.Node) bool {
 func (w *walker) template(n *parse.TemplateNode) {
 	defer w.pipe(n.Pipe)
 	pos := int(n.Pos)
-	kw := strings.TrimRightFunc(w.src[:pos], func(r rune) bool { return r < 0x80 && isSpace(byte(r)) })
+	kw := strings.TrimRight(w.src[:pos], " \t\r\n")
 	if !strings.HasSuffix(kw, "template") {
 		return // a block
 	}
