@@ -2,8 +2,11 @@ package renderer
 
 import (
 	"bytes"
+	"encoding/binary"
 	"strings"
 	"sync"
+	"unicode/utf8"
+	"unsafe"
 
 	"sigs.k8s.io/kustomize/kyaml/yaml"
 )
@@ -64,6 +67,148 @@ func quickParse(body []byte, blk *quickBlock) (*yaml.Node, bool) {
 	return doc, true
 }
 
+// quickValid reports whether yaml.v3 reads body as one document that is
+// a mapping, or as nothing (blank and comment lines), without building a
+// tree: for the documents without an image field, which are only
+// checked. It reads what quickParse reads, and block scalars ("|", ">-",
+// without an indentation indicator) and characters beyond ASCII that are
+// no line break; false says only that it cannot tell, and yaml.v3 then
+// decides. FuzzQuickValid holds it to yaml.v3 on arbitrary input.
+func quickValid(body []byte) bool {
+	if !quickChars(body) {
+		return false
+	}
+	// The parser keeps nothing of body once it returns, so it reads body
+	// in place; and it is reused, for it points to its scratch node: a
+	// document of thousands costs no allocation.
+	c := quickCheckers.Get().(*quickChecker)
+	defer func() {
+		c.q.src = ""
+		quickCheckers.Put(c)
+	}()
+	c.q = quickParser{src: unsafe.String(unsafe.SliceData(body), len(body)), line: 1, check: true, scratch: &c.scratch}
+	q := &c.q
+	l, ok := q.peek()
+	if !ok {
+		return !q.failed
+	}
+	if q.isEntry(l.start + l.indent) {
+		return false // a sequence: the parse says what is wrong with it
+	}
+	if _, ok := q.block(l, 0); !ok {
+		return false
+	}
+	_, more := q.peek()
+	return !more && !q.failed
+}
+
+// quickChecker is a parser of quickValid and its scratch node, apart so
+// that quickParse's parsers stay small.
+type quickChecker struct {
+	q       quickParser
+	scratch yaml.Node
+}
+
+// quickCheckers are the parsers of quickValid.
+var quickCheckers = sync.Pool{New: func() any { return new(quickChecker) }}
+
+// quickChars reports whether body holds only characters that quickValid
+// reads: printable ASCII, LF, and beyond ASCII what YAML allows but line
+// breaks (U+0085, U+2028, U+2029) and byte order marks, in UTF-8.
+func quickChars(body []byte) bool {
+	const ones, highs = 0x0101010101010101, 0x8080808080808080
+	for i := 0; i < len(body); {
+		// Eight bytes at a time while each is printable ASCII: the high
+		// bit of a byte is set in w-0x20 when it is below 0x20, in w+1
+		// when it is 0x7f, in w when it is beyond ASCII. A borrow or
+		// carry only crosses from a byte that is one of these.
+		for ; i+8 <= len(body); i += 8 {
+			w := binary.LittleEndian.Uint64(body[i:])
+			if ((w-0x20*ones)|w|(w+ones))&highs != 0 {
+				break
+			}
+		}
+		if i == len(body) {
+			break
+		}
+		c := body[i]
+		if c >= 0x20 && c < 0x7f || c == '\n' {
+			i++
+			continue
+		}
+		if c < 0x80 {
+			return false // a tab, a CR or a control character
+		}
+		r, size := utf8.DecodeRune(body[i:])
+		if r < 0xa0 || r == 0x2028 || r == 0x2029 || r == 0xfeff || r == 0xfffe || r == 0xffff || r == utf8.RuneError {
+			return false
+		}
+		i += size
+	}
+	return true
+}
+
+// blockScalar checks, for quickValid, the block scalar whose header ("|"
+// or ">", perhaps with a chomping indicator, then a comment or nothing)
+// is at offset at of a line that ends at eol, the value of a collection
+// at column col. Its content is the lines after that are blank or
+// indented at least as much as the first one that is not blank, which
+// must be indented more than col (else the scalar is empty); anything
+// goes in them. It does not make the value.
+func (q *quickParser) blockScalar(at, eol, col int) bool {
+	s := q.src
+	i := at + 1
+	if i < eol && (s[i] == '-' || s[i] == '+') {
+		i++
+	}
+	// An indentation indicator, or anything but blanks and a comment
+	// after a blank, is left to yaml.v3.
+	if i < eol && s[i] != ' ' {
+		return false
+	}
+	for i < eol && s[i] == ' ' {
+		i++
+	}
+	if i < eol && s[i] != '#' || q.hasPeeked {
+		return false
+	}
+	// The lines after the header, not peeked: a line that looks like a
+	// comment is content here.
+	indent, blank := 0, 0 // the content's indentation; the most blanks of the blank lines before it
+	for q.off < len(s) {
+		start := q.off
+		end := strings.IndexByte(s[start:], '\n')
+		if end < 0 {
+			end = len(s)
+		} else {
+			end += start
+		}
+		sp := 0
+		for start+sp < end && s[start+sp] == ' ' {
+			sp++
+		}
+		switch {
+		case start+sp == end:
+			if indent == 0 {
+				blank = max(blank, sp)
+			}
+		case indent == 0 && sp <= col:
+			return true // an empty scalar; the line is the collection's
+		case indent == 0:
+			if blank > sp {
+				// Blank lines more indented than the first content:
+				// left to yaml.v3.
+				return false
+			}
+			indent = sp
+		case sp < indent:
+			return true
+		}
+		q.off, q.line = min(end+1, len(s)), q.line+1
+	}
+	return true
+}
+
 // quickBlock holds the nodes and content slices of one quickParse tree,
 // for the next tree once that one is done with. A stream of thousands of
 // documents otherwise makes a tree's worth of garbage for each (most of
@@ -93,17 +238,24 @@ func (b *quickBlock) take(n int) ([]yaml.Node, []*yaml.Node) {
 // quickParser reads a body line by line.
 type quickParser struct {
 	src  string
-	off  int    // offset of the next line not read yet
-	line int    // its 1-based number
-	next *qLine // the content line peeked at, if any
+	off  int // offset of the next line not read yet
+	line int // its 1-based number
+	// peeked is the content line peeked at, when hasPeeked (a flag, not
+	// a pointer to it: a parser that points into itself is moved to the
+	// heap).
+	peeked    qLine
+	hasPeeked bool
 	// failed is set where the body leaves the subset.
 	failed bool
 	// Nodes and content slices come from blocks, a few allocations a
 	// document rather than one a node.
-	nodes  []yaml.Node
-	ptrs   []*yaml.Node
-	stack  []*yaml.Node // the children of the collections being read
-	peeked qLine
+	nodes []yaml.Node
+	ptrs  []*yaml.Node
+	stack []*yaml.Node // the children of the collections being read
+	// check says that the parser only checks the document (quickValid):
+	// every node is scratch, nothing is kept, and block scalars are read.
+	check   bool
+	scratch *yaml.Node
 }
 
 // qLine is a content line: neither blank nor a comment.
@@ -122,8 +274,8 @@ const maxQuickKey = 512
 
 // peek returns the next content line without consuming it.
 func (q *quickParser) peek() (qLine, bool) {
-	if q.next != nil {
-		return *q.next, true
+	if q.hasPeeked {
+		return q.peeked, true
 	}
 	for q.off < len(q.src) {
 		start, line := q.off, q.line
@@ -152,17 +304,20 @@ func (q *quickParser) peek() (qLine, bool) {
 			}
 		}
 		q.peeked = qLine{start: start, end: end, indent: indent, line: line}
-		q.next = &q.peeked
+		q.hasPeeked = true
 		return q.peeked, true
 	}
 	return qLine{}, false
 }
 
 // take consumes the line peek returned.
-func (q *quickParser) take() { q.next = nil }
+func (q *quickParser) take() { q.hasPeeked = false }
 
 // node returns a new node at a 1-based line and a 0-based column.
 func (q *quickParser) node(kind yaml.Kind, line, col int) *yaml.Node {
+	if q.check {
+		return q.scratch
+	}
 	if len(q.nodes) == 0 {
 		q.nodes = make([]yaml.Node, 64)
 	}
@@ -176,6 +331,13 @@ func (q *quickParser) node(kind yaml.Kind, line, col int) *yaml.Node {
 		n.Tag = "!!seq"
 	}
 	return n
+}
+
+// push pushes node n, a child of the collection being read.
+func (q *quickParser) push(n *yaml.Node) {
+	if !q.check {
+		q.stack = append(q.stack, n)
+	}
 }
 
 // children moves the nodes pushed since base into a content slice of
@@ -206,7 +368,7 @@ func (q *quickParser) block(l qLine, depth int) (*yaml.Node, bool) {
 	if q.isEntry(l.start + l.indent) {
 		return q.sequence(l, depth)
 	}
-	return q.mapping(l.line, l.start, l.start+l.indent, l.indent, depth)
+	return q.mapping(l, l.start+l.indent, l.indent, depth)
 }
 
 // isEntry reports whether a sequence entry ("-" then a blank or the end
@@ -216,72 +378,69 @@ func (q *quickParser) isEntry(at int) bool {
 }
 
 // mapping reads a block mapping at column col whose first key starts at
-// offset at on line line, which starts at offset ls (the line was
-// peeked, or is the compact mapping of a sequence entry).
-func (q *quickParser) mapping(line, ls, at, col, depth int) (*yaml.Node, bool) {
-	m := q.node(yaml.MappingNode, line, col)
+// offset at on line l (which was peeked, or holds the compact mapping of
+// a sequence entry).
+func (q *quickParser) mapping(l qLine, at, col, depth int) (*yaml.Node, bool) {
+	m := q.node(yaml.MappingNode, l.line, col)
 	q.take()
 	base := len(q.stack)
 	for {
-		if !q.entry(line, ls, at, col, depth) {
+		if !q.entry(l, at, col, depth) {
 			return nil, false
 		}
-		l, ok := q.peek()
-		if !ok || l.indent < col {
+		next, ok := q.peek()
+		if !ok || next.indent < col {
 			break
 		}
-		if l.indent > col || q.isEntry(l.start+l.indent) {
+		if next.indent > col || q.isEntry(next.start+next.indent) {
 			return nil, false
 		}
 		q.take()
-		line, ls, at = l.line, l.start, l.start+l.indent
+		l, at = next, next.start+next.indent
 	}
 	m.Content = q.children(base)
 	return m, !q.failed
 }
 
 // entry reads one "key: value" of a mapping at column col, the key at
-// offset at of line line (which starts at ls), and pushes the key and
-// the value.
-func (q *quickParser) entry(line, ls, at, col, depth int) bool {
-	eol := q.eol(at)
+// offset at of line l, and pushes the key and the value.
+func (q *quickParser) entry(l qLine, at, col, depth int) bool {
+	line, ls, eol := l.line, l.start, l.end
 	k, rest, ok := q.key(line, ls, at, eol)
 	if !ok {
 		return false
 	}
-	q.stack = append(q.stack, k)
+	q.push(k)
 	colon := rest - 1 // rest is just after the ":"
 	for rest < eol && q.src[rest] == ' ' {
 		rest++
 	}
 	if rest < eol && q.src[rest] != '#' {
-		v, ok := q.inline(line, ls, rest, eol)
-		if !ok {
+		if !q.value(line, ls, rest, eol, col) {
 			return false
 		}
-		q.stack = append(q.stack, v)
 		// A more indented line next would continue a plain scalar, or
 		// be an error.
-		if l, ok := q.peek(); ok && l.indent > col {
+		if next, ok := q.peek(); ok && next.indent > col {
 			return false
 		}
 		return !q.failed
 	}
 	// No value on the line: a collection on the next lines, more indented
 	// (or a sequence at the key's indentation), else null.
-	l, ok := q.peek()
+	next, ok := q.peek()
 	if q.failed {
 		return false
 	}
-	if ok && (l.indent > col || l.indent == col && q.isEntry(l.start+l.indent)) {
-		v, ok := q.block(l, depth+1)
+	if ok && (next.indent > col || next.indent == col && q.isEntry(next.start+next.indent)) {
+		v, ok := q.block(next, depth+1)
 		if !ok {
 			return false
 		}
-		q.stack = append(q.stack, v)
+		q.push(v)
 		return true
 	}
-	q.stack = append(q.stack, q.null(line, colon-ls+1))
+	q.push(q.null(line, colon-ls+1))
 	return true
 }
 
@@ -301,7 +460,7 @@ func (q *quickParser) sequence(l qLine, depth int) (*yaml.Node, bool) {
 	for {
 		q.take()
 		dash := l.start + col
-		eol := q.eol(dash)
+		eol := l.end
 		at := dash + 1
 		for at < eol && q.src[at] == ' ' {
 			at++
@@ -319,9 +478,9 @@ func (q *quickParser) sequence(l qLine, depth int) (*yaml.Node, bool) {
 				if !ok {
 					return nil, false
 				}
-				q.stack = append(q.stack, v)
+				q.push(v)
 			} else {
-				q.stack = append(q.stack, q.null(l.line, col+1))
+				q.push(q.null(l.line, col+1))
 			}
 		case q.isEntry(at):
 			return nil, false // "- - x": a sequence in a sequence
@@ -329,17 +488,15 @@ func (q *quickParser) sequence(l qLine, depth int) (*yaml.Node, bool) {
 			if depth+1 > maxQuickDepth {
 				return nil, false
 			}
-			v, ok := q.mapping(l.line, l.start, at, at-l.start, depth+1)
+			v, ok := q.mapping(l, at, at-l.start, depth+1)
 			if !ok {
 				return nil, false
 			}
-			q.stack = append(q.stack, v)
+			q.push(v)
 		default:
-			v, ok := q.inline(l.line, l.start, at, eol)
-			if !ok {
+			if !q.value(l.line, l.start, at, eol, col) {
 				return nil, false
 			}
-			q.stack = append(q.stack, v)
 			if n, ok := q.peek(); ok && n.indent > col {
 				return nil, false
 			}
@@ -358,14 +515,6 @@ func (q *quickParser) sequence(l qLine, depth int) (*yaml.Node, bool) {
 	}
 	s.Content = q.children(base)
 	return s, true
-}
-
-// eol returns the offset of the end of the line that at is on.
-func (q *quickParser) eol(at int) int {
-	if i := strings.IndexByte(q.src[at:], '\n'); i >= 0 {
-		return at + i
-	}
-	return len(q.src)
 }
 
 // isKey reports whether a key and its ":" start at offset at.
@@ -433,7 +582,9 @@ func (q *quickParser) scalar(line, ls, at, end int) (*yaml.Node, bool) {
 		if n.Value = q.src[at:end]; n.Value == "<<" {
 			return nil, false
 		}
-		n.Tag = plainTag(n)
+		if !q.check {
+			n.Tag = plainTag(n)
+		}
 	}
 	return n, true
 }
@@ -449,6 +600,20 @@ func plainTag(n *yaml.Node) string {
 		return "!!str"
 	}
 	return n.ShortTag()
+}
+
+// value reads the value that starts at offset at of line line (which
+// starts at ls and ends at eol), of a collection at column col, and
+// pushes it: what inline reads, or when only checking a block scalar.
+func (q *quickParser) value(line, ls, at, eol, col int) bool {
+	if c := q.src[at]; q.check && (c == '|' || c == '>') {
+		return q.blockScalar(at, eol, col)
+	}
+	v, ok := q.inline(line, ls, at, eol)
+	if ok {
+		q.push(v)
+	}
+	return ok
 }
 
 // inline reads the value that starts at offset at and goes at most to
@@ -573,7 +738,7 @@ func (q *quickParser) flowSequence(line, ls, at, eol int) (*yaml.Node, int, bool
 		if !ok {
 			return nil, 0, false
 		}
-		q.stack = append(q.stack, n)
+		q.push(n)
 		skip()
 		if i >= eol {
 			return nil, 0, false

@@ -12,6 +12,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"unicode/utf8"
 
 	"github.com/google/go-cmp/cmp"
 	"sigs.k8s.io/kustomize/kyaml/yaml"
@@ -130,15 +131,8 @@ func TestQuickParse(t *testing.T) {
 // Deployment of the benchmark stream.
 func TestQuickParseStreams(t *testing.T) {
 	t.Parallel()
-	files, _ := filepath.Glob("testdata/*.yaml")
-	more, _ := filepath.Glob("testdata/*/*.yaml")
-	top, _ := filepath.Glob("../testdata/*/*.yaml")
 	read, all := 0, 0
-	for _, p := range append(append(files, more...), top...) {
-		b, err := os.ReadFile(p)
-		if err != nil {
-			t.Fatal(err)
-		}
+	for _, b := range testStreams(t) {
 		docs, err := splitStream(b)
 		if err != nil {
 			continue
@@ -159,6 +153,185 @@ func TestQuickParseStreams(t *testing.T) {
 		if bytes.Contains(d.raw, []byte("kind: Deployment")) && !checkQuick(t, d.body()) {
 			t.Fatalf("quickParse does not read the benchmark's Deployment:\n%s", d.body())
 		}
+	}
+}
+
+// testStreams returns the test streams: the renderer's inputs and golden
+// files, and the end-to-end tests' helm template output.
+func testStreams(t *testing.T) [][]byte {
+	t.Helper()
+	files, _ := filepath.Glob("testdata/*.yaml")
+	more, _ := filepath.Glob("testdata/*/*.yaml")
+	top, _ := filepath.Glob("../testdata/*/*.yaml")
+	var out [][]byte
+	for _, p := range append(append(files, more...), top...) {
+		b, err := os.ReadFile(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		out = append(out, b)
+	}
+	return out
+}
+
+// TestQuickChars holds quickChars, which reads eight bytes at a time, to
+// its rule read a character at a time, on every byte value at every
+// offset of a word and on random text near the edges of the rule.
+func TestQuickChars(t *testing.T) {
+	t.Parallel()
+	ok := func(b []byte) bool {
+		for _, r := range string(b) {
+			switch {
+			case r == '\n', r >= 0x20 && r < 0x7f:
+			case r < 0xa0, r == 0x2028, r == 0x2029, r == 0xfeff, r == 0xfffe, r == 0xffff, r == utf8.RuneError:
+				return false
+			}
+		}
+		return true
+	}
+	check := func(b []byte) {
+		t.Helper()
+		if got, want := quickChars(b), ok(b); got != want {
+			t.Fatalf("quickChars(%q) = %v, want %v", b, got, want)
+		}
+	}
+	for c := range 256 {
+		for at := range 17 {
+			b := bytes.Repeat([]byte("a"), 17)
+			b[at] = byte(c)
+			check(b)
+		}
+	}
+	rnd := rand.New(rand.NewPCG(28, 3))
+	alphabet := []string{"a", " ", "~", "\n", "\t", "\r", "\x00", "\x1f", "\x7f", "\xff", "\xc2\x85", "\xc2\xa0", "é", "\u2028", "\ufeff", "\U0001F600", "\xed\xa0\x80"}
+	for range 20000 {
+		var b []byte
+		for range rnd.IntN(40) {
+			b = append(b, alphabet[rnd.IntN(len(alphabet))]...)
+		}
+		check(b)
+	}
+}
+
+// FuzzQuickValid holds quickValid to yaml.v3 on arbitrary documents.
+func FuzzQuickValid(f *testing.F) {
+	addSeeds(f)
+	for _, s := range []string{
+		"a: |\n  b\n\n  # c\nd: >-\n    e\n",
+		"a:\n- |+\n  b\n- c: |\n    d\n  e: f\n",
+		"a: |\n\n   \n  b\n",
+		"a: é ✓ \U0001F600\n",
+		"a: 'x\n\ty'\n",
+	} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, in []byte) {
+		docs, err := splitStream(in)
+		if err != nil {
+			checkQuickValid(t, in)
+			return
+		}
+		for _, d := range docs {
+			checkQuickValid(t, d.body())
+		}
+	})
+}
+
+// checkQuickValid holds quickValid to yaml.v3 on body: when it says body
+// is valid, yaml.v3 reads one document that is a mapping, or nothing. It
+// reports what quickValid said.
+func checkQuickValid(t *testing.T, body []byte) bool {
+	t.Helper()
+	if !quickValid(body) {
+		return false
+	}
+	root, err := fullParse(body)
+	if errors.Is(err, io.EOF) {
+		return true
+	}
+	if err != nil {
+		t.Fatalf("quickValid(%q) = true, but yaml.v3 refuses it: %v", body, err)
+	}
+	if obj := rootContent(root); obj == nil || obj.Kind != yaml.MappingNode {
+		t.Fatalf("quickValid(%q) = true, but yaml.v3 reads no mapping", body)
+	}
+	return true
+}
+
+// TestQuickValid holds quickValid to yaml.v3 on small documents: those
+// it must read (what Helm writes) and those it must leave to yaml.v3.
+func TestQuickValid(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		in    string
+		quick bool
+	}{
+		{"", true},
+		{"# c\n\n", true},
+		{"a: b\n", true},
+		{"a:\n- b\n- c: d\n  e: [f, 'g']\n", true},
+		{"a: |\n  b\n", true},
+		{"a: >-\n  b\n\n  c\n# c\nd: e\n", true},
+		{"a: |+\n\n  b\n", true},
+		{"a: |\nb: c\n", true},
+		{"a:\n  b: |\n    # c\n     d\n  e: f\n", true},
+		{"a:\n- |\n  b\n- c\n", true},
+		{"a: é ✓\n", true},
+		{"a: b: c\n", false},
+		{"a: |\n    b\n  c\n", false},
+		{"a: |\n    \n  b\n", false}, // a blank line more indented than the first content
+		{"a: |2\n  b\n", false},
+		{"a: |-+\n  b\n", false},
+		{"a: |x\n", false},
+		{"a: |#c\n  b\n", false},
+		{"a: |\n  b\n\tc\n", false},
+		{"a: b\n...\n", false},
+		{"...\n", false},
+		{"- a\n", false},
+		{"a\n", false},
+		{"a: b\r\n", false},
+		{"a: \u2028\n", false},
+		{"a: \u0085\n", false},
+		{"a: \ufeff\n", false},
+		{"\ufeffa: b\n", false},
+		{"a: b\xff\n", false},
+	} {
+		if got := checkQuickValid(t, []byte(tc.in)); got != tc.quick {
+			t.Errorf("quickValid(%q) = %v, want %v", tc.in, got, tc.quick)
+		}
+	}
+}
+
+// TestQuickValidStreams holds quickValid to yaml.v3 on every document of
+// the test streams, and checks that it reads the documents without an
+// image of the benchmark stream (Services, ConfigMaps with a block
+// scalar): checking them must cost little.
+func TestQuickValidStreams(t *testing.T) {
+	t.Parallel()
+	for _, b := range testStreams(t) {
+		docs, err := splitStream(b)
+		if err != nil {
+			continue
+		}
+		for _, d := range docs {
+			checkQuickValid(t, d.body())
+		}
+	}
+	var buf bytes.Buffer
+	if err := gen.Stream(&buf, gen.Options{Deployments: 30}); err != nil {
+		t.Fatal(err)
+	}
+	n := 0
+	for _, d := range mustSplit(t, buf.Bytes()) {
+		if !mayHoldImage(d.body(), nil) {
+			n++
+			if !checkQuickValid(t, d.body()) {
+				t.Errorf("quickValid does not read the benchmark's document:\n%s", d.body())
+			}
+		}
+	}
+	if n < 20 {
+		t.Fatalf("the benchmark stream has %d documents without an image, want its Services and ConfigMaps", n)
 	}
 }
 
