@@ -381,6 +381,23 @@ func (r *Renderer) parseFull(d *document) (*parsed, error) {
 	if crlf {
 		body = bytes.ReplaceAll(body, []byte("\r\n"), []byte("\n"))
 	}
+	// The stream was split where Kubernetes' YAML reader splits it; a
+	// second YAML document in this one (after a "..." end marker, or a
+	// "---" after a lone CR) is one that the API server never reads: it
+	// decodes the first document of each, and ignores what follows.
+	const unread = "which Kubernetes (kubectl, Helm, Argo CD) never reads: it reads only the first YAML document between two lines that start with \"---\""
+	// A "---" line kept out of the body (plainMarker) starts the document
+	// for the parser, and a "..." right after it ends it, empty: without
+	// that line the parser would find no content before the "...".
+	if d.head > d.sep {
+		if at := contentStart(body); isEndMarker(body[at:]) {
+			rest := at + len("...")
+			if more := rest + contentStart(body[rest:]); more < len(body) {
+				return nil, fmt.Errorf("%s: YAML after the end of the document, %s", d.at(1+bytes.Count(body[:more], newline)), unread)
+			}
+			return nil, nil
+		}
+	}
 	p := &parsed{crlf: crlf}
 	dec := yaml.NewDecoder(bytes.NewReader(body))
 	if err := dec.Decode(&p.root); err != nil {
@@ -389,11 +406,6 @@ func (r *Renderer) parseFull(d *document) (*parsed, error) {
 		}
 		return nil, yamlError(d, err)
 	}
-	// The stream was split where Kubernetes' YAML reader splits it; a
-	// second YAML document in this one (after a "..." end marker, or a
-	// "---" after a lone CR) is one that the API server never reads: it
-	// decodes the first document of each, and ignores what follows.
-	const unread = "which Kubernetes (kubectl, Helm, Argo CD) never reads: it reads only the first YAML document between two lines that start with \"---\""
 	var next yaml.Node
 	if err := dec.Decode(&next); err == nil {
 		return nil, fmt.Errorf("%s: a second YAML document starts here, %s", d.at(next.Line), unread)
@@ -423,6 +435,11 @@ func (r *Renderer) parseFull(d *document) (*parsed, error) {
 		return nil, fmt.Errorf("%s: want a Kubernetes object (a mapping), found %s", d.at(p.obj.Line), kindName(p.obj))
 	}
 	return p, nil
+}
+
+// isEndMarker reports whether b starts with a "..." document end marker.
+func isEndMarker(b []byte) bool {
+	return bytes.HasPrefix(b, []byte("...")) && (len(b) == 3 || bytes.IndexByte([]byte(" \t\r\n"), b[3]) >= 0)
 }
 
 // maxKeptBytes and maxKeptNodes bound the documents (in input bytes and

@@ -133,6 +133,9 @@ func TestRenderUnchanged(t *testing.T) {
 		{desc: "already pinned with its checksum", in: "---\n# Source: c/templates/d.yaml\napiVersion: apps/v1\nkind: Deployment\nmetadata:\n    name: web\nspec:\n    template:\n        metadata:\n            annotations:\n                checksum/images: \"" + sum + "\"\n        spec:\n            containers:\n              -   name: app\n                  image: " + pinned + "\n"},
 		{desc: "a container without image", in: "apiVersion: v1\nkind: Pod\nmetadata:\n  name: p\nspec:\n  containers:\n  - name: a\n    imagePullPolicy: Always\n"},
 		{desc: "no trailing newline", in: "apiVersion: v1\nkind: ConfigMap\ndata:\n  image: x"},
+		// The parser reads the first "---" as the document's start, and
+		// "..." ends it at once: empty, as Kubernetes reads it.
+		{desc: "an end marker right after ---", in: "---\n... # image\n"},
 		{desc: "CRD schema mentioning image", in: "apiVersion: apiextensions.k8s.io/v1\nkind: CustomResourceDefinition\nspec:\n  versions:\n  - schema:\n      properties:\n        image: {type: string}\n"},
 	} {
 		t.Run(tc.desc, func(t *testing.T) {

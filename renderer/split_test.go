@@ -195,6 +195,11 @@ func TestSeparatorRefused(t *testing.T) {
 			want: []string{"document 2, line 3: ", `"--- {\"apiVersion\": \"v1\"`},
 		},
 		{
+			desc: "a Pod after an end marker right after ---",
+			in:   "---\n...\n" + strings.Replace(pod, "IMAGE", "registry.example/app:1", 1),
+			want: []string{"document 1, line 3: YAML after the end of the document, which Kubernetes (kubectl, Helm, Argo CD) never reads"},
+		},
+		{
 			desc: "--- | in a document without images",
 			in:   "apiVersion: v1\nkind: ConfigMap\n--- |\n  text\n",
 			want: []string{"document 2, line 3: ", `"--- |"`},
