@@ -304,6 +304,26 @@ func TestRunErrors(t *testing.T) {
 	_ = reg
 }
 
+// TestRunUnreadableDocument: a document that Kubernetes could not read
+// fails the run though it holds no image, with one line naming it, its
+// template and the line, and nothing on stdout.
+func TestRunUnreadableDocument(t *testing.T) {
+	t.Parallel()
+	_, in := shop(t)
+	bad := in + "---\n# Source: shop/templates/settings.yaml\napiVersion: v1\nkind: ConfigMap\ndata:\n  a: [\n"
+	out, stderr, err := runIn(t, bad)
+	if err == nil {
+		t.Fatalf("run() = nil, want an error")
+	}
+	if out != "" {
+		t.Errorf("stdout = %q, want nothing on error", out)
+	}
+	want := fmt.Sprintf("digestpin: error: document 6 (shop/templates/settings.yaml), line %d (rendered line 4 of the template): malformed YAML: did not find expected node content\n", strings.Count(in, "\n")+6)
+	if stderr != want {
+		t.Errorf("stderr = %q, want %q", stderr, want)
+	}
+}
+
 func TestRunFlagsAndEnvironment(t *testing.T) {
 	_, in := shop(t)
 	t.Setenv("DIGESTPIN_MODE", "digest")

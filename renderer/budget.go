@@ -15,8 +15,10 @@ import (
 // at most MaxNodes estimated nodes between them; parsing takes then at
 // most some 400 MiB. The Kubernetes API server refuses a request body
 // larger than 3 MiB, which holds fewer nodes than MaxNodes in any
-// realistic spelling; documents without an image field are not parsed
-// and not bounded.
+// realistic spelling. A document without an image field is only checked
+// (Kubernetes must be able to read it): in the plain block style Helm
+// writes, without a tree, and then without bound; else parsed, and
+// bounded alike.
 const MaxNodes = 1 << 20
 
 // estimateNodes returns an upper bound of the nodes a YAML document body
@@ -60,9 +62,10 @@ func (b *nodeBudget) take(n int) {
 	b.mu.Unlock()
 }
 
-// takeFor takes the nodes document d may parse into (none when it is not
-// parsed, at most the whole budget: parse refuses a larger one), and
-// returns how many, for give.
+// takeFor takes the nodes document d may parse into (none when it cannot
+// hold an image field, which check parses, if at all, within budget; at
+// most the whole budget: parse refuses a larger one), and returns how
+// many, for give.
 func (b *nodeBudget) takeFor(d *document, keys [][]string) int {
 	if !d.mayHold(keys) {
 		return 0

@@ -140,10 +140,17 @@ func (r *Renderer) collect(ctx context.Context, docs []*document) (*collection, 
 
 // collectDoc parses document i of c and rewrites it when every digest is
 // known, into c.out[i]; it appends the document's image fields to b.uses.
+// A document that cannot hold an image field is only checked (check).
 // It returns the parse (nil for a document that needs none), for collect
 // to keep or release.
 func (r *Renderer) collectDoc(c *collection, i int, b *batchFound) (*parsed, error) {
 	d := c.docs[i]
+	if !d.mayHold(r.keys) {
+		// Nothing to pin: the document is written as it came, unless
+		// Kubernetes could not read it.
+		c.out[i] = piece{b: d.raw}
+		return nil, r.check(d, c.budget)
+	}
 	from := len(b.uses) // where the document's fields start
 	defer c.budget.give(c.budget.takeFor(d, r.keys))
 	p, err := r.parse(d)
@@ -303,7 +310,7 @@ func wideEncoding(in []byte) string {
 }
 
 // imageKey is the cheap test for a document that may hold an image field:
-// one without the word cannot, and is never parsed, unless it holds a
+// one without the word cannot, and is only checked, unless it holds a
 // backslash (a double-quoted key may spell the word with escapes:
 // "\x69mage") or a tag that could be !!binary (a key "!!binary aW1hZ2U="
 // decodes to "image"; a tag is written "!!…", "!<…>", or with a handle
@@ -351,10 +358,8 @@ func (r *Renderer) parse(d *document) (*parsed, error) {
 	if !d.mayHold(r.keys) {
 		return nil, nil
 	}
-	// Refuse a document whose tree could take more memory than a Render
-	// may, before the parser builds it.
-	if n := d.estimate(); n > MaxNodes {
-		return nil, fmt.Errorf("%s: the document may hold up to %d YAML nodes (estimated from its %d bytes), more than digestpin parses in one document (MaxNodes %d)", d.where(), n, len(d.body()), MaxNodes)
+	if err := d.tooLarge(); err != nil {
+		return nil, err
 	}
 	// Most documents are in the plain block style that quickParse reads
 	// in a fraction of yaml.v3's time: it gives the same tree (comments
@@ -373,7 +378,38 @@ func (r *Renderer) parse(d *document) (*parsed, error) {
 	return r.parseFull(d)
 }
 
-// parseFull parses document d with yaml.v3, for parse.
+// check refuses document d, which cannot hold an image field, where
+// parse would refuse it if it could: a document that Kubernetes could not
+// read (malformed YAML, more than one YAML document, anything but a
+// mapping or null). Comments and blank lines alone are a document too,
+// an empty one. quickValid checks the plain block style without a tree,
+// whatever its size; yaml.v3 parses the rest within the node budget,
+// refusing as parse does one that could take more than MaxNodes, and the
+// tree is dropped.
+func (r *Renderer) check(d *document, budget *nodeBudget) error {
+	if !r.noQuick && quickValid(d.body()) {
+		return nil
+	}
+	if err := d.tooLarge(); err != nil {
+		return err
+	}
+	n := d.estimate()
+	budget.take(n)
+	defer budget.give(n)
+	_, err := r.parseFull(d)
+	return err
+}
+
+// tooLarge refuses a document whose tree could take more memory than a
+// Render may, before the parser builds it.
+func (d *document) tooLarge() error {
+	if n := d.estimate(); n > MaxNodes {
+		return fmt.Errorf("%s: the document may hold up to %d YAML nodes (estimated from its %d bytes), more than digestpin parses in one document (MaxNodes %d)", d.where(), n, len(d.body()), MaxNodes)
+	}
+	return nil
+}
+
+// parseFull parses document d with yaml.v3, for parse and check.
 func (r *Renderer) parseFull(d *document) (*parsed, error) {
 	// CRLF line breaks are parsed as LF, so that comments carry no CR
 	// into a re-encoded document; lines and columns stay the same.

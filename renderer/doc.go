@@ -25,7 +25,9 @@
 // Documents end where Kubernetes' YAML reader (k8s.io/apimachinery's,
 // through which kubectl, Helm's kube client and Argo CD read manifests)
 // ends them: at every line that starts with "---" and nothing but a
-// comment after it; a stream that reader refuses is refused.
+// comment after it; a stream that reader refuses is refused, and so is
+// a document that Kubernetes could not read, with an image field or
+// without (malformed YAML, anything but a mapping, YAML after "...").
 //
 // A document means what the Kubernetes API server's decoder
 // (sigs.k8s.io/yaml) makes of it. Where a first-key reading could differ

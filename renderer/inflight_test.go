@@ -53,19 +53,20 @@ func (b *blocking) Resolve(ctx context.Context, ref name.Reference) (resolution.
 }
 
 // TestRenderCancelsResolutionsOfAFailedStream: a reference met before a
-// document that fails is being resolved while the parse goes on; the
-// render fails with the document's error, not the resolver's, and
+// document that fails (an image field, or one without any that
+// Kubernetes could not read) is being resolved while the parse goes on;
+// the render fails with the document's error, not the resolver's, and
 // cancels and waits for that resolution, so that none outlives it.
 func TestRenderCancelsResolutionsOfAFailedStream(t *testing.T) {
 	t.Parallel()
-	in := strings.Replace(deployment, "IMAGE", "registry.example/app:1", 1) +
-		"---\n" + strings.Replace(deployment, "IMAGE", "registry.example/App:1", 1) // no capitals in a repository
+	first := strings.Replace(deployment, "IMAGE", "registry.example/app:1", 1) + "---\n"
 	for _, tc := range []struct {
-		name string
-		r    *Renderer
+		name, in string
+		r        *Renderer
 	}{
-		{"quick reader", &Renderer{}},
-		{"yaml.v3", &Renderer{noQuick: true}},
+		{"quick reader", strings.Replace(deployment, "IMAGE", "registry.example/App:1", 1), &Renderer{}}, // no capitals in a repository
+		{"yaml.v3", strings.Replace(deployment, "IMAGE", "registry.example/App:1", 1), &Renderer{noQuick: true}},
+		{"malformed YAML without an image field", "apiVersion: v1\nkind: ConfigMap\ndata:\n  a: [\n", &Renderer{}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
@@ -76,7 +77,7 @@ func TestRenderCancelsResolutionsOfAFailedStream(t *testing.T) {
 			// this deadline, and fail with it.
 			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 			defer cancel()
-			_, err := r.Render(ctx, []byte(in))
+			_, err := r.Render(ctx, []byte(first+tc.in))
 			if err == nil || !strings.Contains(err.Error(), "document 2") || strings.Contains(err.Error(), "context canceled") {
 				t.Fatalf("Render() = %v, want the error of document 2 alone", err)
 			}
