@@ -324,6 +324,24 @@ func TestRunUnreadableDocument(t *testing.T) {
 	}
 }
 
+// TestRunEmptyInput: empty input is an empty release, written as it came
+// (nothing), which -v says.
+func TestRunEmptyInput(t *testing.T) {
+	t.Parallel()
+	for _, in := range []string{"", "\n \n"} {
+		out, stderr, err := runIn(t, in, "-v")
+		if err != nil || out != in {
+			t.Errorf("run(%q) = %v, stdout %q; want no error, the input", in, err, out)
+		}
+		if want := "digestpin: the input is empty: an empty release, nothing to pin\n"; stderr != want {
+			t.Errorf("run(%q) stderr = %q, want %q", in, stderr, want)
+		}
+		if _, stderr, _ := runIn(t, in); stderr != "" {
+			t.Errorf("run(%q) without -v: stderr = %q, want nothing", in, stderr)
+		}
+	}
+}
+
 func TestRunFlagsAndEnvironment(t *testing.T) {
 	_, in := shop(t)
 	t.Setenv("DIGESTPIN_MODE", "digest")
