@@ -39,6 +39,7 @@ func TestOddInput(t *testing.T) {
 		{name: "list-in-list", images: map[string]int{"registry.example/app:1": 1, "registry.example/app:2": 1}},
 		{name: "empty-documents", images: map[string]int{"registry.example/app:1": 1}},
 		{name: "comments-only", images: map[string]int{"registry.example/app:1": 1}},
+		{name: "checked-documents", images: map[string]int{"registry.example/app:1": 1}},
 		{name: "dash-separators", images: map[string]int{"registry.example/app:1": 1, "registry.example/app:2": 1}},
 		{name: "list-aliases", images: map[string]int{"registry.example/app:1": 1}},
 		{name: "quoted-image", images: map[string]int{
