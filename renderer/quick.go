@@ -116,15 +116,17 @@ var quickCheckers = sync.Pool{New: func() any { return new(quickChecker) }}
 // reads: printable ASCII, LF, and beyond ASCII what YAML allows but line
 // breaks (U+0085, U+2028, U+2029) and byte order marks, in UTF-8.
 func quickChars(body []byte) bool {
-	const ones, highs = 0x0101010101010101, 0x8080808080808080
+	const ones, highs, lows = 0x0101010101010101, 0x8080808080808080, 0x7f7f7f7f7f7f7f7f
 	for i := 0; i < len(body); {
-		// Eight bytes at a time while each is printable ASCII: the high
-		// bit of a byte is set in w-0x20 when it is below 0x20, in w+1
-		// when it is 0x7f, in w when it is beyond ASCII. A borrow or
-		// carry only crosses from a byte that is one of these.
+		// Eight bytes at a time while each is printable ASCII or LF. Of
+		// each byte's low seven bits: +0x60 sets the high bit when they
+		// are 0x20 or more, +1 when they are 0x7f, and x^0xa+0x7f when
+		// they are not LF; no sum carries into the next byte.
 		for ; i+8 <= len(body); i += 8 {
 			w := binary.LittleEndian.Uint64(body[i:])
-			if ((w-0x20*ones)|w|(w+ones))&highs != 0 {
+			low := w & lows
+			control := ^(low + 0x60*ones) & ((low ^ 0x0a*ones) + lows)
+			if (w|(low+ones)|control)&highs != 0 {
 				break
 			}
 		}
