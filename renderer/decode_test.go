@@ -910,6 +910,9 @@ func TestEmptyNonSpecificTag(t *testing.T) {
 		// In flow collections too, as keys and values: the empty nulls
 		// there are spelt "null", but not these ({! } is {"": null}).
 		"apiVersion: v1\nkind: Pod\nmetadata:\n  labels: {! }\n  annotations: {a: ! }\nspec:\n  containers:\n  - name: app\n    image: \"registry.example\\x2fapp:1\"\n    args: [! , ! x, '']\n",
+		// YAML 1.1's booleans, which the API server reads: a string
+		// here, as written (found by FuzzImagePaths).
+		"apiVersion: v1\nkind: Pod\nmetadata:\n  labels:\n    a: ! Y\n    b: ! on\n    c: ! no\nspec:\n  containers:\n  - name: app\n    image: \"registry.example\\x2fapp:1\"\n    args: [! y, ! Off, ! 0x1F, ! 1_000]\n",
 	} {
 		res, err := (&Renderer{Resolver: newFixed()}).Render(context.Background(), []byte(in))
 		if err != nil {

@@ -76,13 +76,15 @@ func spellNonSpecific(root *yaml.Node, body []byte) {
 	for len(stack) > 0 {
 		n := stack[len(stack)-1]
 		stack = stack[:len(stack)-1]
-		if n.Kind == yaml.ScalarNode && n.Tag != "!!str" && n.Style&(yaml.DoubleQuotedStyle|yaml.SingleQuotedStyle|yaml.LiteralStyle|yaml.FoldedStyle) == 0 {
+		// (The parser tags "! Y" !!str already, and the encoder would
+		// write it plain: to the API server, which reads YAML 1.1, a
+		// boolean.)
+		if n.Kind == yaml.ScalarNode && n.Style&(yaml.DoubleQuotedStyle|yaml.SingleQuotedStyle|yaml.LiteralStyle|yaml.FoldedStyle) == 0 {
 			if at, _, ok := s.offset(n); ok && at < len(body) && body[at] == '!' &&
 				(at+1 == len(body) || bytes.IndexByte([]byte(" \t\r\n,]}"), body[at+1]) >= 0) {
-				n.Tag = "!!str"
-				if n.Value == "" {
-					n.Style = yaml.DoubleQuotedStyle
-				}
+				// Quoted, whatever the value: the API server reads YAML
+				// 1.1, where a plain Y, on or no is a boolean.
+				n.Tag, n.Style = "!!str", yaml.DoubleQuotedStyle
 			}
 		}
 		stack = append(stack, n.Content...)
