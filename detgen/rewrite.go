@@ -344,6 +344,12 @@ func (w *walker) template(n *parse.TemplateNode) {
 	w.close(end, pop)
 }
 
+// declares says whether the range variable v is followed by ":=".
+func (w *walker) declares(v *parse.VariableNode) bool {
+	end := int(v.Pos) + len(v.Ident[0])
+	return end <= len(w.src) && strings.HasPrefix(w.src[skipSpace(w.src, end):], ":=")
+}
+
 // spaced is text to insert at pos with a blank before it where the source
 // has none ("range.L" is a range, "range$k" would not be).
 func (w *walker) spaced(pos int, text string) string {
@@ -365,11 +371,13 @@ func (w *walker) rangeNode(n *parse.RangeNode) {
 	switch {
 	case len(decl) == 0:
 		w.open(int(n.Pipe.Cmds[0].Pos), w.spaced(int(n.Pipe.Cmds[0].Pos), key+", "+elem+" := "))
-	case len(decl) == 1 && !n.Pipe.IsAssign:
+	case len(decl) == 1 && !n.Pipe.IsAssign && w.declares(decl[0]):
 		w.open(int(decl[0].Pos), w.spaced(int(decl[0].Pos), key+", "))
 		elem = decl[0].Ident[0]
 	case len(decl) == 1:
-		// range $x = …: the key would need a variable declared before.
+		// range $x = …: the key would need a variable declared before;
+		// range $x, PIPELINE (which the parser takes, with no ":="): a
+		// second variable cannot be put before it.
 		key, elem, wrap = "nil", ".", false
 	default:
 		key, elem, wrap = decl[0].Ident[0], decl[1].Ident[0], false
