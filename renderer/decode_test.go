@@ -924,3 +924,25 @@ func TestEmptyNonSpecificTag(t *testing.T) {
 		checkAsAPIServer(t, []byte(in), res.Bytes())
 	}
 }
+
+// TestNonSpecificMetadataRefused: metadata or annotations written "!" are
+// the string "" to the API server, not the null the parser reads, so the
+// checksum annotation has nowhere to go: an error, not a replaced value
+// (found by FuzzImagePaths).
+func TestNonSpecificMetadataRefused(t *testing.T) {
+	t.Parallel()
+	for _, in := range []string{
+		"apiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: d\nspec:\n  template:\n    metadata: !\n    spec:\n      containers:\n      - name: app\n        image: registry.example/app:1\n",
+		"apiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: d\nspec:\n  template:\n    metadata:\n      annotations: !\n    spec:\n      containers:\n      - name: app\n        image: registry.example/app:1\n",
+	} {
+		res, err := (&Renderer{Resolver: newFixed()}).Render(context.Background(), []byte(in))
+		if err == nil || !strings.Contains(err.Error(), `is the string "" (tagged "!"), want a mapping`) || res.Bytes() != nil {
+			t.Errorf("Render(%q) = %v, want the mapping refused", in, err)
+		}
+	}
+	// A null is made the mapping, as before.
+	in := "apiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: d\nspec:\n  template:\n    metadata:\n    spec:\n      containers:\n      - name: app\n        image: registry.example/app:1\n"
+	if _, err := (&Renderer{Resolver: newFixed()}).Render(context.Background(), []byte(in)); err != nil {
+		t.Errorf("Render() of a null metadata = %v", err)
+	}
+}

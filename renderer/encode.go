@@ -80,8 +80,7 @@ func spellNonSpecific(root *yaml.Node, body []byte) {
 		// write it plain: to the API server, which reads YAML 1.1, a
 		// boolean.)
 		if n.Kind == yaml.ScalarNode && n.Style&(yaml.DoubleQuotedStyle|yaml.SingleQuotedStyle|yaml.LiteralStyle|yaml.FoldedStyle) == 0 {
-			if at, _, ok := s.offset(n); ok && at < len(body) && body[at] == '!' &&
-				(at+1 == len(body) || bytes.IndexByte([]byte(" \t\r\n,]}"), body[at+1]) >= 0) {
+			if s.nonSpecific(n) {
 				// Quoted, whatever the value: the API server reads YAML
 				// 1.1, where a plain Y, on or no is a boolean.
 				n.Tag, n.Style = "!!str", yaml.DoubleQuotedStyle
@@ -89,6 +88,15 @@ func spellNonSpecific(root *yaml.Node, body []byte) {
 		}
 		stack = append(stack, n.Content...)
 	}
+}
+
+// nonSpecific says whether the body writes the scalar n with the
+// non-specific tag "!" (not a "!name" tag of its own), which the API
+// server's decoder reads as a string.
+func (s *spliceState) nonSpecific(n *yaml.Node) bool {
+	at, _, ok := s.offset(n)
+	return ok && at < len(s.body) && s.body[at] == '!' &&
+		(at+1 == len(s.body) || bytes.IndexByte([]byte(" \t\r\n,]}"), s.body[at+1]) >= 0)
 }
 
 // setAnnotation sets metadata.annotations[key] of a pod template to a

@@ -370,8 +370,14 @@ func (e *editor) checksum(holder *yaml.Node, lines []string, w Workload) error {
 		name string
 		v    *yaml.Node
 	}{{"metadata", meta.value}, {"annotations", ann.value}} {
-		if f.v != nil && f.v.Kind != yaml.MappingNode && (f.v.Kind != yaml.ScalarNode || f.v.Tag != "!!null") {
-			return fmt.Errorf("%s: %s: cannot write the %s annotation: %s is %s, want a mapping", e.d.at(f.v.Line), w.object(), e.r.annotation(), f.name, describe(f.v))
+		// A null can become the mapping; "!" alone is the string "" to
+		// the API server, though the parser reads null.
+		if f.v != nil && f.v.Kind != yaml.MappingNode && (f.v.Kind != yaml.ScalarNode || f.v.Tag != "!!null" || (&spliceState{body: e.d.body()}).nonSpecific(f.v)) {
+			what := describe(f.v)
+			if f.v.Kind == yaml.ScalarNode && f.v.Tag == "!!null" {
+				what = `the string "" (tagged "!")`
+			}
+			return fmt.Errorf("%s: %s: cannot write the %s annotation: %s is %s, want a mapping", e.d.at(f.v.Line), w.object(), e.r.annotation(), f.name, what)
 		}
 	}
 	if old.value != nil && old.value.Kind == yaml.ScalarNode && old.value.Value == sum {
