@@ -946,3 +946,30 @@ func TestNonSpecificMetadataRefused(t *testing.T) {
 		t.Errorf("Render() of a null metadata = %v", err)
 	}
 }
+
+// TestOwnTagInFlagRefused: a flag, or its value, or an env var's value at
+// an image path, under a tag of the
+// chart's own ("!x --tool-image") is the plain string to the API server
+// but a value of that tag to the parser: refused, never left unpinned
+// (found by FuzzImagePaths). An unrelated tagged argument is left alone.
+func TestOwnTagInFlagRefused(t *testing.T) {
+	t.Parallel()
+	r := &Renderer{Resolver: newFixed(), ImagePaths: fuzzImagePaths, ChecksumPaths: fuzzChecksumPaths}
+	for _, args := range []string{"[!x --tool-image, 'registry.example/a:1']", "[--tool-image, !x 'registry.example/a:1']", "[!x --tool-image=registry.example/a:1]"} {
+		in := "apiVersion: example.com/v1\nkind: Runner\nspec:\n  jobs:\n  - args: " + args + "\n"
+		res, err := r.Render(context.Background(), []byte(in))
+		if err == nil || !strings.Contains(err.Error(), "document 1, line 5: ") || !strings.Contains(err.Error(), "is tagged !x") || res.Bytes() != nil {
+			t.Errorf("Render(args %s) = %v, want the tagged argument refused", args, err)
+		}
+	}
+	// And an env var's value at an image path.
+	in := "apiVersion: example.com/v1\nkind: Runner\nspec:\n  env:\n  - name: RUNNER_IMAGE\n    value: !x registry.example/r:1\n"
+	if res, err := r.Render(context.Background(), []byte(in)); err == nil || !strings.Contains(err.Error(), "value is tagged !x") || res.Bytes() != nil {
+		t.Errorf("Render(env) = %v, want the tagged value refused", err)
+	}
+	in = "apiVersion: example.com/v1\nkind: Runner\nspec:\n  jobs:\n  - args: [!x other, --tool-image, registry.example/a:1]\n"
+	res, err := r.Render(context.Background(), []byte(in))
+	if err != nil || !strings.Contains(string(res.Bytes()), "@sha256:") {
+		t.Errorf("Render() = %v, %s; want the flag's value pinned", err, res.Bytes())
+	}
+}

@@ -384,6 +384,9 @@ func (e *editor) pinField(m *yaml.Node, key, path string, w Workload, p kindpath
 	}
 	if hasSelector(p.Fields) {
 		// An env var's value, say: a reference only when it reads as one.
+		if v := deref(image.value); ownTag(v) {
+			return nil, e.keyError(&keyError{v.Line, fmt.Sprintf("%s is tagged %s (%s), which the API server reads as the string; write it as a plain string", key, v.Tag, v.Value)}, w.String())
+		}
 		line, value := e.pinText(spec, m, image, "", w, p)
 		if spec != nil {
 			e.podField(m, key, value)
@@ -410,6 +413,16 @@ func (e *editor) pinFlag(m *yaml.Node, key string, sel kindpath.Selector, w Work
 	items := list.value.Content
 	for i := 0; i < len(items); i++ {
 		arg := deref(items[i])
+		flag := arg.Kind == yaml.ScalarNode && (arg.Value == sel.Value || strings.HasPrefix(arg.Value, sel.Value+"="))
+		if flag && (ownTag(arg) || (arg.Value == sel.Value && i+1 < len(items) && ownTag(deref(items[i+1])))) {
+			// A tag of the chart's own ("!x --flag"): the API server
+			// reads the string, this parser a value of that tag.
+			at := arg
+			if !ownTag(at) {
+				at = deref(items[i+1])
+			}
+			return nil, e.keyError(&keyError{at.Line, fmt.Sprintf("an argument is tagged %s (%s), which the API server reads as the string; write it as a plain string", at.Tag, at.Value)}, w.String())
+		}
 		if arg.Kind != yaml.ScalarNode || arg.Tag != "!!str" {
 			continue
 		}
@@ -435,6 +448,12 @@ func (e *editor) pinFlag(m *yaml.Node, key string, sel kindpath.Selector, w Work
 		e.podField(m, key, strings.Join(values, "\n"))
 	}
 	return lines, nil
+}
+
+// ownTag says whether the scalar n has a tag of the document's own (not
+// one of YAML's "!!" tags, nor the non-specific "!").
+func ownTag(n *yaml.Node) bool {
+	return n.Kind == yaml.ScalarNode && strings.HasPrefix(n.Tag, "!") && !strings.HasPrefix(n.Tag, "!!") && n.Tag != "!"
 }
 
 // pinText pins the reference in the string scalar image (found in c, a
