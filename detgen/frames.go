@@ -6,6 +6,7 @@ import (
 	"reflect"
 	"strconv"
 	"strings"
+	"sync"
 )
 
 // A call's identity follows what the chart means, not the order it runs
@@ -236,23 +237,35 @@ func scalar(v any) bool {
 // own message; one that names a located function is refused as Helm's tpl
 // refuses an undefined function.
 func (g *Generator) tplSource(text string) (string, error) {
-	g.mu.Lock()
-	out, ok := g.tpl[text]
-	g.mu.Unlock()
-	if ok {
-		return out, nil
-	}
-	out, err := rewrite(tplName, text, false)
-	if err != nil {
-		if msg, ok := strings.CutPrefix(err.Error(), "parse error at "); ok {
-			return "", fmt.Errorf("cannot parse template %q: %s", text, msg)
+	return remember(&g.mu, g.tpl, text, func(text string) (string, error) {
+		out, err := rewrite(tplName, text, false)
+		if err != nil {
+			if msg, ok := strings.CutPrefix(err.Error(), "parse error at "); ok {
+				return "", fmt.Errorf("cannot parse template %q: %s", text, msg)
+			}
+			return text, nil
 		}
-		return text, nil
+		return out, nil
+	})
+}
+
+// remember returns m[key], computed by f on a miss and kept when f
+// succeeds; mu guards m.
+func remember[V any](mu *sync.Mutex, m map[string]V, key string, f func(string) (V, error)) (V, error) {
+	mu.Lock()
+	v, ok := m[key]
+	mu.Unlock()
+	if ok {
+		return v, nil
 	}
-	g.mu.Lock()
-	g.tpl[text] = out
-	g.mu.Unlock()
-	return out, nil
+	v, err := f(key)
+	if err != nil {
+		return v, err
+	}
+	mu.Lock()
+	m[key] = v
+	mu.Unlock()
+	return v, nil
 }
 
 // tplName is the name a tpl text's calls are written in.
@@ -320,20 +333,7 @@ func (g *Generator) order(u Use) {
 // site is parseSite, remembered: a chart's includes and ranges run the
 // same few sites many times.
 func (g *Generator) site(lit string) (site, error) {
-	g.mu.Lock()
-	s, ok := g.sites[lit]
-	g.mu.Unlock()
-	if ok {
-		return s, nil
-	}
-	s, err := parseSite(lit)
-	if err != nil {
-		return site{}, err
-	}
-	g.mu.Lock()
-	g.sites[lit] = s
-	g.mu.Unlock()
-	return s, nil
+	return remember(&g.mu, g.sites, lit, parseSite)
 }
 
 var errBadSite = errors.New("malformed call identity (write the function's own name, not its " + locatedPrefix + " form)")
