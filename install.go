@@ -104,18 +104,15 @@ func runDeploy(ctx context.Context, name string, args []string, stdout, stderr i
 		deployUsage(stderr, name, helmFS, pinFS)
 		return perr
 	}
-	eerr := o.setFromEnv(pinFS, os.LookupEnv)
-	rerr := o.checkRetired(pinFS)
-	log := newLogger(stderr, o)
+	// The seed and the values files are inputs: a lock file, report or log
+	// onto one of them is refused, as for digestpin template.
+	log, err := o.preamble(ctx, pinFS, perr, "digestpin "+name+" --help", nil, nil, stdout, stderr, func() []namedInput {
+		return renderInputs(o, seedFile, c.source().Values.ValueFiles)
+	})
 	defer log.close()
-	err := func() error {
-		switch {
-		case rerr != nil:
-			return rerr
-		case perr != nil:
-			return &usageError{fmt.Errorf("%w (see digestpin %s --help)", invalidValue(perr, pinFS, flagName), name)}
-		case eerr != nil:
-			return &usageError{eerr}
+	err = func() error {
+		if err != nil {
+			return err
 		}
 		if err := c.checkArgs(fs.Args()); err != nil {
 			return err

@@ -546,3 +546,40 @@ func certNames(t *testing.T, b64 string) []string {
 	}
 	return c.DNSNames
 }
+
+// TestDeployRefusesTargetThatIsAnInput: install and upgrade start as every
+// command does (one preamble): a report, lock file or log file that is the
+// seed or a values file is refused before anything runs, with exit status
+// 2 and the file left as it was; before, install replaced the values file
+// with the report.
+func TestDeployRefusesTargetThatIsAnInput(t *testing.T) {
+	w := newHelmWorld(t)
+	dir := t.TempDir()
+	values := filepath.Join(dir, "v.yaml")
+	const text = "replicas: 1\n"
+	if err := os.WriteFile(values, []byte(text), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	chart := filepath.Join("testdata", "generated")
+	for _, tc := range []struct {
+		cmd  string
+		args []string
+		want string
+	}{
+		{"install", []string{"r", chart, "--dry-run=client", "-f", values, "--report", values}, "--report " + values + " is the values file " + values},
+		{"upgrade", []string{"r", chart, "--install", "--dry-run=client", "-f", values, "--write-lock", values}, "--write-lock " + values + " is the values file " + values},
+		{"install", []string{"r", chart, "--dry-run=client", "--log-file", w.seed}, "--log-file " + w.seed + " is the seed file of --seed-file"},
+	} {
+		out, stderr, err := w.run(tc.cmd, tc.args...)
+		var ue *usageError
+		if !errors.As(err, &ue) || !strings.Contains(stderr, "digestpin: error: "+tc.want) || strings.Count(stderr, "\n") != 1 || out != "" {
+			t.Errorf("digestpin %s %q = %v, stdout %q, stderr %q; want a usage error with %q", tc.cmd, tc.args, err, out, stderr, tc.want)
+		}
+		if b, _ := os.ReadFile(values); string(b) != text {
+			t.Errorf("digestpin %s: the values file is now %q", tc.cmd, b)
+		}
+	}
+	if b, err := os.ReadFile(w.seed); err != nil || len(b) < 32 {
+		t.Errorf("the seed file is now %q (%v)", b, err)
+	}
+}

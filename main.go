@@ -152,40 +152,15 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		usage(stderr, fs)
 		return perr
 	}
-	// The environment applies even after a bad flag, so that
-	// DIGESTPIN_LOG_FILE and DIGESTPIN_TTY_ERRORS carry its message too.
-	eerr := o.setFromEnv(fs, os.LookupEnv)
-	// A retired flag fails the run first, whatever else is wrong with it:
-	// its message says what to do instead.
-	rerr := o.checkRetired(fs)
-	// Before the log file is opened: one that is the output (or the
-	// input) is dropped, so that not even this error goes into it.
-	terr := o.checkTargets(stdin, stdout)
-	log := newLogger(stderr, o)
-	defer log.close()
-	log.bound(ctx)
 	// Variables that set nothing (a misspelt name) are warned about where
 	// settings matter: not for --version and the like.
-	warnEnv := func() {
-		for _, w := range envWarnings(fs, os.Environ()) {
-			log.warnf("%s", w)
-		}
-	}
+	warn := func() bool { return !o.version && fs.Arg(0) != "completion" && fs.Arg(0) != "argocd-parameters" }
+	log, perr := o.preamble(ctx, fs, perr, "digestpin --help", warn, stdin, stdout, stderr, nil)
+	defer log.close()
 	err := func() error {
 		switch {
-		case rerr != nil, o.version, fs.Arg(0) == "completion", fs.Arg(0) == "argocd-parameters":
-		default:
-			warnEnv()
-		}
-		switch {
-		case rerr != nil:
-			return rerr
 		case perr != nil:
-			return &usageError{fmt.Errorf("%w (see digestpin --help)", invalidValue(perr, fs, flagName))}
-		case eerr != nil:
-			return &usageError{eerr}
-		case terr != nil:
-			return &usageError{terr}
+			return perr
 		case o.version:
 			fmt.Fprintf(stdout, "digestpin %s\n", versionString())
 			return nil

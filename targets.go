@@ -1,10 +1,14 @@
 package main
 
 import (
+	"context"
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
+
+	"github.com/spf13/pflag"
 
 	"github.com/digestpin/digestpin/internal/atomicfile"
 )
@@ -141,4 +145,45 @@ func (o *options) checkTargets(stdin, stdout any, inputs ...namedInput) error {
 		}
 	}
 	return nil
+}
+
+// preamble is how every command starts once its flags are parsed (perr is
+// the parse's error; see names where its help is): the environment under
+// the flags, the retired flags, the files that a lock file, report or log
+// must not be written over (the streams, and inputs such as the seed and
+// the values files; checked before the log file is opened, so that not
+// even this error goes into one of them), the logger, bound to ctx, and,
+// where warn says so (nil: always), the DIGESTPIN_* variables that set
+// nothing. err is the first
+// of these errors as the command reports it; the caller closes log.
+func (o *options) preamble(ctx context.Context, flags *pflag.FlagSet, perr error, see string, warn func() bool, stdin, stdout any, stderr io.Writer, inputs func() []namedInput) (log *logger, err error) {
+	// The environment applies even after a bad flag, so that
+	// DIGESTPIN_LOG_FILE and DIGESTPIN_TTY_ERRORS carry its message too.
+	eerr := o.setFromEnv(flags, os.LookupEnv)
+	// A retired flag fails the run first, whatever else is wrong with it:
+	// its message says what to do instead.
+	rerr := o.checkRetired(flags)
+	var in []namedInput
+	if inputs != nil {
+		in = inputs() // after the environment, which may name them
+	}
+	terr := o.checkTargets(stdin, stdout, in...)
+	log = newLogger(stderr, o)
+	log.bound(ctx)
+	if rerr == nil && (warn == nil || warn()) {
+		for _, w := range envWarnings(flags, os.Environ()) {
+			log.warnf("%s", w)
+		}
+	}
+	switch {
+	case rerr != nil:
+		return log, rerr
+	case perr != nil:
+		return log, &usageError{fmt.Errorf("%w (see %s)", invalidValue(perr, flags, flagName), see)}
+	case eerr != nil:
+		return log, &usageError{eerr}
+	case terr != nil:
+		return log, &usageError{terr}
+	}
+	return log, nil
 }

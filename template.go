@@ -63,33 +63,11 @@ func runTemplate(ctx context.Context, args []string, stdout, stderr io.Writer) e
 		templateUsage(stderr, helmFS, pinFS)
 		return perr
 	}
-	eerr := o.setFromEnv(pinFS, os.LookupEnv)
-	rerr := o.checkRetired(pinFS)
-	// Before the log file is opened, as run does: a lock file, report or
-	// log that is the output, the seed or a values file is refused.
-	inputs := []namedInput{{what: "the seed file of " + o.name("seed-file"), path: t.seedFile}}
-	for _, v := range t.render.Values.ValueFiles {
-		inputs = append(inputs, namedInput{what: "the values file " + v, path: v})
-	}
-	terr := o.checkTargets(nil, stdout, inputs...)
-	log := newLogger(stderr, o)
+	log, err := o.preamble(ctx, pinFS, perr, "digestpin template --help", nil, nil, stdout, stderr, func() []namedInput { return t.inputs(o) })
 	defer log.close()
-	log.bound(ctx)
-	if rerr == nil {
-		for _, w := range envWarnings(pinFS, os.Environ()) {
-			log.warnf("%s", w)
-		}
-	}
-	err := func() error {
-		switch {
-		case rerr != nil:
-			return rerr
-		case perr != nil:
-			return &usageError{fmt.Errorf("%w (see digestpin template --help)", invalidValue(perr, pinFS, flagName))}
-		case eerr != nil:
-			return &usageError{eerr}
-		case terr != nil:
-			return &usageError{terr}
+	err = func() error {
+		if err != nil {
+			return err
 		}
 		if err := t.setArgs(fs.Args()); err != nil {
 			return err
@@ -125,6 +103,22 @@ func runTemplate(ctx context.Context, args []string, stdout, stderr io.Writer) e
 		log.fail(err)
 	}
 	return err
+}
+
+// inputs are the files of digestpin template that a lock file, report or
+// log must not be written over: the seed and the values files.
+func (t *templateOptions) inputs(o *options) []namedInput {
+	return renderInputs(o, t.seedFile, t.render.Values.ValueFiles)
+}
+
+// renderInputs are the files a command that renders a chart reads: its
+// seed file and its values files.
+func renderInputs(o *options, seedFile string, valueFiles []string) []namedInput {
+	inputs := []namedInput{{what: "the seed file of " + o.name("seed-file"), path: seedFile}}
+	for _, v := range valueFiles {
+		inputs = append(inputs, namedInput{what: "the values file " + v, path: v})
+	}
+	return inputs
 }
 
 // setArgs takes the release name and chart from args, and refuses what a
