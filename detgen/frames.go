@@ -96,9 +96,7 @@ func (g *Generator) push(id string) (string, error) {
 	if len(g.stack) >= maxDepth {
 		return "", errDeepFrames
 	}
-	if len(g.stack) == 0 {
-		g.stack = append(g.stack, &frame{root: true, counts: map[string]int{}})
-	}
+	g.top()
 	g.stack = append(g.stack, &frame{site: s})
 	return strconv.Itoa(len(g.stack)), nil
 }
@@ -177,10 +175,7 @@ func (g *Generator) iter(lit string, id int, key, elem any) (string, error) {
 	it.key, it.ordered = iterationKey(key, elem)
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	if len(g.stack) == 0 {
-		g.stack = append(g.stack, &frame{root: true, counts: map[string]int{}})
-	}
-	f := g.stack[len(g.stack)-1]
+	f := g.top()
 	if f.iters == nil {
 		f.iters = map[rangeRef]iteration{}
 	}
@@ -277,9 +272,7 @@ const tplName = "tpl"
 // level outside any range. It also returns the root and records the
 // ranges keyed by position. g.mu is held.
 func (g *Generator) context(s site) (root *frame, ctx []byte) {
-	if len(g.stack) == 0 {
-		g.stack = append(g.stack, &frame{root: true, counts: map[string]int{}})
-	}
+	top := g.top()
 	r := len(g.stack) - 1
 	for !g.stack[r].root {
 		r--
@@ -293,7 +286,7 @@ func (g *Generator) context(s site) (root *frame, ctx []byte) {
 		e.str(f.site.lineKey)
 		g.rangeKeys(&e, root, g.stack[i-1], f.site)
 	}
-	g.rangeKeys(&e, root, g.stack[len(g.stack)-1], s)
+	g.rangeKeys(&e, root, top, s)
 	return root, e.b
 }
 
@@ -319,15 +312,28 @@ func (g *Generator) rangeKeys(e *encoder, root, f *frame, s site) {
 
 // order records a call whose value follows the order it runs in. g.mu is
 // held.
-func (g *Generator) order(u Use) {
-	for i := range g.ordered {
-		if x := g.ordered[i]; x.Function == u.Function && x.Template == u.Template && x.Enclosing == u.Enclosing && x.Line == u.Line {
-			g.ordered[i].Count++
-			return
+func (g *Generator) order(u Use) { g.ordered = countUse(g.ordered, u) }
+
+// countUse counts u in uses: once more where an equal use is (all but the
+// count alike), else as a new one at the end.
+func countUse(uses []Use, u Use) []Use {
+	for i := range uses {
+		if x := uses[i]; x.Function == u.Function && x.Template == u.Template && x.Enclosing == u.Enclosing && x.Line == u.Line && x.Detail == u.Detail {
+			uses[i].Count++
+			return uses
 		}
 	}
 	u.Count = 1
-	g.ordered = append(g.ordered, u)
+	return append(uses, u)
+}
+
+// top returns the frame on top of the stack, with a root of no file under
+// it when nothing began one (a template not rewritten). g.mu is held.
+func (g *Generator) top() *frame {
+	if len(g.stack) == 0 {
+		g.stack = append(g.stack, &frame{root: true, counts: map[string]int{}})
+	}
+	return g.stack[len(g.stack)-1]
 }
 
 // site is parseSite, remembered: a chart's includes and ranges run the

@@ -343,14 +343,7 @@ func (g *Generator) vary(c *call, detail string) {
 	}
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	for i := range g.uses {
-		if x := g.uses[i]; x.Function == u.Function && x.Template == u.Template && x.Enclosing == u.Enclosing && x.Line == u.Line && x.Detail == u.Detail {
-			g.uses[i].Count++
-			return
-		}
-	}
-	u.Count = 1
-	g.uses = append(g.uses, u)
+	g.uses = countUse(g.uses, u)
 }
 
 // issued records a certificate, once for each call: a file included for
