@@ -108,13 +108,19 @@ func rewrite(name, src string, begin bool) (string, error) {
 	// enclosing template is the tree it is in. They are visited in order
 	// of name, so that the edits at one offset are always in one order.
 	var edits []edit
+	lines := []int{0} // the offset where each line starts
+	for i := range len(src) {
+		if src[i] == '\n' {
+			lines = append(lines, i+1)
+		}
+	}
 	names := make([]string, 0, len(trees))
 	for tname := range trees {
 		names = append(names, tname)
 	}
 	sort.Strings(names)
 	for _, tname := range names {
-		w := &walker{src: src, file: name, enclosing: tname, edits: &edits}
+		w := &walker{src: src, lines: lines, file: name, enclosing: tname, edits: &edits}
 		if root := trees[tname].Root; root != nil {
 			w.node(root)
 		}
@@ -148,6 +154,7 @@ func beginMarker(name string) string {
 // walker collects the edits of one template tree.
 type walker struct {
 	src       string
+	lines     []int  // the offset where each line of src starts
 	file      string // the file, for errors
 	enclosing string // the tree's name
 	ranges    []int  // the ranges whose bodies enclose the node now visited, outermost first
@@ -167,7 +174,7 @@ func (w *walker) add(e edit) {
 
 func (w *walker) fail(pos parse.Pos, format string, args ...any) {
 	if w.err == nil {
-		line := 1 + strings.Count(w.src[:min(int(pos), len(w.src))], "\n")
+		line := w.line(int(pos))
 		w.err = fmt.Errorf("parse error at (%s:%d): %s", w.file, line, fmt.Sprintf(format, args...))
 	}
 }
@@ -244,16 +251,18 @@ func (w *walker) arg(n parse.Node, head bool) {
 // site is the site literal of the node at pos: its line, the hash of its
 // line's text, the ranges around it and its template.
 func (w *walker) site(pos int) string {
-	start := strings.LastIndexByte(w.src[:pos], '\n') + 1
-	end := strings.IndexByte(w.src[pos:], '\n')
-	if end < 0 {
-		end = len(w.src)
-	} else {
-		end += pos
+	line := w.line(pos)
+	end := len(w.src)
+	if line < len(w.lines) {
+		end = w.lines[line] - 1
 	}
-	line := 1 + strings.Count(w.src[:pos], "\n")
-	sum := sha256.Sum256([]byte(strings.TrimSpace(w.src[start:end])))
+	sum := sha256.Sum256([]byte(strings.TrimSpace(w.src[w.lines[line-1]:end])))
 	return strconv.Quote(siteLiteral(line, hex.EncodeToString(sum[:16]), w.ranges, w.enclosing))
+}
+
+// line is the 1-based line of offset pos.
+func (w *walker) line(pos int) int {
+	return sort.Search(len(w.lines), func(i int) bool { return w.lines[i] > pos })
 }
 
 func (w *walker) locate(n *parse.IdentifierNode, head bool) {
