@@ -63,7 +63,9 @@ func runTemplate(ctx context.Context, args []string, stdout, stderr io.Writer) e
 		templateUsage(stderr, helmFS, pinFS)
 		return perr
 	}
-	log, err := o.preamble(ctx, pinFS, perr, "digestpin template --help", nil, nil, stdout, stderr, func() []namedInput { return t.inputs(o) })
+	log, err := o.preamble(ctx, pinFS, perr, "digestpin template --help", nil, nil, stdout, stderr, func() []namedInput {
+		return renderInputs(o, t.seedFile, t.render.Values.ValueFiles)
+	})
 	defer log.close()
 	err = func() error {
 		if err != nil {
@@ -105,14 +107,9 @@ func runTemplate(ctx context.Context, args []string, stdout, stderr io.Writer) e
 	return err
 }
 
-// inputs are the files of digestpin template that a lock file, report or
-// log must not be written over: the seed and the values files.
-func (t *templateOptions) inputs(o *options) []namedInput {
-	return renderInputs(o, t.seedFile, t.render.Values.ValueFiles)
-}
-
-// renderInputs are the files a command that renders a chart reads: its
-// seed file and its values files.
+// renderInputs are the files a command that renders a chart reads, which
+// a lock file, report or log must not be written over: its seed file and
+// its values files.
 func renderInputs(o *options, seedFile string, valueFiles []string) []namedInput {
 	inputs := []namedInput{{what: "the seed file of " + o.name("seed-file"), path: seedFile}}
 	for _, v := range valueFiles {
