@@ -385,7 +385,7 @@ func (e *editor) pinField(m *yaml.Node, key, path string, w Workload, p kindpath
 	if hasSelector(p.Fields) {
 		// An env var's value, say: a reference only when it reads as one.
 		if v := deref(image.value); ownTag(v) {
-			return nil, e.keyError(&keyError{v.Line, fmt.Sprintf("%s is tagged %s (%s), which the API server reads as the string; write it as a plain string", key, v.Tag, v.Value)}, w.String())
+			return nil, e.ownTagError(v, key, w)
 		}
 		line, value := e.pinText(spec, m, image, "", w, p)
 		if spec != nil {
@@ -414,14 +414,11 @@ func (e *editor) pinFlag(m *yaml.Node, key string, sel kindpath.Selector, w Work
 	for i := 0; i < len(items); i++ {
 		arg := deref(items[i])
 		flag := arg.Kind == yaml.ScalarNode && (arg.Value == sel.Value || strings.HasPrefix(arg.Value, sel.Value+"="))
-		if flag && (ownTag(arg) || (arg.Value == sel.Value && i+1 < len(items) && ownTag(deref(items[i+1])))) {
-			// A tag of the chart's own ("!x --flag"): the API server
-			// reads the string, this parser a value of that tag.
-			at := arg
-			if !ownTag(at) {
-				at = deref(items[i+1])
-			}
-			return nil, e.keyError(&keyError{at.Line, fmt.Sprintf("an argument is tagged %s (%s), which the API server reads as the string; write it as a plain string", at.Tag, at.Value)}, w.String())
+		if flag && ownTag(arg) {
+			return nil, e.ownTagError(arg, "an argument", w)
+		}
+		if flag && arg.Value == sel.Value && i+1 < len(items) && ownTag(deref(items[i+1])) {
+			return nil, e.ownTagError(deref(items[i+1]), "an argument", w)
 		}
 		if arg.Kind != yaml.ScalarNode || arg.Tag != "!!str" {
 			continue
@@ -448,6 +445,13 @@ func (e *editor) pinFlag(m *yaml.Node, key string, sel kindpath.Selector, w Work
 		e.podField(m, key, strings.Join(values, "\n"))
 	}
 	return lines, nil
+}
+
+// ownTagError refuses what, the scalar n at an image path of w, for its
+// tag of the chart's own ("!x --flag"): the API server reads the plain
+// string, this parser a value of that tag.
+func (e *editor) ownTagError(n *yaml.Node, what string, w Workload) error {
+	return e.keyError(&keyError{n.Line, fmt.Sprintf("%s is tagged %s (%s), which the API server reads as the string; write it as a plain string", what, n.Tag, n.Value)}, w.String())
 }
 
 // ownTag says whether the scalar n has a tag of the document's own (not
