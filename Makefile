@@ -7,7 +7,7 @@ VERSION := $(shell sed -n 's/^version: *"\{0,1\}\([^"]*\)"\{0,1\}$$/\1/p' plugin
 BIN := bin/digestpin
 # The full build, which digestpin runs for template, install, upgrade and
 # argocd refresh (docs/install.md): they need Helm's engine and
-# Kubernetes' client, which BIN leaves out (-tags nohelm) to start
+# Kubernetes' client, which BIN (the module's root main) leaves out to start
 # faster and in less memory on every render.
 HELM_BIN := bin/digestpin-helm
 # The tools the tests and lint run are built once per version into a
@@ -73,10 +73,10 @@ all: build
 # build too, scripts/install-binary.sh), so that they share Go's cache.
 GOFLAGS_BUILD := -trimpath -ldflags "-s -w $(LDFLAGS)"
 build: build-slim
-	CGO_ENABLED=0 go build $(GOFLAGS_BUILD) -o $(HELM_BIN) .
+	CGO_ENABLED=0 go build $(GOFLAGS_BUILD) -o $(HELM_BIN) ./cmd/digestpin-helm
 
 build-slim:
-	CGO_ENABLED=0 go build $(GOFLAGS_BUILD) -tags nohelm -o $(BIN) .
+	CGO_ENABLED=0 go build $(GOFLAGS_BUILD) -o $(BIN) .
 
 # The main module's packages, the e2e package first: go test runs the
 # packages two at a time in the order given, and e2e takes the longest
@@ -244,9 +244,10 @@ bench: build $(HELM4) $(BASELINE)
 	go run ./internal/cmd/benchtemplate $(BIN) $(HELM4)
 
 # The baseline binary of a commit, built from its tree as the post-renderer
-# of a release is built (CGO_ENABLED=0, -trimpath, -s -w, -tags nohelm: a
-# tree from before the split into digestpin and digestpin-helm knows no such
-# tag and builds its one binary, which was its post-renderer).
+# of a release is built (CGO_ENABLED=0, -trimpath, -s -w). -tags nohelm is
+# for trees of 0.1.0, whose root built the slim digestpin only with it; a
+# later tree's root is always the slim build, and a tree from before the
+# split into digestpin and digestpin-helm builds its one binary.
 bin/baseline-%/digestpin:
 	rm -rf $(@D)/src && mkdir -p $(@D)/src
 	git archive $* | tar -x -C $(@D)/src

@@ -14,8 +14,9 @@ import (
 )
 
 // TestGoInstallVersion checks that `go install
-// github.com/digestpin/digestpin@vX.Y.Z`, which builds without the
-// Makefile's -X flag, still reports its version. The module is served at
+// github.com/digestpin/digestpin@vX.Y.Z` and its cmd/digestpin-helm, built
+// without the Makefile's -X flag, still report their version and work
+// together. The module is served at
 // that version from a file-system module proxy made here from the files
 // git tracks, and its dependencies from the download cache of the module
 // cache (itself a valid proxy), into a module cache of the test's own: so
@@ -104,7 +105,9 @@ func TestGoInstallVersion(t *testing.T) {
 	shared := strings.TrimSpace(string(modcache))
 	downloads := filepath.Join(shared, "cache", "download")
 	bin := t.TempDir()
-	cmd := exec.Command("go", "install", module+"@"+version)
+	// The two mains, as docs/install.md says to install them: both land in
+	// one folder, so that digestpin finds digestpin-helm beside it.
+	cmd := exec.Command("go", "install", module+"@"+version, module+"/cmd/digestpin-helm@"+version)
 	// -trimpath keeps the module cache's path out of the build, so that
 	// the dependencies come from the build cache `make build` (-trimpath
 	// too) filled rather than being compiled again. It sets no version:
@@ -115,12 +118,33 @@ func TestGoInstallVersion(t *testing.T) {
 	if out, err := cmd.CombinedOutput(); err != nil {
 		t.Fatalf("go install %s@%s: %v\n%s", module, version, err, out)
 	}
-	got, err := exec.Command(filepath.Join(bin, "digestpin"), "--version").Output()
-	if err != nil {
+	for _, name := range []string{"digestpin", "digestpin-helm"} {
+		got, err := exec.Command(filepath.Join(bin, name), "--version").Output()
+		if err != nil {
+			t.Fatalf("%s --version: %v", name, err)
+		}
+		if want := "digestpin 0.98.7\n"; string(got) != want {
+			t.Errorf("%s --version = %q, want %q", name, got, want)
+		}
+	}
+	// digestpin hands template to the digestpin-helm beside it, of its own
+	// version (which it checks), so the two go install builds work together.
+	chart := t.TempDir()
+	if err := os.WriteFile(filepath.Join(chart, "Chart.yaml"), []byte("apiVersion: v2\nname: empty\nversion: 0.1.0\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	if want := "digestpin 0.98.7\n"; string(got) != want {
-		t.Errorf("digestpin --version = %q, want %q", got, want)
+	seed, err := exec.Command(filepath.Join(bin, "digestpin"), "seed").Output()
+	if err != nil {
+		t.Fatalf("digestpin seed: %v", err)
+	}
+	seedFile := filepath.Join(chart, "seed")
+	if err := os.WriteFile(seedFile, seed, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	tmpl := exec.Command(filepath.Join(bin, "digestpin"), "template", "r", chart, "--seed-file", seedFile)
+	tmpl.Env = cleanEnv()
+	if out, err := tmpl.CombinedOutput(); err != nil {
+		t.Errorf("digestpin template of an empty chart: %v\n%s", err, out)
 	}
 }
 

@@ -28,7 +28,7 @@
 #                                 download, never keep an older build
 #   DIGESTPIN_PLUGIN_BINARY=FILE  install FILE instead (a binary you have),
 #                                 and the digestpin-helm beside it if there is
-#                                 one (a full build, go install, needs none)
+#                                 one (digestpin-helm given as FILE needs none)
 #   DIGESTPIN_PLUGIN_SKIP=true    do nothing (a packager puts bin/ in place)
 set -e
 
@@ -191,8 +191,8 @@ build() {
   # that this build and make build share Go's cache: CGO_ENABLED alone
   # would change every package that imports net, and so build all again.
   (cd "$SRC" && export CGO_ENABLED=0 &&
-    go build -trimpath -ldflags "-s -w -X main.version=$VERSION" -tags nohelm -o "$TMP_BIN" . &&
-    go build -trimpath -ldflags "-s -w -X main.version=$VERSION" -o "$TMP_HELM_BIN" .) ||
+    go build -trimpath -ldflags "-s -w -X main.version=$VERSION" -o "$TMP_BIN" . &&
+    go build -trimpath -ldflags "-s -w -X main.version=$VERSION" -o "$TMP_HELM_BIN" ./cmd/digestpin-helm) ||
     fail "go build in $SRC failed"
   place
 }

@@ -12,7 +12,8 @@
 #   digestpin-plugin-VERSION-OS-ARCH.tgz    the Helm 3 plugin with both binaries,
 #                                           for `helm plugin install URL`
 #
-# digestpin is built with -tags nohelm; digestpin-helm, the full build, is
+# digestpin is the module's root main, without Helm's engine;
+# digestpin-helm (cmd/digestpin-helm), the full build, is
 # what it runs for template, install, upgrade and argocd refresh (see
 # docs/install.md). Both come from one tree and carry one version.
 #
@@ -65,8 +66,8 @@ for p in $PLATFORMS; do
   bin=$stage/bin-$os-$arch
   mkdir -p "$bin"
   echo "release: digestpin $VERSION for $os/$arch"
-  GOOS=$os GOARCH=$arch CGO_ENABLED=0 go build -trimpath -tags nohelm -ldflags "-s -w -X main.version=$VERSION" -o "$bin/$exe" .
-  GOOS=$os GOARCH=$arch CGO_ENABLED=0 go build -trimpath -ldflags "-s -w -X main.version=$VERSION" -o "$bin/$helm_exe" .
+  GOOS=$os GOARCH=$arch CGO_ENABLED=0 go build -trimpath -ldflags "-s -w -X main.version=$VERSION" -o "$bin/$exe" .
+  GOOS=$os GOARCH=$arch CGO_ENABLED=0 go build -trimpath -ldflags "-s -w -X main.version=$VERSION" -o "$bin/$helm_exe" ./cmd/digestpin-helm
   cp LICENSE README.md "$bin/"
   # The CI steps: the GitLab CI template runs them from this archive.
   cp scripts/ci/digestpin-lock.sh scripts/ci/digestpin-ci.sh "$bin/"

@@ -1,0 +1,235 @@
+package helmcmd
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/spf13/pflag"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/tools/clientcmd"
+
+	"github.com/digestpin/digestpin/internal/cli"
+	"github.com/digestpin/digestpin/internal/imageref"
+)
+
+// argocdApplications is Argo CD's Application resource.
+var argocdApplications = schema.GroupVersionResource{Group: "argoproj.io", Version: "v1alpha1", Resource: "applications"}
+
+// argocdRefreshAnnotation asks Argo CD's application controller for a
+// refresh; the value hard also skips the repo server's manifest cache, so
+// that the plugin renders (and resolves) again.
+const argocdRefreshAnnotation = "argocd.argoproj.io/refresh"
+
+// argocdRefreshPatch is the merge patch that asks for a hard refresh: it
+// sets the annotation and nothing else.
+const argocdRefreshPatch = `{"metadata":{"annotations":{"` + argocdRefreshAnnotation + `":"hard"}}}`
+
+// refreshOptions are the flags of digestpin argocd refresh.
+type refreshOptions struct {
+	kubeconfig string
+	context    string
+	namespace  string
+	dryRun     bool
+	timeout    time.Duration
+}
+
+// flags are the flags of digestpin argocd refresh, bound onto o;
+// docs/reference.md is written from them.
+func (o *refreshOptions) flags() *pflag.FlagSet {
+	fs := pflag.NewFlagSet("digestpin argocd refresh", pflag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	fs.StringVar(&o.kubeconfig, "kubeconfig", "", "kubeconfig file, as kubectl's (default: KUBECONFIG, else ~/.kube/config; in a pod, its service account)")
+	fs.StringVar(&o.context, "context", "", "kubeconfig context (default: the current one)")
+	fs.StringVarP(&o.namespace, "namespace", "n", "", "only the Applications of this namespace (default: every namespace)")
+	fs.BoolVar(&o.dryRun, "dry-run", false, "list the Applications that would be refreshed, refresh none")
+	fs.DurationVar(&o.timeout, "timeout", time.Minute, "bound on the whole run")
+	return fs
+}
+
+func runArgocdRefresh(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	var o refreshOptions
+	fs := o.flags()
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, pflag.ErrHelp) {
+			fmt.Fprint(stderr, cli.ArgocdUsage+fs.FlagUsages())
+			return err
+		}
+		return &cli.UsageError{Err: fmt.Errorf("%w (see digestpin argocd refresh --help)", err)}
+	}
+	if fs.NArg() == 0 {
+		return &cli.UsageError{Err: errors.New("digestpin argocd refresh: name the pushed images (IMAGE...)")}
+	}
+	pushed, err := parsePushed(fs.Args())
+	if err != nil {
+		return &cli.UsageError{Err: err}
+	}
+	ctx, cancel := context.WithTimeout(ctx, o.timeout)
+	defer cancel()
+
+	client, err := o.client()
+	if err != nil {
+		return err
+	}
+	where := "in any namespace"
+	if o.namespace != "" {
+		where = "in the namespace " + o.namespace
+	}
+	list, err := client.Resource(argocdApplications).Namespace(o.namespace).List(ctx, metav1.ListOptions{})
+	if err != nil {
+		return fmt.Errorf("listing Argo CD Applications %s: %w", where, apiError(err))
+	}
+	matches := matchApplications(list.Items, pushed)
+	if len(matches) == 0 {
+		fmt.Fprintf(stdout, "no Application %s runs %s: nothing to refresh\n", where, strings.Join(fs.Args(), ", "))
+		return nil
+	}
+	var errs []error
+	for _, m := range matches {
+		if o.dryRun {
+			fmt.Fprintf(stdout, "would refresh %s/%s (runs %s)\n", m.namespace, m.name, strings.Join(m.images, ", "))
+			continue
+		}
+		_, err := client.Resource(argocdApplications).Namespace(m.namespace).Patch(ctx, m.name, types.MergePatchType, []byte(argocdRefreshPatch), metav1.PatchOptions{})
+		if err != nil {
+			errs = append(errs, fmt.Errorf("refreshing Application %s/%s: %w", m.namespace, m.name, apiError(err)))
+			continue
+		}
+		fmt.Fprintf(stdout, "refreshed %s/%s (runs %s)\n", m.namespace, m.name, strings.Join(m.images, ", "))
+	}
+	if len(errs) > 0 {
+		return joinLines(errs)
+	}
+	return nil
+}
+
+// client returns a dynamic client configured as kubectl would be:
+// --kubeconfig, else KUBECONFIG, else ~/.kube/config, else the pod's
+// service account; --context, else the current context.
+func (o refreshOptions) client() (*dynamic.DynamicClient, error) {
+	rules := clientcmd.NewDefaultClientConfigLoadingRules()
+	rules.ExplicitPath = o.kubeconfig
+	overrides := &clientcmd.ConfigOverrides{CurrentContext: o.context}
+	cfg, err := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules, overrides).ClientConfig()
+	if err != nil {
+		return nil, &cli.UsageError{Err: fmt.Errorf("reading the kubeconfig: %w", flatErr(err))}
+	}
+	cfg.UserAgent = "digestpin/" + cli.VersionString()
+	client, err := dynamic.NewForConfig(cfg)
+	if err != nil {
+		return nil, fmt.Errorf("making a Kubernetes client: %w", err)
+	}
+	return client, nil
+}
+
+// apiError returns an API error as one line: a refusal names the user,
+// verb, resource and namespace (the API server's own message); a missing
+// resource says that Argo CD's CRDs are not installed.
+func apiError(err error) error {
+	switch {
+	case apierrors.IsNotFound(err):
+		return fmt.Errorf("%w (is Argo CD installed in this cluster? the resource applications.argoproj.io/v1alpha1 is not served)", flatErr(err))
+	default:
+		return flatErr(err)
+	}
+}
+
+// flatErr returns err with its message on one line (oneLine), so that a
+// message from a server or a file keeps to one line; errors.Is and As still
+// see err.
+func flatErr(err error) error { return &flatError{err} }
+
+type flatError struct{ err error }
+
+func (e *flatError) Error() string { return oneLine(e.err) }
+func (e *flatError) Unwrap() error { return e.err }
+
+// joinLines joins errors into one error of one line each.
+func joinLines(errs []error) error {
+	if len(errs) == 1 {
+		return errs[0]
+	}
+	return errors.Join(errs...)
+}
+
+// pushedImage is an image named on the command line: what it names, and
+// how it was written.
+type pushedImage struct {
+	arg  string
+	name imageref.Name
+}
+
+// parsePushed parses the pushed images; one the kubelet would refuse, or
+// a digest without a tag (nothing to match a tag with), is an error.
+func parsePushed(args []string) ([]pushedImage, error) {
+	var out []pushedImage
+	for _, a := range args {
+		n, err := imageref.Parse(a)
+		if err != nil {
+			return nil, fmt.Errorf("image %q: %w", a, err)
+		}
+		if n.Tag == "" {
+			return nil, fmt.Errorf("image %q: a digest without a tag; name the tag that was pushed (REPOSITORY:TAG)", a)
+		}
+		out = append(out, pushedImage{arg: a, name: n})
+	}
+	return out, nil
+}
+
+// applicationMatch is an Application that runs a pushed image.
+type applicationMatch struct {
+	namespace, name string
+	images          []string // its images that matched, as it lists them
+}
+
+// matchApplications returns the Applications whose status.summary.images
+// include a pushed image's repository and tag (pinned or not), sorted by
+// namespace and name.
+func matchApplications(apps []unstructured.Unstructured, pushed []pushedImage) []applicationMatch {
+	var out []applicationMatch
+	for _, a := range apps {
+		// Item by item: one that is not a string (a status written by
+		// something else than the controller) hides none of the others.
+		field, _, _ := unstructured.NestedFieldNoCopy(a.Object, "status", "summary", "images")
+		images, _ := field.([]any)
+		var hit []string
+		for _, v := range images {
+			if img, ok := v.(string); ok && runsPushed(img, pushed) {
+				hit = append(hit, img)
+			}
+		}
+		if len(hit) > 0 {
+			out = append(out, applicationMatch{namespace: a.GetNamespace(), name: a.GetName(), images: hit})
+		}
+	}
+	slices.SortFunc(out, func(a, b applicationMatch) int {
+		return strings.Compare(a.namespace+"/"+a.name, b.namespace+"/"+b.name)
+	})
+	return out
+}
+
+// runsPushed reports whether the live image img is one of the pushed
+// images: the same repository and tag, whatever digest it is pinned to. An
+// image pinned by digest alone (digestpin --mode digest) has no tag to
+// match, and an image the kubelet would refuse runs nowhere.
+func runsPushed(img string, pushed []pushedImage) bool {
+	n, err := imageref.Parse(img)
+	if err != nil || n.Tag == "" {
+		return false
+	}
+	for _, p := range pushed {
+		if p.name.Repository == n.Repository && p.name.Tag == n.Tag {
+			return true
+		}
+	}
+	return false
+}

@@ -1,0 +1,32 @@
+// Package helmcmd holds the commands of digestpin's full build, which need
+// Helm 4's engine (template, install, upgrade) or Kubernetes' client
+// (argocd refresh): package cli runs them through Commands, in
+// digestpin-helm only, so that digestpin itself links neither.
+package helmcmd
+
+import (
+	"context"
+	"fmt"
+	"io"
+
+	"github.com/digestpin/digestpin/internal/cli"
+)
+
+// Commands is the cli.Helm of the full build.
+type Commands struct{}
+
+var _ cli.Helm = Commands{}
+
+// Run runs digestpin template, install, upgrade or argocd refresh (name)
+// in this process.
+func (Commands) Run(ctx context.Context, name string, args []string, stdout, stderr io.Writer) error {
+	switch name {
+	case "template":
+		return runTemplate(ctx, args, stdout, stderr)
+	case "install", "upgrade":
+		return runDeploy(ctx, name, args, stdout, stderr, helmConfiguration)
+	case "argocd refresh":
+		return runArgocdRefresh(ctx, args, stdout, stderr)
+	}
+	return fmt.Errorf("digestpin-helm has no command %q", name)
+}
