@@ -31,16 +31,23 @@ func shell(t *testing.T, name, script string) []string {
 }
 
 // TestCompletion loads each shell's completion script as a person would
-// and asks it for completions.
+// and asks it for completions: cobra's scripts, which ask digestpin (and
+// for template, install and upgrade, the digestpin-helm beside it) at
+// each step. zsh completes only in an interactive shell: its script is
+// checked to register.
 func TestCompletion(t *testing.T) {
 	t.Parallel()
+	// bash: cobra's script needs the bash-completion package, as on every
+	// distribution that completes at all; compopt works only while bash
+	// completes for real, so it does nothing here.
 	bash := func(words ...string) string {
 		quoted := make([]string, len(words))
 		for i, w := range words {
 			quoted[i] = shellQuote(w)
 		}
-		return `source <(digestpin completion bash); COMP_WORDS=(` + strings.Join(quoted, " ") + `); COMP_CWORD=` +
-			strconv.Itoa(len(words)-1) + `; _digestpin; printf '%s\n' "${COMPREPLY[@]}"`
+		return `source /usr/share/bash-completion/bash_completion; source <(digestpin completion bash); compopt() { :; }; ` +
+			`COMP_WORDS=(` + strings.Join(quoted, " ") + `); COMP_CWORD=` + strconv.Itoa(len(words)-1) +
+			`; COMP_LINE=` + shellQuote(strings.Join(words, " ")) + `; COMP_POINT=${#COMP_LINE}; __start_digestpin digestpin; printf '%s\n' "${COMPREPLY[@]}"`
 	}
 	fish := func(line string) string { return `digestpin completion fish | source; complete -C ` + shellQuote(line) }
 	for _, tc := range []struct {
@@ -52,7 +59,12 @@ func TestCompletion(t *testing.T) {
 		{desc: "bash on-error values", shell: "bash", script: bash("digestpin", "--on-error", "k"), want: []string{"keep"}},
 		{desc: "bash subcommand", shell: "bash", script: bash("digestpin", "comp"), want: []string{"completion"}},
 		{desc: "bash shells", shell: "bash", script: bash("digestpin", "completion", ""), want: []string{"bash", "zsh", "fish"}},
+		{desc: "bash template flag", shell: "bash", script: bash("digestpin", "template", "--seed"), want: []string{"--seed-file"}},
+		{desc: "bash help topics", shell: "bash", script: bash("digestpin", "help", "t"), want: []string{"template"}},
+		{desc: "bash argocd commands", shell: "bash", script: bash("digestpin", "argocd", ""), want: []string{"generate", "refresh"}},
 		{desc: "fish flag", shell: "fish", script: fish("digestpin --mo"), want: []string{"--mode"}},
+		{desc: "fish commands", shell: "fish", script: fish("digestpin se"), want: []string{"seed"}},
+		{desc: "fish install flag", shell: "fish", script: fish("digestpin install --pin-t"), want: []string{"--pin-timeout"}},
 		{desc: "fish mode values", shell: "fish", script: fish("digestpin --mode "), want: []string{"annotate", "digest", "pin"}},
 		{desc: "fish shells", shell: "fish", script: fish("digestpin completion "), want: []string{"bash", "fish", "zsh"}},
 		{desc: "zsh registers", shell: "zsh", script: `autoload -U compinit && compinit -u -D && source <(digestpin completion zsh) && print -r -- ${_comps[digestpin]}`, want: []string{"_digestpin"}},

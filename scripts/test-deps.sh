@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # test-deps.sh installs what the end-to-end tests need beyond Go and make,
 # when it is missing: script(1) for a pseudo-terminal (Helm 4's
-# --tty-errors), zsh and fish for the completion scripts, curl for the
+# --tty-errors), bash-completion, zsh and fish for the completion scripts, curl for the
 # plugin install hook, wget for the Argo CD init container's busybox branch, git for the Helm 3 plugin install from a git URL,
 # redis-server for the shared cache and state on Redis, time(1) for the
 # peak memory of the hostile-input runs, shellcheck for `make lint`.
@@ -11,6 +11,7 @@ set -o errexit -o nounset -o pipefail
 
 need=()
 command -v script >/dev/null || need+=(bsdutils)
+[ -f /usr/share/bash-completion/bash_completion ] || need+=(bash-completion)
 command -v zsh >/dev/null || need+=(zsh)
 command -v fish >/dev/null || need+=(fish)
 command -v curl >/dev/null || need+=(curl)

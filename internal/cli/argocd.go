@@ -1,10 +1,8 @@
 package cli
 
 import (
-	"bytes"
 	"encoding/json"
 	"fmt"
-	"io"
 	"maps"
 	"slices"
 	"strconv"
@@ -47,7 +45,7 @@ const argocdSeedRefusal = "an Application cannot choose the seed: the plugin ren
 	"(the Secret digestpin-seed; SECURITY.md: The seed)"
 
 // argocdSeedParameters are parameter names that would choose the seed;
-// argocd-parameters refuses them with argocdSeedRefusal rather than as
+// argocdGate refuses them with argocdSeedRefusal rather than as
 // unknown, so that the Application's author learns why.
 var argocdSeedParameters = []string{"seed", "seed-file"}
 
@@ -157,27 +155,6 @@ func (p argocdParameter) values(kind string) ([]argocdValue, error) {
 		}
 	}
 	return out, nil
-}
-
-// writeArgocdParameters is `digestpin argocd-parameters`, which the Argo CD
-// plugin's generate.sh ran before the plugin was in Go (digestpin argocd
-// generate), because bash cannot read JSON. It writes the values of
-// readArgocdParameters as records of three NUL-terminated fields: NAME,
-// KEY and VALUE. Nothing is written unless every parameter is valid.
-func writeArgocdParameters(w io.Writer, lookup func(string) (string, bool)) error {
-	values, err := readArgocdParameters(lookup)
-	if err != nil {
-		return err
-	}
-	var out bytes.Buffer
-	for _, v := range values {
-		for _, f := range []string{v.Name, v.Key, v.Value} {
-			out.WriteString(f)
-			out.WriteByte(0)
-		}
-	}
-	_, err = w.Write(out.Bytes())
-	return err
 }
 
 // kinds returns the kinds of value p holds, in argocdParameters' spelling.

@@ -105,7 +105,7 @@ type cmpGenerate struct {
 	cwd       string                      // the source folder Argo CD runs the plugin in
 	lookup    func(string) (string, bool) // the environment
 	environ   []string                    // the environment the commands get, before the plugin's additions
-	gate      func(context.Context) error // digestpin argocd-parameters (see runArgocdGenerate)
+	gate      func(context.Context) error // argocdGate (see runArgocdGenerate)
 	digestpin string                      // the digestpin that renders and pins
 	kustomize string                      // kustomize, a name on PATH or a path
 	stdout    io.Writer                   // the manifests
@@ -175,7 +175,7 @@ func runArgocdGenerate(ctx context.Context, args []string, stdout, stderr io.Wri
 		// every digestpin run checks them, and refused with the same
 		// line and exit status (2), before anything is rendered.
 		gate: func(ctx context.Context) error {
-			return run(ctx, []string{"argocd-parameters"}, nil, io.Discard, stderr)
+			return argocdGate(ctx, stderr)
 		},
 		digestpin: self,
 		kustomize: "kustomize",
@@ -186,6 +186,34 @@ func runArgocdGenerate(ctx context.Context, args []string, stdout, stderr io.Wri
 		uid:       os.Getuid,
 	}
 	return g.run(ctx)
+}
+
+// argocdGate checks, before anything is rendered, what every digestpin
+// run checks (the preamble: the sidecar's DIGESTPIN_* variables and the
+// retired ones), then the Application's retired settings, its choice of the
+// seed and its parameters; a refusal is one line on stderr, as the
+// filter's, with its exit status.
+func argocdGate(ctx context.Context, stderr io.Writer) error {
+	o := NewOptions()
+	fs := filterFlags(o)
+	// The DIGESTPIN_* variables that set nothing are warned about by the
+	// digestpin run that pins the render, once.
+	quiet := func() bool { return false }
+	log, err := o.Preamble(ctx, fs, nil, "digestpin --help", quiet, nil, io.Discard, stderr, nil)
+	defer log.Close()
+	if err == nil {
+		err = checkRetiredArgocd(os.LookupEnv)
+	}
+	if err == nil {
+		err = checkArgocdSeedEnv(os.LookupEnv)
+	}
+	if err == nil {
+		_, err = readArgocdParameters(os.LookupEnv)
+	}
+	if err != nil {
+		log.Fail(err)
+	}
+	return err
 }
 
 // run is the whole generation: the checks, then the render.

@@ -217,7 +217,7 @@ func TestArgocdGenerateToolFailures(t *testing.T) {
 // TestArgocdGenerateGate: before anything is rendered, the sidecar's
 // DIGESTPIN_* variables, the Application's retired settings, its choice
 // of the seed and its parameters are checked as every digestpin run
-// checks them (digestpin argocd-parameters), with the same line and exit
+// checks them (argocdGate), with the same line and exit
 // status. Through runArgocdGenerate, in the process's own environment and
 // folder.
 func TestArgocdGenerateGate(t *testing.T) {

@@ -1,7 +1,6 @@
 package cli
 
 import (
-	"bytes"
 	"os"
 	"path/filepath"
 	"strings"
@@ -11,7 +10,7 @@ import (
 	"sigs.k8s.io/kustomize/kyaml/yaml"
 )
 
-func TestWriteArgocdParameters(t *testing.T) {
+func TestReadArgocdParameters(t *testing.T) {
 	t.Parallel()
 	for _, tc := range []struct {
 		desc    string
@@ -103,33 +102,29 @@ func TestWriteArgocdParameters(t *testing.T) {
 				}
 				return tc.env, true
 			}
-			var out bytes.Buffer
-			err := writeArgocdParameters(&out, lookup)
+			values, err := readArgocdParameters(lookup)
 			if tc.wantErr != "" {
 				if err == nil || !strings.HasPrefix(err.Error(), tc.wantErr) {
-					t.Fatalf("writeArgocdParameters(%s) = %v, want an error starting %q", tc.env, err, tc.wantErr)
-				}
-				if out.Len() != 0 {
-					t.Errorf("writeArgocdParameters(%s) wrote %q before failing, want nothing", tc.env, out.String())
+					t.Fatalf("readArgocdParameters(%s) = %v, want an error starting %q", tc.env, err, tc.wantErr)
 				}
 				return
 			}
 			if err != nil {
-				t.Fatalf("writeArgocdParameters(%s) = %v", tc.env, err)
+				t.Fatalf("readArgocdParameters(%s) = %v", tc.env, err)
 			}
-			var want string
-			for _, f := range tc.want {
-				want += f + "\x00"
+			var got []string
+			for _, v := range values {
+				got = append(got, v.Name, v.Key, v.Value)
 			}
-			if diff := cmp.Diff(want, out.String()); diff != "" {
-				t.Errorf("writeArgocdParameters(%s) output (-want +got):\n%s", tc.env, diff)
+			if diff := cmp.Diff(tc.want, got); diff != "" {
+				t.Errorf("readArgocdParameters(%s) (-want +got):\n%s", tc.env, diff)
 			}
 		})
 	}
 }
 
 // TestArgocdParametersAnnounced checks that the parameters the plugin
-// announces to Argo CD's UI are the ones argocd-parameters accepts, of the
+// announces to Argo CD's UI are the ones argocd generate accepts, of the
 // same kinds.
 func TestArgocdParametersAnnounced(t *testing.T) {
 	t.Parallel()
@@ -159,7 +154,7 @@ func TestArgocdParametersAnnounced(t *testing.T) {
 		announced[s.Name] = kind
 	}
 	if diff := cmp.Diff(argocdParameters, announced); diff != "" {
-		t.Errorf("plugin.yaml announces other parameters than argocd-parameters takes (-takes +announced):\n%s", diff)
+		t.Errorf("plugin.yaml announces other parameters than argocd generate takes (-takes +announced):\n%s", diff)
 	}
 }
 

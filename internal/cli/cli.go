@@ -21,6 +21,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
 	"github.com/digestpin/digestpin/internal/readfile"
@@ -145,14 +146,14 @@ func notifyContext(parent context.Context) (context.Context, func()) {
 }
 
 // ExitCode maps an error from run to the process exit status: 0 for
-// --help, 2 for usage errors, 3 for a --check that found the registry
+// none and --help, 2 for usage errors, 3 for a --check that found the registry
 // differs from the lock file, 128+N for signal N, 1 for everything else.
 func ExitCode(err error) int {
 	var ue *UsageError
 	var se *SignalError
 	var te *toolExit
 	switch {
-	case errors.Is(err, pflag.ErrHelp):
+	case err == nil, errors.Is(err, pflag.ErrHelp):
 		return 0
 	case errors.As(err, &ue):
 		return 2
@@ -182,42 +183,65 @@ type timeoutError struct {
 
 func (e *timeoutError) Error() string { return fmt.Sprintf("%s %s ran out", e.flag, e.d) }
 
-// run is the whole program: it parses args, reads the stream, pins it and
-// writes it to stdout only when everything succeeded. Every message goes to
-// stderr (and --log-file, and with --tty-errors the terminal); run reports
+// run is the whole program: it finds the command args name (newRoot) and
+// runs it. The filter reads the stream, pins it and writes it to stdout
+// only when everything succeeded. Every message goes to stderr (and
+// --log-file, and with --tty-errors the terminal); each command reports
 // the error it returns there itself.
 func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) error {
-	if len(args) > 0 {
-		switch args[0] {
-		case "template", "install", "upgrade":
-			return runHelm(ctx, args[0], args[1:], stdout, stderr)
-		case "seed":
-			return runSeed(args[1:], stdout, stderr)
-		case "argocd":
-			return runArgocd(ctx, args[1:], stdout, stderr)
-		}
+	root := newRoot(ctx, streams{stdin: stdin, stdout: stdout, stderr: stderr, completing: completing(append([]string{""}, args...))})
+	if args == nil {
+		args = []string{} // cobra reads os.Args for nil
 	}
-	o := NewOptions()
-	fs := filterFlags(o)
+	root.SetArgs(args)
+	// Each command writes its own help and returns pflag.ErrHelp, which
+	// cobra would answer with its help and turn into success: the help
+	// is written once, and the error kept for ExitCode.
+	var ran error
+	visit(root, func(c *cobra.Command) {
+		if f := c.RunE; f != nil {
+			c.RunE = func(cmd *cobra.Command, args []string) error {
+				ran = f(cmd, args)
+				return ran
+			}
+		}
+	})
+	root.SetHelpFunc(func(*cobra.Command, []string) {})
+	if err := root.Execute(); err != nil || ran == nil {
+		return err
+	}
+	return ran
+}
+
+// visit calls f for c and every command below it.
+func visit(c *cobra.Command, f func(*cobra.Command)) {
+	f(c)
+	for _, sub := range c.Commands() {
+		visit(sub, f)
+	}
+}
+
+// runFilter is the root command, digestpin itself: the filter.
+func runFilter(ctx context.Context, o *Options, fs *pflag.FlagSet, args []string, s streams) error {
 	perr := fs.Parse(args)
 	if errors.Is(perr, pflag.ErrHelp) {
-		usage(stderr, fs)
+		usage(s.stderr, fs)
 		return perr
 	}
 	// Variables that set nothing (a misspelt name) are warned about where
-	// settings matter: not for --version and the like.
-	warn := func() bool { return !o.version && fs.Arg(0) != "completion" && fs.Arg(0) != "argocd-parameters" }
-	log, perr := o.Preamble(ctx, fs, perr, "digestpin --help", warn, stdin, stdout, stderr, nil)
+	// settings matter: not for --version.
+	warn := func() bool { return !o.version }
+	log, perr := o.Preamble(ctx, fs, perr, "digestpin --help", warn, s.stdin, s.stdout, s.stderr, nil)
 	defer log.Close()
 	err := func() error {
 		switch {
 		case perr != nil:
 			return perr
 		case o.version:
-			fmt.Fprintf(stdout, "digestpin %s\n", versionString())
+			fmt.Fprintf(s.stdout, "digestpin %s\n", versionString())
 			return nil
 		case fs.NArg() > 0:
-			return runWord(fs, stdout)
+			return unexpectedArgument(fs.Arg(0))
 		}
 		popts, err := o.PinOptions(log)
 		if err != nil {
@@ -227,7 +251,7 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		if err != nil {
 			return &UsageError{o.LibraryError(err)}
 		}
-		return o.pinInput(ctx, p, stdin, stdout, log)
+		return o.pinInput(ctx, p, s.stdin, s.stdout, log)
 	}()
 	if err != nil {
 		log.Fail(err)
@@ -235,33 +259,14 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	return err
 }
 
-// runWord runs what the filter's arguments name: completion SHELL, or
-// the internal argocd-parameters. Anything else is a usage error: the
-// filter reads the manifests on stdin or from -f FILE.
-func runWord(fs *pflag.FlagSet, stdout io.Writer) error {
-	switch {
-	case fs.Arg(0) == "completion":
-		if fs.NArg() != 2 {
-			return &UsageError{fmt.Errorf("usage: digestpin completion %s", strings.Join(shells, "|"))}
-		}
-		if err := completion(stdout, fs.Arg(1), fs); err != nil {
-			return &UsageError{err}
-		}
-		return nil
-	case fs.Arg(0) == "argocd-parameters" && fs.NArg() == 1:
-		// Internal: digestpin argocd generate runs it first
-		// (argocd_generate.go); it refuses the Argo CD plugin's retired
-		// settings (retired.go) and an Application's choice of the seed,
-		// and writes the parameters it checked (argocd.go).
-		if err := checkRetiredArgocd(os.LookupEnv); err != nil {
-			return err
-		}
-		if err := checkArgocdSeedEnv(os.LookupEnv); err != nil {
-			return err
-		}
-		return writeArgocdParameters(stdout, os.LookupEnv)
+// unexpectedArgument is the filter's error for an argument: a command
+// misspelt, or a file given without -f. The filter reads the manifests
+// on stdin or from -f FILE.
+func unexpectedArgument(arg string) error {
+	if near := nearestCommand(newRoot(context.Background(), streams{}), arg); near != "" {
+		return &UsageError{fmt.Errorf("unknown command %q: did you mean %q? (see digestpin --help)", arg, near)}
 	}
-	return &UsageError{fmt.Errorf("unexpected argument %q: digestpin reads the manifests on stdin or from -f FILE", fs.Arg(0))}
+	return &UsageError{fmt.Errorf("unexpected argument %q: digestpin reads the manifests on stdin or from -f FILE", arg)}
 }
 
 // filterFlags are the flags of digestpin itself, the filter, bound onto

@@ -10,6 +10,8 @@ import (
 	"runtime"
 	"slices"
 	"strings"
+
+	"github.com/spf13/cobra"
 )
 
 // fullCommand returns the command of args (argv) that this build leaves
@@ -17,7 +19,14 @@ import (
 // Helm's engine, and argocd refresh, which needs Kubernetes' client.
 // The slim build (the root package) runs digestpin-helm, the full build, for
 // them, as git runs git-* from its exec path.
+//
+// The completion of those commands' arguments (cobra's hidden __complete
+// command, which the completion scripts run) is theirs too: only the
+// full build knows their flags.
 func fullCommand(args []string) string {
+	if len(args) > 2 && completing(args) {
+		args = args[1:]
+	}
 	switch {
 	case len(args) < 2:
 		return ""
@@ -27,6 +36,12 @@ func fullCommand(args []string) string {
 		return "argocd refresh"
 	}
 	return ""
+}
+
+// completing says that args (argv) asks for completions: cobra's hidden
+// __complete command, or __completeNoDesc.
+func completing(args []string) bool {
+	return len(args) > 1 && (args[1] == cobra.ShellCompRequestCmd || args[1] == cobra.ShellCompNoDescRequestCmd)
 }
 
 // helmBinary is the full build's file name.
@@ -59,7 +74,9 @@ func forwardHelm(args []string, started bool) (bool, error) {
 	}
 	path, err := findHelm(command, filepath.Dir(self))
 	if err != nil {
-		return true, err
+		// Without digestpin-helm, complete what this build knows (the
+		// commands, not their flags) rather than fail at every tab.
+		return !completing(args), err
 	}
 	env := slices.DeleteFunc(os.Environ(), func(kv string) bool {
 		return strings.HasPrefix(kv, execVersionEnv+"=")

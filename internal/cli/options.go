@@ -127,6 +127,7 @@ func (o *Options) Bind(fs *pflag.FlagSet) {
 	fs.BoolVarP(&o.verbose, "verbose", "v", false, "log each resolution to stderr")
 	fs.BoolVar(&o.version, "version", false, "print the version and exit")
 	bindRetired(fs)
+	groupFlags(fs)
 }
 
 // BindPinning defines the pinning flags of o on fs, under the names
@@ -413,10 +414,70 @@ Usage:
   digestpin seed > FILE
   digestpin argocd refresh IMAGE... (hard-refresh the Argo CD Applications that run it)
   digestpin completion bash|zsh|fish
+  digestpin version
+  digestpin help [COMMAND]
 
-Flags:
 %s
 Every flag can also be set as DIGESTPIN_<FLAG> (e.g. DIGESTPIN_MODE=digest,
 DIGESTPIN_INSECURE_REGISTRY=localhost:5000); flags win.
-`, renderer.DefaultChecksumAnnotation, fs.FlagUsages())
+`, renderer.DefaultChecksumAnnotation, GroupedUsages(fs))
+}
+
+// flagGroup is the annotation that files a flag under a topic of --help.
+const flagGroup = "digestpin_group"
+
+// flagGroups are the topics of --help, in order, the common flags first;
+// every flag of the filter is under one (TestFlagGroups). The flags of a
+// command that are not the filter's (--seed-file) are common ones.
+var flagGroups = []struct {
+	title string
+	flags []string
+}{
+	{"Common flags", []string{"filename", "mode", "on-error", "strict", "config", "timeout", "verbose", "version"}},
+	{"Pod specs, image fields and checksums", []string{"checksum-annotation", "pod-spec-path", "image-path", "checksum-path", "platform"}},
+	{"Registries", []string{"concurrency", "request-timeout", "insecure-registry", "ca-file", "pull-secret", "registry-mirror", "mirror-only"}},
+	{"Lock file, cache and report", []string{"lock", "write-lock", "frozen", "check", "report", "cache-dir", "cache-ttl"}},
+	{"Tag policies", []string{"tag-policy", "tag-allow", "tag-ignore", "max-tags", "keel-annotations"}},
+	{"Signatures", []string{"verify", "trusted-root"}},
+	{"Shared cache on Redis", []string{"cache", "redis-password-file", "redis-ca-file", "redis-prefix"}},
+	{"Messages", []string{"log-file", "tty-errors"}},
+}
+
+// groupFlags files each flag of fs under its topic (flagGroups).
+func groupFlags(fs *pflag.FlagSet) {
+	for _, g := range flagGroups {
+		for _, name := range g.flags {
+			if fs.Lookup(name) != nil {
+				_ = fs.SetAnnotation(name, flagGroup, []string{g.title})
+			}
+		}
+	}
+}
+
+// GroupedUsages is the help of fs's flags under their topics, in the
+// order of flagGroups, each flag in the order of fs; a flag of no topic
+// is a common one.
+func GroupedUsages(fs *pflag.FlagSet) string {
+	sets := map[string]*pflag.FlagSet{}
+	fs.VisitAll(func(f *pflag.Flag) {
+		title := flagGroups[0].title
+		if t := f.Annotations[flagGroup]; len(t) == 1 {
+			title = t[0]
+		}
+		if sets[title] == nil {
+			sets[title] = pflag.NewFlagSet(title, pflag.ContinueOnError)
+			sets[title].SortFlags = false
+		}
+		sets[title].AddFlag(f)
+	})
+	var b strings.Builder
+	for _, g := range flagGroups {
+		if s := sets[g.title]; s != nil && s.HasAvailableFlags() {
+			if b.Len() > 0 {
+				b.WriteString("\n")
+			}
+			fmt.Fprintf(&b, "%s:\n%s", g.title, s.FlagUsages())
+		}
+	}
+	return b.String()
 }

@@ -2,6 +2,8 @@ package cli
 
 import (
 	"bytes"
+	"context"
+	"io"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -59,8 +61,6 @@ func TestRetiredFlags(t *testing.T) {
 		run{desc: "two", args: []string{"--state-store", "redis://h/0", "--state-key", "k"}, want: "--state-key and --state-store were"},
 		run{desc: "three, flags and variables", args: []string{"--previous", "p.yaml", "--volatile-from", "s.yaml"}, env: map[string]string{"DIGESTPIN_STATE_TTL": "1h"}, want: "--volatile-from, --previous and DIGESTPIN_STATE_TTL were"},
 		run{desc: "with --version", args: []string{"--version", "--previous", "p.yaml"}, want: "--previous was"},
-		run{desc: "with completion", args: []string{"completion", "bash", "--state-ttl=1h"}, want: "--state-ttl was"},
-		run{desc: "with argocd-parameters", args: []string{"argocd-parameters"}, env: map[string]string{"DIGESTPIN_STATE_STORE": "redis://argocd-redis:6379/0"}, want: "DIGESTPIN_STATE_STORE was"},
 	)
 	for _, tc := range runs {
 		t.Run(tc.desc, func(t *testing.T) {
@@ -82,21 +82,19 @@ func TestRetiredFlags(t *testing.T) {
 }
 
 // TestRetiredFlagsHidden: the retired flags are in neither the help nor
-// any completion script, and every other flag is in both.
+// what completion offers, and every other flag is in both.
 func TestRetiredFlagsHidden(t *testing.T) {
 	t.Parallel()
 	fs := pflag.NewFlagSet("digestpin", pflag.ContinueOnError)
 	NewOptions().Bind(fs)
 	var help bytes.Buffer
 	usage(&help, fs)
-	scripts := map[string]string{"help": help.String()}
-	for _, sh := range shells {
-		var b bytes.Buffer
-		if err := completion(&b, sh, fs); err != nil {
-			t.Fatal(err)
-		}
-		scripts[sh] = b.String()
+	// What completion offers for a flag: the names cobra's scripts show.
+	var names bytes.Buffer
+	if err := run(context.Background(), []string{"__complete", "--"}, nil, &names, io.Discard); err != nil {
+		t.Fatal(err)
 	}
+	scripts := map[string]string{"help": help.String(), "completion": names.String()}
 	retired := map[string]bool{}
 	for _, f := range retiredFlags {
 		retired[f] = true
@@ -116,8 +114,8 @@ func TestRetiredFlagsHidden(t *testing.T) {
 	}
 }
 
-// TestRetiredArgocdSettings: `digestpin argocd-parameters`, which the Argo
-// CD plugin's generate.sh runs before it renders, refuses the plugin's
+// TestRetiredArgocdSettings: argocdGate, which digestpin argocd generate
+// runs before it renders, refuses the plugin's
 // settings of the two-render mode, naming the setting and its value, with
 // exit 2 and nothing on stdout. DIGESTPIN_STEADY=false asked for what the
 // plugin does now, and still works.
@@ -143,18 +141,19 @@ func TestRetiredArgocdSettings(t *testing.T) {
 			for k, v := range tc.env {
 				t.Setenv(k, v)
 			}
-			out, stderr, err := runIn(t, "", "argocd-parameters")
+			var stderr bytes.Buffer
+			err := argocdGate(context.Background(), &stderr)
 			if tc.want == "" {
-				if err != nil || out != "release-name\x00\x00shop\x00" {
-					t.Errorf("argocd-parameters = %q, %v\n%s; want the parameters", out, err, stderr)
+				if err != nil {
+					t.Errorf("argocdGate = %v\n%s; want the parameters taken", err, stderr.String())
 				}
 				return
 			}
-			if code := ExitCode(err); code != 2 || out != "" {
-				t.Errorf("argocd-parameters = %q, exit %d; want nothing and exit 2", out, code)
+			if code := ExitCode(err); code != 2 {
+				t.Errorf("argocdGate = %v, exit %d; want exit 2", err, code)
 			}
-			if want := retiredLine(tc.want); stderr != want {
-				t.Errorf("stderr =\n%s\nwant\n%s", stderr, want)
+			if want := retiredLine(tc.want); stderr.String() != want {
+				t.Errorf("stderr =\n%s\nwant\n%s", stderr.String(), want)
 			}
 		})
 	}

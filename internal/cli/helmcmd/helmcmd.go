@@ -9,6 +9,8 @@ import (
 	"fmt"
 	"io"
 
+	"github.com/spf13/pflag"
+
 	"github.com/digestpin/digestpin/internal/cli"
 )
 
@@ -29,4 +31,25 @@ func (Commands) Run(ctx context.Context, name string, args []string, stdout, std
 		return runArgocdRefresh(ctx, args, stdout, stderr)
 	}
 	return fmt.Errorf("digestpin-helm has no command %q", name)
+}
+
+// Flags returns the flags of command name (as Run takes it), for
+// completion: Helm's and the pinning flags together, as the command
+// parses them.
+func (Commands) Flags(name string) *pflag.FlagSet {
+	switch name {
+	case "template":
+		t := newTemplateOptions()
+		fs, _, _ := t.flags(cli.NewOptions())
+		return fs
+	case "install", "upgrade":
+		c := &deployCmd{name: name, o: cli.NewOptions()}
+		var seedFile string
+		fs, _, _ := c.flags(&seedFile)
+		return fs
+	case "argocd refresh":
+		var o refreshOptions
+		return o.flags()
+	}
+	return nil
 }

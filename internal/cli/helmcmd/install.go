@@ -384,5 +384,5 @@ long pinning the images may take (default 2m0s).
 Every pinning flag can also be set as DIGESTPIN_<FLAG> (DIGESTPIN_PIN_TIMEOUT,
 DIGESTPIN_SEED_FILE, ...); HELM_* variables set Helm's (HELM_NAMESPACE,
 HELM_KUBECONTEXT, HELM_DRIVER, ...); flags win.
-`, what, name, name, usage, name, helmFS.FlagUsages(), pinFS.FlagUsages())
+`, what, name, name, usage, name, helmFS.FlagUsages(), cli.GroupedUsages(pinFS))
 }

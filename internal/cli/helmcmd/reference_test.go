@@ -83,6 +83,11 @@ Commands: [digestpin](#digestpin) Â· [digestpin template](#digestpin-template) Â
 [digestpin completion](#digestpin-completion) Â· [other variables](#other-variables)
 `)
 
+	b.WriteString("\n## Commands\n\n| command | |\n|---|---|\n")
+	for _, c := range cli.Commands(cli.Build{Helm: Commands{}}) {
+		fmt.Fprintf(&b, "| `%s` | %s |\n", c.Path, cell(c.Short))
+	}
+
 	fs := cli.FilterFlags(cli.NewOptions())
 	section(&b, "digestpin", "Reads a YAML stream on stdin (or `-f FILE`) and writes it, pinned, to stdout.", fs, true)
 	var retired []string
@@ -110,7 +115,8 @@ Commands: [digestpin](#digestpin) Â· [digestpin template](#digestpin-template) Â
 	section(&b, "digestpin argocd refresh", "`digestpin argocd refresh [flags] IMAGE...`: asks Argo CD for a hard refresh of the Applications that run IMAGE ([docs/argocd.md](argocd.md#refreshing-exactly-the-applications-that-run-a-pushed-image)). Its flags are not read from the environment.", ro.flags(), false)
 
 	b.WriteString("\n## digestpin seed\n\n`digestpin seed > FILE` or `digestpin seed FILE`: writes a new secret seed (32 random bytes, mode 0600) for `--seed-file`. No flags.\n")
-	fmt.Fprintf(&b, "\n## digestpin completion\n\n`digestpin completion %s`: prints a shell completion script (flags, their values such as `--mode` and `--on-error`, and paths for the file flags): `source <(digestpin completion bash)`, `digestpin completion zsh > \"${fpath[1]}/_digestpin\"`, or `digestpin completion fish | source`.\n", strings.Join(cli.Shells(), "|"))
+	fmt.Fprintf(&b, "\n## digestpin completion\n\n`digestpin completion %s`: prints a shell completion script that completes the commands, the help topics, every command's flags and their values (`--mode`, `--on-error`, paths for the file and folder flags) by asking digestpin itself: `source <(digestpin completion bash)` (with the bash-completion package), `digestpin completion zsh > \"${fpath[1]}/_digestpin\"`, or `digestpin completion fish | source`.\n", strings.Join(cli.Shells(), "|"))
+	b.WriteString("\n`digestpin version` prints what `digestpin --version` prints; `digestpin help [COMMAND]` what `--help` does. An unknown command or help topic is a usage error (exit 2) that names the nearest.\n")
 
 	b.WriteString("\n## Other variables\n\n`DIGESTPIN_*` variables that are not a flag's; setting them warns of nothing. A name ending in `_` is a prefix.\n\n| variable | read by |\n|---|---|\n")
 	for _, v := range cli.OtherVariables() {

@@ -25,13 +25,18 @@ type templateOptions struct {
 	render   helmrender.Options
 }
 
+// newTemplateOptions are template's options before its flags are parsed.
+func newTemplateOptions() *templateOptions {
+	return &templateOptions{render: helmrender.Options{Source: helmrender.Source{Settings: helmcli.New()}}}
+}
+
 // runTemplate is `digestpin template [NAME] CHART [flags]`: it renders the
 // chart with Helm 4's engine and deterministic generator functions derived
 // from the seed and the release, then pins the result exactly as the
 // filter does, and writes it to stdout only when everything succeeded.
 func runTemplate(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	o := cli.NewOptions()
-	t := &templateOptions{render: helmrender.Options{Source: helmrender.Source{Settings: helmcli.New()}}}
+	t := newTemplateOptions()
 	fs, helmFS, pinFS := t.flags(o)
 
 	perr := fs.Parse(args)
@@ -293,7 +298,7 @@ Pinning flags (digestpin's; --ca-file is --registry-ca-file here):
 %s
 Every pinning flag can also be set as DIGESTPIN_<FLAG>; HELM_* variables set
 Helm's (HELM_NAMESPACE, HELM_REGISTRY_CONFIG, ...); flags win.
-`, helmFS.FlagUsages(), pinFS.FlagUsages())
+`, helmFS.FlagUsages(), cli.GroupedUsages(pinFS))
 }
 
 // readSeed reads the seed of digestpin cmd (template, install, upgrade)
