@@ -22,6 +22,12 @@
 // the stream's order. A document with nothing to change is written back as
 // the exact bytes it was read from.
 //
+// The package is the image filter over the stream layer of package
+// stream, which splits, parses and writes the documents and knows
+// nothing of images (after KYAML's kio and its filters): here are the
+// image fields and their paths, the policy on what to pin, the hand-off
+// to the Resolver, and the edit.
+//
 // Documents end where Kubernetes' YAML reader (k8s.io/apimachinery's,
 // through which kubectl, Helm's kube client and Argo CD read manifests)
 // ends them: at every line that starts with "---" and nothing but a

@@ -10,6 +10,7 @@ import (
 	"sigs.k8s.io/kustomize/kyaml/yaml"
 
 	"github.com/digestpin/digestpin/kindpath"
+	"github.com/digestpin/digestpin/renderer/stream"
 )
 
 // leaves reports whether the image field's value v is one to leave
@@ -190,7 +191,7 @@ func (e *editor) imageFields(obj *yaml.Node, group, kind string, paths []kindpat
 				// The annotation would be a second checksum of the same
 				// images, or a field of a pod spec that the API server
 				// drops.
-				return fmt.Errorf("%s: %s: the checksum path %s leads to the %s at %s, whose images the pod template's own checksum covers; name a mapping outside the pod template", e.d.at(h.node.Line), w.object(), c, what, h.trail)
+				return fmt.Errorf("%s: %s: the checksum path %s leads to the %s at %s, whose images the pod template's own checksum covers; name a mapping outside the pod template", e.d.At(h.node.Line), w.object(), c, what, h.trail)
 			}
 			lines, err := e.pinFields(h.node, h.trail, own, len(c.Fields), w, fields, nil)
 			if err != nil {
@@ -251,7 +252,7 @@ func (e *editor) checksumHolders(obj *yaml.Node, c kindpath.Checksum, w Workload
 		switch at := fieldPath(trail); {
 		case bad != nil || (node.Kind == yaml.ScalarNode && node.Tag == "!!null"):
 		case node.Kind != yaml.MappingNode:
-			bad = fmt.Errorf("%s: %s: the checksum path %s leads to %s at %s, want a mapping", e.d.at(node.Line), w.object(), c, kindName(node), at)
+			bad = fmt.Errorf("%s: %s: the checksum path %s leads to %s at %s, want a mapping", e.d.At(node.Line), w.object(), c, stream.KindName(node), at)
 		default:
 			holders = append(holders, checksumHolder{node, at})
 			return true
@@ -276,7 +277,7 @@ func nodesUnder(pods map[*yaml.Node]string) map[*yaml.Node]bool {
 		stack = append(stack, p)
 	}
 	for len(stack) > 0 {
-		m := deref(stack[len(stack)-1])
+		m := stream.Deref(stack[len(stack)-1])
 		stack = stack[:len(stack)-1]
 		if m == nil || seen[m] {
 			continue
@@ -324,15 +325,15 @@ func (e *editor) pinFields(from *yaml.Node, base string, paths []kindpath.Image,
 					return false
 				}
 				found = append(found, field{node, joinPath(joinPath(base, fieldPath(trail)), key)})
-				v, _ := get(node, k) // pinField reports its error
-				return v.value != nil
+				v, _ := stream.Get(node, k) // pinField reports its error
+				return v.Value != nil
 			})
 			if err != nil {
 				return nil, e.keyError(err, w.object())
 			}
 		}
 		for _, f := range found {
-			k := fieldKey{deref(f.m), key}
+			k := fieldKey{stream.Deref(f.m), key}
 			got, done := fields[k]
 			if !done {
 				var err error
@@ -362,7 +363,7 @@ func (e *editor) pinField(m *yaml.Node, key, path string, w Workload, p kindpath
 	} else {
 		w.Field = path
 	}
-	if values, ok := e.podFields[fieldKey{deref(m), key}]; ok {
+	if values, ok := e.podFields[fieldKey{stream.Deref(m), key}]; ok {
 		var lines []string
 		for v := range strings.SplitSeq(values, "\n") {
 			if v != "" {
@@ -374,17 +375,17 @@ func (e *editor) pinField(m *yaml.Node, key, path string, w Workload, p kindpath
 	if sel, ok := kindpath.ParseSelector(key); ok && sel.IsFlag() {
 		return e.pinFlag(m, key, sel, w, p, spec)
 	}
-	image, err := get(m, key)
+	image, err := stream.Get(m, key)
 	if err != nil {
 		return nil, e.keyError(err, w.String())
 	}
-	if unset(image.value) || (image.value.Kind == yaml.ScalarNode && leaves(p, image.value.Value)) {
-		e.handle(image.value)
+	if unset(image.Value) || (image.Value.Kind == yaml.ScalarNode && leaves(p, image.Value.Value)) {
+		e.handle(image.Value)
 		return nil, nil
 	}
 	if hasSelector(p.Fields) {
 		// An env var's value, say: a reference only when it reads as one.
-		if v := deref(image.value); ownTag(v) {
+		if v := stream.Deref(image.Value); ownTag(v) {
 			return nil, e.ownTagError(v, key, w)
 		}
 		line, value := e.pinText(spec, m, image, "", w, p)
@@ -402,23 +403,23 @@ func (e *editor) pinField(m *yaml.Node, key, path string, w Workload, p kindpath
 // each item "FLAG=VALUE", and each item after an item "FLAG", when it
 // reads as a reference (a URL, a path or another flag does not).
 func (e *editor) pinFlag(m *yaml.Node, key string, sel kindpath.Selector, w Workload, p kindpath.Image, spec *yaml.Node) ([]string, error) {
-	list, err := get(m, sel.Field)
+	list, err := stream.Get(m, sel.Field)
 	if err != nil {
 		return nil, e.keyError(err, w.String())
 	}
-	if list.value == nil || list.value.Kind != yaml.SequenceNode {
+	if list.Value == nil || list.Value.Kind != yaml.SequenceNode {
 		return nil, nil
 	}
 	var lines, values []string
-	items := list.value.Content
+	items := list.Value.Content
 	for i := 0; i < len(items); i++ {
-		arg := deref(items[i])
+		arg := stream.Deref(items[i])
 		flag := arg.Kind == yaml.ScalarNode && (arg.Value == sel.Value || strings.HasPrefix(arg.Value, sel.Value+"="))
 		if flag && ownTag(arg) {
 			return nil, e.ownTagError(arg, "an argument", w)
 		}
-		if flag && arg.Value == sel.Value && i+1 < len(items) && ownTag(deref(items[i+1])) {
-			return nil, e.ownTagError(deref(items[i+1]), "an argument", w)
+		if flag && arg.Value == sel.Value && i+1 < len(items) && ownTag(stream.Deref(items[i+1])) {
+			return nil, e.ownTagError(stream.Deref(items[i+1]), "an argument", w)
 		}
 		if arg.Kind != yaml.ScalarNode || arg.Tag != "!!str" {
 			continue
@@ -434,8 +435,8 @@ func (e *editor) pinFlag(m *yaml.Node, key string, sel kindpath.Selector, w Work
 		default:
 			continue
 		}
-		e.routes.steps(list.via)
-		line, value := e.pinText(spec, list.value, entry{value: deref(raw), via: []*yaml.Node{raw}}, prefix, w, p)
+		e.routes.steps(list.Via)
+		line, value := e.pinText(spec, list.Value, stream.Entry{Value: stream.Deref(raw), Via: []*yaml.Node{raw}}, prefix, w, p)
 		if line != "" {
 			lines = append(lines, line)
 		}
@@ -451,7 +452,7 @@ func (e *editor) pinFlag(m *yaml.Node, key string, sel kindpath.Selector, w Work
 // tag of the chart's own ("!x --flag"): the API server reads the plain
 // string, this parser a value of that tag.
 func (e *editor) ownTagError(n *yaml.Node, what string, w Workload) error {
-	return e.keyError(&keyError{n.Line, fmt.Sprintf("%s is tagged %s (%s), which the API server reads as the string; write it as a plain string", what, n.Tag, n.Value)}, w.String())
+	return e.keyError(&stream.KeyError{Line: n.Line, Msg: fmt.Sprintf("%s is tagged %s (%s), which the API server reads as the string; write it as a plain string", what, n.Tag, n.Value)}, w.String())
 }
 
 // ownTag says whether the scalar n has a tag of the document's own (not
@@ -466,8 +467,8 @@ func ownTag(n *yaml.Node) bool {
 // digest that image path p holds; anything else (a URL, a path, a
 // number, a name alone) is left alone without an error. It returns the checksum line and the value pinned ("" for
 // none, or while the digest is not known).
-func (e *editor) pinText(spec, c *yaml.Node, image entry, prefix string, w Workload, p kindpath.Image) (line, value string) {
-	img := image.value
+func (e *editor) pinText(spec, c *yaml.Node, image stream.Entry, prefix string, w Workload, p kindpath.Image) (line, value string) {
+	img := image.Value
 	if img == nil || img.Kind != yaml.ScalarNode || img.Tag != "!!str" {
 		return "", ""
 	}

@@ -11,6 +11,7 @@ import (
 	"sigs.k8s.io/kustomize/kyaml/yaml"
 
 	"github.com/digestpin/digestpin/internal/imageref"
+	"github.com/digestpin/digestpin/renderer/stream"
 )
 
 // rewriteWaiting rewrites the documents of c that waited for a digest,
@@ -24,10 +25,10 @@ func (r *Renderer) rewriteWaiting(ctx context.Context, c *collection, digests ma
 		// Workers only read kept while this phase goes on.
 		if p := c.kept[i]; p != nil {
 			c.out[i], docErrs[j] = r.rewriteDoc(c.docs[i], p, known, nil)
-			p.release()
+			p.Release()
 			return
 		}
-		defer c.budget.give(c.budget.takeFor(c.docs[i], r.keys))
+		defer c.budget.Give(takeFor(c.budget, c.docs[i], r.keys))
 		c.out[i], docErrs[j] = r.edit(c.docs[i], known)
 	})
 	c.kept = nil // released, each by the worker that used it
@@ -47,34 +48,30 @@ func (r *Renderer) rewriteWaiting(ctx context.Context, c *collection, digests ma
 // ("" to keep the image as written) and false when it is not known yet.
 // edit returns the document's output (its raw bytes when nothing
 // changed), or a piece with nil bytes when a digest is not known yet.
-func (r *Renderer) edit(d *document, digest func(use) (string, bool)) (piece, error) {
+func (r *Renderer) edit(d *document, digest func(use) (string, bool)) (stream.Piece, error) {
 	p, err := r.parse(d)
 	if p == nil || err != nil {
-		return piece{b: d.raw}, err
+		return stream.Unchanged(d.Document), err
 	}
-	defer p.release()
+	defer p.Release()
 	return r.rewriteDoc(d, p, digest, nil)
 }
-
-// errEncode is rewrite's answer for a document that quickParse read and
-// that only the encoder can change: rewriteDoc parses it again in full.
-var errEncode = errors.New("the document needs its comments to be encoded")
 
 // rewriteDoc is rewrite, which it calls again on a full parse of d when p
 // is a tree from quickParse that only the encoder can change; restart,
 // when not nil, is called before that second pass, which calls digest
 // again for every image field.
-func (r *Renderer) rewriteDoc(d *document, p *parsed, digest func(use) (string, bool), restart func()) (piece, error) {
+func (r *Renderer) rewriteDoc(d *document, p *stream.Parsed, digest func(use) (string, bool), restart func()) (stream.Piece, error) {
 	b, err := r.rewrite(d, p, digest)
-	if !errors.Is(err, errEncode) {
+	if !errors.Is(err, stream.ErrEncode) {
 		return b, err
 	}
 	if restart != nil {
 		restart()
 	}
-	if p, err = r.parseFull(d); p == nil || err != nil {
+	if p, err = stream.ParseFull(d.Document); p == nil || err != nil {
 		// quickParse read it, so yaml.v3 reads it too: not reached.
-		return piece{}, fmt.Errorf("%s: parsing again: %w", d.where(), cmpOr(err, errEncode))
+		return stream.Piece{}, fmt.Errorf("%s: parsing again: %w", d.Where(), cmpOr(err, stream.ErrEncode))
 	}
 	return r.rewrite(d, p, digest)
 }
@@ -90,11 +87,11 @@ func cmpOr(err, def error) error {
 // rewrite rewrites the image fields and checksums of parsed document p, as
 // edit does. When a digest is not known yet it returns nil and leaves p as
 // it was, so that p can be rewritten again later.
-func (r *Renderer) rewrite(d *document, p *parsed, digest func(use) (string, bool)) (piece, error) {
-	e := editor{r: r, d: d, digest: digest, complete: true, routes: newRoutes(p.aliases)}
-	e.routes.step(p.obj)
-	if err := e.object(p.obj, 0); err != nil {
-		return piece{}, err
+func (r *Renderer) rewrite(d *document, p *stream.Parsed, digest func(use) (string, bool)) (stream.Piece, error) {
+	e := editor{r: r, d: d, digest: digest, complete: true, routes: newRoutes(p.Aliases)}
+	e.routes.step(p.Obj)
+	if err := e.object(p.Obj, 0); err != nil {
+		return stream.Piece{}, err
 	}
 	e.writeOutAliases()
 	if e.complete {
@@ -107,45 +104,14 @@ func (r *Renderer) rewrite(d *document, p *parsed, digest func(use) (string, boo
 	}
 	switch {
 	case !e.complete:
-		return piece{}, nil
+		return stream.Piece{}, nil
 	case len(e.images) == 0 && len(e.annotations) == 0:
-		return piece{b: d.raw}, nil
+		return stream.Unchanged(d.Document), nil
 	}
 	if err := e.routes.check(d, e.changed()); err != nil {
-		return piece{}, err
+		return stream.Piece{}, err
 	}
-	// Splice the new values into the document's own bytes, which keeps
-	// every other byte as it was and costs no encoding. Where the syntax is
-	// too unusual for that (flow style, block scalars, anchors), change the
-	// nodes and encode the document instead.
-	if b, ok := splice(d, e.images, e.annotations, e.r.annotation()); ok {
-		return b, nil
-	}
-	if p.quick {
-		return piece{}, errEncode // the tree has no comments to encode
-	}
-	for _, c := range e.images {
-		if c.alias == nil {
-			c.node.Value = c.value
-			continue
-		}
-		for i, n := range c.parent.Content {
-			if n == c.alias {
-				c.parent.Content[i] = newScalar(c.value)
-			}
-		}
-	}
-	for _, a := range e.annotations {
-		setAnnotation(a.holder, e.r.annotation(), a.value)
-	}
-	var b []byte
-	var err error
-	if start := jsonStart(d.body()); start >= 0 {
-		b, err = encodeJSON(d, &p.root, start, p.crlf)
-	} else {
-		b, err = encode(d, &p.root, p.crlf)
-	}
-	return piece{b: b}, err
+	return stream.Write(d.Document, p, e.images, e.annotations, e.r.annotation())
 }
 
 // maxListDepth bounds List objects nested in List objects.
@@ -158,11 +124,11 @@ type editor struct {
 	digest   func(use) (string, bool)
 	complete bool // every digest was known
 	// images and annotations are the changes to make, in stream order.
-	images      []imageChange
-	annotations []annotationChange
-	seen        map[*yaml.Node]bool // image nodes (or aliases) with a change, once each
-	aliasImages []imageChange       // image fields that are aliases, to change
-	routes      *routes             // how the editor reached nodes; nil: no alias
+	images      []stream.Replacement
+	annotations []stream.Annotation
+	seen        map[*yaml.Node]bool  // image nodes (or aliases) with a change, once each
+	aliasImages []stream.Replacement // image fields that are aliases, to change
+	routes      *routes              // how the editor reached nodes; nil: no alias
 	// An alias names a node again. Objects, pod specs and templates are
 	// edited once each, so that aliases can neither make the work grow
 	// exponentially (a List of aliases of Lists of aliases) nor write a
@@ -214,53 +180,33 @@ func once(seen *map[*yaml.Node]bool, n *yaml.Node) bool {
 	return true
 }
 
-// imageChange sets an image scalar to a new value, or replaces an alias
-// in a mapping with a scalar of that value.
-type imageChange struct {
-	node  *yaml.Node // the scalar (for an alias: the scalar it names)
-	value string
-	// alias is the image field's alias, which is replaced by a scalar in
-	// parent (a container, or a mapping it merges); or nil.
-	alias, parent *yaml.Node
-	// flow says that the scalar is an item or value of a collection in
-	// flow style ("[…]", "{…}"), where a plain scalar also ends before
-	// ",", "]" or "}".
-	flow bool
-}
-
-// annotationChange sets the checksum annotation of a pod template.
-type annotationChange struct {
-	holder *yaml.Node // the template: the mapping with metadata and spec
-	value  string
-}
-
 // object edits a Kubernetes object, or the items of a List.
 func (e *editor) object(obj *yaml.Node, depth int) error {
 	if !once(&e.objects, obj) {
 		return nil
 	}
-	kind, err := str(obj, "kind")
+	kind, err := stream.Str(obj, "kind")
 	if err != nil {
 		return e.keyError(err, "")
 	}
 	if strings.HasSuffix(kind, "List") {
-		items, err := get(obj, "items")
+		items, err := stream.Get(obj, "items")
 		if err != nil {
 			return e.keyError(err, kind)
 		}
-		if items.value != nil && items.value.Kind == yaml.SequenceNode {
+		if items.Value != nil && items.Value.Kind == yaml.SequenceNode {
 			if depth >= maxListDepth {
-				return fmt.Errorf("%s: List objects nested more than %d deep", e.d.at(obj.Line), maxListDepth)
+				return fmt.Errorf("%s: List objects nested more than %d deep", e.d.At(obj.Line), maxListDepth)
 			}
-			e.routes.steps(items.via)
-			for _, item := range items.value.Content {
+			e.routes.steps(items.Via)
+			for _, item := range items.Value.Content {
 				// Only an object is on the way to images: an item that
 				// is an alias of a scalar (an image field) is not.
-				if deref(item).Kind != yaml.MappingNode {
+				if stream.Deref(item).Kind != yaml.MappingNode {
 					continue
 				}
 				e.routes.step(item)
-				if item = deref(item); item.Kind == yaml.MappingNode {
+				if item = stream.Deref(item); item.Kind == yaml.MappingNode {
 					if err := e.object(item, depth+1); err != nil {
 						return err
 					}
@@ -269,17 +215,17 @@ func (e *editor) object(obj *yaml.Node, depth int) error {
 			return nil
 		}
 	}
-	apiVersion, err := str(obj, "apiVersion")
+	apiVersion, err := stream.Str(obj, "apiVersion")
 	if err != nil {
 		return e.keyError(err, kind)
 	}
 	w := Workload{Kind: kind}
-	meta, err := get(obj, "metadata")
+	meta, err := stream.Get(obj, "metadata")
 	if err == nil {
-		w.Name, err = str(meta.value, "name")
+		w.Name, err = stream.Str(meta.Value, "name")
 	}
 	if err == nil {
-		w.Namespace, err = str(meta.value, "namespace")
+		w.Namespace, err = stream.Str(meta.Value, "namespace")
 	}
 	if err != nil {
 		return e.keyError(err, kind)
@@ -352,13 +298,13 @@ func (e *editor) checksum(holder *yaml.Node, lines []string, w Workload) error {
 		return nil
 	}
 	sum := Checksum(lines)
-	meta, err := get(holder, "metadata")
-	var ann, old entry
+	meta, err := stream.Get(holder, "metadata")
+	var ann, old stream.Entry
 	if err == nil {
-		ann, err = get(meta.value, "annotations")
+		ann, err = stream.Get(meta.Value, "annotations")
 	}
 	if err == nil {
-		old, err = get(ann.value, e.r.annotation())
+		old, err = stream.Get(ann.Value, e.r.annotation())
 	}
 	if err != nil {
 		return e.keyError(err, w.object())
@@ -369,27 +315,27 @@ func (e *editor) checksum(holder *yaml.Node, lines []string, w Workload) error {
 	for _, f := range []struct {
 		name string
 		v    *yaml.Node
-	}{{"metadata", meta.value}, {"annotations", ann.value}} {
+	}{{"metadata", meta.Value}, {"annotations", ann.Value}} {
 		// A null can become the mapping; "!" alone is the string "" to
 		// the API server, though the parser reads null.
-		if f.v != nil && f.v.Kind != yaml.MappingNode && (f.v.Kind != yaml.ScalarNode || f.v.Tag != "!!null" || (&spliceState{body: e.d.body()}).nonSpecific(f.v)) {
-			what := describe(f.v)
+		if f.v != nil && f.v.Kind != yaml.MappingNode && (f.v.Kind != yaml.ScalarNode || f.v.Tag != "!!null" || stream.NonSpecific(e.d.Body(), f.v)) {
+			what := stream.Describe(f.v)
 			if f.v.Kind == yaml.ScalarNode && f.v.Tag == "!!null" {
 				what = `the string "" (tagged "!")`
 			}
-			return fmt.Errorf("%s: %s: cannot write the %s annotation: %s is %s, want a mapping", e.d.at(f.v.Line), w.object(), e.r.annotation(), f.name, what)
+			return fmt.Errorf("%s: %s: cannot write the %s annotation: %s is %s, want a mapping", e.d.At(f.v.Line), w.object(), e.r.annotation(), f.name, what)
 		}
 	}
-	if old.value != nil && old.value.Kind == yaml.ScalarNode && old.value.Value == sum {
+	if old.Value != nil && old.Value.Kind == yaml.ScalarNode && old.Value.Value == sum {
 		return nil
 	}
-	if old.key != nil && old.index < 0 {
-		return fmt.Errorf("%s: %s: cannot write the %s annotation: it comes from a merge key (<<); write it out", e.d.at(old.key.Line), w.object(), e.r.annotation())
+	if old.Key != nil && old.Index < 0 {
+		return fmt.Errorf("%s: %s: cannot write the %s annotation: it comes from a merge key (<<); write it out", e.d.At(old.Key.Line), w.object(), e.r.annotation())
 	}
 	if n, why := sharedMetadata(holder); n != nil {
-		return fmt.Errorf("%s: %s: cannot write the %s annotation: the pod template's %s", e.d.at(n.Line), w.object(), e.r.annotation(), why)
+		return fmt.Errorf("%s: %s: cannot write the %s annotation: the pod template's %s", e.d.At(n.Line), w.object(), e.r.annotation(), why)
 	}
-	e.annotations = append(e.annotations, annotationChange{holder: holder, value: sum})
+	e.annotations = append(e.annotations, stream.Annotation{Holder: holder, Value: sum})
 	return nil
 }
 
@@ -403,26 +349,26 @@ func (e *editor) checksum(holder *yaml.Node, lines []string, w Workload) error {
 func (e *editor) podSpecImages(spec *yaml.Node, w Workload) ([]string, error) {
 	var lines []string
 	for _, field := range containerFields {
-		list, err := get(spec, field)
+		list, err := stream.Get(spec, field)
 		if err != nil {
 			return nil, e.keyError(err, w.object())
 		}
-		if list.value == nil || list.value.Kind != yaml.SequenceNode {
+		if list.Value == nil || list.Value.Kind != yaml.SequenceNode {
 			continue
 		}
-		e.routes.steps(list.via)
-		for i, c := range list.value.Content {
+		e.routes.steps(list.Via)
+		for i, c := range list.Value.Content {
 			// A container that is not a mapping (an alias of an image
 			// field, say) holds no image and is not on the way to one;
 			// the API server refuses it.
-			if deref(c).Kind != yaml.MappingNode {
+			if stream.Deref(c).Kind != yaml.MappingNode {
 				continue
 			}
 			e.routes.step(c)
 			// YAML decoders disagree on which of two equal keys wins:
 			// pinning one could leave the other in force. get refuses
 			// what the API server could read otherwise.
-			w.Container, err = str(c, "name")
+			w.Container, err = stream.Str(c, "name")
 			if err != nil {
 				return nil, e.keyError(err, fmt.Sprintf("%s %s[%d]", w.object(), field, i))
 			}
@@ -433,7 +379,7 @@ func (e *editor) podSpecImages(spec *yaml.Node, w Workload) ([]string, error) {
 			if line != "" {
 				lines = append(lines, line)
 			}
-			e.containers = append(e.containers, containerAt{deref(c), w})
+			e.containers = append(e.containers, containerAt{stream.Deref(c), w})
 			// Then the images in its args and env.
 			if paths := containerPathsFor(c, e.r.containerImagePaths(), e.r.containerSelectors()); len(paths) > 0 {
 				more, err := e.pinFields(c, "", paths, 0, w, map[fieldKey][]string{}, spec)
@@ -456,32 +402,32 @@ func (e *editor) podSpecImages(spec *yaml.Node, w Workload) ([]string, error) {
 // and returns their checksum lines, "volume/NAME=REF".
 func (e *editor) imageVolumes(spec *yaml.Node, w Workload) ([]string, error) {
 	var lines []string
-	vols, err := get(spec, "volumes")
+	vols, err := stream.Get(spec, "volumes")
 	if err != nil {
 		return nil, e.keyError(err, w.object())
 	}
-	if vols.value == nil || vols.value.Kind != yaml.SequenceNode {
+	if vols.Value == nil || vols.Value.Kind != yaml.SequenceNode {
 		return lines, nil
 	}
-	e.routes.steps(vols.via)
-	for i, v := range vols.value.Content {
-		img, err := get(v, "image")
+	e.routes.steps(vols.Via)
+	for i, v := range vols.Value.Content {
+		img, err := stream.Get(v, "image")
 		if err != nil {
 			return nil, e.keyError(err, fmt.Sprintf("%s volumes[%d]", w.object(), i))
 		}
-		if img.value == nil || img.value.Kind != yaml.MappingNode {
+		if img.Value == nil || img.Value.Kind != yaml.MappingNode {
 			continue // not an image volume (or one the API server refuses)
 		}
 		// Only an image volume is on the way to an image: a volume
 		// that is an alias of a container, say, is not.
 		e.routes.step(v)
-		name, err := str(v, "name")
+		name, err := stream.Str(v, "name")
 		if err != nil {
 			return nil, e.keyError(err, fmt.Sprintf("%s volumes[%d]", w.object(), i))
 		}
 		w.Container = VolumePrefix + name
-		e.routes.steps(img.via)
-		line, err := e.pinImage(spec, img.value, "reference", w)
+		e.routes.steps(img.Via)
+		line, err := e.pinImage(spec, img.Value, "reference", w)
 		if err != nil {
 			return nil, err
 		}
@@ -498,19 +444,19 @@ func (e *editor) imageVolumes(spec *yaml.Node, w Workload) ([]string, error) {
 // returns the field's checksum line, or "" when m has no such field or
 // its digest is not known yet.
 func (e *editor) pinImage(spec, m *yaml.Node, key string, w Workload) (string, error) {
-	image, err := get(m, key)
+	image, err := stream.Get(m, key)
 	if err != nil {
 		return "", e.keyError(err, w.String())
 	}
-	img := image.value
+	img := image.Value
 	if img == nil {
 		return "", nil // no image: nothing to pin
 	}
 	e.handle(img)
 	// Where the field is goes into messages only: spelt out when needed.
-	where := func() string { return e.d.at(img.Line) }
+	where := func() string { return e.d.At(img.Line) }
 	if img.Kind != yaml.ScalarNode || img.Tag != "!!str" {
-		return "", fmt.Errorf("%s: %s: %s is %s, want a reference such as registry/name:tag", where(), w, key, describe(img))
+		return "", fmt.Errorf("%s: %s: %s is %s, want a reference such as registry/name:tag", where(), w, key, stream.Describe(img))
 	}
 	if v, ok := yaml11Reading(img); ok {
 		return "", fmt.Errorf("%s: %s: %s is %s, which the API server reads as %s: quote it (%q) if it is a reference", where(), w, key, img.Value, v, img.Value)
@@ -563,7 +509,7 @@ func (e *editor) podField(m *yaml.Node, key, value string) {
 	if e.podFields == nil {
 		e.podFields = map[fieldKey]string{}
 	}
-	e.podFields[fieldKey{deref(m), key}] = value
+	e.podFields[fieldKey{stream.Deref(m), key}] = value
 }
 
 // parseReference parses the value of image field key (a string scalar),
@@ -571,7 +517,7 @@ func (e *editor) podField(m *yaml.Node, key, value string) {
 func (r *Renderer) parseReference(key string, img *yaml.Node) (name.Reference, error) {
 	switch {
 	case strings.TrimSpace(img.Value) == "":
-		return nil, fmt.Errorf("%s is %s, want a reference such as registry/name:tag", key, describe(img))
+		return nil, fmt.Errorf("%s is %s, want a reference such as registry/name:tag", key, stream.Describe(img))
 	case strings.ContainsFunc(img.Value, unicode.IsControl):
 		// go-containerregistry's error would repeat it raw.
 		return nil, fmt.Errorf("%s %q holds a control character, want a reference such as registry/name:tag", key, img.Value)
@@ -619,35 +565,35 @@ func (r *Renderer) checkImage(image string) error {
 // An image field that is an alias is written out in its place, so that
 // the node it names (a ConfigMap's value, say) stays as it was, unless
 // that node is an image field changed to the same value anyway.
-func (e *editor) changeImage(c *yaml.Node, image entry, value string) {
-	raw := image.via[len(image.via)-1]
-	e.routes.steps(image.via[:len(image.via)-1])
+func (e *editor) changeImage(c *yaml.Node, image stream.Entry, value string) {
+	raw := image.Via[len(image.Via)-1]
+	e.routes.steps(image.Via[:len(image.Via)-1])
 	if raw.Kind == yaml.AliasNode {
 		e.routes.take(raw)
 	} else {
 		e.routes.step(raw)
 	}
-	if e.r.mode() == ModeAnnotate || value == image.value.Value {
+	if e.r.mode() == ModeAnnotate || value == image.Value.Value {
 		return
 	}
-	parent := deref(c)
-	if len(image.via) >= 2 {
-		parent = deref(image.via[len(image.via)-2])
+	parent := stream.Deref(c)
+	if len(image.Via) >= 2 {
+		parent = stream.Deref(image.Via[len(image.Via)-2])
 	}
 	if raw.Kind != yaml.AliasNode {
 		if once(&e.seen, raw) {
-			e.images = append(e.images, imageChange{node: raw, value: value, flow: parent.Style&yaml.FlowStyle != 0})
+			e.images = append(e.images, stream.Replacement{Node: raw, Value: value, Flow: parent.Style&yaml.FlowStyle != 0})
 		}
 		return
 	}
-	e.aliasImages = append(e.aliasImages, imageChange{node: image.value, alias: raw, parent: parent, value: value})
+	e.aliasImages = append(e.aliasImages, stream.Replacement{Node: image.Value, Alias: raw, Parent: parent, Value: value})
 }
 
 // writeOutAliases turns the changes of image fields that are aliases into
 // changes of their own, but for those whose node changes anyway.
 func (e *editor) writeOutAliases() {
 	for _, c := range e.aliasImages {
-		if !e.seen[c.node] && once(&e.seen, c.alias) {
+		if !e.seen[c.Node] && once(&e.seen, c.Alias) {
 			e.images = append(e.images, c)
 		}
 	}
@@ -657,14 +603,14 @@ func (e *editor) writeOutAliases() {
 func (e *editor) changed() []*yaml.Node {
 	var out []*yaml.Node
 	for _, c := range e.images {
-		if c.alias != nil {
-			out = append(out, c.parent)
+		if c.Alias != nil {
+			out = append(out, c.Parent)
 		} else {
-			out = append(out, c.node)
+			out = append(out, c.Node)
 		}
 	}
 	for _, a := range e.annotations {
-		out = append(out, a.holder)
+		out = append(out, a.Holder)
 	}
 	return out
 }
@@ -677,15 +623,15 @@ func (e *editor) changed() []*yaml.Node {
 func sharedMetadata(holder *yaml.Node) (*yaml.Node, string) {
 	owner := holder
 	for _, key := range []string{"metadata", "annotations"} {
-		e, _ := get(owner, key) // the caller looked these up already
+		e, _ := stream.Get(owner, key) // the caller looked these up already
 		var v *yaml.Node
 		switch {
-		case e.key == nil:
+		case e.Key == nil:
 			return nil, ""
-		case e.index < 0:
-			return e.key, key + " comes from a merge key (<<); write it out"
+		case e.Index < 0:
+			return e.Key, key + " comes from a merge key (<<); write it out"
 		}
-		v = owner.Content[e.index+1]
+		v = owner.Content[e.Index+1]
 		switch {
 		case v.Kind == yaml.AliasNode:
 			return v, key + " is an alias (*" + v.Value + "); write it out"
