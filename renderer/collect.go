@@ -137,9 +137,12 @@ func (r *Renderer) collect(ctx context.Context, docs []*document) (*collection, 
 	return c, nil
 }
 
-// collectDoc parses document i of c and rewrites it when every digest is
-// known, into c.out[i]; it appends the document's image fields to b.uses.
-// A document that cannot hold an image field is only checked (check).
+// collectDoc parses document i of c and finds its image fields, which it
+// appends to b.uses; finding changes nothing. The resolver starts on each
+// reference without a digest. A document whose digests the stream
+// carries, all of them, needs no resolver: it is applied at once, into
+// c.out[i]. A document that cannot hold an image field is only checked
+// (check).
 // It returns the parse (nil for a document that needs none), for collect
 // to keep or release.
 func (r *Renderer) collectDoc(c *collection, i int, b *batchFound) (*stream.Parsed, error) {
@@ -150,21 +153,21 @@ func (r *Renderer) collectDoc(c *collection, i int, b *batchFound) (*stream.Pars
 		c.out[i] = stream.Unchanged(d.Document)
 		return nil, r.check(d, c.budget)
 	}
-	from := len(b.uses) // where the document's fields start
 	defer c.budget.Give(takeFor(c.budget, d, r.keys))
 	p, err := r.parse(d)
 	if p == nil || err != nil {
 		c.out[i] = stream.Unchanged(d.Document)
 		return nil, err
 	}
-	c.out[i], err = r.rewriteDoc(d, p, func(u use) (string, bool) {
-		b.uses = append(b.uses, u)
+	f := r.find(d, p)
+	b.uses = append(b.uses, f.uses...)
+	c.out[i], err = r.applyFound(d, p, f, func(u use) (string, bool) {
 		if dg, ok := u.ref.(name.Digest); ok {
 			return dg.DigestStr(), true
 		}
 		r.inflight.start(u.ref)
 		return "", false
-	}, func() { b.uses = b.uses[:from] })
+	})
 	return p, err
 }
 

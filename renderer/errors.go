@@ -14,15 +14,15 @@ import (
 
 // keyError turns an error of stream.Get into a document error: where, then who
 // (an object or a container, when known), then what.
-func (e *editor) keyError(err error, who string) error {
+func keyError(d *document, err error, who string) error {
 	var ke *stream.KeyError
 	if !errors.As(err, &ke) {
 		return err
 	}
 	if who == "" {
-		return fmt.Errorf("%s: %w", e.d.At(ke.Line), err)
+		return fmt.Errorf("%s: %w", d.At(ke.Line), err)
 	}
-	return fmt.Errorf("%s: %s: %w", e.d.At(ke.Line), who, err)
+	return fmt.Errorf("%s: %s: %w", d.At(ke.Line), who, err)
 }
 
 // yaml11Reading returns what the API server reads for the plain scalar

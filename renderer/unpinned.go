@@ -52,14 +52,14 @@ func unpinnedList(us []Unpinned) string {
 
 // handle records that an image path or container field reached the
 // scalar n: whatever it holds, it is not one to list as unpinned.
-func (e *editor) handle(n *yaml.Node) {
+func (e *finder) handle(n *yaml.Node) {
 	if n = stream.Deref(n); n != nil {
 		once(&e.handled, n)
 	}
 }
 
 // containerAt is a container of a pod spec, to scan once the document's
-// image fields are all pinned.
+// image fields are all found.
 type containerAt struct {
 	c *yaml.Node
 	w Workload
@@ -70,7 +70,7 @@ type containerAt struct {
 // command and env of the containers of obj's pod specs, and, when obj is
 // a custom resource, in its fields whose name says image (outside its
 // metadata, status, labels and annotations).
-func (e *editor) scanUnpinned(obj *yaml.Node, group string, w Workload) {
+func (e *finder) scanUnpinned(obj *yaml.Node, group string, w Workload) {
 	for _, c := range e.containers {
 		if !once(&e.scanned, c.c) {
 			continue
@@ -111,7 +111,7 @@ const maxScanDepth = 64
 
 // scanFields scans node n of a custom resource, the value of field key
 // at path, for image-like values under keys whose name says image.
-func (e *editor) scanFields(n *yaml.Node, key, path string, w Workload, depth int) {
+func (e *finder) scanFields(n *yaml.Node, key, path string, w Workload, depth int) {
 	n = stream.Deref(n)
 	if n == nil || depth > maxScanDepth || !once(&e.scanned, n) {
 		return
@@ -138,7 +138,7 @@ func (e *editor) scanFields(n *yaml.Node, key, path string, w Workload, depth in
 }
 
 // scanContainer scans a container's args, command and env.
-func (e *editor) scanContainer(c *yaml.Node, w Workload) {
+func (e *finder) scanContainer(c *yaml.Node, w Workload) {
 	for _, list := range []string{"args", "command"} {
 		l, _ := stream.Get(c, list)
 		if l.Value == nil || l.Value.Kind != yaml.SequenceNode {
@@ -187,7 +187,7 @@ func (e *editor) scanContainer(c *yaml.Node, w Workload) {
 // flag), named by the flag or variable name, when it looks like an
 // image: a tagged reference whose name says image, or that names its
 // registry.
-func (e *editor) unpinnedText(n *yaml.Node, text, name string, w Workload) {
+func (e *finder) unpinnedText(n *yaml.Node, text, name string, w Workload) {
 	if mentionsImage(name) || namesRegistry(text) {
 		e.unpinnedValue(n, text, w)
 	}
@@ -196,7 +196,7 @@ func (e *editor) unpinnedText(n *yaml.Node, text, name string, w Workload) {
 // unpinnedValue lists text, the value of scalar n, used by w, when n is
 // a string that no image field reached and text reads as a reference
 // with a tag and no digest.
-func (e *editor) unpinnedValue(n *yaml.Node, text string, w Workload) {
+func (e *finder) unpinnedValue(n *yaml.Node, text string, w Workload) {
 	if e.handled[n] || n.Tag != "!!str" || !looksPinnable(text) {
 		return
 	}
