@@ -47,7 +47,7 @@ func (r *Renderer) apply(d *document, p *stream.Parsed, f *found, digest func(us
 		return stream.Piece{}, f.stopped
 	}
 	if known < len(f.uses) {
-		return stream.Piece{}, nil
+		return stream.Piece{}, nil // changed nothing: f can be applied again
 	}
 	for i := range f.sites {
 		a.change(&f.sites[i])
@@ -70,11 +70,12 @@ func (r *Renderer) apply(d *document, p *stream.Parsed, f *found, digest func(us
 
 // pin asks digest for the digest of every use, so that the resolver
 // starts on each, and sets the value of each site whose digest is known.
-// It returns how many uses, from the first, have their digests known.
+// It returns how many uses, from the first (an index of found.uses: the
+// uses before the document's count as known), have their digests known.
 func (a *applier) pin(digest func(use) (string, bool)) int {
 	known, j := len(a.f.uses), 0
-	for i, u := range a.f.uses {
-		dg, ok := digest(u)
+	for i := a.f.from; i < len(a.f.uses); i++ {
+		dg, ok := digest(a.f.uses[i])
 		if !ok {
 			known = min(known, i)
 			continue
@@ -92,7 +93,8 @@ func (a *applier) pin(digest func(use) (string, bool)) int {
 	return known
 }
 
-// lines returns the checksum lines of s, spelt out.
+// lines returns the checksum lines of s, spelt out, in a slice of their
+// own.
 func (a *applier) lines(s sum) []string {
 	out := make([]string, 0, len(s.lines))
 	for _, l := range s.lines {
@@ -117,7 +119,7 @@ func (a *applier) checksum(holder *yaml.Node, lines []string, w Workload) error 
 	if len(lines) == 0 || !once(&a.holders, holder) {
 		return nil
 	}
-	sum := Checksum(lines)
+	sum := checksum(lines) // lines are the applier's own
 	meta, err := stream.Get(holder, "metadata")
 	var ann, old stream.Entry
 	if err == nil {

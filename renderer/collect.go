@@ -159,8 +159,10 @@ func (r *Renderer) collectDoc(c *collection, i int, b *batchFound) (*stream.Pars
 		c.out[i] = stream.Unchanged(d.Document)
 		return nil, err
 	}
-	f := r.find(d, p)
-	b.uses = append(b.uses, f.uses...)
+	f := &b.found
+	f.uses = b.uses
+	r.find(d, p, f)
+	b.uses = f.uses
 	c.out[i], err = r.applyFound(d, p, f, func(u use) (string, bool) {
 		if dg, ok := u.ref.(name.Digest); ok {
 			return dg.DigestStr(), true
@@ -178,6 +180,9 @@ type batchFound struct {
 	uses       []use
 	errs       []error
 	kept       []docParse // the parses kept for the last phase
+	// found is what the finder found in the document being collected,
+	// its memory reused from one document to the next.
+	found found
 }
 
 // docParse is the parse of document i (0-based).

@@ -24,8 +24,11 @@ const maxListDepth = 16
 type found struct {
 	// uses are the image fields with a reference, and again the fields
 	// of a pod spec shared through an alias for each workload that
-	// shares it: the collection's uses, in stream order.
+	// shares it: the collection's uses, in stream order. The document's
+	// are uses[from:], after those of the documents before it in the
+	// slice the finder was given to append to.
 	uses []use
+	from int
 	// sites are the image fields to write, each once.
 	sites []site
 	// sums are the checksums to write: a pod template's, or a mapping's
@@ -49,7 +52,7 @@ type found struct {
 // of image holds after prefix, in c (a container, an image volume's
 // image, another mapping, a list of arguments).
 type site struct {
-	use          int // its use in found.uses, whose digest pins it
+	use          int // its use, an index of found.uses, whose digest pins it
 	image        stream.Entry
 	c            *yaml.Node
 	text, prefix string
@@ -74,7 +77,7 @@ type sumLine struct {
 
 // sum is a checksum to write into holder's annotation, of lines, the
 // images of w in it. It is written once the digests of the uses found
-// before it (the first uses) are known; dedup drops repeated lines.
+// before it (found.uses[:uses]) are known; dedup drops repeated lines.
 type sum struct {
 	holder *yaml.Node
 	lines  []sumLine
@@ -86,7 +89,7 @@ type sum struct {
 // finder walks one parsed document and finds its image fields, changing
 // nothing.
 type finder struct {
-	found
+	*found
 	r *Renderer
 	d *document
 	// An alias names a node again. Objects and pod specs are walked
@@ -108,14 +111,17 @@ type finder struct {
 	name string
 }
 
-// find walks parsed document p of d and returns what it found; on error,
-// what it found before, with the error as found.stopped.
-func (r *Renderer) find(d *document, p *stream.Parsed) *found {
-	e := finder{r: r, d: d}
+// find walks parsed document p of d and puts what it found into f: its
+// uses are appended to f.uses, and the rest replaced (the memory of the
+// sites and sums reused: a worker finds in one document after another).
+// On error f holds what the walk found before it, with the error as
+// f.stopped.
+func (r *Renderer) find(d *document, p *stream.Parsed, f *found) {
+	*f = found{uses: f.uses, from: len(f.uses), sites: f.sites[:0], sums: f.sums[:0]}
+	e := finder{found: f, r: r, d: d}
 	e.routes = newRoutes(p.Aliases)
 	e.routes.step(p.Obj)
 	e.stopped = e.object(p.Obj, 0)
-	return &e.found
 }
 
 // own returns w.owned(), whose copy of the name the fields of one
@@ -294,11 +300,13 @@ func (e *finder) podSpecImages(spec *yaml.Node, w Workload) ([]sumLine, error) {
 			if err != nil {
 				return nil, e.keyError(err, fmt.Sprintf("%s %s[%d]", w.object(), field, i))
 			}
-			line, err := e.pinImage(spec, c, "image", w)
+			line, ok, err := e.pinImage(spec, c, "image", w)
 			if err != nil {
 				return nil, err
 			}
-			lines = append(lines, line...)
+			if ok {
+				lines = append(lines, line)
+			}
 			e.containers = append(e.containers, containerAt{stream.Deref(c), w})
 			// Then the images in its args and env.
 			if paths := containerPathsFor(c, e.r.containerImagePaths(), e.r.containerSelectors()); len(paths) > 0 {
@@ -347,11 +355,13 @@ func (e *finder) imageVolumes(spec *yaml.Node, w Workload) ([]sumLine, error) {
 		}
 		w.Container = VolumePrefix + name
 		e.routes.steps(img.Via)
-		line, err := e.pinImage(spec, img.Value, "reference", w)
+		line, ok, err := e.pinImage(spec, img.Value, "reference", w)
 		if err != nil {
 			return nil, err
 		}
-		lines = append(lines, line...)
+		if ok {
+			lines = append(lines, line)
+		}
 	}
 	return lines, nil
 }
@@ -359,30 +369,30 @@ func (e *finder) imageVolumes(spec *yaml.Node, w Workload) ([]sumLine, error) {
 // pinImage finds the image field key of mapping m (a container's
 // "image", an image volume's "reference", a field an image path names),
 // which w uses in pod spec spec (nil for an image path's field). It
-// returns the field's checksum line, or none when m has no such field.
-func (e *finder) pinImage(spec, m *yaml.Node, key string, w Workload) ([]sumLine, error) {
+// returns the field's checksum line, and false when m has no such field.
+func (e *finder) pinImage(spec, m *yaml.Node, key string, w Workload) (sumLine, bool, error) {
 	image, err := stream.Get(m, key)
 	if err != nil {
-		return nil, e.keyError(err, w.String())
+		return sumLine{}, false, e.keyError(err, w.String())
 	}
 	img := image.Value
 	if img == nil {
-		return nil, nil // no image: nothing to pin
+		return sumLine{}, false, nil // no image: nothing to pin
 	}
 	e.handle(img)
 	// Where the field is goes into messages only: spelt out when needed.
 	where := func() string { return e.d.At(img.Line) }
 	if img.Kind != yaml.ScalarNode || img.Tag != "!!str" {
-		return nil, fmt.Errorf("%s: %s: %s is %s, want a reference such as registry/name:tag", where(), w, key, stream.Describe(img))
+		return sumLine{}, false, fmt.Errorf("%s: %s: %s is %s, want a reference such as registry/name:tag", where(), w, key, stream.Describe(img))
 	}
 	if v, ok := yaml11Reading(img); ok {
-		return nil, fmt.Errorf("%s: %s: %s is %s, which the API server reads as %s: quote it (%q) if it is a reference", where(), w, key, img.Value, v, img.Value)
+		return sumLine{}, false, fmt.Errorf("%s: %s: %s is %s, which the API server reads as %s: quote it (%q) if it is a reference", where(), w, key, img.Value, v, img.Value)
 	}
 	ref, err := e.r.parseReference(key, img)
 	if err != nil {
 		err = fmt.Errorf("%s: %s: %w", where(), w, err)
 		if !e.r.KeepUnresolved {
-			return nil, err
+			return sumLine{}, false, err
 		}
 		// A blank image is a pattern (OpenShift's image triggers fill it
 		// in); keep it as written, in the checksum as written, and say so
@@ -392,7 +402,7 @@ func (e *finder) pinImage(spec, m *yaml.Node, key string, w Workload) ([]sumLine
 		if spec != nil {
 			e.podField(m, key, v)
 		}
-		return []sumLine{{container: w.Container, fieldValue: v}}, nil
+		return sumLine{container: w.Container, fieldValue: v}, true, nil
 	}
 	u := use{image: intern(img.Value), ref: ref, workload: e.own(w), doc: e.d, line: img.Line}
 	if spec != nil {
@@ -405,7 +415,7 @@ func (e *finder) pinImage(spec, m *yaml.Node, key string, w Workload) ([]sumLine
 	if spec != nil {
 		e.podField(m, key, v)
 	}
-	return []sumLine{{container: w.Container, fieldValue: v}}, nil
+	return sumLine{container: w.Container, fieldValue: v}, true, nil
 }
 
 // site records use u of image field image, found in c (a mapping, or a
@@ -426,10 +436,17 @@ func (e *finder) site(u use, c *yaml.Node, image stream.Entry, text, prefix stri
 	return fieldValue{site: len(e.sites) - 1}
 }
 
-// podField records the values of image field key of mapping m of a pod
-// spec, for an image path that leads to it (none: it holds no
-// reference).
-func (e *finder) podField(m *yaml.Node, key string, values ...fieldValue) {
+// podField records v, the value of image field key of mapping m of a pod
+// spec, for an image path that leads to it.
+func (e *finder) podField(m *yaml.Node, key string, v fieldValue) {
+	if e.podFieldsWanted { // most kinds have no image path
+		e.podValues(m, key, []fieldValue{v})
+	}
+}
+
+// podValues records the values of image field key of mapping m of a pod
+// spec (none: it holds no reference), as podField does.
+func (e *finder) podValues(m *yaml.Node, key string, values []fieldValue) {
 	if !e.podFieldsWanted {
 		return
 	}

@@ -387,7 +387,7 @@ func (e *finder) pinField(m *yaml.Node, key, path string, w Workload, p kindpath
 		v, ok := e.pinText(spec, m, image, "", w, p)
 		if !ok {
 			if spec != nil {
-				e.podField(m, key)
+				e.podValues(m, key, nil)
 			}
 			return nil, nil
 		}
@@ -396,7 +396,11 @@ func (e *finder) pinField(m *yaml.Node, key, path string, w Workload, p kindpath
 		}
 		return []sumLine{{w.Container, w.Field, v}}, nil
 	}
-	return e.pinImage(nil, m, key, w)
+	line, ok, err := e.pinImage(nil, m, key, w)
+	if !ok {
+		return nil, err
+	}
+	return []sumLine{line}, nil
 }
 
 // pinFlag finds the values of the flag sel.Value in the list of arguments
@@ -444,7 +448,7 @@ func (e *finder) pinFlag(m *yaml.Node, key string, sel kindpath.Selector, w Work
 		}
 	}
 	if spec != nil {
-		e.podField(m, key, values...)
+		e.podValues(m, key, values)
 	}
 	return lines, nil
 }

@@ -387,8 +387,10 @@ func Split(in []byte) ([][]byte, error) {
 // "container=reference" lines and "volume/NAME=reference" lines for image
 // volumes: the lines are sorted and each ends in a
 // newline, so the checksum depends on nothing but the set of lines.
-func Checksum(lines []string) string {
-	lines = slices.Clone(lines)
+func Checksum(lines []string) string { return checksum(slices.Clone(lines)) }
+
+// checksum is Checksum of lines, which it sorts in place.
+func checksum(lines []string) string {
 	slices.Sort(lines)
 	h := sha256.New()
 	for _, l := range lines {

@@ -54,13 +54,16 @@ func (r *Renderer) edit(d *document, digest func(use) (string, bool)) (stream.Pi
 // rewrite finds the image fields of parsed document p and applies them,
 // as edit does.
 func (r *Renderer) rewrite(d *document, p *stream.Parsed, digest func(use) (string, bool)) (stream.Piece, error) {
-	return r.applyFound(d, p, r.find(d, p), digest)
+	var f found
+	r.find(d, p, &f)
+	return r.applyFound(d, p, &f, digest)
 }
 
 // applyFound applies f, found in p, and when p is a tree from the quick
 // reader that only the encoder can change (stream.ErrEncode) parses d
 // again in full, finds again in that tree, and applies that. The uses
-// found again are those of f: digest is asked again for each.
+// found again are those of f, not reported again: digest is asked again
+// for each.
 func (r *Renderer) applyFound(d *document, p *stream.Parsed, f *found, digest func(use) (string, bool)) (stream.Piece, error) {
 	b, err := r.apply(d, p, f, digest)
 	if !errors.Is(err, stream.ErrEncode) {
@@ -70,7 +73,9 @@ func (r *Renderer) applyFound(d *document, p *stream.Parsed, f *found, digest fu
 		// The quick reader read it, so yaml.v3 reads it too: not reached.
 		return stream.Piece{}, fmt.Errorf("%s: parsing again: %w", d.Where(), cmpOr(err, stream.ErrEncode))
 	}
-	return r.apply(d, p, r.find(d, p), digest)
+	var again found
+	r.find(d, p, &again)
+	return r.apply(d, p, &again, digest)
 }
 
 // cmpOr returns err, or def when err is nil.
