@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync"
 
 	"github.com/digestpin/digestpin/renderer/stream"
 )
@@ -54,10 +55,18 @@ func (r *Renderer) edit(d *document, digest func(use) (string, bool)) (stream.Pi
 // rewrite finds the image fields of parsed document p and applies them,
 // as edit does.
 func (r *Renderer) rewrite(d *document, p *stream.Parsed, digest func(use) (string, bool)) (stream.Piece, error) {
-	var f found
-	r.find(d, p, &f)
-	return r.applyFound(d, p, &f, digest)
+	f := founds.Get().(*found)
+	f.uses = f.uses[:0]
+	r.find(d, p, f)
+	out, err := r.applyFound(d, p, f, digest)
+	founds.Put(f) // the output and the notes refer to nothing of it
+	return out, err
 }
+
+// founds holds the memory of what the last phase found in a document
+// (its uses, sites and sums) for the next: the first phase keeps one a
+// batch.
+var founds = sync.Pool{New: func() any { return new(found) }}
 
 // applyFound applies f, found in p, and when p is a tree from the quick
 // reader that only the encoder can change (stream.ErrEncode) parses d
