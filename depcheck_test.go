@@ -15,7 +15,8 @@ import (
 // template), and the deterministic generators import nothing of Helm,
 // Kubernetes or ours. The kind/path vocabulary (kindpath) imports no YAML
 // library and nothing of ours, and the renderer follows its paths rather
-// than declaring its own. The Redis client stays in internal/redisstore:
+// than declaring its own. The renderer's stream layer (renderer/stream)
+// imports nothing of images, registries or ours. The Redis client stays in internal/redisstore:
 // the renderer, the resolver, the library and their shared vocabulary
 // never import it.
 // sigstoreDeps are the import path prefixes of signature verification:
@@ -36,7 +37,10 @@ func TestLayering(t *testing.T) {
 		{pkg: "./config", forbidden: []string{"github.com/google/go-containerregistry/pkg/v1/remote", "github.com/google/go-containerregistry/pkg/authn", "github.com/digestpin/digestpin/resolve", "github.com/digestpin/digestpin/renderer"}},
 		// The paths that config, pin, the renderer and the command share.
 		{pkg: "./kindpath", forbidden: []string{"sigs.k8s.io/kustomize/kyaml", "go.yaml.in/yaml", "gopkg.in/yaml", "sigs.k8s.io/yaml", "github.com/digestpin/digestpin/"}},
-		{pkg: "./renderer", imports: []string{"github.com/digestpin/digestpin/kindpath"}},
+		{pkg: "./renderer", imports: []string{"github.com/digestpin/digestpin/kindpath", "github.com/digestpin/digestpin/renderer/stream"}},
+		// The renderer's stream layer knows nothing of images: no
+		// registry client or reference parser, nothing of ours.
+		{pkg: "./renderer/stream", forbidden: []string{"github.com/google/go-containerregistry", "github.com/digestpin/digestpin/", "github.com/redis/", "helm.sh/", "k8s.io/client-go"}},
 		{pkg: "./config", imports: []string{"github.com/digestpin/digestpin/kindpath"}},
 		{pkg: "./renderer", forbidden: []string{"github.com/redis/"}},
 		{pkg: "./resolve", forbidden: []string{"github.com/redis/"}},

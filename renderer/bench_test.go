@@ -9,8 +9,8 @@ import (
 	"github.com/digestpin/digestpin/internal/gen"
 )
 
-// stream generates a benchmark stream once per configuration.
-func stream(b *testing.B, o gen.Options) []byte {
+// genStream generates a benchmark stream once per configuration.
+func genStream(b *testing.B, o gen.Options) []byte {
 	b.Helper()
 	var buf bytes.Buffer
 	if err := gen.Stream(&buf, o); err != nil {
@@ -37,7 +37,7 @@ func BenchmarkRender(b *testing.B) {
 		{name: "fixed-point/10k", o: gen.Options{Deployments: 10000}, fixedPoint: true},
 	} {
 		b.Run(tc.name, func(b *testing.B) {
-			in := stream(b, tc.o)
+			in := genStream(b, tc.o)
 			r := &Renderer{Resolver: newFixed()}
 			if tc.fixedPoint {
 				res, err := r.Render(context.Background(), in)
@@ -60,12 +60,12 @@ func BenchmarkRender(b *testing.B) {
 // BenchmarkPassThrough compares documents without images with copying
 // their bytes: the renderer should cost little more than the copy.
 func BenchmarkPassThrough(b *testing.B) {
-	full := stream(b, gen.Options{Deployments: 30000})
+	full := genStream(b, gen.Options{Deployments: 30000})
 	// Keep only the Services and ConfigMaps.
 	var in bytes.Buffer
 	for _, d := range mustSplit(b, full) {
-		if !bytes.Contains(d.raw, imageKey) {
-			in.Write(d.raw)
+		if !bytes.Contains(d.Raw, imageKey) {
+			in.Write(d.Raw)
 		}
 	}
 	b.Run("render", func(b *testing.B) {

@@ -5,15 +5,14 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"runtime"
 	"slices"
-	"strconv"
 	"sync"
 	"sync/atomic"
 
 	"github.com/google/go-containerregistry/pkg/name"
-	"sigs.k8s.io/kustomize/kyaml/yaml"
+
+	"github.com/digestpin/digestpin/renderer/stream"
 )
 
 // use is one image field found in a document.
@@ -26,7 +25,7 @@ type use struct {
 }
 
 // where describes where the field is for messages, as document.at does.
-func (u use) where() string { return u.doc.at(u.line) }
+func (u use) where() string { return u.doc.At(u.line) }
 
 // refUses is what the later phases need of the image fields of one
 // reference: its first field, whose spelling and place the messages
@@ -43,10 +42,10 @@ type collection struct {
 	docs []*document
 	// out holds each document's output; nil bytes while it waits for a
 	// digest.
-	out []piece
+	out []stream.Piece
 	// kept holds the parses of waiting documents kept for the last phase,
 	// by index: few documents, and none in a huge stream.
-	kept map[int]*parsed
+	kept map[int]*stream.Parsed
 	// waiting are the indexes of the documents that wait for a digest.
 	waiting []int
 	// pending are the image fields of each reference (by ref.Name()),
@@ -54,7 +53,7 @@ type collection struct {
 	pending map[string]*refUses
 	order   []string
 	// budget bounds the nodes parsed at once, in both phases that parse.
-	budget *nodeBudget
+	budget *stream.Budget
 	// finished are the notes of the documents that were final after
 	// collect, in stream order: such a document is dropped from docs
 	// (nil) once merged, for its output piece is all that the later
@@ -102,10 +101,10 @@ func (c *collection) warnings() ([]Unpinned, []string) {
 func (r *Renderer) collect(ctx context.Context, docs []*document) (*collection, error) {
 	c := &collection{
 		docs:    docs,
-		out:     make([]piece, len(docs)),
-		kept:    map[int]*parsed{},
+		out:     make([]stream.Piece, len(docs)),
+		kept:    map[int]*stream.Parsed{},
 		pending: map[string]*refUses{},
-		budget:  newNodeBudget(MaxNodes),
+		budget:  stream.NewBudget(MaxNodes),
 	}
 	m := &merger{c: c, done: map[int]*batchFound{}, names: map[string]string{}}
 	var keptBytes, keptNodes atomic.Int64
@@ -120,11 +119,11 @@ func (r *Renderer) collect(ctx context.Context, docs []*document) (*collection, 
 			if p == nil {
 				continue
 			}
-			if c.out[i].b == nil && err == nil && keptBytes.Add(int64(len(d.raw))) <= maxKeptBytes &&
-				keptNodes.Add(int64(d.estimate())) <= maxKeptNodes {
+			if !c.out[i].Done() && err == nil && keptBytes.Add(int64(len(d.Raw))) <= maxKeptBytes &&
+				keptNodes.Add(int64(d.Estimate())) <= maxKeptNodes {
 				b.kept = append(b.kept, docParse{i, p})
 			} else {
-				p.release()
+				p.Release()
 			}
 		}
 		m.add(b)
@@ -138,34 +137,39 @@ func (r *Renderer) collect(ctx context.Context, docs []*document) (*collection, 
 	return c, nil
 }
 
-// collectDoc parses document i of c and rewrites it when every digest is
-// known, into c.out[i]; it appends the document's image fields to b.uses.
-// A document that cannot hold an image field is only checked (check).
+// collectDoc parses document i of c and finds its image fields, which it
+// appends to b.uses; finding changes nothing. The resolver starts on each
+// reference without a digest. A document whose digests the stream
+// carries, all of them, needs no resolver: it is applied at once, into
+// c.out[i]. A document that cannot hold an image field is only checked
+// (check).
 // It returns the parse (nil for a document that needs none), for collect
 // to keep or release.
-func (r *Renderer) collectDoc(c *collection, i int, b *batchFound) (*parsed, error) {
+func (r *Renderer) collectDoc(c *collection, i int, b *batchFound) (*stream.Parsed, error) {
 	d := c.docs[i]
 	if !d.mayHold(r.keys) {
 		// Nothing to pin: the document is written as it came, unless
 		// Kubernetes could not read it.
-		c.out[i] = piece{b: d.raw}
+		c.out[i] = stream.Unchanged(d.Document)
 		return nil, r.check(d, c.budget)
 	}
-	from := len(b.uses) // where the document's fields start
-	defer c.budget.give(c.budget.takeFor(d, r.keys))
+	defer c.budget.Give(takeFor(c.budget, d, r.keys))
 	p, err := r.parse(d)
 	if p == nil || err != nil {
-		c.out[i] = piece{b: d.raw}
+		c.out[i] = stream.Unchanged(d.Document)
 		return nil, err
 	}
-	c.out[i], err = r.rewriteDoc(d, p, func(u use) (string, bool) {
-		b.uses = append(b.uses, u)
+	f := &b.found
+	f.uses = b.uses
+	r.find(d, p, f)
+	b.uses = f.uses
+	c.out[i], err = r.applyFound(d, p, f, func(u use) (string, bool) {
 		if dg, ok := u.ref.(name.Digest); ok {
 			return dg.DigestStr(), true
 		}
 		r.inflight.start(u.ref)
 		return "", false
-	}, func() { b.uses = b.uses[:from] })
+	})
 	return p, err
 }
 
@@ -176,12 +180,15 @@ type batchFound struct {
 	uses       []use
 	errs       []error
 	kept       []docParse // the parses kept for the last phase
+	// found is what the finder found in the document being collected,
+	// its memory reused from one document to the next.
+	found found
 }
 
 // docParse is the parse of document i (0-based).
 type docParse struct {
 	i int
-	p *parsed
+	p *stream.Parsed
 }
 
 // merger merges the batches of collect into its collection in stream
@@ -228,7 +235,7 @@ func (m *merger) add(b *batchFound) {
 			ru.workloads = append(ru.workloads, u.workload)
 		}
 		for i := b.start; i < b.end; i++ {
-			if m.c.out[i].b == nil {
+			if !m.c.out[i].Done() {
 				m.c.waiting = append(m.c.waiting, i)
 				continue
 			}
@@ -294,21 +301,6 @@ func eachBatch(ctx context.Context, n int, fn func(start, end int)) error {
 	return nil
 }
 
-// wideEncoding names the encoding of a stream in UTF-16 or UTF-32, told
-// by its byte order mark or, as YAML does without one, by the zero bytes
-// of its first ASCII character; it returns "" for UTF-8.
-func wideEncoding(in []byte) string {
-	switch {
-	case bytes.HasPrefix(in, []byte{0, 0, 0xfe, 0xff}), bytes.HasPrefix(in, []byte{0xff, 0xfe, 0, 0}),
-		len(in) >= 4 && in[0] == 0 && in[1] == 0 && in[2] == 0, len(in) >= 4 && in[1] == 0 && in[2] == 0 && in[3] == 0:
-		return "UTF-32"
-	case bytes.HasPrefix(in, []byte{0xfe, 0xff}), bytes.HasPrefix(in, []byte{0xff, 0xfe}),
-		len(in) >= 2 && (in[0] == 0) != (in[1] == 0):
-		return "UTF-16"
-	}
-	return ""
-}
-
 // imageKey is the cheap test for a document that may hold an image field:
 // one without the word cannot, and is only checked, unless it holds a
 // backslash (a double-quoted key may spell the word with escapes:
@@ -329,153 +321,19 @@ func mayHoldImage(body []byte, keys [][]string) bool {
 		})
 }
 
-// parsed is a parsed document that may hold images.
-type parsed struct {
-	root    yaml.Node
-	obj     *yaml.Node                  // the object: a mapping
-	crlf    bool                        // the document's line breaks are CRLF
-	aliases map[*yaml.Node][]*yaml.Node // anchored node → its aliases; nil: none
-	// quick says that quickParse read the document: the tree has no
-	// comments, and is not to be encoded (see rewriteDoc).
-	quick bool
-	// blk holds the nodes of a tree from quickParse, for release.
-	blk *quickBlock
-}
-
-// release gives the memory of p's tree to the next quickParse. Nothing may
-// use p or its nodes after: call it once the document's output is made
-// (its pieces refer to no node).
-func (p *parsed) release() {
-	if p != nil && p.blk != nil {
-		quickBlocks.Put(p.blk)
-		p.blk = nil
-	}
-}
-
 // parse parses document d. It returns nil and no error for a document
 // that cannot hold an image field: no "image" in it, only comments, null.
-func (r *Renderer) parse(d *document) (*parsed, error) {
+func (r *Renderer) parse(d *document) (*stream.Parsed, error) {
 	if !d.mayHold(r.keys) {
 		return nil, nil
 	}
-	if err := d.tooLarge(); err != nil {
-		return nil, err
-	}
-	// Most documents are in the plain block style that quickParse reads
-	// in a fraction of yaml.v3's time: it gives the same tree (comments
-	// aside), or gives up.
-	if !r.noQuick {
-		blk := quickBlocks.Get().(*quickBlock)
-		if root, ok := quickParse(d.body(), blk); ok {
-			// quickParse reads no anchor, alias or merge key: there is
-			// nothing for checkAliases to refuse.
-			p := &parsed{root: *root, quick: true, blk: blk}
-			p.obj = p.root.Content[0]
-			return p, nil
-		}
-		quickBlocks.Put(blk) // nothing refers to a tree it gave up on
-	}
-	return r.parseFull(d)
+	return stream.Parse(d.Document, !r.noQuick)
 }
 
 // check refuses document d, which cannot hold an image field, where
-// parse would refuse it if it could: a document that Kubernetes could not
-// read (malformed YAML, more than one YAML document, anything but a
-// mapping or null). Comments and blank lines alone are a document too,
-// an empty one. quickValid checks the plain block style without a tree,
-// whatever its size; yaml.v3 parses the rest within the node budget,
-// refusing as parse does one that could take more than MaxNodes, and the
-// tree is dropped.
-func (r *Renderer) check(d *document, budget *nodeBudget) error {
-	if !r.noQuick && quickValid(d.body()) {
-		return nil
-	}
-	if err := d.tooLarge(); err != nil {
-		return err
-	}
-	n := d.estimate()
-	budget.take(n)
-	defer budget.give(n)
-	_, err := r.parseFull(d)
-	return err
-}
-
-// tooLarge refuses a document whose tree could take more memory than a
-// Render may, before the parser builds it.
-func (d *document) tooLarge() error {
-	if n := d.estimate(); n > MaxNodes {
-		return fmt.Errorf("%s: the document may hold up to %d YAML nodes (estimated from its %d bytes), more than digestpin parses in one document (MaxNodes %d)", d.where(), n, len(d.body()), MaxNodes)
-	}
-	return nil
-}
-
-// parseFull parses document d with yaml.v3, for parse and check.
-func (r *Renderer) parseFull(d *document) (*parsed, error) {
-	// CRLF line breaks are parsed as LF, so that comments carry no CR
-	// into a re-encoded document; lines and columns stay the same.
-	body, crlf := d.body(), bytes.Contains(d.body(), []byte("\r\n"))
-	if crlf {
-		body = bytes.ReplaceAll(body, []byte("\r\n"), []byte("\n"))
-	}
-	// The stream was split where Kubernetes' YAML reader splits it; a
-	// second YAML document in this one (after a "..." end marker, or a
-	// "---" after a lone CR) is one that the API server never reads: it
-	// decodes the first document of each, and ignores what follows.
-	const unread = "which Kubernetes (kubectl, Helm, Argo CD) never reads: it reads only the first YAML document between two lines that start with \"---\""
-	// A "---" line kept out of the body (plainMarker) starts the document
-	// for the parser, and a "..." right after it ends it, empty: without
-	// that line the parser would find no content before the "...".
-	if d.head > d.sep {
-		if at := contentStart(body); isEndMarker(body[at:]) {
-			rest := at + len("...")
-			if more := rest + contentStart(body[rest:]); more < len(body) {
-				return nil, fmt.Errorf("%s: YAML after the end of the document, %s", d.at(1+bytes.Count(body[:more], newline)), unread)
-			}
-			return nil, nil
-		}
-	}
-	p := &parsed{crlf: crlf}
-	dec := yaml.NewDecoder(bytes.NewReader(body))
-	if err := dec.Decode(&p.root); err != nil {
-		if errors.Is(err, io.EOF) {
-			return nil, nil // only comments
-		}
-		return nil, yamlError(d, err)
-	}
-	var next yaml.Node
-	if err := dec.Decode(&next); err == nil {
-		return nil, fmt.Errorf("%s: a second YAML document starts here, %s", d.at(next.Line), unread)
-	} else if !errors.Is(err, io.EOF) {
-		line := 0
-		if m := yamlLine.FindStringSubmatch(err.Error()); m != nil {
-			line, _ = strconv.Atoi(m[1])
-		}
-		if at := contentStart(body); at < len(body) && body[at] == '{' {
-			// kubectl reads a stream that begins with "{" as JSON
-			// objects one after the other; digestpin reads one a document.
-			return nil, fmt.Errorf("%s: more JSON after the document's object: digestpin reads one object a document; put a \"---\" line between objects", d.at(line))
-		}
-		return nil, fmt.Errorf("%s: YAML after the end of the document, %s", d.at(line), unread)
-	}
-	// Refuse aliases that would never end or cost more than the document.
-	aliases, line, err := checkAliases(&p.root)
-	if err != nil {
-		return nil, fmt.Errorf("%s: %w", d.at(line), err)
-	}
-	p.aliases = aliases
-	p.obj = deref(rootContent(&p.root))
-	if p.obj == nil || (p.obj.Kind == yaml.ScalarNode && p.obj.Tag == "!!null") {
-		return nil, nil
-	}
-	if p.obj.Kind != yaml.MappingNode {
-		return nil, fmt.Errorf("%s: want a Kubernetes object (a mapping), found %s", d.at(p.obj.Line), kindName(p.obj))
-	}
-	return p, nil
-}
-
-// isEndMarker reports whether b starts with a "..." document end marker.
-func isEndMarker(b []byte) bool {
-	return bytes.HasPrefix(b, []byte("...")) && (len(b) == 3 || bytes.IndexByte([]byte(" \t\r\n"), b[3]) >= 0)
+// parse would refuse it if it could (stream.Check).
+func (r *Renderer) check(d *document, budget *stream.Budget) error {
+	return stream.Check(d.Document, budget, !r.noQuick)
 }
 
 // maxKeptBytes and maxKeptNodes bound the documents (in input bytes and
@@ -487,13 +345,64 @@ const (
 	maxKeptNodes = MaxNodes / 4
 )
 
-// rootContent returns the top node of a parsed document.
-func rootContent(doc *yaml.Node) *yaml.Node {
-	if doc.Kind == yaml.DocumentNode {
-		if len(doc.Content) == 0 {
-			return nil
-		}
-		return doc.Content[0]
+// document is a document of the stream, with what the renderer notes of
+// it.
+type document struct {
+	*stream.Document
+	// notes are what the pass that finishes the document found to warn
+	// about; nil for none, as for most documents.
+	notes *notes
+	// holds caches mayHold: 0 not asked yet, 1 yes, 2 no.
+	holds int8
+}
+
+// documents splits the stream in into its documents (stream.Split).
+func documents(in []byte) ([]*document, error) {
+	split, err := stream.Split(in)
+	if err != nil {
+		return nil, err
 	}
-	return doc
+	docs := make([]document, len(split))
+	out := make([]*document, len(split))
+	for i, d := range split {
+		docs[i].Document = d
+		out[i] = &docs[i]
+	}
+	return out, nil
+}
+
+// notes are the warnings of one document.
+type notes struct {
+	// kept are the warnings of the document's image fields kept as
+	// written (KeepUnresolved).
+	kept []string
+	// unpinned are the image-like values of the document that no image
+	// field reached.
+	unpinned []Unpinned
+}
+
+// mayHold returns mayHoldImage of the document's body, asked once: the
+// node budget and the parse both ask. Only the worker that owns the
+// document may call it, with the keys of one Render.
+func (d *document) mayHold(keys [][]string) bool {
+	if d.holds == 0 {
+		d.holds = 2
+		if mayHoldImage(d.Body(), keys) {
+			d.holds = 1
+		}
+	}
+	return d.holds == 1
+}
+
+// takeFor takes from b the nodes document d may parse into (none when it
+// cannot hold an image field, which check parses, if at all, within
+// budget; at most the whole budget: parse refuses a larger one), and
+// returns how many, for b.Give.
+func takeFor(b *stream.Budget, d *document, keys [][]string) int {
+	if !d.mayHold(keys) {
+		return 0
+	}
+	n := min(d.Estimate(), MaxNodes)
+	b.Take(n)
+	return n
 }

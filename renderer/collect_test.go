@@ -8,6 +8,9 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+	"sigs.k8s.io/kustomize/kyaml/yaml"
+
+	"github.com/digestpin/digestpin/renderer/stream"
 )
 
 // webStream makes n Deployments web-0 … web-(n-1), each of 12 lines with
@@ -102,17 +105,17 @@ func TestMergerMergesInStreamOrder(t *testing.T) {
 	t.Parallel()
 	// Batches done out of order are merged in order: the first use of a
 	// reference is the stream's first, and documents wait in order.
-	docs, err := splitStream(webStream(6, func(int) string { return "app:1" }))
+	docs, err := documents(webStream(6, func(int) string { return "app:1" }))
 	if err != nil {
 		t.Fatal(err)
 	}
-	c := &collection{docs: docs, out: make([]piece, len(docs)), pending: map[string]*refUses{}}
+	c := &collection{docs: docs, out: make([]stream.Piece, len(docs)), pending: map[string]*refUses{}}
 	m := &merger{c: c, done: map[int]*batchFound{}, names: map[string]string{}}
 	r := &Renderer{}
 	batch := func(start, end int) *batchFound {
 		b := &batchFound{start: start, end: end}
 		for i := start; i < end; i++ {
-			ref, err := r.parseReference("image", newScalar("app:1"))
+			ref, err := r.parseReference("image", &yaml.Node{Kind: yaml.ScalarNode, Tag: "!!str", Value: "app:1"})
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -22,6 +22,18 @@
 // the stream's order. A document with nothing to change is written back as
 // the exact bytes it was read from.
 //
+// The package is the image filter over the stream layer of package
+// stream, which splits, parses and writes the documents and knows
+// nothing of images (after KYAML's kio and its filters): here are the
+// image fields and their paths, the policy on what to pin, the hand-off
+// to the Resolver, and the edit. The edit is a finder (find.go), which
+// walks a document and returns the uses of each image with their nodes,
+// routes and pod specs, changing nothing, and an applier (apply.go),
+// which makes the image and annotation changes once the digests are
+// known (after KO's selector and resolve). The first phase finds only; a
+// document whose digests the stream carries, all of them, needs no
+// resolver and is applied at once.
+//
 // Documents end where Kubernetes' YAML reader (k8s.io/apimachinery's,
 // through which kubectl, Helm's kube client and Argo CD read manifests)
 // ends them: at every line that starts with "---" and nothing but a

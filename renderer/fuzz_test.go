@@ -14,6 +14,7 @@ import (
 	"sigs.k8s.io/kustomize/kyaml/yaml"
 
 	"github.com/digestpin/digestpin/kindpath"
+	"github.com/digestpin/digestpin/renderer/stream"
 )
 
 // addSeeds adds the golden inputs and a few small streams to a fuzz
@@ -80,9 +81,9 @@ func addSeeds(f *testing.F) {
 }
 
 // FuzzRender renders arbitrary streams. Whatever the input, Render must
-// not panic, and estimateNodes must bound the nodes of each document;
-// when it succeeds, every document it wrote must parse (one YAML
-// document, a mapping or empty, as parseFull reads it), it must be a
+// not panic (stream.FuzzSplitStream holds the node estimate to the
+// nodes of each document); when it succeeds, every document it wrote must parse (one YAML
+// document, a mapping or empty, as stream.ParseFull reads it), it must be a
 // fixed point, documents without an image must be unchanged, JSON
 // documents must stay JSON, and the API
 // server must read input and output alike but for pinned images and
@@ -91,12 +92,6 @@ func FuzzRender(f *testing.F) {
 	addSeeds(f)
 	f.Fuzz(func(t *testing.T, in []byte) {
 		t.Parallel() // the seed corpus in parallel (no effect when fuzzing)
-		docs, _ := splitStream(in)
-		for _, d := range docs {
-			if n, est := countNodes(d.body()), estimateNodes(d.body()); n > est {
-				t.Fatalf("estimateNodes(%q) = %d, but it parses into %d nodes", d.body(), est, n)
-			}
-		}
 		r := &Renderer{Resolver: newFixed()}
 		res, err := r.Render(context.Background(), in)
 		if err != nil {
@@ -107,21 +102,28 @@ func FuzzRender(f *testing.F) {
 		}
 		out := res.Bytes()
 		checkWriteTo(t, res, out)
-		docs = mustSplit(t, out)
+		docs := mustSplit(t, out)
 		// Every document, with an image or without: Render refuses one
 		// that Kubernetes could not read. The parser reads what
 		// Kubernetes' YAML reader hands it: the document without the
 		// separator it dropped.
 		for _, d := range docs {
-			root, err := fullParse(d.raw[d.sep:])
+			dec := yaml.NewDecoder(bytes.NewReader(d.Raw[d.Sep:]))
+			var root yaml.Node
+			err := dec.Decode(&root)
 			if errors.Is(err, io.EOF) {
 				continue
 			}
-			if err != nil {
-				t.Fatalf("output document %d does not parse: %v\n%q", d.index, err, d.raw)
+			if err == nil {
+				if err = dec.Decode(new(yaml.Node)); errors.Is(err, io.EOF) {
+					err = nil
+				}
 			}
-			if obj := rootContent(root); obj != nil && obj.Kind != yaml.MappingNode && obj.Tag != "!!null" {
-				t.Fatalf("output document %d is %s, not an object\n%q", d.index, kindName(obj), d.raw)
+			if err != nil {
+				t.Fatalf("output document %d does not parse: %v\n%q", d.Index, err, d.Raw)
+			}
+			if obj := root.Content[0]; obj.Kind != yaml.MappingNode && obj.Tag != "!!null" {
+				t.Fatalf("output document %d is %s, not an object\n%q", d.Index, stream.KindName(obj), d.Raw)
 			}
 		}
 		again, err := r.Render(context.Background(), out)
@@ -134,11 +136,11 @@ func FuzzRender(f *testing.F) {
 		inDocs := mustSplit(t, in)
 		if len(inDocs) == len(docs) {
 			for i, d := range inDocs {
-				if !mayHoldImage(d.raw, r.imageKeys()) && !bytes.Equal(d.raw, docs[i].raw) {
-					t.Fatalf("document %d without image changed: %q → %q", i+1, d.raw, docs[i].raw)
+				if !mayHoldImage(d.Raw, r.imageKeys()) && !bytes.Equal(d.Raw, docs[i].Raw) {
+					t.Fatalf("document %d without image changed: %q → %q", i+1, d.Raw, docs[i].Raw)
 				}
-				if jsonStart(d.body()) >= 0 && jsonStart(docs[i].body()) < 0 {
-					t.Fatalf("JSON document %d is no longer JSON: %q → %q", i+1, d.raw, docs[i].raw)
+				if stream.JSONStart(d.Body()) >= 0 && stream.JSONStart(docs[i].Body()) < 0 {
+					t.Fatalf("JSON document %d is no longer JSON: %q → %q", i+1, d.Raw, docs[i].Raw)
 				}
 			}
 		} else {
@@ -213,46 +215,11 @@ func FuzzImagePaths(f *testing.F) {
 			t.Fatalf("Render changed the number of documents: %d → %d", len(inDocs), len(outDocs))
 		}
 		for i, d := range inDocs {
-			if jsonStart(d.body()) >= 0 && jsonStart(outDocs[i].body()) < 0 {
-				t.Fatalf("JSON document %d is no longer JSON: %q → %q", i+1, d.raw, outDocs[i].raw)
+			if stream.JSONStart(d.Body()) >= 0 && stream.JSONStart(outDocs[i].Body()) < 0 {
+				t.Fatalf("JSON document %d is no longer JSON: %q → %q", i+1, d.Raw, outDocs[i].Raw)
 			}
 		}
 		checkAsAPIServerWith(t, r, in, res.Bytes())
-	})
-}
-
-// FuzzSplitStream checks that splitting a stream loses no byte, and that
-// each document knows its number, its first line and its head.
-func FuzzSplitStream(f *testing.F) {
-	addSeeds(f)
-	f.Fuzz(func(t *testing.T, in []byte) {
-		docs, err := splitStream(in)
-		if err != nil {
-			return // FuzzSplitAsKubernetes checks the refusals
-		}
-		var joined []byte
-		for i, d := range docs {
-			if d.index != i+1 || d.sep > d.head || d.head > len(d.raw) {
-				t.Fatalf("document %d: index %d, separator %d and head %d of %d bytes", i+1, d.index, d.sep, d.head, len(d.raw))
-			}
-			if want := 1 + bytes.Count(joined, []byte("\n")); d.line != want {
-				t.Fatalf("document %d starts at line %d, want %d", d.index, d.line, want)
-			}
-			// Every document but the first starts with the separator
-			// that ended the one before, a whole line.
-			sep := d.raw[:d.sep]
-			nl := bytes.IndexByte(sep, '\n')
-			switch {
-			case i == 0 && d.sep != 0:
-				t.Fatalf("the first document starts with separator %q", sep)
-			case i > 0 && (!bytes.HasPrefix(sep, []byte("---")) || (nl >= 0 && nl != len(sep)-1) || (nl < 0 && d.sep != len(d.raw))):
-				t.Fatalf("document %d starts with separator %q, not one line that starts with ---: %q", d.index, sep, d.raw)
-			}
-			joined = append(joined, d.raw...)
-		}
-		if !bytes.Equal(joined, in) {
-			t.Fatalf("documents do not add up to the input")
-		}
 	})
 }
 

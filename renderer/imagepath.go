@@ -10,6 +10,7 @@ import (
 	"sigs.k8s.io/kustomize/kyaml/yaml"
 
 	"github.com/digestpin/digestpin/kindpath"
+	"github.com/digestpin/digestpin/renderer/stream"
 )
 
 // leaves reports whether the image field's value v is one to leave
@@ -133,12 +134,12 @@ func (r *Renderer) imagePathsFor(group, kind string) []kindpath.Image {
 	return paths
 }
 
-// imageFields pins the image fields that paths (the image paths of the
-// object's group and kind) find in obj, used by w, and writes the checksums that
-// its checksum paths ask for. pods are the pod templates and pod specs
+// imageFields finds the image fields that paths (the image paths of the
+// object's group and kind) lead to in obj, used by w, and the checksums
+// that its checksum paths ask for. pods are the pod templates and pod specs
 // that the object's pod spec paths found, which a checksum path may not
 // name: they have a checksum of their own, or no metadata.
-func (e *editor) imageFields(obj *yaml.Node, group, kind string, paths []kindpath.Image, w Workload, pods map[*yaml.Node]string) error {
+func (e *finder) imageFields(obj *yaml.Node, group, kind string, paths []kindpath.Image, w Workload, pods map[*yaml.Node]string) error {
 	if len(paths) == 0 {
 		return nil
 	}
@@ -148,9 +149,9 @@ func (e *editor) imageFields(obj *yaml.Node, group, kind string, paths []kindpat
 			checks = append(checks, c)
 		}
 	}
-	// First, pin every image field that the paths find, each once
+	// First, find every image field that the paths lead to, each once
 	// however many paths lead to it, whatever the checksum paths say.
-	fields := map[fieldKey][]string{} // the checksum lines of each field
+	fields := map[fieldKey][]sumLine{} // the checksum lines of each field
 	if _, err := e.pinFields(obj, "", paths, 0, w, fields, nil); err != nil {
 		return err
 	}
@@ -158,9 +159,9 @@ func (e *editor) imageFields(obj *yaml.Node, group, kind string, paths []kindpat
 	// checksum path that its fields start with, or to none.
 	owner := checksumOwners(paths, checks)
 	// A mapping that two checksum paths lead to gets one checksum, of
-	// the fields of both.
+	// the fields of both, each line once (the applier drops repeats).
 	var annotated []*yaml.Node
-	linesOf := map[*yaml.Node][]string{}
+	linesOf := map[*yaml.Node][]sumLine{}
 	var podNodes map[*yaml.Node]bool // the nodes inside pods, once asked
 	for j, c := range checks {
 		var own []kindpath.Image
@@ -190,7 +191,7 @@ func (e *editor) imageFields(obj *yaml.Node, group, kind string, paths []kindpat
 				// The annotation would be a second checksum of the same
 				// images, or a field of a pod spec that the API server
 				// drops.
-				return fmt.Errorf("%s: %s: the checksum path %s leads to the %s at %s, whose images the pod template's own checksum covers; name a mapping outside the pod template", e.d.at(h.node.Line), w.object(), c, what, h.trail)
+				return fmt.Errorf("%s: %s: the checksum path %s leads to the %s at %s, whose images the pod template's own checksum covers; name a mapping outside the pod template", e.d.At(h.node.Line), w.object(), c, what, h.trail)
 			}
 			lines, err := e.pinFields(h.node, h.trail, own, len(c.Fields), w, fields, nil)
 			if err != nil {
@@ -199,17 +200,13 @@ func (e *editor) imageFields(obj *yaml.Node, group, kind string, paths []kindpat
 			if _, ok := linesOf[h.node]; !ok {
 				annotated = append(annotated, h.node)
 			}
-			for _, l := range lines {
-				if !slices.Contains(linesOf[h.node], l) {
-					linesOf[h.node] = append(linesOf[h.node], l)
-				}
+			if len(lines) > 0 {
+				linesOf[h.node] = append(linesOf[h.node], lines...)
 			}
 		}
 	}
 	for _, h := range annotated {
-		if err := e.checksum(h, linesOf[h], w); err != nil {
-			return err
-		}
+		e.checksum(h, linesOf[h], w, true)
 	}
 	return nil
 }
@@ -241,7 +238,7 @@ type checksumHolder struct {
 // in obj (obj itself for a path without fields). A path that reaches
 // anything but a mapping or null would leave the images under it out of
 // every checksum: it is refused.
-func (e *editor) checksumHolders(obj *yaml.Node, c kindpath.Checksum, w Workload) ([]checksumHolder, error) {
+func (e *finder) checksumHolders(obj *yaml.Node, c kindpath.Checksum, w Workload) ([]checksumHolder, error) {
 	var holders []checksumHolder
 	var bad error
 	if len(c.Fields) == 0 {
@@ -251,7 +248,7 @@ func (e *editor) checksumHolders(obj *yaml.Node, c kindpath.Checksum, w Workload
 		switch at := fieldPath(trail); {
 		case bad != nil || (node.Kind == yaml.ScalarNode && node.Tag == "!!null"):
 		case node.Kind != yaml.MappingNode:
-			bad = fmt.Errorf("%s: %s: the checksum path %s leads to %s at %s, want a mapping", e.d.at(node.Line), w.object(), c, kindName(node), at)
+			bad = fmt.Errorf("%s: %s: the checksum path %s leads to %s at %s, want a mapping", e.d.At(node.Line), w.object(), c, stream.KindName(node), at)
 		default:
 			holders = append(holders, checksumHolder{node, at})
 			return true
@@ -276,7 +273,7 @@ func nodesUnder(pods map[*yaml.Node]string) map[*yaml.Node]bool {
 		stack = append(stack, p)
 	}
 	for len(stack) > 0 {
-		m := deref(stack[len(stack)-1])
+		m := stream.Deref(stack[len(stack)-1])
 		stack = stack[:len(stack)-1]
 		if m == nil || seen[m] {
 			continue
@@ -293,20 +290,20 @@ type fieldKey struct {
 	key string
 }
 
-// pinFields pins the image fields of paths in mapping from, which the
+// pinFields finds the image fields of paths in mapping from, which the
 // path base (fieldPath) leads to from the object, following each path's
 // fields after the first skip. spec is the pod spec when from is one of
-// its containers (ContainerImagePaths), else nil. It pins each field
-// once: fields holds the checksum lines of each field pinned (none: a
-// field left unset, or whose digest is not known yet), and a field that
-// a pod spec path found is its container's, pinned and reported as such.
+// its containers (ContainerImagePaths), else nil. It finds each field
+// once: fields holds the checksum lines of each field found (none: a
+// field left unset), and a field that a pod spec path found is its
+// container's, found and reported as such.
 // It returns the checksum lines of the fields found, each once.
-func (e *editor) pinFields(from *yaml.Node, base string, paths []kindpath.Image, skip int, w Workload, fields map[fieldKey][]string, spec *yaml.Node) ([]string, error) {
+func (e *finder) pinFields(from *yaml.Node, base string, paths []kindpath.Image, skip int, w Workload, fields map[fieldKey][]sumLine, spec *yaml.Node) ([]sumLine, error) {
 	type field struct {
 		m    *yaml.Node // the mapping that holds the image field
 		path string
 	}
-	var lines []string
+	var lines []sumLine
 	listed := map[fieldKey]bool{}
 	for _, p := range paths {
 		key := p.Fields[len(p.Fields)-1]
@@ -324,15 +321,15 @@ func (e *editor) pinFields(from *yaml.Node, base string, paths []kindpath.Image,
 					return false
 				}
 				found = append(found, field{node, joinPath(joinPath(base, fieldPath(trail)), key)})
-				v, _ := get(node, k) // pinField reports its error
-				return v.value != nil
+				v, _ := stream.Get(node, k) // pinField reports its error
+				return v.Value != nil
 			})
 			if err != nil {
 				return nil, e.keyError(err, w.object())
 			}
 		}
 		for _, f := range found {
-			k := fieldKey{deref(f.m), key}
+			k := fieldKey{stream.Deref(f.m), key}
 			got, done := fields[k]
 			if !done {
 				var err error
@@ -350,23 +347,23 @@ func (e *editor) pinFields(from *yaml.Node, base string, paths []kindpath.Image,
 	return lines, nil
 }
 
-// pinField pins image field key of mapping m, at path in the object (in
+// pinField finds image field key of mapping m, at path in the object (in
 // the container, for a spec), which image path p found, and returns its
 // checksum lines: none, or one for each value a flag has. A field that a
-// pod spec path found already is not pinned again: it is the
+// pod spec path found already is not found again: it is the
 // container's (or image volume's), and its line names the field with the
 // value pinned.
-func (e *editor) pinField(m *yaml.Node, key, path string, w Workload, p kindpath.Image, spec *yaml.Node) ([]string, error) {
+func (e *finder) pinField(m *yaml.Node, key, path string, w Workload, p kindpath.Image, spec *yaml.Node) ([]sumLine, error) {
 	if spec == nil {
 		w.Container = FieldPrefix + path
 	} else {
 		w.Field = path
 	}
-	if values, ok := e.podFields[fieldKey{deref(m), key}]; ok {
-		var lines []string
-		for v := range strings.SplitSeq(values, "\n") {
-			if v != "" {
-				lines = append(lines, w.line(v))
+	if values, ok := e.podFields[fieldKey{stream.Deref(m), key}]; ok {
+		var lines []sumLine
+		for _, v := range values {
+			if v.site >= 0 || v.text != "" {
+				lines = append(lines, sumLine{w.Container, w.Field, v})
 			}
 		}
 		return lines, nil
@@ -374,51 +371,61 @@ func (e *editor) pinField(m *yaml.Node, key, path string, w Workload, p kindpath
 	if sel, ok := kindpath.ParseSelector(key); ok && sel.IsFlag() {
 		return e.pinFlag(m, key, sel, w, p, spec)
 	}
-	image, err := get(m, key)
+	image, err := stream.Get(m, key)
 	if err != nil {
 		return nil, e.keyError(err, w.String())
 	}
-	if unset(image.value) || (image.value.Kind == yaml.ScalarNode && leaves(p, image.value.Value)) {
-		e.handle(image.value)
+	if unset(image.Value) || (image.Value.Kind == yaml.ScalarNode && leaves(p, image.Value.Value)) {
+		e.handle(image.Value)
 		return nil, nil
 	}
 	if hasSelector(p.Fields) {
 		// An env var's value, say: a reference only when it reads as one.
-		if v := deref(image.value); ownTag(v) {
+		if v := stream.Deref(image.Value); ownTag(v) {
 			return nil, e.ownTagError(v, key, w)
 		}
-		line, value := e.pinText(spec, m, image, "", w, p)
-		if spec != nil {
-			e.podField(m, key, value)
+		v, ok := e.pinText(spec, m, image, "", w, p)
+		if !ok {
+			if spec != nil {
+				e.podValues(m, key, nil)
+			}
+			return nil, nil
 		}
-		return nonEmpty(line), nil
+		if spec != nil {
+			e.podField(m, key, v)
+		}
+		return []sumLine{{w.Container, w.Field, v}}, nil
 	}
-	line, err := e.pinImage(nil, m, key, w)
-	return nonEmpty(line), err
+	line, ok, err := e.pinImage(nil, m, key, w)
+	if !ok {
+		return nil, err
+	}
+	return []sumLine{line}, nil
 }
 
-// pinFlag pins the values of the flag sel.Value in the list of arguments
+// pinFlag finds the values of the flag sel.Value in the list of arguments
 // sel.Field of mapping m (key is the selector as written): the rest of
 // each item "FLAG=VALUE", and each item after an item "FLAG", when it
 // reads as a reference (a URL, a path or another flag does not).
-func (e *editor) pinFlag(m *yaml.Node, key string, sel kindpath.Selector, w Workload, p kindpath.Image, spec *yaml.Node) ([]string, error) {
-	list, err := get(m, sel.Field)
+func (e *finder) pinFlag(m *yaml.Node, key string, sel kindpath.Selector, w Workload, p kindpath.Image, spec *yaml.Node) ([]sumLine, error) {
+	list, err := stream.Get(m, sel.Field)
 	if err != nil {
 		return nil, e.keyError(err, w.String())
 	}
-	if list.value == nil || list.value.Kind != yaml.SequenceNode {
+	if list.Value == nil || list.Value.Kind != yaml.SequenceNode {
 		return nil, nil
 	}
-	var lines, values []string
-	items := list.value.Content
+	var lines []sumLine
+	var values []fieldValue
+	items := list.Value.Content
 	for i := 0; i < len(items); i++ {
-		arg := deref(items[i])
+		arg := stream.Deref(items[i])
 		flag := arg.Kind == yaml.ScalarNode && (arg.Value == sel.Value || strings.HasPrefix(arg.Value, sel.Value+"="))
 		if flag && ownTag(arg) {
 			return nil, e.ownTagError(arg, "an argument", w)
 		}
-		if flag && arg.Value == sel.Value && i+1 < len(items) && ownTag(deref(items[i+1])) {
-			return nil, e.ownTagError(deref(items[i+1]), "an argument", w)
+		if flag && arg.Value == sel.Value && i+1 < len(items) && ownTag(stream.Deref(items[i+1])) {
+			return nil, e.ownTagError(stream.Deref(items[i+1]), "an argument", w)
 		}
 		if arg.Kind != yaml.ScalarNode || arg.Tag != "!!str" {
 			continue
@@ -434,15 +441,14 @@ func (e *editor) pinFlag(m *yaml.Node, key string, sel kindpath.Selector, w Work
 		default:
 			continue
 		}
-		e.routes.steps(list.via)
-		line, value := e.pinText(spec, list.value, entry{value: deref(raw), via: []*yaml.Node{raw}}, prefix, w, p)
-		if line != "" {
-			lines = append(lines, line)
+		e.routes.steps(list.Via)
+		if v, ok := e.pinText(spec, list.Value, stream.Entry{Value: stream.Deref(raw), Via: []*yaml.Node{raw}}, prefix, w, p); ok {
+			lines = append(lines, sumLine{w.Container, w.Field, v})
+			values = append(values, v)
 		}
-		values = append(values, value)
 	}
 	if spec != nil {
-		e.podField(m, key, strings.Join(values, "\n"))
+		e.podValues(m, key, values)
 	}
 	return lines, nil
 }
@@ -450,8 +456,8 @@ func (e *editor) pinFlag(m *yaml.Node, key string, sel kindpath.Selector, w Work
 // ownTagError refuses what, the scalar n at an image path of w, for its
 // tag of the chart's own ("!x --flag"): the API server reads the plain
 // string, this parser a value of that tag.
-func (e *editor) ownTagError(n *yaml.Node, what string, w Workload) error {
-	return e.keyError(&keyError{n.Line, fmt.Sprintf("%s is tagged %s (%s), which the API server reads as the string; write it as a plain string", what, n.Tag, n.Value)}, w.String())
+func (e *finder) ownTagError(n *yaml.Node, what string, w Workload) error {
+	return e.keyError(&stream.KeyError{Line: n.Line, Msg: fmt.Sprintf("%s is tagged %s (%s), which the API server reads as the string; write it as a plain string", what, n.Tag, n.Value)}, w.String())
 }
 
 // ownTag says whether the scalar n has a tag of the document's own (not
@@ -460,30 +466,30 @@ func ownTag(n *yaml.Node) bool {
 	return n.Kind == yaml.ScalarNode && strings.HasPrefix(n.Tag, "!") && !strings.HasPrefix(n.Tag, "!!") && n.Tag != "!"
 }
 
-// pinText pins the reference in the string scalar image (found in c, a
+// pinText finds the reference in the string scalar image (found in c, a
 // mapping or a list of arguments) after prefix, used by w in pod spec
 // spec (nil for none), when it reads as a reference with a tag or a
 // digest that image path p holds; anything else (a URL, a path, a
-// number, a name alone) is left alone without an error. It returns the checksum line and the value pinned ("" for
-// none, or while the digest is not known).
-func (e *editor) pinText(spec, c *yaml.Node, image entry, prefix string, w Workload, p kindpath.Image) (line, value string) {
-	img := image.value
+// number, a name alone) is left alone without an error. It returns the
+// field's value to be, and false for none.
+func (e *finder) pinText(spec, c *yaml.Node, image stream.Entry, prefix string, w Workload, p kindpath.Image) (fieldValue, bool) {
+	img := image.Value
 	if img == nil || img.Kind != yaml.ScalarNode || img.Tag != "!!str" {
-		return "", ""
+		return fieldValue{}, false
 	}
 	e.handle(img)
 	if _, ok := yaml11Reading(img); ok {
-		return "", ""
+		return fieldValue{}, false
 	}
 	// A name without a tag or digest may be one that the program
 	// completes (with a version, a registry of its own): not pinned.
 	text, ok := strings.CutPrefix(img.Value, prefix)
 	if _, tag, digest := splitImage(text); !ok || !readsAsReference(text) || leaves(p, text) || (tag == "" && digest == "") {
-		return "", ""
+		return fieldValue{}, false
 	}
 	ref, err := name.ParseReference(text)
 	if err != nil {
-		return "", ""
+		return fieldValue{}, false
 	}
 	u := use{image: intern(text), ref: ref, workload: e.own(w), doc: e.d, line: img.Line}
 	if spec != nil {
@@ -492,17 +498,7 @@ func (e *editor) pinText(spec, c *yaml.Node, image entry, prefix string, w Workl
 		}
 		e.specUses[spec] = append(e.specUses[spec], u)
 	}
-	dg, ok := e.digest(u)
-	if !ok {
-		e.complete = false
-		return "", ""
-	}
-	value = text
-	if dg != "" {
-		value = pinnedTo(text, dg, e.r.mode())
-	}
-	e.changeImage(c, image, prefix+value)
-	return w.line(value), value
+	return e.site(u, c, image, text, prefix), true
 }
 
 // readsAsReference reports whether s, a value of a field that may hold
@@ -516,14 +512,6 @@ func readsAsReference(s string) bool {
 		return false
 	}
 	return true
-}
-
-// nonEmpty returns line as a list: none for "".
-func nonEmpty(line string) []string {
-	if line == "" {
-		return nil
-	}
-	return []string{line}
 }
 
 // unset reports whether an image field found by an image path is one to

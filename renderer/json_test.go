@@ -15,7 +15,11 @@ import (
 
 	"github.com/digestpin/digestpin/internal/testfiles"
 	"github.com/digestpin/digestpin/kindpath"
+	"github.com/digestpin/digestpin/renderer/stream"
 )
+
+// bom is the byte order mark a JSON document may start with.
+var bom = []byte("\ufeff")
 
 // TestJSONGoldenStaysJSON checks the JSON golden files (TestGolden
 // compares them and checks that they are fixed points): every document
@@ -36,12 +40,12 @@ func TestJSONGoldenStaysJSON(t *testing.T) {
 			}
 			var docs int
 			for i := range inDocs {
-				if jsonStart(inDocs[i].body()) < 0 {
+				if stream.JSONStart(inDocs[i].Body()) < 0 {
 					continue
 				}
 				docs++
-				if jsonStart(outDocs[i].body()) < 0 {
-					t.Errorf("document %d is no longer JSON:\n%s", i+1, outDocs[i].raw)
+				if stream.JSONStart(outDocs[i].Body()) < 0 {
+					t.Errorf("document %d is no longer JSON:\n%s", i+1, outDocs[i].Raw)
 				}
 			}
 			if docs == 0 {
@@ -117,7 +121,7 @@ func TestJSONDocuments(t *testing.T) {
 			if diff := cmp.Diff(want, string(res.Bytes())); diff != "" {
 				t.Errorf("Render() (-want +got):\n%s", diff)
 			}
-			if jsonStart([]byte(want)) < 0 {
+			if stream.JSONStart([]byte(want)) < 0 {
 				t.Errorf("the wanted output is not JSON:\n%s", want)
 			}
 			if tc.mode == "" {

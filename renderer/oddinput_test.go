@@ -75,8 +75,8 @@ func checkUntouched(t *testing.T, in, out []byte) {
 		t.Fatalf("Render() made %d documents of %d", len(b), len(a))
 	}
 	for i := range a {
-		if !bytes.Contains(a[i].raw, []byte("registry.example/app")) && !bytes.Equal(a[i].raw, b[i].raw) {
-			t.Errorf("document %d has no image to pin but changed: %q → %q", i+1, a[i].raw, b[i].raw)
+		if !bytes.Contains(a[i].Raw, []byte("registry.example/app")) && !bytes.Equal(a[i].Raw, b[i].Raw) {
+			t.Errorf("document %d has no image to pin but changed: %q → %q", i+1, a[i].Raw, b[i].Raw)
 		}
 	}
 }

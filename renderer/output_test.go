@@ -12,6 +12,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/digestpin/digestpin/internal/gen"
+	"github.com/digestpin/digestpin/renderer/stream"
 )
 
 // recordingWriter keeps every slice it is given, as given.
@@ -101,24 +102,24 @@ func TestWriteTo(t *testing.T) {
 	if _, err := res.WriteTo(w); err != nil {
 		t.Fatal(err)
 	}
-	if most := len(out)/writeBuffer + 1; len(w.writes) > most {
+	if most := len(out)/stream.WriteBuffer + 1; len(w.writes) > most {
 		t.Errorf("WriteTo() made %d writes of %d bytes, want at most %d", len(w.writes), len(out), most)
 	}
 	for i, b := range w.writes[:len(w.writes)-1] {
-		if len(b) < writeBuffer {
-			t.Errorf("write %d of %d carries %d bytes, want at least %d", i+1, len(w.writes), len(b), writeBuffer)
+		if len(b) < stream.WriteBuffer {
+			t.Errorf("write %d of %d carries %d bytes, want at least %d", i+1, len(w.writes), len(b), stream.WriteBuffer)
 		}
 	}
 
 	// A long run of documents without images (Services and ConfigMaps)
 	// between two that change goes out in one write of the input.
 	var long strings.Builder
-	for long.Len() < 4*writeBuffer {
+	for long.Len() < 4*stream.WriteBuffer {
 		long.WriteString("---\napiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: c\ndata:\n  k: v\n")
 	}
 	dep := strings.Replace(deployment, "IMAGE", "app:1", 1)
-	stream := []byte(dep + long.String() + "---\n" + dep)
-	res, err := (&Renderer{Resolver: newFixed()}).Render(context.Background(), stream)
+	longIn := []byte(dep + long.String() + "---\n" + dep)
+	res, err := (&Renderer{Resolver: newFixed()}).Render(context.Background(), longIn)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -128,7 +129,7 @@ func TestWriteTo(t *testing.T) {
 	}
 	direct := false
 	for _, b := range w.writes {
-		if len(b) >= long.Len()-writeBuffer && aliases(stream, b) {
+		if len(b) >= long.Len()-stream.WriteBuffer && aliases(longIn, b) {
 			direct = true
 		}
 	}
@@ -166,8 +167,8 @@ func TestWriteToFails(t *testing.T) {
 		want  error
 	}{
 		{desc: "full disk at once", res: changed, takes: 0, err: syscall.ENOSPC, want: syscall.ENOSPC},
-		{desc: "reader gone midway", res: changed, takes: 3*writeBuffer + 17, err: syscall.EPIPE, want: syscall.EPIPE},
-		{desc: "short write without an error", res: changed, takes: writeBuffer + 1, want: io.ErrShortWrite},
+		{desc: "reader gone midway", res: changed, takes: 3*stream.WriteBuffer + 17, err: syscall.EPIPE, want: syscall.EPIPE},
+		{desc: "short write without an error", res: changed, takes: stream.WriteBuffer + 1, want: io.ErrShortWrite},
 		{desc: "unchanged, reader gone", res: unchanged, takes: 1000, err: syscall.EPIPE, want: syscall.EPIPE},
 		{desc: "unchanged, short write", res: unchanged, takes: 1000, want: io.ErrShortWrite},
 	} {

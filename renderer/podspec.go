@@ -9,6 +9,7 @@ import (
 	"sigs.k8s.io/kustomize/kyaml/yaml"
 
 	"github.com/digestpin/digestpin/kindpath"
+	"github.com/digestpin/digestpin/renderer/stream"
 )
 
 // containerFields are the fields of a pod spec that hold containers.
@@ -77,7 +78,7 @@ type walkStep struct {
 // steps from a node with the same fields left once, so that "*" fields
 // over aliases cannot make it exponential; another way to a node
 // stepped from already is stepped when the first led to a node used. It
-// looks fields up with get, and returns get's error (or values' error
+// looks fields up with stream.Get, and returns its error (or stream.Values' error
 // for a "*" step, prefixed with the field stepped from).
 func walk(n *yaml.Node, fields []string, step func(*yaml.Node), fn func(holder, node *yaml.Node, last string, trail []string) bool) error {
 	w := walker{step: step, fn: fn, seen: map[walkStep]bool{}, used: map[walkStep]bool{}}
@@ -98,7 +99,7 @@ type walker struct {
 // the steps taken to it and passed the nodes passed on the way, and
 // reports whether it led to a node used.
 func (w *walker) from(n *yaml.Node, from string, fields, trail []string, passed []*yaml.Node) (bool, error) {
-	n = deref(n)
+	n = stream.Deref(n)
 	if n == nil || len(fields) == 0 {
 		return false, nil
 	}
@@ -113,9 +114,9 @@ func (w *walker) from(n *yaml.Node, from string, fields, trail []string, passed 
 	f, rest := fields[0], fields[1:]
 	var next, via []*yaml.Node
 	if f == "*" {
-		vs, err := values(n)
-		if ke := (*keyError)(nil); errors.As(err, &ke) {
-			return false, &keyError{ke.line, strings.TrimSpace(from + " " + ke.msg)}
+		vs, err := stream.Values(n)
+		if ke := (*stream.KeyError)(nil); errors.As(err, &ke) {
+			return false, &stream.KeyError{Line: ke.Line, Msg: strings.TrimSpace(from + " " + ke.Msg)}
 		}
 		next = vs
 	} else if sel, ok := kindpath.ParseSelector(f); ok {
@@ -125,12 +126,12 @@ func (w *walker) from(n *yaml.Node, from string, fields, trail []string, passed 
 		}
 		next, via = vs, list
 	} else {
-		e, err := get(n, f)
+		e, err := stream.Get(n, f)
 		if err != nil {
 			return false, err
 		}
-		if e.value != nil {
-			next, via = e.via[len(e.via)-1:], e.via[:len(e.via)-1]
+		if e.Value != nil {
+			next, via = e.Via[len(e.Via)-1:], e.Via[:len(e.Via)-1]
 		}
 	}
 	used := false
@@ -141,7 +142,7 @@ func (w *walker) from(n *yaml.Node, from string, fields, trail []string, passed 
 			t[len(t)-1] = itemLabel(n, i)
 		}
 		if len(rest) == 0 {
-			if w.fn(n, deref(c), f, t) {
+			if w.fn(n, stream.Deref(c), f, t) {
 				w.take(p)
 				used = true
 			}
@@ -180,12 +181,4 @@ func apiGroup(apiVersion string) string {
 		return g
 	}
 	return ""
-}
-
-// deref follows an alias to the node it names.
-func deref(n *yaml.Node) *yaml.Node {
-	for n != nil && n.Kind == yaml.AliasNode {
-		n = n.Alias
-	}
-	return n
 }

@@ -12,8 +12,25 @@ import (
 	"unique"
 
 	"github.com/digestpin/digestpin/kindpath"
+	"github.com/digestpin/digestpin/renderer/stream"
 	"github.com/digestpin/digestpin/resolution"
 )
+
+// MaxNodes bounds the memory a Render takes for parsed documents. A
+// document is parsed into a tree of YAML nodes, some 400 bytes each
+// whatever the bytes that spelt them (a flow sequence "[a,a,…]" spends 2
+// bytes of input on a node), so memory is bounded by nodes, not bytes:
+// before a document is parsed its nodes are estimated from its bytes
+// (an upper bound), a document that may hold more than
+// MaxNodes is refused, and the workers that parse documents at once hold
+// at most MaxNodes estimated nodes between them; parsing takes then at
+// most some 400 MiB. The Kubernetes API server refuses a request body
+// larger than 3 MiB, which holds fewer nodes than MaxNodes in any
+// realistic spelling. A document without an image field is only checked
+// (Kubernetes must be able to read it): in the plain block style Helm
+// writes, without a tree, and then without bound; else parsed, and
+// bounded alike.
+const MaxNodes = stream.MaxNodes
 
 // DefaultChecksumAnnotation is the pod-template annotation that holds the
 // checksum of the template's pinned images, after Helm's checksum/config
@@ -80,7 +97,7 @@ type Renderer struct {
 	// inflight resolves the references the parse meets, set on the copy
 	// of the Renderer that a Render works with.
 	inflight *inflight
-	// noQuick parses every document with yaml.v3, never quickParse: for
+	// noQuick parses every document with yaml.v3, never the quick reader: for
 	// the tests that hold the two to the same output.
 	noQuick bool
 }
@@ -104,7 +121,7 @@ type Workload struct {
 }
 
 // owned returns w with strings of its own. A document's values may be
-// cut from one string of the whole document (quickParse): what outlives
+// cut from one string of the whole document (the quick reader): what outlives
 // the document's parse must not keep all of it. The strings that repeat
 // from one workload to the next (kind, namespace, container, field) are
 // shared (intern); a name is copied.
@@ -175,7 +192,7 @@ type Result struct {
 	// tags, in stream order; Render warns about them once.
 	Unpinned []Unpinned
 
-	out output
+	out stream.Output
 }
 
 // Render rewrites the stream in. On error the Result is empty: no partial
@@ -187,7 +204,7 @@ func (r *Renderer) Render(ctx context.Context, in []byte) (Result, error) {
 	// A stream in UTF-16 or UTF-32 hides its "---" lines and image fields
 	// from the byte-level scan: refuse it rather than pass it through
 	// unpinned.
-	if enc := wideEncoding(in); enc != "" {
+	if enc := stream.WideEncoding(in); enc != "" {
 		return Result{}, fmt.Errorf("document 1, line 1: the stream is %s; digestpin reads UTF-8 only", enc)
 	}
 
@@ -209,7 +226,7 @@ func (r *Renderer) Render(ctx context.Context, in []byte) (Result, error) {
 	// images all carry digests is final already; the others wait for the
 	// resolver, which starts on each reference once the parse has
 	// validated it, while the parse goes on.
-	docs, err := splitStream(in)
+	docs, err := documents(in)
 	if err != nil {
 		return Result{}, err
 	}
@@ -240,8 +257,30 @@ func (r *Renderer) Render(ctx context.Context, in []byte) (Result, error) {
 	if len(unpinned) > 0 {
 		r.warnf("%d image references are left as tags where digestpin knows no image field, and no lock file or report covers them: %s; name their fields with %s (%s fails the run)", len(unpinned), unpinnedList(unpinned), r.OptionNames.Name("ImagePaths"), r.OptionNames.Name("Strict"))
 	}
-	return Result{Images: images, Unpinned: unpinned, out: newOutput(in, c.out)}, nil
+	return Result{Images: images, Unpinned: unpinned, out: stream.NewOutput(in, c.out)}, nil
 }
+
+// Len returns the length of the output in bytes.
+func (r Result) Len() int { return r.out.Len() }
+
+// Bytes returns the output as one slice. When nothing in the stream
+// changed it is the input slice itself (its capacity cut to its length),
+// without a copy; otherwise each call puts a new slice of the output's
+// exact size together. It is nil for the zero Result (a failed Render).
+// Where the output goes to an io.Writer, WriteTo
+// writes it without a copy of the whole.
+func (r Result) Bytes() []byte { return r.out.Bytes() }
+
+// WriteTo writes the output to w, implementing io.WriterTo, and returns
+// the number of bytes w took. The small pieces go through a buffer of 64
+// KiB; a span of the input longer than what the buffer has room for is
+// written straight from the input once the buffer is flushed, and an
+// unchanged stream is one write of the input. WriteTo stops at the first
+// error: w then holds the first n bytes of the output. A w that takes less
+// than it is given without an error fails with io.ErrShortWrite.
+func (r Result) WriteTo(w io.Writer) (int64, error) { return r.out.WriteTo(w) }
+
+var _ io.WriterTo = Result{}
 
 // Validate checks the settings that no document can make right, and
 // that would otherwise pin silently other than asked: Mode is one of the
@@ -324,12 +363,34 @@ func (r *Renderer) paths() []kindpath.PodSpec {
 	return r.PodSpecPaths
 }
 
+// Split cuts a manifest stream into its documents where Kubernetes' YAML
+// reader (k8s.io/apimachinery's, which kubectl, Helm's kube client and
+// Argo CD use) cuts it, as Render does: at each line that starts with
+// "---" followed by nothing but a comment. It returns each document as the
+// bytes it was read from, its separator line included, so that the
+// documents concatenated are the stream. It refuses a stream that reader
+// refuses (a line that starts with "---" followed by anything else),
+// naming the line. Split is safe for concurrent use.
+func Split(in []byte) ([][]byte, error) {
+	docs, err := stream.Split(in)
+	if err != nil {
+		return nil, err
+	}
+	out := make([][]byte, len(docs))
+	for i, d := range docs {
+		out[i] = d.Raw
+	}
+	return out, nil
+}
+
 // Checksum returns the hex SHA-256 of a pod template's images, given as
 // "container=reference" lines and "volume/NAME=reference" lines for image
 // volumes: the lines are sorted and each ends in a
 // newline, so the checksum depends on nothing but the set of lines.
-func Checksum(lines []string) string {
-	lines = slices.Clone(lines)
+func Checksum(lines []string) string { return checksum(slices.Clone(lines)) }
+
+// checksum is Checksum of lines, which it sorts in place.
+func checksum(lines []string) string {
 	slices.Sort(lines)
 	h := sha256.New()
 	for _, l := range lines {

@@ -231,11 +231,11 @@ func TestRenderMovedTagChangesOnlyItsTemplates(t *testing.T) {
 	if len(a) != 2 || len(b) != 2 {
 		t.Fatalf("want 2 documents, got %d and %d", len(b), len(a))
 	}
-	if string(a[0].raw) == string(b[0].raw) {
+	if string(a[0].Raw) == string(b[0].Raw) {
 		t.Errorf("the app Deployment did not change after its tag moved")
 	}
-	if string(a[1].raw) != string(b[1].raw) {
-		t.Errorf("the db Deployment changed although its image did not:\n%s\n%s", b[1].raw, a[1].raw)
+	if string(a[1].Raw) != string(b[1].Raw) {
+		t.Errorf("the db Deployment changed although its image did not:\n%s\n%s", b[1].Raw, a[1].Raw)
 	}
 }
 
@@ -356,10 +356,10 @@ func TestRenderKeepUnresolved(t *testing.T) {
 		t.Fatalf("Render() = %v", err)
 	}
 	docs := mustSplit(t, res.Bytes())
-	if got := imageOf(t, string(docs[0].raw)); got != "gone:1" {
+	if got := imageOf(t, string(docs[0].Raw)); got != "gone:1" {
 		t.Errorf("unresolved image = %s, want it kept as gone:1", got)
 	}
-	if got := imageOf(t, string(docs[1].raw)); !strings.HasPrefix(got, "here:1@sha256:") {
+	if got := imageOf(t, string(docs[1].Raw)); !strings.HasPrefix(got, "here:1@sha256:") {
 		t.Errorf("resolved image = %s, want it pinned", got)
 	}
 	if len(warnings) != 1 || !strings.Contains(warnings[0], "gone:1") || !strings.Contains(warnings[0], "unauthorized") {

@@ -7,6 +7,7 @@ import (
 	"sigs.k8s.io/kustomize/kyaml/yaml"
 
 	"github.com/digestpin/digestpin/kindpath"
+	"github.com/digestpin/digestpin/renderer/stream"
 )
 
 // hasSelector reports whether one of fields is a selector.
@@ -21,31 +22,31 @@ func hasSelector(fields []string) bool {
 
 // selectItems returns the items (as written) of the sequence s.Field of
 // mapping n that are mappings whose s.Key is the string s.Value, and the
-// nodes passed on the way to them (see entry.via). A key that get
+// nodes passed on the way to them (see stream.Entry.Via). A key that stream.Get
 // refuses (given twice, say) is an error: the API server could read
 // another item as the one selected.
 func selectItems(n *yaml.Node, s kindpath.Selector) (items, via []*yaml.Node, err error) {
-	list, err := get(n, s.Field)
-	if err != nil || list.value == nil || list.value.Kind != yaml.SequenceNode {
+	list, err := stream.Get(n, s.Field)
+	if err != nil || list.Value == nil || list.Value.Kind != yaml.SequenceNode {
 		return nil, nil, err
 	}
-	for _, item := range list.value.Content {
-		k, err := get(item, s.Key)
+	for _, item := range list.Value.Content {
+		k, err := stream.Get(item, s.Key)
 		if err != nil {
 			return nil, nil, err
 		}
-		v := k.value
-		if v == nil || v.Kind != yaml.ScalarNode || decodedKey(v) != s.Value {
+		v := k.Value
+		if v == nil || v.Kind != yaml.ScalarNode || stream.DecodedKey(v) != s.Value {
 			continue
 		}
 		// The API server reads "!!binary …" as its bytes: digestpin
 		// would select by a spelling that another reader may not.
 		if v.Tag != "!!str" {
-			return nil, nil, &keyError{v.Line, fmt.Sprintf("%s[%s=%s]: the %s is spelt %s %s; write it as a string", s.Field, s.Key, s.Value, s.Key, v.Tag, v.Value)}
+			return nil, nil, &stream.KeyError{Line: v.Line, Msg: fmt.Sprintf("%s[%s=%s]: the %s is spelt %s %s; write it as a string", s.Field, s.Key, s.Value, s.Key, v.Tag, v.Value)}
 		}
 		items = append(items, item)
 	}
-	return items, list.via, nil
+	return items, list.Via, nil
 }
 
 // pathSelector is the selector of an image path's first field, parsed
@@ -72,7 +73,7 @@ func selectorsOf(paths []kindpath.Image) []pathSelector {
 // string keeps every path, for the walks to read as the API server does.
 // sels are selectorsOf(paths).
 func containerPathsFor(c *yaml.Node, paths []kindpath.Image, sels []pathSelector) []kindpath.Image {
-	c = deref(c)
+	c = stream.Deref(c)
 	if c == nil || c.Kind != yaml.MappingNode {
 		return nil
 	}
@@ -84,7 +85,7 @@ func containerPathsFor(c *yaml.Node, paths []kindpath.Image, sels []pathSelector
 	list := func(field string) *yaml.Node {
 		for i := 0; i+1 < len(c.Content); i += 2 {
 			if c.Content[i].Value == field {
-				return deref(c.Content[i+1])
+				return stream.Deref(c.Content[i+1])
 			}
 		}
 		return nil
@@ -114,7 +115,7 @@ func mayMatch(list *yaml.Node, s kindpath.Selector) bool {
 		return false
 	}
 	for _, item := range list.Content {
-		item = deref(item)
+		item = stream.Deref(item)
 		switch {
 		case s.IsFlag() && item.Kind == yaml.ScalarNode:
 			if v, ok := strings.CutPrefix(item.Value, s.Value); ok && (v == "" || v[0] == '=') {
@@ -122,7 +123,7 @@ func mayMatch(list *yaml.Node, s kindpath.Selector) bool {
 			}
 		case !s.IsFlag() && item.Kind == yaml.MappingNode:
 			for i := 0; i+1 < len(item.Content); i += 2 {
-				k, v := item.Content[i], deref(item.Content[i+1])
+				k, v := item.Content[i], stream.Deref(item.Content[i+1])
 				if k.Kind != yaml.ScalarNode || k.Tag != "!!str" || (k.Value == s.Key && (v.Kind != yaml.ScalarNode || v.Tag != "!!str" || v.Value == s.Value)) {
 					return true
 				}

@@ -6,6 +6,8 @@ import (
 	"slices"
 
 	"sigs.k8s.io/kustomize/kyaml/yaml"
+
+	"github.com/digestpin/digestpin/renderer/stream"
 )
 
 // routes records how the editor reached the nodes of a document that has
@@ -19,7 +21,7 @@ import (
 // image field that is an alias: the editor writes that one field out,
 // which changes nothing else.
 type routes struct {
-	// aliases maps each anchored node to its aliases (from checkAliases).
+	// aliases maps each anchored node to its aliases (stream.Parsed.Aliases).
 	aliases map[*yaml.Node][]*yaml.Node
 	// reached are the nodes on the editor's way; direct those it reached
 	// at their own place, taken the aliases it followed (or wrote out).
@@ -79,7 +81,7 @@ func (t *routes) check(d *document, changed []*yaml.Node) error {
 	memo := map[*yaml.Node]bool{}
 	var holds func(n *yaml.Node) bool
 	holds = func(n *yaml.Node) bool {
-		n = deref(n)
+		n = stream.Deref(n)
 		if v, ok := memo[n]; ok {
 			return v
 		}
@@ -98,11 +100,11 @@ func (t *routes) check(d *document, changed []*yaml.Node) error {
 	slices.SortFunc(anchored, func(a, b *yaml.Node) int { return cmp.Or(cmp.Compare(a.Line, b.Line), cmp.Compare(a.Column, b.Column)) })
 	for _, n := range anchored {
 		if !t.direct[n] && holds(n) {
-			return fmt.Errorf("%s: &%s is not on the way to a pod spec's images, but an alias uses it there: pinning would change it too; write it out", d.at(n.Line), n.Anchor)
+			return fmt.Errorf("%s: &%s is not on the way to a pod spec's images, but an alias uses it there: pinning would change it too; write it out", d.At(n.Line), n.Anchor)
 		}
 		for _, a := range t.aliases[n] {
 			if !t.taken[a] && holds(n) {
-				return fmt.Errorf("%s: *%s shares &%s (line %d) outside a pod spec's images: pinning would change it too; write it out", d.at(a.Line), a.Value, n.Anchor, d.streamLine(n.Line))
+				return fmt.Errorf("%s: *%s shares &%s (line %d) outside a pod spec's images: pinning would change it too; write it out", d.At(a.Line), a.Value, n.Anchor, d.StreamLine(n.Line))
 			}
 		}
 	}

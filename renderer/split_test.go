@@ -7,8 +7,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 
@@ -32,50 +30,6 @@ func kubeDocuments(in []byte) ([][]byte, error) {
 			return nil, err
 		}
 		docs = append(docs, bytes.Clone(d))
-	}
-}
-
-// splitDocuments splits a stream with splitStream and returns its
-// documents in the form kubeDocuments does: without the separator, CRLF
-// read as LF, a line break after the last line, and without the documents
-// that are empty then (which that reader skips).
-func splitDocuments(in []byte) ([][]byte, error) {
-	split, err := splitStream(in)
-	if err != nil {
-		return nil, err
-	}
-	var docs [][]byte
-	for _, d := range split {
-		var b []byte
-		for l := range bytes.Lines(d.raw[d.sep:]) {
-			if t, ok := bytes.CutSuffix(l, []byte("\n")); ok {
-				l = append(bytes.TrimSuffix(t, []byte("\r")), '\n')
-			} else {
-				l = append(l, '\n')
-			}
-			b = append(b, l...)
-		}
-		if len(b) > 0 {
-			docs = append(docs, b)
-		}
-	}
-	return docs, nil
-}
-
-// checkSplitAsKubernetes fails the test unless splitStream cuts in where
-// Kubernetes' YAML reader does, and refuses what it refuses.
-func checkSplitAsKubernetes(t *testing.T, in []byte) {
-	t.Helper()
-	want, wantErr := kubeDocuments(in)
-	got, err := splitDocuments(in)
-	switch {
-	case wantErr != nil && err == nil:
-		t.Fatalf("splitStream(%q) split a stream that Kubernetes' YAML reader refuses (%v)", in, wantErr)
-	case wantErr == nil && err != nil:
-		t.Fatalf("splitStream(%q) = %v, which Kubernetes' YAML reader splits into %q", in, err, want)
-	}
-	if diff := cmp.Diff(want, got); diff != "" {
-		t.Fatalf("splitStream documents (-Kubernetes' YAML reader +splitStream):\n%s", diff)
 	}
 }
 
@@ -118,41 +72,6 @@ var separatorCases = []struct {
 // to Kubernetes' YAML reader, which cuts at "---" followed by "#".
 var configMapDashKey = "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: c\ndata:\n---#:\n" +
 	"  apiVersion: apps/v1\n  kind: Deployment\n  metadata:\n    name: web\n  spec:\n    template:\n      spec:\n        containers:\n        - name: app\n          image: registry.example/app:1\n"
-
-// TestSplitStreamAsKubernetes checks that splitStream cuts every golden
-// file and odd input, and each of separatorCases, where Kubernetes' YAML
-// reader does, and refuses what that reader refuses.
-func TestSplitStreamAsKubernetes(t *testing.T) {
-	t.Parallel()
-	files, err := filepath.Glob("testdata/*.yaml")
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, dir := range []string{"oddinput", "tags"} {
-		more, err := filepath.Glob(filepath.Join("testdata", dir, "*.yaml"))
-		if err != nil {
-			t.Fatal(err)
-		}
-		files = append(files, more...)
-	}
-	if len(files) < 60 {
-		t.Fatalf("found %d golden and input files, want them all", len(files))
-	}
-	for _, f := range files {
-		t.Run(f, func(t *testing.T) {
-			b, err := os.ReadFile(f)
-			if err != nil {
-				t.Fatal(err)
-			}
-			checkSplitAsKubernetes(t, b)
-		})
-	}
-	for _, tc := range separatorCases {
-		t.Run(tc.desc, func(t *testing.T) {
-			checkSplitAsKubernetes(t, []byte(tc.in))
-		})
-	}
-}
 
 // TestDashKeyDeployment renders a ConfigMap key "---#" before an indented
 // Deployment: Kubernetes reads a Deployment there, which must be pinned.
@@ -248,34 +167,12 @@ func TestSeparatorRefused(t *testing.T) {
 	}
 }
 
-// FuzzSplitAsKubernetes checks that splitStream cuts any stream where
-// Kubernetes' YAML reader does, refuses what it refuses, and loses no
-// byte (testdata/fuzz/FuzzSplitAsKubernetes holds the hostile seeds).
-func FuzzSplitAsKubernetes(f *testing.F) {
-	addSeeds(f)
-	f.Fuzz(func(t *testing.T, in []byte) {
-		t.Parallel() // the seed corpus in parallel (no effect when fuzzing)
-		checkSplitAsKubernetes(t, in)
-		docs, err := splitStream(in)
-		if err != nil {
-			return
-		}
-		var joined []byte
-		for _, d := range docs {
-			joined = append(joined, d.raw...)
-		}
-		if !bytes.Equal(joined, in) {
-			t.Fatalf("splitStream(%q): the documents do not add up to the input", in)
-		}
-	})
-}
-
-// mustSplit is splitStream for streams that it must split.
+// mustSplit is documents for streams that it must split.
 func mustSplit(t testing.TB, in []byte) []*document {
 	t.Helper()
-	docs, err := splitStream(in)
+	docs, err := documents(in)
 	if err != nil {
-		t.Fatalf("splitStream(%q) = %v", in, err)
+		t.Fatalf("documents(%q) = %v", in, err)
 	}
 	return docs
 }

@@ -5,6 +5,8 @@ import (
 	"strings"
 
 	"sigs.k8s.io/kustomize/kyaml/yaml"
+
+	"github.com/digestpin/digestpin/renderer/stream"
 )
 
 // Keel's workload annotations (keel.sh): the update policy of every
@@ -35,7 +37,7 @@ type KeelUse struct {
 // each image the tag policy Keel would apply. It only reads the stream;
 // a document that Render would refuse is skipped here (Render says why).
 func (r *Renderer) KeelUses(ctx context.Context, in []byte) ([]KeelUse, error) {
-	docs, err := splitStream(in)
+	docs, err := documents(in)
 	if err != nil {
 		return nil, err
 	}
@@ -45,7 +47,7 @@ func (r *Renderer) KeelUses(ctx context.Context, in []byte) ([]KeelUse, error) {
 		if p == nil || err != nil {
 			return
 		}
-		uses[i] = r.keelObject(docs[i], p.obj, 0, nil)
+		uses[i] = r.keelObject(docs[i], p.Obj, 0, nil)
 	})
 	if err != nil {
 		return nil, err
@@ -60,44 +62,44 @@ func (r *Renderer) KeelUses(ctx context.Context, in []byte) ([]KeelUse, error) {
 // keelObject appends the image fields of object obj (or of a List's
 // items) to out.
 func (r *Renderer) keelObject(d *document, obj *yaml.Node, depth int, out []KeelUse) []KeelUse {
-	kind, err := str(obj, "kind")
+	kind, err := stream.Str(obj, "kind")
 	if err != nil {
 		return out
 	}
-	if items, err := get(obj, "items"); err == nil && strings.HasSuffix(kind, "List") && items.value != nil && items.value.Kind == yaml.SequenceNode {
+	if items, err := stream.Get(obj, "items"); err == nil && strings.HasSuffix(kind, "List") && items.Value != nil && items.Value.Kind == yaml.SequenceNode {
 		if depth >= maxListDepth {
 			return out
 		}
-		for _, item := range items.value.Content {
-			if item = deref(item); item.Kind == yaml.MappingNode {
+		for _, item := range items.Value.Content {
+			if item = stream.Deref(item); item.Kind == yaml.MappingNode {
 				out = r.keelObject(d, item, depth+1, out)
 			}
 		}
 		return out
 	}
-	apiVersion, _ := str(obj, "apiVersion")
+	apiVersion, _ := stream.Str(obj, "apiVersion")
 	w := Workload{Kind: kind}
-	meta, _ := get(obj, "metadata")
-	w.Name, _ = str(meta.value, "name")
-	w.Namespace, _ = str(meta.value, "namespace")
-	policy, matchTag := keelAnnotations(meta.value)
+	meta, _ := stream.Get(obj, "metadata")
+	w.Name, _ = stream.Str(meta.Value, "name")
+	w.Namespace, _ = stream.Str(meta.Value, "namespace")
+	policy, matchTag := keelAnnotations(meta.Value)
 	templates, err := findPodTemplates(obj, apiGroup(apiVersion), kind, r.paths(), func(*yaml.Node) {})
 	if err != nil {
 		return out
 	}
 	for _, t := range templates {
 		for _, field := range containerFields {
-			list, err := get(t.spec, field)
-			if err != nil || list.value == nil || list.value.Kind != yaml.SequenceNode {
+			list, err := stream.Get(t.spec, field)
+			if err != nil || list.Value == nil || list.Value.Kind != yaml.SequenceNode {
 				continue
 			}
-			for _, c := range list.value.Content {
-				img, err := get(c, "image")
-				if err != nil || img.value == nil || img.value.Kind != yaml.ScalarNode {
+			for _, c := range list.Value.Content {
+				img, err := stream.Get(c, "image")
+				if err != nil || img.Value == nil || img.Value.Kind != yaml.ScalarNode {
 					continue
 				}
-				u := KeelUse{Image: img.value.Value, Policy: policy, MatchTag: matchTag, Workload: w, Where: d.at(img.value.Line)}
-				u.Workload.Container, _ = str(c, "name")
+				u := KeelUse{Image: img.Value.Value, Policy: policy, MatchTag: matchTag, Workload: w, Where: d.At(img.Value.Line)}
+				u.Workload.Container, _ = stream.Str(c, "name")
 				out = append(out, u)
 			}
 		}
@@ -109,13 +111,13 @@ func (r *Renderer) keelObject(d *document, obj *yaml.Node, depth int, out []Keel
 // annotations, or else its labels.
 func keelAnnotations(meta *yaml.Node) (policy string, matchTag bool) {
 	for _, field := range []string{"labels", "annotations"} {
-		m, err := get(meta, field)
-		if err != nil || m.value == nil {
+		m, err := stream.Get(meta, field)
+		if err != nil || m.Value == nil {
 			continue
 		}
-		if p, err := str(m.value, KeelPolicyAnnotation); err == nil && p != "" {
+		if p, err := stream.Str(m.Value, KeelPolicyAnnotation); err == nil && p != "" {
 			policy = p
-			mt, _ := str(m.value, KeelMatchTagAnnotation)
+			mt, _ := stream.Str(m.Value, KeelMatchTagAnnotation)
 			matchTag = mt == "true"
 		}
 	}

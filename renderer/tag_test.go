@@ -93,12 +93,12 @@ func TestTagMovesOnlyItsWorkloads(t *testing.T) {
 		t.Fatalf("want 3 documents, got %d and %d", len(b), len(a))
 	}
 	for i, changed := range []bool{false, true, false} {
-		if got := !bytes.Equal(a[i].raw, b[i].raw); got != changed {
-			t.Errorf("document %d changed = %t, want %t:\n%s\n---\n%s", i+1, got, changed, b[i].raw, a[i].raw)
+		if got := !bytes.Equal(a[i].Raw, b[i].Raw); got != changed {
+			t.Errorf("document %d changed = %t, want %t:\n%s\n---\n%s", i+1, got, changed, b[i].Raw, a[i].Raw)
 		}
 	}
-	if !strings.Contains(string(a[1].raw), "image: registry.example/shop/api:main-21@"+dg("registry.example/shop/api:main-21")) {
-		t.Errorf("api not pinned to main-21:\n%s", a[1].raw)
+	if !strings.Contains(string(a[1].Raw), "image: registry.example/shop/api:main-21@"+dg("registry.example/shop/api:main-21")) {
+		t.Errorf("api not pinned to main-21:\n%s", a[1].Raw)
 	}
 }
 

@@ -9,6 +9,7 @@ import (
 	"sigs.k8s.io/kustomize/kyaml/yaml"
 
 	"github.com/digestpin/digestpin/kindpath"
+	"github.com/digestpin/digestpin/renderer/stream"
 	"github.com/digestpin/digestpin/resolution"
 )
 
@@ -51,14 +52,14 @@ func unpinnedList(us []Unpinned) string {
 
 // handle records that an image path or container field reached the
 // scalar n: whatever it holds, it is not one to list as unpinned.
-func (e *editor) handle(n *yaml.Node) {
-	if n = deref(n); n != nil {
+func (e *finder) handle(n *yaml.Node) {
+	if n = stream.Deref(n); n != nil {
 		once(&e.handled, n)
 	}
 }
 
 // containerAt is a container of a pod spec, to scan once the document's
-// image fields are all pinned.
+// image fields are all found.
 type containerAt struct {
 	c *yaml.Node
 	w Workload
@@ -69,7 +70,7 @@ type containerAt struct {
 // command and env of the containers of obj's pod specs, and, when obj is
 // a custom resource, in its fields whose name says image (outside its
 // metadata, status, labels and annotations).
-func (e *editor) scanUnpinned(obj *yaml.Node, group string, w Workload) {
+func (e *finder) scanUnpinned(obj *yaml.Node, group string, w Workload) {
 	for _, c := range e.containers {
 		if !once(&e.scanned, c.c) {
 			continue
@@ -84,8 +85,8 @@ func (e *editor) scanUnpinned(obj *yaml.Node, group string, w Workload) {
 	for _, p := range notPulled {
 		if p.Matches(group, w.Kind) {
 			_ = walk(obj, p.Fields[:len(p.Fields)-1], func(*yaml.Node) {}, func(_, m *yaml.Node, _ string, _ []string) bool {
-				if v, _ := get(m, p.Fields[len(p.Fields)-1]); v.value != nil {
-					e.handle(v.value)
+				if v, _ := stream.Get(m, p.Fields[len(p.Fields)-1]); v.Value != nil {
+					e.handle(v.Value)
 				}
 				return false
 			})
@@ -110,8 +111,8 @@ const maxScanDepth = 64
 
 // scanFields scans node n of a custom resource, the value of field key
 // at path, for image-like values under keys whose name says image.
-func (e *editor) scanFields(n *yaml.Node, key, path string, w Workload, depth int) {
-	n = deref(n)
+func (e *finder) scanFields(n *yaml.Node, key, path string, w Workload, depth int) {
+	n = stream.Deref(n)
 	if n == nil || depth > maxScanDepth || !once(&e.scanned, n) {
 		return
 	}
@@ -137,15 +138,15 @@ func (e *editor) scanFields(n *yaml.Node, key, path string, w Workload, depth in
 }
 
 // scanContainer scans a container's args, command and env.
-func (e *editor) scanContainer(c *yaml.Node, w Workload) {
+func (e *finder) scanContainer(c *yaml.Node, w Workload) {
 	for _, list := range []string{"args", "command"} {
-		l, _ := get(c, list)
-		if l.value == nil || l.value.Kind != yaml.SequenceNode {
+		l, _ := stream.Get(c, list)
+		if l.Value == nil || l.Value.Kind != yaml.SequenceNode {
 			continue
 		}
 		flag := "" // the flag an item follows, if it takes a value
-		for i, item := range l.value.Content {
-			arg := deref(item)
+		for i, item := range l.Value.Content {
+			arg := stream.Deref(item)
 			if arg.Kind != yaml.ScalarNode || arg.Tag != "!!str" {
 				flag = ""
 				continue
@@ -167,18 +168,18 @@ func (e *editor) scanContainer(c *yaml.Node, w Workload) {
 			}
 		}
 	}
-	env, _ := get(c, "env")
-	if env.value == nil || env.value.Kind != yaml.SequenceNode {
+	env, _ := stream.Get(c, "env")
+	if env.Value == nil || env.Value.Kind != yaml.SequenceNode {
 		return
 	}
-	for _, item := range env.value.Content {
-		nm, _ := get(item, "name")
-		v, _ := get(item, "value")
-		if nm.value == nil || v.value == nil || nm.value.Kind != yaml.ScalarNode || v.value.Kind != yaml.ScalarNode {
+	for _, item := range env.Value.Content {
+		nm, _ := stream.Get(item, "name")
+		v, _ := stream.Get(item, "value")
+		if nm.Value == nil || v.Value == nil || nm.Value.Kind != yaml.ScalarNode || v.Value.Kind != yaml.ScalarNode {
 			continue
 		}
-		w.Field = "env[name=" + nm.value.Value + "].value"
-		e.unpinnedText(v.value, v.value.Value, nm.value.Value, w)
+		w.Field = "env[name=" + nm.Value.Value + "].value"
+		e.unpinnedText(v.Value, v.Value.Value, nm.Value.Value, w)
 	}
 }
 
@@ -186,7 +187,7 @@ func (e *editor) scanContainer(c *yaml.Node, w Workload) {
 // flag), named by the flag or variable name, when it looks like an
 // image: a tagged reference whose name says image, or that names its
 // registry.
-func (e *editor) unpinnedText(n *yaml.Node, text, name string, w Workload) {
+func (e *finder) unpinnedText(n *yaml.Node, text, name string, w Workload) {
 	if mentionsImage(name) || namesRegistry(text) {
 		e.unpinnedValue(n, text, w)
 	}
@@ -195,11 +196,11 @@ func (e *editor) unpinnedText(n *yaml.Node, text, name string, w Workload) {
 // unpinnedValue lists text, the value of scalar n, used by w, when n is
 // a string that no image field reached and text reads as a reference
 // with a tag and no digest.
-func (e *editor) unpinnedValue(n *yaml.Node, text string, w Workload) {
+func (e *finder) unpinnedValue(n *yaml.Node, text string, w Workload) {
 	if e.handled[n] || n.Tag != "!!str" || !looksPinnable(text) {
 		return
 	}
-	e.unpinned = append(e.unpinned, Unpinned{Reference: strings.Clone(text), Workload: e.own(w), Where: e.d.at(n.Line)})
+	e.unpinned = append(e.unpinned, Unpinned{Reference: strings.Clone(text), Workload: e.own(w), Where: e.d.At(n.Line)})
 }
 
 // looksPinnable reports whether s reads as an image reference with a

@@ -1,4 +1,4 @@
-package renderer
+package stream
 
 import (
 	"bytes"
@@ -16,10 +16,10 @@ import (
 // splice does that in the document's own bytes; where it cannot, the
 // document is encoded as JSON instead of YAML (encodeJSON).
 
-// jsonStart returns the offset of the JSON object that document body is,
+// JSONStart returns the offset of the JSON object that document body is,
 // after its leading blank and comment lines (Helm's "# Source:"), or -1
 // when the body is not one JSON object.
-func jsonStart(body []byte) int {
+func JSONStart(body []byte) int {
 	if at := contentStart(body); at < len(body) && body[at] == '{' && json.Valid(body[at:]) {
 		return at
 	}
@@ -62,10 +62,10 @@ var bom = []byte("\ufeff")
 func (s *spliceState) setFlowAnnotation(holder *yaml.Node, key, value string) (edit, bool) {
 	// The editor looked these up already, and made sure that none comes
 	// from a merge key or an alias.
-	m, _ := get(holder, "metadata")
-	a, _ := get(m.value, "annotations")
-	o, _ := get(a.value, key)
-	meta, ann, old := m.value, a.value, o.value
+	m, _ := Get(holder, "metadata")
+	a, _ := Get(m.Value, "annotations")
+	o, _ := Get(a.Value, key)
+	meta, ann, old := m.Value, a.Value, o.Value
 	member := jsonString(key) + ": " + jsonString(value) // insertMember spaces ": " as the object does
 	metaKey, annKey, style := `"metadata": `, `"annotations": `, yaml.DoubleQuotedStyle
 	if !s.json {
@@ -235,8 +235,8 @@ func jsonString(s string) string {
 // encodeJSON writes a changed JSON document back as JSON: its "---" line
 // and leading comments as they were, then root's object in the layout of
 // the input (one line, or indented as its first member is).
-func encodeJSON(d *document, root *yaml.Node, start int, crlf bool) ([]byte, error) {
-	body := d.body()
+func encodeJSON(d *Document, root *yaml.Node, start int, crlf bool) ([]byte, error) {
+	body := d.Body()
 	// On one line, the separators follow the document's first key: ": "
 	// and ", ", or ":" and ",".
 	w := jsonWriter{colon: ":", comma: ","}
@@ -245,15 +245,15 @@ func encodeJSON(d *document, root *yaml.Node, start int, crlf bool) ([]byte, err
 	}
 	var compact bytes.Buffer
 	if err := w.write(&compact, rootContent(root)); err != nil {
-		return nil, fmt.Errorf("%s: encoding JSON: %w", d.where(), err)
+		return nil, fmt.Errorf("%s: encoding JSON: %w", d.Where(), err)
 	}
 	var out bytes.Buffer
-	out.Grow(len(d.raw) + 256)
-	out.Write(d.raw[:d.head])
+	out.Grow(len(d.Raw) + 256)
+	out.Write(d.Raw[:d.Head])
 	out.Write(body[:start])
 	if indent := jsonIndent(body[start:]); indent != "" {
 		if err := json.Indent(&out, compact.Bytes(), "", indent); err != nil {
-			return nil, fmt.Errorf("%s: encoding JSON: %w", d.where(), err)
+			return nil, fmt.Errorf("%s: encoding JSON: %w", d.Where(), err)
 		}
 	} else {
 		out.Write(compact.Bytes())
@@ -261,8 +261,8 @@ func encodeJSON(d *document, root *yaml.Node, start int, crlf bool) ([]byte, err
 	out.WriteString("\n")
 	b := out.Bytes()
 	if crlf {
-		tail := bytes.ReplaceAll(b[d.head+start:], []byte("\n"), []byte("\r\n"))
-		b = append(b[:d.head+start:d.head+start], tail...)
+		tail := bytes.ReplaceAll(b[d.Head+start:], []byte("\n"), []byte("\r\n"))
+		b = append(b[:d.Head+start:d.Head+start], tail...)
 	}
 	return b, nil
 }
@@ -286,7 +286,7 @@ type jsonWriter struct{ colon, comma string }
 // write writes node n, in the order of its members. Scalars other than
 // strings are written as the document spelt them, which JSON allowed.
 func (w jsonWriter) write(b *bytes.Buffer, n *yaml.Node) error {
-	n = deref(n)
+	n = Deref(n)
 	switch n.Kind {
 	case yaml.MappingNode:
 		b.WriteByte('{')
@@ -329,7 +329,7 @@ func (w jsonWriter) write(b *bytes.Buffer, n *yaml.Node) error {
 			b.WriteString(n.Value)
 		}
 	default:
-		return fmt.Errorf("line %d: %s is not JSON", n.Line, kindName(n))
+		return fmt.Errorf("line %d: %s is not JSON", n.Line, KindName(n))
 	}
 	return nil
 }

@@ -1,4 +1,4 @@
-package renderer
+package stream
 
 import (
 	"bytes"
@@ -10,33 +10,33 @@ import (
 
 // encode writes a changed document back: its head as it was, then the
 // re-encoded body in the sequence indentation the document used.
-func encode(d *document, root *yaml.Node, crlf bool) ([]byte, error) {
+func encode(d *Document, root *yaml.Node, crlf bool) ([]byte, error) {
 	var buf bytes.Buffer
-	buf.Grow(len(d.raw) + 256)
+	buf.Grow(len(d.Raw) + 256)
 	// Every document but the first starts with the separator that its
 	// head holds: the encoder writes no marker for a lone document.
-	buf.Write(d.raw[:d.head])
+	buf.Write(d.Raw[:d.Head])
 	// First the "!" scalars into strings; then the other empty nulls in
 	// flow collections into "null": the other way round a "!" in a flow
 	// collection ("{! }") would be spelt null.
-	spellNonSpecific(root, d.body())
+	spellNonSpecific(root, d.Body())
 	spellFlowNulls(root)
-	style := yaml.SequenceIndentStyle(yaml.DeriveSeqIndentStyle(string(d.body())))
+	style := yaml.SequenceIndentStyle(yaml.DeriveSeqIndentStyle(string(d.Body())))
 	enc := yaml.NewEncoderWithOptions(&buf, &yaml.EncoderOptions{SeqIndent: style})
 	if err := enc.Encode(root); err != nil {
-		return nil, fmt.Errorf("%s: encoding: %w", d.where(), err)
+		return nil, fmt.Errorf("%s: encoding: %w", d.Where(), err)
 	}
 	if err := enc.Close(); err != nil {
-		return nil, fmt.Errorf("%s: encoding: %w", d.where(), err)
+		return nil, fmt.Errorf("%s: encoding: %w", d.Where(), err)
 	}
 	// Keep an explicit end marker: the next document may rely on it.
-	if body := bytes.TrimRight(d.body(), " \t\r\n"); bytes.HasSuffix(body, []byte("\n...")) || bytes.Equal(body, []byte("...")) {
+	if body := bytes.TrimRight(d.Body(), " \t\r\n"); bytes.HasSuffix(body, []byte("\n...")) || bytes.Equal(body, []byte("...")) {
 		buf.WriteString("...\n")
 	}
 	if crlf {
 		// The document's line breaks were CRLF: so are the new ones.
 		out := buf.Bytes()
-		return append(out[:d.head:d.head], bytes.ReplaceAll(out[d.head:], []byte("\n"), []byte("\r\n"))...), nil
+		return append(out[:d.Head:d.Head], bytes.ReplaceAll(out[d.Head:], []byte("\n"), []byte("\r\n"))...), nil
 	}
 	return buf.Bytes(), nil
 }
@@ -90,9 +90,14 @@ func spellNonSpecific(root *yaml.Node, body []byte) {
 	}
 }
 
-// nonSpecific says whether the body writes the scalar n with the
-// non-specific tag "!" (not a "!name" tag of its own), which the API
-// server's decoder reads as a string.
+// NonSpecific says whether body writes the scalar n, a node parsed from
+// it, with the non-specific tag "!" (not a "!name" tag of its own), which
+// the API server's decoder reads as a string.
+func NonSpecific(body []byte, n *yaml.Node) bool {
+	return (&spliceState{body: body}).nonSpecific(n)
+}
+
+// nonSpecific is NonSpecific of the body of s.
 func (s *spliceState) nonSpecific(n *yaml.Node) bool {
 	at, _, ok := s.offset(n)
 	return ok && at < len(s.body) && s.body[at] == '!' &&
@@ -107,8 +112,8 @@ func (s *spliceState) nonSpecific(n *yaml.Node) bool {
 func setAnnotation(holder *yaml.Node, key, value string) {
 	// template looked every key up already, and sharedMetadata made sure
 	// that none comes from a merge key or an alias.
-	m, _ := get(holder, "metadata")
-	meta := m.value
+	m, _ := Get(holder, "metadata")
+	meta := m.Value
 	switch {
 	case meta != nil && meta.Kind != yaml.MappingNode:
 		// "metadata:" with no value, or something odd: replace it.
@@ -116,14 +121,14 @@ func setAnnotation(holder *yaml.Node, key, value string) {
 		setField(holder, "metadata", meta)
 	case meta == nil:
 		at := len(holder.Content)
-		if spec, _ := get(holder, "spec"); spec.index >= 0 {
-			at = spec.index
+		if spec, _ := Get(holder, "spec"); spec.Index >= 0 {
+			at = spec.Index
 		}
 		meta = &yaml.Node{Kind: yaml.MappingNode, Tag: "!!map"}
 		holder.Content = slices.Insert(holder.Content, at, newScalar("metadata"), meta)
 	}
-	a, _ := get(meta, "annotations")
-	annotations := a.value
+	a, _ := Get(meta, "annotations")
+	annotations := a.Value
 	if annotations == nil || annotations.Kind != yaml.MappingNode {
 		annotations = &yaml.Node{Kind: yaml.MappingNode, Tag: "!!map"}
 		setField(meta, "annotations", annotations)
@@ -142,8 +147,8 @@ func setAnnotation(holder *yaml.Node, key, value string) {
 
 // setField sets key in mapping m to v, replacing its value or appending it.
 func setField(m *yaml.Node, key string, v *yaml.Node) {
-	if e, _ := get(m, key); e.index >= 0 {
-		m.Content[e.index+1] = v
+	if e, _ := Get(m, key); e.Index >= 0 {
+		m.Content[e.Index+1] = v
 		return
 	}
 	m.Content = append(m.Content, newScalar(key), v)

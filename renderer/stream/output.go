@@ -1,22 +1,25 @@
-package renderer
+package stream
 
 import (
 	"bufio"
 	"io"
 )
 
-// writeBuffer is the size of the buffer through which WriteTo gathers
+// WriteBuffer is the size of the buffer through which WriteTo gathers
 // the small pieces of an output: 16k documents make some 50k pieces, and
 // one write each would be a system call each.
-const writeBuffer = 64 << 10
+const WriteBuffer = 64 << 10
 
-var _ io.WriterTo = Result{}
+var _ io.WriterTo = Output{}
 
-// output is the output of a Render: the pieces of the stream in, in
-// order.
-type output struct {
+// Output is a stream put together from pieces (Piece) of the stream it
+// was read from, in order, without a copy of it: spans of the input left
+// as they were, and the text of the edits between them. The input must
+// stay as it is while the Output is in use. The zero Output is empty. An
+// Output is safe for concurrent use by readers.
+type Output struct {
 	in     []byte
-	pieces []piece // nil when same
+	pieces []Piece // nil when same
 	size   int
 	// same says that the output is in itself: each piece is the next
 	// bytes of in, unedited (digestpin's own output rendered again, or
@@ -24,9 +27,9 @@ type output struct {
 	same bool
 }
 
-// newOutput returns the output made of pieces, cut from in.
-func newOutput(in []byte, pieces []piece) output {
-	o := output{in: in, pieces: pieces}
+// NewOutput returns the output made of pieces, cut from in.
+func NewOutput(in []byte, pieces []Piece) Output {
+	o := Output{in: in, pieces: pieces}
 	at := 0
 	for _, p := range pieces {
 		o.size += p.size()
@@ -44,21 +47,18 @@ func newOutput(in []byte, pieces []piece) output {
 }
 
 // Len returns the length of the output in bytes.
-func (r Result) Len() int { return r.out.size }
+func (o Output) Len() int { return o.size }
 
-// Bytes returns the output as one slice. When nothing in the stream
-// changed it is the input slice itself (its capacity cut to its length),
-// without a copy; otherwise each call puts a new slice of the output's
-// exact size together. It is nil for the zero Result (a failed Render).
-// Where the output goes to an io.Writer, WriteTo
-// writes it without a copy of the whole.
-func (r Result) Bytes() []byte {
-	o := &r.out
+// Bytes returns the output as one slice. When the pieces are the input
+// as it was, it is the input slice itself (its capacity cut to its
+// length), without a copy; otherwise each call puts a new slice of the
+// output's exact size together. It is nil for the zero Output.
+func (o Output) Bytes() []byte {
 	switch {
 	case o.same:
 		return o.in[:len(o.in):len(o.in)]
 	case o.pieces == nil:
-		return nil // the zero Result: no render, no output
+		return nil // the zero Output
 	}
 	b := make([]byte, 0, o.size)
 	for _, p := range o.pieces {
@@ -68,20 +68,19 @@ func (r Result) Bytes() []byte {
 }
 
 // WriteTo writes the output to w, implementing io.WriterTo, and returns
-// the number of bytes w took. The small pieces go through a buffer of 64
-// KiB; a span of the input longer than what the buffer has room for is
+// the number of bytes w took. The small pieces go through a buffer of
+// WriteBuffer bytes; a span of the input longer than what the buffer has room for is
 // written straight from the input once the buffer is flushed, and an
 // unchanged stream is one write of the input. WriteTo stops at the first
 // error: w then holds the first n bytes of the output. A w that takes less
 // than it is given without an error fails with io.ErrShortWrite.
-func (r Result) WriteTo(w io.Writer) (int64, error) {
-	o := &r.out
+func (o Output) WriteTo(w io.Writer) (int64, error) {
 	cw := &countingWriter{w: w}
 	if o.same {
 		_, err := cw.Write(o.in)
 		return cw.n, err
 	}
-	bw := bufio.NewWriterSize(cw, writeBuffer)
+	bw := bufio.NewWriterSize(cw, WriteBuffer)
 	// span gathers adjacent spans of the same bytes (the unchanged
 	// documents in a row, the input between two edits), to be written
 	// as one.

@@ -1,4 +1,4 @@
-package renderer
+package stream
 
 import (
 	"bytes"
@@ -6,85 +6,60 @@ import (
 	"strconv"
 	"strings"
 	"unicode"
+	"unique"
 )
 
-// document is one document of a YAML stream, kept as the bytes it was read
-// from so that an unchanged document can be written back exactly.
-type document struct {
-	// index is the 1-based number of the document in the stream.
-	index int
-	// line is the 1-based stream line of the document's first byte.
-	line int
-	// raw holds every byte of the document, including its "---" line.
-	raw []byte
-	// sep is the length of the separator line that raw starts with and
-	// that Kubernetes' YAML reader drops: raw[sep:] is what it reads as
+// Document is one document of a YAML stream, kept as the bytes it was read
+// from so that an unchanged document can be written back exactly. Split
+// makes it; its fields are read-only after. A Document caches what
+// Estimate counts: only one goroutine at a time may use it.
+type Document struct {
+	// Index is the 1-based number of the document in the stream.
+	Index int
+	// Line is the 1-based stream line of the document's first byte.
+	Line int
+	// Raw holds every byte of the document, including its "---" line.
+	Raw []byte
+	// Sep is the length of the separator line that Raw starts with and
+	// that Kubernetes' YAML reader drops: Raw[Sep:] is what it reads as
 	// the document. 0 for the first document.
-	sep int
-	// head is the length of the part of raw written back before a
+	Sep int
+	// Head is the length of the part of Raw written back before a
 	// re-encoded body: the separator, and a "---" line after it that a
 	// YAML parser reads as a bare document start (plainMarker).
-	head int
-	// source is the file named by Helm's "# Source:" comment, if any.
-	source string
-	// notes are what the pass that finishes the document found to warn
-	// about; nil for none, as for most documents.
-	notes *notes
-	// sourceLine is the stream line of the "# Source:" comment that
+	Head int
+	// Source is the file named by Helm's "# Source:" comment, if any.
+	Source string
+	// SourceLine is the stream line of the "# Source:" comment that
 	// begins the template's output: this document's, or that of the
 	// first of the documents before it in a row with the same source.
-	sourceLine int
-	// nodes caches estimate; 0: not estimated yet.
+	SourceLine int
+	// nodes caches Estimate; 0: not estimated yet.
 	nodes int
-	// holds caches mayHold: 0 not asked yet, 1 yes, 2 no.
-	holds int8
 }
 
-// notes are the warnings of one document.
-type notes struct {
-	// kept are the warnings of the document's image fields kept as
-	// written (KeepUnresolved).
-	kept []string
-	// unpinned are the image-like values of the document that no image
-	// field reached.
-	unpinned []Unpinned
-}
-
-// mayHold returns mayHoldImage of the document's body, asked once: the
-// node budget and the parse both ask. Only the worker that owns the
-// document may call it, with the keys of one Render.
-func (d *document) mayHold(keys [][]string) bool {
-	if d.holds == 0 {
-		d.holds = 2
-		if mayHoldImage(d.body(), keys) {
-			d.holds = 1
-		}
-	}
-	return d.holds == 1
-}
-
-// estimate returns estimateNodes of the document's body, counted once.
+// Estimate returns estimateNodes of the document's body, counted once.
 // Only the worker that owns the document may call it.
-func (d *document) estimate() int {
+func (d *Document) Estimate() int {
 	if d.nodes == 0 {
-		d.nodes = estimateNodes(d.body())
+		d.nodes = estimateNodes(d.Body())
 	}
 	return d.nodes
 }
 
-// body returns the part of the document that is YAML content to parse.
-func (d *document) body() []byte { return d.raw[d.head:] }
+// Body returns the part of the document that is YAML content to parse.
+func (d *Document) Body() []byte { return d.Raw[d.Head:] }
 
-// where describes the document for error messages, e.g.
+// Where describes the document for error messages, e.g.
 // `document 3 (chart/templates/deploy.yaml)`.
-func (d *document) where() string {
-	if d.source != "" {
-		return fmt.Sprintf("document %d (%s)", d.index, d.source)
+func (d *Document) Where() string {
+	if d.Source != "" {
+		return fmt.Sprintf("document %d (%s)", d.Index, d.Source)
 	}
-	return fmt.Sprintf("document %d", d.index)
+	return fmt.Sprintf("document %d", d.Index)
 }
 
-// at describes a position inside the document, given a 1-based line
+// At describes a position inside the document, given a 1-based line
 // relative to the document body, as `document 3 (file), line 17`. For a
 // document from a Helm template it adds the line in that template's
 // rendered output, which the "# Source:" comment begins (a template's
@@ -92,33 +67,33 @@ func (d *document) where() string {
 // 17 (rendered line 5 of the template)`. That is the line Helm wrote,
 // not a line of the template's source, which no one can tell from the
 // output.
-func (d *document) at(bodyLine int) string {
+func (d *Document) At(bodyLine int) string {
 	if bodyLine <= 0 {
-		return d.where()
+		return d.Where()
 	}
-	line := d.streamLine(bodyLine)
-	if d.sourceLine > 0 && line > d.sourceLine {
-		return fmt.Sprintf("%s, line %d (rendered line %d of the template)", d.where(), line, line-d.sourceLine)
+	line := d.StreamLine(bodyLine)
+	if d.SourceLine > 0 && line > d.SourceLine {
+		return fmt.Sprintf("%s, line %d (rendered line %d of the template)", d.Where(), line, line-d.SourceLine)
 	}
-	return fmt.Sprintf("%s, line %d", d.where(), line)
+	return fmt.Sprintf("%s, line %d", d.Where(), line)
 }
 
-// streamLine returns the stream line of a 1-based body line.
-func (d *document) streamLine(bodyLine int) int { return d.line + d.headLines() + bodyLine - 1 }
+// StreamLine returns the stream line of a 1-based body line.
+func (d *Document) StreamLine(bodyLine int) int { return d.Line + d.headLines() + bodyLine - 1 }
 
 // headLines is the number of lines in the head of the document.
-func (d *document) headLines() int { return bytes.Count(d.raw[:d.head], []byte("\n")) }
+func (d *Document) headLines() int { return bytes.Count(d.Raw[:d.Head], []byte("\n")) }
 
 var sourcePrefix = []byte("# Source: ")
 
-// splitStream cuts a YAML stream into documents where Kubernetes' YAML
+// Split cuts a YAML stream into documents where Kubernetes' YAML
 // reader cuts it: k8s.io/apimachinery's YAMLReader, through which kubectl,
 // Helm's kube client and Argo CD read manifests. That reader takes every
 // line that starts with "---" for a document separator when nothing but a
 // comment follows, once Unicode white space is trimmed ("---", "--- #
 // Source: x", "---#x", "---\t"), and refuses the whole stream when
 // something else follows ("--- !!map", "--- {…}", "----", a key "---x"):
-// so does splitStream, naming the line. A separator ends the document
+// so does Split, naming the line. A separator ends the document
 // before it when that document has content (a line, even an empty one),
 // and the reader drops the separator; one that comes first in the stream,
 // or right after another, is the first line of the next document, which
@@ -127,8 +102,8 @@ var sourcePrefix = []byte("# Source: ")
 // follows it up to the next separator belongs to the same document, where
 // the API server never reads it (parse refuses it). The documents' raw
 // bytes, concatenated, are the input.
-func splitStream(in []byte) ([]*document, error) {
-	var docs []*document
+func Split(in []byte) ([]*Document, error) {
+	var docs []*Document
 	// The document being cut: its offset, its first line, and the length
 	// of the separator the reader dropped before it (0 for the first).
 	start, startLine, sep := 0, 1, 0
@@ -160,34 +135,14 @@ func splitStream(in []byte) ([]*document, error) {
 	// A template's output may be several documents in a row, each with
 	// the template's "# Source:" comment.
 	for i, d := range docs {
-		if i > 0 && d.source != "" && d.source == docs[i-1].source {
-			d.sourceLine = docs[i-1].sourceLine
+		if i > 0 && d.Source != "" && d.Source == docs[i-1].Source {
+			d.SourceLine = docs[i-1].SourceLine
 		}
 	}
 	return docs, nil
 }
 
 var newline = []byte("\n")
-
-// Split cuts a manifest stream into its documents where Kubernetes' YAML
-// reader (k8s.io/apimachinery's, which kubectl, Helm's kube client and
-// Argo CD use) cuts it, as Render does: at each line that starts with
-// "---" followed by nothing but a comment. It returns each document as the
-// bytes it was read from, its separator line included, so that the
-// documents concatenated are the stream. It refuses a stream that reader
-// refuses (a line that starts with "---" followed by anything else),
-// naming the line. Split is safe for concurrent use.
-func Split(stream []byte) ([][]byte, error) {
-	docs, err := splitStream(stream)
-	if err != nil {
-		return nil, err
-	}
-	out := make([][]byte, len(docs))
-	for i, d := range docs {
-		out[i] = d.raw
-	}
-	return out, nil
-}
 
 // nextDashes returns the offset of the first line at or after from (a
 // line start) that starts with "---", or -1. It jumps from one
@@ -250,8 +205,8 @@ func plainMarker(line []byte) bool {
 // newDocument records where the document's content begins and which Helm
 // template it came from. raw starts with a separator of sep bytes that
 // Kubernetes' YAML reader drops (sep is 0 for the first document).
-func newDocument(index, line int, raw []byte, sep int) *document {
-	d := &document{index: index, line: line, raw: raw, sep: sep, head: sep}
+func newDocument(index, line int, raw []byte, sep int) *Document {
+	d := &Document{Index: index, Line: line, Raw: raw, Sep: sep, Head: sep}
 	// A separator as the first line of the content is the YAML parser's:
 	// kept out of the body when the parser reads nothing in it.
 	if rest := raw[sep:]; bytes.HasPrefix(rest, dashes) {
@@ -260,10 +215,10 @@ func newDocument(index, line int, raw []byte, sep int) *document {
 			eol = len(rest)
 		}
 		if plainMarker(rest[:eol]) {
-			d.head += eol
+			d.Head += eol
 		}
 	}
-	for b, line := d.body(), d.line+d.headLines(); len(b) > 0; line++ {
+	for b, line := d.Body(), d.Line+d.headLines(); len(b) > 0; line++ {
 		eol := bytes.IndexByte(b, '\n')
 		if eol < 0 {
 			eol = len(b)
@@ -273,13 +228,13 @@ func newDocument(index, line int, raw []byte, sep int) *document {
 			// The name goes into messages: no control characters. A
 			// chart's templates repeat in every document they make: the
 			// documents share one copy of each name.
-			d.source = intern(strings.Map(func(r rune) rune {
+			d.Source = intern(strings.Map(func(r rune) rune {
 				if unicode.IsControl(r) {
 					return '?'
 				}
 				return r
 			}, string(text[len(sourcePrefix):])))
-			d.sourceLine = line
+			d.SourceLine = line
 			break
 		}
 		if len(text) > 0 && text[0] != '#' {
@@ -289,3 +244,8 @@ func newDocument(index, line int, raw []byte, sep int) *document {
 	}
 	return d
 }
+
+// intern returns s in memory of its own, one copy for every equal string:
+// a chart's templates repeat in every document they make. It is safe for
+// concurrent use.
+func intern(s string) string { return unique.Make(s).Value() }

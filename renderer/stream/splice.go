@@ -1,7 +1,8 @@
-package renderer
+package stream
 
 import (
 	"bytes"
+	"errors"
 	"regexp"
 	"slices"
 	"strings"
@@ -17,18 +18,84 @@ type edit struct {
 	text       string
 }
 
-// splice applies image and annotation changes to a document's own bytes:
+// Replacement sets a scalar to a new value, or replaces an alias in a
+// mapping with a scalar of that value.
+type Replacement struct {
+	Node  *yaml.Node // the scalar (for an alias: the scalar it names)
+	Value string
+	// Alias is the alias that the field is written as, which is
+	// replaced by a scalar in Parent (the mapping that holds the field,
+	// or one it merges); or nil.
+	Alias, Parent *yaml.Node
+	// Flow says that the scalar is an item or value of a collection in
+	// flow style ("[…]", "{…}"), where a plain scalar also ends before
+	// ",", "]" or "}".
+	Flow bool
+}
+
+// Annotation sets an annotation of Holder, a mapping with metadata (an
+// object, a pod template): the annotation Write is given the key of.
+type Annotation struct {
+	Holder *yaml.Node
+	Value  string
+}
+
+// ErrEncode is Write's answer for a document that the quick reader read
+// and that only the encoder can change, which needs the comments that
+// the quick reader's tree has not: parse it again with ParseFull, and
+// write the changes to that tree.
+var ErrEncode = errors.New("the document needs its comments to be encoded")
+
+// Write writes the changes to parsed document p of d, and the
+// annotations under key: it splices the new values into the document's
+// own bytes, which keeps every other byte as it was and costs no
+// encoding. Where the syntax is too unusual for that (flow style, block
+// scalars, anchors), it changes the nodes and encodes the document
+// instead, as JSON when it was JSON; p is then changed. A tree from the
+// quick reader is not encoded: Write returns ErrEncode.
+func Write(d *Document, p *Parsed, changes []Replacement, annotations []Annotation, key string) (Piece, error) {
+	if b, ok := splice(d, changes, annotations, key); ok {
+		return b, nil
+	}
+	if p.Quick {
+		return Piece{}, ErrEncode // the tree has no comments to encode
+	}
+	for _, c := range changes {
+		if c.Alias == nil {
+			c.Node.Value = c.Value
+			continue
+		}
+		for i, n := range c.Parent.Content {
+			if n == c.Alias {
+				c.Parent.Content[i] = newScalar(c.Value)
+			}
+		}
+	}
+	for _, a := range annotations {
+		setAnnotation(a.Holder, key, a.Value)
+	}
+	var b []byte
+	var err error
+	if start := JSONStart(d.Body()); start >= 0 {
+		b, err = encodeJSON(d, &p.Root, start, p.CRLF)
+	} else {
+		b, err = encode(d, &p.Root, p.CRLF)
+	}
+	return Piece{b: b}, err
+}
+
+// splice applies scalar and annotation changes to a document's own bytes:
 // it replaces scalar tokens in place and inserts annotation lines in block
 // mappings. Every byte it does not change stays as it was, and nothing is
 // encoded. It returns false when some change needs syntax it does not
 // handle (flow style, block or multi-line scalars, escapes, anchors, an
 // unusual annotation name); the caller then encodes the document instead.
-func splice(d *document, images []imageChange, annotations []annotationChange, key string) (piece, bool) {
-	s := spliceState{body: d.body()}
+func splice(d *Document, images []Replacement, annotations []Annotation, key string) (Piece, bool) {
+	s := spliceState{body: d.Body()}
 	if hasOtherBreaks(s.body) {
-		return piece{}, false // the parser's lines are not the LF-separated ones
+		return Piece{}, false // the parser's lines are not the LF-separated ones
 	}
-	s.json = jsonStart(s.body) >= 0
+	s.json = JSONStart(s.body) >= 0
 	s.eol = "\n"
 	if bytes.Contains(s.body, []byte("\r\n")) {
 		s.eol = "\r\n"
@@ -37,15 +104,15 @@ func splice(d *document, images []imageChange, annotations []annotationChange, k
 	for _, c := range images {
 		var e edit
 		var ok bool
-		if c.alias != nil {
-			e, ok = s.replaceAlias(c.alias, c.value)
+		if c.Alias != nil {
+			e, ok = s.replaceAlias(c.Alias, c.Value)
 		} else {
-			s.flow = c.flow
-			e, ok = s.replaceScalar(c.node, c.value, c.node.Style)
+			s.flow = c.Flow
+			e, ok = s.replaceScalar(c.Node, c.Value, c.Node.Style)
 			s.flow = false
 		}
 		if !ok {
-			return piece{}, false
+			return Piece{}, false
 		}
 		edits = append(edits, e)
 	}
@@ -54,43 +121,49 @@ func splice(d *document, images []imageChange, annotations []annotationChange, k
 		if s.json {
 			set = s.setFlowAnnotation
 		}
-		e, ok := set(a.holder, key, a.value)
+		e, ok := set(a.Holder, key, a.Value)
 		if !ok && !s.json {
 			// A template written in flow style ("{metadata: {…}, spec:
 			// {…}}") takes the annotation as a JSON object does.
-			e, ok = s.setFlowAnnotation(a.holder, key, a.value)
+			e, ok = s.setFlowAnnotation(a.Holder, key, a.Value)
 		}
 		if !ok {
-			return piece{}, false
+			return Piece{}, false
 		}
 		edits = append(edits, e)
 	}
 	slices.SortFunc(edits, func(a, b edit) int { return a.start - b.start })
 	for i := 1; i < len(edits); i++ {
 		if edits[i].start < edits[i-1].end {
-			return piece{}, false // overlapping edits: let the encoder handle it
+			return Piece{}, false // overlapping edits: let the encoder handle it
 		}
 	}
 	// The piece's edits are at offsets of the raw bytes, after the head.
 	for i := range edits {
-		edits[i].start += d.head
-		edits[i].end += d.head
+		edits[i].start += d.Head
+		edits[i].end += d.Head
 	}
-	return piece{b: d.raw, edits: edits}, true
+	return Piece{b: d.Raw, edits: edits}, true
 }
 
-// piece is the output of one document: its bytes, or its raw bytes and
+// Piece is the output of one document: its bytes, or its raw bytes and
 // the edits that splice makes to its body. The edits are applied only
 // when the stream is put together, into the one buffer of the whole
-// output: between the phases of a Render a changed document costs its
-// edits, not a copy of itself. A nil b is a document not done yet.
-type piece struct {
+// output (Output): until then a changed document costs its edits, not a
+// copy of itself. The zero Piece is a document not done yet.
+type Piece struct {
 	b     []byte
 	edits []edit // sorted, not overlapping, at offsets of b
 }
 
+// Unchanged returns the piece of document d as it was read.
+func Unchanged(d *Document) Piece { return Piece{b: d.Raw} }
+
+// Done reports whether p is a document's output, not the zero Piece.
+func (p Piece) Done() bool { return p.b != nil }
+
 // size returns the length of the piece's output.
-func (p piece) size() int {
+func (p Piece) size() int {
 	n := len(p.b)
 	for _, e := range p.edits {
 		n += len(e.text) - (e.end - e.start)
@@ -99,7 +172,7 @@ func (p piece) size() int {
 }
 
 // appendTo appends the piece's output to dst.
-func (p piece) appendTo(dst []byte) []byte {
+func (p Piece) appendTo(dst []byte) []byte {
 	_ = p.each(func(b []byte) error { dst = append(dst, b...); return nil },
 		func(s string) error { dst = append(dst, s...); return nil })
 	return dst
@@ -108,7 +181,7 @@ func (p piece) appendTo(dst []byte) []byte {
 // each calls span with each run of the piece's own bytes and text with
 // the text of each edit, in the order of the output. It stops at the
 // first error and returns it.
-func (p piece) each(span func([]byte) error, text func(string) error) error {
+func (p Piece) each(span func([]byte) error, text func(string) error) error {
 	pos := 0
 	for _, e := range p.edits {
 		if err := span(p.b[pos:e.start]); err != nil {
@@ -235,10 +308,10 @@ func (s *spliceState) setAnnotation(holder *yaml.Node, key, value string) (edit,
 	line := key + ": '" + value + "'" + s.eol
 	// The editor looked these up already, and made sure that none comes
 	// from a merge key or an alias.
-	m, _ := get(holder, "metadata")
-	a, _ := get(m.value, "annotations")
-	o, _ := get(a.value, key)
-	metaKey, meta, ann, old := m.key, m.value, a.value, o.value
+	m, _ := Get(holder, "metadata")
+	a, _ := Get(m.Value, "annotations")
+	o, _ := Get(a.Value, key)
+	metaKey, meta, ann, old := m.Key, m.Value, a.Value, o.Value
 	switch {
 	case old != nil:
 		return s.replaceScalar(old, value, yaml.SingleQuotedStyle)
@@ -253,8 +326,8 @@ func (s *spliceState) setAnnotation(holder *yaml.Node, key, value string) (edit,
 		return s.insertAt(s.entryEnd(holder, meta, ""), indent, "annotations:"+s.eol, indent+step, line)
 	case meta == nil && isBlockMapping(holder):
 		// A metadata mapping just before the spec.
-		sp, _ := get(holder, "spec")
-		specKey, spec := sp.key, sp.value
+		sp, _ := Get(holder, "spec")
+		specKey, spec := sp.Key, sp.Value
 		if specKey == nil || !isBlockMapping(spec) {
 			return edit{}, false
 		}
@@ -275,12 +348,12 @@ func (s *spliceState) setAnnotation(holder *yaml.Node, key, value string) (edit,
 // and the holder too, or the next key does not start its line.
 func (s *spliceState) entryEnd(holder, meta *yaml.Node, key string) int {
 	if key != "" {
-		if e, _ := get(meta, key); e.index >= 0 && e.index+2 < len(meta.Content) {
-			return s.lineOf(meta.Content[e.index+2])
+		if e, _ := Get(meta, key); e.Index >= 0 && e.Index+2 < len(meta.Content) {
+			return s.lineOf(meta.Content[e.Index+2])
 		}
 	}
-	if e, _ := get(holder, "metadata"); e.index >= 0 && e.index+2 < len(holder.Content) {
-		return s.lineOf(holder.Content[e.index+2])
+	if e, _ := Get(holder, "metadata"); e.Index >= 0 && e.Index+2 < len(holder.Content) {
+		return s.lineOf(holder.Content[e.Index+2])
 	}
 	return -1
 }

@@ -1,4 +1,4 @@
-package renderer
+package stream
 
 import (
 	"fmt"
@@ -86,7 +86,7 @@ func checkAliases(root *yaml.Node) (map[*yaml.Node][]*yaml.Node, int, error) {
 		for i := 0; i+1 < len(m.Content) && total <= limit; i += 2 {
 			if isMergeKey(m.Content[i]) {
 				for _, src := range mergeSources(m.Content[i+1]) {
-					total += expand(deref(src[len(src)-1]))
+					total += expand(Deref(src[len(src)-1]))
 				}
 			}
 		}
@@ -97,7 +97,7 @@ func checkAliases(root *yaml.Node) (map[*yaml.Node][]*yaml.Node, int, error) {
 	cost := 0
 	for _, v := range merges {
 		for _, src := range mergeSources(v) {
-			if cost += expand(deref(src[len(src)-1])); cost > limit {
+			if cost += expand(Deref(src[len(src)-1])); cost > limit {
 				return nil, v.Line, fmt.Errorf("merge keys (<<) expand to more than %d entries in a document of %d nodes", limit, nodes)
 			}
 		}

@@ -1,0 +1,36 @@
+package stream
+
+import (
+	"os"
+	"path/filepath"
+	"testing"
+)
+
+// addSeeds adds the renderer's golden inputs (../testdata, which the
+// stream layer reads for the renderer), a few small documents and
+// separatorCases to a fuzz corpus (testdata/fuzz/ holds the crashers
+// found so far).
+func addSeeds(f *testing.F) {
+	f.Helper()
+	inputs, _ := filepath.Glob("../testdata/*.input.yaml")
+	odd, _ := filepath.Glob("../testdata/oddinput/*.input.yaml")
+	for _, p := range append(inputs, odd...) {
+		b, err := os.ReadFile(p)
+		if err != nil {
+			f.Fatal(err)
+		}
+		f.Add(b)
+	}
+	for _, s := range []string{
+		"",
+		"---\n",
+		"apiVersion: v1\nkind: Pod\nspec: {containers: [{name: a, image: nginx}]}\n...\nkind: Pod\n",
+		"apiVersion: v1\nkind: Pod\nspec:\n  containers:\n  - &c {name: a, image: &i x:1}\n  - *c\n",
+		"\ufeff" + `{"apiVersion":"v1","kind":"Pod","spec":{"containers":[{"name":"app","im\u0061ge":"registry.example/app:1"}]}}`,
+	} {
+		f.Add([]byte(s))
+	}
+	for _, tc := range separatorCases {
+		f.Add([]byte(tc.in))
+	}
+}
