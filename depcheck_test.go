@@ -11,7 +11,7 @@ import (
 // the registry client or credentials, the resolver never touches YAML, the
 // resolution vocabulary they share imports neither (nor anything else of
 // ours), the configuration file is read without a registry client or the
-// renderer, the Helm SDK is reached only through helmrender (for digestpin
+// renderer, the Helm SDK is reached only through helmaction (for digestpin
 // template), and the deterministic generators import nothing of Helm,
 // Kubernetes or ours. The kind/path vocabulary (kindpath) imports no YAML
 // library and nothing of ours, and the renderer follows its paths rather
@@ -46,7 +46,7 @@ func TestLayering(t *testing.T) {
 		{pkg: "./resolve", forbidden: []string{"github.com/redis/"}},
 		{pkg: "./resolution", forbidden: []string{"github.com/redis/"}},
 		{pkg: "./pin", forbidden: []string{"github.com/redis/"}},
-		// Helm's SDK (and with it client-go) only through helmrender,
+		// Helm's SDK (and with it client-go) only through helmaction,
 		// which digestpin template uses; the library packages, and the
 		// deterministic generators, stay free of it.
 		{pkg: "./pin", forbidden: []string{"helm.sh/", "k8s.io/client-go"}},
@@ -64,7 +64,7 @@ func TestLayering(t *testing.T) {
 		{pkg: "./postrender", forbidden: sigstoreDeps},
 		{pkg: "./lockfile", forbidden: sigstoreDeps},
 		{pkg: "./verification", forbidden: append(slices.Clone(sigstoreDeps), "google.golang.org/protobuf", "sigs.k8s.io/kustomize/kyaml", "github.com/digestpin/digestpin/")},
-		{pkg: "./helmrender", forbidden: []string{"github.com/google/go-containerregistry/pkg/v1/remote", "github.com/digestpin/digestpin/"}},
+		{pkg: "./helmaction", forbidden: []string{"github.com/google/go-containerregistry/pkg/v1/remote", "github.com/digestpin/digestpin/"}},
 	} {
 		out, err := exec.Command("go", "list", "-deps", "-f", "{{.ImportPath}}", tc.pkg).Output()
 		if err != nil {
@@ -104,11 +104,11 @@ func TestLayering(t *testing.T) {
 // (the module's root main, scripts/release.sh) free of Helm's SDK and
 // Kubernetes' client, which digestpin-helm (cmd/digestpin-helm, through
 // internal/cli/helmcmd) carries: a package of the slim build that imports
-// helmrender or helmcmd's packages would bring 50 MB and 30 ms of start-up
+// helmaction or helmcmd's packages would bring 50 MB and 30 ms of start-up
 // back to every render.
 func TestSlimBuildLinksNoHelm(t *testing.T) {
 	t.Parallel()
-	forbidden := []string{"helm.sh/", "k8s.io/client-go/", "github.com/digestpin/digestpin/helmrender", "github.com/digestpin/digestpin/internal/cli/helmcmd"}
+	forbidden := []string{"helm.sh/", "k8s.io/client-go/", "github.com/digestpin/digestpin/helmaction", "github.com/digestpin/digestpin/internal/cli/helmcmd"}
 	for _, tc := range []struct {
 		main string
 		want bool // whether the build links them

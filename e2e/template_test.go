@@ -357,7 +357,7 @@ func TestTemplateVarying(t *testing.T) {
 func TestTemplateOrdered(t *testing.T) {
 	t.Parallel()
 	bin, seed := digestpinBin(t), newSeed(t)
-	chart := filepath.Join(repoRoot(t), "helmrender", "testdata", "charts", "gen-principals")
+	chart := filepath.Join(repoRoot(t), "helmaction", "testdata", "charts", "gen-principals")
 	rep := filepath.Join(t.TempDir(), "report.json")
 	res := runCmd(t, "", nil, helmHome(t, ""), bin, "template", "r", chart, "--seed-file", seed, "--report", rep, "--set-json", `accounts=[{"role":"admin"},{"role":"ci"}]`)
 	if res.err != nil {

@@ -18,7 +18,7 @@ import (
 	release "helm.sh/helm/v4/pkg/release/v1"
 
 	"github.com/digestpin/digestpin/detgen"
-	"github.com/digestpin/digestpin/helmrender"
+	"github.com/digestpin/digestpin/helmaction"
 	"github.com/digestpin/digestpin/internal/cli"
 	"github.com/digestpin/digestpin/pin"
 	"github.com/digestpin/digestpin/postrender"
@@ -31,7 +31,7 @@ type configureHelm func(settings *helmcli.EnvSettings, log io.Writer) (*action.C
 
 // helmConfiguration is the configureHelm of the command.
 func helmConfiguration(settings *helmcli.EnvSettings, log io.Writer) (*action.Configuration, error) {
-	return helmrender.NewConfiguration(settings, os.Getenv("HELM_DRIVER"), os.Getenv("HELM_MEMORY_DRIVER_DATA"), log)
+	return helmaction.NewConfiguration(settings, os.Getenv("HELM_DRIVER"), os.Getenv("HELM_MEMORY_DRIVER_DATA"), log)
 }
 
 // deployCmd is one run of digestpin install or digestpin upgrade.
@@ -39,19 +39,19 @@ type deployCmd struct {
 	name      string // "install" or "upgrade"
 	configure configureHelm
 	o         *cli.Options // the pinning flags
-	install   helmrender.InstallOptions
-	upgrade   helmrender.UpgradeOptions
+	install   helmaction.InstallOptions
+	upgrade   helmaction.UpgradeOptions
 }
 
 // source and deploy are the options of the command's Helm flags.
-func (c *deployCmd) source() *helmrender.Source {
+func (c *deployCmd) source() *helmaction.Source {
 	if c.name == "install" {
 		return &c.install.Source
 	}
 	return &c.upgrade.Source
 }
 
-func (c *deployCmd) deploy() *helmrender.Deploy {
+func (c *deployCmd) deploy() *helmaction.Deploy {
 	if c.name == "install" {
 		return &c.install.Deploy
 	}
@@ -122,7 +122,7 @@ func runDeploy(ctx context.Context, name string, args []string, stdout, stderr i
 		// slog's default logger too.
 		hlog := &heldErrors{w: helmLog{log}}
 		prev := slog.Default()
-		slog.SetDefault(helmrender.NewLogger(hlog, src.Settings.Debug))
+		slog.SetDefault(helmaction.NewLogger(hlog, src.Settings.Debug))
 		defer slog.SetDefault(prev)
 		cfg, err := c.configure(src.Settings, hlog)
 		if err != nil {
@@ -175,7 +175,7 @@ func writeDeployed(stdout io.Writer, out []byte, dryRun bool, settle func(commit
 func (c *deployCmd) pinning(ctx context.Context, seed detgen.Seed, popts pin.Options, cfg *action.Configuration, hlog *heldErrors, held *heldResults) (*detgen.Generator, error) {
 	src, dep := c.source(), c.deploy()
 	gen := detgen.New(seed, detgen.Release{Name: src.ReleaseName, Namespace: src.Settings.Namespace()}, time.Now)
-	if lookup := helmrender.ClusterLookup(cfg); lookup != nil && dep.UsesCluster() {
+	if lookup := helmaction.ClusterLookup(cfg); lookup != nil && dep.UsesCluster() {
 		gen.SetLookup(lookup)
 	}
 	popts.Generated = func() *pin.Generated { return generatedReport(gen) }
@@ -298,9 +298,9 @@ func (c *deployCmd) run(ctx context.Context, cfg *action.Configuration, out io.W
 		err       error
 	)
 	if c.name == "install" {
-		rel, err = helmrender.Install(ctx, cfg, c.install)
+		rel, err = helmaction.Install(ctx, cfg, c.install)
 	} else {
-		rel, installed, err = helmrender.Upgrade(ctx, cfg, c.upgrade)
+		rel, installed, err = helmaction.Upgrade(ctx, cfg, c.upgrade)
 	}
 	if err != nil {
 		verb := "installing"

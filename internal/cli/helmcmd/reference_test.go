@@ -15,7 +15,7 @@ import (
 	helmcli "helm.sh/helm/v4/pkg/cli"
 	helmcmd "helm.sh/helm/v4/pkg/cmd"
 
-	"github.com/digestpin/digestpin/helmrender"
+	"github.com/digestpin/digestpin/helmaction"
 	"github.com/digestpin/digestpin/internal/cli"
 )
 
@@ -98,7 +98,7 @@ Commands: [digestpin](#digestpin) Â· [digestpin template](#digestpin-template) Â
 	})
 	fmt.Fprintf(&b, "\nRetired, hidden from `--help`: %s; each, or its `DIGESTPIN_*` variable, fails the run with exit 2 ([docs/deterministic.md](deterministic.md#two-render-mode-retired)).\n", strings.Join(retired, ", "))
 
-	tmpl := &templateOptions{render: helmrender.Options{Source: helmrender.Source{Settings: helmcli.New()}}}
+	tmpl := &templateOptions{render: helmaction.Options{Source: helmaction.Source{Settings: helmcli.New()}}}
 	_, helmFS, pinFS := tmpl.flags(cli.NewOptions())
 	fmt.Fprintf(&b, "\n## digestpin template\n\n%s\n", "`digestpin template [NAME] CHART --seed-file FILE [flags]`: renders a chart as `helm template` does under Helm 4, every generated value derived from the seed, then pins it ([docs/deterministic.md](deterministic.md)). Helm's flags, then the pinning flags (`--ca-file` is `--registry-ca-file` here).")
 	helmFlags(&b, "template", helmFS)

@@ -13,7 +13,7 @@ import (
 	helmcli "helm.sh/helm/v4/pkg/cli"
 
 	"github.com/digestpin/digestpin/detgen"
-	"github.com/digestpin/digestpin/helmrender"
+	"github.com/digestpin/digestpin/helmaction"
 	"github.com/digestpin/digestpin/internal/cli"
 	"github.com/digestpin/digestpin/pin"
 )
@@ -22,12 +22,12 @@ import (
 // and the seed's. The pinning flags live in options.
 type templateOptions struct {
 	seedFile string
-	render   helmrender.Options
+	render   helmaction.Options
 }
 
 // newTemplateOptions are template's options before its flags are parsed.
 func newTemplateOptions() *templateOptions {
-	return &templateOptions{render: helmrender.Options{Source: helmrender.Source{Settings: helmcli.New()}}}
+	return &templateOptions{render: helmaction.Options{Source: helmaction.Source{Settings: helmcli.New()}}}
 }
 
 // runTemplate is `digestpin template [NAME] CHART [flags]`: it renders the
@@ -65,7 +65,7 @@ func runTemplate(ctx context.Context, args []string, stdout, stderr io.Writer) e
 		}
 		name := t.render.ReleaseName
 		if name == "" {
-			name = helmrender.DefaultReleaseName
+			name = helmaction.DefaultReleaseName
 		}
 		gen := detgen.New(seed, detgen.Release{Name: name, Namespace: t.render.Settings.Namespace()}, time.Now)
 		popts.Generated = func() *pin.Generated { return generatedReport(gen) }
@@ -132,7 +132,7 @@ func (t *templateOptions) renderer(log *cli.Logger, hlog *heldErrors, gen *detge
 		}
 		done := make(chan result, 1)
 		go func() {
-			b, err := helmrender.Template(ctx, t.render)
+			b, err := helmaction.Template(ctx, t.render)
 			done <- result{b, err}
 		}()
 		var r result

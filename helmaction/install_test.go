@@ -1,4 +1,4 @@
-package helmrender
+package helmaction
 
 import (
 	"os"

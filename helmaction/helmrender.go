@@ -1,4 +1,4 @@
-// Package helmrender runs Helm 4's template, install and upgrade in-process,
+// Package helmaction runs Helm 4's template, install and upgrade in-process,
 // as `helm template`, `helm install` and `helm upgrade` do, with their
 // flags (Bind), template functions the caller replaces and template
 // sources the caller may rewrite first. digestpin template, install and
@@ -12,7 +12,7 @@
 // hooks, each with its `# Source:` comment, and with ShowOnly the chosen
 // templates in Helm's order. WriteStatus prints a release as helm install
 // and helm upgrade do.
-package helmrender
+package helmaction
 
 import (
 	"bytes"
