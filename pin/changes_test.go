@@ -260,9 +260,9 @@ func TestDiffAgainstBadInput(t *testing.T) {
 	for _, tc := range []struct {
 		desc, content, want string
 	}{
-		{desc: "missing", want: "reading previous output open " + filepath.Join(dir, "missing") + ": no such file or directory"},
+		{desc: "missing", want: "reading earlier output " + filepath.Join(dir, "missing") + ": no such file or directory"},
 		{desc: "a lock file", content: "version: 1\nimages:\n- reference: registry.example/shop/web:dev\n  digest: sha256:00\n", want: "not a manifest stream: no document has a kind"},
-		{desc: "bad yaml", content: "kind: Deployment\nmetadata: [\n", want: "reading previous output " + filepath.Join(dir, "bad yaml") + ": "},
+		{desc: "bad yaml", content: "kind: Deployment\nmetadata: [\n", want: "reading earlier output " + filepath.Join(dir, "bad yaml") + ": "},
 	} {
 		t.Run(tc.desc, func(t *testing.T) {
 			path := filepath.Join(dir, "missing")

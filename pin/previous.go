@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"regexp"
 	"strings"
@@ -59,12 +60,15 @@ func (p *Pinner) previousState(ctx context.Context, lock *lockfile.Lock, platfor
 	switch {
 	case o.DiffAgainst != "":
 		b, err := os.ReadFile(o.DiffAgainst)
+		if pe := (*fs.PathError)(nil); errors.As(err, &pe) {
+			err = pe.Err // the path is in the message already
+		}
 		if err != nil {
-			return nil, fmt.Errorf("reading previous output %w", err)
+			return nil, fmt.Errorf("reading earlier output %s: %w", o.DiffAgainst, err)
 		}
 		prev, err := p.fromOutput(ctx, b)
 		if err != nil {
-			return nil, fmt.Errorf("reading previous output %s: %w", o.DiffAgainst, err)
+			return nil, fmt.Errorf("reading earlier output %s: %w", o.DiffAgainst, err)
 		}
 		return prev, nil
 	case lock != nil:

@@ -57,9 +57,9 @@ func (cs *ChangeSet) against() string {
 	case AgainstLock:
 		return "against the lock file"
 	case AgainstOutput:
-		return "against the previous output"
+		return "against the earlier output"
 	}
-	return "nothing to compare with: no lock file or previous output"
+	return "nothing to compare with: no lock file or earlier output"
 }
 
 // Text is the change set as plain text: the headline, then one line per
