@@ -4,6 +4,7 @@ package e2e
 
 import (
 	"bytes"
+	"maps"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -178,10 +179,12 @@ func checkCIRun(t *testing.T, c ciCase, r *ciRepo, before ciState, out string, e
 // runCICases runs the CI job run for each case in order, against the
 // images of reg, and checks each outcome; digests holds the images'
 // digests, and the lock file must hold them after every successful
-// update.
+// update, and the message of its commit say what moved since the last
+// one (digestpin's text summary).
 func runCICases(t *testing.T, r *ciRepo, reg *testregistry.Registry, digests map[string]v1.Hash, cases []ciCase, run func(vars map[string]string) (string, error)) {
 	t.Helper()
 	broken := filepath.Join(r.dir, "web", "templates", "broken.yaml")
+	var committed map[string]v1.Hash // the digests of the last commit
 	for _, c := range cases {
 		if c.push != "" {
 			digests[c.push] = pushFixed(t, reg, c.push, c.desc)
@@ -204,6 +207,28 @@ func runCICases(t *testing.T, r *ciRepo, reg *testregistry.Registry, digests map
 					t.Errorf("%s: lock file lacks %q:\n%s", c.desc, want, lock)
 				}
 			}
+			checkCommitMessage(t, c.desc, gitOut(t, r.dir, "log", "-1", "--format=%B"), reg, committed, digests)
+			committed = maps.Clone(digests)
+		}
+	}
+}
+
+// checkCommitMessage checks that the message of a commit of the lock
+// file names each image that moved from before (nil: the first lock
+// file) to now, "REF OLD → NEW: Deployment/…", digests short, and no
+// other.
+func checkCommitMessage(t *testing.T, desc, msg string, reg *testregistry.Registry, before, now map[string]v1.Hash) {
+	t.Helper()
+	if before == nil {
+		if !strings.Contains(msg, "images pinned (nothing to compare with") {
+			t.Errorf("%s: the first lock file's commit message does not say so:\n%s", desc, msg)
+		}
+		return
+	}
+	for im, d := range now {
+		line := reg.Ref(im) + " " + before[im].Hex[:12] + " → " + d.Hex[:12] + ": Deployment/"
+		if moved := before[im] != d; strings.Contains(msg, line) != moved {
+			t.Errorf("%s: commit message holds %q: %v, want %v:\n%s", desc, line, !moved, moved, msg)
 		}
 	}
 }
@@ -304,7 +329,7 @@ func runAction(t *testing.T, workspace, path string, inputs map[string]string) (
 		cmd.Env = cleanEnv(env...)
 		cmd.Stdout, cmd.Stderr = &out, &out
 		if err := cmd.Run(); err != nil {
-			return out.String(), err
+			return out.String() + jobSummary(t, files["GITHUB_STEP_SUMMARY"]), err
 		}
 		// The runner puts what a step added to GITHUB_PATH first on PATH
 		// for the next steps; GITHUB_ENV is not modelled here.
@@ -322,7 +347,18 @@ func runAction(t *testing.T, workspace, path string, inputs map[string]string) (
 			t.Fatal(err)
 		}
 	}
-	return out.String(), nil
+	return out.String() + jobSummary(t, files["GITHUB_STEP_SUMMARY"]), nil
+}
+
+// jobSummary is what the job wrote to GITHUB_STEP_SUMMARY, under a line
+// that says so, for the cases to check beside the job's output.
+func jobSummary(t *testing.T, file string) string {
+	t.Helper()
+	b, err := os.ReadFile(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return "\n--- GITHUB_STEP_SUMMARY ---\n" + string(b)
 }
 
 // TestGitHubAction runs action.yml as a GitHub workflow step would, in a
@@ -367,7 +403,10 @@ func TestGitHubAction(t *testing.T) {
 		},
 		{
 			desc: "check after a push", vars: with("mode", "check"), push: "shop/web:1.4", fail: true,
-			output: []string{reg.Ref("shop/web:1.4") + ": moved from", "does not match the registry"},
+			output: []string{
+				reg.Ref("shop/web:1.4") + ": moved from", "does not match the registry",
+				"digestpin-lock: 1 image moved", "--- GITHUB_STEP_SUMMARY ---\n### digestpin: 1 image moved", "| `" + reg.Ref("shop/web:1.4") + "` | `",
+			},
 		},
 		{
 			desc: "check of a broken chart", vars: with("mode", "check"), broken: true, fail: true,
@@ -377,8 +416,14 @@ func TestGitHubAction(t *testing.T) {
 			desc: "update of a broken chart", vars: with(), broken: true, fail: true,
 			output: []string{"render failed", "broken.yaml"}, absent: []string{"updated"},
 		},
-		{desc: "update after the push", vars: with(), commit: true, output: []string{"web/digests.lock updated"}},
-		{desc: "check again", vars: with("mode", "check"), output: []string{"matches the registry"}},
+		{
+			desc: "update after the push", vars: with(), commit: true,
+			output: []string{"web/digests.lock updated", "--- GITHUB_STEP_SUMMARY ---\n### digestpin: 1 image moved", "| `" + reg.Ref("shop/web:1.4") + "` | `"},
+		},
+		{
+			desc: "check again", vars: with("mode", "check"),
+			output: []string{"matches the registry", "--- GITHUB_STEP_SUMMARY ---\n### digestpin: no image moved"},
+		},
 		{
 			desc: "version input", vars: with("mode", "check", "version", "v"+version),
 			output: []string{"installed digestpin " + version, "matches the registry"},

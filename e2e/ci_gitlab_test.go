@@ -124,8 +124,13 @@ func TestGitLabTemplate(t *testing.T) {
 			desc: "the seed in a file variable and as a value", vars: with("DIGESTPIN_CI_SEED_FILE", newSeed(t)), fail: true,
 			output: []string{"DIGESTPIN_CI_SEED and DIGESTPIN_CI_SEED_FILE are both set"}, absent: []string{"digestpin-lock:"},
 		},
-		{desc: "update after the push", vars: with(), commit: true, output: []string{"web/digests.lock updated"}},
-		{desc: "check", vars: with("DIGESTPIN_CI_MODE", "check"), output: []string{"web/digests.lock matches the registry"}},
+		{
+			// What moved is in the job log (GitLab has no job summary) and
+			// in the commit message (runCICases).
+			desc: "update after the push", vars: with(), commit: true,
+			output: []string{"web/digests.lock updated", "digestpin-lock: 1 image moved", "digestpin-lock: " + reg.Ref("shop/web:1.4") + " "},
+		},
+		{desc: "check", vars: with("DIGESTPIN_CI_MODE", "check"), output: []string{"web/digests.lock matches the registry", "digestpin-lock: no image moved"}},
 		{
 			desc: "wrong checksum", vars: with("DIGESTPIN_CI_RELEASES_URL", base+"/bad"), fail: true,
 			output: []string{"refusing to install it"}, absent: []string{"digestpin-lock:"},

@@ -62,8 +62,10 @@ func TestCIStep(t *testing.T) {
 	work := filepath.Dir(chart)
 	step := filepath.Join(repoRoot(t), "scripts", "ci", "digestpin-lock.sh")
 	lock := filepath.Join(chart, "digests.lock")
-	env := append(ciEnv(t, sc), "RELEASE=shop")
+	jobSummary := filepath.Join(t.TempDir(), "step-summary.md")
+	env := append(ciEnv(t, sc), "RELEASE=shop", "GITHUB_STEP_SUMMARY="+jobSummary)
 	values := []string{"--values", filepath.Join("web", "values-e2e.yaml"), "--namespace", "prod"}
+	moved := reg.Ref("shop/web:1.4") + " " + first.Hex[:12] + " → " // digestpin's summary
 
 	// lockDigests reads the lock file as repository:tag → digest.
 	lockDigests := func() map[string]string {
@@ -94,13 +96,16 @@ func TestCIStep(t *testing.T) {
 		{desc: "check and commit", args: []string{"--check", "--commit", "web"}, status: 2, stderr: []string{"--check only reads it"}, noLock: true},
 		{desc: "check before anything is recorded", args: []string{"--check", "web"}, status: 1, stderr: []string{"lock file web/digests.lock not found"}, noLock: true},
 		{desc: "record", args: []string{"--output", "manifests.yaml", "web"}, stderr: []string{"web/digests.lock updated: commit it"}},
-		{desc: "record again", args: []string{"web"}, stderr: []string{"web/digests.lock unchanged"}},
-		{desc: "check", args: []string{"--check", "web"}, stderr: []string{"web/digests.lock matches the registry"}},
+		{desc: "record again", args: []string{"web"}, stderr: []string{"web/digests.lock unchanged", "digestpin-lock: no image moved"}},
+		{desc: "check", args: []string{"--check", "web"}, stderr: []string{"web/digests.lock matches the registry", "digestpin-lock: no image moved"}},
 		{
 			desc: "check after a push", args: []string{"--check", "--output", "manifests.yaml", "web"}, push: "shop/web:1.4", status: 3,
-			stderr: []string{reg.Ref("shop/web:1.4") + ": moved from " + digests["shop/web:1.4"].String(), "run this step without --check and commit the lock file"},
+			stderr: []string{
+				reg.Ref("shop/web:1.4") + ": moved from " + digests["shop/web:1.4"].String(), "run this step without --check and commit the lock file",
+				"digestpin-lock: 1 image moved", "digestpin-lock: " + moved,
+			},
 		},
-		{desc: "record the push", args: []string{"web"}, stderr: []string{"web/digests.lock updated"}},
+		{desc: "record the push", args: []string{"web"}, stderr: []string{"web/digests.lock updated", "digestpin-lock: 1 image moved", "digestpin-lock: " + moved}},
 		{desc: "check again", args: []string{"--check", "web"}, stderr: []string{"matches the registry"}},
 	} {
 		if s.push != "" {
@@ -140,9 +145,19 @@ func TestCIStep(t *testing.T) {
 			}
 		}
 	}
+	// Each step that rendered appended its Markdown summary to the job
+	// summary: the failed check and the record that followed name the
+	// moved image.
+	b, err := os.ReadFile(jobSummary)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if row := "| `" + reg.Ref("shop/web:1.4") + "` | `" + first.Hex[:12] + "` | `"; strings.Count(string(b), row) != 2 {
+		t.Errorf("GITHUB_STEP_SUMMARY holds %q %d times, want 2 (the failed check, the record):\n%s", row, strings.Count(string(b), row), b)
+	}
 	// A failed check leaves --output as it was: what "record" wrote, with
 	// the digest the push replaced.
-	b, err := os.ReadFile(filepath.Join(work, "manifests.yaml"))
+	b, err = os.ReadFile(filepath.Join(work, "manifests.yaml"))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -10,6 +10,7 @@ import (
 
 	"github.com/google/go-containerregistry/pkg/name"
 
+	"github.com/digestpin/digestpin/internal/atomicfile"
 	"github.com/digestpin/digestpin/lockfile"
 	"github.com/digestpin/digestpin/renderer"
 	"github.com/digestpin/digestpin/resolution"
@@ -177,7 +178,7 @@ func (c *chain) verdict(lockPath string) error {
 		for _, m := range moved {
 			errs = append(errs, errors.New("  "+m))
 		}
-		return differsError{errors.Join(errs...)}
+		return &DiffersError{err: errors.Join(errs...)}
 	}
 	return nil
 }
@@ -185,15 +186,45 @@ func (c *chain) verdict(lockPath string) error {
 // ErrLockDiffers is what the error of a Pin under Options.Check is, by
 // errors.Is, when the registry serves other digests than the lock file
 // (or an image is missing from it): a difference, not a failure.
-// digestpin exits with status 3 for it.
+// digestpin exits with status 3 for it. The error is a *DiffersError.
 var ErrLockDiffers = errors.New("the registry differs from the lock file")
 
-// differsError is the error of a Check that found differences: its
-// message lists them, and it is ErrLockDiffers.
-type differsError struct{ error }
+// DiffersError is the error of a Pin under Options.Check that found
+// differences: its message lists them, one line each, and it is
+// ErrLockDiffers. It holds what the run would report, so that a check
+// that fails still says what moved: the change set, and the report and
+// summary files, which WriteFiles writes (the lock file never is).
+type DiffersError struct {
+	// Changes is the change set against the lock file; nil when no
+	// option asked for it (Report, Summary, SummaryText, Changes).
+	Changes *ChangeSet
+	err     error
+	files   []output
+}
+
+func (e *DiffersError) Error() string { return e.err.Error() }
 
 // Is reports whether target is ErrLockDiffers.
-func (differsError) Is(target error) bool { return target == ErrLockDiffers }
+func (e *DiffersError) Is(target error) bool { return target == ErrLockDiffers }
+
+// WriteFiles writes the report and the summaries of the run, each in
+// place at once (the output of the run is not written, so nothing waits
+// for it). It tries every file and returns every failure.
+func (e *DiffersError) WriteFiles() error {
+	var errs []error
+	for _, o := range e.files {
+		f, err := atomicfile.Prepare(o.path, o.data, 0o644)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("writing %s %w", o.what, err))
+			continue
+		}
+		if err := f.Commit(); err != nil {
+			errs = append(errs, fmt.Errorf("writing %w", err))
+		}
+	}
+	e.files = nil
+	return errors.Join(errs...)
+}
 
 // lockLayer answers from the lock file. A reference missing from it is
 // asked of next or, when next is nil (Frozen), noted and refused. It is

@@ -49,6 +49,11 @@ func TestGolden(t *testing.T) {
 		opts     func(t *testing.T) Options
 		asked    int // registry resolutions of the first Pin
 		listings int // tag listings of the first Pin
+		// previous, when set, is the lock file in testdata that the lock
+		// file replaces: the first Pin writes NAME.summary.md and
+		// NAME.summary.txt against it, and the second one compares with
+		// the lock file of the first and finds nothing changed.
+		previous string
 	}{
 		{
 			// Every kind of image: resolved, used twice, pinned already,
@@ -94,6 +99,23 @@ func TestGolden(t *testing.T) {
 			},
 			asked: 7, listings: 4,
 		},
+		{
+			// Against the lock file it replaces: shop/web:dev (of two
+			// Deployments and an init container) and the CronJob's
+			// shop/tool:1 moved, shop/proxy:2 is new, shop/old:1 no longer
+			// used, shop/db:16 the same, shop/gone:1 left as a tag.
+			name: "changes",
+			registry: newFake("registry.example/shop/web:dev", "registry.example/shop/web:dev",
+				"registry.example/shop/tool:1", "registry.example/shop/tool:1",
+				"registry.example/shop/db:16", "registry.example/shop/proxy:2"),
+			opts: func(*testing.T) Options {
+				o := Options{}
+				o.Renderer.KeepUnresolved = true
+				return o
+			},
+			asked:    5,
+			previous: "changes.previous.lock",
+		},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			in, err := os.ReadFile(filepath.Join("testdata", tc.name+".input.yaml"))
@@ -105,6 +127,12 @@ func TestGolden(t *testing.T) {
 			o.Registry = tc.registry
 			o.WriteLock = filepath.Join(dir, "digests.lock")
 			o.Report = filepath.Join(dir, "report.json")
+			if tc.previous != "" {
+				if err := os.WriteFile(o.WriteLock, readFile(t, filepath.Join("testdata", tc.previous)), 0o644); err != nil {
+					t.Fatal(err)
+				}
+				o.Summary, o.SummaryText = filepath.Join(dir, "summary.md"), filepath.Join(dir, "summary.txt")
+			}
 			p, err := New(o)
 			if err != nil {
 				t.Fatal(err)
@@ -119,17 +147,27 @@ func TestGolden(t *testing.T) {
 			if asked, listings := tc.registry.counts(); asked != tc.asked || listings != tc.listings {
 				t.Errorf("Pin(%s) asked the registry %d times and listed tags %d times, want %d and %d", tc.name, asked, listings, tc.asked, tc.listings)
 			}
-			for golden, got := range map[string][]byte{
+			goldens := map[string][]byte{
 				tc.name + ".golden.yaml": res.Bytes(),
 				tc.name + ".lock":        readFile(t, o.WriteLock),
 				tc.name + ".report.json": readFile(t, o.Report),
-			} {
+			}
+			if tc.previous != "" {
+				goldens[tc.name+".summary.md"] = readFile(t, o.Summary)
+				goldens[tc.name+".summary.txt"] = readFile(t, o.SummaryText)
+			}
+			for golden, got := range goldens {
 				compareGolden(t, filepath.Join("testdata", golden), got)
 			}
 
-			// Idempotence: the golden output is a fixed point.
+			// Idempotence: the golden output is a fixed point, and,
+			// against the lock file just written, nothing moved.
 			want := readFile(t, filepath.Join("testdata", tc.name+".golden.yaml"))
-			o.WriteLock, o.Report = "", ""
+			o.Report, o.Summary, o.SummaryText = "", "", ""
+			o.Changes = tc.previous != ""
+			if !o.Changes {
+				o.WriteLock = ""
+			}
 			p, err = New(o)
 			if err != nil {
 				t.Fatal(err)
@@ -141,6 +179,10 @@ func TestGolden(t *testing.T) {
 			if !bytes.Equal(want, again.Bytes()) {
 				t.Errorf("Pin(%s.golden.yaml) changed its own output (-want +got):\n%s", tc.name, cmp.Diff(string(want), string(again.Bytes())))
 			}
+			if cs := again.Changes; o.Changes && (cs.Len() != 0 || cs.Against != AgainstLock) {
+				t.Errorf("Pin(%s.golden.yaml).Changes = %s, want nothing moved against the lock file", tc.name, cs.Text())
+			}
+			again.Discard()
 		})
 	}
 }
@@ -184,7 +226,7 @@ func TestGoldenInputs(t *testing.T) {
 	for _, in := range inputs {
 		names = append(names, strings.TrimSuffix(filepath.Base(in), ".input.yaml"))
 	}
-	if diff := cmp.Diff([]string{"keel", "record", "tag-policies"}, names); diff != "" {
+	if diff := cmp.Diff([]string{"changes", "keel", "record", "tag-policies"}, names); diff != "" {
 		t.Errorf("inputs in testdata (-want +got):\n%s", diff)
 	}
 }

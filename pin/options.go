@@ -68,8 +68,25 @@ type Options struct {
 	// none. It may be the Lock file.
 	WriteLock string
 	// Report is a file to write the JSON report of every image to; ""
-	// means none.
+	// means none. With a previous state to compare with (see Changes),
+	// the report holds each image's previous digest and the change set.
 	Report string
+	// DiffAgainst is a previous output of digestpin (a manifest stream)
+	// whose pinned images the run is compared with, read with the
+	// Renderer's settings and never a registry; "" means none. Without
+	// it, a run is compared with the Lock file, else with the WriteLock
+	// file as it was before the run, when it exists.
+	DiffAgainst string
+	// Summary is a file to write the change set to in Markdown (a table
+	// for a pull request or a CI job summary); SummaryText one to write
+	// it to as plain text, one line per image (for a commit message or
+	// a log); "" means none.
+	Summary, SummaryText string
+	// Changes, when true, computes Result.Changes even when no file
+	// needs it (a command that prints the change set). Without it, and
+	// without Report, Summary or SummaryText, a Pin reads no previous
+	// state and Result.Changes is nil.
+	Changes bool
 	// Generated, when set, is called once the stream is rendered; what it
 	// returns is the report's "generated" section (digestpin template sets
 	// it to the certificates and varying calls of its render).
@@ -249,6 +266,11 @@ func (o *Options) platform() string {
 // policy.
 func (o *Options) verifies() bool {
 	return o.Verify != nil && len(o.Verify.Policies()) > 0
+}
+
+// wantsChanges reports whether a Pin computes its change set.
+func (o *Options) wantsChanges() bool {
+	return o.Changes || o.Report != "" || o.Summary != "" || o.SummaryText != ""
 }
 
 func (o *Options) logf(format string, args ...any) {

@@ -58,6 +58,12 @@ type Result struct {
 	// Verified are the signature verifications of the images a policy
 	// covers (Options.Verify), by Image.Reference; nil without policies.
 	Verified map[string]*verification.Record
+	// Changes is what the run changes against the previous state it
+	// knows (Options.DiffAgainst, Lock or WriteLock); nil unless Report,
+	// Summary, SummaryText or Changes asked for it.
+	Changes *ChangeSet
+	// previous are the previous digests, by Image.Reference.
+	previous map[string]*Previous
 }
 
 // Pin renders in through the resolver chain. It fails on whatever fails
@@ -109,11 +115,32 @@ func (p *Pinner) Pin(ctx context.Context, in []byte) (*Result, error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := c.verdict(p.o.Lock); err != nil {
-		return nil, err
+	verr := c.verdict(p.o.Lock)
+	var differs *DiffersError
+	if verr != nil && !errors.As(verr, &differs) {
+		return nil, verr
 	}
 	res := &Result{out: out, Images: out.Images, Unpinned: out.Unpinned, Verified: recs}
 	res.choices = c.choices(out.Images)
+	// What changed against the previous state, only when asked: reading
+	// it costs a file and, for an output, a render.
+	if p.o.wantsChanges() {
+		prev, err := p.previousState(ctx, c.lock, c.platform)
+		if err != nil {
+			return nil, err
+		}
+		res.Changes, res.previous = changes(out.Images, out.Unpinned, res.choices, prev)
+	}
+	if differs != nil {
+		// A Check that found differences: the report and the summaries
+		// say which, for the caller to write (WriteFiles); the lock file
+		// is not written.
+		differs.Changes = res.Changes
+		if differs.files, err = p.outputs(res, c.platform); err != nil {
+			return nil, err
+		}
+		return nil, differs
+	}
 	if err := p.prepare(res, c.platform); err != nil {
 		res.Discard()
 		return nil, err
@@ -139,6 +166,30 @@ func (p *Pinner) prepare(res *Result, platform string) error {
 		res.files = append(res.files, f)
 		p.o.logf("lock file %s: %d entries", p.o.WriteLock, l.Len())
 	}
+	outs, err := p.outputs(res, platform)
+	if err != nil {
+		return err
+	}
+	for _, o := range outs {
+		f, err := atomicfile.Prepare(o.path, o.data, 0o644)
+		if err != nil {
+			return fmt.Errorf("writing %s %w", o.what, err)
+		}
+		res.files = append(res.files, f)
+	}
+	return nil
+}
+
+// output is a file of the run besides the lock file: what it is (for
+// messages), where it goes and its bytes.
+type output struct {
+	what, path string
+	data       []byte
+}
+
+// outputs returns the report and the summaries that the options ask for.
+func (p *Pinner) outputs(res *Result, platform string) ([]output, error) {
+	var outs []output
 	if p.o.Report != "" {
 		rep := NewReport(res.Images, platform)
 		rep.Unpinned = res.Unpinned
@@ -147,17 +198,20 @@ func (p *Pinner) prepare(res *Result, platform string) error {
 		}
 		rep.addChoices(res.choices)
 		rep.addVerified(res.Verified)
+		rep.addChanges(res.Changes, res.previous)
 		b, err := rep.marshal()
 		if err != nil {
-			return err
+			return nil, err
 		}
-		f, err := atomicfile.Prepare(p.o.Report, b, 0o644)
-		if err != nil {
-			return fmt.Errorf("writing report %w", err)
-		}
-		res.files = append(res.files, f)
+		outs = append(outs, output{"report", p.o.Report, b})
 	}
-	return nil
+	if p.o.Summary != "" {
+		outs = append(outs, output{"summary", p.o.Summary, res.Changes.Markdown()})
+	}
+	if p.o.SummaryText != "" {
+		outs = append(outs, output{"summary", p.o.SummaryText, res.Changes.Text()})
+	}
+	return outs, nil
 }
 
 // newLock is the lock file of every image a run resolved: not those the

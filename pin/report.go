@@ -23,6 +23,10 @@ type Report struct {
 	// tags, in stream order (renderer.Unpinned): no entry of Images, and
 	// no lock file, covers them. Absent when there are none.
 	Unpinned []renderer.Unpinned `json:"unpinned,omitempty"`
+	// Changes is what the run changed against the previous state it
+	// knows (a lock file or a previous output); absent when there was
+	// none.
+	Changes *ChangeSet `json:"changes,omitempty"`
 }
 
 // ReportImage is one distinct image of a run.
@@ -37,6 +41,9 @@ type ReportImage struct {
 	// Digest is the resolved digest; empty when the image was kept
 	// unresolved (--on-error=keep).
 	Digest string `json:"digest,omitempty"`
+	// Previous is the digest of the previous state (a lock file or a
+	// previous output), when it had the image.
+	Previous *Previous `json:"previous,omitempty"`
 	// Source is where Digest came from: registry, lock, cache, pinned (the
 	// manifest carried the digest already) or unresolved.
 	Source resolution.Source `json:"source"`
@@ -71,6 +78,18 @@ func (r *Report) addVerified(recs map[string]*verification.Record) {
 		if rec := recs[im.Name]; rec != nil {
 			r.Images[i].Verified = &ReportVerified{Policy: rec.Policy, Signers: append([]verification.Signer{}, rec.Signers...)}
 		}
+	}
+}
+
+// addChanges adds the change set, when there was a previous state, and
+// each image's previous digest, by image name.
+func (r *Report) addChanges(cs *ChangeSet, previous map[string]*Previous) {
+	if cs == nil || cs.Against == "" {
+		return
+	}
+	r.Changes = cs
+	for i, im := range r.Images {
+		r.Images[i].Previous = previous[im.Name]
 	}
 }
 

@@ -294,6 +294,9 @@ func (o *Options) PinStream(ctx context.Context, p *pin.Pinner, input func(conte
 	}
 	res, err := p.Pin(ctx, in)
 	if err != nil {
+		if ctx.Err() == nil {
+			err = o.differs(err, log) // --check: the report and summaries still
+		}
 		return stopped(ctx, err)
 	}
 	if len(bytes.Trim(in, " \t\r\n")) == 0 {
@@ -309,6 +312,7 @@ func (o *Options) PinStream(ctx context.Context, p *pin.Pinner, input func(conte
 		res.Discard()
 		return err
 	}
+	o.printChanges(res.Changes, log)
 	return res.Commit()
 }
 

@@ -18,6 +18,11 @@ var flagValues = map[string][]string{
 	"config":      {fileValue},
 	"cache-dir":   {dirValue},
 
+	// The change set's files (summary.go).
+	"diff-against": {fileValue},
+	"summary":      {fileValue},
+	"summary-text": {fileValue},
+
 	// The Redis flags (options_redis.go).
 	"redis-password-file": {fileValue},
 	"redis-ca-file":       {fileValue},

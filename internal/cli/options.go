@@ -110,7 +110,10 @@ func (o *Options) Bind(fs *pflag.FlagSet) {
 	fs.BoolVar(&p.Check, "check", false, "with --lock: resolve every reference at its registry and fail, naming each image, when a digest differs from the lock file")
 	fs.StringVar(&p.CacheDir, "cache-dir", "", "keep resolutions in `DIR` for --cache-ttl (default: digestpin in the user cache folder, $XDG_CACHE_HOME or ~/.cache)")
 	fs.DurationVar(&p.CacheTTL, "cache-ttl", 0, "reuse a cached resolution younger than `DURATION` (e.g. 5m) without asking the registry; 0 disables the cache")
-	fs.StringVar(&p.Report, "report", "", "after a successful run, write a JSON report of every image (reference, digest, source, workloads) to `FILE`")
+	fs.StringVar(&p.Report, "report", "", "after a successful run, write a JSON report of every image (reference, digest, source, workloads; the digest before and what changed, when there is a lock file or --diff-against to compare with) to `FILE`")
+	fs.StringVar(&p.DiffAgainst, "diff-against", "", "compare the images with those pinned in `FILE`, an earlier output of digestpin (read without asking a registry), rather than with the --lock file or the --write-lock file as it was")
+	fs.StringVar(&p.Summary, "summary", "", "write what moved to `FILE` in Markdown (a table of old → new digest per image and the workloads that roll, for a pull request or $GITHUB_STEP_SUMMARY), after a successful run or a --check that differs")
+	fs.StringVar(&p.SummaryText, "summary-text", "", "write what moved to `FILE` as plain text, one line per image (for a commit message), as --summary does")
 	fs.Var(tagPolicyValue(&p.TagPolicies), "tag-policy", "choose the tag of repository IMAGE's images (`IMAGE=STRATEGY`): semver:CONSTRAINT (highest version, Helm's syntax, e.g. semver:~1.4), latest (newest image), name:REGEXP (alphabetically last match) or digest (the tag as written); repeatable")
 	fs.Var(verifyValue(&o.verify), "verify", "verify the signature of the digest pinned for the images of repositories matching IMAGE-GLOB (`IMAGE-GLOB=POLICY`): key:FILE (a cosign public key), keyless:IDENTITY@ISSUER or keyless:/REGEXP/@ISSUER (needs --trusted-root), or none; terms joined by \" or \" (any one) or \" and \" (all); repeatable")
 	fs.StringVar(&o.trustedRoot, "trusted-root", "", "the Sigstore trusted root (trusted_root.json) that keyless --verify policies are checked against; never fetched")
@@ -276,6 +279,7 @@ func (o *Options) PinOptions(log *Logger) (pin.Options, error) {
 	}
 	opts.Renderer.Warnf = log.Warnf
 	opts.Logf = log.Debugf
+	opts.Changes = o.verbose // printed on stderr (summary.go)
 	opts.OptionNames = o.optionName
 	return opts, nil
 }
@@ -350,6 +354,9 @@ var optionFlags = map[string]string{
 	"Verify":      "verify",
 	"MaxTags":     "max-tags",
 	"Renderer":    "",
+	"DiffAgainst": "diff-against",
+	"Summary":     "summary",
+	"SummaryText": "summary-text",
 	// The renderer's fields, for its messages (renderer.Renderer.OptionNames).
 	"Mode":           "mode",
 	"ImagePaths":     "image-path",

@@ -103,6 +103,7 @@ func (o *Options) checkTargets(stdin, stdout any, inputs ...NamedInput) error {
 		paths []string
 	}{
 		{"lock", []string{o.pin.Lock}},
+		{"diff-against", []string{o.pin.DiffAgainst}},
 		{"config", []string{o.config}},
 		{"pull-secret", o.registry.pullSecrets},
 		{"ca-file", o.registry.caFiles},
@@ -133,7 +134,7 @@ func (o *Options) checkTargets(stdin, stdout any, inputs ...NamedInput) error {
 		known = append(known, target)
 		return nil
 	}
-	for _, t := range []struct{ flag, path string }{{"log-file", o.logFile}, {"write-lock", o.pin.WriteLock}, {"report", o.pin.Report}} {
+	for _, t := range []struct{ flag, path string }{{"log-file", o.logFile}, {"write-lock", o.pin.WriteLock}, {"report", o.pin.Report}, {"summary", o.pin.Summary}, {"summary-text", o.pin.SummaryText}} {
 		if t.path == "" {
 			continue
 		}

@@ -38,6 +38,14 @@
 # failed step leaves FILE as it was. With the same seed, a chart's
 # generated certificates and passwords are the same bytes on every run.
 #
+# What moved: the step prints digestpin's summary of the run (each image
+# whose digest moved, old → new, with the workloads that roll; images
+# added, removed and left as tags) on stderr, appends it in Markdown to
+# $GITHUB_STEP_SUMMARY when that is set (a GitHub Actions job summary),
+# and writes it into the message of the commit below, e.g.
+#   registry.example/shop/web:dev a1b2c3d4e5f6 → 9f8e7d6c5b4a: Deployment/prod/web
+# A --check that fails says so too.
+#
 # --commit (record only) then commits the lock file and the --output file
 # in the git repository of the current folder when they differ from HEAD,
 # a new, untracked lock file included; --push also pushes that commit, to
@@ -168,7 +176,26 @@ in_work "lock file" "$lock"
 
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/digestpin-lock.XXXXXX")
 newoutput=
-trap 'rm -rf -- "$tmp"; if [[ -n "$newoutput" ]]; then rm -f -- "$newoutput"; fi' EXIT
+newlock=
+# finish appends the summary of the last render to the GitHub job summary,
+# once, whatever the step's outcome (a failed push still recorded it),
+# and removes the temporary files.
+finish() {
+	if [[ -n "${GITHUB_STEP_SUMMARY:-}" && -s "$tmp/summary.md" ]]; then
+		cat -- "$tmp/summary.md" >>"$GITHUB_STEP_SUMMARY" || echo "digestpin-lock: cannot append the summary to GITHUB_STEP_SUMMARY" >&2
+	fi
+	rm -rf -- "$tmp"
+	rm -f -- ${newlock:+"$newlock"} ${newoutput:+"$newoutput"}
+}
+trap finish EXIT
+summary_flags=("--summary=$tmp/summary.md" "--summary-text=$tmp/summary.txt")
+
+# say_summary prints the summary of the last render on stderr.
+say_summary() {
+	if [[ -s "$tmp/summary.txt" ]]; then
+		sed 's/^/digestpin-lock: /' -- "$tmp/summary.txt" >&2
+	fi
+}
 
 # The seed digestpin template renders with (see the top): the one given,
 # else a throwaway one in the private $tmp (mktemp -d: mode 0700), which
@@ -233,12 +260,13 @@ pin() {
 
 if [[ "$check" == true ]]; then
 	[[ -f "$lock" ]] || fail "lock file $lock not found: record it first (without --check)"
-	pin_flags=("--lock=$lock" --check)
+	pin_flags=("--lock=$lock" --check "${summary_flags[@]}")
 	status=0
 	pin "$@" || status=$?
 	case $status in
-	0) ;;
+	0) say_summary ;;
 	3)
+		say_summary
 		echo "digestpin-lock: $lock does not match the registry: run this step without --check and commit the lock file" >&2
 		exit 3
 		;;
@@ -255,8 +283,6 @@ fi
 # its content changed, so that an unchanged lock file is left untouched.
 # The files are checked again each time: a branch fetched after a rejected
 # push may have made the lock file a link.
-newlock=
-trap 'rm -rf -- "$tmp"; rm -f -- ${newlock:+"$newlock"} ${newoutput:+"$newoutput"}' EXIT
 record() {
 	local target=$lock
 	in_work "lock file" "$lock"
@@ -270,8 +296,10 @@ record() {
 	else
 		rm -f -- "$newlock"
 	fi
-	pin_flags=("--write-lock=$newlock")
+	pin_flags=("--write-lock=$newlock" "${summary_flags[@]}")
+	rm -f -- "$tmp/summary.md" "$tmp/summary.txt"
 	pin "$@" || fail "digestpin failed (its error is above), $lock was left as it was"
+	say_summary
 	if [[ -f "$target" ]] && cmp -s -- "$newlock" "$target"; then
 		rm -f -- "$newlock"
 		echo "digestpin-lock: $lock unchanged" >&2
@@ -297,7 +325,15 @@ commit_files() {
 	if git diff --cached --quiet -- "${files[@]}"; then
 		return 1
 	fi
-	git commit --quiet -m "${COMMIT_MESSAGE:-digestpin: pin the image digests of $chart}" -- "${files[@]}" ||
+	# The message: COMMIT_MESSAGE (or ours), then what moved.
+	{
+		printf '%s\n' "${COMMIT_MESSAGE:-digestpin: pin the image digests of $chart}"
+		if [[ -s "$tmp/summary.txt" ]]; then
+			printf '\n'
+			cat -- "$tmp/summary.txt"
+		fi
+	} >"$tmp/message"
+	git commit --quiet -F "$tmp/message" -- "${files[@]}" ||
 		fail "git commit ${files[*]} failed"
 	echo "digestpin-lock: committed ${files[*]} as $(git rev-parse --short HEAD)" >&2
 }
