@@ -33,8 +33,7 @@ func shell(t *testing.T, name, script string) []string {
 // TestCompletion loads each shell's completion script as a person would
 // and asks it for completions: cobra's scripts, which ask digestpin (and
 // for template, install and upgrade, the digestpin-helm beside it) at
-// each step. zsh completes only in an interactive shell: its script is
-// checked to register.
+// each step.
 func TestCompletion(t *testing.T) {
 	t.Parallel()
 	// bash: cobra's script needs the bash-completion package, as on every
@@ -48,6 +47,19 @@ func TestCompletion(t *testing.T) {
 		return `source /usr/share/bash-completion/bash_completion; source <(digestpin completion bash); compopt() { :; }; ` +
 			`COMP_WORDS=(` + strings.Join(quoted, " ") + `); COMP_CWORD=` + strconv.Itoa(len(words)-1) +
 			`; COMP_LINE=` + shellQuote(strings.Join(words, " ")) + `; COMP_POINT=${#COMP_LINE}; __start_digestpin digestpin; printf '%s\n' "${COMPREPLY[@]}"`
+	}
+	// zsh completes only in an interactive shell's completion system:
+	// here _digestpin runs on a given command line, and _describe and
+	// compadd, which would offer the candidates, print them instead.
+	zsh := func(words ...string) string {
+		quoted := make([]string, len(words))
+		for i, w := range words {
+			quoted[i] = shellQuote(w)
+		}
+		return `autoload -U compinit && compinit -u -D; source <(digestpin completion zsh); ` +
+			`_describe() { local n=${@[-1]} a c; for a in "$@"; do [[ $a == completions ]] && n=$a; done; for c in "${(@P)n}"; do print -r -- "${c%%:*}"; done }; ` +
+			`compadd() { print -rl -- "${@[-1]}" }; ` +
+			`words=(` + strings.Join(quoted, " ") + `); CURRENT=${#words}; _digestpin`
 	}
 	fish := func(line string) string { return `digestpin completion fish | source; complete -C ` + shellQuote(line) }
 	for _, tc := range []struct {
@@ -67,6 +79,10 @@ func TestCompletion(t *testing.T) {
 		{desc: "fish install flag", shell: "fish", script: fish("digestpin install --pin-t"), want: []string{"--pin-timeout"}},
 		{desc: "fish mode values", shell: "fish", script: fish("digestpin --mode "), want: []string{"annotate", "digest", "pin"}},
 		{desc: "fish shells", shell: "fish", script: fish("digestpin completion "), want: []string{"bash", "fish", "zsh"}},
+		{desc: "zsh flag", shell: "zsh", script: zsh("digestpin", "--mo"), want: []string{"--mode"}},
+		{desc: "zsh mode values", shell: "zsh", script: zsh("digestpin", "--mode", ""), want: []string{"pin", "digest", "annotate"}},
+		{desc: "zsh commands", shell: "zsh", script: zsh("digestpin", "se"), want: []string{"seed"}},
+		{desc: "zsh template flag", shell: "zsh", script: zsh("digestpin", "template", "--seed"), want: []string{"--seed-file"}},
 		{desc: "zsh registers", shell: "zsh", script: `autoload -U compinit && compinit -u -D && source <(digestpin completion zsh) && print -r -- ${_comps[digestpin]}`, want: []string{"_digestpin"}},
 	} {
 		t.Run(tc.desc, func(t *testing.T) {
