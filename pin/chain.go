@@ -21,9 +21,8 @@ type chain struct {
 	resolution.Resolver
 	lock     *lockfile.Lock // nil without Options.Lock
 	platform string
-	names    resolution.OptionNames // Options.OptionNames
-	missing  notes                  // Frozen: references not in the lock file
-	moved    notes                  // Check: how the registry differs from the lock file
+	missing  notes // Frozen: references not in the lock file
+	moved    notes // Check: how the registry differs from the lock file
 
 	// resolver is the registry resolver, nil with Options.Registry or
 	// Frozen.
@@ -53,7 +52,7 @@ type chain struct {
 // CacheTTL. Each layer is a
 // resolution.Resolver; nothing downstream needs to know which.
 func newChain(o *Options) (*chain, error) {
-	c := &chain{platform: o.platform(), tags: o.TagPolicies, names: o.OptionNames}
+	c := &chain{platform: o.platform(), tags: o.TagPolicies}
 	if o.Lock != "" {
 		l, err := lockfile.Read(o.Lock)
 		if err != nil {
@@ -129,13 +128,9 @@ func newChain(o *Options) (*chain, error) {
 }
 
 // registryResolver returns the registry resolver of ResolveOptions,
-// naming options as OptionNames does (unless ResolveOptions say otherwise)
-// and resolving for Platform.
+// resolving for Platform.
 func (o *Options) registryResolver() (*resolve.Resolver, error) {
 	opts := o.ResolveOptions
-	if o.OptionNames != nil {
-		opts = append([]resolve.Option{resolve.WithOptionNames(o.OptionNames)}, opts...)
-	}
 	if o.Platform != nil {
 		opts = append(opts[:len(opts):len(opts)], resolve.WithPlatform(o.Platform))
 	}
@@ -168,9 +163,9 @@ func (o *Options) cache() (resolve.Cache, error) {
 // Pin: references missing from the lock file under Frozen (with
 // KeepUnresolved the renderer kept them, but Frozen still fails), or
 // where the registry differs from it under Check.
-func (c *chain) verdict(lockPath string) error {
+func (c *chain) verdict(ctx context.Context, lockPath string) error {
 	if missing := c.missing.sorted(); len(missing) > 0 {
-		return fmt.Errorf("%d image(s) not in lock file %s (%s asks no registry): %s", len(missing), lockPath, c.names.Name("Frozen"), strings.Join(missing, ", "))
+		return fmt.Errorf("%d image(s) not in lock file %s (%s asks no registry): %s", len(missing), lockPath, resolution.OptionName(ctx, "Frozen"), strings.Join(missing, ", "))
 	}
 	if moved := c.moved.sorted(); len(moved) > 0 {
 		errs := []error{fmt.Errorf("the registry differs from lock file %s for %d image(s)", lockPath, len(moved))}
@@ -214,7 +209,7 @@ func (l *lockLayer) Resolve(ctx context.Context, ref name.Reference) (resolution
 	}
 	if l.next == nil {
 		l.chain.missing.add(ref.String())
-		return resolution.Resolution{}, fmt.Errorf("%s: not in the lock file, and %s asks no registry", ref, l.chain.names.Name("Frozen"))
+		return resolution.Resolution{}, fmt.Errorf("%s: not in the lock file, and %s asks no registry", ref, resolution.OptionName(ctx, "Frozen"))
 	}
 	return l.next.Resolve(ctx, ref)
 }

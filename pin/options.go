@@ -111,10 +111,10 @@ type Options struct {
 	Logf func(format string, args ...any)
 	// OptionNames names the options in the messages of a Pin that say
 	// which option would change the outcome ("and Frozen asks no
-	// registry"): a command passes the names of its flags. It is passed
-	// on to the Renderer, unless its own is set, and to the registry
-	// resolver (resolve.WithOptionNames, before ResolveOptions). nil names
-	// each option by its Go name.
+	// registry"): a command passes the names of its flags. Pin carries
+	// it on its context (resolution.WithOptionNames) to every layer: the
+	// lock file, the Renderer, the registry resolver. nil leaves the
+	// context's names, if any; without, each option goes by its Go name.
 	OptionNames resolution.OptionNames
 }
 

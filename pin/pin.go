@@ -67,6 +67,9 @@ type Result struct {
 // destinations, to be put in place by Commit. On error nothing is
 // returned and no file changes.
 func (p *Pinner) Pin(ctx context.Context, in []byte) (*Result, error) {
+	if p.o.OptionNames != nil {
+		ctx = resolution.WithOptionNames(ctx, p.o.OptionNames)
+	}
 	o := p.o
 	if o.KeelAnnotations {
 		ps, err := p.keelPolicies(ctx, in)
@@ -81,9 +84,6 @@ func (p *Pinner) Pin(ctx context.Context, in []byte) (*Result, error) {
 	}
 	r := p.o.Renderer
 	r.Resolver = c
-	if r.OptionNames == nil {
-		r.OptionNames = p.o.OptionNames
-	}
 	out, err := r.Render(ctx, in)
 	// A mirror no image is from is a typo, most likely: say so, all the
 	// more when the render failed (its images went to their registries).
@@ -109,7 +109,7 @@ func (p *Pinner) Pin(ctx context.Context, in []byte) (*Result, error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := c.verdict(p.o.Lock); err != nil {
+	if err := c.verdict(ctx, p.o.Lock); err != nil {
 		return nil, err
 	}
 	res := &Result{out: out, Images: out.Images, Unpinned: out.Unpinned, Verified: recs}

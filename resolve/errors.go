@@ -15,6 +15,8 @@ import (
 
 	"github.com/google/go-containerregistry/pkg/name"
 	"github.com/google/go-containerregistry/pkg/v1/remote/transport"
+
+	"github.com/digestpin/digestpin/resolution"
 )
 
 // maxDetail caps the registry's own words (an error body) in a message.
@@ -41,7 +43,7 @@ type tryFailure struct {
 }
 
 // newError formats the failures of ref as one line, masking credentials.
-func newError(ref name.Reference, fails []tryFailure, red *redactor) *resolveError {
+func newError(ctx context.Context, ref name.Reference, fails []tryFailure, red *redactor) *resolveError {
 	e := &resolveError{}
 	var parts []string
 	for _, f := range fails {
@@ -53,7 +55,7 @@ func newError(ref name.Reference, fails []tryFailure, red *redactor) *resolveErr
 		if f.c.mirror {
 			s += " (mirror)"
 		}
-		s += ": " + describe(f.err, red)
+		s += ": " + describe(ctx, f.err, red)
 		if sum := f.tr.summary(); sum != "" {
 			s += " (" + sum + ")"
 		}
@@ -76,11 +78,12 @@ func newError(ref name.Reference, fails []tryFailure, red *redactor) *resolveErr
 // describe says in a few words what went wrong in one try: the step and
 // the HTTP status with the registry's own message, or the network cause.
 // Text that is cut is masked by red first (nil masks nothing), so that a
-// cut never leaves a part of a credential unmasked.
-func describe(err error, red *redactor) string {
+// cut never leaves a part of a credential unmasked. An option that would
+// help is named as ctx names it (resolution.OptionName).
+func describe(ctx context.Context, err error, red *redactor) string {
 	// A TLS failure first: the ping of a loopback registry also tries
 	// plain HTTP, whose answer (400) would hide the cause.
-	if c := tlsCause(err, red); c != "" {
+	if c := tlsCause(ctx, err, red); c != "" {
 		return c
 	}
 	var te *transport.Error
@@ -127,11 +130,11 @@ func describe(err error, red *redactor) string {
 			step = stepOf(&http.Request{Method: strings.ToUpper(ue.Op), URL: u})
 		}
 		if step != "" {
-			return step + ": " + netCause(ue.Err, red)
+			return step + ": " + netCause(ctx, ue.Err, red)
 		}
-		return netCause(ue.Err, red)
+		return netCause(ctx, ue.Err, red)
 	}
-	return netCause(err, red)
+	return netCause(ctx, err, red)
 }
 
 // withStep prefixes cause with the request of err that failed, when err
@@ -189,12 +192,12 @@ func stepOf(req *http.Request) string {
 }
 
 // netCause names the network failure in err, without URLs.
-func netCause(err error, red *redactor) string {
+func netCause(ctx context.Context, err error, red *redactor) string {
 	var he *hungError
 	if errors.As(err, &he) {
 		return he.Error()
 	}
-	if c := tlsCause(err, red); c != "" {
+	if c := tlsCause(ctx, err, red); c != "" {
 		return c
 	}
 	switch {
@@ -223,10 +226,10 @@ func netCause(err error, red *redactor) string {
 }
 
 // tlsCause describes a certificate that failed verification, or "".
-func tlsCause(err error, red *redactor) string {
+func tlsCause(ctx context.Context, err error, red *redactor) string {
 	var ua x509.UnknownAuthorityError
 	if errors.As(err, &ua) {
-		return fmt.Sprintf("TLS: certificate signed by an unknown authority (add its CA with %s, or name the host with %s)", red.option("WithCAFiles"), red.option("WithInsecureRegistries"))
+		return fmt.Sprintf("TLS: certificate signed by an unknown authority (add its CA with %s, or name the host with %s)", resolution.OptionName(ctx, "WithCAFiles"), resolution.OptionName(ctx, "WithInsecureRegistries"))
 	}
 	var hn x509.HostnameError
 	if errors.As(err, &hn) {

@@ -13,8 +13,6 @@ import (
 	"github.com/google/go-containerregistry/pkg/authn"
 	"github.com/google/go-containerregistry/pkg/name"
 	v1 "github.com/google/go-containerregistry/pkg/v1"
-
-	"github.com/digestpin/digestpin/resolution"
 )
 
 // Option configures a Resolver. An Option that cannot work returns an
@@ -65,7 +63,6 @@ type options struct {
 	mirrorOnly     bool
 	retry          retryPolicy
 	userAgent      string
-	names          resolution.OptionNames
 	logf           func(format string, args ...any)
 	tagLimits      tagLimits
 
@@ -270,17 +267,6 @@ func WithMirror(from, to string) Option {
 		}
 		o.mirrors[reg] = append(o.mirrors[reg], m)
 		o.mirrorList = append(o.mirrorList, Mirror{From: from, To: to})
-		return nil
-	}
-}
-
-// WithOptionNames names the options in the Resolver's messages as names
-// says (a command: by its flags), where a message says which option would
-// change the outcome; by default each is named by its Go name
-// ("WithInsecureRegistries").
-func WithOptionNames(names resolution.OptionNames) Option {
-	return func(o *options) error {
-		o.names = names
 		return nil
 	}
 }

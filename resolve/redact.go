@@ -8,7 +8,6 @@ import (
 	"github.com/google/go-containerregistry/pkg/authn"
 
 	"github.com/digestpin/digestpin/internal/redact"
-	"github.com/digestpin/digestpin/resolution"
 )
 
 // minSecret is the shortest credential that is masked in messages.
@@ -21,23 +20,11 @@ const minSecret = redact.MinSecret
 // registry that echoes a request back in an error body. The masking is
 // package redact's, which the Redis client uses too. It is safe for
 // concurrent use.
-//
-// It also holds how the caller names options (WithOptionNames): like the
-// masking, that reaches every message the Resolver writes.
 type redactor struct {
-	r     *redact.Redactor
-	names resolution.OptionNames
+	r *redact.Redactor
 }
 
 func newRedactor() *redactor { return &redactor{r: redact.New()} }
-
-// option returns the caller's name for the option.
-func (r *redactor) option(option string) string {
-	if r == nil {
-		return option
-	}
-	return r.names.Name(option)
-}
 
 // add remembers secrets.
 func (r *redactor) add(secrets ...string) { r.r.Add(secrets...) }

@@ -71,7 +71,6 @@ func New(opts ...Option) (*Resolver, error) {
 	}
 	// Every message goes through the redactor, those of the retries too.
 	red := newRedactor()
-	red.names = o.names
 	logf := o.logf
 	o.logf = func(format string, args ...any) { logf("%s", red.redact(fmt.Sprintf(format, args...))) }
 	base, err := newBaseTransport(&o, red)
@@ -185,10 +184,10 @@ func (r *Resolver) resolve(ctx context.Context, ref name.Reference) (h v1.Hash, 
 			break
 		}
 		if c.mirror {
-			r.o.logf("mirror %s failed: %s", c.ref, describe(err, r.red))
+			r.o.logf("mirror %s failed: %s", c.ref, describe(ctx, err, r.red))
 		}
 	}
-	return v1.Hash{}, "", newError(ref, fails, r.red)
+	return v1.Hash{}, "", newError(ctx, ref, fails, r.red)
 }
 
 // slot returns ref's candidates once the Resolver's concurrency bound
@@ -284,7 +283,7 @@ func (r *Resolver) resolveAt(ctx context.Context, c candidate) (v1.Hash, error) 
 	}
 	// Some registries give no digest on HEAD, or refuse HEAD; GET the
 	// manifest instead.
-	r.o.logf("HEAD %s gave no digest (%s); trying GET", c.ref, describe(err, r.red))
+	r.o.logf("HEAD %s gave no digest (%s); trying GET", c.ref, describe(ctx, err, r.red))
 	d, err := p.Get(ctx, c.ref)
 	if err != nil {
 		return v1.Hash{}, err

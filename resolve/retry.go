@@ -146,7 +146,7 @@ func (t *retryTransport) shouldRetry(req *http.Request, resp *http.Response, err
 		if !transientNetError(err) || req.Context().Err() != nil {
 			return 0, "", false
 		}
-		cause = netCause(err, t.red)
+		cause = netCause(req.Context(), err, t.red)
 	case transientStatus(resp.StatusCode):
 		cause = resp.Status
 		after, hasAfter = retryAfter(resp.Header.Get("Retry-After"), time.Now())

@@ -187,5 +187,5 @@ func (r *Resolver) ask(ctx context.Context, ref name.Reference, repoOnly bool, f
 			break
 		}
 	}
-	return newError(ref, fails, r.red)
+	return newError(ctx, ref, fails, r.red)
 }

@@ -11,6 +11,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/digestpin/digestpin/internal/testregistry"
+	"github.com/digestpin/digestpin/resolution"
 )
 
 func TestTLSRegistry(t *testing.T) {
@@ -24,10 +25,11 @@ func TestTLSRegistry(t *testing.T) {
 	for _, tc := range []struct {
 		desc    string
 		opts    []Option
+		names   resolution.OptionNames // on the context
 		wantErr []string
 	}{
 		{desc: "unknown CA", wantErr: []string{reg.TLSRef("app:1"), "TLS: certificate signed by an unknown authority (add its CA with WithCAFiles, or name the host with WithInsecureRegistries)"}},
-		{desc: "unknown CA, options named by the caller", opts: []Option{WithOptionNames(func(o string) string { return "<" + o + ">" })},
+		{desc: "unknown CA, options named by the caller", names: func(o string) string { return "<" + o + ">" },
 			wantErr: []string{"(add its CA with <WithCAFiles>, or name the host with <WithInsecureRegistries>)"}},
 		{desc: "with --ca-file", opts: []Option{WithCAFiles(ca)}},
 		{desc: "with --insecure-registry", opts: []Option{WithInsecureRegistries(reg.TLSHost())}},
@@ -35,7 +37,12 @@ func TestTLSRegistry(t *testing.T) {
 		t.Run(tc.desc, func(t *testing.T) {
 			t.Parallel()
 			r, _ := newTestResolver(t, tc.opts...)
-			got, err := resolveString(t, r, reg.TLSRef("app:1"))
+			ctx := resolution.WithOptionNames(t.Context(), tc.names)
+			var got string
+			res, err := r.Resolve(ctx, parseRef(t, reg.TLSRef("app:1")))
+			if err == nil {
+				got = res.Digest.String()
+			}
 			if tc.wantErr != nil {
 				wantErr(t, err, tc.wantErr...)
 				return
@@ -93,10 +100,8 @@ func TestPlainHTTPOnlyToLoopbackAndInsecure(t *testing.T) {
 		t.Errorf("allowed (-want +got):\n%s", diff)
 	}
 	// The refusal names the option that allows it, as the caller names it.
-	red := newRedactor()
-	red.names = func(o string) string { return map[string]string{"WithInsecureRegistries": "--insecure-registry"}[o] }
-	g.red = red
-	req, err := http.NewRequest(http.MethodGet, "http://10.1.2.3:5000/v2/", nil)
+	ctx := resolution.WithOptionNames(t.Context(), func(o string) string { return map[string]string{"WithInsecureRegistries": "--insecure-registry"}[o] })
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://10.1.2.3:5000/v2/", nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -114,7 +119,7 @@ func TestDescribeNetworkCauses(t *testing.T) {
 		{&hungError{host: "registry.example", timeout: 30e9, earlier: true}, "skipped: registry.example gave no answer within 30s earlier in this run"},
 		{errors.New("line one\nline two\t\tend"), "line one line two end"},
 	} {
-		if got := describe(tc.err, nil); got != tc.want {
+		if got := describe(t.Context(), tc.err, nil); got != tc.want {
 			t.Errorf("describe(%v) = %q, want %q", tc.err, got, tc.want)
 		}
 	}

@@ -9,6 +9,8 @@ import (
 	"net"
 	"net/http"
 	"strings"
+
+	"github.com/digestpin/digestpin/resolution"
 )
 
 // newBaseTransport builds the HTTP layer under the registry protocol, from
@@ -59,7 +61,7 @@ func newBaseTransport(o *options, red *redactor) (http.RoundTripper, error) {
 		t = newInsecureTransport(t, o.insecure)
 	}
 	t = &dialTarget{next: t}
-	t = &plainHTTPGuard{next: t, insecure: o.insecure, red: red}
+	t = &plainHTTPGuard{next: t, insecure: o.insecure}
 	t = &bodyCap{next: t, max: maxResponseBody}
 	rt := &retryTransport{next: &redactingTransport{next: t, red: red}, policy: o.retry, timeout: o.requestTimeout, logf: o.logf, red: red}
 	return &redirectLimit{next: newPingCache(rt), max: maxRedirects}, nil
@@ -177,13 +179,12 @@ func (b *cappedBody) Read(p []byte) (int, error) {
 type plainHTTPGuard struct {
 	next     http.RoundTripper
 	insecure map[string]bool
-	red      *redactor // names the option that allows it
 }
 
 // RoundTrip implements http.RoundTripper.
 func (g *plainHTTPGuard) RoundTrip(req *http.Request) (*http.Response, error) {
 	if req.URL.Scheme == "http" && !g.insecure[hostKey(req.URL.Host)] && !isLoopback(req.URL.Hostname()) {
-		return nil, fmt.Errorf("plain HTTP to %s refused: it is not loopback; name it with %s to allow it", req.URL.Host, g.red.option("WithInsecureRegistries"))
+		return nil, fmt.Errorf("plain HTTP to %s refused: it is not loopback; name it with %s to allow it", req.URL.Host, resolution.OptionName(req.Context(), "WithInsecureRegistries"))
 	}
 	return g.next.RoundTrip(req)
 }

@@ -334,8 +334,10 @@ func (r *registryFlags) options(o *Options, log *Logger) ([]resolve.Option, erro
 }
 
 // optionFlags names the flag that sets each pin.Options field and
-// resolve option, for the library's errors (libraryError): the one place
-// where the command maps the library's names to its own. "" leaves the
+// resolve option, for the library's errors (libraryError) and messages
+// (pin.Options.OptionNames, which a Pin carries on its context to the
+// renderer and the resolver): the one place where the command maps the
+// library's names to its own. "" leaves the
 // name out: the renderer's errors say what they are about.
 var optionFlags = map[string]string{
 	"Lock":        "lock",
@@ -349,7 +351,7 @@ var optionFlags = map[string]string{
 	"Verify":      "verify",
 	"MaxTags":     "max-tags",
 	"Renderer":    "",
-	// The renderer's fields, for its messages (renderer.Renderer.OptionNames).
+	// The renderer's fields, for its messages.
 	"Mode":           "mode",
 	"ImagePaths":     "image-path",
 	"Strict":         "strict",
