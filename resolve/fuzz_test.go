@@ -101,33 +101,3 @@ func FuzzCutMasksFirst(f *testing.F) {
 		}
 	})
 }
-
-// FuzzHostKey checks that two spellings of one registry host get one key:
-// in any case, with or without :443, and a key is its own key.
-func FuzzHostKey(f *testing.F) {
-	for _, h := range []string{"Registry.Example:443", "docker.io:443", "REGISTRY-1.DOCKER.IO", "index.docker.io", "[::1]:443", "localhost:5000", "registry.example:4430"} {
-		f.Add(h)
-	}
-	f.Fuzz(func(t *testing.T, h string) {
-		if !utf8.ValidString(h) || strings.ContainsAny(h, "/\x00") {
-			return // not a host; ToUpper would change invalid bytes
-		}
-		k := hostKey(h)
-		if got := hostKey(k); got != k {
-			t.Fatalf("hostKey(%q) = %q, but hostKey(%q) = %q", h, k, k, got)
-		}
-		// Only where upper case lowers back to h's lower case (not "ς",
-		// whose upper case "Σ" lowers to "σ"): strings.EqualFold folds
-		// those together, hostKey must not.
-		upper := strings.ToUpper(h)
-		lower, upperLowered := strings.ToLower(h), strings.ToLower(upper)
-		if got := hostKey(upper); lower == upperLowered && got != k {
-			t.Fatalf("hostKey(%q) = %q, but hostKey(%q) = %q", strings.ToUpper(h), got, h, k)
-		}
-		if _, _, hasPort := strings.Cut(h, ":"); !hasPort {
-			if got := hostKey(h + ":443"); got != k {
-				t.Fatalf("hostKey(%q) = %q, but hostKey(%q) = %q", h+":443", got, h, k)
-			}
-		}
-	})
-}

@@ -13,6 +13,8 @@ import (
 	"github.com/google/go-containerregistry/pkg/authn"
 	"github.com/google/go-containerregistry/pkg/name"
 	v1 "github.com/google/go-containerregistry/pkg/v1"
+
+	"github.com/digestpin/digestpin/resolve/internal/hosts"
 )
 
 // Option configures a Resolver. An Option that cannot work returns an
@@ -56,9 +58,9 @@ type options struct {
 	platform       *v1.Platform
 	jobs           int
 	requestTimeout time.Duration
-	insecure       map[string]bool // hostKey → true
+	insecure       map[string]bool // hosts.Key → true
 	caFiles        []string
-	mirrors        map[string][]mirror // hostKey → mirrors, in order
+	mirrors        map[string][]mirror // hosts.Key → mirrors, in order
 	mirrorList     []Mirror            // as given, in order
 	mirrorOnly     bool
 	retry          retryPolicy
@@ -176,13 +178,13 @@ func WithRequestTimeout(d time.Duration) Option {
 // verification, for the named registry hosts (host or host:port, without
 // a scheme or path) only, matched as WithMirror matches its from. By
 // default every registry but loopback ones is verified HTTPS.
-func WithInsecureRegistries(hosts ...string) Option {
+func WithInsecureRegistries(registries ...string) Option {
 	return func(o *options) error {
-		for _, h := range hosts {
+		for _, h := range registries {
 			if err := checkHost(h); err != nil {
 				return optionError("WithInsecureRegistries", err)
 			}
-			o.insecure[hostKey(h)] = true
+			o.insecure[hosts.Key(h)] = true
 		}
 		return nil
 	}

@@ -16,6 +16,7 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/remote/transport"
 
 	"github.com/digestpin/digestpin/resolution"
+	"github.com/digestpin/digestpin/resolve/internal/hosts"
 )
 
 // Resolver resolves image references to digests. It is safe for
@@ -102,7 +103,7 @@ func (r *Resolver) Mirrors() []Mirror { return slices.Clone(r.o.mirrorList) }
 // UsesMirror reports whether the Resolver would ask mirror m about ref:
 // whether ref's registry is m's From, however either spells the host.
 func UsesMirror(m Mirror, ref name.Reference) bool {
-	return hostKey(m.From) == hostKey(ref.Context().RegistryStr())
+	return hosts.Key(m.From) == hosts.Key(ref.Context().RegistryStr())
 }
 
 // Resolve returns the digest the registry serves for ref now, with source
@@ -221,9 +222,9 @@ func (r *Resolver) slot(ctx context.Context, ref name.Reference) (cands []candid
 func (r *Resolver) candidates(ref name.Reference) ([]candidate, error) {
 	ref = r.withScheme(ref)
 	var cands []candidate
-	ms := r.o.mirrors[hostKey(ref.Context().RegistryStr())]
+	ms := r.o.mirrors[hosts.Key(ref.Context().RegistryStr())]
 	for _, m := range ms {
-		mref, err := m.ref(ref, r.o.insecure[hostKey(m.host)])
+		mref, err := m.ref(ref, r.o.insecure[hosts.Key(m.host)])
 		if err != nil {
 			return nil, fmt.Errorf("naming %s on mirror %s: %w", ref, m, err)
 		}
@@ -347,7 +348,7 @@ func (r *Resolver) platformDigest(ctx context.Context, p *remote.Puller, ref nam
 // withScheme marks a reference to an insecure registry as such, so that
 // it may be reached over plain HTTP.
 func (r *Resolver) withScheme(ref name.Reference) name.Reference {
-	if !r.o.insecure[hostKey(ref.Context().RegistryStr())] {
+	if !r.o.insecure[hosts.Key(ref.Context().RegistryStr())] {
 		return ref
 	}
 	if ir, err := name.ParseReference(ref.String(), name.Insecure); err == nil {

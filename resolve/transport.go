@@ -11,6 +11,7 @@ import (
 	"strings"
 
 	"github.com/digestpin/digestpin/resolution"
+	"github.com/digestpin/digestpin/resolve/internal/hosts"
 )
 
 // newBaseTransport builds the HTTP layer under the registry protocol, from
@@ -183,7 +184,7 @@ type plainHTTPGuard struct {
 
 // RoundTrip implements http.RoundTripper.
 func (g *plainHTTPGuard) RoundTrip(req *http.Request) (*http.Response, error) {
-	if req.URL.Scheme == "http" && !g.insecure[hostKey(req.URL.Host)] && !isLoopback(req.URL.Hostname()) {
+	if req.URL.Scheme == "http" && !g.insecure[hosts.Key(req.URL.Host)] && !isLoopback(req.URL.Hostname()) {
 		return nil, fmt.Errorf("plain HTTP to %s refused: it is not loopback; name it with %s to allow it", req.URL.Host, resolution.OptionName(req.Context(), "WithInsecureRegistries"))
 	}
 	return g.next.RoundTrip(req)
@@ -200,7 +201,7 @@ func isLoopback(host string) bool {
 
 // newInsecureTransport skips certificate verification for the insecure
 // hosts only.
-func newInsecureTransport(base http.RoundTripper, hosts map[string]bool) http.RoundTripper {
+func newInsecureTransport(base http.RoundTripper, insecure map[string]bool) http.RoundTripper {
 	ht, ok := base.(*http.Transport)
 	if !ok {
 		return base
@@ -211,7 +212,7 @@ func newInsecureTransport(base http.RoundTripper, hosts map[string]bool) http.Ro
 	}
 	unverified.TLSClientConfig.InsecureSkipVerify = true //nolint:gosec // only for hosts named with --insecure-registry
 	return roundTripFunc(func(req *http.Request) (*http.Response, error) {
-		if hosts[hostKey(req.URL.Host)] {
+		if insecure[hosts.Key(req.URL.Host)] {
 			return unverified.RoundTrip(req)
 		}
 		return base.RoundTrip(req)
