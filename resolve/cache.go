@@ -17,6 +17,7 @@ import (
 	"github.com/digestpin/digestpin/internal/atomicfile"
 
 	"github.com/digestpin/digestpin/resolution"
+	"github.com/digestpin/digestpin/resolve/internal/smallfile"
 )
 
 // Cache is where resolutions and tag choices are kept between runs: a
@@ -253,7 +254,7 @@ func (c *DirCache) path(key string) string {
 
 // Get implements Cache.
 func (c *DirCache) Get(_ context.Context, key string, read EntryRead) ([]byte, bool) {
-	b, err := readSmallFile(c.path(key), int64(read.Max), false)
+	b, err := smallfile.Read(c.path(key), int64(read.Max), false)
 	if err != nil || read.Check(b) != nil {
 		return nil, false
 	}

@@ -13,6 +13,7 @@ import (
 	"github.com/google/go-containerregistry/pkg/authn"
 
 	"github.com/digestpin/digestpin/resolve/internal/hosts"
+	"github.com/digestpin/digestpin/resolve/internal/smallfile"
 )
 
 // ReadPullSecret reads the credentials of a Kubernetes image pull secret
@@ -38,7 +39,7 @@ import (
 // content.
 // The Keychain is safe for concurrent use.
 func ReadPullSecret(file string) (authn.Keychain, error) {
-	b, err := readSmallFile(file, maxPullSecret, true)
+	b, err := smallfile.Read(file, maxPullSecret, true)
 	if err != nil {
 		return nil, fmt.Errorf("reading pull secret %s: %w", file, err)
 	}

@@ -12,6 +12,7 @@ import (
 
 	"github.com/digestpin/digestpin/resolution"
 	"github.com/digestpin/digestpin/resolve/internal/hosts"
+	"github.com/digestpin/digestpin/resolve/internal/smallfile"
 )
 
 // newBaseTransport builds the HTTP layer under the registry protocol, from
@@ -43,7 +44,7 @@ func newBaseTransport(o *options, red *redactor) (http.RoundTripper, error) {
 			pool = x509.NewCertPool()
 		}
 		for _, f := range o.caFiles {
-			pem, err := readSmallFile(f, maxCAFile, true)
+			pem, err := smallfile.Read(f, maxCAFile, true)
 			if err != nil {
 				return nil, optionError("WithCAFiles", fmt.Errorf("reading %s: %w", f, err))
 			}
