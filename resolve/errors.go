@@ -13,10 +13,12 @@ import (
 	"syscall"
 	"unicode"
 
+	"github.com/google/go-containerregistry/pkg/authn"
 	"github.com/google/go-containerregistry/pkg/name"
 	"github.com/google/go-containerregistry/pkg/v1/remote/transport"
 
 	"github.com/digestpin/digestpin/resolution"
+	"github.com/digestpin/digestpin/resolve/credentials"
 )
 
 // maxDetail caps the registry's own words (an error body) in a message.
@@ -288,3 +290,45 @@ func oneLine(s string, limit int) string {
 type platformError struct{ msg string }
 
 func (e *platformError) Error() string { return e.msg }
+
+// credentialNote says, for a registry that refused a request, whether
+// credentials were sent and where they came from, or where none were
+// found: `credentials sent: user "alice" from docker config FILE`, `no
+// credentials sent: none for HOST in pull secret FILE`. Never a secret.
+func (s *session) credentialNote() string {
+	// The lookup is over when a registry answered; a lookup still in
+	// flight (another caller's) says nothing.
+	select {
+	case s.creds <- struct{}{}:
+	default:
+		return ""
+	}
+	cfg := s.cfg
+	<-s.creds
+	if cfg == nil {
+		return "" // the request failed before credentials were looked up
+	}
+	if *cfg == (authn.AuthConfig{}) {
+		note := "no credentials sent: none for " + s.reg.RegistryStr()
+		switch where := credentials.Describe(s.kc, s.reg, false); {
+		case strings.HasPrefix(where, "no docker config"):
+			note += " (" + where + ")"
+		case where != "":
+			note += " in " + where
+		}
+		return note
+	}
+	note := "credentials sent"
+	switch {
+	case cfg.IdentityToken != "" || cfg.Username == "<token>":
+		note += ": an identity token"
+	case cfg.RegistryToken != "":
+		note += ": a registry token"
+	case cfg.Username != "":
+		note += fmt.Sprintf(": user %q", cfg.Username)
+	}
+	if where := credentials.Describe(s.kc, s.reg, true); where != "" {
+		note += " from " + where
+	}
+	return note
+}

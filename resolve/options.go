@@ -89,10 +89,11 @@ const DefaultJobs = 64
 const DefaultRequestTimeout = 30 * time.Second
 
 // WithKeychain sets where credentials come from. The default is
-// DockerKeychain: the docker config in DOCKER_CONFIG or ~/.docker, with
-// its credential helpers. A registry's refusal (401, 403) says whether
-// credentials were sent; where they came from too, with DockerKeychain,
-// a ReadPullSecret keychain, or several of them in Keychains.
+// credentials.DockerKeychain: the docker config in DOCKER_CONFIG or
+// ~/.docker, with its credential helpers. A registry's refusal (401, 403)
+// says whether credentials were sent; where they came from too, with
+// credentials.DockerKeychain, a credentials.ReadPullSecret keychain, or
+// several of them in credentials.Keychains.
 func WithKeychain(kc authn.Keychain) Option {
 	return func(o *options) error {
 		if kc == nil {

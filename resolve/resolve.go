@@ -16,6 +16,7 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/remote/transport"
 
 	"github.com/digestpin/digestpin/resolution"
+	"github.com/digestpin/digestpin/resolve/credentials"
 	"github.com/digestpin/digestpin/resolve/internal/hosts"
 )
 
@@ -48,7 +49,7 @@ type call struct {
 // New returns a Resolver configured by opts.
 func New(opts ...Option) (*Resolver, error) {
 	o := options{
-		keychain:       DockerKeychain,
+		keychain:       credentials.DockerKeychain,
 		jobs:           DefaultJobs,
 		requestTimeout: DefaultRequestTimeout,
 		insecure:       map[string]bool{},

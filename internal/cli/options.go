@@ -17,6 +17,7 @@ import (
 	"github.com/digestpin/digestpin/pin"
 	"github.com/digestpin/digestpin/renderer"
 	"github.com/digestpin/digestpin/resolve"
+	"github.com/digestpin/digestpin/resolve/credentials"
 	"github.com/digestpin/digestpin/verify"
 )
 
@@ -311,14 +312,14 @@ func (o *Options) addTagFilters(opts *pin.Options) error {
 func (r *registryFlags) options(o *Options, log *Logger) ([]resolve.Option, error) {
 	var keychains []authn.Keychain
 	for _, f := range r.pullSecrets {
-		kc, err := resolve.ReadPullSecret(f)
+		kc, err := credentials.ReadPullSecret(f)
 		if err != nil {
 			return nil, fmt.Errorf("%s: %w", o.Name("pull-secret"), err)
 		}
 		keychains = append(keychains, kc)
 	}
 	opts := []resolve.Option{
-		resolve.WithKeychain(resolve.Keychains(append(keychains, resolve.DockerKeychain)...)),
+		resolve.WithKeychain(credentials.Keychains(append(keychains, credentials.DockerKeychain)...)),
 		resolve.WithJobs(r.jobs),
 		resolve.WithRequestTimeout(r.requestTimeout),
 		resolve.WithInsecureRegistries(r.insecure...),
