@@ -15,6 +15,7 @@ import (
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 
 	"github.com/digestpin/digestpin/resolve/internal/hosts"
+	regtransport "github.com/digestpin/digestpin/resolve/transport"
 )
 
 // Option configures a Resolver. An Option that cannot work returns an
@@ -63,14 +64,14 @@ type options struct {
 	mirrors        map[string][]mirror // hosts.Key → mirrors, in order
 	mirrorList     []Mirror            // as given, in order
 	mirrorOnly     bool
-	retry          retryPolicy
+	retry          regtransport.RetryPolicy // zero: its defaults
 	userAgent      string
 	logf           func(format string, args ...any)
 	tagLimits      tagLimits
 
 	// Tests only: how host names are looked up, and addresses classed.
 	lookup   func(ctx context.Context, host string) ([]netip.Addr, error)
-	classify func(netip.Addr) addrClass
+	classify func(netip.Addr) regtransport.AddrClass
 }
 
 // DefaultJobs is how many references a Resolver asks about at once unless
@@ -86,7 +87,7 @@ const DefaultJobs = 64
 
 // DefaultRequestTimeout bounds one registry request unless
 // WithRequestTimeout says otherwise.
-const DefaultRequestTimeout = 30 * time.Second
+const DefaultRequestTimeout = regtransport.DefaultRequestTimeout
 
 // WithKeychain sets where credentials come from. The default is
 // credentials.DockerKeychain: the docker config in DOCKER_CONFIG or
@@ -291,7 +292,7 @@ func withRetry(attempts int, base, most time.Duration) Option {
 		if attempts < 1 || base <= 0 || most < base {
 			return optionError("withRetry", fmt.Errorf("invalid policy: %d attempts, backoff %s to %s", attempts, base, most))
 		}
-		o.retry.attempts, o.retry.base, o.retry.max = attempts, base, most
+		o.retry.Attempts, o.retry.Base, o.retry.Max = attempts, base, most
 		return nil
 	}
 }
@@ -299,7 +300,7 @@ func withRetry(attempts int, base, most time.Duration) Option {
 // withAddrHooks replaces how the address guard looks up host names and
 // classes addresses, so that tests on loopback can play a registry on the
 // internet.
-func withAddrHooks(lookup func(ctx context.Context, host string) ([]netip.Addr, error), classify func(netip.Addr) addrClass) Option {
+func withAddrHooks(lookup func(ctx context.Context, host string) ([]netip.Addr, error), classify func(netip.Addr) regtransport.AddrClass) Option {
 	return func(o *options) error {
 		o.lookup, o.classify = lookup, classify
 		return nil

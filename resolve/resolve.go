@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"net/http"
 	"net/url"
 	"slices"
@@ -15,9 +16,11 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/remote"
 	"github.com/google/go-containerregistry/pkg/v1/remote/transport"
 
+	"github.com/digestpin/digestpin/internal/redact"
 	"github.com/digestpin/digestpin/resolution"
 	"github.com/digestpin/digestpin/resolve/credentials"
 	"github.com/digestpin/digestpin/resolve/internal/hosts"
+	regtransport "github.com/digestpin/digestpin/resolve/transport"
 )
 
 // Resolver resolves image references to digests. It is safe for
@@ -31,7 +34,7 @@ import (
 // tokens are shared, and a failing registry is given up on once.
 type Resolver struct {
 	o        options
-	red      *redactor
+	red      *redact.Redactor
 	base     http.RoundTripper
 	sem      chan struct{}
 	calls    sync.Map // ref.Name() → *call
@@ -54,14 +57,8 @@ func New(opts ...Option) (*Resolver, error) {
 		requestTimeout: DefaultRequestTimeout,
 		insecure:       map[string]bool{},
 		mirrors:        map[string][]mirror{},
-		retry: retryPolicy{
-			attempts:      DefaultAttempts,
-			base:          defaultBackoffBase,
-			max:           defaultBackoffMax,
-			maxRetryAfter: DefaultMaxRetryAfter,
-		},
-		logf:      func(string, ...any) {},
-		tagLimits: defaultTagLimits,
+		logf:           func(string, ...any) {},
+		tagLimits:      defaultTagLimits,
 	}
 	for _, opt := range opts {
 		if err := opt(&o); err != nil {
@@ -72,12 +69,24 @@ func New(opts ...Option) (*Resolver, error) {
 		return nil, fmt.Errorf("configuring resolver: %w", &OptionError{Option: "WithMirrorOnly", Needs: "WithMirror"})
 	}
 	// Every message goes through the redactor, those of the retries too.
-	red := newRedactor()
+	red := redact.New()
 	logf := o.logf
-	o.logf = func(format string, args ...any) { logf("%s", red.redact(fmt.Sprintf(format, args...))) }
-	base, err := newBaseTransport(&o, red)
+	o.logf = func(format string, args ...any) { logf("%s", red.Redact(fmt.Sprintf(format, args...))) }
+	// The HTTP layer, under the registry protocol: see package
+	// transport.
+	base, err := regtransport.New(regtransport.Options{
+		Base:           o.transport,
+		CAFiles:        o.caFiles,
+		Insecure:       slices.Collect(maps.Keys(o.insecure)),
+		Retry:          o.retry,
+		RequestTimeout: o.requestTimeout,
+		Logf:           o.logf,
+		Redactor:       red,
+		Lookup:         o.lookup,
+		Classify:       o.classify,
+	})
 	if err != nil {
-		return nil, fmt.Errorf("configuring resolver: %w", err)
+		return nil, fmt.Errorf("configuring resolver: %w", optionError("WithCAFiles", err))
 	}
 	// go-containerregistry appends its own User-Agent to ours, and wraps
 	// nothing more around a transport that already sets one.
@@ -172,8 +181,8 @@ func (r *Resolver) resolve(ctx context.Context, ref name.Reference) (h v1.Hash, 
 	// digest came from (Resolution.Mirror).
 	var fails []tryFailure
 	for _, c := range cands {
-		tr := &trace{}
-		h, err := r.resolveAt(withTrace(ctx, tr), c)
+		tr := &regtransport.Trace{}
+		h, err := r.resolveAt(regtransport.WithTrace(ctx, tr), c)
 		if err == nil {
 			if c.mirror {
 				mirror = c.ref.Context().RegistryStr()
@@ -268,7 +277,7 @@ func (r *Resolver) session(reg name.Registry) *session {
 // resolveAt asks one registry: HEAD first, GET only when HEAD gives no
 // digest, or GET straight away to pick a platform.
 func (r *Resolver) resolveAt(ctx context.Context, c candidate) (v1.Hash, error) {
-	ctx = withRegistry(ctx, c.ref.Context().RegistryStr())
+	ctx = regtransport.WithRegistry(ctx, c.ref.Context().RegistryStr())
 	p, err := c.sess.puller(ctx, c.ref.Context().RepositoryStr())
 	if err != nil {
 		return v1.Hash{}, err
@@ -369,7 +378,7 @@ func headGaveNoDigest(err error) bool {
 		return te.StatusCode == http.StatusMethodNotAllowed || te.StatusCode == http.StatusNotImplemented
 	}
 	var ue *url.Error
-	var he *hungError
+	var he *regtransport.HungError
 	return !errors.As(err, &ue) && !errors.As(err, &he) &&
 		!errors.Is(err, context.Canceled) && !errors.Is(err, context.DeadlineExceeded)
 }

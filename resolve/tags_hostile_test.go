@@ -19,6 +19,7 @@ import (
 
 	"github.com/digestpin/digestpin/internal/imageref"
 	"github.com/digestpin/digestpin/internal/testregistry"
+	regtransport "github.com/digestpin/digestpin/resolve/transport"
 )
 
 // tagsPage answers tags/list requests with fn's tags and Link header ("":
@@ -269,7 +270,7 @@ func TestCreatedHostileConfig(t *testing.T) {
 			img, err = mutate.CreatedAt(img, v1.Time{Time: time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)})
 			must(t, err)
 			if tc.body == nil {
-				img, err = mutate.Config(img, v1.Config{Labels: map[string]string{"padding": strings.Repeat("x", maxResponseBody)}})
+				img, err = mutate.Config(img, v1.Config{Labels: map[string]string{"padding": strings.Repeat("x", regtransport.MaxResponseBody)}})
 				must(t, err)
 			}
 			reg.Push(t, "shop/web:1", img)

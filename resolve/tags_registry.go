@@ -9,6 +9,8 @@ import (
 	"github.com/google/go-containerregistry/pkg/name"
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 	"github.com/google/go-containerregistry/pkg/v1/remote"
+
+	regtransport "github.com/digestpin/digestpin/resolve/transport"
 )
 
 // TagSource lists a repository's tags and tells when the image of a tag
@@ -174,8 +176,8 @@ func (r *Resolver) ask(ctx context.Context, ref name.Reference, repoOnly bool, f
 	var fails []tryFailure
 	for _, c := range cands {
 		c.repoOnly = repoOnly
-		tr := &trace{}
-		tctx := withRegistry(withTrace(ctx, tr), c.ref.Context().RegistryStr())
+		tr := &regtransport.Trace{}
+		tctx := regtransport.WithRegistry(regtransport.WithTrace(ctx, tr), c.ref.Context().RegistryStr())
 		p, err := c.sess.puller(tctx, c.ref.Context().RepositoryStr())
 		if err == nil {
 			if err = fn(tctx, p, c.ref); err == nil {
