@@ -14,6 +14,7 @@ import (
 	"github.com/digestpin/digestpin/renderer"
 	"github.com/digestpin/digestpin/resolution"
 	"github.com/digestpin/digestpin/resolve"
+	"github.com/digestpin/digestpin/resolve/tagpolicy"
 )
 
 // chain is the resolver chain of one Pin and what its layers noticed.
@@ -37,8 +38,8 @@ type chain struct {
 	records *resolve.Records
 
 	// The tag policies of the Pin, and the layer that applies them.
-	tags   *resolve.TagPolicies    // nil: none
-	policy *resolve.PolicyResolver // nil without TagPolicies or under Frozen
+	tags   *tagpolicy.TagPolicies    // nil: none
+	policy *tagpolicy.PolicyResolver // nil without TagPolicies or under Frozen
 }
 
 // newChain assembles the resolvers of one Pin:
@@ -84,11 +85,11 @@ func newChain(o *Options) (*chain, error) {
 	// A tag policy lists tags through the registry resolver (or a
 	// Registry of the caller's that can), then resolves the chosen tag
 	// through the layers below it.
-	var tagSource resolve.TagSource
+	var tagSource tagpolicy.TagSource
 	if c.tags.Len() > 0 {
-		ts, ok := registry.(resolve.TagSource)
+		ts, ok := registry.(tagpolicy.TagSource)
 		if !ok {
-			return nil, &OptionError{Field: "TagPolicies", Reason: "needs a Registry that lists tags (a resolve.TagSource)"}
+			return nil, &OptionError{Field: "TagPolicies", Reason: "needs a Registry that lists tags (a tagpolicy.TagSource)"}
 		}
 		tagSource = ts
 	}
@@ -101,7 +102,7 @@ func newChain(o *Options) (*chain, error) {
 		return c, nil
 	}
 	live := registry
-	var popts []resolve.PolicyOption
+	var popts []tagpolicy.PolicyOption
 	if o.CacheTTL > 0 {
 		cache, err := o.cache()
 		if err != nil {
@@ -113,7 +114,7 @@ func newChain(o *Options) (*chain, error) {
 			return nil, err
 		}
 		c.records = records
-		popts = append(popts, resolve.WithChoiceCache(cache, o.CacheTTL, key, o.warnf))
+		popts = append(popts, tagpolicy.WithChoiceCache(cache, o.CacheTTL, key, o.warnf))
 	}
 	live, err := c.withPolicies(o, live, tagSource, popts...)
 	if err != nil {
@@ -242,6 +243,9 @@ func (c *checkLayer) Resolve(ctx context.Context, ref name.Reference) (resolutio
 }
 
 var (
+	// The registry resolver lists tags for the tag policies.
+	_ tagpolicy.TagSource = (*resolve.Resolver)(nil)
+
 	_ resolution.Resolver = (*lockLayer)(nil)
 	_ resolution.Resolver = (*checkLayer)(nil)
 )

@@ -18,6 +18,7 @@ import (
 	"github.com/digestpin/digestpin/renderer"
 	"github.com/digestpin/digestpin/resolve"
 	"github.com/digestpin/digestpin/resolve/credentials"
+	"github.com/digestpin/digestpin/resolve/tagpolicy"
 	"github.com/digestpin/digestpin/verify"
 )
 
@@ -117,7 +118,7 @@ func (o *Options) Bind(fs *pflag.FlagSet) {
 	fs.StringVar(&o.trustedRoot, "trusted-root", "", "the Sigstore trusted root (trusted_root.json) that keyless --verify policies are checked against; never fetched")
 	fs.Var(newListValue(&o.tagAllow, false, parseTagFilter), "tag-allow", "the --tag-policy of IMAGE considers only tags matching REGEXP (`IMAGE=REGEXP`; repeatable)")
 	fs.Var(newListValue(&o.tagIgnore, false, parseTagFilter), "tag-ignore", "the --tag-policy of IMAGE never considers tags matching REGEXP (`IMAGE=REGEXP`; repeatable)")
-	fs.Var(newPositiveIntValue(&p.MaxTags, resolve.DefaultMaxTags), "max-tags", "the latest tag policy reads the creation time of at most `N` candidates, the highest in natural order")
+	fs.Var(newPositiveIntValue(&p.MaxTags, tagpolicy.DefaultMaxTags), "max-tags", "the latest tag policy reads the creation time of at most `N` candidates, the highest in natural order")
 	fs.BoolVar(&p.KeelAnnotations, "keel-annotations", false, "give the images of each workload with Keel's keel.sh/policy annotation (or label) the tag policy it means (all, major, minor, patch, force with keel.sh/match-tag, glob:, regexp:), relative to each image's tag")
 	fs.StringVar(&o.redis.url, "cache", "", "keep resolutions for --cache-ttl on the Redis at `URL` (redis://[USER@]HOST[:PORT][/DB], or rediss:// for TLS), shared by every process that uses it; excludes --cache-dir")
 	fs.StringVar(&o.redis.passwordFile, "redis-password-file", "", "the Redis password is in `FILE` (default: the URL's, else $DIGESTPIN_REDIS_PASSWORD, else $REDIS_PASSWORD)")
