@@ -18,7 +18,9 @@ import (
 // than declaring its own. The renderer's stream layer (renderer/stream)
 // imports nothing of images, registries or ours. The Redis client stays in internal/redisstore:
 // the renderer, the resolver, the library and their shared vocabulary
-// never import it.
+// never import it. Within the resolver, the tag policies and the
+// credentials import neither the resolver nor its transport, and the
+// transport imports no credentials.
 // sigstoreDeps are the import path prefixes of signature verification:
 // sigstore-go (rekor among it) and what it brings, gRPC and the
 // transparency log formats. Protobuf is TestPinWithoutSigstore's.
@@ -29,11 +31,20 @@ func TestLayering(t *testing.T) {
 	for _, tc := range []struct {
 		pkg       string
 		forbidden []string // import path prefixes
+		notPkgs   []string // packages, not those below them
 		imports   []string // packages that pkg imports itself
 	}{
 		{pkg: "./renderer", forbidden: []string{"github.com/google/go-containerregistry/pkg/v1/remote", "github.com/google/go-containerregistry/pkg/authn", "github.com/digestpin/digestpin/resolve"}},
 		{pkg: "./resolve", forbidden: []string{"sigs.k8s.io/kustomize/kyaml", "go.yaml.in/yaml", "gopkg.in/yaml", "github.com/digestpin/digestpin/renderer"}},
 		{pkg: "./resolution", forbidden: []string{"github.com/google/go-containerregistry/pkg/v1/remote", "github.com/google/go-containerregistry/pkg/authn", "sigs.k8s.io/kustomize/kyaml", "go.yaml.in/yaml", "github.com/digestpin/digestpin/"}},
+		// The resolver's layers, as go-containerregistry's remote over
+		// transport over authn: the tag policies and the credentials
+		// stand apart from the resolver, the transport knows no
+		// credentials, and none of them reads YAML or reaches Redis.
+		{pkg: "./resolve/tagpolicy", notPkgs: []string{"github.com/digestpin/digestpin/resolve"}, forbidden: []string{"github.com/digestpin/digestpin/resolve/transport", "github.com/digestpin/digestpin/resolve/credentials"}},
+		{pkg: "./resolve/credentials", notPkgs: []string{"github.com/digestpin/digestpin/resolve"}, forbidden: []string{"github.com/digestpin/digestpin/resolve/transport", "github.com/digestpin/digestpin/resolve/tagpolicy"}},
+		{pkg: "./resolve/transport", notPkgs: []string{"github.com/digestpin/digestpin/resolve"}, forbidden: []string{"github.com/google/go-containerregistry/pkg/authn", "github.com/digestpin/digestpin/resolve/credentials", "github.com/digestpin/digestpin/resolve/tagpolicy"}},
+		{pkg: "./resolve", forbidden: []string{"github.com/digestpin/digestpin/resolve/tagpolicy"}},
 		{pkg: "./config", forbidden: []string{"github.com/google/go-containerregistry/pkg/v1/remote", "github.com/google/go-containerregistry/pkg/authn", "github.com/digestpin/digestpin/resolve", "github.com/digestpin/digestpin/renderer"}},
 		// The paths that config, pin, the renderer and the command share.
 		{pkg: "./kindpath", forbidden: []string{"sigs.k8s.io/kustomize/kyaml", "go.yaml.in/yaml", "gopkg.in/yaml", "sigs.k8s.io/yaml", "github.com/digestpin/digestpin/"}},
@@ -45,6 +56,9 @@ func TestLayering(t *testing.T) {
 		{pkg: "./renderer", forbidden: []string{"github.com/redis/"}},
 		{pkg: "./resolve", forbidden: []string{"github.com/redis/"}},
 		{pkg: "./resolution", forbidden: []string{"github.com/redis/"}},
+		{pkg: "./resolve/tagpolicy", forbidden: []string{"github.com/redis/", "sigs.k8s.io/kustomize/kyaml", "go.yaml.in/yaml", "gopkg.in/yaml", "sigs.k8s.io/yaml"}},
+		{pkg: "./resolve/credentials", forbidden: []string{"github.com/redis/", "sigs.k8s.io/kustomize/kyaml", "go.yaml.in/yaml", "gopkg.in/yaml", "sigs.k8s.io/yaml"}},
+		{pkg: "./resolve/transport", forbidden: []string{"github.com/redis/", "sigs.k8s.io/kustomize/kyaml", "go.yaml.in/yaml", "gopkg.in/yaml", "sigs.k8s.io/yaml"}},
 		{pkg: "./pin", forbidden: []string{"github.com/redis/"}},
 		// Helm's SDK (and with it client-go) only through helmaction,
 		// which digestpin template uses; the library packages, and the
@@ -90,6 +104,9 @@ func TestLayering(t *testing.T) {
 		for _, d := range deps {
 			if d == self {
 				continue
+			}
+			if slices.Contains(tc.notPkgs, d) {
+				t.Errorf("%s depends on %s, which it must not", tc.pkg, d)
 			}
 			for _, f := range tc.forbidden {
 				if d == f || strings.HasPrefix(d, f+"/") || (strings.HasSuffix(f, "/") && strings.HasPrefix(d, f)) {

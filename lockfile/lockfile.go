@@ -47,7 +47,7 @@ type Entry struct {
 	// Digest is "sha256:…".
 	Digest string `yaml:"digest"`
 	// Policy is the tag policy of the reference's repository, as
-	// resolve.TagPolicy.String writes it ("semver:~1.4"), or "" when the
+	// tagpolicy.TagPolicy.String writes it ("semver:~1.4"), or "" when the
 	// reference's own tag was resolved.
 	Policy string `yaml:"policy,omitempty"`
 	// Tag is the tag the Policy chose, whose digest Digest is; it is set
@@ -296,7 +296,7 @@ func (l *Lock) Lookup(ref name.Reference, platform string) (v1.Hash, bool) {
 }
 
 // LookupPolicy returns the tag and the digest locked for ref, platform
-// and the tag policy of ref's repository, as resolve.TagPolicy.String
+// and the tag policy of ref's repository, as tagpolicy.TagPolicy.String
 // writes it: an entry of another policy (or of none) is not found, so
 // that a changed policy is resolved again.
 func (l *Lock) LookupPolicy(ref name.Reference, platform, policy string) (tag string, h v1.Hash, ok bool) {

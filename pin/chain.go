@@ -15,6 +15,7 @@ import (
 	"github.com/digestpin/digestpin/renderer"
 	"github.com/digestpin/digestpin/resolution"
 	"github.com/digestpin/digestpin/resolve"
+	"github.com/digestpin/digestpin/resolve/tagpolicy"
 )
 
 // chain is the resolver chain of one Pin and what its layers noticed.
@@ -22,9 +23,8 @@ type chain struct {
 	resolution.Resolver
 	lock     *lockfile.Lock // nil without Options.Lock
 	platform string
-	names    resolution.OptionNames // Options.OptionNames
-	missing  notes                  // Frozen: references not in the lock file
-	moved    notes                  // Check: how the registry differs from the lock file
+	missing  notes // Frozen: references not in the lock file
+	moved    notes // Check: how the registry differs from the lock file
 
 	// resolver is the registry resolver, nil with Options.Registry or
 	// Frozen.
@@ -39,8 +39,8 @@ type chain struct {
 	records *resolve.Records
 
 	// The tag policies of the Pin, and the layer that applies them.
-	tags   *resolve.TagPolicies    // nil: none
-	policy *resolve.PolicyResolver // nil without TagPolicies or under Frozen
+	tags   *tagpolicy.TagPolicies    // nil: none
+	policy *tagpolicy.PolicyResolver // nil without TagPolicies or under Frozen
 }
 
 // newChain assembles the resolvers of one Pin:
@@ -54,7 +54,7 @@ type chain struct {
 // CacheTTL. Each layer is a
 // resolution.Resolver; nothing downstream needs to know which.
 func newChain(o *Options) (*chain, error) {
-	c := &chain{platform: o.platform(), tags: o.TagPolicies, names: o.OptionNames}
+	c := &chain{platform: o.platform(), tags: o.TagPolicies}
 	if o.Lock != "" {
 		l, err := lockfile.Read(o.Lock)
 		if err != nil {
@@ -86,11 +86,11 @@ func newChain(o *Options) (*chain, error) {
 	// A tag policy lists tags through the registry resolver (or a
 	// Registry of the caller's that can), then resolves the chosen tag
 	// through the layers below it.
-	var tagSource resolve.TagSource
+	var tagSource tagpolicy.TagSource
 	if c.tags.Len() > 0 {
-		ts, ok := registry.(resolve.TagSource)
+		ts, ok := registry.(tagpolicy.TagSource)
 		if !ok {
-			return nil, &OptionError{Field: "TagPolicies", Reason: "needs a Registry that lists tags (a resolve.TagSource)"}
+			return nil, &OptionError{Field: "TagPolicies", Reason: "needs a Registry that lists tags (a tagpolicy.TagSource)"}
 		}
 		tagSource = ts
 	}
@@ -103,7 +103,7 @@ func newChain(o *Options) (*chain, error) {
 		return c, nil
 	}
 	live := registry
-	var popts []resolve.PolicyOption
+	var popts []tagpolicy.PolicyOption
 	if o.CacheTTL > 0 {
 		cache, err := o.cache()
 		if err != nil {
@@ -115,7 +115,7 @@ func newChain(o *Options) (*chain, error) {
 			return nil, err
 		}
 		c.records = records
-		popts = append(popts, resolve.WithChoiceCache(cache, o.CacheTTL, key, o.warnf))
+		popts = append(popts, tagpolicy.WithChoiceCache(cache, o.CacheTTL, key, o.warnf))
 	}
 	live, err := c.withPolicies(o, live, tagSource, popts...)
 	if err != nil {
@@ -130,13 +130,9 @@ func newChain(o *Options) (*chain, error) {
 }
 
 // registryResolver returns the registry resolver of ResolveOptions,
-// naming options as OptionNames does (unless ResolveOptions say otherwise)
-// and resolving for Platform.
+// resolving for Platform.
 func (o *Options) registryResolver() (*resolve.Resolver, error) {
 	opts := o.ResolveOptions
-	if o.OptionNames != nil {
-		opts = append([]resolve.Option{resolve.WithOptionNames(o.OptionNames)}, opts...)
-	}
 	if o.Platform != nil {
 		opts = append(opts[:len(opts):len(opts)], resolve.WithPlatform(o.Platform))
 	}
@@ -169,9 +165,9 @@ func (o *Options) cache() (resolve.Cache, error) {
 // Pin: references missing from the lock file under Frozen (with
 // KeepUnresolved the renderer kept them, but Frozen still fails), or
 // where the registry differs from it under Check.
-func (c *chain) verdict(lockPath string) error {
+func (c *chain) verdict(ctx context.Context, lockPath string) error {
 	if missing := c.missing.sorted(); len(missing) > 0 {
-		return fmt.Errorf("%d image(s) not in lock file %s (%s asks no registry): %s", len(missing), lockPath, c.names.Name("Frozen"), strings.Join(missing, ", "))
+		return fmt.Errorf("%d image(s) not in lock file %s (%s asks no registry): %s", len(missing), lockPath, resolution.OptionName(ctx, "Frozen"), strings.Join(missing, ", "))
 	}
 	if moved := c.moved.sorted(); len(moved) > 0 {
 		errs := []error{fmt.Errorf("the registry differs from lock file %s for %d image(s)", lockPath, len(moved))}
@@ -245,7 +241,7 @@ func (l *lockLayer) Resolve(ctx context.Context, ref name.Reference) (resolution
 	}
 	if l.next == nil {
 		l.chain.missing.add(ref.String())
-		return resolution.Resolution{}, fmt.Errorf("%s: not in the lock file, and %s asks no registry", ref, l.chain.names.Name("Frozen"))
+		return resolution.Resolution{}, fmt.Errorf("%s: not in the lock file, and %s asks no registry", ref, resolution.OptionName(ctx, "Frozen"))
 	}
 	return l.next.Resolve(ctx, ref)
 }
@@ -278,6 +274,9 @@ func (c *checkLayer) Resolve(ctx context.Context, ref name.Reference) (resolutio
 }
 
 var (
+	// The registry resolver lists tags for the tag policies.
+	_ tagpolicy.TagSource = (*resolve.Resolver)(nil)
+
 	_ resolution.Resolver = (*lockLayer)(nil)
 	_ resolution.Resolver = (*checkLayer)(nil)
 )

@@ -10,7 +10,7 @@ import (
 
 	"github.com/digestpin/digestpin/config"
 	"github.com/digestpin/digestpin/kindpath"
-	"github.com/digestpin/digestpin/resolve"
+	"github.com/digestpin/digestpin/resolve/tagpolicy"
 	"github.com/digestpin/digestpin/verification"
 )
 
@@ -140,7 +140,7 @@ func (u unwired) Verifier(verification.Registry) (verification.Verifier, error) 
 
 // addTagPolicies returns ps with the tag policies and filters of c added
 // as AddConfig adds them: ps itself when c declares none, else a copy.
-func addTagPolicies(ps *resolve.TagPolicies, c config.Config, file string) (*resolve.TagPolicies, error) {
+func addTagPolicies(ps *tagpolicy.TagPolicies, c config.Config, file string) (*tagpolicy.TagPolicies, error) {
 	if len(c.TagPolicies)+len(c.TagAllow)+len(c.TagIgnore) == 0 {
 		return ps, nil
 	}
@@ -156,7 +156,7 @@ func addTagPolicies(ps *resolve.TagPolicies, c config.Config, file string) (*res
 				return ps.Add(image, strategy)
 			}
 			// The caller's policy wins; the file's must still parse.
-			_, err := resolve.ParseTagPolicy(strategy)
+			_, err := tagpolicy.ParseTagPolicy(strategy)
 			return err
 		}},
 		{"tagAllow", "IMAGE=REGEXP", c.TagAllow, ps.Allow},

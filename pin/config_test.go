@@ -17,7 +17,7 @@ import (
 	"github.com/digestpin/digestpin/config"
 	"github.com/digestpin/digestpin/kindpath"
 	"github.com/digestpin/digestpin/resolution"
-	"github.com/digestpin/digestpin/resolve"
+	"github.com/digestpin/digestpin/resolve/tagpolicy"
 	"github.com/digestpin/digestpin/verification"
 	"github.com/digestpin/digestpin/verify"
 )
@@ -130,7 +130,7 @@ func TestAddConfigTagPolicies(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	callers := &resolve.TagPolicies{}
+	callers := &tagpolicy.TagPolicies{}
 	if err := callers.Add("shop/web", "semver:~1.4"); err != nil {
 		t.Fatal(err)
 	}
@@ -230,7 +230,7 @@ func TestAddConfigBeneath(t *testing.T) {
 	web := name.MustParseReference("shop/web:1.4")
 	api := name.MustParseReference("shop/api:1")
 	withPolicy := func(image, strategy string) Options {
-		ps := &resolve.TagPolicies{}
+		ps := &tagpolicy.TagPolicies{}
 		if err := ps.Add(image, strategy); err != nil {
 			t.Fatal(err)
 		}

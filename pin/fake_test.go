@@ -13,7 +13,7 @@ import (
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 
 	"github.com/digestpin/digestpin/resolution"
-	"github.com/digestpin/digestpin/resolve"
+	"github.com/digestpin/digestpin/resolve/tagpolicy"
 )
 
 // fakeEpoch is when the first image of a fakeRegistry was created.
@@ -36,7 +36,7 @@ type fakeRegistry struct {
 
 var (
 	_ resolution.Resolver = (*fakeRegistry)(nil)
-	_ resolve.TagSource   = (*fakeRegistry)(nil)
+	_ tagpolicy.TagSource = (*fakeRegistry)(nil)
 )
 
 // newFake returns a fakeRegistry with images ("host/repository:tag")
@@ -106,7 +106,7 @@ func (f *fakeRegistry) Resolve(_ context.Context, ref name.Reference) (resolutio
 	return resolution.Resolution{Digest: fakeDigest(key, n), Source: resolution.Registry}, nil
 }
 
-// Tags implements resolve.TagSource.
+// Tags implements tagpolicy.TagSource.
 func (f *fakeRegistry) Tags(_ context.Context, repo name.Repository) ([]string, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
@@ -118,7 +118,7 @@ func (f *fakeRegistry) Tags(_ context.Context, repo name.Repository) ([]string, 
 	return append([]string(nil), tags...), nil
 }
 
-// Created implements resolve.TagSource.
+// Created implements tagpolicy.TagSource.
 func (f *fakeRegistry) Created(_ context.Context, ref name.Reference) (time.Time, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()

@@ -13,15 +13,15 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/digestpin/digestpin/renderer"
-	"github.com/digestpin/digestpin/resolve"
+	"github.com/digestpin/digestpin/resolve/tagpolicy"
 )
 
 var update = flag.Bool("update", false, "rewrite the golden files in testdata/")
 
 // mustPolicies returns tag policies of "IMAGE=STRATEGY" entries.
-func mustPolicies(t *testing.T, entries ...string) *resolve.TagPolicies {
+func mustPolicies(t *testing.T, entries ...string) *tagpolicy.TagPolicies {
 	t.Helper()
-	ps := &resolve.TagPolicies{}
+	ps := &tagpolicy.TagPolicies{}
 	for _, e := range entries {
 		if err := AddTagEntry(e, "IMAGE=STRATEGY", ps.Add); err != nil {
 			t.Fatalf("tag policy %q: %v", e, err)

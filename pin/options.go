@@ -10,6 +10,7 @@ import (
 	"github.com/digestpin/digestpin/renderer"
 	"github.com/digestpin/digestpin/resolution"
 	"github.com/digestpin/digestpin/resolve"
+	"github.com/digestpin/digestpin/resolve/tagpolicy"
 	"github.com/digestpin/digestpin/verification"
 )
 
@@ -93,20 +94,20 @@ type Options struct {
 	Generated func() *Generated
 
 	// TagPolicies, when set, choose the tag of the images of their
-	// repositories (see resolve.TagPolicy): a tags/list per repository,
+	// repositories (see tagpolicy.TagPolicy): a tags/list per repository,
 	// once per Pin, and the chosen tag is written into the output, the
 	// lock file and the report. nil means none: every image follows its
 	// own tag. It excludes the annotate mode, and with Registry set needs
-	// a Registry that is a resolve.TagSource.
-	TagPolicies *resolve.TagPolicies
+	// a Registry that is a tagpolicy.TagSource.
+	TagPolicies *tagpolicy.TagPolicies
 	// KeelAnnotations gives the images of each workload with Keel's
 	// keel.sh/policy annotation (or label) the tag policy Keel's policy
-	// means (resolve.KeelStrategy), relative to each image's tag; it wins
+	// means (tagpolicy.KeelStrategy), relative to each image's tag; it wins
 	// over TagPolicies. A workload without one is unchanged. A reference
 	// that two workloads use under different policies fails the Pin.
 	KeelAnnotations bool
 	// MaxTags bounds how many candidates the latest strategy reads the
-	// creation time of; 0 means resolve.DefaultMaxTags.
+	// creation time of; 0 means tagpolicy.DefaultMaxTags.
 	MaxTags int
 
 	// Verify, when set, are the signature policies and what verifies
@@ -128,10 +129,10 @@ type Options struct {
 	Logf func(format string, args ...any)
 	// OptionNames names the options in the messages of a Pin that say
 	// which option would change the outcome ("and Frozen asks no
-	// registry"): a command passes the names of its flags. It is passed
-	// on to the Renderer, unless its own is set, and to the registry
-	// resolver (resolve.WithOptionNames, before ResolveOptions). nil names
-	// each option by its Go name.
+	// registry"): a command passes the names of its flags. Pin carries
+	// it on its context (resolution.WithOptionNames) to every layer: the
+	// lock file, the Renderer, the registry resolver. nil leaves the
+	// context's names, if any; without, each option goes by its Go name.
 	OptionNames resolution.OptionNames
 }
 

@@ -73,6 +73,9 @@ type Result struct {
 // destinations, to be put in place by Commit. On error nothing is
 // returned and no file changes.
 func (p *Pinner) Pin(ctx context.Context, in []byte) (*Result, error) {
+	if p.o.OptionNames != nil {
+		ctx = resolution.WithOptionNames(ctx, p.o.OptionNames)
+	}
 	o := p.o
 	if o.KeelAnnotations {
 		ps, err := p.keelPolicies(ctx, in)
@@ -87,9 +90,6 @@ func (p *Pinner) Pin(ctx context.Context, in []byte) (*Result, error) {
 	}
 	r := p.o.Renderer
 	r.Resolver = c
-	if r.OptionNames == nil {
-		r.OptionNames = p.o.OptionNames
-	}
 	out, err := r.Render(ctx, in)
 	// A mirror no image is from is a typo, most likely: say so, all the
 	// more when the render failed (its images went to their registries).
@@ -115,7 +115,7 @@ func (p *Pinner) Pin(ctx context.Context, in []byte) (*Result, error) {
 	if err != nil {
 		return nil, err
 	}
-	verr := c.verdict(p.o.Lock)
+	verr := c.verdict(ctx, p.o.Lock)
 	var differs *DiffersError
 	if verr != nil && !errors.As(verr, &differs) {
 		return nil, verr

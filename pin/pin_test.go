@@ -20,6 +20,7 @@ import (
 	"github.com/digestpin/digestpin/renderer"
 	"github.com/digestpin/digestpin/resolution"
 	"github.com/digestpin/digestpin/resolve"
+	"github.com/digestpin/digestpin/resolve/tagpolicy"
 )
 
 // refuse is a registry that fails the test when asked anything.
@@ -31,7 +32,7 @@ func refuse(t *testing.T) resolution.Resolver {
 }
 
 func TestNewRejects(t *testing.T) {
-	policies := &resolve.TagPolicies{}
+	policies := &tagpolicy.TagPolicies{}
 	if err := policies.Add("registry.example/app", "latest"); err != nil {
 		t.Fatal(err)
 	}

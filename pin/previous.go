@@ -129,9 +129,6 @@ func (p *Pinner) fromOutput(ctx context.Context, b []byte) (*previous, error) {
 	}
 	r := p.o.Renderer
 	r.Resolver, r.KeepUnresolved, r.Strict, r.Warnf = askNoRegistry{}, true, false, nil
-	if r.OptionNames == nil {
-		r.OptionNames = p.o.OptionNames
-	}
 	out, err := r.Render(ctx, b)
 	if err != nil {
 		return nil, err

@@ -8,7 +8,7 @@ import (
 
 	"github.com/digestpin/digestpin/renderer"
 	"github.com/digestpin/digestpin/resolution"
-	"github.com/digestpin/digestpin/resolve"
+	"github.com/digestpin/digestpin/resolve/tagpolicy"
 )
 
 // ReportPolicy is what a tag policy chose for an image.
@@ -24,14 +24,14 @@ type ReportPolicy struct {
 
 // withPolicies puts the tag policies in front of next, which resolves
 // the tags they choose; without policies it returns next.
-func (c *chain) withPolicies(o *Options, next resolution.Resolver, tags resolve.TagSource, opts ...resolve.PolicyOption) (resolution.Resolver, error) {
+func (c *chain) withPolicies(o *Options, next resolution.Resolver, tags tagpolicy.TagSource, opts ...tagpolicy.PolicyOption) (resolution.Resolver, error) {
 	if c.tags.Len() == 0 {
 		return next, nil
 	}
 	if o.MaxTags > 0 {
-		opts = append(opts, resolve.WithMaxTags(o.MaxTags))
+		opts = append(opts, tagpolicy.WithMaxTags(o.MaxTags))
 	}
-	p, err := resolve.NewPolicyResolver(next, tags, c.tags, opts...)
+	p, err := tagpolicy.NewPolicyResolver(next, tags, c.tags, opts...)
 	if err != nil {
 		return nil, err
 	}
@@ -43,7 +43,7 @@ func (c *chain) withPolicies(o *Options, next resolution.Resolver, tags resolve.
 // has the tag policy policy, differs from the lock file: another tag
 // chosen, or the chosen tag moved.
 func (c *chain) checkPolicy(ref name.Reference, policy string, res resolution.Resolution) {
-	repo := resolve.RepositoryOf(ref)
+	repo := tagpolicy.RepositoryOf(ref)
 	tag, locked, ok := c.lock.LookupPolicy(ref, c.platform, policy)
 	switch {
 	case !ok:
@@ -98,7 +98,7 @@ func (r *Report) addChoices(choices map[string]ReportPolicy) {
 // a reference must agree, those of workloads without Keel's annotations
 // included: a reference is resolved once per run, and a workload without
 // them is not to change.
-func (p *Pinner) keelPolicies(ctx context.Context, in []byte) (*resolve.TagPolicies, error) {
+func (p *Pinner) keelPolicies(ctx context.Context, in []byte) (*tagpolicy.TagPolicies, error) {
 	uses, err := p.o.Renderer.KeelUses(ctx, in)
 	if err != nil {
 		return nil, err
@@ -123,15 +123,15 @@ func (p *Pinner) keelPolicies(ctx context.Context, in []byte) (*resolve.TagPolic
 			if t, ok := ref.(name.Tag); ok {
 				tag = t.TagStr()
 			}
-			s, err := resolve.KeelStrategy(tag, u.Policy, u.MatchTag)
+			s, err := tagpolicy.KeelStrategy(tag, u.Policy, u.MatchTag)
 			if err != nil {
 				return nil, fmt.Errorf("%s: %s: %w", u.Where, u.Workload, err)
 			}
-			tp, err := resolve.ParseTagPolicy(s)
+			tp, err := tagpolicy.ParseTagPolicy(s)
 			if err != nil {
 				return nil, fmt.Errorf("%s: %s: keel policy %q: %w", u.Where, u.Workload, u.Policy, err)
 			}
-			if tp.Strategy() != resolve.StrategyDigest {
+			if tp.Strategy() != tagpolicy.StrategyDigest {
 				policy = tp.String()
 			}
 			if err := ps.AddReference(ref, s); err != nil {

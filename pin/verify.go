@@ -67,7 +67,7 @@ func (p *Pinner) verifyImages(ctx context.Context, c *chain, images []renderer.I
 			run.record(im.Reference, &verification.Record{Policy: pol.String()})
 			continue
 		case im.Digest == "":
-			fail(fmt.Sprintf("%s: not resolved, so not verified under policy %s (an image a signature policy covers is never kept unresolved, whatever %s says)", im.Reference, pol, p.o.OptionNames.Name("KeepUnresolved")))
+			fail(fmt.Sprintf("%s: not resolved, so not verified under policy %s (an image a signature policy covers is never kept unresolved, whatever %s says)", im.Reference, pol, resolution.OptionName(ctx, "KeepUnresolved")))
 			continue
 		}
 		d := ref.Context().Digest(im.Digest)
@@ -79,7 +79,7 @@ func (p *Pinner) verifyImages(ctx context.Context, c *chain, images []renderer.I
 			continue
 		}
 		if p.o.Frozen {
-			fail(fmt.Sprintf("%s@%s: no verification under policy %s in lock file %s, and %s asks no registry", ref.Context().Name(), im.Digest, pol, p.o.Lock, p.o.OptionNames.Name("Frozen")))
+			fail(fmt.Sprintf("%s@%s: no verification under policy %s in lock file %s, and %s asks no registry", ref.Context().Name(), im.Digest, pol, p.o.Lock, resolution.OptionName(ctx, "Frozen")))
 			continue
 		}
 		g.Go(func() error {

@@ -75,10 +75,6 @@ type Renderer struct {
 	Strict bool
 	// Warnf receives warnings; nil discards them.
 	Warnf func(format string, args ...any)
-	// OptionNames names the options in the messages that say which option
-	// would change the outcome ("name their fields with ImagePaths"); nil
-	// names each by its field.
-	OptionNames resolution.OptionNames
 
 	// keys are imageKeys, set on the copy of the Renderer that a Render
 	// works with.
@@ -249,13 +245,13 @@ func (r *Renderer) Render(ctx context.Context, in []byte) (Result, error) {
 	// Warnings come in stream order, whichever core finished a document.
 	unpinned, kept := c.warnings()
 	if len(unpinned) > 0 && r.Strict {
-		return Result{}, unpinnedError(unpinned, r.OptionNames)
+		return Result{}, unpinnedError(ctx, unpinned)
 	}
 	for _, w := range kept {
 		r.warnf("%s", w)
 	}
 	if len(unpinned) > 0 {
-		r.warnf("%d image references are left as tags where digestpin knows no image field, and no lock file or report covers them: %s; name their fields with %s (%s fails the run)", len(unpinned), unpinnedList(unpinned), r.OptionNames.Name("ImagePaths"), r.OptionNames.Name("Strict"))
+		r.warnf("%d image references are left as tags where digestpin knows no image field, and no lock file or report covers them: %s; name their fields with %s (%s fails the run)", len(unpinned), unpinnedList(unpinned), resolution.OptionName(ctx, "ImagePaths"), resolution.OptionName(ctx, "Strict"))
 	}
 	return Result{Images: images, Unpinned: unpinned, out: stream.NewOutput(in, c.out)}, nil
 }

@@ -37,7 +37,7 @@ func (r *Renderer) resolveAll(ctx context.Context, c *collection) ([]Image, map[
 		}
 	}
 	for _, i := range asked {
-		r.settle(&images[i], c.pending[c.order[i]].first.ref)
+		r.settle(ctx, &images[i], c.pending[c.order[i]].first.ref)
 	}
 	// A resolver stopped by ctx fails every image; with KeepUnresolved
 	// that would write the stream unpinned.
@@ -79,7 +79,7 @@ func (r *Renderer) resolveAll(ctx context.Context, c *collection) ([]Image, map[
 
 // settle waits for the resolution of ref and records it in img: its
 // digest, or why it is unresolved.
-func (r *Renderer) settle(img *Image, ref name.Reference) {
+func (r *Renderer) settle(ctx context.Context, img *Image, ref name.Reference) {
 	res, err := r.inflight.wait(ref)
 	h := res.Digest
 	if err == nil {
@@ -91,7 +91,7 @@ func (r *Renderer) settle(img *Image, ref name.Reference) {
 		}
 	}
 	if err == nil {
-		err = checkTag(ref, res.Tag, r.mode(), r.OptionNames)
+		err = checkTag(ctx, ref, res.Tag, r.mode())
 	}
 	if err != nil {
 		img.Source, img.Err = resolution.Unresolved, err

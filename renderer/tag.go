@@ -1,6 +1,7 @@
 package renderer
 
 import (
+	"context"
 	"fmt"
 	"strings"
 
@@ -44,12 +45,12 @@ func pinnedTo(image, pin string, mode Mode) string {
 // ModeAnnotate no tag may be chosen: the image field would keep the tag
 // as written, and the pods would run another image than the checksum
 // covers.
-func checkTag(ref name.Reference, tag string, mode Mode, names resolution.OptionNames) error {
+func checkTag(ctx context.Context, ref name.Reference, tag string, mode Mode) error {
 	if tag == "" {
 		return nil
 	}
 	if mode == ModeAnnotate {
-		m := names.Name("Mode")
+		m := resolution.OptionName(ctx, "Mode")
 		return fmt.Errorf("resolving %s: a tag policy chose %s, but %s %s keeps the tag as written; use %s %s or %s", ref, tag, m, ModeAnnotate, m, ModePin, ModeDigest)
 	}
 	if _, err := name.NewTag(ref.Context().Name()+":"+tag, name.StrictValidation); err != nil {

@@ -1,6 +1,7 @@
 package renderer
 
 import (
+	"context"
 	"fmt"
 	"strconv"
 	"strings"
@@ -36,8 +37,8 @@ func (u Unpinned) String() string { return fmt.Sprintf("%s %q", u.Workload, u.Re
 
 // unpinnedError is the error of Strict: every image reference left as a
 // tag, the first with where it is.
-func unpinnedError(us []Unpinned, names resolution.OptionNames) error {
-	return fmt.Errorf("%s: %d image references are left as tags where digestpin knows no image field (%s): %s; name their fields with %s", us[0].Where, len(us), names.Name("Strict"), unpinnedList(us), names.Name("ImagePaths"))
+func unpinnedError(ctx context.Context, us []Unpinned) error {
+	return fmt.Errorf("%s: %d image references are left as tags where digestpin knows no image field (%s): %s; name their fields with %s", us[0].Where, len(us), resolution.OptionName(ctx, "Strict"), unpinnedList(us), resolution.OptionName(ctx, "ImagePaths"))
 }
 
 // unpinnedList lists us as the error of Strict and the warning without it

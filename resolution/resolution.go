@@ -73,15 +73,27 @@ var _ Resolver = Func(nil)
 // report, such as the option that allows plain HTTP in the error of a
 // request that needed it. The option is given by its Go name: a field
 // ("Frozen", "ImagePaths") or an option function ("WithCAFiles"). A
-// command passes the names of its flags ("--frozen"), so that library
-// messages say what its user would type; nil names each option by its Go
-// name.
+// command names its flags ("--frozen"), so that library messages say
+// what its user would type; nil names each option by its Go name.
 type OptionNames func(option string) string
 
-// Name returns n's name for option.
-func (n OptionNames) Name(option string) string {
-	if n == nil {
-		return option
+// optionNamesKey is the context key of the OptionNames.
+type optionNamesKey struct{}
+
+// WithOptionNames returns a copy of ctx that carries names: the messages
+// of the libraries called with it (the renderer, the registry resolver,
+// package pin) name each option as names does. It is how a command maps
+// the libraries' options to its flags, once, where it calls them.
+func WithOptionNames(ctx context.Context, names OptionNames) context.Context {
+	return context.WithValue(ctx, optionNamesKey{}, names)
+}
+
+// OptionName returns the name of option in messages made under ctx: as
+// the OptionNames ctx carries (WithOptionNames) name it, or option itself
+// when ctx carries none.
+func OptionName(ctx context.Context, option string) string {
+	if names, _ := ctx.Value(optionNamesKey{}).(OptionNames); names != nil {
+		return names(option)
 	}
-	return n(option)
+	return option
 }

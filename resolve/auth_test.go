@@ -20,6 +20,7 @@ import (
 	"github.com/google/go-containerregistry/pkg/logs"
 
 	"github.com/digestpin/digestpin/internal/testregistry"
+	"github.com/digestpin/digestpin/resolve/credentials"
 )
 
 // writeDockerConfig points DOCKER_CONFIG (and HOME) at a new folder whose
@@ -187,7 +188,7 @@ func TestPullSecretKeychain(t *testing.T) {
 	if err := os.WriteFile(file, []byte(secret), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	kc, err := ReadPullSecret(file)
+	kc, err := credentials.ReadPullSecret(file)
 	if err != nil {
 		t.Fatalf("ReadPullSecret: %v", err)
 	}

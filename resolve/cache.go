@@ -17,49 +17,19 @@ import (
 	"github.com/digestpin/digestpin/internal/atomicfile"
 
 	"github.com/digestpin/digestpin/resolution"
+	"github.com/digestpin/digestpin/resolve/internal/smallfile"
+	"github.com/digestpin/digestpin/resolve/internal/store"
 )
 
 // Cache is where resolutions and tag choices are kept between runs: a
-// store of small byte entries by key. Resolve builds the keys (hex hashes
-// with a kind prefix, "resolution:…" or "choice:…", safe in any store),
-// encodes the entries and checks their age against its own TTL
-// (NewCachingResolver, WithChoiceCache); a Cache knows nothing of their
-// format. DirCache keeps them in a folder; other implementations (a
-// shared Redis, in digestpin) keep them where several processes and
-// machines read them. Implementations must be safe for concurrent use. A
-// cache that fails (unreachable, corrupt) is a miss and never an error of
-// the resolution: it says so itself, if at all.
-type Cache interface {
-	// Get returns the entry stored under key, when there is one that
-	// read accepts.
-	Get(ctx context.Context, key string, read EntryRead) ([]byte, bool)
-	// Put stores entry under key. A store may drop it after its TTL.
-	Put(ctx context.Context, key string, entry []byte) error
-	// Claim is called on a miss, before the caller asks the registry:
-	// when another process is finding the entry of key at the moment, it
-	// may wait (briefly, with a bound) for that entry, one that read
-	// accepts, and return it with found true, or, when that process
-	// failed moments ago, its failure as err, which the caller returns as
-	// its own. Otherwise the caller finds the entry itself, stores it with
-	// Put, and then calls release, which is never nil: with nil after an
-	// entry (or when it has no failure to share), or with the error of
-	// the resolution, which the cache may keep for a few seconds (never
-	// longer than its TTL) for the processes that wait. A cache that only
-	// one process at a time uses returns at once.
-	Claim(ctx context.Context, key string, read EntryRead) (entry []byte, found bool, release func(failure error), err error)
-}
+// store of small byte entries by key (see the methods' contract in
+// package resolve/internal/store). DirCache keeps them in a folder;
+// digestpin keeps them in Redis too.
+type Cache = store.Cache
 
-// EntryRead says how a Cache reads the entry of a key: at most Max bytes
-// (a longer value is none, and is never read whole), and only an entry
-// that Check accepts. Check returns nil for an entry to use,
-// ErrCacheEntryExpired for one that is too old, a plain miss, and another
-// error for a value that is no entry of the key (corrupt, foreign, of
-// another format), which a cache may report as it ignores it. The reads
-// this package passes to a Cache always set both.
-type EntryRead struct {
-	Max   int
-	Check func(entry []byte) error
-}
+// EntryRead says how a Cache reads the entry of a key: at most Max bytes,
+// and only an entry that Check accepts.
+type EntryRead = store.EntryRead
 
 // DirCache is an on-disk Cache: one small file per key in one folder,
 // named by a hash of the key. An unreadable entry, or one that the reader
@@ -99,7 +69,7 @@ type cacheEntry struct {
 // ErrCacheEntryExpired is what an EntryRead's Check returns for an entry
 // older than the TTL, or resolved in the future (a clock that went back):
 // a plain miss, unlike a value that is not one of ours.
-var ErrCacheEntryExpired = errors.New("cache entry expired")
+var ErrCacheEntryExpired = store.ErrCacheEntryExpired
 
 // resolutionKey is the Cache key of the entry of ref under key: a hex
 // SHA-256 of the format, the reference and the key, so that entries of
@@ -152,7 +122,7 @@ func decodeCacheEntry(b []byte, ref name.Reference, key string, now time.Time, t
 }
 
 // entries are the typed entries of a Cache, valid for a TTL: what
-// CachingResolver and PolicyResolver read and write.
+// CachingResolver reads and writes (tagpolicy keeps its choices alike).
 type entries struct {
 	c   Cache
 	ttl time.Duration
@@ -253,7 +223,7 @@ func (c *DirCache) path(key string) string {
 
 // Get implements Cache.
 func (c *DirCache) Get(_ context.Context, key string, read EntryRead) ([]byte, bool) {
-	b, err := readSmallFile(c.path(key), int64(read.Max), false)
+	b, err := smallfile.Read(c.path(key), int64(read.Max), false)
 	if err != nil || read.Check(b) != nil {
 		return nil, false
 	}
@@ -278,7 +248,7 @@ func (c *DirCache) Put(_ context.Context, key string, entry []byte) error {
 // gives for ref: a string that differs whenever the answer may (see
 // Resolver.CacheKey). ok false means the answer cannot be keyed, and the
 // cache is neither read nor written for ref; an error means the same.
-type CacheKeyFunc func(ctx context.Context, ref name.Reference) (key string, ok bool, err error)
+type CacheKeyFunc = store.KeyFunc
 
 // CachingResolver answers from a Cache and asks the resolver it wraps on
 // a miss, storing the answer. It is safe for concurrent use when the

@@ -15,6 +15,7 @@ import (
 
 	"github.com/digestpin/digestpin/internal/testregistry"
 	"github.com/digestpin/digestpin/resolution"
+	"github.com/digestpin/digestpin/resolve/tagpolicy"
 )
 
 // mustRef parses a reference.
@@ -381,7 +382,7 @@ func TestCacheTTLPositive(t *testing.T) {
 		{ttl: 0, want: "cache TTL must be positive, got 0s"},
 		{ttl: -time.Second, want: "cache TTL must be positive, got -1s"},
 	} {
-		_, err := NewPolicyResolver(&fixed{}, nil, &TagPolicies{}, WithChoiceCache(c.DirCache, tc.ttl, noKey, nil))
+		_, err := tagpolicy.NewPolicyResolver(&fixed{}, nil, &tagpolicy.TagPolicies{}, tagpolicy.WithChoiceCache(c.DirCache, tc.ttl, noKey, nil))
 		if err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("WithChoiceCache(ttl %s) = %v, want an error containing %q", tc.ttl, err, tc.want)
 		}

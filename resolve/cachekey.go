@@ -118,7 +118,7 @@ func (s *session) credentials(ctx context.Context) (authn.Authenticator, *authn.
 	if f.err != nil {
 		return nil, nil, credentialError{s.reg.RegistryStr(), f.err, s.red}
 	}
-	s.red.addAuth(f.cfg)
+	addAuth(s.red, f.cfg)
 	s.auth, s.cfg = f.auth, f.cfg
 	return f.auth, f.cfg, nil
 }

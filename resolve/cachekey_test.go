@@ -13,6 +13,7 @@ import (
 
 	"github.com/digestpin/digestpin/internal/testregistry"
 	"github.com/digestpin/digestpin/resolution"
+	"github.com/digestpin/digestpin/resolve/credentials"
 )
 
 // TestCacheKeyHoldsWhatDecidesTheAnswer runs digestpin twice on one cache
@@ -144,7 +145,7 @@ func TestFilesThatAreNoFilesAreRefused(t *testing.T) {
 	done := make(chan [2]error)
 	go func() {
 		_, caErr := New(WithKeychain(anonymous), WithCAFiles(fifo))
-		_, psErr := ReadPullSecret(fifo)
+		_, psErr := credentials.ReadPullSecret(fifo)
 		done <- [2]error{caErr, psErr}
 	}()
 	select {

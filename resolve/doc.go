@@ -9,7 +9,8 @@
 // for once, concurrently with the others up to a bound.
 //
 // Registry access is shared per registry: one ping, one credential lookup
-// (the keychain: docker config, credential helpers, pull secrets), and one
+// (the keychain of package credentials: docker config, credential
+// helpers, pull secrets), and one
 // bearer token for all the repositories being resolved at the time; a
 // repository the token server refuses fails alone. Mirrors are asked
 // before the registry itself. Transient failures (429, 5xx, reset
@@ -30,14 +31,20 @@
 // Claim): this package builds its keys, encodes its entries and checks
 // their age; DirCache is one in a folder.
 //
-// Tag policies (TagPolicy: semver, latest, name, digest) choose the tag an
-// image follows: a PolicyResolver lists each repository with a policy once
-// (Resolver.Tags, every page), chooses, and resolves the chosen tag; its
-// choices share the Cache. KeelStrategy turns Keel's keel.sh/policy into a
-// strategy.
+// Tag policies (package tagpolicy: semver, latest, name, digest) choose
+// the tag an image follows: its PolicyResolver lists each repository with
+// a policy once through Resolver.Tags (every page), chooses, and resolves
+// the chosen tag; its choices share the Cache.
 //
 // Errors are one line naming the image, each registry or mirror asked, its
 // answer and the attempts made. Credentials never appear in errors or logs.
+//
+// The package is layered as go-containerregistry's remote over transport
+// over authn: package resolve (the Resolver, its sessions, cache, mirrors
+// and errors) over resolve/transport (the HTTP layer: address checks,
+// TLS, retries, timeouts, the ping), which knows no credentials, and
+// resolve/credentials (the keychains), which knows no requests.
+// resolve/tagpolicy sits above the Resolver and imports neither.
 //
 // The package never parses or writes YAML; see package renderer for that.
 package resolve

@@ -2,23 +2,21 @@ package resolve
 
 import (
 	"context"
-	"crypto/tls"
-	"crypto/x509"
 	"errors"
 	"fmt"
-	"net"
 	"net/http"
 	"net/url"
 	"strings"
-	"syscall"
-	"unicode"
 
+	"github.com/google/go-containerregistry/pkg/authn"
 	"github.com/google/go-containerregistry/pkg/name"
 	"github.com/google/go-containerregistry/pkg/v1/remote/transport"
-)
 
-// maxDetail caps the registry's own words (an error body) in a message.
-const maxDetail = 160
+	"github.com/digestpin/digestpin/internal/redact"
+	"github.com/digestpin/digestpin/resolve/credentials"
+	"github.com/digestpin/digestpin/resolve/internal/oneline"
+	regtransport "github.com/digestpin/digestpin/resolve/transport"
+)
 
 // resolveError is a reference that could not be resolved. Its message is
 // one line that names the image, each registry or mirror tried and what it
@@ -37,11 +35,11 @@ func (e *resolveError) Unwrap() []error { return e.errs }
 type tryFailure struct {
 	c   candidate
 	err error
-	tr  *trace
+	tr  *regtransport.Trace
 }
 
 // newError formats the failures of ref as one line, masking credentials.
-func newError(ref name.Reference, fails []tryFailure, red *redactor) *resolveError {
+func newError(ctx context.Context, ref name.Reference, fails []tryFailure, red *redact.Redactor) *resolveError {
 	e := &resolveError{}
 	var parts []string
 	for _, f := range fails {
@@ -53,8 +51,8 @@ func newError(ref name.Reference, fails []tryFailure, red *redactor) *resolveErr
 		if f.c.mirror {
 			s += " (mirror)"
 		}
-		s += ": " + describe(f.err, red)
-		if sum := f.tr.summary(); sum != "" {
+		s += ": " + describe(ctx, f.err, red)
+		if sum := f.tr.Summary(); sum != "" {
 			s += " (" + sum + ")"
 		}
 		// A refusal says whether credentials went with it, and whose.
@@ -69,18 +67,19 @@ func newError(ref name.Reference, fails []tryFailure, red *redactor) *resolveErr
 	if len(fails) == 0 {
 		msg = ref.String() + ": nothing tried"
 	}
-	e.msg = red.redact(oneLine(msg, 0))
+	e.msg = red.Redact(oneline.Of(msg, 0))
 	return e
 }
 
 // describe says in a few words what went wrong in one try: the step and
 // the HTTP status with the registry's own message, or the network cause.
 // Text that is cut is masked by red first (nil masks nothing), so that a
-// cut never leaves a part of a credential unmasked.
-func describe(err error, red *redactor) string {
+// cut never leaves a part of a credential unmasked. An option that would
+// help is named as ctx names it (resolution.OptionName).
+func describe(ctx context.Context, err error, red *redact.Redactor) string {
 	// A TLS failure first: the ping of a loopback registry also tries
 	// plain HTTP, whose answer (400) would hide the cause.
-	if c := tlsCause(err, red); c != "" {
+	if c := regtransport.TLSCause(ctx, err, red); c != "" {
 		return c
 	}
 	var te *transport.Error
@@ -103,8 +102,8 @@ func describe(err error, red *redactor) string {
 	// first, and that failure ("server gave HTTP response to HTTPS
 	// client") would hide why plain HTTP failed. The ping's errors are
 	// one value that errors.As searches in full.
-	var he *hungError
-	var re *redirectError
+	var he *regtransport.HungError
+	var re *regtransport.RedirectError
 	var ce credentialError
 	switch {
 	case errors.As(err, &ce):
@@ -127,11 +126,11 @@ func describe(err error, red *redactor) string {
 			step = stepOf(&http.Request{Method: strings.ToUpper(ue.Op), URL: u})
 		}
 		if step != "" {
-			return step + ": " + netCause(ue.Err, red)
+			return step + ": " + regtransport.Cause(ctx, ue.Err, red)
 		}
-		return netCause(ue.Err, red)
+		return regtransport.Cause(ctx, ue.Err, red)
 	}
-	return netCause(err, red)
+	return regtransport.Cause(ctx, err, red)
 }
 
 // withStep prefixes cause with the request of err that failed, when err
@@ -149,7 +148,7 @@ func withStep(err error, cause string) string {
 }
 
 // registrySays returns the registry's own words from an error answer.
-func registrySays(te *transport.Error, red *redactor) string {
+func registrySays(te *transport.Error, red *redact.Redactor) string {
 	var ds []string
 	for _, d := range te.Errors {
 		s := string(d.Code)
@@ -159,14 +158,14 @@ func registrySays(te *transport.Error, red *redactor) string {
 		ds = append(ds, s)
 	}
 	if len(ds) > 0 {
-		return cut(red, strings.Join(ds, "; "), maxDetail)
+		return oneline.Cut(red, strings.Join(ds, "; "), oneline.MaxDetail)
 	}
 	// An unstructured body (an HTML error page, say) follows the status
 	// text in the error message.
 	msg := te.Error()
 	marker := fmt.Sprintf("%d %s: ", te.StatusCode, http.StatusText(te.StatusCode))
 	if i := strings.Index(msg, marker); i >= 0 {
-		return cut(red, msg[i+len(marker):], maxDetail)
+		return oneline.Cut(red, msg[i+len(marker):], oneline.MaxDetail)
 	}
 	return ""
 }
@@ -188,100 +187,50 @@ func stepOf(req *http.Request) string {
 	return "token request to " + req.URL.Host
 }
 
-// netCause names the network failure in err, without URLs.
-func netCause(err error, red *redactor) string {
-	var he *hungError
-	if errors.As(err, &he) {
-		return he.Error()
-	}
-	if c := tlsCause(err, red); c != "" {
-		return c
-	}
-	switch {
-	case errors.Is(err, syscall.ECONNRESET):
-		return "connection reset by peer"
-	case errors.Is(err, syscall.ECONNREFUSED):
-		return "connection refused"
-	case errors.Is(err, context.DeadlineExceeded):
-		return "deadline exceeded before an answer"
-	}
-	var dns *net.DNSError
-	if errors.As(err, &dns) {
-		return "DNS: " + dns.Error()
-	}
-	var ne net.Error
-	if errors.As(err, &ne) && ne.Timeout() {
-		return "timeout: " + innermost(err).Error()
-	}
-	// Strip URLs that wrappers put in front: keep the innermost message
-	// that is not an *url.Error.
-	var ue *url.Error
-	for errors.As(err, &ue) {
-		err = ue.Err
-	}
-	return cut(red, err.Error(), 2*maxDetail)
-}
-
-// tlsCause describes a certificate that failed verification, or "".
-func tlsCause(err error, red *redactor) string {
-	var ua x509.UnknownAuthorityError
-	if errors.As(err, &ua) {
-		return fmt.Sprintf("TLS: certificate signed by an unknown authority (add its CA with %s, or name the host with %s)", red.option("WithCAFiles"), red.option("WithInsecureRegistries"))
-	}
-	var hn x509.HostnameError
-	if errors.As(err, &hn) {
-		return "TLS: " + hn.Error()
-	}
-	var ci x509.CertificateInvalidError
-	if errors.As(err, &ci) {
-		return "TLS: " + ci.Error()
-	}
-	var ve *tls.CertificateVerificationError
-	if errors.As(err, &ve) {
-		return "TLS: " + cut(red, ve.Error(), maxDetail)
-	}
-	return ""
-}
-
-// innermost unwraps err as far as it goes.
-func innermost(err error) error {
-	for {
-		u := errors.Unwrap(err)
-		if u == nil {
-			return err
-		}
-		err = u
-	}
-}
-
-// cut masks the credentials red knows in s, then makes it one line of at
-// most limit runes. Masking comes first: cutting first could leave the
-// start of a credential, which no longer matches it, in the message.
-func cut(red *redactor, s string, limit int) string {
-	if red != nil {
-		s = red.redact(s)
-	}
-	return oneLine(s, limit)
-}
-
-// oneLine collapses whitespace and control characters, and cuts s to max
-// runes (0: no limit).
-func oneLine(s string, limit int) string {
-	s = strings.Map(func(r rune) rune {
-		if unicode.IsSpace(r) || unicode.IsControl(r) {
-			return ' '
-		}
-		return r
-	}, s)
-	s = strings.Join(strings.Fields(s), " ")
-	if r := []rune(s); limit > 0 && len(r) > limit {
-		s = string(r[:limit]) + "…"
-	}
-	return s
-}
-
 // platformError is an image that exists but not for the platform asked.
 // It is an answer, not a failure: no other mirror is asked.
 type platformError struct{ msg string }
 
 func (e *platformError) Error() string { return e.msg }
+
+// credentialNote says, for a registry that refused a request, whether
+// credentials were sent and where they came from, or where none were
+// found: `credentials sent: user "alice" from docker config FILE`, `no
+// credentials sent: none for HOST in pull secret FILE`. Never a secret.
+func (s *session) credentialNote() string {
+	// The lookup is over when a registry answered; a lookup still in
+	// flight (another caller's) says nothing.
+	select {
+	case s.creds <- struct{}{}:
+	default:
+		return ""
+	}
+	cfg := s.cfg
+	<-s.creds
+	if cfg == nil {
+		return "" // the request failed before credentials were looked up
+	}
+	if *cfg == (authn.AuthConfig{}) {
+		note := "no credentials sent: none for " + s.reg.RegistryStr()
+		switch where := credentials.Describe(s.kc, s.reg, false); {
+		case strings.HasPrefix(where, "no docker config"):
+			note += " (" + where + ")"
+		case where != "":
+			note += " in " + where
+		}
+		return note
+	}
+	note := "credentials sent"
+	switch {
+	case cfg.IdentityToken != "" || cfg.Username == "<token>":
+		note += ": an identity token"
+	case cfg.RegistryToken != "":
+		note += ": a registry token"
+	case cfg.Username != "":
+		note += fmt.Sprintf(": user %q", cfg.Username)
+	}
+	if where := credentials.Describe(s.kc, s.reg, true); where != "" {
+		note += " from " + where
+	}
+	return note
+}

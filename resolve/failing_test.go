@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/digestpin/digestpin/internal/testregistry"
+	regtransport "github.com/digestpin/digestpin/resolve/transport"
 )
 
 // countingTransport counts the requests sent through it.
@@ -51,7 +52,7 @@ func TestFailingRegistryIsAskedOnce(t *testing.T) {
 				return reg.Host(), nil
 			},
 			want: "503 Service Unavailable",
-			most: 2 * DefaultAttempts, // HTTPS and plain HTTP attempts of one ping
+			most: 2 * regtransport.DefaultAttempts, // HTTPS and plain HTTP attempts of one ping
 		},
 		{
 			desc: "connection refused",
@@ -65,7 +66,7 @@ func TestFailingRegistryIsAskedOnce(t *testing.T) {
 				return host, nil
 			},
 			want: "connection refused",
-			most: 2 * DefaultAttempts,
+			most: 2 * regtransport.DefaultAttempts,
 		},
 		{
 			desc: "token server refuses the credentials",

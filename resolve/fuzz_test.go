@@ -4,10 +4,10 @@ import (
 	"encoding/base64"
 	"strings"
 	"testing"
-	"unicode"
-	"unicode/utf8"
 
 	"github.com/google/go-containerregistry/pkg/authn"
+
+	"github.com/digestpin/digestpin/internal/redact"
 )
 
 // FuzzRedact checks that a password the redactor was shown never comes
@@ -17,17 +17,17 @@ func FuzzRedact(f *testing.F) {
 	f.Add("u", "abcd", "Basic ", "\n")
 	f.Fuzz(func(t *testing.T, user, password, before, after string) {
 		secret := strings.TrimSpace(password)
-		if len(secret) < minSecret || strings.Contains(secret, "\x00") {
+		if len(secret) < redact.MinSecret || strings.Contains(secret, "\x00") {
 			return // too short to mask, or holds the stand-in below
 		}
-		red := newRedactor()
-		red.addAuth(&authn.AuthConfig{Username: user, Password: password})
+		red := redact.New()
+		addAuth(red, &authn.AuthConfig{Username: user, Password: password})
 		basic := base64.StdEncoding.EncodeToString([]byte(user + ":" + password))
 		for _, msg := range []string{before + password + after, before + "Basic " + basic + after} {
 			// The mask may spell the secret with the text around it
 			// ("000" + "[REDACTED]" shows "000[" without showing the
 			// password "000["): look for it outside the masks only.
-			got := red.redact(msg)
+			got := red.Redact(msg)
 			if shown := strings.ReplaceAll(got, "[REDACTED]", "\x00"); strings.Contains(shown, secret) || strings.Contains(shown, basic) {
 				t.Fatalf("redact(%q) = %q, which shows the password", msg, got)
 			}
@@ -45,89 +45,12 @@ func TestRedactBasicHeader(t *testing.T) {
 		{desc: "no user name", user: "", password: "0000"},
 	} {
 		t.Run(tc.desc, func(t *testing.T) {
-			red := newRedactor()
-			red.addAuth(&authn.AuthConfig{Username: tc.user, Password: tc.password})
+			red := redact.New()
+			addAuth(red, &authn.AuthConfig{Username: tc.user, Password: tc.password})
 			basic := base64.StdEncoding.EncodeToString([]byte(tc.user + ":" + tc.password))
-			if got := red.redact("Authorization: Basic " + basic); got != "Authorization: Basic [REDACTED]" {
+			if got := red.Redact("Authorization: Basic " + basic); got != "Authorization: Basic [REDACTED]" {
 				t.Errorf("redact() = %q, want the header masked", got)
 			}
 		})
 	}
-}
-
-// FuzzOneLine checks that a registry's words become one line of printable
-// text of bounded length, whatever they are.
-func FuzzOneLine(f *testing.F) {
-	f.Add("<html>\n<body>error\r\n</body></html>", 160)
-	f.Add("\x1b[31mred\x00\u2028", 0)
-	f.Fuzz(func(t *testing.T, s string, limit int) {
-		limit = max(0, min(limit, 1000))
-		got := oneLine(s, limit)
-		for _, r := range got {
-			if unicode.IsControl(r) || (unicode.IsSpace(r) && r != ' ') {
-				t.Fatalf("oneLine(%q) = %q holds %U", s, got, r)
-			}
-		}
-		if n := utf8.RuneCountInString(got); limit > 0 && n > limit+1 {
-			t.Fatalf("oneLine(%q, %d) has %d runes", s, limit, n)
-		}
-	})
-}
-
-// FuzzCutMasksFirst checks that a message cut to a length never shows the
-// start of a credential it held, wherever the credential sat: the
-// credential is masked before the message is cut.
-func FuzzCutMasksFirst(f *testing.F) {
-	// A registry that echoes the Authorization header after padding: the
-	// cut at maxDetail falls inside the header for some paddings.
-	for _, pad := range []int{0, 1, 100, 119, 120, 140, 159, 160, 200} {
-		f.Add(strings.Repeat("x", pad)+"Authorization: Basic ", "ZWNoby11c2VyOlNFTlRJTkVM", " back", maxDetail)
-	}
-	f.Add(`{"errors":[{"code":"DENIED","message":"`, "SENTINEL-p4ssw0rd", `"}]}`, 2*maxDetail)
-	f.Fuzz(func(t *testing.T, before, secret, after string, limit int) {
-		limit = max(0, min(limit, 1000))
-		if len(secret) < minSecret || strings.ContainsFunc(secret, func(r rune) bool { return unicode.IsSpace(r) || unicode.IsControl(r) }) {
-			return // too short to mask, or changed by oneLine itself
-		}
-		prefix := secret[:minSecret]
-		first, _ := utf8.DecodeRuneInString(secret)
-		if strings.ContainsRune(before+"[REDACTED]"+after+"…", first) {
-			return // the text around could spell the start of it
-		}
-		red := newRedactor()
-		red.add(secret)
-		if got := cut(red, before+secret+after, limit); strings.Contains(got, prefix) {
-			t.Fatalf("cut(%q, %d) = %q, which shows the start of the credential", before+secret+after, limit, got)
-		}
-	})
-}
-
-// FuzzHostKey checks that two spellings of one registry host get one key:
-// in any case, with or without :443, and a key is its own key.
-func FuzzHostKey(f *testing.F) {
-	for _, h := range []string{"Registry.Example:443", "docker.io:443", "REGISTRY-1.DOCKER.IO", "index.docker.io", "[::1]:443", "localhost:5000", "registry.example:4430"} {
-		f.Add(h)
-	}
-	f.Fuzz(func(t *testing.T, h string) {
-		if !utf8.ValidString(h) || strings.ContainsAny(h, "/\x00") {
-			return // not a host; ToUpper would change invalid bytes
-		}
-		k := hostKey(h)
-		if got := hostKey(k); got != k {
-			t.Fatalf("hostKey(%q) = %q, but hostKey(%q) = %q", h, k, k, got)
-		}
-		// Only where upper case lowers back to h's lower case (not "ς",
-		// whose upper case "Σ" lowers to "σ"): strings.EqualFold folds
-		// those together, hostKey must not.
-		upper := strings.ToUpper(h)
-		lower, upperLowered := strings.ToLower(h), strings.ToLower(upper)
-		if got := hostKey(upper); lower == upperLowered && got != k {
-			t.Fatalf("hostKey(%q) = %q, but hostKey(%q) = %q", strings.ToUpper(h), got, h, k)
-		}
-		if _, _, hasPort := strings.Cut(h, ":"); !hasPort {
-			if got := hostKey(h + ":443"); got != k {
-				t.Fatalf("hostKey(%q) = %q, but hostKey(%q) = %q", h+":443", got, h, k)
-			}
-		}
-	})
 }

@@ -1,9 +1,7 @@
 package resolve
 
 import (
-	"context"
 	"fmt"
-	"io"
 	"net/http"
 	"strings"
 	"testing"
@@ -12,11 +10,12 @@ import (
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 
 	"github.com/digestpin/digestpin/internal/testregistry"
+	regtransport "github.com/digestpin/digestpin/resolve/transport"
 )
 
 // TestMaliciousRegistry resolves against registries that answer in bad
 // faith. Whatever they send, the resolver ends within its per-request
-// timeout, holds at most maxResponseBody of any answer, and returns either
+// timeout, holds at most transport.MaxResponseBody of any answer, and returns either
 // a well-formed digest of what was served or a one-line error.
 func TestMaliciousRegistry(t *testing.T) {
 	t.Parallel()
@@ -134,9 +133,9 @@ func TestMaliciousRegistry(t *testing.T) {
 				}
 			}
 			got, err := resolveString(t, r, reg.Ref("app:1"))
-			// Each of at most DefaultAttempts tries is bounded by the
+			// Each of at most transport.DefaultAttempts tries is bounded by the
 			// timeout; the bound leaves room for a busy machine.
-			if took := time.Since(start); took > 10*perRequest*DefaultAttempts {
+			if took := time.Since(start); took > 10*perRequest*regtransport.DefaultAttempts {
 				t.Errorf("Resolve took %s", took)
 			}
 			switch {
@@ -152,37 +151,3 @@ func TestMaliciousRegistry(t *testing.T) {
 		})
 	}
 }
-
-// TestBodyCapAllowsTheLimit checks that an answer of exactly
-// maxResponseBody bytes is read whole.
-func TestBodyCapAllowsTheLimit(t *testing.T) {
-	t.Parallel()
-	for _, tc := range []struct {
-		size    int
-		wantErr bool
-	}{
-		{size: maxResponseBody},
-		{size: maxResponseBody + 1, wantErr: true},
-	} {
-		body := strings.Repeat("x", tc.size)
-		c := &bodyCap{max: maxResponseBody, next: roundTripFunc(func(req *http.Request) (*http.Response, error) {
-			return &http.Response{StatusCode: http.StatusOK, ContentLength: -1, Body: readCloser{strings.NewReader(body)}, Request: req}, nil
-		})}
-		req, _ := http.NewRequestWithContext(context.Background(), http.MethodGet, "https://registry.example/v2/", nil)
-		resp, err := c.RoundTrip(req)
-		if err != nil {
-			t.Fatalf("RoundTrip: %v", err)
-		}
-		b, err := io.ReadAll(resp.Body)
-		if (err != nil) != tc.wantErr {
-			t.Errorf("reading %d bytes: error %v, want error %v", tc.size, err, tc.wantErr)
-		}
-		if !tc.wantErr && len(b) != tc.size {
-			t.Errorf("read %d bytes, want %d", len(b), tc.size)
-		}
-	}
-}
-
-type readCloser struct{ *strings.Reader }
-
-func (readCloser) Close() error { return nil }

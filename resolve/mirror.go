@@ -5,6 +5,8 @@ import (
 	"strings"
 
 	"github.com/google/go-containerregistry/pkg/name"
+
+	"github.com/digestpin/digestpin/resolve/internal/hosts"
 )
 
 // mirror is where references to one registry may be asked instead: a
@@ -28,7 +30,7 @@ type Mirror struct {
 }
 
 // parseMirror validates a mirror for registry from and returns the
-// hostKey of from: from is a registry host, to is
+// hosts.Key of from: from is a registry host, to is
 // host[:port][/path-prefix] without a scheme.
 func parseMirror(from, to string) (string, mirror, error) {
 	if from == "" || to == "" {
@@ -50,7 +52,7 @@ func parseMirror(from, to string) (string, mirror, error) {
 	if _, err := name.NewRepository(m.String()+"/x", name.StrictValidation); err != nil {
 		return "", mirror{}, fmt.Errorf("mirror %s=%s: TO path %q: %w", from, to, prefix, err)
 	}
-	return hostKey(reg.RegistryStr()), m, nil
+	return hosts.Key(reg.RegistryStr()), m, nil
 }
 
 // ref names ref on the mirror. The repository path is the normalised one,

@@ -9,6 +9,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/digestpin/digestpin/internal/testregistry"
+	regtransport "github.com/digestpin/digestpin/resolve/transport"
 )
 
 func TestParseMirror(t *testing.T) {
@@ -98,7 +99,7 @@ func TestMirrors(t *testing.T) {
 		{desc: "first mirror has it", firstHas: true, secondHas: true, want: "first", wantAsked: []int{0, 1, 0}},
 		{desc: "second mirror after a miss", secondHas: true, want: "second", wantAsked: []int{0, 1, 1}},
 		{desc: "origin after two misses", want: "origin", wantAsked: []int{1, 1, 1}},
-		{desc: "origin after a failing mirror", firstHas: true, firstFails: http.StatusBadGateway, want: "origin", wantAsked: []int{1, DefaultAttempts, 1}},
+		{desc: "origin after a failing mirror", firstHas: true, firstFails: http.StatusBadGateway, want: "origin", wantAsked: []int{1, regtransport.DefaultAttempts, 1}},
 		{
 			desc: "mirror-only never asks the origin", mirrorOnly: true,
 			wantErr:   []string{"/cache/team/app:1 (mirror): HEAD manifest: 404 Not Found; then ", "/team/app:1 (mirror): HEAD manifest: 404 Not Found"},

@@ -14,7 +14,8 @@ import (
 	"github.com/google/go-containerregistry/pkg/name"
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 
-	"github.com/digestpin/digestpin/resolution"
+	"github.com/digestpin/digestpin/resolve/internal/hosts"
+	regtransport "github.com/digestpin/digestpin/resolve/transport"
 )
 
 // Option configures a Resolver. An Option that cannot work returns an
@@ -58,20 +59,19 @@ type options struct {
 	platform       *v1.Platform
 	jobs           int
 	requestTimeout time.Duration
-	insecure       map[string]bool // hostKey → true
+	insecure       map[string]bool // hosts.Key → true
 	caFiles        []string
-	mirrors        map[string][]mirror // hostKey → mirrors, in order
+	mirrors        map[string][]mirror // hosts.Key → mirrors, in order
 	mirrorList     []Mirror            // as given, in order
 	mirrorOnly     bool
-	retry          retryPolicy
+	retry          regtransport.RetryPolicy // zero: its defaults
 	userAgent      string
-	names          resolution.OptionNames
 	logf           func(format string, args ...any)
 	tagLimits      tagLimits
 
 	// Tests only: how host names are looked up, and addresses classed.
 	lookup   func(ctx context.Context, host string) ([]netip.Addr, error)
-	classify func(netip.Addr) addrClass
+	classify func(netip.Addr) regtransport.AddrClass
 }
 
 // DefaultJobs is how many references a Resolver asks about at once unless
@@ -87,13 +87,14 @@ const DefaultJobs = 64
 
 // DefaultRequestTimeout bounds one registry request unless
 // WithRequestTimeout says otherwise.
-const DefaultRequestTimeout = 30 * time.Second
+const DefaultRequestTimeout = regtransport.DefaultRequestTimeout
 
 // WithKeychain sets where credentials come from. The default is
-// DockerKeychain: the docker config in DOCKER_CONFIG or ~/.docker, with
-// its credential helpers. A registry's refusal (401, 403) says whether
-// credentials were sent; where they came from too, with DockerKeychain,
-// a ReadPullSecret keychain, or several of them in Keychains.
+// credentials.DockerKeychain: the docker config in DOCKER_CONFIG or
+// ~/.docker, with its credential helpers. A registry's refusal (401, 403)
+// says whether credentials were sent; where they came from too, with
+// credentials.DockerKeychain, a credentials.ReadPullSecret keychain, or
+// several of them in credentials.Keychains.
 func WithKeychain(kc authn.Keychain) Option {
 	return func(o *options) error {
 		if kc == nil {
@@ -179,13 +180,13 @@ func WithRequestTimeout(d time.Duration) Option {
 // verification, for the named registry hosts (host or host:port, without
 // a scheme or path) only, matched as WithMirror matches its from. By
 // default every registry but loopback ones is verified HTTPS.
-func WithInsecureRegistries(hosts ...string) Option {
+func WithInsecureRegistries(registries ...string) Option {
 	return func(o *options) error {
-		for _, h := range hosts {
+		for _, h := range registries {
 			if err := checkHost(h); err != nil {
 				return optionError("WithInsecureRegistries", err)
 			}
-			o.insecure[hostKey(h)] = true
+			o.insecure[hosts.Key(h)] = true
 		}
 		return nil
 	}
@@ -274,17 +275,6 @@ func WithMirror(from, to string) Option {
 	}
 }
 
-// WithOptionNames names the options in the Resolver's messages as names
-// says (a command: by its flags), where a message says which option would
-// change the outcome; by default each is named by its Go name
-// ("WithInsecureRegistries").
-func WithOptionNames(names resolution.OptionNames) Option {
-	return func(o *options) error {
-		o.names = names
-		return nil
-	}
-}
-
 // WithMirrorOnly makes a Resolver, when only is true, never ask a registry
 // that has mirrors itself: if no mirror answers, the reference fails. Registries without a
 // mirror are still asked. The default is false. It needs a WithMirror.
@@ -302,7 +292,7 @@ func withRetry(attempts int, base, most time.Duration) Option {
 		if attempts < 1 || base <= 0 || most < base {
 			return optionError("withRetry", fmt.Errorf("invalid policy: %d attempts, backoff %s to %s", attempts, base, most))
 		}
-		o.retry.attempts, o.retry.base, o.retry.max = attempts, base, most
+		o.retry.Attempts, o.retry.Base, o.retry.Max = attempts, base, most
 		return nil
 	}
 }
@@ -310,7 +300,7 @@ func withRetry(attempts int, base, most time.Duration) Option {
 // withAddrHooks replaces how the address guard looks up host names and
 // classes addresses, so that tests on loopback can play a registry on the
 // internet.
-func withAddrHooks(lookup func(ctx context.Context, host string) ([]netip.Addr, error), classify func(netip.Addr) addrClass) Option {
+func withAddrHooks(lookup func(ctx context.Context, host string) ([]netip.Addr, error), classify func(netip.Addr) regtransport.AddrClass) Option {
 	return func(o *options) error {
 		o.lookup, o.classify = lookup, classify
 		return nil

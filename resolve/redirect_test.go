@@ -8,11 +8,12 @@ import (
 	"time"
 
 	"github.com/digestpin/digestpin/internal/testregistry"
+	regtransport "github.com/digestpin/digestpin/resolve/transport"
 )
 
 // TestRedirectLoopIsBounded resolves against a registry whose manifest
 // requests redirect to themselves: the resolver follows at most
-// maxRedirects hops per request, says so, and does not multiply them
+// transport.MaxRedirects hops per request, says so, and does not multiply them
 // with retries or a GET after the HEAD.
 func TestRedirectLoopIsBounded(t *testing.T) {
 	t.Parallel()
@@ -44,8 +45,8 @@ func TestRedirectLoopIsBounded(t *testing.T) {
 			// The request and the redirects up to the 10th, which is not
 			// followed; for a manifest, the ping before them.
 			t.Logf("%d requests: HEAD %d, ping %d", reg.Total(), reg.Count("HEAD manifests"), reg.Count("GET ping"))
-			if n := reg.Total(); n > maxRedirects+1 {
-				t.Errorf("requests = %d, want at most %d", n, maxRedirects+1)
+			if n := reg.Total(); n > regtransport.MaxRedirects+1 {
+				t.Errorf("requests = %d, want at most %d", n, regtransport.MaxRedirects+1)
 			}
 		})
 	}

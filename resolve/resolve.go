@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"net/http"
 	"net/url"
 	"slices"
@@ -15,7 +16,11 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/remote"
 	"github.com/google/go-containerregistry/pkg/v1/remote/transport"
 
+	"github.com/digestpin/digestpin/internal/redact"
 	"github.com/digestpin/digestpin/resolution"
+	"github.com/digestpin/digestpin/resolve/credentials"
+	"github.com/digestpin/digestpin/resolve/internal/hosts"
+	regtransport "github.com/digestpin/digestpin/resolve/transport"
 )
 
 // Resolver resolves image references to digests. It is safe for
@@ -29,7 +34,7 @@ import (
 // tokens are shared, and a failing registry is given up on once.
 type Resolver struct {
 	o        options
-	red      *redactor
+	red      *redact.Redactor
 	base     http.RoundTripper
 	sem      chan struct{}
 	calls    sync.Map // ref.Name() → *call
@@ -47,19 +52,13 @@ type call struct {
 // New returns a Resolver configured by opts.
 func New(opts ...Option) (*Resolver, error) {
 	o := options{
-		keychain:       DockerKeychain,
+		keychain:       credentials.DockerKeychain,
 		jobs:           DefaultJobs,
 		requestTimeout: DefaultRequestTimeout,
 		insecure:       map[string]bool{},
 		mirrors:        map[string][]mirror{},
-		retry: retryPolicy{
-			attempts:      DefaultAttempts,
-			base:          defaultBackoffBase,
-			max:           defaultBackoffMax,
-			maxRetryAfter: DefaultMaxRetryAfter,
-		},
-		logf:      func(string, ...any) {},
-		tagLimits: defaultTagLimits,
+		logf:           func(string, ...any) {},
+		tagLimits:      defaultTagLimits,
 	}
 	for _, opt := range opts {
 		if err := opt(&o); err != nil {
@@ -70,13 +69,24 @@ func New(opts ...Option) (*Resolver, error) {
 		return nil, fmt.Errorf("configuring resolver: %w", &OptionError{Option: "WithMirrorOnly", Needs: "WithMirror"})
 	}
 	// Every message goes through the redactor, those of the retries too.
-	red := newRedactor()
-	red.names = o.names
+	red := redact.New()
 	logf := o.logf
-	o.logf = func(format string, args ...any) { logf("%s", red.redact(fmt.Sprintf(format, args...))) }
-	base, err := newBaseTransport(&o, red)
+	o.logf = func(format string, args ...any) { logf("%s", red.Redact(fmt.Sprintf(format, args...))) }
+	// The HTTP layer, under the registry protocol: see package
+	// transport.
+	base, err := regtransport.New(regtransport.Options{
+		Base:           o.transport,
+		CAFiles:        o.caFiles,
+		Insecure:       slices.Collect(maps.Keys(o.insecure)),
+		Retry:          o.retry,
+		RequestTimeout: o.requestTimeout,
+		Logf:           o.logf,
+		Redactor:       red,
+		Lookup:         o.lookup,
+		Classify:       o.classify,
+	})
 	if err != nil {
-		return nil, fmt.Errorf("configuring resolver: %w", err)
+		return nil, fmt.Errorf("configuring resolver: %w", optionError("WithCAFiles", err))
 	}
 	// go-containerregistry appends its own User-Agent to ours, and wraps
 	// nothing more around a transport that already sets one.
@@ -103,7 +113,7 @@ func (r *Resolver) Mirrors() []Mirror { return slices.Clone(r.o.mirrorList) }
 // UsesMirror reports whether the Resolver would ask mirror m about ref:
 // whether ref's registry is m's From, however either spells the host.
 func UsesMirror(m Mirror, ref name.Reference) bool {
-	return hostKey(m.From) == hostKey(ref.Context().RegistryStr())
+	return hosts.Key(m.From) == hosts.Key(ref.Context().RegistryStr())
 }
 
 // Resolve returns the digest the registry serves for ref now, with source
@@ -171,8 +181,8 @@ func (r *Resolver) resolve(ctx context.Context, ref name.Reference) (h v1.Hash, 
 	// digest came from (Resolution.Mirror).
 	var fails []tryFailure
 	for _, c := range cands {
-		tr := &trace{}
-		h, err := r.resolveAt(withTrace(ctx, tr), c)
+		tr := &regtransport.Trace{}
+		h, err := r.resolveAt(regtransport.WithTrace(ctx, tr), c)
 		if err == nil {
 			if c.mirror {
 				mirror = c.ref.Context().RegistryStr()
@@ -185,10 +195,10 @@ func (r *Resolver) resolve(ctx context.Context, ref name.Reference) (h v1.Hash, 
 			break
 		}
 		if c.mirror {
-			r.o.logf("mirror %s failed: %s", c.ref, describe(err, r.red))
+			r.o.logf("mirror %s failed: %s", c.ref, describe(ctx, err, r.red))
 		}
 	}
-	return v1.Hash{}, "", newError(ref, fails, r.red)
+	return v1.Hash{}, "", newError(ctx, ref, fails, r.red)
 }
 
 // slot returns ref's candidates once the Resolver's concurrency bound
@@ -222,9 +232,9 @@ func (r *Resolver) slot(ctx context.Context, ref name.Reference) (cands []candid
 func (r *Resolver) candidates(ref name.Reference) ([]candidate, error) {
 	ref = r.withScheme(ref)
 	var cands []candidate
-	ms := r.o.mirrors[hostKey(ref.Context().RegistryStr())]
+	ms := r.o.mirrors[hosts.Key(ref.Context().RegistryStr())]
 	for _, m := range ms {
-		mref, err := m.ref(ref, r.o.insecure[hostKey(m.host)])
+		mref, err := m.ref(ref, r.o.insecure[hosts.Key(m.host)])
 		if err != nil {
 			return nil, fmt.Errorf("naming %s on mirror %s: %w", ref, m, err)
 		}
@@ -267,7 +277,7 @@ func (r *Resolver) session(reg name.Registry) *session {
 // resolveAt asks one registry: HEAD first, GET only when HEAD gives no
 // digest, or GET straight away to pick a platform.
 func (r *Resolver) resolveAt(ctx context.Context, c candidate) (v1.Hash, error) {
-	ctx = withRegistry(ctx, c.ref.Context().RegistryStr())
+	ctx = regtransport.WithRegistry(ctx, c.ref.Context().RegistryStr())
 	p, err := c.sess.puller(ctx, c.ref.Context().RepositoryStr())
 	if err != nil {
 		return v1.Hash{}, err
@@ -284,7 +294,7 @@ func (r *Resolver) resolveAt(ctx context.Context, c candidate) (v1.Hash, error) 
 	}
 	// Some registries give no digest on HEAD, or refuse HEAD; GET the
 	// manifest instead.
-	r.o.logf("HEAD %s gave no digest (%s); trying GET", c.ref, describe(err, r.red))
+	r.o.logf("HEAD %s gave no digest (%s); trying GET", c.ref, describe(ctx, err, r.red))
 	d, err := p.Get(ctx, c.ref)
 	if err != nil {
 		return v1.Hash{}, err
@@ -348,7 +358,7 @@ func (r *Resolver) platformDigest(ctx context.Context, p *remote.Puller, ref nam
 // withScheme marks a reference to an insecure registry as such, so that
 // it may be reached over plain HTTP.
 func (r *Resolver) withScheme(ref name.Reference) name.Reference {
-	if !r.o.insecure[hostKey(ref.Context().RegistryStr())] {
+	if !r.o.insecure[hosts.Key(ref.Context().RegistryStr())] {
 		return ref
 	}
 	if ir, err := name.ParseReference(ref.String(), name.Insecure); err == nil {
@@ -368,7 +378,7 @@ func headGaveNoDigest(err error) bool {
 		return te.StatusCode == http.StatusMethodNotAllowed || te.StatusCode == http.StatusNotImplemented
 	}
 	var ue *url.Error
-	var he *hungError
+	var he *regtransport.HungError
 	return !errors.As(err, &ue) && !errors.As(err, &he) &&
 		!errors.Is(err, context.Canceled) && !errors.Is(err, context.DeadlineExceeded)
 }

@@ -20,6 +20,7 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/remote"
 
 	"github.com/digestpin/digestpin/internal/testregistry"
+	regtransport "github.com/digestpin/digestpin/resolve/transport"
 )
 
 // anonymous is a keychain with no credentials, so that parallel tests do
@@ -49,7 +50,7 @@ func (l *logBuffer) String() string {
 func newTestResolver(t *testing.T, opts ...Option) (*Resolver, *logBuffer) {
 	t.Helper()
 	logs := &logBuffer{}
-	base := []Option{WithKeychain(anonymous), withRetry(DefaultAttempts, time.Millisecond, 4*time.Millisecond), WithLogf(logs.logf)}
+	base := []Option{WithKeychain(anonymous), withRetry(regtransport.DefaultAttempts, time.Millisecond, 4*time.Millisecond), WithLogf(logs.logf)}
 	r, err := New(append(base, opts...)...)
 	if err != nil {
 		t.Fatalf("New: %v", err)

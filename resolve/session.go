@@ -12,6 +12,9 @@ import (
 	"github.com/google/go-containerregistry/pkg/name"
 	"github.com/google/go-containerregistry/pkg/v1/remote"
 	"github.com/google/go-containerregistry/pkg/v1/remote/transport"
+
+	"github.com/digestpin/digestpin/internal/redact"
+	"github.com/digestpin/digestpin/resolve/internal/oneline"
 )
 
 // maxScopes caps the repositories asked for in one token request. Both
@@ -44,7 +47,7 @@ type session struct {
 	reg   name.Registry
 	base  http.RoundTripper // the shared HTTP layer, with the ping cache
 	kc    authn.Keychain
-	red   *redactor
+	red   *redact.Redactor
 	popts []remote.Option
 
 	creds chan struct{}       // held while looking up credentials
@@ -396,11 +399,11 @@ func refused(err error) bool {
 type credentialError struct {
 	registry string
 	err      error
-	red      *redactor
+	red      *redact.Redactor
 }
 
 func (e credentialError) Error() string {
-	return "reading credentials for " + e.registry + ": " + cut(e.red, e.err.Error(), maxDetail)
+	return "reading credentials for " + e.registry + ": " + oneline.Cut(e.red, e.err.Error(), oneline.MaxDetail)
 }
 
 func (e credentialError) Unwrap() error { return e.err }

@@ -10,6 +10,7 @@ import (
 	"github.com/google/go-containerregistry/pkg/name"
 
 	"github.com/digestpin/digestpin/internal/testregistry"
+	"github.com/digestpin/digestpin/resolve/tagpolicy"
 )
 
 // BenchmarkTagPolicies resolves 10 images, each of a repository with a
@@ -23,7 +24,7 @@ func BenchmarkTagPolicies(b *testing.B) {
 	for _, strategy := range []string{"semver:~1.4", "latest"} {
 		b.Run(fmt.Sprintf("images=10/strategy=%s/latency=50ms", strategy), func(b *testing.B) {
 			reg := testregistry.New(b)
-			var ps TagPolicies
+			var ps tagpolicy.TagPolicies
 			refs := make([]name.Reference, 10)
 			for i := range refs {
 				repo := fmt.Sprintf("team/service%d", i)
@@ -47,7 +48,7 @@ func BenchmarkTagPolicies(b *testing.B) {
 				if err != nil {
 					b.Fatal(err)
 				}
-				pr, err := NewPolicyResolver(r, r, &ps, WithMaxTags(3))
+				pr, err := tagpolicy.NewPolicyResolver(r, r, &ps, tagpolicy.WithMaxTags(3))
 				if err != nil {
 					b.Fatal(err)
 				}

@@ -7,18 +7,17 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 
-	"github.com/google/go-cmp/cmp"
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 	"github.com/google/go-containerregistry/pkg/v1/mutate"
 	"github.com/google/go-containerregistry/pkg/v1/random"
 
-	"github.com/digestpin/digestpin/internal/imageref"
 	"github.com/digestpin/digestpin/internal/testregistry"
+	"github.com/digestpin/digestpin/resolve/tagpolicy"
+	regtransport "github.com/digestpin/digestpin/resolve/transport"
 )
 
 // tagsPage answers tags/list requests with fn's tags and Link header ("":
@@ -191,59 +190,6 @@ func TestTagsWithinLimits(t *testing.T) {
 	}
 }
 
-// TestPolicyIgnoresInvalidTags gives policies listings with names that
-// are not tags, and repeated names: the invalid names are never chosen nor
-// shown, and a repeated name is asked about once.
-func TestPolicyIgnoresInvalidTags(t *testing.T) {
-	t.Parallel()
-	listed := []string{
-		"1.0.0", "1.0.0", "9.9.9\n", "9.9.9 ", "../9.9.9", "-9.9.9", ".9.9.9", "9.9.9@sha256", "zz/zz",
-		"\x1b[31mzz", strings.Repeat("z", 129), "", "zzé", "1.2.0", "1.2.0",
-	}
-	for _, tc := range []struct {
-		policy, want string
-		cands        []string
-	}{
-		{"name:.*", "1.2.0", []string{"1.2.0", "1.0.0"}},
-		{"semver:*", "1.2.0", []string{"1.2.0", "1.0.0"}},
-		{"latest", "1.2.0", []string{"1.2.0", "1.0.0"}},
-	} {
-		t.Run(tc.policy, func(t *testing.T) {
-			p, err := ParseTagPolicy(tc.policy)
-			must(t, err)
-			var mu sync.Mutex
-			asked := map[string]int{}
-			created := func(tag string) (time.Time, error) {
-				mu.Lock()
-				defer mu.Unlock()
-				asked[tag]++
-				// 1.2.0 was created last.
-				return time.Unix(int64(len(tag)+int(tag[2])), 0), nil
-			}
-			tag, cands, err := p.choose("shop/web", listed, 10, created)
-			if err != nil || tag != tc.want {
-				t.Fatalf("choose = %q, %v, want %q", tag, err, tc.want)
-			}
-			if diff := cmp.Diff(tc.cands, cands); diff != "" && tc.policy != "latest" {
-				t.Errorf("candidates (-want +got):\n%s", diff)
-			}
-			for tag, n := range asked {
-				if n != 1 || !imageref.ValidTag(tag) {
-					t.Errorf("creation time of %q asked %d times", tag, n)
-				}
-			}
-		})
-	}
-	// A listing of nothing but invalid names matches nothing, and the
-	// error shows none of them.
-	p, err := ParseTagPolicy("name:.*")
-	must(t, err)
-	_, _, err = p.choose("shop/web", []string{"a b", "\x1b[31mx", "x\ny"}, 10, nil)
-	if err == nil || strings.ContainsAny(err.Error(), "\n\x1b") || strings.Contains(err.Error(), "nearest") {
-		t.Errorf("choose(invalid names) = %q, want a no-match error without them", err)
-	}
-}
-
 // TestCreatedHostileConfig reads the creation time of images whose config
 // blob is not what the manifest says: another blob, more than a registry
 // answer may hold, or not JSON. Each is an error naming the image.
@@ -269,7 +215,7 @@ func TestCreatedHostileConfig(t *testing.T) {
 			img, err = mutate.CreatedAt(img, v1.Time{Time: time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)})
 			must(t, err)
 			if tc.body == nil {
-				img, err = mutate.Config(img, v1.Config{Labels: map[string]string{"padding": strings.Repeat("x", maxResponseBody)}})
+				img, err = mutate.Config(img, v1.Config{Labels: map[string]string{"padding": strings.Repeat("x", regtransport.MaxResponseBody)}})
 				must(t, err)
 			}
 			reg.Push(t, "shop/web:1", img)
@@ -301,7 +247,7 @@ func TestPolicyChosenTagGone(t *testing.T) {
 	pushTags(t, reg, "shop/web", "1.0.0")
 	var n atomic.Int32
 	reg.Handle(tagsPage(&n, func(*http.Request) ([]string, string) { return []string{"1.0.0", "9.9.9"}, "" }))
-	var ps TagPolicies
+	var ps tagpolicy.TagPolicies
 	must(t, ps.Add(reg.Ref("shop/web"), "semver:*"))
 	pr := newPolicyResolver(t, &ps)
 	_, err := pr.Resolve(context.Background(), parseRef(t, reg.Ref("shop/web:1")))

@@ -18,167 +18,8 @@ import (
 
 	"github.com/digestpin/digestpin/internal/testregistry"
 	"github.com/digestpin/digestpin/resolution"
+	"github.com/digestpin/digestpin/resolve/tagpolicy"
 )
-
-// tagsSeen are the tags of the issue's example repository, with tags that
-// only some strategies take.
-var tagsSeen = []string{"1.4.1", "1.4.2", "1.5.0", "2.0.0-rc.1", "2.0.0", "latest", "main-3", "main-12", "v1.4.3", "1.4.2-debug"}
-
-func TestTagPolicyChoose(t *testing.T) {
-	t.Parallel()
-	for _, tc := range []struct {
-		policy         string
-		allow, ignore  string
-		want           string
-		wantCandidates []string
-	}{
-		{policy: "semver:~1.4", want: "v1.4.3", wantCandidates: []string{"v1.4.3", "1.4.2", "1.4.1"}},
-		{policy: "semver:~1.4", ignore: `^v`, want: "1.4.2", wantCandidates: []string{"1.4.2", "1.4.1"}},
-		{policy: "semver:^1", want: "1.5.0"},
-		{policy: "semver:>=1.2 <2", want: "1.5.0"},
-		{policy: "semver:>=1.2, <1.5", want: "v1.4.3"},
-		{policy: "semver:*", want: "2.0.0"},
-		{policy: "semver:^2", want: "2.0.0", wantCandidates: []string{"2.0.0"}},
-		// Pre-releases only when the constraint asks for them.
-		{policy: "semver:>=2.0.0-0 <2.0.0", want: "2.0.0-rc.1", wantCandidates: []string{"2.0.0-rc.1"}},
-		{policy: "semver:>=2.0.0-0", want: "2.0.0", wantCandidates: []string{"2.0.0", "2.0.0-rc.1"}},
-		{policy: "semver:1.4.2", want: "1.4.2"},
-		// name: the alphabetically last, as Image Updater does.
-		{policy: "name:^main-", want: "main-3", wantCandidates: []string{"main-3", "main-12"}},
-		{policy: "name:.", allow: `^\d`, ignore: `-`, want: "2.0.0"},
-	} {
-		t.Run(tc.policy+" "+tc.allow+" "+tc.ignore, func(t *testing.T) {
-			var ps TagPolicies
-			must(t, ps.Add("shop/web", tc.policy))
-			if tc.allow != "" {
-				must(t, ps.Allow("shop/web", tc.allow))
-			}
-			if tc.ignore != "" {
-				must(t, ps.Ignore("shop/web", tc.ignore))
-			}
-			p := ps.For(parseRef(t, "shop/web:1.4"))
-			if p == nil {
-				t.Fatal("For(shop/web:1.4) = nil")
-			}
-			got, cands, err := p.choose("shop/web", tagsSeen, DefaultMaxTags, nil)
-			if err != nil {
-				t.Fatalf("choose: %v", err)
-			}
-			if got != tc.want {
-				t.Errorf("policy %s chose %q, want %q (candidates %v)", p, got, tc.want, cands)
-			}
-			if tc.wantCandidates != nil {
-				if diff := cmp.Diff(tc.wantCandidates, cands); diff != "" {
-					t.Errorf("candidates (-want +got):\n%s", diff)
-				}
-			}
-		})
-	}
-}
-
-func TestTagPolicyNoMatch(t *testing.T) {
-	t.Parallel()
-	for _, tc := range []struct {
-		policy, want string
-	}{
-		{policy: "semver:~3", want: "shop/web: policy semver:~3 matches none of its 10 tags; nearest: 2.0.0, 2.0.0-rc.1, 1.5.0, v1.4.3, 1.4.2"},
-		{policy: "name:^release-", want: "shop/web: policy name:^release- matches none of its 10 tags; nearest: v1.4.3, main-3, main-12, latest, 2.0.0-rc.1"},
-	} {
-		p, err := ParseTagPolicy(tc.policy)
-		must(t, err)
-		_, _, err = p.choose("shop/web", tagsSeen, DefaultMaxTags, nil)
-		var nt *NoTagError
-		if !errors.As(err, &nt) || err.Error() != tc.want {
-			t.Errorf("policy %s: err = %v, want %q", tc.policy, err, tc.want)
-		}
-	}
-}
-
-func TestParseTagPolicyErrors(t *testing.T) {
-	t.Parallel()
-	for _, tc := range []struct {
-		in, want string
-	}{
-		{in: "semver:", want: "semver needs a constraint"},
-		{in: "semver:~1.x.y.z", want: `constraint "~1.x.y.z"`},
-		{in: "semver:>=1 <<2", want: `constraint ">=1 <<2"`},
-		{in: "name:", want: "name needs a regular expression"},
-		{in: "name:(", want: `regular expression "("`},
-		{in: "latest:3", want: "latest takes no argument"},
-		{in: "newest", want: `unknown strategy "newest", want semver:CONSTRAINT, latest, name:REGEXP or digest`},
-	} {
-		if _, err := ParseTagPolicy(tc.in); err == nil || !strings.Contains(err.Error(), tc.want) {
-			t.Errorf("ParseTagPolicy(%q) = %v, want an error containing %q", tc.in, err, tc.want)
-		}
-	}
-	var ps TagPolicies
-	for _, tc := range []struct {
-		err  error
-		want string
-	}{
-		{ps.Add("shop/web:1.4", "latest"), "want a repository without a tag or digest"},
-		{ps.Add("Shop/Web", "latest"), `parsing repository "Shop/Web"`},
-		{ps.Allow("shop/web", "x"), "shop/web has no tag policy"},
-	} {
-		if tc.err == nil || !strings.Contains(tc.err.Error(), tc.want) {
-			t.Errorf("err = %v, want one containing %q", tc.err, tc.want)
-		}
-	}
-	must(t, ps.Add("shop/web", "latest"))
-	if err := ps.Ignore("shop/web", "[z-a]"); err == nil || !strings.Contains(err.Error(), `parsing regular expression "[z-a]"`) {
-		t.Errorf("Ignore([z-a]) = %v", err)
-	}
-}
-
-func TestTagPoliciesNormalise(t *testing.T) {
-	t.Parallel()
-	var ps TagPolicies
-	must(t, ps.Add("nginx", "semver:~1.27"))
-	must(t, ps.Add("registry.example/shop/web", "latest"))
-	must(t, ps.Add("registry.example/shop/api", "latest"))
-	must(t, ps.Add("registry.example/shop/api", "digest")) // a later flag wins
-	for ref, want := range map[string]string{
-		"nginx:1.27":                                "semver:~1.27",
-		"docker.io/library/nginx":                   "semver:~1.27",
-		"index.docker.io/library/nginx:1.26":        "semver:~1.27",
-		"registry.example/shop/web:dev":             "latest",
-		"registry.example/shop/api:1":               "",
-		"registry.example/shop/other:1":             "",
-		"registry.example/shop/web/sub:1":           "",
-		"other.example/registry.example/shop/web:1": "",
-	} {
-		got := ""
-		if p := ps.For(parseRef(t, ref)); p != nil {
-			got = p.String()
-		}
-		if got != want {
-			t.Errorf("For(%s) = %q, want %q", ref, got, want)
-		}
-	}
-	if n := ps.Len(); n != 2 {
-		t.Errorf("Len() = %d, want 2", n)
-	}
-}
-
-func TestNaturalCompare(t *testing.T) {
-	t.Parallel()
-	for _, tc := range []struct {
-		a, b string
-		want int
-	}{
-		{"1.9", "1.10", -1},
-		{"build-99", "build-100", -1},
-		{"a", "b", -1},
-		{"1.0", "1.0", 0},
-		{"1.0", "1.0.1", -1},
-		{"007", "7", 0},
-		{"v2", "v10", -1},
-	} {
-		if got := naturalCompare(tc.a, tc.b); got != tc.want {
-			t.Errorf("naturalCompare(%q, %q) = %d, want %d", tc.a, tc.b, got, tc.want)
-		}
-	}
-}
 
 // pushTags pushes an image for each tag, created a minute apart in order.
 func pushTags(t *testing.T, reg *testregistry.Registry, repo string, tags ...string) map[string]string {
@@ -213,10 +54,10 @@ func TestTagsPaginated(t *testing.T) {
 }
 
 // newPolicyResolver returns a PolicyResolver over a registry resolver.
-func newPolicyResolver(t *testing.T, policies *TagPolicies, opts ...PolicyOption) *PolicyResolver {
+func newPolicyResolver(t *testing.T, policies *tagpolicy.TagPolicies, opts ...tagpolicy.PolicyOption) *tagpolicy.PolicyResolver {
 	t.Helper()
 	r, _ := newTestResolver(t)
-	pr, err := NewPolicyResolver(r, r, policies, opts...)
+	pr, err := tagpolicy.NewPolicyResolver(r, r, policies, opts...)
 	must(t, err)
 	return pr
 }
@@ -238,7 +79,7 @@ func TestPolicyResolverStrategies(t *testing.T) {
 		{"name:^1\\.", "1.5.0"},
 	} {
 		t.Run(tc.policy, func(t *testing.T) {
-			var ps TagPolicies
+			var ps tagpolicy.TagPolicies
 			must(t, ps.Add(reg.Ref("shop/web"), tc.policy))
 			pr := newPolicyResolver(t, &ps)
 			ref := parseRef(t, reg.Ref("shop/web:1.4"))
@@ -264,10 +105,10 @@ func TestPolicyResolverCost(t *testing.T) {
 	pushTags(t, reg, "shop/db", "1")
 	reg.PageTags(t, 2)
 	reg.ResetCounts()
-	var ps TagPolicies
+	var ps tagpolicy.TagPolicies
 	must(t, ps.Add(reg.Ref("shop/web"), "semver:~1.4"))
 	must(t, ps.Add(reg.Ref("shop/api"), "latest"))
-	pr := newPolicyResolver(t, &ps, WithMaxTags(2))
+	pr := newPolicyResolver(t, &ps, tagpolicy.WithMaxTags(2))
 	// Many references of the two repositories at once, and one without a
 	// policy.
 	refs := []string{"shop/web:1.4", "shop/web:1", "shop/web", "shop/api:x", "shop/api:y", "shop/db:1"}
@@ -298,7 +139,7 @@ func TestPolicyResolverCost(t *testing.T) {
 		t.Errorf("%d manifest HEADs, want 3", n)
 	}
 	c, _ := pr.Choice(parseRef(t, reg.Ref("shop/api:x")))
-	if diff := cmp.Diff(Choice{Policy: "latest", Tag: "f", Candidates: []string{"f", "e"}}, c); diff != "" {
+	if diff := cmp.Diff(tagpolicy.Choice{Policy: "latest", Tag: "f", Candidates: []string{"f", "e"}}, c); diff != "" {
 		t.Errorf("Choice (-want +got):\n%s", diff)
 	}
 }
@@ -307,7 +148,7 @@ func TestPolicyResolverErrors(t *testing.T) {
 	t.Parallel()
 	reg := testregistry.New(t)
 	pushTags(t, reg, "shop/web", "1.4.1", "2.0.0")
-	var ps TagPolicies
+	var ps tagpolicy.TagPolicies
 	must(t, ps.Add(reg.Ref("shop/web"), "semver:~3"))
 	must(t, ps.Add(reg.Ref("shop/none"), "latest"))
 	pr := newPolicyResolver(t, &ps)
@@ -334,16 +175,16 @@ func TestPolicyResolverCache(t *testing.T) {
 	t.Parallel()
 	reg := testregistry.New(t)
 	digests := pushTags(t, reg, "shop/web", "1.4.1", "1.4.2")
-	var ps TagPolicies
+	var ps tagpolicy.TagPolicies
 	must(t, ps.Add(reg.Ref("shop/web"), "semver:~1.4"))
 	dir := t.TempDir()
-	run := func(policies *TagPolicies) resolution.Resolution {
+	run := func(policies *tagpolicy.TagPolicies) resolution.Resolution {
 		t.Helper()
 		r, _ := newTestResolver(t)
 		cache, err := NewDirCache(dir)
 		must(t, err)
 		live := NewCachingResolver(r, cache, time.Hour, r.CacheKey, nil)
-		pr, err := NewPolicyResolver(live, r, policies, WithChoiceCache(cache, time.Hour, r.CacheKey, nil))
+		pr, err := tagpolicy.NewPolicyResolver(live, r, policies, tagpolicy.WithChoiceCache(cache, time.Hour, r.CacheKey, nil))
 		must(t, err)
 		res, err := pr.Resolve(context.Background(), parseRef(t, reg.Ref("shop/web:1.4")))
 		must(t, err)
@@ -360,7 +201,7 @@ func TestPolicyResolverCache(t *testing.T) {
 		t.Errorf("second run = %+v with %d requests, want the cached choice without requests", res, reg.Total())
 	}
 	// Another policy is another key: it lists the tags again.
-	var other TagPolicies
+	var other tagpolicy.TagPolicies
 	must(t, other.Add(reg.Ref("shop/web"), "semver:~1.4.0"))
 	if res := run(&other); res.Tag != "1.4.3" || reg.Count("GET tags") != 1 {
 		t.Errorf("other policy = %+v after %d listings, want 1.4.3 from a new listing", res, reg.Count("GET tags"))
@@ -422,7 +263,7 @@ func TestPolicyResolverOneListingPerRepository(t *testing.T) {
 	reg := testregistry.New(t)
 	digests := pushTags(t, reg, "shop/web", "1.4.1", "1.4.2", "1.5.0", "2.0.0")
 	reg.ResetCounts()
-	var ps TagPolicies
+	var ps tagpolicy.TagPolicies
 	must(t, ps.Add(reg.Ref("shop/web"), "semver:~1.4"))
 	minor, patch := parseRef(t, reg.Ref("shop/web:1.4.1")), parseRef(t, reg.Ref("shop/web:1.5.0"))
 	must(t, ps.AddReference(minor, "semver:>=1.4.1, <2.0.0-0"))

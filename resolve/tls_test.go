@@ -1,16 +1,13 @@
 package resolve
 
 import (
-	"errors"
-	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
-	"github.com/google/go-cmp/cmp"
-
 	"github.com/digestpin/digestpin/internal/testregistry"
+	"github.com/digestpin/digestpin/resolution"
 )
 
 func TestTLSRegistry(t *testing.T) {
@@ -24,10 +21,11 @@ func TestTLSRegistry(t *testing.T) {
 	for _, tc := range []struct {
 		desc    string
 		opts    []Option
+		names   resolution.OptionNames // on the context
 		wantErr []string
 	}{
 		{desc: "unknown CA", wantErr: []string{reg.TLSRef("app:1"), "TLS: certificate signed by an unknown authority (add its CA with WithCAFiles, or name the host with WithInsecureRegistries)"}},
-		{desc: "unknown CA, options named by the caller", opts: []Option{WithOptionNames(func(o string) string { return "<" + o + ">" })},
+		{desc: "unknown CA, options named by the caller", names: func(o string) string { return "<" + o + ">" },
 			wantErr: []string{"(add its CA with <WithCAFiles>, or name the host with <WithInsecureRegistries>)"}},
 		{desc: "with --ca-file", opts: []Option{WithCAFiles(ca)}},
 		{desc: "with --insecure-registry", opts: []Option{WithInsecureRegistries(reg.TLSHost())}},
@@ -35,7 +33,12 @@ func TestTLSRegistry(t *testing.T) {
 		t.Run(tc.desc, func(t *testing.T) {
 			t.Parallel()
 			r, _ := newTestResolver(t, tc.opts...)
-			got, err := resolveString(t, r, reg.TLSRef("app:1"))
+			ctx := resolution.WithOptionNames(t.Context(), tc.names)
+			var got string
+			res, err := r.Resolve(ctx, parseRef(t, reg.TLSRef("app:1")))
+			if err == nil {
+				got = res.Digest.String()
+			}
 			if tc.wantErr != nil {
 				wantErr(t, err, tc.wantErr...)
 				return
@@ -55,69 +58,6 @@ func TestCAFileWithoutCertificates(t *testing.T) {
 	}
 	_, err := New(WithCAFiles(f))
 	wantErr(t, err, "no PEM certificate")
-}
-
-func TestPlainHTTPOnlyToLoopbackAndInsecure(t *testing.T) {
-	t.Parallel()
-	ok := roundTripFunc(func(*http.Request) (*http.Response, error) { return &http.Response{StatusCode: http.StatusOK}, nil })
-	g := &plainHTTPGuard{next: ok, insecure: map[string]bool{"registry.example:5000": true}}
-	got := map[string]bool{}
-	for _, u := range []string{
-		"http://127.0.0.1:5000/v2/",
-		"http://localhost:5000/v2/",
-		"http://[::1]:5000/v2/",
-		"http://registry.example:5000/v2/",
-		"http://registry.example/v2/",
-		"http://10.1.2.3:5000/v2/",
-		"http://printer.local/v2/",
-		"https://10.1.2.3:5000/v2/",
-	} {
-		req, err := http.NewRequest(http.MethodGet, u, nil)
-		if err != nil {
-			t.Fatal(err)
-		}
-		_, err = g.RoundTrip(req)
-		got[u] = err == nil
-	}
-	want := map[string]bool{
-		"http://127.0.0.1:5000/v2/":        true,
-		"http://localhost:5000/v2/":        true,
-		"http://[::1]:5000/v2/":            true,
-		"http://registry.example:5000/v2/": true,
-		"http://registry.example/v2/":      false,
-		"http://10.1.2.3:5000/v2/":         false,
-		"http://printer.local/v2/":         false,
-		"https://10.1.2.3:5000/v2/":        true,
-	}
-	if diff := cmp.Diff(want, got); diff != "" {
-		t.Errorf("allowed (-want +got):\n%s", diff)
-	}
-	// The refusal names the option that allows it, as the caller names it.
-	red := newRedactor()
-	red.names = func(o string) string { return map[string]string{"WithInsecureRegistries": "--insecure-registry"}[o] }
-	g.red = red
-	req, err := http.NewRequest(http.MethodGet, "http://10.1.2.3:5000/v2/", nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	_, err = g.RoundTrip(req)
-	wantErr(t, err, "plain HTTP to 10.1.2.3:5000 refused: it is not loopback; name it with --insecure-registry to allow it")
-}
-
-func TestDescribeNetworkCauses(t *testing.T) {
-	t.Parallel()
-	for _, tc := range []struct {
-		err  error
-		want string
-	}{
-		{&hungError{host: "registry.example", timeout: 30e9}, "no answer from registry.example within 30s"},
-		{&hungError{host: "registry.example", timeout: 30e9, earlier: true}, "skipped: registry.example gave no answer within 30s earlier in this run"},
-		{errors.New("line one\nline two\t\tend"), "line one line two end"},
-	} {
-		if got := describe(tc.err, nil); got != tc.want {
-			t.Errorf("describe(%v) = %q, want %q", tc.err, got, tc.want)
-		}
-	}
 }
 
 // TestInsecureRegistryHosts checks that --insecure-registry takes a host

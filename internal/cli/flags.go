@@ -15,6 +15,7 @@ import (
 	"github.com/digestpin/digestpin/pin"
 	"github.com/digestpin/digestpin/renderer"
 	"github.com/digestpin/digestpin/resolve"
+	"github.com/digestpin/digestpin/resolve/tagpolicy"
 	"github.com/digestpin/digestpin/verify"
 )
 
@@ -264,8 +265,8 @@ type policyValue[T any] struct {
 
 // tagPolicyValue binds --tag-policy onto a Pinner's tag policies:
 // IMAGE=STRATEGY, a later one for the same image replacing its strategy.
-func tagPolicyValue(ps **resolve.TagPolicies) *policyValue[resolve.TagPolicies] {
-	return &policyValue[resolve.TagPolicies]{ps: ps, add: func(p *resolve.TagPolicies, s string) error {
+func tagPolicyValue(ps **tagpolicy.TagPolicies) *policyValue[tagpolicy.TagPolicies] {
+	return &policyValue[tagpolicy.TagPolicies]{ps: ps, add: func(p *tagpolicy.TagPolicies, s string) error {
 		return pin.AddTagEntry(s, "IMAGE=STRATEGY", p.Add)
 	}}
 }

@@ -16,6 +16,7 @@ import (
 	"github.com/digestpin/digestpin/kindpath"
 	"github.com/digestpin/digestpin/renderer"
 	"github.com/digestpin/digestpin/resolve"
+	"github.com/digestpin/digestpin/resolve/tagpolicy"
 	"github.com/digestpin/digestpin/verify"
 )
 
@@ -34,7 +35,7 @@ func TestFlagValues(t *testing.T) {
 		paths      []kindpath.PodSpec
 		mirrors    []resolve.Mirror
 		filters    []string
-		policies   *resolve.TagPolicies
+		policies   *tagpolicy.TagPolicies
 		signatures *verify.Policies
 	)
 	values := map[string]pflag.Value{

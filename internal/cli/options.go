@@ -17,6 +17,8 @@ import (
 	"github.com/digestpin/digestpin/pin"
 	"github.com/digestpin/digestpin/renderer"
 	"github.com/digestpin/digestpin/resolve"
+	"github.com/digestpin/digestpin/resolve/credentials"
+	"github.com/digestpin/digestpin/resolve/tagpolicy"
 	"github.com/digestpin/digestpin/verify"
 )
 
@@ -119,7 +121,7 @@ func (o *Options) Bind(fs *pflag.FlagSet) {
 	fs.StringVar(&o.trustedRoot, "trusted-root", "", "the Sigstore trusted root (trusted_root.json) that keyless --verify policies are checked against; never fetched")
 	fs.Var(newListValue(&o.tagAllow, false, parseTagFilter), "tag-allow", "the --tag-policy of IMAGE considers only tags matching REGEXP (`IMAGE=REGEXP`; repeatable)")
 	fs.Var(newListValue(&o.tagIgnore, false, parseTagFilter), "tag-ignore", "the --tag-policy of IMAGE never considers tags matching REGEXP (`IMAGE=REGEXP`; repeatable)")
-	fs.Var(newPositiveIntValue(&p.MaxTags, resolve.DefaultMaxTags), "max-tags", "the latest tag policy reads the creation time of at most `N` candidates, the highest in natural order")
+	fs.Var(newPositiveIntValue(&p.MaxTags, tagpolicy.DefaultMaxTags), "max-tags", "the latest tag policy reads the creation time of at most `N` candidates, the highest in natural order")
 	fs.BoolVar(&p.KeelAnnotations, "keel-annotations", false, "give the images of each workload with Keel's keel.sh/policy annotation (or label) the tag policy it means (all, major, minor, patch, force with keel.sh/match-tag, glob:, regexp:), relative to each image's tag")
 	fs.StringVar(&o.redis.url, "cache", "", "keep resolutions for --cache-ttl on the Redis at `URL` (redis://[USER@]HOST[:PORT][/DB], or rediss:// for TLS), shared by every process that uses it; excludes --cache-dir")
 	fs.StringVar(&o.redis.passwordFile, "redis-password-file", "", "the Redis password is in `FILE` (default: the URL's, else $DIGESTPIN_REDIS_PASSWORD, else $REDIS_PASSWORD)")
@@ -316,14 +318,14 @@ func (o *Options) addTagFilters(opts *pin.Options) error {
 func (r *registryFlags) options(o *Options, log *Logger) ([]resolve.Option, error) {
 	var keychains []authn.Keychain
 	for _, f := range r.pullSecrets {
-		kc, err := resolve.ReadPullSecret(f)
+		kc, err := credentials.ReadPullSecret(f)
 		if err != nil {
 			return nil, fmt.Errorf("%s: %w", o.Name("pull-secret"), err)
 		}
 		keychains = append(keychains, kc)
 	}
 	opts := []resolve.Option{
-		resolve.WithKeychain(resolve.Keychains(append(keychains, resolve.DockerKeychain)...)),
+		resolve.WithKeychain(credentials.Keychains(append(keychains, credentials.DockerKeychain)...)),
 		resolve.WithJobs(r.jobs),
 		resolve.WithRequestTimeout(r.requestTimeout),
 		resolve.WithInsecureRegistries(r.insecure...),
@@ -339,8 +341,10 @@ func (r *registryFlags) options(o *Options, log *Logger) ([]resolve.Option, erro
 }
 
 // optionFlags names the flag that sets each pin.Options field and
-// resolve option, for the library's errors (libraryError): the one place
-// where the command maps the library's names to its own. "" leaves the
+// resolve option, for the library's errors (libraryError) and messages
+// (pin.Options.OptionNames, which a Pin carries on its context to the
+// renderer and the resolver): the one place where the command maps the
+// library's names to its own. "" leaves the
 // name out: the renderer's errors say what they are about.
 var optionFlags = map[string]string{
 	"Lock":        "lock",
@@ -357,7 +361,7 @@ var optionFlags = map[string]string{
 	"DiffAgainst": "diff-against",
 	"Summary":     "summary",
 	"SummaryText": "summary-text",
-	// The renderer's fields, for its messages (renderer.Renderer.OptionNames).
+	// The renderer's fields, for its messages.
 	"Mode":           "mode",
 	"ImagePaths":     "image-path",
 	"Strict":         "strict",

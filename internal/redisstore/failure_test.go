@@ -10,6 +10,7 @@ import (
 	"github.com/digestpin/digestpin/internal/testredis"
 	"github.com/digestpin/digestpin/internal/testregistry"
 	"github.com/digestpin/digestpin/resolve"
+	"github.com/digestpin/digestpin/resolve/tagpolicy"
 )
 
 // resolvers returns n caching resolvers, each with its own Client and
@@ -71,20 +72,20 @@ func TestChoicesShared(t *testing.T) {
 	d := reg.PushImage(t, "team/app:1.4.2")
 	reg.PushImage(t, "team/app:1.3.0")
 	reg.ResetCounts()
-	var ps resolve.TagPolicies
+	var ps tagpolicy.TagPolicies
 	if err := ps.Add(reg.Ref("team/app"), "semver:~1.4"); err != nil {
 		t.Fatal(err)
 	}
 	ref := mustRef(t, reg.Ref("team/app:1.4"))
 	// process returns a resolver of its own, on its own Client.
-	process := func() (*resolve.PolicyResolver, *warnings) {
+	process := func() (*tagpolicy.PolicyResolver, *warnings) {
 		c, w := newClient(t, Options{URL: srv.URL(0)})
 		k := newCache(t, c, time.Hour, 10*time.Second)
 		r, err := resolve.New()
 		if err != nil {
 			t.Fatal(err)
 		}
-		pr, err := resolve.NewPolicyResolver(resolve.NewCachingResolver(r, k, time.Hour, r.CacheKey, t.Errorf), r, &ps, resolve.WithChoiceCache(k, time.Hour, r.CacheKey, t.Errorf))
+		pr, err := tagpolicy.NewPolicyResolver(resolve.NewCachingResolver(r, k, time.Hour, r.CacheKey, t.Errorf), r, &ps, tagpolicy.WithChoiceCache(k, time.Hour, r.CacheKey, t.Errorf))
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -1,4 +1,4 @@
-package resolve
+package credentials
 
 import (
 	"encoding/base64"
@@ -98,7 +98,7 @@ func TestPullSecretComposesAfterOthers(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	kc := authn.NewMultiKeychain(ps, anonymous)
+	kc := authn.NewMultiKeychain(ps, authn.NewMultiKeychain())
 	reg, _ := name.NewRegistry("other.example")
 	a, err := kc.Resolve(reg)
 	if err != nil || a != authn.Anonymous {
@@ -110,4 +110,21 @@ func TestReadPullSecretMissingFile(t *testing.T) {
 	t.Parallel()
 	_, err := ReadPullSecret(filepath.Join(t.TempDir(), "nope"))
 	wantErr(t, err, "reading pull secret", "no such file")
+}
+
+// wantErr checks that err is one line that contains every part.
+func wantErr(t *testing.T, err error, parts ...string) {
+	t.Helper()
+	if err == nil {
+		t.Fatalf("error = nil, want one containing %q", parts)
+	}
+	msg := err.Error()
+	if strings.ContainsAny(msg, "\r\n") {
+		t.Errorf("error is not one line: %q", msg)
+	}
+	for _, p := range parts {
+		if !strings.Contains(msg, p) {
+			t.Errorf("error = %q, want it to contain %q", msg, p)
+		}
+	}
 }

@@ -1,4 +1,4 @@
-package resolve
+package credentials
 
 import (
 	"bytes"
@@ -11,7 +11,9 @@ import (
 	"strings"
 
 	"github.com/google/go-containerregistry/pkg/authn"
-	"github.com/google/go-containerregistry/pkg/name"
+
+	"github.com/digestpin/digestpin/resolve/internal/hosts"
+	"github.com/digestpin/digestpin/resolve/internal/smallfile"
 )
 
 // ReadPullSecret reads the credentials of a Kubernetes image pull secret
@@ -37,7 +39,7 @@ import (
 // content.
 // The Keychain is safe for concurrent use.
 func ReadPullSecret(file string) (authn.Keychain, error) {
-	b, err := readSmallFile(file, maxPullSecret, true)
+	b, err := smallfile.Read(file, maxPullSecret, true)
 	if err != nil {
 		return nil, fmt.Errorf("reading pull secret %s: %w", file, err)
 	}
@@ -69,7 +71,7 @@ var _ authn.Keychain = (*pullSecret)(nil)
 
 // Resolve implements authn.Keychain.
 func (p *pullSecret) Resolve(target authn.Resource) (authn.Authenticator, error) {
-	host := normaliseHost(target.RegistryStr())
+	host := hosts.Normalise(target.RegistryStr())
 	if cfg, ok := p.exact[host]; ok {
 		return authn.FromConfig(cfg), nil
 	}
@@ -125,7 +127,7 @@ func parsePullSecret(b []byte) (*pullSecret, error) {
 			// Say which key, not what is in it: it holds credentials.
 			return nil, fmt.Errorf("credentials for %q: unreadable (the auth field must be base64 of user:password)", k)
 		}
-		host := normaliseHost(k)
+		host := hosts.Normalise(k)
 		if strings.Contains(host, "*") {
 			p.patterns = append(p.patterns, pattern{host: host, cfg: cfg})
 			continue
@@ -179,21 +181,6 @@ func decodeJSON(b []byte, v any) error {
 		return fmt.Errorf("invalid JSON: a %s where %s was expected", te.Value, te.Type)
 	}
 	return errors.New("invalid JSON")
-}
-
-// normaliseHost turns a docker config key into the registry host it
-// stands for: no scheme, no path, Docker Hub's aliases as one.
-func normaliseHost(key string) string {
-	key = strings.TrimSpace(strings.ToLower(key))
-	if _, rest, ok := strings.Cut(key, "://"); ok {
-		key = rest
-	}
-	key, _, _ = strings.Cut(key, "/")
-	switch key {
-	case "docker.io", "registry-1.docker.io", "index.docker.io":
-		return name.DefaultRegistry
-	}
-	return key
 }
 
 // matchHost matches a host against a key with "*" labels, as the kubelet

@@ -9,20 +9,9 @@ import (
 	"github.com/google/go-containerregistry/pkg/name"
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 	"github.com/google/go-containerregistry/pkg/v1/remote"
+
+	regtransport "github.com/digestpin/digestpin/resolve/transport"
 )
-
-// TagSource lists a repository's tags and tells when the image of a tag
-// was created: what a TagPolicy needs of a registry. Implementations must
-// be safe for concurrent use.
-type TagSource interface {
-	// Tags lists every tag of repo, all pages of the registry's answer.
-	Tags(ctx context.Context, repo name.Repository) ([]string, error)
-	// Created returns the creation time in the config of the image ref
-	// names.
-	Created(ctx context.Context, ref name.Reference) (time.Time, error)
-}
-
-var _ TagSource = (*Resolver)(nil)
 
 // tagLimits bound what a Resolver reads of one repository's tag listing,
 // so that a registry that answers in bad faith (an endless or looping
@@ -48,7 +37,7 @@ var defaultTagLimits = tagLimits{pages: 1000, tags: 100_000, bytes: 16 << 20}
 // bound. A listing longer than 1000 pages, 100,000 tags or 16 MiB of tag
 // names, or whose Link headers go round in a loop, is an error. The tags
 // come as the registry wrote them: names that are not valid tags and
-// repeated names are left to the policy (see TagPolicy). An error names
+// repeated names are left to the policy (see package tagpolicy). An error names
 // the repository and what each registry answered.
 func (r *Resolver) Tags(ctx context.Context, repo name.Repository) ([]string, error) {
 	var tags []string
@@ -174,8 +163,8 @@ func (r *Resolver) ask(ctx context.Context, ref name.Reference, repoOnly bool, f
 	var fails []tryFailure
 	for _, c := range cands {
 		c.repoOnly = repoOnly
-		tr := &trace{}
-		tctx := withRegistry(withTrace(ctx, tr), c.ref.Context().RegistryStr())
+		tr := &regtransport.Trace{}
+		tctx := regtransport.WithRegistry(regtransport.WithTrace(ctx, tr), c.ref.Context().RegistryStr())
 		p, err := c.sess.puller(tctx, c.ref.Context().RepositoryStr())
 		if err == nil {
 			if err = fn(tctx, p, c.ref); err == nil {
@@ -187,5 +176,5 @@ func (r *Resolver) ask(ctx context.Context, ref name.Reference, repoOnly bool, f
 			break
 		}
 	}
-	return newError(ref, fails, r.red)
+	return newError(ctx, ref, fails, r.red)
 }

@@ -1,4 +1,4 @@
-package resolve
+package tagpolicy
 
 import (
 	"cmp"

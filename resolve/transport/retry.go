@@ -1,6 +1,7 @@
-package resolve
+package transport
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -13,6 +14,8 @@ import (
 	"sync"
 	"syscall"
 	"time"
+
+	"github.com/digestpin/digestpin/internal/redact"
 )
 
 // DefaultAttempts is how many times one registry request is sent, the
@@ -32,20 +35,38 @@ const (
 	defaultBackoffMax  = 8 * time.Second
 )
 
-// retryPolicy says how often and how patiently a request is retried.
-type retryPolicy struct {
-	attempts      int
-	base, max     time.Duration
-	maxRetryAfter time.Duration
+// RetryPolicy says how often and how patiently a request is retried. A
+// zero field is its default.
+type RetryPolicy struct {
+	// Attempts is how many times a request is sent, the first try
+	// included; the default is DefaultAttempts.
+	Attempts int
+	// Base and Max bound the backoff between attempts when the registry
+	// gives no Retry-After: the n-th retry waits a random time between
+	// half and all of Base·2^(n-1), at most Max. The defaults are 500ms
+	// and 8s.
+	Base, Max time.Duration
+	// MaxRetryAfter is the longest Retry-After waited for; the default is
+	// DefaultMaxRetryAfter.
+	MaxRetryAfter time.Duration
+}
+
+// withDefaults returns p with each zero field set to its default.
+func (p RetryPolicy) withDefaults() RetryPolicy {
+	p.Attempts = cmp.Or(p.Attempts, DefaultAttempts)
+	p.Base = cmp.Or(p.Base, defaultBackoffBase)
+	p.Max = cmp.Or(p.Max, defaultBackoffMax)
+	p.MaxRetryAfter = cmp.Or(p.MaxRetryAfter, DefaultMaxRetryAfter)
+	return p
 }
 
 // backoff returns the jittered wait before retry n (1 for the first).
-func (p retryPolicy) backoff(n int) time.Duration {
-	d := p.base
-	for i := 1; i < n && d < p.max; i++ {
+func (p RetryPolicy) backoff(n int) time.Duration {
+	d := p.Base
+	for i := 1; i < n && d < p.Max; i++ {
 		d *= 2
 	}
-	d = min(d, p.max)
+	d = min(d, p.Max)
 	if d <= 1 {
 		return d
 	}
@@ -65,17 +86,17 @@ func (p retryPolicy) backoff(n int) time.Duration {
 // built as transport.Wrapper), so attempts are not multiplied.
 type retryTransport struct {
 	next    http.RoundTripper
-	policy  retryPolicy
+	policy  RetryPolicy
 	timeout time.Duration
 	logf    func(format string, args ...any)
-	red     *redactor // masks credentials in causes before they are cut
-	hung    sync.Map  // host → time.Duration it failed to answer within
+	red     *redact.Redactor // masks credentials in causes before they are cut
+	hung    sync.Map         // host → time.Duration it failed to answer within
 }
 
 // RoundTrip implements http.RoundTripper.
 func (t *retryTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 	if d, ok := t.hung.Load(req.URL.Host); ok {
-		return nil, &hungError{host: req.URL.Host, timeout: d.(time.Duration), earlier: true}
+		return nil, &HungError{host: req.URL.Host, timeout: d.(time.Duration), earlier: true}
 	}
 	tr := traceFrom(req.Context())
 	for attempt := 1; ; attempt++ {
@@ -90,7 +111,7 @@ func (t *retryTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 			_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 4<<10))
 			_ = resp.Body.Close()
 		}
-		t.logf("%s %s%s: %s; retrying in %s (attempt %d of %d)", req.Method, req.URL.Host, req.URL.Path, cause, wait.Round(time.Millisecond), attempt+1, t.policy.attempts)
+		t.logf("%s %s%s: %s; retrying in %s (attempt %d of %d)", req.Method, req.URL.Host, req.URL.Path, cause, wait.Round(time.Millisecond), attempt+1, t.policy.Attempts)
 		timer := time.NewTimer(wait)
 		select {
 		case <-timer.C:
@@ -118,7 +139,7 @@ func (t *retryTransport) attempt(req *http.Request, n int) (*http.Response, erro
 	if err != nil {
 		cancel()
 		if t.timedOut(ctx, req) {
-			return nil, &hungError{host: req.URL.Host, timeout: t.timeout}
+			return nil, &HungError{host: req.URL.Host, timeout: t.timeout}
 		}
 		return nil, err
 	}
@@ -137,7 +158,7 @@ func (t *retryTransport) timedOut(ctx context.Context, req *http.Request) bool {
 }
 
 // shouldRetry decides whether to send req again and after how long.
-func (t *retryTransport) shouldRetry(req *http.Request, resp *http.Response, err error, attempt int, tr *trace) (time.Duration, string, bool) {
+func (t *retryTransport) shouldRetry(req *http.Request, resp *http.Response, err error, attempt int, tr *Trace) (time.Duration, string, bool) {
 	var cause string
 	var after time.Duration
 	var hasAfter bool
@@ -146,7 +167,7 @@ func (t *retryTransport) shouldRetry(req *http.Request, resp *http.Response, err
 		if !transientNetError(err) || req.Context().Err() != nil {
 			return 0, "", false
 		}
-		cause = netCause(err, t.red)
+		cause = Cause(req.Context(), err, t.red)
 	case transientStatus(resp.StatusCode):
 		cause = resp.Status
 		after, hasAfter = retryAfter(resp.Header.Get("Retry-After"), time.Now())
@@ -156,11 +177,11 @@ func (t *retryTransport) shouldRetry(req *http.Request, resp *http.Response, err
 	if req.Body != nil && req.Body != http.NoBody && req.GetBody == nil {
 		return 0, "", false
 	}
-	if attempt >= t.policy.attempts {
+	if attempt >= t.policy.Attempts {
 		return 0, "", false
 	}
-	if hasAfter && after > t.policy.maxRetryAfter {
-		tr.gaveUp(fmt.Sprintf("not retried: Retry-After %s is longer than %s", after, t.policy.maxRetryAfter))
+	if hasAfter && after > t.policy.MaxRetryAfter {
+		tr.gaveUp(fmt.Sprintf("not retried: Retry-After %s is longer than %s", after, t.policy.MaxRetryAfter))
 		return 0, "", false
 	}
 	wait := max(after, t.policy.backoff(attempt))
@@ -186,9 +207,9 @@ func transientStatus(code int) bool {
 
 // transientNetError reports whether a failed round trip is worth another
 // try: the connection was reset, refused or closed early, or a dial or
-// TLS handshake timed out (the per-request timeout is not: see hungError).
+// TLS handshake timed out (the per-request timeout is not: see HungError).
 func transientNetError(err error) bool {
-	var he *hungError
+	var he *HungError
 	if errors.As(err, &he) {
 		return false
 	}
@@ -232,7 +253,7 @@ type timeoutBody struct {
 func (b *timeoutBody) Read(p []byte) (int, error) {
 	n, err := b.ReadCloser.Read(p)
 	if err != nil && err != io.EOF && b.t.timedOut(b.ctx, b.req) {
-		return n, &hungError{host: b.req.URL.Host, timeout: b.t.timeout}
+		return n, &HungError{host: b.req.URL.Host, timeout: b.t.timeout}
 	}
 	return n, err
 }
@@ -243,15 +264,15 @@ func (b *timeoutBody) Close() error {
 	return err
 }
 
-// hungError is a registry that did not answer within the per-request
-// timeout, now or earlier in the run.
-type hungError struct {
+// HungError is a registry that did not answer within the per-request
+// timeout, now or earlier in the transport's lifetime.
+type HungError struct {
 	host    string
 	timeout time.Duration
 	earlier bool
 }
 
-func (e *hungError) Error() string {
+func (e *HungError) Error() string {
 	if e.earlier {
 		return fmt.Sprintf("skipped: %s gave no answer within %s earlier in this run", e.host, e.timeout)
 	}
@@ -259,12 +280,13 @@ func (e *hungError) Error() string {
 }
 
 // Timeout reports true, like other net.Error timeouts.
-func (e *hungError) Timeout() bool { return true }
+func (e *HungError) Timeout() bool { return true }
 
-// trace collects what happened to the requests of one resolution, for its
+// Trace collects what happened to the requests of one resolution, for its
 // error message. Requests may run concurrently (the ping races https and
-// http), so it has a lock. A nil *trace records nothing.
-type trace struct {
+// http), so it has a lock. A nil *Trace records nothing. Pass one
+// to the requests with WithTrace.
+type Trace struct {
 	mu       sync.Mutex
 	attempts int // of the last request
 	retries  int // over all requests
@@ -273,16 +295,18 @@ type trace struct {
 
 type traceKey struct{}
 
-func withTrace(ctx context.Context, tr *trace) context.Context {
+// WithTrace returns a copy of ctx whose requests record their attempts
+// in tr.
+func WithTrace(ctx context.Context, tr *Trace) context.Context {
 	return context.WithValue(ctx, traceKey{}, tr)
 }
 
-func traceFrom(ctx context.Context) *trace {
-	tr, _ := ctx.Value(traceKey{}).(*trace)
+func traceFrom(ctx context.Context) *Trace {
+	tr, _ := ctx.Value(traceKey{}).(*Trace)
 	return tr
 }
 
-func (tr *trace) attempted(n int) {
+func (tr *Trace) attempted(n int) {
 	if tr == nil {
 		return
 	}
@@ -291,7 +315,7 @@ func (tr *trace) attempted(n int) {
 	tr.attempts = n
 }
 
-func (tr *trace) retried() {
+func (tr *Trace) retried() {
 	if tr == nil {
 		return
 	}
@@ -300,7 +324,7 @@ func (tr *trace) retried() {
 	tr.retries++
 }
 
-func (tr *trace) gaveUp(note string) {
+func (tr *Trace) gaveUp(note string) {
 	if tr == nil {
 		return
 	}
@@ -309,8 +333,8 @@ func (tr *trace) gaveUp(note string) {
 	tr.note = note
 }
 
-// summary describes the retries, e.g. "after 4 attempts", or "".
-func (tr *trace) summary() string {
+// Summary describes the retries, e.g. "after 4 attempts", or "".
+func (tr *Trace) Summary() string {
 	if tr == nil {
 		return ""
 	}

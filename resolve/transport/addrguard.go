@@ -1,4 +1,4 @@
-package resolve
+package transport
 
 import (
 	"context"
@@ -10,42 +10,42 @@ import (
 	"time"
 )
 
-// addrClass is the kind of network an address is on. Every class but
+// AddrClass is the kind of network an address is on. Every class but
 // public reaches something that a registry on the internet must not make
 // digestpin send credentials to: the machine itself, its private network,
 // or a cloud metadata service.
-type addrClass string
+type AddrClass string
 
 const (
-	classPublic      addrClass = "public"
-	classLoopback    addrClass = "loopback"
-	classPrivate     addrClass = "private"
-	classLinkLocal   addrClass = "link-local"
-	classUnspecified addrClass = "unspecified"
+	ClassPublic      AddrClass = "public"
+	ClassLoopback    AddrClass = "loopback"
+	ClassPrivate     AddrClass = "private"
+	ClassLinkLocal   AddrClass = "link-local"
+	ClassUnspecified AddrClass = "unspecified"
 )
 
-// classOf returns the class of a.
-func classOf(a netip.Addr) addrClass {
+// ClassOf returns the class of a.
+func ClassOf(a netip.Addr) AddrClass {
 	a = a.Unmap()
 	switch {
 	case a.IsUnspecified():
-		return classUnspecified
+		return ClassUnspecified
 	case a.IsLoopback():
-		return classLoopback
+		return ClassLoopback
 	case a.IsLinkLocalUnicast() || a.IsLinkLocalMulticast():
-		return classLinkLocal
+		return ClassLinkLocal
 	case a.IsPrivate():
-		return classPrivate
+		return ClassPrivate
 	}
-	return classPublic
+	return ClassPublic
 }
 
 // registryKey is the context key of the registry a request is made for.
 type registryKey struct{}
 
-// withRegistry records in ctx that its requests are made for registry
+// WithRegistry records in ctx that its requests are made for registry
 // (host[:port]).
-func withRegistry(ctx context.Context, registry string) context.Context {
+func WithRegistry(ctx context.Context, registry string) context.Context {
 	return context.WithValue(ctx, registryKey{}, registry)
 }
 
@@ -68,22 +68,22 @@ func registryFrom(ctx context.Context) (string, bool) {
 // registry's own host name are not checked: the user named it.
 type addrGuard struct {
 	lookup   func(ctx context.Context, host string) ([]netip.Addr, error)
-	classify func(netip.Addr) addrClass
+	classify func(netip.Addr) AddrClass
 }
 
-func newAddrGuard(o *options) *addrGuard {
-	g := &addrGuard{lookup: lookupHost, classify: classOf}
-	if o.lookup != nil {
-		g.lookup = o.lookup
+func newAddrGuard(o Options) *addrGuard {
+	g := &addrGuard{lookup: LookupHost, classify: ClassOf}
+	if o.Lookup != nil {
+		g.lookup = o.Lookup
 	}
-	if o.classify != nil {
-		g.classify = o.classify
+	if o.Classify != nil {
+		g.classify = o.Classify
 	}
 	return g
 }
 
-// lookupHost returns the addresses of host, which may be an IP literal.
-func lookupHost(ctx context.Context, host string) ([]netip.Addr, error) {
+// LookupHost returns the addresses of host, which may be an IP literal.
+func LookupHost(ctx context.Context, host string) ([]netip.Addr, error) {
 	if a, err := netip.ParseAddr(strings.Trim(host, "[]")); err == nil {
 		return []netip.Addr{a.WithZone("").Unmap()}, nil
 	}
@@ -94,7 +94,7 @@ func lookupHost(ctx context.Context, host string) ([]netip.Addr, error) {
 type addrError struct {
 	host     string
 	addr     netip.Addr
-	class    addrClass
+	class    AddrClass
 	registry string
 }
 
@@ -113,10 +113,10 @@ func (g *addrGuard) check(ctx context.Context, registry, host string, addrs []ne
 	if strings.EqualFold(strings.Trim(regHost, "[]"), strings.Trim(host, "[]")) {
 		return nil
 	}
-	var have map[addrClass]bool
+	var have map[AddrClass]bool
 	for _, a := range addrs {
 		c := g.classify(a)
-		if c == classPublic {
+		if c == ClassPublic {
 			continue
 		}
 		if have == nil {
@@ -124,7 +124,7 @@ func (g *addrGuard) check(ctx context.Context, registry, host string, addrs []ne
 			if err != nil {
 				return fmt.Errorf("refused to connect to %s: looking up registry %s: %w", host, registry, err)
 			}
-			have = map[addrClass]bool{}
+			have = map[AddrClass]bool{}
 			for _, ra := range regAddrs {
 				have[g.classify(ra)] = true
 			}

@@ -1,4 +1,7 @@
-package resolve
+// Package smallfile reads the small files the resolver is given or
+// keeps (CA bundles, pull secrets, cache entries) without ever blocking
+// on one that is not a regular file.
+package smallfile
 
 import (
 	"errors"
@@ -8,14 +11,14 @@ import (
 	"os"
 )
 
-// readSmallFile reads a regular file of at most limit bytes, without ever
+// Read reads a regular file of at most limit bytes, without ever
 // blocking on what is not one: a FIFO, a device (/dev/zero, a terminal)
 // or a socket is refused before it is opened for reading, and opened
 // non-blocking in case it was swapped in since. With follow false, a
 // symbolic link is refused too (the cache's own entries are never links);
 // with follow true it is followed to a regular file (a Kubernetes Secret
 // or ConfigMap mounted as a volume is a chain of links).
-func readSmallFile(name string, limit int64, follow bool) ([]byte, error) {
+func Read(name string, limit int64, follow bool) ([]byte, error) {
 	stat := os.Stat
 	if !follow {
 		stat = os.Lstat

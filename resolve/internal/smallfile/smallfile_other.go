@@ -1,6 +1,6 @@
 //go:build !unix
 
-package resolve
+package smallfile
 
 // openFlags adds nothing where there are no FIFOs to block on: the type
 // check before and after opening is the guard.

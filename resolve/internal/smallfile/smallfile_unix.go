@@ -1,6 +1,6 @@
 //go:build unix
 
-package resolve
+package smallfile
 
 import "syscall"
 

@@ -1,4 +1,4 @@
-package resolve
+package tagpolicy
 
 import (
 	"context"
@@ -11,6 +11,7 @@ import (
 	"github.com/google/go-containerregistry/pkg/name"
 
 	"github.com/digestpin/digestpin/internal/imageref"
+	"github.com/digestpin/digestpin/resolve/internal/store"
 )
 
 // choiceFormat names the format of the cache entries of tag choices,
@@ -54,7 +55,7 @@ func encodeChoiceEntry(repo name.Repository, key string, c Choice, resolved time
 
 // decodeChoiceEntry returns the choice of the entry b, written by
 // encodeChoiceEntry for repo under key, when it is younger than ttl at
-// now. An entry too old (or from the future) is ErrCacheEntryExpired;
+// now. An entry too old (or from the future) is store.ErrCacheEntryExpired;
 // anything else that is not a choice of repo under key in this format, or
 // whose tag or candidates are not valid tags, is another error, which
 // says why.
@@ -80,14 +81,21 @@ func decodeChoiceEntry(b []byte, repo name.Repository, key string, now time.Time
 		return Choice{}, fmt.Errorf("tag choice of %s: %w", repo.Name(), err)
 	}
 	if age := now.Sub(e.Resolved); age < 0 || age >= ttl {
-		return Choice{}, ErrCacheEntryExpired
+		return Choice{}, store.ErrCacheEntryExpired
 	}
 	return e.Choice, nil
 }
 
+// choices are the tag choices in a Cache, valid for a TTL.
+type choices struct {
+	c   store.Cache
+	ttl time.Duration
+	now func() time.Time
+}
+
 // choiceRead is how the choice for repo under key is read.
-func (e *entries) choiceRead(repo name.Repository, key string) EntryRead {
-	return EntryRead{Max: maxChoiceEntry, Check: func(b []byte) error {
+func (e *choices) choiceRead(repo name.Repository, key string) store.EntryRead {
+	return store.EntryRead{Max: maxChoiceEntry, Check: func(b []byte) error {
 		_, err := decodeChoiceEntry(b, repo, key, e.now(), e.ttl)
 		return err
 	}}
@@ -95,7 +103,7 @@ func (e *entries) choiceRead(repo name.Repository, key string) EntryRead {
 
 // getChoice returns the tag choice cached for repo under key (which names
 // the policy, see WithChoiceCache) when one younger than the TTL exists.
-func (e *entries) getChoice(ctx context.Context, repo name.Repository, key string) (Choice, bool) {
+func (e *choices) getChoice(ctx context.Context, repo name.Repository, key string) (Choice, bool) {
 	b, ok := e.c.Get(ctx, choiceKeyOf(repo, key), e.choiceRead(repo, key))
 	if !ok {
 		return Choice{}, false
@@ -109,7 +117,7 @@ func (e *entries) getChoice(ctx context.Context, repo name.Repository, key strin
 // return it with found true; otherwise the caller lists the tags, stores
 // its choice with putChoice and then calls release, which is never nil.
 // A failure is not shared.
-func (e *entries) claimChoice(ctx context.Context, repo name.Repository, key string) (Choice, bool, func()) {
+func (e *choices) claimChoice(ctx context.Context, repo name.Repository, key string) (Choice, bool, func()) {
 	b, found, release, err := e.c.Claim(ctx, choiceKeyOf(repo, key), e.choiceRead(repo, key))
 	done := func() { release(nil) }
 	if err != nil || !found {
@@ -125,7 +133,7 @@ func (e *entries) claimChoice(ctx context.Context, repo name.Repository, key str
 }
 
 // putChoice stores the tag choice for repo under key, made now.
-func (e *entries) putChoice(ctx context.Context, repo name.Repository, key string, c Choice) error {
+func (e *choices) putChoice(ctx context.Context, repo name.Repository, key string, c Choice) error {
 	b, err := encodeChoiceEntry(repo, key, c, e.now())
 	if err != nil {
 		return err

@@ -1,4 +1,4 @@
-package resolve
+package credentials
 
 import (
 	"context"
@@ -65,21 +65,27 @@ func (k *keychains) ResolveContext(ctx context.Context, target authn.Resource) (
 func (k *keychains) describe(target authn.Resource, found bool) string {
 	if found {
 		if i, ok := k.gave.Load(target.String()); ok {
-			return describeKeychain(k.kcs[i.(int)], target, true)
+			return Describe(k.kcs[i.(int)], target, true)
 		}
 		return ""
 	}
 	var where []string
 	for _, kc := range k.kcs {
-		if d := describeKeychain(kc, target, false); d != "" {
+		if d := Describe(kc, target, false); d != "" {
 			where = append(where, d)
 		}
 	}
 	return strings.Join(where, ", ")
 }
 
-// describeKeychain is kc's describe, or "" for a Keychain that cannot say.
-func describeKeychain(kc authn.Keychain, target authn.Resource, found bool) string {
+// Describe says where kc's credentials for target come from, for the
+// message of a registry that refuses them: when found, where the
+// credentials kc gave came from ("docker config FILE", "pull secret
+// FILE", "credential helper docker-credential-NAME (docker config
+// FILE)"); otherwise where kc looked. Never the credentials themselves.
+// It is "" for a Keychain that cannot say: one that is not of this
+// package.
+func Describe(kc authn.Keychain, target authn.Resource, found bool) string {
 	if d, ok := kc.(describer); ok {
 		return d.describe(target, found)
 	}
@@ -173,46 +179,4 @@ func dockerConfigFile() string {
 		return podman
 	}
 	return ""
-}
-
-// credentialNote says, for a registry that refused a request, whether
-// credentials were sent and where they came from, or where none were
-// found: `credentials sent: user "alice" from docker config FILE`, `no
-// credentials sent: none for HOST in pull secret FILE`. Never a secret.
-func (s *session) credentialNote() string {
-	// The lookup is over when a registry answered; a lookup still in
-	// flight (another caller's) says nothing.
-	select {
-	case s.creds <- struct{}{}:
-	default:
-		return ""
-	}
-	cfg := s.cfg
-	<-s.creds
-	if cfg == nil {
-		return "" // the request failed before credentials were looked up
-	}
-	if *cfg == (authn.AuthConfig{}) {
-		note := "no credentials sent: none for " + s.reg.RegistryStr()
-		switch where := describeKeychain(s.kc, s.reg, false); {
-		case strings.HasPrefix(where, "no docker config"):
-			note += " (" + where + ")"
-		case where != "":
-			note += " in " + where
-		}
-		return note
-	}
-	note := "credentials sent"
-	switch {
-	case cfg.IdentityToken != "" || cfg.Username == "<token>":
-		note += ": an identity token"
-	case cfg.RegistryToken != "":
-		note += ": a registry token"
-	case cfg.Username != "":
-		note += fmt.Sprintf(": user %q", cfg.Username)
-	}
-	if where := describeKeychain(s.kc, s.reg, true); where != "" {
-		note += " from " + where
-	}
-	return note
 }

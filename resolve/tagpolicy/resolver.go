@@ -1,4 +1,4 @@
-package resolve
+package tagpolicy
 
 import (
 	"context"
@@ -9,7 +9,19 @@ import (
 	"github.com/google/go-containerregistry/pkg/name"
 
 	"github.com/digestpin/digestpin/resolution"
+	"github.com/digestpin/digestpin/resolve/internal/store"
 )
+
+// TagSource lists a repository's tags and tells when the image of a tag
+// was created: what a TagPolicy needs of a registry. Implementations must
+// be safe for concurrent use.
+type TagSource interface {
+	// Tags lists every tag of repo, all pages of the registry's answer.
+	Tags(ctx context.Context, repo name.Repository) ([]string, error)
+	// Created returns the creation time in the config of the image ref
+	// names.
+	Created(ctx context.Context, ref name.Reference) (time.Time, error)
+}
 
 // DefaultMaxTags is how many candidates StrategyLatest asks the creation
 // time of, unless WithMaxTags says otherwise: each costs two or three
@@ -40,8 +52,8 @@ type PolicyResolver struct {
 	tags     TagSource
 	next     resolution.Resolver
 	maxTags  int
-	cache    *entries     // nil: none
-	key      CacheKeyFunc // with cache
+	cache    *choices      // nil: none
+	key      store.KeyFunc // with cache
 	warnf    func(format string, args ...any)
 	choices  sync.Map // choiceKey → *choiceCall
 	lists    sync.Map // repository name → *listCall
@@ -82,17 +94,17 @@ func WithMaxTags(n int) PolicyOption {
 	}
 }
 
-// WithChoiceCache keeps each repository's choice in c (the resolution
-// cache: a folder, or Redis shared by every process), taken for ttl, which
+// WithChoiceCache keeps each repository's choice in c (a resolve.Cache,
+// the resolution cache: a folder, or Redis shared by every process), taken for ttl, which
 // must be positive, under key's key for the repository plus the policy,
 // so that a cached choice costs no listing. warnf receives a failure to store one; nil discards
 // it. By default choices are not cached.
-func WithChoiceCache(c Cache, ttl time.Duration, key CacheKeyFunc, warnf func(format string, args ...any)) PolicyOption {
+func WithChoiceCache(c store.Cache, ttl time.Duration, key store.KeyFunc, warnf func(format string, args ...any)) PolicyOption {
 	return func(r *PolicyResolver) error {
 		if ttl <= 0 {
 			return fmt.Errorf("cache TTL must be positive, got %s", ttl)
 		}
-		r.cache, r.key, r.warnf = newEntries(c, ttl), key, warnf
+		r.cache, r.key, r.warnf = &choices{c: c, ttl: ttl, now: time.Now}, key, warnf
 		return nil
 	}
 }
