@@ -1,13 +1,14 @@
 // Command digestpin pins the container images of a Kubernetes manifest
 // stream to the digests their registries serve now, and adds a stable
-// checksum/images annotation to each pod template. It reads the stream on
+// checksum/images annotation to each pod template: the slim build, without
+// Helm's engine, a few lines over package cli. It reads the stream on
 // stdin (or -f FILE) and writes it to stdout, as a Helm post-renderer, in an
 // Argo CD Config Management Plugin, or in a CI pipeline.
 //
-// This is the build without Helm's engine, which starts faster and in less
-// memory on every render: it hands digestpin template, install, upgrade and
-// argocd refresh to digestpin-helm (cmd/digestpin-helm), the full build,
-// found beside it or on PATH.
+// Without Helm's engine it starts faster and in less memory on every
+// render: it hands digestpin template, install, upgrade and argocd refresh
+// to digestpin-helm (cmd/digestpin-helm), the full build, found beside it
+// or on PATH.
 package main
 
 import (

@@ -1,5 +1,5 @@
-// Package config reads digestpin's configuration file (--config FILE): the
-// declarations that a workstation, a CI step and an Argo CD plugin share,
+// Package config reads digestpin's configuration file (--config FILE),
+// without the renderer or a registry client: the declarations that a workstation, a CI step and an Argo CD plugin share,
 // so that each renders a chart the same way.
 //
 // The file is one YAML document, a versioned object:

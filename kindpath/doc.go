@@ -1,12 +1,13 @@
 // Package kindpath is the vocabulary of where Kubernetes objects keep
-// their images: paths from the root of an object of one API group and
-// kind to its pod specs (PodSpec), to image fields outside pod specs
-// (Image), and to the mappings that get the checksum of those fields
-// (Checksum); their syntax, "[GROUP/]KIND=FIELD.PATH" with "*" steps and
-// FIELD[KEY=VALUE] selectors (Selector), as the flags and the
-// configuration file take it; and the built-in paths of the Kubernetes
-// workloads, the workload CRDs and the operators (DefaultPodSpecs,
-// DefaultImages, DefaultContainerImages).
+// their images, which package config, the renderer, package pin and the
+// flags share, without a YAML library. It holds the paths from the root
+// of an object of one API group and kind to its pod specs (PodSpec), to
+// image fields outside pod specs (Image), and to the mappings that get the
+// checksum of those fields (Checksum); their syntax,
+// "[GROUP/]KIND=FIELD.PATH" with "*" steps and FIELD[KEY=VALUE] selectors
+// (Selector), as the flags and the configuration file take it; and the
+// built-in paths of the Kubernetes workloads, the workload CRDs and the
+// operators (DefaultPodSpecs, DefaultImages, DefaultContainerImages).
 //
 // The renderer follows these paths through a document; the configuration
 // file, the library and the command only parse, format and combine them.

@@ -1,26 +1,26 @@
-// Package renderer rewrites a stream of Kubernetes manifests so that every
-// container image and image volume in a pod spec is pinned to a digest,
-// and each pod template carries a checksum annotation of its pinned
-// images. Pod specs are found by API group, kind and field path
-// (kindpath.DefaultPodSpecs: the Kubernetes workloads, the workload CRDs
-// deployed with Helm and operator resources), and so are single image
-// fields outside pod specs (kindpath.DefaultImages: Argo Workflows,
-// Tekton, the Spark operator, operator resources), whose checksum goes
-// where a kindpath.Checksum says, if anywhere; an image key anywhere
-// else is data. A document written as JSON stays JSON. Package kindpath
-// declares and parses the paths; this package follows them through
+// Package renderer is the image filter, a stream of Kubernetes manifests in
+// and the same stream out, that never touches the network: it pins every
+// container image and image volume in a pod spec to the digest that the
+// caller's Resolver gives, and adds to each pod template a checksum
+// annotation of its pinned images. Pod specs are found by API group, kind
+// and field path (kindpath.DefaultPodSpecs: the Kubernetes workloads, the
+// workload CRDs deployed with Helm and operator resources), and so are
+// single image fields outside pod specs (kindpath.DefaultImages: Argo
+// Workflows, Tekton, the Spark operator, operator resources), whose
+// checksum goes where a kindpath.Checksum says, if anywhere; an image key
+// anywhere else is data. A document written as JSON stays JSON. Package
+// kindpath declares and parses the paths; this package follows them through
 // the YAML.
 //
 // The renderer works on a multi-document YAML stream as Helm, kustomize or
-// kubectl write it. It never talks to a registry itself: digests come from a
-// Resolver supplied by the caller. It works in three phases: it splits the
-// stream into documents and collects every image reference (validating them
-// before any network call), then resolves the distinct references
-// concurrently, then rewrites the documents that waited for a digest.
-// Documents are independent: the first and the last phase work on several
-// at once, each document's nodes in one goroutine, and the output keeps
-// the stream's order. A document with nothing to change is written back as
-// the exact bytes it was read from.
+// kubectl write it. It works in three phases: it splits the stream into
+// documents and collects every image reference (validating them before any
+// network call), then resolves the distinct references concurrently, then
+// rewrites the documents that waited for a digest. Documents are
+// independent: the first and the last phase work on several at once, each
+// document's nodes in one goroutine, and the output keeps the stream's
+// order. A document with nothing to change is written back as the exact
+// bytes it was read from.
 //
 // The package is the image filter over the stream layer of package
 // stream, which splits, parses and writes the documents and knows

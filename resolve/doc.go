@@ -1,5 +1,7 @@
 // Package resolve turns image references into the digests their registries
-// serve for them now.
+// serve for them now, and never touches YAML; it keys, encodes and ages
+// the entries of the resolution cache, which a Cache (Get, Put, Claim)
+// stores as bytes.
 //
 // A Resolver asks each registry with a HEAD request for the manifest (which
 // does not count against Docker Hub's pull limits), and falls back to GET

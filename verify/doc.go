@@ -1,5 +1,7 @@
-// Package verify checks, before a digest is pinned, that the digest is
-// signed as a policy demands, with sigstore-go, and says who signed it.
+// Package verify implements package verification's Policies and Verifier
+// with sigstore-go, which package pin never links: before a digest is
+// pinned, it checks that the digest is signed as a policy demands, and
+// says who signed it.
 //
 // A Policies maps repositories (by glob) to a Policy: one or more terms,
 // all of which must hold ("and") or any one of which ("or"). A term is

@@ -1,18 +1,19 @@
 // Package argocd proves the digestpin Config Management Plugin under a
-// running Argo CD: Argo CD's application controller and repo server (the
-// argo-cd module that tools/ requires, with Argo CD's own replace block,
-// built once into a cache folder as the multi-call binary Argo CD ships,
-// linked under each command's name),
-// run as local processes as Argo CD's own local e2e setup runs them
-// (Procfile: ARGOCD_FAKE_IN_CLUSTER, the kubeconfig as the in-cluster
-// destination), with a real redis-server, argocd-cmp-server serving
-// scripts/argocd/plugin.yaml as the sidecar does (the environment of
-// repo-server-patch.yaml, a seed in its Secret volume; Argo CD's CRDs from
-// the Go module cache), a git server on loopback
-// (git http-backend behind net/http/cgi), go-containerregistry's registry
-// in process, and the real Kubernetes control plane of e2e/kube (package
-// controlplane). No Argo CD API server: the tests do what it does for a
-// refresh and a sync, through the Application resource.
+// running Argo CD: its application controller and repo server as local
+// processes, argocd-cmp-server as the sidecar, a git server and a registry
+// on loopback, and the real Kubernetes control plane of e2e/kube. Argo CD
+// is the argo-cd module that tools/ requires, with Argo CD's own replace
+// block, built once into a cache folder as the multi-call binary Argo CD
+// ships, linked under each command's name, and run as Argo CD's own local
+// e2e setup runs it (Procfile: ARGOCD_FAKE_IN_CLUSTER, the kubeconfig as
+// the in-cluster destination), with a real redis-server. argocd-cmp-server
+// serves scripts/argocd/plugin.yaml as the sidecar does (the environment
+// of repo-server-patch.yaml, a seed in its Secret volume; Argo CD's CRDs
+// from the Go module cache); the git server is git http-backend behind
+// net/http/cgi, the registry go-containerregistry's, in process, and the
+// control plane package controlplane's. No Argo CD API server: the tests
+// do what it does for a refresh and a sync, through the Application
+// resource.
 //
 // Each scenario counts, through the Kubernetes API, the ReplicaSets the
 // deployment controller makes (pods stay Pending: no kubelet, so Argo CD

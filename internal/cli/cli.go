@@ -1,8 +1,10 @@
 // Package cli is digestpin's command line: the filter that reads a
-// manifest stream on stdin, and the commands beside it (seed, argocd,
-// completion, version). Both binaries run it: digestpin (the module's
-// root main) without Helm's engine, which hands template, install,
-// upgrade and argocd refresh to digestpin-helm, and digestpin-helm
+// manifest stream on stdin and the commands beside it (seed, argocd,
+// completion, version), their flags and environment bound onto
+// pin.Options, the one preamble the pinning commands share, exit codes and
+// messages. Both binaries run it: digestpin (the module's root main)
+// without Helm's engine, which hands template, install, upgrade and
+// argocd refresh to digestpin-helm, and digestpin-helm
 // (cmd/digestpin-helm), which runs them in-process through a Helm (package
 // helmcmd).
 package cli
