@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"flag"
 	"fmt"
-	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -13,7 +12,6 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"github.com/spf13/pflag"
 	helmcli "helm.sh/helm/v4/pkg/cli"
-	helmcmd "helm.sh/helm/v4/pkg/cmd"
 
 	"github.com/digestpin/digestpin/helmaction"
 	"github.com/digestpin/digestpin/internal/cli"
@@ -131,11 +129,7 @@ Commands: [digestpin](#digestpin) Â· [digestpin template](#digestpin-template) Â
 // them, then a table of the rest: digestpin's meaning or default, or a
 // flag Helm's command lacks.
 func helmFlags(b *bytes.Buffer, name string, helmFS *pflag.FlagSet) {
-	root, err := helmcmd.NewRootCmd(io.Discard, nil, func(bool) {})
-	if err != nil {
-		panic(err)
-	}
-	c, _, err := root.Find([]string{name})
+	local, err := helmLocalFlags(name)
 	if err != nil {
 		panic(err)
 	}
@@ -144,7 +138,7 @@ func helmFlags(b *bytes.Buffer, name string, helmFS *pflag.FlagSet) {
 	// initialisation, before TestReference cleared it.
 	helm := pflag.NewFlagSet("helm", pflag.ContinueOnError)
 	helmcli.New().AddFlags(helm)
-	helm.AddFlagSet(c.LocalFlags())
+	helm.AddFlagSet(local)
 	var same []string
 	own := pflag.NewFlagSet("own", pflag.ContinueOnError)
 	own.SortFlags = false
