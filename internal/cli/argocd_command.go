@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"strings"
 
 	"github.com/spf13/pflag"
 )
@@ -38,6 +39,11 @@ func runArgocd(ctx context.Context, args []string, stdout, stderr io.Writer) err
 			if len(args) > 0 && (args[0] == "-h" || args[0] == "--help") {
 				fmt.Fprint(stderr, ArgocdUsage)
 				return pflag.ErrHelp
+			}
+			if len(args) > 0 && !strings.HasPrefix(args[0], "-") {
+				if near := nearestWord(args[0], []string{"generate", "refresh"}); near != "" {
+					return &UsageError{fmt.Errorf("unknown command %q: did you mean \"argocd %s\"? (see digestpin --help)", "argocd "+args[0], near)}
+				}
 			}
 			return &UsageError{errors.New("usage: digestpin argocd refresh [flags] IMAGE... (see digestpin argocd refresh --help), or digestpin argocd generate (the plugin's generate command)")}
 		}

@@ -293,15 +293,21 @@ func unknownTopic(parent *cobra.Command, before []string, last string) error {
 // when it is near enough to be a slip (as closest does for variables), or
 // one that word begins, "" otherwise.
 func nearestCommand(parent *cobra.Command, word string) string {
+	return nearestWord(word, commandNames(parent))
+}
+
+// nearestWord returns the one of names nearest to word when it is near
+// enough to be a slip, or one that word begins, "" otherwise.
+func nearestWord(word string, names []string) string {
 	best, bestD := "", 0
 	limit := min(2, max(1, len(word)/3))
-	for _, name := range commandNames(parent) {
+	for _, name := range names {
 		if d := editDistance(word, name); d <= limit && (best == "" || d < bestD) {
 			best, bestD = name, d
 		}
 	}
 	if best == "" {
-		for _, name := range commandNames(parent) {
+		for _, name := range names {
 			if len(word) >= 2 && strings.HasPrefix(name, word) {
 				return name
 			}

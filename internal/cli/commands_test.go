@@ -29,6 +29,8 @@ func TestCommands(t *testing.T) {
 		{args: []string{"help", "kubectl"}, code: 2, stderrPrefix: `digestpin: error: unknown help topic "kubectl": the commands are argocd, completion, help, install, seed, template, upgrade, version`, lines: 1},
 		{args: []string{"tempalte", "r", "./chart"}, code: 2, stderrPrefix: `digestpin: error: unknown command "tempalte": did you mean "template"? (see digestpin --help)`, lines: 1},
 		{args: []string{"verison"}, code: 2, stderrPrefix: `digestpin: error: unknown command "verison": did you mean "version"?`, lines: 1},
+		{args: []string{"argocd", "refersh", "shop/web:dev"}, code: 2, stderrPrefix: `digestpin: error: unknown command "argocd refersh": did you mean "argocd refresh"? (see digestpin --help)`, lines: 1},
+		{args: []string{"argocd", "deploy"}, code: 2, stderrPrefix: "digestpin: error: usage: digestpin argocd refresh [flags] IMAGE...", lines: 1},
 		{args: []string{"manifests.yaml"}, code: 2, stderrPrefix: `digestpin: error: unexpected argument "manifests.yaml": digestpin reads the manifests on stdin or from -f FILE`, lines: 1},
 		{args: []string{"completion"}, code: 2, stderrPrefix: "digestpin: error: usage: digestpin completion bash|zsh|fish", lines: 1},
 		{args: []string{"completion", "tcsh"}, code: 2, stderrPrefix: `digestpin: error: completion: unknown shell "tcsh": want bash, zsh, fish`, lines: 1},
