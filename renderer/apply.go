@@ -80,7 +80,8 @@ func (a *applier) pin(digest func(use) (string, bool)) int {
 			known = min(known, i)
 			continue
 		}
-		for ; j < len(a.f.sites) && a.f.sites[j].use < i; j++ {
+		for j < len(a.f.sites) && a.f.sites[j].use < i {
+			j++
 		}
 		if j < len(a.f.sites) && a.f.sites[j].use == i {
 			s := &a.f.sites[j]

@@ -10,6 +10,7 @@ import (
 	"github.com/spf13/pflag"
 )
 
+// ArgocdUsage is the help of digestpin argocd refresh, before its flags.
 const ArgocdUsage = `Usage: digestpin argocd refresh [flags] IMAGE...
 
 Asks Argo CD for a hard refresh of exactly the Applications that run one of

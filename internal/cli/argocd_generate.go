@@ -200,7 +200,7 @@ func argocdGate(ctx context.Context, stderr io.Writer) error {
 	// digestpin run that pins the render, once.
 	quiet := func() bool { return false }
 	log, err := o.Preamble(ctx, fs, nil, "digestpin --help", quiet, nil, io.Discard, stderr, nil)
-	defer log.Close()
+	defer log.Close() //nolint:staticcheck // SA5001: Preamble returns its logger with its error, for the logger to report
 	if err == nil {
 		err = checkRetiredArgocd(os.LookupEnv)
 	}

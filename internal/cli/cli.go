@@ -234,7 +234,7 @@ func runFilter(ctx context.Context, o *Options, fs *pflag.FlagSet, args []string
 	// settings matter: not for --version.
 	warn := func() bool { return !o.version }
 	log, perr := o.Preamble(ctx, fs, perr, "digestpin --help", warn, s.stdin, s.stdout, s.stderr, nil)
-	defer log.Close()
+	defer log.Close() //nolint:staticcheck // SA5001: Preamble returns its logger with its error, for the logger to report
 	err := func() error {
 		switch {
 		case perr != nil:
@@ -280,7 +280,7 @@ func filterFlags(o *Options) *pflag.FlagSet {
 	return fs
 }
 
-// pinStream gets the input (reads it, or renders the chart), pins it,
+// PinStream gets the input (reads it, or renders the chart), pins it,
 // writes it to stdout and only then puts the lock file and the report in
 // place. A signal or --timeout at any point before the output is written
 // means nothing is written at all; one while it is written (a reader that

@@ -41,7 +41,7 @@ func newRoot(ctx context.Context, s streams) *cobra.Command {
 		SilenceErrors:      true,
 		SilenceUsage:       true,
 		Args:               cobra.ArbitraryArgs, // runFilter refuses them, after the preamble
-		RunE: func(cmd *cobra.Command, args []string) error {
+		RunE: func(_ *cobra.Command, args []string) error {
 			return runFilter(ctx, o, fs, args, s)
 		},
 		ValidArgsFunction: completeFlagValues(fs, cobra.ShellCompDirectiveNoFileComp),
@@ -51,14 +51,14 @@ func newRoot(ctx context.Context, s streams) *cobra.Command {
 	root.SetOut(s.stdout)
 	root.SetErr(s.stderr)
 	root.CompletionOptions.DisableDefaultCmd = true
-	root.SetHelpCommand(helpCommand(ctx, s))
+	root.SetHelpCommand(helpCommand(s))
 	root.AddCommand(helmCommands(ctx, s)...)
 	root.AddCommand(
 		&cobra.Command{
 			Use:                "seed [FILE]",
 			Short:              "make a new secret seed for --seed-file",
 			DisableFlagParsing: true,
-			RunE: func(cmd *cobra.Command, args []string) error {
+			RunE: func(_ *cobra.Command, args []string) error {
 				return runSeed(args, s.stdout, s.stderr)
 			},
 		},
@@ -69,7 +69,7 @@ func newRoot(ctx context.Context, s streams) *cobra.Command {
 			Short:              "print the version",
 			DisableFlagParsing: true,
 			ValidArgsFunction:  cobra.NoFileCompletions,
-			RunE: func(cmd *cobra.Command, args []string) error {
+			RunE: func(_ *cobra.Command, args []string) error {
 				if len(args) > 0 {
 					return reported(s.stderr, &UsageError{fmt.Errorf("digestpin version takes no arguments, have %q", args[0])})
 				}
@@ -95,7 +95,7 @@ func helmCommands(ctx context.Context, s streams) []*cobra.Command {
 			Use:                c.name + " [NAME] CHART",
 			Short:              c.short,
 			DisableFlagParsing: true,
-			RunE: func(cmd *cobra.Command, args []string) error {
+			RunE: func(_ *cobra.Command, args []string) error {
 				return runHelm(ctx, c.name, args, s.stdout, s.stderr)
 			},
 		}
@@ -149,7 +149,7 @@ func argocdCommand(ctx context.Context, s streams) *cobra.Command {
 		Use:                "argocd",
 		Short:              "the Argo CD plugin's generate command, and refresh",
 		DisableFlagParsing: true,
-		RunE: func(cmd *cobra.Command, args []string) error {
+		RunE: func(_ *cobra.Command, args []string) error {
 			return runArgocd(ctx, args, s.stdout, s.stderr)
 		},
 	}
@@ -157,7 +157,7 @@ func argocdCommand(ctx context.Context, s streams) *cobra.Command {
 		Use:                "refresh IMAGE...",
 		Short:              "hard-refresh the Argo CD Applications that run a pushed image",
 		DisableFlagParsing: true,
-		RunE: func(cmd *cobra.Command, args []string) error {
+		RunE: func(_ *cobra.Command, args []string) error {
 			return runArgocd(ctx, append([]string{"refresh"}, args...), s.stdout, s.stderr)
 		},
 	}
@@ -170,7 +170,7 @@ func argocdCommand(ctx context.Context, s streams) *cobra.Command {
 			Short:              "render the Application's source and pin it (the plugin's generate command)",
 			DisableFlagParsing: true,
 			ValidArgsFunction:  cobra.NoFileCompletions,
-			RunE: func(cmd *cobra.Command, args []string) error {
+			RunE: func(_ *cobra.Command, args []string) error {
 				return runArgocdGenerate(ctx, args, s.stdout, s.stderr)
 			},
 		},
@@ -187,7 +187,7 @@ func completionCommand(s streams, root *cobra.Command) *cobra.Command {
 		Use:                "completion " + strings.Join(shells, "|"),
 		Short:              "print a shell completion script",
 		DisableFlagParsing: true,
-		ValidArgsFunction: func(cmd *cobra.Command, args []string, toComplete string) ([]cobra.Completion, cobra.ShellCompDirective) {
+		ValidArgsFunction: func(_ *cobra.Command, args []string, toComplete string) ([]cobra.Completion, cobra.ShellCompDirective) {
 			var out []cobra.Completion
 			for _, sh := range shells {
 				if len(args) == 0 && strings.HasPrefix(sh, toComplete) {
@@ -196,7 +196,7 @@ func completionCommand(s streams, root *cobra.Command) *cobra.Command {
 			}
 			return out, cobra.ShellCompDirectiveNoFileComp
 		},
-		RunE: func(cmd *cobra.Command, args []string) error {
+		RunE: func(_ *cobra.Command, args []string) error {
 			if len(args) == 1 && (args[0] == "-h" || args[0] == "--help") {
 				fmt.Fprintf(s.stderr, "Usage: digestpin completion %s\n\n%s", strings.Join(shells, "|"), completionHelp)
 				return pflag.ErrHelp
@@ -233,7 +233,7 @@ const completionHelp = `Writes a script that completes digestpin's commands, fla
 // helpCommand is `digestpin help [COMMAND...]`: the help of the filter, or
 // of the command named, on stderr as --help writes it. A topic that names
 // no command is a usage error that says the nearest.
-func helpCommand(ctx context.Context, s streams) *cobra.Command {
+func helpCommand(s streams) *cobra.Command {
 	return &cobra.Command{
 		Use:                "help [COMMAND]",
 		Short:              "help about a command",
@@ -340,7 +340,7 @@ func reported(stderr io.Writer, err error) error {
 // its own flags. A flag that takes a file completes as the shell does; a
 // word that is no flag's value gets words (files, or nothing).
 func completeFlagValues(fs *pflag.FlagSet, words cobra.ShellCompDirective) cobra.CompletionFunc {
-	return func(cmd *cobra.Command, args []string, toComplete string) ([]cobra.Completion, cobra.ShellCompDirective) {
+	return func(_ *cobra.Command, args []string, toComplete string) ([]cobra.Completion, cobra.ShellCompDirective) {
 		name, prefix, value := "", "", toComplete
 		switch {
 		case strings.HasPrefix(toComplete, "--") && strings.Contains(toComplete, "="):

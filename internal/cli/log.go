@@ -11,7 +11,7 @@ import (
 	"time"
 )
 
-// logger sends messages to stderr and, when --log-file is set, to that
+// Logger sends messages to stderr and, when --log-file is set, to that
 // file as well. With --tty-errors the reason of a failure also goes to the
 // controlling terminal, for callers that swallow stderr (Helm 4 discards a
 // post-renderer plugin's stderr even when it fails). It is safe for
@@ -138,6 +138,7 @@ func line(prefix, format string, args ...any) string {
 	return b.String()
 }
 
+// Printf logs a line, prefix and message, to stderr and the log file.
 func (r *Logger) Printf(prefix, format string, args ...any) {
 	r.write(line(prefix, format, args...))
 }
@@ -156,17 +157,17 @@ func (r *Logger) write(msg string) {
 	})
 }
 
-// debugf logs only with -v.
+// Debugf logs only with -v.
 func (r *Logger) Debugf(format string, args ...any) {
 	if r.verbose {
 		r.Printf("", format, args...)
 	}
 }
 
-// warnf logs a warning.
+// Warnf logs a warning.
 func (r *Logger) Warnf(format string, args ...any) { r.Printf("warning: ", format, args...) }
 
-// fail reports the error that ends the run: to stderr, the log file and,
+// Fail reports the error that ends the run: to stderr, the log file and,
 // with --tty-errors, the controlling terminal when there is one.
 func (r *Logger) Fail(err error) {
 	msg := line("error: ", "%v", err)
@@ -190,6 +191,7 @@ func (r *Logger) Fail(err error) {
 	})
 }
 
+// Close closes the log file, if there is one.
 func (r *Logger) Close() {
 	if r.file != nil {
 		_ = r.file.Close() // appends only; nothing to lose on close

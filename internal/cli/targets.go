@@ -148,7 +148,7 @@ func (o *Options) checkTargets(stdin, stdout any, inputs ...NamedInput) error {
 	return nil
 }
 
-// preamble is how every command starts once its flags are parsed (perr is
+// Preamble is how every command starts once its flags are parsed (perr is
 // the parse's error; see names where its help is): the environment under
 // the flags, the retired flags, the files that a lock file, report or log
 // must not be written over (the streams, and inputs such as the seed and

@@ -5,8 +5,9 @@ import (
 	"path/filepath"
 	"testing"
 
-	"github.com/digestpin/digestpin/internal/testfiles"
 	"sigs.k8s.io/kustomize/kyaml/yaml"
+
+	"github.com/digestpin/digestpin/internal/testfiles"
 )
 
 // TestEstimateNodesIsAnUpperBound checks estimateNodes against the nodes

@@ -12,8 +12,9 @@ import (
 	"testing"
 	"unicode/utf8"
 
-	"github.com/digestpin/digestpin/internal/gen"
 	"sigs.k8s.io/kustomize/kyaml/yaml"
+
+	"github.com/digestpin/digestpin/internal/gen"
 )
 
 // fullParse parses body as parseFull does: one yaml.v3 document, or an

@@ -16,6 +16,8 @@ import (
 // or a cloud metadata service.
 type AddrClass string
 
+// The classes of address, from the one a registry is expected at to those
+// no credential goes to unasked.
 const (
 	ClassPublic      AddrClass = "public"
 	ClassLoopback    AddrClass = "loopback"

@@ -97,7 +97,7 @@ func runDeploy(ctx context.Context, name string, args []string, stdout, stderr i
 	log, err := o.Preamble(ctx, pinFS, perr, "digestpin "+name+" --help", nil, nil, stdout, stderr, func() []cli.NamedInput {
 		return renderInputs(o, seedFile, c.source().Values.ValueFiles)
 	})
-	defer log.Close()
+	defer log.Close() //nolint:staticcheck // SA5001: Preamble returns its logger with its error, for the logger to report
 	err = func() error {
 		if err != nil {
 			return err

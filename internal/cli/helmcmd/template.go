@@ -47,7 +47,7 @@ func runTemplate(ctx context.Context, args []string, stdout, stderr io.Writer) e
 	log, err := o.Preamble(ctx, pinFS, perr, "digestpin template --help", nil, nil, stdout, stderr, func() []cli.NamedInput {
 		return renderInputs(o, t.seedFile, t.render.Values.ValueFiles)
 	})
-	defer log.Close()
+	defer log.Close() //nolint:staticcheck // SA5001: Preamble returns its logger with its error, for the logger to report
 	err = func() error {
 		if err != nil {
 			return err
