@@ -20,7 +20,8 @@ import (
 // the renderer, the resolver, the library and their shared vocabulary
 // never import it. Within the resolver, the tag policies and the
 // credentials import neither the resolver nor its transport, and the
-// transport imports no credentials.
+// transport imports no credentials. The pinning flags (pin/pinflags)
+// import no Helm and nothing of the command.
 // sigstoreDeps are the import path prefixes of signature verification:
 // sigstore-go (rekor among it) and what it brings, gRPC and the
 // transparency log formats. Protobuf is TestPinWithoutSigstore's.
@@ -78,6 +79,9 @@ func TestLayering(t *testing.T) {
 		{pkg: "./postrender", forbidden: sigstoreDeps},
 		{pkg: "./lockfile", forbidden: sigstoreDeps},
 		{pkg: "./verification", forbidden: append(slices.Clone(sigstoreDeps), "google.golang.org/protobuf", "sigs.k8s.io/kustomize/kyaml", "github.com/digestpin/digestpin/")},
+		// The pinning flags an embedder adds to its own command: no
+		// Helm (nor client-go), nothing of the digestpin command.
+		{pkg: "./pin/pinflags", forbidden: []string{"helm.sh/", "k8s.io/client-go", "github.com/digestpin/digestpin/internal/cli"}},
 		{pkg: "./helmaction", forbidden: []string{"github.com/google/go-containerregistry/pkg/v1/remote", "github.com/digestpin/digestpin/"}},
 	} {
 		out, err := exec.Command("go", "list", "-deps", "-f", "{{.ImportPath}}", tc.pkg).Output()

@@ -23,7 +23,7 @@ var flagValues = map[string][]string{
 	"summary":      {fileValue},
 	"summary-text": {fileValue},
 
-	// The Redis flags (options_redis.go).
+	// The Redis flags (pin/pinflags/redis.go).
 	"redis-password-file": {fileValue},
 	"redis-ca-file":       {fileValue},
 }

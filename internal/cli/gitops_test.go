@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -19,7 +18,6 @@ import (
 	"github.com/digestpin/digestpin/internal/testregistry"
 	"github.com/digestpin/digestpin/pin"
 	"github.com/digestpin/digestpin/renderer"
-	"github.com/digestpin/digestpin/resolve"
 )
 
 // runResult is what one in-process run printed.
@@ -337,42 +335,5 @@ func TestReportContent(t *testing.T) {
 	}}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("report mismatch (-want +got):\n%s", diff)
-	}
-}
-
-// TestOptionErrorNames checks that each pin.Options field and resolve
-// option that a library error names becomes the flag that sets it, or its
-// variable when that set it, also where one name is a prefix of another
-// ("Cache", "CacheDir", "CacheTTL"), and in the field a field needs or
-// excludes.
-func TestOptionErrorNames(t *testing.T) {
-	t.Parallel()
-	for option, flag := range optionFlags {
-		if flag == "" {
-			continue
-		}
-		o := &Options{fromEnv: map[string]bool{}}
-		for _, tc := range []struct {
-			err  error
-			want string
-		}{
-			{&pin.OptionError{Field: option, Reason: "is wrong"}, "--" + flag + " is wrong"},
-			{&pin.OptionError{Field: option, Rule: "needs", Other: "Lock", Reason: "FILE"}, "--" + flag + " needs --lock FILE"},
-			{&pin.OptionError{Field: "Frozen", Rule: "excludes", Other: option}, "--frozen excludes --" + flag},
-			{fmt.Errorf("configuring resolver: %w", &resolve.OptionError{Option: option, Err: errors.New("is wrong")}), "--" + flag + ": is wrong"},
-			{&resolve.OptionError{Option: "WithMirrorOnly", Needs: option}, "--mirror-only: needs a --" + flag},
-		} {
-			if got := o.LibraryError(tc.err).Error(); got != tc.want {
-				t.Errorf("libraryError(%v) = %q, want %q", tc.err, got, tc.want)
-			}
-		}
-		o.fromEnv[flag] = true
-		if got, want := o.LibraryError(&pin.OptionError{Field: option, Reason: "is wrong"}).Error(), envName(flag)+" is wrong"; got != want {
-			t.Errorf("libraryError(%s from the environment) = %q, want %q", option, got, want)
-		}
-	}
-	// The renderer's errors say what they are about.
-	if got, want := (&Options{}).LibraryError(&pin.OptionError{Field: "Renderer", Err: errors.New("checksum path X=y covers no image path")}).Error(), "checksum path X=y covers no image path"; got != want {
-		t.Errorf("libraryError(Renderer) = %q, want %q", got, want)
 	}
 }

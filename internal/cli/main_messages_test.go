@@ -185,8 +185,8 @@ func TestLibraryMessagesNameFlags(t *testing.T) {
 			for _, f := range tc.env {
 				o.fromEnv[f] = true
 			}
-			if got := o.optionName(tc.option); got != tc.want {
-				t.Errorf("optionName(%q) = %q, want %q", tc.option, got, tc.want)
+			if got := o.OptionName(tc.option); got != tc.want {
+				t.Errorf("OptionName(%q) = %q, want %q", tc.option, got, tc.want)
 			}
 		})
 	}

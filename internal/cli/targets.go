@@ -102,13 +102,13 @@ func (o *Options) checkTargets(stdin, stdout any, inputs ...NamedInput) error {
 		flag  string
 		paths []string
 	}{
-		{"lock", []string{o.pin.Lock}},
-		{"diff-against", []string{o.pin.DiffAgainst}},
-		{"config", []string{o.config}},
-		{"pull-secret", o.registry.pullSecrets},
-		{"ca-file", o.registry.caFiles},
-		{"redis-password-file", []string{o.redis.passwordFile}},
-		{"redis-ca-file", []string{o.redis.caFile}},
+		{"lock", []string{o.Pin.Lock}},
+		{"diff-against", []string{o.Pin.DiffAgainst}},
+		{"config", []string{o.Config}},
+		{"pull-secret", o.Registry.PullSecrets},
+		{"ca-file", o.Registry.CAFiles},
+		{"redis-password-file", []string{o.Redis.PasswordFile}},
+		{"redis-ca-file", []string{o.Redis.CAFile}},
 	} {
 		for _, p := range r.paths {
 			if p == "" {
@@ -134,7 +134,7 @@ func (o *Options) checkTargets(stdin, stdout any, inputs ...NamedInput) error {
 		known = append(known, target)
 		return nil
 	}
-	for _, t := range []struct{ flag, path string }{{"log-file", o.logFile}, {"write-lock", o.pin.WriteLock}, {"report", o.pin.Report}, {"summary", o.pin.Summary}, {"summary-text", o.pin.SummaryText}} {
+	for _, t := range []struct{ flag, path string }{{"log-file", o.logFile}, {"write-lock", o.Pin.WriteLock}, {"report", o.Pin.Report}, {"summary", o.Pin.Summary}, {"summary-text", o.Pin.SummaryText}} {
 		if t.path == "" {
 			continue
 		}

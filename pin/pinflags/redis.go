@@ -1,4 +1,4 @@
-package cli
+package pinflags
 
 import (
 	"bytes"
@@ -25,23 +25,23 @@ const (
 // --request-timeout).
 const claimWait = 10 * time.Second
 
-// redisFlags are the flags of the Redis resolution cache: cache yields
+// RedisFlags are the flags of the Redis resolution cache: cache yields
 // it.
-type redisFlags struct {
-	url          string
-	passwordFile string
-	caFile       string
-	prefix       string
+type RedisFlags struct {
+	URL          string
+	PasswordFile string
+	CAFile       string
+	Prefix       string
 }
 
 // cache returns the resolution cache of --cache, nil when it is not set,
 // keeping entries for ttl; pin.New checks it against the other cache
 // options (a TTL, no --cache-dir).
-func (r *redisFlags) cache(o *Options, ttl, requestTimeout time.Duration, log *Logger) (resolve.Cache, error) {
-	if r.url == "" {
-		for _, f := range []struct{ flag, value string }{{"redis-password-file", r.passwordFile}, {"redis-ca-file", r.caFile}} {
+func (r *RedisFlags) cache(o *Options, ttl, requestTimeout time.Duration, warnf, logf func(string, ...any)) (resolve.Cache, error) {
+	if r.URL == "" {
+		for _, f := range []struct{ flag, value string }{{"redis-password-file", r.PasswordFile}, {"redis-ca-file", r.CAFile}} {
 			if f.value != "" {
-				return nil, fmt.Errorf("%s needs %s URL, a Redis", o.Name(f.flag), o.Name("cache"))
+				return nil, fmt.Errorf("%s needs %s URL, a Redis", o.name(f.flag), o.name("cache"))
 			}
 		}
 		return nil, nil
@@ -51,41 +51,41 @@ func (r *redisFlags) cache(o *Options, ttl, requestTimeout time.Duration, log *L
 		return nil, err
 	}
 	c, err := redisstore.New(redisstore.Options{
-		URL:      r.url,
+		URL:      r.URL,
 		Password: password,
-		CAFile:   r.caFile,
-		Prefix:   r.prefix,
+		CAFile:   r.CAFile,
+		Prefix:   r.Prefix,
 		Timeout:  min(requestTimeout, redisstore.DefaultTimeout),
-		Warnf:    log.Warnf,
-		Logf:     log.Debugf,
+		Warnf:    warnf,
+		Logf:     logf,
 	})
 	if err != nil {
-		return nil, fmt.Errorf("%s: %w", o.Name("cache"), err)
+		return nil, fmt.Errorf("%s: %w", o.name("cache"), err)
 	}
 	rc, err := c.Cache(ttl, min(requestTimeout, claimWait))
 	if err != nil {
-		return nil, fmt.Errorf("%s: %w", o.Name("cache"), err)
+		return nil, fmt.Errorf("%s: %w", o.name("cache"), err)
 	}
-	log.Debugf("resolution cache on %s, TTL %s", c, ttl)
+	logf("resolution cache on %s, TTL %s", c, ttl)
 	return rc, nil
 }
 
-// password returns the password for the Redis at r.url when the URL
+// password returns the password for the Redis at r.URL when the URL
 // holds none: --redis-password-file's, else $DIGESTPIN_REDIS_PASSWORD's,
 // else $REDIS_PASSWORD's; "" for none. A password file beside a password
 // in the URL is an error: one of them would be ignored.
-func (r *redisFlags) password(o *Options) (string, error) {
+func (r *RedisFlags) password(o *Options) (string, error) {
 	inURL := false
-	if u, err := url.Parse(r.url); err == nil && u.User != nil {
+	if u, err := url.Parse(r.URL); err == nil && u.User != nil {
 		_, inURL = u.User.Password()
 	}
 	switch {
-	case r.passwordFile != "" && inURL:
-		return "", fmt.Errorf("%s and a password in the Redis URL: give one", o.Name("redis-password-file"))
-	case r.passwordFile != "":
-		b, err := readfile.Regular(r.passwordFile, 64<<10)
+	case r.PasswordFile != "" && inURL:
+		return "", fmt.Errorf("%s and a password in the Redis URL: give one", o.name("redis-password-file"))
+	case r.PasswordFile != "":
+		b, err := readfile.Regular(r.PasswordFile, 64<<10)
 		if err != nil {
-			return "", fmt.Errorf("%s: reading the Redis password: %w", o.Name("redis-password-file"), err)
+			return "", fmt.Errorf("%s: reading the Redis password: %w", o.name("redis-password-file"), err)
 		}
 		// A Secret mounted as a file, or echo > file, may end the
 		// password with a newline.
