@@ -41,7 +41,7 @@ func NewOptions() *Options {
 	return o
 }
 
-// bind defines every flag on fs, writing into o: --filename, the
+// Bind defines every flag on fs, writing into o: --filename, the
 // pinning flags (pinflags.Options.AddFlags), then the command's own.
 func (o *Options) Bind(fs *pflag.FlagSet) {
 	fs.SortFlags = false
@@ -138,7 +138,7 @@ func (o *Options) setFromEnv(fs *pflag.FlagSet, lookup func(string) (string, boo
 	return err
 }
 
-// name is how the person set flag: "--mode", or "DIGESTPIN_MODE" when it
+// Name is how the person set flag: "--mode", or "DIGESTPIN_MODE" when it
 // came from the environment. Under digestpin template, install and
 // upgrade, a renamed flag goes by its name there: --ca-file is
 // --registry-ca-file.
