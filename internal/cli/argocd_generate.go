@@ -99,6 +99,9 @@ type toolExit struct{ code int }
 
 func (e *toolExit) Error() string { return fmt.Sprintf("exit status %d", e.code) }
 
+// ExitCode is the command's own status, passed on.
+func (e *toolExit) ExitCode() int { return e.code }
+
 // cmpGenerate is one run of digestpin argocd generate. Its fields are the
 // process's in production; tests set their own.
 type cmpGenerate struct {

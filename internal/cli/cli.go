@@ -124,6 +124,15 @@ func (e *SignalError) Error() string {
 	return fmt.Sprintf("stopped by %s: nothing written", e.Sig)
 }
 
+// ExitCode is 128+N for signal N, as a shell reports a process the
+// signal killed; 1 for a signal that has no number.
+func (e *SignalError) ExitCode() int {
+	if s, ok := e.Sig.(syscall.Signal); ok {
+		return 128 + int(s)
+	}
+	return 1
+}
+
 // notifyContext returns a context that SIGINT or SIGTERM cancels with a
 // *SignalError as its cause. After the first signal the default action is
 // back, so a second one ends the process at once.
@@ -148,34 +157,37 @@ func notifyContext(parent context.Context) (context.Context, func()) {
 }
 
 // ExitCode maps an error from run to the process exit status: 0 for
-// none and --help, 2 for usage errors, 3 for a --check that found the registry
-// differs from the lock file, 128+N for signal N, 1 for everything else.
+// none and --help, the status an ExitCoder in it gives (2 for usage
+// errors, 128+N for signal N, a command's own), 3 for a --check that
+// found the registry differs from the lock file, 1 for everything else.
 func ExitCode(err error) int {
-	var ue *UsageError
-	var se *SignalError
-	var te *toolExit
+	var ec ExitCoder
 	switch {
 	case err == nil, errors.Is(err, pflag.ErrHelp):
 		return 0
-	case errors.As(err, &ue):
-		return 2
+	case errors.As(err, &ec):
+		return ec.ExitCode()
 	case errors.Is(err, pin.ErrLockDiffers):
 		return 3
-	case errors.As(err, &te): // digestpin argocd generate passes a command's status on
-		return te.code
-	case errors.As(err, &se):
-		if s, ok := se.Sig.(syscall.Signal); ok {
-			return 128 + int(s)
-		}
 	}
 	return 1
 }
 
-// UsageError is a bad command line or environment.
+// ExitCoder is an error that says the exit status of the process it ends;
+// ExitCode finds it in the error's chain.
+type ExitCoder interface {
+	error
+	ExitCode() int
+}
+
+// UsageError is a bad command line or environment: exit status 2.
 type UsageError struct{ Err error }
 
 func (e *UsageError) Error() string { return e.Err.Error() }
 func (e *UsageError) Unwrap() error { return e.Err }
+
+// ExitCode is 2, as for every usage error of a Unix command.
+func (e *UsageError) ExitCode() int { return 2 }
 
 // timeoutError is the cause of a run that --timeout stopped.
 type timeoutError struct {
