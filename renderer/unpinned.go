@@ -38,7 +38,29 @@ func (u Unpinned) String() string { return fmt.Sprintf("%s %q", u.Workload, u.Re
 // unpinnedError is the error of Strict: every image reference left as a
 // tag, the first with where it is.
 func unpinnedError(ctx context.Context, us []Unpinned) error {
-	return fmt.Errorf("%s: %d image references are left as tags where digestpin knows no image field (%s): %s; name their fields with %s", us[0].Where, len(us), resolution.OptionName(ctx, "Strict"), unpinnedList(us), resolution.OptionName(ctx, "ImagePaths"))
+	return fmt.Errorf("%s: %d image references are left as tags where digestpin knows no image field (%s): %s; %s", us[0].Where, len(us), resolution.OptionName(ctx, "Strict"), unpinnedList(us), unpinnedAdvice(ctx, us))
+}
+
+// unpinnedAdvice says how to pin us: name their fields with an image
+// path, and, for an image inside a string, which digestpin never
+// rewrites, write the digest into the text where it is made.
+func unpinnedAdvice(ctx context.Context, us []Unpinned) string {
+	var fields, embedded bool
+	for _, u := range us {
+		if strings.HasPrefix(u.Workload.Field, EmbeddedPrefix) {
+			embedded = true
+		} else {
+			fields = true
+		}
+	}
+	var advice []string
+	if fields {
+		advice = append(advice, "name their fields with "+resolution.OptionName(ctx, "ImagePaths"))
+	}
+	if embedded {
+		advice = append(advice, "digestpin never rewrites an image inside a string (an embedded manifest): pin it where the text is made, with a digest in the chart's values")
+	}
+	return strings.Join(advice, "; ")
 }
 
 // unpinnedList lists us as the error of Strict and the warning without it
