@@ -61,12 +61,11 @@ func (e *finder) scanEmbedded(obj *yaml.Node, w Workload) {
 	var path []string
 	var walk func(n *yaml.Node, depth int)
 	walk = func(n *yaml.Node, depth int) {
-		if n.Kind == yaml.AliasNode {
-			// Step into each anchored node once: aliases could make the
-			// walk grow exponentially.
-			if n = stream.Deref(n); n == nil || !once(&e.embedSeen, n) {
-				return
-			}
+		// Step into each anchored node once, whether an alias or its
+		// own place leads to it: aliases could make the walk grow
+		// exponentially.
+		if n = stream.Deref(n); n == nil || n.Anchor != "" && !once(&e.embedSeen, n) {
+			return
 		}
 		if depth > maxEmbeddedDepth {
 			return
@@ -107,10 +106,8 @@ func (e *finder) scanText(n *yaml.Node, w Workload) {
 	var path []string
 	var walk func(n *yaml.Node, key string, depth int)
 	walk = func(v *yaml.Node, key string, depth int) {
-		if v.Kind == yaml.AliasNode {
-			if v = stream.Deref(v); v == nil || !once(&seen, v) {
-				return
-			}
+		if v = stream.Deref(v); v == nil || v.Anchor != "" && !once(&seen, v) {
+			return
 		}
 		if depth > maxEmbeddedDepth {
 			return

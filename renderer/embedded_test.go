@@ -88,6 +88,18 @@ func TestEmbedded(t *testing.T) {
 			want: []Unpinned{{Reference: "registry.example/app:1", Workload: field(`data["bomb.yaml"]`, "image")}},
 		},
 		{
+			desc: "a string shared through aliases in a billion laughs, listed once",
+			in: "apiVersion: example.com/v1\nkind: Bundle\nmetadata:\n  name: b\nspec:\n  text: &s |\n    image: registry.example/app:1\n  a: &a [*s, *s, *s, *s, *s, *s, *s, *s, *s]\n" + func() string {
+				s := ""
+				for i, c := range "bcdefghij" {
+					p := string("abcdefghij"[i])
+					s += fmt.Sprintf("  %c: &%c [*%s, *%s, *%s, *%s, *%s, *%s, *%s, *%s, *%s]\n", c, c, p, p, p, p, p, p, p, p, p)
+				}
+				return s
+			}(),
+			want: []Unpinned{{Reference: "registry.example/app:1", Workload: Workload{Kind: "Bundle", Name: "b", Container: FieldPrefix + "spec.text", Field: EmbeddedPrefix + "image"}}},
+		},
+		{
 			desc: "a CRD's descriptions show examples",
 			in:   "apiVersion: apiextensions.k8s.io/v1\nkind: CustomResourceDefinition\nmetadata:\n  name: runners.example.com\nspec:\n  versions:\n  - name: v1\n    schema:\n      openAPIV3Schema:\n        description: |\n          For example:\n            spec:\n              image: registry.example/a:1\n",
 		},

@@ -16,16 +16,20 @@ import (
 
 // Unpinned is a value that looks like an image reference with a tag,
 // left as it is because no image field of digestpin's leads to it: an
-// argument or env var of a container, or a field of a custom resource
-// whose name says image. A lock file or report of the stream does not
-// cover it; an --image-path that names its field pins it.
+// argument or env var of a container, a field of a custom resource
+// whose name says image, or such a field of a YAML or JSON document
+// inside a string (a manifest in a ConfigMap). A lock file or report of
+// the stream does not cover it; an --image-path that names its field
+// pins it, but for one inside a string, which is never rewritten.
 type Unpinned struct {
 	// Reference is the value as written.
 	Reference string `json:"reference"`
 	// Workload names the field: the container and Field for a
 	// container's argument or variable ("args[2]",
 	// "args[flag=--sidecar-image]", "env[name=SIDECAR].value"), or
-	// FieldPrefix and the field's path in a custom resource.
+	// FieldPrefix and the field's path in a custom resource; inside a
+	// string, FieldPrefix and the string's path, and Field EmbeddedPrefix
+	// and the path in its text.
 	Workload Workload `json:"workload"`
 	// Where is the document, its source and line.
 	Where string `json:"-"`
