@@ -107,6 +107,11 @@ type finder struct {
 	// containers of pod specs still to scan, scanned the nodes scanned.
 	handled, scanned map[*yaml.Node]bool
 	containers       []containerAt
+	// embed says that the document may hold strings with line breaks
+	// (mayEmbed), to scan for embedded images; embedSeen are the
+	// anchored nodes that scan stepped into.
+	embed     bool
+	embedSeen map[*yaml.Node]bool
 	// name is the copy of the last workload name that own made.
 	name string
 }
@@ -118,7 +123,7 @@ type finder struct {
 // f.stopped.
 func (r *Renderer) find(d *document, p *stream.Parsed, f *found) {
 	*f = found{uses: f.uses, from: len(f.uses), sites: f.sites[:0], sums: f.sums[:0]}
-	e := finder{found: f, r: r, d: d}
+	e := finder{found: f, r: r, d: d, embed: mayEmbed(d.Body())}
 	e.routes = newRoutes(p.Aliases)
 	e.routes.step(p.Obj)
 	e.stopped = e.object(p.Obj, 0)
@@ -228,6 +233,9 @@ func (e *finder) object(obj *yaml.Node, depth int) error {
 	}
 	// Last, what looks like an image and is left as a tag.
 	e.scanUnpinned(obj, apiGroup(apiVersion), w)
+	if e.embed {
+		e.scanEmbedded(obj, w)
+	}
 	return nil
 }
 

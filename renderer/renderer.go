@@ -112,7 +112,9 @@ type Workload struct {
 	Container string `json:"container"`
 	// Field is the path, in the container, of an image field that
 	// ContainerImagePaths found: "args[flag=--config-reloader-image]",
-	// "env[name=AGENT_IMAGE].value"; "" for the container's image.
+	// "env[name=AGENT_IMAGE].value"; "" for the container's image. For
+	// an image inside a string (Result.Unpinned only), EmbeddedPrefix and
+	// the path in the document the string holds.
 	Field string `json:"field,omitempty"`
 }
 
@@ -251,7 +253,7 @@ func (r *Renderer) Render(ctx context.Context, in []byte) (Result, error) {
 		r.warnf("%s", w)
 	}
 	if len(unpinned) > 0 {
-		r.warnf("%d image references are left as tags where digestpin knows no image field, and no lock file or report covers them: %s; name their fields with %s (%s fails the run)", len(unpinned), unpinnedList(unpinned), resolution.OptionName(ctx, "ImagePaths"), resolution.OptionName(ctx, "Strict"))
+		r.warnf("%d image references are left as tags where digestpin knows no image field, and no lock file or report covers them: %s; %s (%s fails the run)", len(unpinned), unpinnedList(unpinned), unpinnedAdvice(ctx, unpinned), resolution.OptionName(ctx, "Strict"))
 	}
 	return Result{Images: images, Unpinned: unpinned, out: stream.NewOutput(in, c.out)}, nil
 }
@@ -294,12 +296,17 @@ func (r *Renderer) Validate() error {
 
 // String formats a workload as "Deployment/ns/web container "app"", or
 // for an image volume as "Deployment/ns/web volume "data"", or for an
-// image field as "Workflow/ns/ci field spec.templates[0].script.image".
+// image field as "Workflow/ns/ci field spec.templates[0].script.image",
+// or for an image inside a string as "ConfigMap/ns/cm field
+// data["pod.yaml"] embedded spec.containers[0].image".
 func (w Workload) String() string {
 	if v, ok := strings.CutPrefix(w.Container, VolumePrefix); ok {
 		return fmt.Sprintf("%s volume %q", w.object(), v)
 	}
 	if f, ok := strings.CutPrefix(w.Container, FieldPrefix); ok {
+		if t, ok := strings.CutPrefix(w.Field, EmbeddedPrefix); ok {
+			return fmt.Sprintf("%s field %s embedded %s", w.object(), f, t)
+		}
 		return fmt.Sprintf("%s field %s", w.object(), f)
 	}
 	if w.Field != "" {

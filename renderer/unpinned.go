@@ -16,16 +16,20 @@ import (
 
 // Unpinned is a value that looks like an image reference with a tag,
 // left as it is because no image field of digestpin's leads to it: an
-// argument or env var of a container, or a field of a custom resource
-// whose name says image. A lock file or report of the stream does not
-// cover it; an --image-path that names its field pins it.
+// argument or env var of a container, a field of a custom resource
+// whose name says image, or such a field of a YAML or JSON document
+// inside a string (a manifest in a ConfigMap). A lock file or report of
+// the stream does not cover it; an --image-path that names its field
+// pins it, but for one inside a string, which is never rewritten.
 type Unpinned struct {
 	// Reference is the value as written.
 	Reference string `json:"reference"`
 	// Workload names the field: the container and Field for a
 	// container's argument or variable ("args[2]",
 	// "args[flag=--sidecar-image]", "env[name=SIDECAR].value"), or
-	// FieldPrefix and the field's path in a custom resource.
+	// FieldPrefix and the field's path in a custom resource; inside a
+	// string, FieldPrefix and the string's path, and Field EmbeddedPrefix
+	// and the path in its text.
 	Workload Workload `json:"workload"`
 	// Where is the document, its source and line.
 	Where string `json:"-"`
@@ -38,7 +42,29 @@ func (u Unpinned) String() string { return fmt.Sprintf("%s %q", u.Workload, u.Re
 // unpinnedError is the error of Strict: every image reference left as a
 // tag, the first with where it is.
 func unpinnedError(ctx context.Context, us []Unpinned) error {
-	return fmt.Errorf("%s: %d image references are left as tags where digestpin knows no image field (%s): %s; name their fields with %s", us[0].Where, len(us), resolution.OptionName(ctx, "Strict"), unpinnedList(us), resolution.OptionName(ctx, "ImagePaths"))
+	return fmt.Errorf("%s: %d image references are left as tags where digestpin knows no image field (%s): %s; %s", us[0].Where, len(us), resolution.OptionName(ctx, "Strict"), unpinnedList(us), unpinnedAdvice(ctx, us))
+}
+
+// unpinnedAdvice says how to pin us: name their fields with an image
+// path, and, for an image inside a string, which digestpin never
+// rewrites, write the digest into the text where it is made.
+func unpinnedAdvice(ctx context.Context, us []Unpinned) string {
+	var fields, embedded bool
+	for _, u := range us {
+		if strings.HasPrefix(u.Workload.Field, EmbeddedPrefix) {
+			embedded = true
+		} else {
+			fields = true
+		}
+	}
+	var advice []string
+	if fields {
+		advice = append(advice, "name their fields with "+resolution.OptionName(ctx, "ImagePaths"))
+	}
+	if embedded {
+		advice = append(advice, "digestpin never rewrites an image inside a string (an embedded manifest): pin it where the text is made, with a digest in the chart's values")
+	}
+	return strings.Join(advice, "; ")
 }
 
 // unpinnedList lists us as the error of Strict and the warning without it

@@ -122,6 +122,12 @@ var cmpIgnoreWhere = cmp.FilterPath(func(p cmp.Path) bool { return p.Last().Stri
 func TestGoldenUnpinned(t *testing.T) {
 	t.Parallel()
 	want := map[string][]string{
+		// Argo creates the resource template's manifest as written.
+		"argo-workflows": {`WorkflowTemplate/ci/ci-build field spec.templates[5].resource.manifest embedded spec.containers[0].image "registry.example/ci/curl:8.10"`},
+		"embedded-manifests": {
+			`ConfigMap/kubewarden/kubewarden-controller-default-policyserver field data["policy-server.yaml"] embedded spec.image "ghcr.io/kubewarden/policy-server:v1.20.0"`,
+			`Deployment/kubewarden/kubewarden-controller field metadata.annotations["kubewarden.io/default-policy-server"] embedded spec.image "ghcr.io/kubewarden/policy-server:v1.20.0"`,
+		},
 		"helm-all-kinds":             {`Widget/not-a-workload field spec.template.spec.containers[0].image "registry.example/shop/web:1.4"`},
 		"openkruise":                 {`ImagePullJob/shop/shop-prepull field spec.image "registry.example/shop/web:2.0"`},
 		"openshift-deploymentconfig": {`DeploymentConfig/finance/ledger field spec.strategy.customParams.image "registry.example/finance/deployer:1.0"`, `DeploymentConfig/ledger-lookalike field spec.template.spec.containers[0].image "registry.example/finance/ledger:5.2"`},

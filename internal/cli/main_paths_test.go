@@ -299,3 +299,48 @@ func TestRunUnpinned(t *testing.T) {
 		t.Errorf("with --image-path: stderr %q, output:\n%s", stderr, out)
 	}
 }
+
+// TestRunUnpinnedEmbedded checks what a run says about an image inside
+// a string (a manifest that a ConfigMap holds): one warning line that
+// says to pin it where the text is made, an "unpinned" entry in the
+// report naming the ConfigMap, its key and the path in the text, the
+// text left as written, and with --strict a failure naming them.
+func TestRunUnpinnedEmbedded(t *testing.T) {
+	reg := testregistry.New(t)
+	reg.PushImage(t, "policy-server:1")
+	in := "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: default-policyserver\n  namespace: kubewarden\ndata:\n  policy-server.yaml: |\n    apiVersion: policies.kubewarden.io/v1\n    kind: PolicyServer\n    metadata:\n      name: default\n    spec:\n      image: " + reg.Ref("policy-server:1") + "\n"
+	report := filepath.Join(t.TempDir(), "report.json")
+	out, stderr, err := runIn(t, in, "--report", report)
+	if err != nil {
+		t.Fatalf("run() = %v; stderr:\n%s", err, stderr)
+	}
+	if out != in {
+		t.Errorf("the ConfigMap changed:\n%s", out)
+	}
+	field := `ConfigMap/kubewarden/default-policyserver field data["policy-server.yaml"] embedded spec.image "` + reg.Ref("policy-server:1") + `"`
+	if !strings.Contains(stderr, field) || !strings.Contains(stderr, "never rewrites an image inside a string") || strings.Count(stderr, "\n") != 1 {
+		t.Errorf("stderr = %q, want one line with %q", stderr, field)
+	}
+	b, err := os.ReadFile(report)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var rep struct {
+		Unpinned []renderer.Unpinned `json:"unpinned"`
+	}
+	if err := json.Unmarshal(b, &rep); err != nil {
+		t.Fatalf("report: %v\n%s", err, b)
+	}
+	wantU := []renderer.Unpinned{{Reference: reg.Ref("policy-server:1"), Workload: renderer.Workload{Kind: "ConfigMap", Namespace: "kubewarden", Name: "default-policyserver", Container: `field/data["policy-server.yaml"]`, Field: "embedded/spec.image"}}}
+	if diff := cmp.Diff(wantU, rep.Unpinned); diff != "" {
+		t.Errorf("report unpinned (-want +got):\n%s\n%s", diff, b)
+	}
+
+	out, stderr, err = runIn(t, in, "--strict")
+	if err == nil || out != "" {
+		t.Fatalf("run(--strict) = %v with stdout %q, want a failure and nothing", err, out)
+	}
+	if !strings.Contains(stderr, "document 1, line 7: 1 image references are left as tags where digestpin knows no image field (--strict): "+field) || strings.Count(stderr, "\n") != 1 {
+		t.Errorf("stderr = %q, want one line naming the ConfigMap and its key", stderr)
+	}
+}

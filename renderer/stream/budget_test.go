@@ -2,6 +2,7 @@ package stream
 
 import (
 	"bytes"
+	"fmt"
 	"path/filepath"
 	"testing"
 
@@ -43,4 +44,28 @@ func countNodes(body []byte) int {
 		n++
 	}
 	return n
+}
+
+// TestParseTextGuards refuses text beyond its node bound and merge keys
+// that expand past the bound, and leaves plain aliases unexpanded.
+func TestParseTextGuards(t *testing.T) {
+	t.Parallel()
+	merges := "m0: &m0 {a: 1}\n"
+	for i := 1; i <= 40; i++ {
+		merges += fmt.Sprintf("m%d: &m%d {<<: [*m%d, *m%d]}\n", i, i, i-1, i-1)
+	}
+	if _, err := ParseText(merges, MaxNodes); err == nil {
+		t.Errorf("ParseText(merge bomb) = nil error, want one")
+	}
+	if _, err := ParseText("a:\n- 1\n- 2\n", 4); err == nil {
+		t.Errorf("ParseText(text over its bound) = nil error, want one")
+	}
+	laughs := "a: &a [lol, lol]\nb: &b [*a, *a]\nc: [*b, *b]\n---\nx: 1\n"
+	roots, err := ParseText(laughs, MaxNodes)
+	if err != nil || len(roots) != 2 {
+		t.Fatalf("ParseText(laughs) = %d documents, %v; want 2, nil", len(roots), err)
+	}
+	if c := roots[0].Content[5].Content[0]; c.Kind != yaml.AliasNode {
+		t.Errorf("ParseText(laughs) expanded an alias: %v", c.Kind)
+	}
 }

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"strconv"
+	"strings"
 
 	"sigs.k8s.io/kustomize/kyaml/yaml"
 )
@@ -185,4 +186,37 @@ func rootContent(doc *yaml.Node) *yaml.Node {
 		return doc.Content[0]
 	}
 	return doc
+}
+
+// ParseText parses text, the value of a string scalar, as the YAML (or
+// JSON) documents it may embed: a manifest or a configuration file kept
+// in a ConfigMap or an annotation. It returns the top node of each
+// document that has one. The guards of Parse apply: text that may hold
+// more than maxNodes nodes (counted as the Budget counts a document's,
+// before parsing) is refused unparsed, and so are aliases that
+// checkAliases refuses (a cycle; merge keys that expand past the bound).
+// Plain aliases are left as alias nodes, never expanded: a caller that
+// walks the tree must step into each anchored node once. Text that is
+// not YAML is an error; the tree belongs to the caller.
+func ParseText(text string, maxNodes int) ([]*yaml.Node, error) {
+	if n := estimateNodes([]byte(text)); n > maxNodes {
+		return nil, fmt.Errorf("the text may hold up to %d YAML nodes, more than %d", n, maxNodes)
+	}
+	var roots []*yaml.Node
+	dec := yaml.NewDecoder(strings.NewReader(text))
+	for {
+		var doc yaml.Node
+		if err := dec.Decode(&doc); err != nil {
+			if errors.Is(err, io.EOF) {
+				return roots, nil
+			}
+			return nil, err
+		}
+		if _, _, err := checkAliases(&doc); err != nil {
+			return nil, err
+		}
+		if top := rootContent(&doc); top != nil {
+			roots = append(roots, top)
+		}
+	}
 }
