@@ -32,6 +32,8 @@ type chain struct {
 	// asked are the references the render asked the chain about.
 	askedMu sync.Mutex
 	asked   []name.Reference
+	// progress counts the resolutions; nil without Options.Progress.
+	progress *progress
 
 	// records keeps signature verifications beside the resolutions, in
 	// the Pin's cache; nil without one (and under Frozen and Check, which
@@ -55,6 +57,9 @@ type chain struct {
 // resolution.Resolver; nothing downstream needs to know which.
 func newChain(o *Options) (*chain, error) {
 	c := &chain{platform: o.platform(), tags: o.TagPolicies}
+	if o.Progress != nil {
+		c.progress = &progress{report: o.Progress}
+	}
 	if o.Lock != "" {
 		l, err := lockfile.Read(o.Lock)
 		if err != nil {
@@ -305,6 +310,11 @@ func (c *chain) Resolve(ctx context.Context, ref name.Reference) (resolution.Res
 	c.askedMu.Lock()
 	c.asked = append(c.asked, ref)
 	c.askedMu.Unlock()
+	if c.progress == nil {
+		return c.Resolver.Resolve(ctx, ref)
+	}
+	c.progress.begin()
+	defer c.progress.end()
 	return c.Resolver.Resolve(ctx, ref)
 }
 

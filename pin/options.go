@@ -124,6 +124,15 @@ type Options struct {
 	// ResolveOptions). It must be safe for concurrent use.
 	Signatures verification.Registry
 
+	// Progress, when set, is called as each resolution of a Pin begins
+	// and ends, with the counts so far, and once more with Finished set
+	// when the Pin's render has ended. The calls of one Pin come one at a
+	// time, from the goroutines that resolve, with counts in the order
+	// they changed; the callback should return quickly, since a
+	// resolution waits for it. Several Pins at once call it
+	// concurrently. nil means no calls.
+	Progress func(Progress)
+
 	// Logf receives debug messages (each resolution, the files written);
 	// nil discards them. Warnings go to Renderer.Warnf.
 	Logf func(format string, args ...any)

@@ -91,6 +91,10 @@ func (p *Pinner) Pin(ctx context.Context, in []byte) (*Result, error) {
 	r := p.o.Renderer
 	r.Resolver = c
 	out, err := r.Render(ctx, in)
+	if c.progress != nil {
+		// Render waits for every resolution it began.
+		c.progress.finish()
+	}
 	// A mirror no image is from is a typo, most likely: say so, all the
 	// more when the render failed (its images went to their registries).
 	for _, m := range c.unusedMirrors(out.Images) {

@@ -8,6 +8,7 @@ var shells = []string{"bash", "zsh", "fish"}
 var flagValues = map[string][]string{
 	"mode":        {"pin", "digest", "annotate"},
 	"on-error":    {"fail", "keep"},
+	"progress":    {"auto", "always", "never"},
 	"filename":    {fileValue},
 	"ca-file":     {fileValue},
 	"pull-secret": {fileValue},

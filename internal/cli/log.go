@@ -29,7 +29,16 @@ type Logger struct {
 	// stuck says that a write did not return although the run was
 	// stopped: the stream is blocked, and nothing more is written.
 	stuck bool
+	// progress is the progress line of --progress; nil for none.
+	progress *progressLine
+	// shown is the progress line on stderr, without its end of line;
+	// "" for none. Every other message erases it first.
+	shown string
 }
+
+// eraseLine returns the cursor to the start of the line and erases the
+// line from there.
+const eraseLine = "\r\x1b[K"
 
 // logGrace is how long a message may take once the run is stopped: plenty
 // for a stream that is read, and the run ends soon after it all the same.
@@ -77,6 +86,7 @@ func (r *Logger) bounded(f func()) {
 
 func newLogger(stderr io.Writer, o *Options) *Logger {
 	r := &Logger{stderr: stderr, verbose: o.verbose}
+	r.progress = newProgress(r, o.progress, stderr)
 	if o.logFile != "" {
 		// O_NONBLOCK: a FIFO with no reader fails the open instead of
 		// blocking the run before it starts.
@@ -148,13 +158,43 @@ func (r *Logger) write(msg string) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	stderr, file := r.stderr, r.file
+	out := msg
+	if r.shown != "" {
+		out, r.shown = eraseLine+msg, ""
+	}
 	r.bounded(func() {
 		// A message that cannot be written has nowhere else to go.
-		_, _ = io.WriteString(stderr, msg)
+		_, _ = io.WriteString(stderr, out)
 		if file != nil {
 			_, _ = io.WriteString(file, msg)
 		}
 	})
+}
+
+// drawProgress shows text, the progress line, on stderr alone, in place
+// of the one there: redrawn on a terminal, without an end of line.
+func (r *Logger) drawProgress(text string) {
+	text = "digestpin: " + text
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if text == r.shown {
+		return
+	}
+	r.shown = text
+	stderr := r.stderr
+	r.bounded(func() { _, _ = io.WriteString(stderr, "\r"+text+"\x1b[K") })
+}
+
+// clearProgress erases the progress line, if one is shown.
+func (r *Logger) clearProgress() {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.shown == "" {
+		return
+	}
+	r.shown = ""
+	stderr := r.stderr
+	r.bounded(func() { _, _ = io.WriteString(stderr, eraseLine) })
 }
 
 // Debugf logs only with -v.
@@ -193,6 +233,9 @@ func (r *Logger) Fail(err error) {
 
 // Close closes the log file, if there is one.
 func (r *Logger) Close() {
+	if r.progress != nil {
+		r.progress.end() // a Pin that never finished
+	}
 	if r.file != nil {
 		_ = r.file.Close() // appends only; nothing to lose on close
 	}

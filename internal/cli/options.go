@@ -21,6 +21,7 @@ type Options struct {
 	filename  string
 	logFile   string
 	ttyErrors bool
+	progress  string
 	verbose   bool
 	version   bool
 
@@ -49,6 +50,7 @@ func (o *Options) Bind(fs *pflag.FlagSet) {
 	o.AddFlags(fs)
 	fs.StringVar(&o.logFile, "log-file", "", "also append messages to `FILE`")
 	fs.BoolVar(&o.ttyErrors, "tty-errors", false, "also write the reason of a failure to the controlling terminal when stderr is not a terminal (the Helm 4 plugin sets it: Helm 4 discards a post-renderer's stderr)")
+	fs.Var(newProgressValue(&o.progress), "progress", "show how far the resolutions have come on stderr, on one line, in runs over a second: auto (when stderr is a terminal and CI is not set), always (a line a second when stderr is not a terminal) or never")
 	fs.BoolVarP(&o.verbose, "verbose", "v", false, "log each resolution to stderr")
 	fs.BoolVar(&o.version, "version", false, "print the version and exit")
 	bindRetired(fs)
@@ -155,13 +157,17 @@ func (o *Options) Name(flag string) string {
 // PinOptions completes the options that the flags bound for a Pinner
 // (pinflags.Options.PinOptions), with the loggers of log: pin.New checks
 // them, with messages that LibraryError puts in the person's words.
-// --verbose prints the changes on stderr (summary.go).
+// --verbose prints the changes on stderr (summary.go), and --progress
+// shows the resolutions as they go (progress.go).
 func (o *Options) PinOptions(log *Logger) (pin.Options, error) {
 	opts, err := o.Options.PinOptions(log.Warnf, log.Debugf)
 	if err != nil {
 		return pin.Options{}, err
 	}
 	opts.Changes = o.verbose
+	if log.progress != nil {
+		opts.Progress = log.progress.update
+	}
 	return opts, nil
 }
 
@@ -209,7 +215,7 @@ var flagGroups = []struct {
 	{"Tag policies", []string{"tag-policy", "tag-allow", "tag-ignore", "max-tags", "keel-annotations"}},
 	{"Signatures", []string{"verify", "trusted-root"}},
 	{"Shared cache on Redis", []string{"cache", "redis-password-file", "redis-ca-file", "redis-prefix"}},
-	{"Messages", []string{"log-file", "tty-errors"}},
+	{"Messages", []string{"log-file", "tty-errors", "progress"}},
 }
 
 // groupFlags files each flag of fs under its topic (flagGroups).
