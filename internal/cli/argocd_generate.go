@@ -155,12 +155,12 @@ func runArgocdGenerate(ctx context.Context, args []string, stdout, stderr io.Wri
 			return err
 		}
 		err = &UsageError{fmt.Errorf("%w (see digestpin argocd generate --help)", err)}
-		fmt.Fprintf(stderr, "digestpin: error: %v\n", err)
+		reported(stderr, err)
 		return err
 	}
 	if fs.NArg() > 0 {
 		err := &UsageError{fmt.Errorf("digestpin argocd generate takes no arguments, have %q: Argo CD runs it in the Application's source folder", fs.Arg(0))}
-		fmt.Fprintf(stderr, "digestpin: error: %v\n", err)
+		reported(stderr, err)
 		return err
 	}
 	self, err := cmpSelf()

@@ -93,10 +93,7 @@ func Main(b Build) int {
 	signal.Notify(make(chan os.Signal, 1), syscall.SIGPIPE)
 	err := run(ctx, os.Args[1:], os.Stdin, os.Stdout, os.Stderr)
 	stop()
-	if err != nil {
-		return ExitCode(err)
-	}
-	return 0
+	return ExitCode(err)
 }
 
 // Run is Main's run for a caller that is not a main (the tests of the
@@ -236,7 +233,7 @@ func visit(c *cobra.Command, f func(*cobra.Command)) {
 }
 
 // runFilter is the root command, digestpin itself: the filter.
-func runFilter(ctx context.Context, o *Options, fs *pflag.FlagSet, args []string, s streams) error {
+func runFilter(ctx context.Context, cmd *cobra.Command, o *Options, fs *pflag.FlagSet, args []string, s streams) error {
 	perr := fs.Parse(args)
 	if errors.Is(perr, pflag.ErrHelp) {
 		usage(s.stderr, fs)
@@ -255,7 +252,7 @@ func runFilter(ctx context.Context, o *Options, fs *pflag.FlagSet, args []string
 			fmt.Fprintf(s.stdout, "digestpin %s\n", versionString())
 			return nil
 		case fs.NArg() > 0:
-			return unexpectedArgument(fs.Arg(0))
+			return unexpectedArgument(cmd, fs.Arg(0))
 		}
 		popts, err := o.PinOptions(log)
 		if err != nil {
@@ -276,8 +273,8 @@ func runFilter(ctx context.Context, o *Options, fs *pflag.FlagSet, args []string
 // unexpectedArgument is the filter's error for an argument: a command
 // misspelt, or a file given without -f. The filter reads the manifests
 // on stdin or from -f FILE.
-func unexpectedArgument(arg string) error {
-	if near := nearestCommand(newRoot(context.Background(), streams{}), arg); near != "" {
+func unexpectedArgument(root *cobra.Command, arg string) error {
+	if near := nearestCommand(root, arg); near != "" {
 		return &UsageError{fmt.Errorf("unknown command %q: did you mean %q? (see digestpin --help)", arg, near)}
 	}
 	return &UsageError{fmt.Errorf("unexpected argument %q: digestpin reads the manifests on stdin or from -f FILE", arg)}

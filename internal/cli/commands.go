@@ -41,8 +41,8 @@ func newRoot(ctx context.Context, s streams) *cobra.Command {
 		SilenceErrors:      true,
 		SilenceUsage:       true,
 		Args:               cobra.ArbitraryArgs, // runFilter refuses them, after the preamble
-		RunE: func(_ *cobra.Command, args []string) error {
-			return runFilter(ctx, o, fs, args, s)
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return runFilter(ctx, cmd, o, fs, args, s)
 		},
 		ValidArgsFunction: completeFlagValues(fs, cobra.ShellCompDirectiveNoFileComp),
 	}

@@ -40,7 +40,7 @@ func handedOff(err error, stderr io.Writer) int {
 	case err == nil:
 		return 0
 	case !errors.As(err, &te):
-		fmt.Fprintf(stderr, "digestpin: error: %v\n", err)
+		reported(stderr, err)
 	}
 	return ExitCode(err)
 }
