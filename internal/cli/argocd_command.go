@@ -51,7 +51,7 @@ func runArgocd(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		return runHelm(ctx, "argocd refresh", args[1:], stdout, stderr)
 	}()
 	if err != nil && !errors.Is(err, pflag.ErrHelp) {
-		reported(stderr, err)
+		return reported(stderr, err)
 	}
 	return err
 }

@@ -154,14 +154,10 @@ func runArgocdGenerate(ctx context.Context, args []string, stdout, stderr io.Wri
 			fmt.Fprint(stderr, argocdGenerateUsage)
 			return err
 		}
-		err = &UsageError{fmt.Errorf("%w (see digestpin argocd generate --help)", err)}
-		reported(stderr, err)
-		return err
+		return reported(stderr, &UsageError{fmt.Errorf("%w (see digestpin argocd generate --help)", err)})
 	}
 	if fs.NArg() > 0 {
-		err := &UsageError{fmt.Errorf("digestpin argocd generate takes no arguments, have %q: Argo CD runs it in the Application's source folder", fs.Arg(0))}
-		reported(stderr, err)
-		return err
+		return reported(stderr, &UsageError{fmt.Errorf("digestpin argocd generate takes no arguments, have %q: Argo CD runs it in the Application's source folder", fs.Arg(0))})
 	}
 	self, err := cmpSelf()
 	if err != nil {

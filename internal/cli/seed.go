@@ -58,7 +58,7 @@ func runSeed(args []string, stdout, stderr io.Writer) error {
 		return nil
 	}()
 	if err != nil && !errors.Is(err, pflag.ErrHelp) {
-		reported(stderr, err)
+		return reported(stderr, err)
 	}
 	return err
 }
