@@ -40,7 +40,7 @@ func handedOff(err error, stderr io.Writer) int {
 	case err == nil:
 		return 0
 	case !errors.As(err, &te):
-		reported(stderr, err)
+		_ = reported(stderr, err) // the status follows from err
 	}
 	return ExitCode(err)
 }
