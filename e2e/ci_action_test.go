@@ -132,6 +132,10 @@ type ciCase struct {
 	output []string          // what its output must contain
 	absent []string          // what its output must not contain
 	commit bool              // the job must commit the lock file, and push it
+	// summary is what the job's summary file (digestpin-summary.md, the
+	// GitLab template's artifact) must hold after it: each line, in
+	// Markdown; nil: no check.
+	summary []string
 }
 
 // checkCIRun checks a run's outcome against c: its status and output,
@@ -155,6 +159,19 @@ func checkCIRun(t *testing.T, c ciCase, r *ciRepo, before ciState, out string, e
 	if c.broken {
 		after.status = strings.TrimSpace(strings.ReplaceAll(after.status, "?? web/templates/broken.yaml", ""))
 	}
+	if c.summary != nil {
+		b, err := os.ReadFile(filepath.Join(r.dir, ciSummary))
+		if err != nil {
+			t.Errorf("%s: the job wrote no summary: %v", c.desc, err)
+		}
+		for _, w := range c.summary {
+			if !strings.Contains(string(b), w) {
+				t.Errorf("%s: the summary %s does not contain %q:\n%s", c.desc, ciSummary, w, b)
+			}
+		}
+	}
+	// The summary is the job's artifact, never committed.
+	after.status = strings.TrimSpace(strings.ReplaceAll(after.status, "?? "+ciSummary, ""))
 	if after.status != "" {
 		t.Errorf("%s: git status --porcelain after the job:\n%s\nwant a clean checkout", c.desc, after.status)
 	}
@@ -175,6 +192,10 @@ func checkCIRun(t *testing.T, c ciCase, r *ciRepo, before ciState, out string, e
 		t.Errorf("%s: the new commit holds %q, want web/digests.lock", c.desc, files)
 	}
 }
+
+// ciSummary is the summary file the GitLab template writes in the
+// project folder, its artifact.
+const ciSummary = "digestpin-summary.md"
 
 // runCICases runs the CI job run for each case in order, against the
 // images of reg, and checks each outcome; digests holds the images'
@@ -402,11 +423,12 @@ func TestGitHubAction(t *testing.T) {
 			output: []string{"--output keeps the manifests", "give --seed-file FILE or DIGESTPIN_SEED_FILE"},
 		},
 		{
-			desc: "check after a push", vars: with("mode", "check"), push: "shop/web:1.4", fail: true,
+			desc: "check after a push", vars: with("mode", "check", "summary-file", ciSummary), push: "shop/web:1.4", fail: true,
 			output: []string{
 				reg.Ref("shop/web:1.4") + ": moved from", "does not match the registry",
 				"digestpin-lock: 1 image moved", "--- GITHUB_STEP_SUMMARY ---\n### digestpin: 1 image moved", "| `" + reg.Ref("shop/web:1.4") + "` | `",
 			},
+			summary: []string{"### digestpin: 1 image moved", "| `" + reg.Ref("shop/web:1.4") + "` | `"},
 		},
 		{
 			desc: "check of a broken chart", vars: with("mode", "check"), broken: true, fail: true,

@@ -6,6 +6,7 @@ import (
 	"bytes"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -15,9 +16,14 @@ import (
 // gitlabJob is a job of a GitLab CI file: every key the template may use,
 // and no other.
 type gitlabJob struct {
-	Variables    map[string]string `yaml:"variables"`
-	BeforeScript []string          `yaml:"before_script"`
-	Script       []string          `yaml:"script"`
+	Variables map[string]string `yaml:"variables"`
+	Artifacts struct {
+		When     string   `yaml:"when"`
+		ExposeAs string   `yaml:"expose_as"`
+		Paths    []string `yaml:"paths"`
+	} `yaml:"artifacts"`
+	BeforeScript []string `yaml:"before_script"`
+	Script       []string `yaml:"script"`
 }
 
 // gitlabTemplate reads scripts/ci/gitlab/digestpin.gitlab-ci.yml and
@@ -29,6 +35,13 @@ func gitlabTemplate(t *testing.T) gitlabJob {
 	job, ok := jobs[".digestpin-lock"]
 	if !ok || len(jobs) != 1 || len(job.Script) == 0 {
 		t.Fatalf("the GitLab template has jobs %v, want one, .digestpin-lock, with a script", jobs)
+	}
+	// The summary is the artifact a merge request shows: its path in
+	// the project folder, literal (GitLab exposes no artifact whose path
+	// is a variable), kept when the job fails (a check that found a
+	// moved image).
+	if a := job.Artifacts; a.When != "always" || a.ExposeAs == "" || !slices.Equal(a.Paths, []string{job.Variables["DIGESTPIN_CI_SUMMARY"]}) || a.Paths[0] != ciSummary {
+		t.Fatalf("the GitLab template's artifacts are %+v with DIGESTPIN_CI_SUMMARY=%q, want %s, exposed, always", a, job.Variables["DIGESTPIN_CI_SUMMARY"], ciSummary)
 	}
 	for k, v := range job.Variables {
 		// GitLab expands $NAME in variables; the test does not, so the
@@ -108,13 +121,15 @@ func TestGitLabTemplate(t *testing.T) {
 	runCICases(t, r, reg, digests, []ciCase{
 		{
 			desc: "first update", vars: with(), commit: true,
-			output: []string{"installed digestpin " + version, "web/digests.lock updated", "pushed to branch main"},
-			absent: []string{strings.TrimSpace(seed), "throwaway"},
+			output:  []string{"installed digestpin " + version, "web/digests.lock updated", "pushed to branch main", "summary written to " + ciSummary},
+			summary: []string{"### digestpin: 4 images pinned (nothing to compare with", "| `" + reg.Ref("shop/worker:2.0") + "` | added | `"},
+			absent:  []string{strings.TrimSpace(seed), "throwaway"},
 		},
 		{desc: "update, nothing changed", vars: with(), output: []string{"web/digests.lock unchanged", "nothing to commit"}},
 		{
 			desc: "check after a push", vars: with("DIGESTPIN_CI_MODE", "check"), push: "shop/web:1.4", fail: true,
-			output: []string{reg.Ref("shop/web:1.4") + ": moved from", "does not match the registry"},
+			output:  []string{reg.Ref("shop/web:1.4") + ": moved from", "does not match the registry"},
+			summary: []string{"### digestpin: 1 image moved", "| `" + reg.Ref("shop/web:1.4") + "` | `"},
 		},
 		{
 			desc: "check of a broken chart", vars: with("DIGESTPIN_CI_MODE", "check"), broken: true, fail: true,
@@ -128,9 +143,13 @@ func TestGitLabTemplate(t *testing.T) {
 			// What moved is in the job log (GitLab has no job summary) and
 			// in the commit message (runCICases).
 			desc: "update after the push", vars: with(), commit: true,
-			output: []string{"web/digests.lock updated", "digestpin-lock: 1 image moved", "digestpin-lock: " + reg.Ref("shop/web:1.4") + " "},
+			output:  []string{"web/digests.lock updated", "digestpin-lock: 1 image moved", "digestpin-lock: " + reg.Ref("shop/web:1.4") + " "},
+			summary: []string{"### digestpin: 1 image moved", "Deployment/prod/"},
 		},
-		{desc: "check", vars: with("DIGESTPIN_CI_MODE", "check"), output: []string{"web/digests.lock matches the registry", "digestpin-lock: no image moved"}},
+		{
+			desc: "check", vars: with("DIGESTPIN_CI_MODE", "check"), output: []string{"web/digests.lock matches the registry", "digestpin-lock: no image moved"},
+			summary: []string{"### digestpin: no image moved"},
+		},
 		{
 			desc: "wrong checksum", vars: with("DIGESTPIN_CI_RELEASES_URL", base+"/bad"), fail: true,
 			output: []string{"refusing to install it"}, absent: []string{"digestpin-lock:"},

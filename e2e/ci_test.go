@@ -94,6 +94,7 @@ func TestCIStep(t *testing.T) {
 		{desc: "help", args: []string{"--help"}, stdout: "Usage:\n  digestpin-lock.sh [--check]", noLock: true},
 		{desc: "unknown option", args: []string{"--chek", "web"}, status: 2, stderr: []string{"unknown option --chek", "Usage:"}, noLock: true},
 		{desc: "check and commit", args: []string{"--check", "--commit", "web"}, status: 2, stderr: []string{"--check only reads it"}, noLock: true},
+		{desc: "summary onto the lock file", args: []string{"--summary", "./web/digests.lock", "web"}, status: 2, stderr: []string{"--summary ./web/digests.lock is the file of --lock or --output"}, noLock: true},
 		{desc: "check before anything is recorded", args: []string{"--check", "web"}, status: 1, stderr: []string{"lock file web/digests.lock not found"}, noLock: true},
 		{desc: "record", args: []string{"--output", "manifests.yaml", "web"}, stderr: []string{"web/digests.lock updated: commit it"}},
 		{desc: "record again", args: []string{"web"}, stderr: []string{"web/digests.lock unchanged", "digestpin-lock: no image moved"}},
@@ -353,8 +354,11 @@ func TestCIStepHostileNames(t *testing.T) {
 	}
 
 	lock := filepath.Join(odd, "-di gests.lock")
-	if r := run("--lock", "-my chart/-di gests.lock", "--output", "-out put.yaml", "--", "-my chart"); r.err != nil {
+	if r := run("--lock", "-my chart/-di gests.lock", "--output", "-out put.yaml", "--summary", "-sum mary.md", "--", "-my chart"); r.err != nil {
 		t.Fatalf("recording: %v\n%s", r.err, r.stderr)
+	}
+	if b, err := os.ReadFile(filepath.Join(work, "-sum mary.md")); err != nil || !strings.HasPrefix(string(b), "### digestpin: ") {
+		t.Errorf("the summary: %q, %v; want it written", b, err)
 	}
 	for _, f := range []string{lock, filepath.Join(work, "-out put.yaml")} {
 		if b, err := os.ReadFile(f); err != nil || !strings.Contains(string(b), reg.Host()) {
@@ -380,6 +384,7 @@ func TestCIStepHostileNames(t *testing.T) {
 		{desc: "lock file", args: []string{"--lock", "link.lock"}, link: "link.lock", want: "digestpin-lock: lock file link.lock: a symbolic link to " + outside + ", outside the working folder"},
 		{desc: "dangling lock file", args: []string{"--lock", "link.lock"}, link: "link.lock", want: "outside the working folder"},
 		{desc: "output file", args: []string{"--output", "link.yaml"}, link: "link.yaml", want: "digestpin-lock: output file link.yaml: a symbolic link to " + outside + ", outside the working folder"},
+		{desc: "summary file", args: []string{"--summary", "link.md"}, link: "link.md", want: "digestpin-lock: summary file link.md: a symbolic link to " + outside + ", outside the working folder"},
 	} {
 		t.Run(tc.desc, func(t *testing.T) {
 			target := outside

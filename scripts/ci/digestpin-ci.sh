@@ -37,6 +37,9 @@
 #                              refused (digestpin-lock.sh says why)
 #   DIGESTPIN_CI_LOCK_FILE     the lock file (default CHART/digests.lock)
 #   DIGESTPIN_CI_OUTPUT        also write the pinned manifests there
+#   DIGESTPIN_CI_SUMMARY       also write what moved, in Markdown, there
+#                              (digestpin-lock.sh --summary; the GitLab
+#                              template's artifact shown in the merge request)
 #   DIGESTPIN_CI_COMMIT        update: commit the lock (and output) file when
 #                              it changed or is new (default true)
 #   DIGESTPIN_CI_PUSH          update: push that commit (default true), to
@@ -115,6 +118,9 @@ if [[ -n "${DIGESTPIN_CI_LOCK_FILE:-}" ]]; then
 fi
 if [[ -n "${DIGESTPIN_CI_OUTPUT:-}" ]]; then
 	args+=(--output "$DIGESTPIN_CI_OUTPUT")
+fi
+if [[ -n "${DIGESTPIN_CI_SUMMARY:-}" ]]; then
+	args+=(--summary "$DIGESTPIN_CI_SUMMARY")
 fi
 # The seed. Its value goes to a file with printf, a shell builtin, so that
 # it is on no command line; the variable is unset, so that no program run

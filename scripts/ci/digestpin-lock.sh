@@ -3,7 +3,7 @@
 # Helm chart's images in a digestpin lock file.
 #
 # Usage:
-#   digestpin-lock.sh [--check] [--lock FILE] [--output FILE] [--seed-file FILE] [--commit|--push] [--] CHART [HELM TEMPLATE FLAGS...]
+#   digestpin-lock.sh [--check] [--lock FILE] [--output FILE] [--summary FILE] [--seed-file FILE] [--commit|--push] [--] CHART [HELM TEMPLATE FLAGS...]
 #
 # Record (the default), after CI pushed the images:
 #   digestpin template RELEASE CHART [FLAGS...] --seed-file SEED --write-lock FILE
@@ -42,7 +42,10 @@
 # whose digest moved, old → new, with the workloads that roll; images
 # added, removed and left as tags) on stderr, appends it in Markdown to
 # $GITHUB_STEP_SUMMARY when that is set (a GitHub Actions job summary),
-# and writes it into the message of the commit below, e.g.
+# writes it in Markdown to --summary FILE when given (whatever the step's
+# outcome, once a render got that far: a GitLab artifact exposed in the
+# merge request, a pull-request comment's body), and writes it into the
+# message of the commit below, e.g.
 #   registry.example/shop/web:dev a1b2c3d4e5f6 → 9f8e7d6c5b4a: Deployment/prod/web
 # A --check that fails says so too.
 #
@@ -99,6 +102,7 @@ fail() {
 check=false
 lock=
 output=/dev/null
+summary=
 seed=
 commit=false
 push=false
@@ -115,6 +119,11 @@ while [[ $# -gt 0 ]]; do
 	--output)
 		[[ $# -ge 2 ]] || bad_usage "--output needs a FILE"
 		output=$2
+		shift
+		;;
+	--summary)
+		[[ $# -ge 2 && -n "$2" ]] || bad_usage "--summary needs a FILE"
+		summary=$2
 		shift
 		;;
 	--seed-file)
@@ -173,16 +182,38 @@ in_work() {
 }
 in_work "lock file" "$lock"
 [[ "$output" == /dev/null ]] || in_work "output file" "$output"
+if [[ -n "$summary" ]]; then
+	in_work "summary file" "$summary"
+	# The summary replaces its file: never the lock file's or the
+	# manifests'.
+	for f in "$lock" "$output"; do
+		if [[ "$f" != /dev/null && "$(readlink -m -- "$summary")" == "$(readlink -m -- "$f")" ]]; then
+			bad_usage "--summary $summary is the file of --lock or --output: give it a file of its own"
+		fi
+	done
+fi
 
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/digestpin-lock.XXXXXX")
 newoutput=
 newlock=
 # finish appends the summary of the last render to the GitHub job summary,
-# once, whatever the step's outcome (a failed push still recorded it),
-# and removes the temporary files.
+# and puts it in the --summary file (a new file moved into place, never
+# written through a link), once, whatever the step's outcome (a failed
+# push still recorded it), and removes the temporary files.
 finish() {
 	if [[ -n "${GITHUB_STEP_SUMMARY:-}" && -s "$tmp/summary.md" ]]; then
 		cat -- "$tmp/summary.md" >>"$GITHUB_STEP_SUMMARY" || echo "digestpin-lock: cannot append the summary to GITHUB_STEP_SUMMARY" >&2
+	fi
+	# The folder is checked again: a branch fetched after a rejected push
+	# may have made it a link.
+	if [[ -n "$summary" && -s "$tmp/summary.md" ]] && (in_work "summary file" "$summary"); then
+		local new=
+		if new=$(beside "$summary") && cat -- "$tmp/summary.md" >"$new" && chmod 0644 -- "$new" && mv -f -- "$new" "$summary"; then
+			echo "digestpin-lock: summary written to $summary" >&2
+		else
+			rm -f -- ${new:+"$new"}
+			echo "digestpin-lock: cannot write the summary to $summary" >&2
+		fi
 	fi
 	rm -rf -- "$tmp"
 	rm -f -- ${newlock:+"$newlock"} ${newoutput:+"$newoutput"}
