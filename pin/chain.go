@@ -137,7 +137,8 @@ func newChain(o *Options) (*chain, error) {
 // registryResolver returns the registry resolver of ResolveOptions,
 // resolving for Platform.
 func (o *Options) registryResolver() (*resolve.Resolver, error) {
-	opts := o.ResolveOptions
+	// The run's warnings first: ResolveOptions may set their own.
+	opts := append([]resolve.Option{resolve.WithWarnf(o.warnf)}, o.ResolveOptions...)
 	if o.Platform != nil {
 		opts = append(opts[:len(opts):len(opts)], resolve.WithPlatform(o.Platform))
 	}

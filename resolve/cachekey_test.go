@@ -28,7 +28,13 @@ func TestCacheKeyHoldsWhatDecidesTheAnswer(t *testing.T) {
 	fromOrigin := origin.PushImage(t, "team/app:1").String()
 	fromMirror := mirror.PushImage(t, "team/app:1").String()
 	ref := origin.Ref("team/app:1")
-	withMirror := WithMirror(origin.Host(), mirror.Host())
+	// Their answers are not compared (TestMirrorLag).
+	withMirror := Option(func(o *options) error {
+		if err := WithMirror(origin.Host(), mirror.Host())(o); err != nil {
+			return err
+		}
+		return WithMirrorLag(MirrorLagOff)(o)
+	})
 	as := func(user, password string) Option { return WithKeychain(staticKeychain{user, password}) }
 	amd64 := WithPlatform(&v1.Platform{OS: "linux", Architecture: "amd64"})
 	for _, tc := range []struct {

@@ -2,11 +2,14 @@ package resolve
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"net/http"
 	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-containerregistry/pkg/v1/random"
 
 	"github.com/digestpin/digestpin/internal/testregistry"
 	regtransport "github.com/digestpin/digestpin/resolve/transport"
@@ -112,10 +115,12 @@ func TestMirrors(t *testing.T) {
 			if tc.firstFails != 0 {
 				s.first.Handle(failFirst(100, status(tc.firstFails)))
 			}
+			// The mirrors hold other images than the origin: its
+			// answer is not compared with theirs (TestMirrorLag).
 			r, _ := newTestResolver(t,
 				WithMirror(s.origin.Host(), s.first.Host()+"/cache"),
 				WithMirror(s.origin.Host(), s.second.Host()),
-				WithMirrorOnly(tc.mirrorOnly))
+				WithMirrorOnly(tc.mirrorOnly), WithMirrorLag(MirrorLagOff))
 			got, err := resolveString(t, r, s.origin.Ref("team/app:1"))
 			asked := []int{s.origin.Manifests(), s.first.Manifests(), s.second.Manifests()}
 			if diff := cmp.Diff(tc.wantAsked, asked); diff != "" {
@@ -139,6 +144,105 @@ func TestMirrors(t *testing.T) {
 				t.Errorf("Resolve = %+v, %v; want Mirror %q", res, err, wantMirror)
 			}
 		})
+	}
+}
+
+// TestMirrorLag checks a mirror's answer against its source, asked at the
+// same time: the same digest is the mirror's answer; another is an error
+// naming both, or a warning; a source that cannot answer leaves the
+// mirror's answer; a mirror that misses takes the source's, asked once.
+func TestMirrorLag(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		desc       string
+		lag        MirrorLag
+		same       bool // the mirror holds the origin's image, else another
+		mirrorMiss bool // the mirror has no such tag
+		originFail int  // status of every manifest request to the origin
+		want       string
+		wantMirror bool
+		wantErr    []string
+		wantWarn   []string
+		wantLog    string
+		wantAsked  []int // manifest requests: origin, mirror
+	}{
+		{desc: "same digest", same: true, want: "origin", wantMirror: true, wantAsked: []int{1, 1}},
+		{desc: "mirror lags", wantErr: []string{"mirror ", "serves", "the mirror lags behind its source or holds another image (WithMirrorLag(warn) pins the mirror's digest anyway)"}, wantAsked: []int{1, 1}},
+		{desc: "mirror lags, warn", lag: MirrorLagWarn, want: "mirror", wantMirror: true, wantWarn: []string{"pinning the mirror's digest (WithMirrorLag(warn))"}, wantAsked: []int{1, 1}},
+		{desc: "mirror lags, off", lag: MirrorLagOff, want: "mirror", wantMirror: true, wantAsked: []int{0, 1}},
+		{desc: "origin down", originFail: http.StatusServiceUnavailable, want: "mirror", wantMirror: true, wantLog: "is not compared with", wantAsked: []int{regtransport.DefaultAttempts, 1}},
+		{desc: "origin has no such tag", originFail: http.StatusNotFound, want: "mirror", wantMirror: true, wantLog: "404 Not Found", wantAsked: []int{1, 1}},
+		{desc: "mirror misses", mirrorMiss: true, want: "origin", wantAsked: []int{1, 1}},
+		{desc: "both fail", mirrorMiss: true, originFail: http.StatusNotFound, wantErr: []string{"(mirror): HEAD manifest: 404 Not Found; then ", "/team/app:1: HEAD manifest: 404 Not Found"}, wantAsked: []int{1, 1}},
+	} {
+		t.Run(tc.desc, func(t *testing.T) {
+			t.Parallel()
+			origin, mirror := testregistry.New(t), testregistry.New(t)
+			img, err := random.Image(64, 1)
+			if err != nil {
+				t.Fatal(err)
+			}
+			digests := map[string]string{"origin": origin.Push(t, "team/app:1", img).String()}
+			switch {
+			case tc.mirrorMiss:
+			case tc.same:
+				digests["mirror"] = mirror.Push(t, "team/app:1", img).String()
+			default:
+				digests["mirror"] = mirror.PushImage(t, "team/app:1").String()
+			}
+			origin.ResetCounts()
+			mirror.ResetCounts()
+			if tc.originFail != 0 {
+				origin.Handle(failFirst(100, status(tc.originFail)))
+			}
+			var warns []string
+			r, logs := newTestResolver(t, WithMirror(origin.Host(), mirror.Host()), WithMirrorLag(tc.lag),
+				WithWarnf(func(format string, args ...any) { warns = append(warns, fmt.Sprintf(format, args...)) }))
+			res, err := r.Resolve(context.Background(), parseRef(t, origin.Ref("team/app:1")))
+			if diff := cmp.Diff(tc.wantAsked, []int{origin.Manifests(), mirror.Manifests()}); diff != "" {
+				t.Errorf("manifest requests to origin, mirror (-want +got):\n%s", diff)
+			}
+			if tc.wantErr != nil {
+				wantErr(t, err, tc.wantErr...)
+				if tc.originFail == 0 {
+					wantErr(t, err, origin.Ref("team/app:1")+" serves "+digests["origin"], mirror.Ref("team/app:1")+" serves "+digests["mirror"])
+					var me *MirrorMismatchError
+					if !errors.As(err, &me) || me.SourceDigest.String() != digests["origin"] {
+						t.Errorf("error %v is no *MirrorMismatchError with the origin's digest", err)
+					}
+				}
+				return
+			}
+			if err != nil || res.Digest.String() != digests[tc.want] || (res.Mirror != "") != tc.wantMirror {
+				t.Errorf("Resolve = %+v, %v; want the %s's digest %s, from a mirror: %v", res, err, tc.want, digests[tc.want], tc.wantMirror)
+			}
+			if len(warns) != len(tc.wantWarn) {
+				t.Errorf("warnings %q, want %d", warns, len(tc.wantWarn))
+			}
+			for i, w := range tc.wantWarn {
+				if i < len(warns) && (!strings.Contains(warns[i], w) || !strings.Contains(warns[i], digests["origin"]) || !strings.Contains(warns[i], digests["mirror"])) {
+					t.Errorf("warning %q does not name both digests and %q", warns[i], w)
+				}
+			}
+			if tc.wantLog != "" && !strings.Contains(logs.String(), tc.wantLog) {
+				t.Errorf("log does not contain %q:\n%s", tc.wantLog, logs)
+			}
+		})
+	}
+}
+
+func TestParseMirrorLag(t *testing.T) {
+	t.Parallel()
+	for _, s := range []string{"error", "warn", "off"} {
+		if m, err := ParseMirrorLag(s); err != nil || m.String() != s {
+			t.Errorf("ParseMirrorLag(%q) = %v, %v", s, m, err)
+		}
+	}
+	if _, err := ParseMirrorLag("Warn"); err == nil || !strings.Contains(err.Error(), `mirror lag "Warn": want error, warn, off`) {
+		t.Errorf("ParseMirrorLag(Warn) error = %v", err)
+	}
+	if _, err := New(WithMirrorLag(MirrorLag(7))); err == nil {
+		t.Error("New(WithMirrorLag(7)) succeeded")
 	}
 }
 

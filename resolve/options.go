@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"net/netip"
 	"net/url"
+	"slices"
 	"strings"
 	"time"
 
@@ -64,9 +65,11 @@ type options struct {
 	mirrors        map[string][]mirror // hosts.Key → mirrors, in order
 	mirrorList     []Mirror            // as given, in order
 	mirrorOnly     bool
+	mirrorLag      MirrorLag
 	retry          regtransport.RetryPolicy // zero: its defaults
 	userAgent      string
 	logf           func(format string, args ...any)
+	warnf          func(format string, args ...any)
 	tagLimits      tagLimits
 
 	// Tests only: how host names are looked up, and addresses classed.
@@ -281,6 +284,72 @@ func WithMirror(from, to string) Option {
 func WithMirrorOnly(only bool) Option {
 	return func(o *options) error {
 		o.mirrorOnly = only
+		return nil
+	}
+}
+
+// MirrorLag is what a Resolver does when a mirror answers a tag with
+// another digest than the mirror's source registry (WithMirrorLag).
+type MirrorLag int
+
+// The MirrorLag values.
+const (
+	// MirrorLagError fails the reference, naming both digests: the
+	// default. A mirror that lags or lost the image would have the
+	// cluster run something else than the tag is now.
+	MirrorLagError MirrorLag = iota
+	// MirrorLagWarn pins the mirror's digest (what the cluster pulls
+	// through it) and warns once per reference, naming both.
+	MirrorLagWarn
+	// MirrorLagOff asks no source registry once a mirror answered.
+	MirrorLagOff
+)
+
+// mirrorLagNames are the MirrorLag values as ParseMirrorLag reads them.
+var mirrorLagNames = []string{"error", "warn", "off"}
+
+// String is the value as ParseMirrorLag reads it.
+func (m MirrorLag) String() string {
+	if m < 0 || int(m) >= len(mirrorLagNames) {
+		return fmt.Sprintf("MirrorLag(%d)", int(m))
+	}
+	return mirrorLagNames[m]
+}
+
+// ParseMirrorLag reads error, warn or off.
+func ParseMirrorLag(s string) (MirrorLag, error) {
+	if i := slices.Index(mirrorLagNames, s); i >= 0 {
+		return MirrorLag(i), nil
+	}
+	return 0, fmt.Errorf("mirror lag %q: want %s", s, strings.Join(mirrorLagNames, ", "))
+}
+
+// WithMirrorLag says what to do when a mirror answers: with the source
+// registry asked too (not WithMirrorOnly), at the same time as the first
+// mirror, a mirror that serves another digest than the source for the
+// same tag fails the reference (MirrorLagError, the default) or is
+// warned about (MirrorLagWarn); MirrorLagOff asks the source only when
+// no mirror answers. A source that cannot answer (down, a 404, a
+// refusal) leaves the mirror's answer as it is, logged. A mirror is
+// asked by tag; by digest it holds the bytes or not (WithMirrorOnly and a
+// lock file: Holds).
+func WithMirrorLag(m MirrorLag) Option {
+	return func(o *options) error {
+		if m < MirrorLagError || m > MirrorLagOff {
+			return optionError("WithMirrorLag", fmt.Errorf("unknown value %d", int(m)))
+		}
+		o.mirrorLag = m
+		return nil
+	}
+}
+
+// WithWarnf sets where a Resolver's warnings go: a mirror that lags
+// (MirrorLagWarn). The default drops them.
+func WithWarnf(warnf func(format string, args ...any)) Option {
+	return func(o *options) error {
+		if warnf != nil {
+			o.warnf = warnf
+		}
 		return nil
 	}
 }

@@ -58,6 +58,7 @@ func New(opts ...Option) (*Resolver, error) {
 		insecure:       map[string]bool{},
 		mirrors:        map[string][]mirror{},
 		logf:           func(string, ...any) {},
+		warnf:          func(string, ...any) {},
 		tagLimits:      defaultTagLimits,
 	}
 	for _, opt := range opts {
@@ -72,6 +73,8 @@ func New(opts ...Option) (*Resolver, error) {
 	red := redact.New()
 	logf := o.logf
 	o.logf = func(format string, args ...any) { logf("%s", red.Redact(fmt.Sprintf(format, args...))) }
+	warnf := o.warnf
+	o.warnf = func(format string, args ...any) { warnf("%s", red.Redact(fmt.Sprintf(format, args...))) }
 	// The HTTP layer, under the registry protocol: see package
 	// transport.
 	base, err := regtransport.New(regtransport.Options{
@@ -168,13 +171,21 @@ type candidate struct {
 
 // resolve asks the mirrors and the registry in turn, within the
 // concurrency bound. mirror is the host of the mirror that answered, ""
-// for the registry itself.
+// for the registry itself. When a mirror's answer is checked against its
+// source (WithMirrorLag), the source is asked at the same time as the
+// first mirror: a check costs no round trip, and when every mirror
+// fails the source's answer is there already.
 func (r *Resolver) resolve(ctx context.Context, ref name.Reference) (h v1.Hash, mirror string, err error) {
 	cands, done, err := r.slot(ctx, ref)
 	if err != nil {
 		return v1.Hash{}, "", err
 	}
 	defer done()
+	var src *sourceTry
+	if last := len(cands) - 1; r.o.mirrorLag != MirrorLagOff && last > 0 && !cands[last].mirror {
+		src = r.trySource(ctx, cands[last])
+		cands = cands[:last]
+	}
 	// Then ask each candidate in turn until one answers. A platform
 	// mismatch is an answer: no other candidate is asked. An answer is
 	// not logged here: the caller logs each image once, with where its
@@ -187,18 +198,101 @@ func (r *Resolver) resolve(ctx context.Context, ref name.Reference) (h v1.Hash, 
 			if c.mirror {
 				mirror = c.ref.Context().RegistryStr()
 			}
+			if src != nil {
+				return r.compareSource(ctx, ref, c, h, src)
+			}
 			return h, mirror, nil
 		}
 		fails = append(fails, tryFailure{c: c, err: err, tr: tr})
 		var pe *platformError
 		if errors.As(err, &pe) || ctx.Err() != nil {
-			break
+			if src != nil {
+				// The source's request ends on its own: it holds
+				// this slot, and a cancelled ping would count as the
+				// registry's failure.
+				<-src.done
+			}
+			return v1.Hash{}, "", newError(ctx, ref, fails, r.red)
 		}
 		if c.mirror {
 			r.o.logf("mirror %s failed: %s", c.ref, describe(ctx, err, r.red))
 		}
 	}
+	if src == nil {
+		// No mirror, or the lag unchecked: the registry is the last
+		// candidate, asked in the loop.
+		return v1.Hash{}, "", newError(ctx, ref, fails, r.red)
+	}
+	<-src.done
+	if src.err == nil {
+		return src.hash, "", nil
+	}
+	fails = append(fails, tryFailure{c: src.c, err: src.err, tr: src.tr})
 	return v1.Hash{}, "", newError(ctx, ref, fails, r.red)
+}
+
+// sourceTry is the source registry's answer to a reference that its
+// mirrors are asked about at the same time.
+type sourceTry struct {
+	c    candidate
+	done chan struct{}
+	hash v1.Hash
+	err  error
+	tr   *regtransport.Trace
+}
+
+// trySource asks c, the source registry, in the background.
+func (r *Resolver) trySource(ctx context.Context, c candidate) *sourceTry {
+	s := &sourceTry{c: c, done: make(chan struct{}), tr: &regtransport.Trace{}}
+	go func() {
+		defer close(s.done)
+		s.hash, s.err = r.resolveAt(regtransport.WithTrace(ctx, s.tr), c)
+	}()
+	return s
+}
+
+// compareSource returns the answer h of mirror candidate c once the
+// source's answer is in: the same digest, or a source that could not
+// answer, keeps it; another digest fails ref (MirrorLagError) or is
+// warned about (MirrorLagWarn).
+func (r *Resolver) compareSource(ctx context.Context, ref name.Reference, c candidate, h v1.Hash, src *sourceTry) (v1.Hash, string, error) {
+	<-src.done
+	mirror := c.ref.Context().RegistryStr()
+	switch {
+	case src.err != nil:
+		r.o.logf("%s: the mirror's answer %s is not compared with %s, which failed: %s", c.ref, h, src.c.ref, describe(ctx, src.err, r.red))
+		return h, mirror, nil
+	case src.hash == h:
+		return h, mirror, nil
+	case r.o.mirrorLag == MirrorLagWarn:
+		r.o.warnf("%s: mirror %s serves %s, but %s serves %s: pinning the mirror's digest (%s)", ref, c.ref, h, src.c.ref, src.hash, optionName(ctx, "WithMirrorLag", "warn"))
+		return h, mirror, nil
+	}
+	return v1.Hash{}, "", &MirrorMismatchError{Reference: ref.String(), Mirror: c.ref.String(), MirrorDigest: h, Source: src.c.ref.String(), SourceDigest: src.hash, hint: optionName(ctx, "WithMirrorLag", "warn")}
+}
+
+// MirrorMismatchError is a mirror that serves another digest than its source
+// registry for the same tag (WithMirrorLag).
+type MirrorMismatchError struct {
+	// Reference is the image as asked; Mirror and Source name it on
+	// the mirror and the source registry.
+	Reference, Mirror, Source  string
+	MirrorDigest, SourceDigest v1.Hash
+	hint                       string
+}
+
+func (e *MirrorMismatchError) Error() string {
+	return fmt.Sprintf("%s: mirror %s serves %s, but %s serves %s: the mirror lags behind its source or holds another image (%s pins the mirror's digest anyway)", e.Reference, e.Mirror, e.MirrorDigest, e.Source, e.SourceDigest, e.hint)
+}
+
+// optionName is how the person set option opt to value: "--mirror-lag=warn"
+// with a flag name on the context (resolution.OptionName), else
+// "WithMirrorLag(warn)".
+func optionName(ctx context.Context, opt, value string) string {
+	if n := resolution.OptionName(ctx, opt); n != opt {
+		return n + "=" + value
+	}
+	return opt + "(" + value + ")"
 }
 
 // slot returns ref's candidates once the Resolver's concurrency bound

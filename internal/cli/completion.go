@@ -8,6 +8,7 @@ var shells = []string{"bash", "zsh", "fish"}
 var flagValues = map[string][]string{
 	"mode":        {"pin", "digest", "annotate"},
 	"on-error":    {"fail", "keep"},
+	"mirror-lag":  {"error", "warn", "off"},
 	"progress":    {"auto", "always", "never"},
 	"filename":    {fileValue},
 	"ca-file":     {fileValue},

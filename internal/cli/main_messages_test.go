@@ -58,16 +58,20 @@ func TestUnusedMirrorWarns(t *testing.T) {
 
 // TestVerboseOncePerImage checks that -v logs each image once (the
 // resolver logged it a second time), and says which mirror answered
-// where it said "(registry)".
+// where it said "(registry)". The mirror holds another image than the
+// registry: --mirror-lag=warn pins it and warns once.
 func TestVerboseOncePerImage(t *testing.T) {
 	t.Parallel()
 	reg, in := shop(t)
 	mirror := testregistry.New(t)
 	mirror.PushImage(t, "cache/shop/web:1.4")
 	report := filepath.Join(t.TempDir(), "report.json")
-	_, stderr, err := runIn(t, in, "-v", "--registry-mirror", reg.Host()+"="+mirror.Host()+"/cache", "--report", report)
+	_, stderr, err := runIn(t, in, "-v", "--registry-mirror", reg.Host()+"="+mirror.Host()+"/cache", "--mirror-lag", "warn", "--report", report)
 	if err != nil {
 		t.Fatalf("run() = %v; stderr:\n%s", err, stderr)
+	}
+	if warning := "digestpin: warning: " + reg.Ref("shop/web:1.4") + ": mirror " + mirror.Ref("cache/shop/web:1.4") + " serves sha256:"; strings.Count(stderr, warning) != 1 || !strings.Contains(stderr, "pinning the mirror's digest (--mirror-lag=warn)") {
+		t.Errorf("stderr:\n%s\nwant one warning %q…", stderr, warning)
 	}
 	// The report says so too.
 	b, err := os.ReadFile(report)
@@ -91,7 +95,7 @@ func TestVerboseOncePerImage(t *testing.T) {
 	} {
 		var lines []string
 		for _, l := range strings.Split(stderr, "\n") {
-			if strings.Contains(l, reg.Ref(img)) {
+			if strings.Contains(l, reg.Ref(img)) && !strings.HasPrefix(l, "digestpin: warning: ") {
 				lines = append(lines, l)
 			}
 		}

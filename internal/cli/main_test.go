@@ -260,6 +260,7 @@ func TestRunErrors(t *testing.T) {
 		{desc: "platform of slashes", env: map[string]string{"DIGESTPIN_PLATFORM": "/"}, want: []string{`invalid DIGESTPIN_PLATFORM "/"`}, usage: true},
 		{desc: "bad mirror", args: []string{"--registry-mirror", "docker.io"}, want: []string{`invalid --registry-mirror "docker.io": want FROM=TO`}, usage: true},
 		{desc: "empty mirror", env: map[string]string{"DIGESTPIN_REGISTRY_MIRROR": "docker.io="}, want: []string{`DIGESTPIN_REGISTRY_MIRROR: mirror "docker.io"="": want FROM=TO, both non-empty`}, usage: true},
+		{desc: "bad mirror lag", args: []string{"--mirror-lag", "Warn"}, want: []string{`invalid --mirror-lag "Warn": want error, warn or off`}, usage: true},
 		{desc: "mirror-only alone", args: []string{"--mirror-only"}, want: []string{"--mirror-only: needs a --registry-mirror"}, usage: true},
 		{desc: "insecure registry as a URL", args: []string{"--insecure-registry", "http://localhost:5000"}, want: []string{`--insecure-registry: "http://localhost:5000": give the host only, without a scheme: localhost:5000`}, usage: true},
 		{desc: "insecure registry with a path", env: map[string]string{"DIGESTPIN_INSECURE_REGISTRY": "localhost:5000/team"}, want: []string{`DIGESTPIN_INSECURE_REGISTRY: "localhost:5000/team": give the host only, without a path: localhost:5000`}, usage: true},

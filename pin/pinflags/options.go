@@ -74,6 +74,7 @@ type RegistryFlags struct {
 	PullSecrets    []string
 	Mirrors        []resolve.Mirror
 	MirrorOnly     bool
+	MirrorLag      resolve.MirrorLag
 }
 
 // AddFlags defines the pinning flags on fs, writing into o, and sets
@@ -105,6 +106,7 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 	fs.StringSliceVar(&o.Registry.PullSecrets, "pull-secret", nil, "registry credentials from `FILE`: a Kubernetes image pull secret's .dockerconfigjson (as mounted) or the Secret as JSON; tried before the docker config (repeatable)")
 	fs.Var(newListValue(&o.Registry.Mirrors, true, parseMirror), "registry-mirror", "ask mirror TO about the images of registry FROM (`FROM=TO`): FROM as docker.io for Docker Hub, TO as host[:port][/path-prefix]; the output keeps the original name (repeatable; mirrors in order, then FROM)")
 	fs.BoolVar(&o.Registry.MirrorOnly, "mirror-only", false, "never ask a registry that has a --registry-mirror itself")
+	fs.Var(newMirrorLagValue(&o.Registry.MirrorLag), "mirror-lag", "a mirror that serves another digest for a tag than its registry, asked at the same time: `MODE` error fails naming both, warn pins the mirror's digest, off asks the registry only when no mirror answers")
 	fs.StringVar(&p.WriteLock, "write-lock", "", "after a successful run, write every resolution to the lock `FILE` (may be the --lock file)")
 	fs.StringVar(&p.Lock, "lock", "", "take digests from the lock `FILE`; references missing from it are resolved, or fail with --frozen")
 	fs.BoolVar(&p.Frozen, "frozen", false, "with --lock: never contact a registry; a reference missing from the lock file is an error")
@@ -246,6 +248,7 @@ func (r *RegistryFlags) options(o *Options, logf func(string, ...any)) ([]resolv
 		resolve.WithInsecureRegistries(r.Insecure...),
 		resolve.WithCAFiles(r.CAFiles...),
 		resolve.WithMirrorOnly(r.MirrorOnly),
+		resolve.WithMirrorLag(r.MirrorLag),
 	}
 	if o.UserAgent != "" {
 		opts = append(opts, resolve.WithUserAgent(o.UserAgent))
@@ -291,6 +294,7 @@ var optionFlags = map[string]string{
 	"WithCAFiles":            "ca-file",
 	"WithMirrorOnly":         "mirror-only",
 	"WithMirror":             "registry-mirror",
+	"WithMirrorLag":          "mirror-lag",
 }
 
 // OptionName is how the person set a pin.Options field or resolve

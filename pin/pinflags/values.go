@@ -70,6 +70,27 @@ func (v onErrorValue) Set(s string) error {
 	return errors.New("want fail or keep")
 }
 
+// mirrorLagValue binds --mirror-lag onto a resolve.MirrorLag.
+type mirrorLagValue struct{ lag *resolve.MirrorLag }
+
+func newMirrorLagValue(lag *resolve.MirrorLag) mirrorLagValue {
+	*lag = resolve.MirrorLagError
+	return mirrorLagValue{lag}
+}
+
+func (v mirrorLagValue) String() string { return v.lag.String() }
+
+func (mirrorLagValue) Type() string { return "string" }
+
+func (v mirrorLagValue) Set(s string) error {
+	m, err := resolve.ParseMirrorLag(s)
+	if err != nil {
+		return errors.New("want error, warn or off")
+	}
+	*v.lag = m
+	return nil
+}
+
 // annotationValue binds --checksum-annotation onto a string: a name the
 // API server accepts as an annotation key.
 type annotationValue struct{ name *string }
