@@ -29,6 +29,9 @@ type chain struct {
 	// resolver is the registry resolver, nil with Options.Registry or
 	// Frozen.
 	resolver *resolve.Resolver
+	// mirrorOnly is the registry resolver when it is mirror-only, under
+	// Frozen too: the mirrors must hold what the lock file pins.
+	mirrorOnly *resolve.Resolver
 	// asked are the references the render asked the chain about.
 	askedMu sync.Mutex
 	asked   []name.Reference
@@ -68,6 +71,11 @@ func newChain(o *Options) (*chain, error) {
 		c.lock = l
 	}
 	if o.Frozen {
+		// A resolver that asks nothing unless it is mirror-only; one
+		// that cannot be made is not needed to read a lock file.
+		if r, err := o.registryResolver(); o.Registry == nil && err == nil && r.MirrorOnly() {
+			c.mirrorOnly = r
+		}
 		c.Resolver = &lockLayer{chain: c}
 		return c, nil
 	}
@@ -87,6 +95,9 @@ func newChain(o *Options) (*chain, error) {
 		}
 		registry, key = r, r.CacheKey
 		c.resolver = r
+		if r.MirrorOnly() {
+			c.mirrorOnly = r
+		}
 	}
 	// A tag policy lists tags through the registry resolver (or a
 	// Registry of the caller's that can), then resolves the chosen tag
@@ -240,16 +251,29 @@ type lockLayer struct {
 func (l *lockLayer) Resolve(ctx context.Context, ref name.Reference) (resolution.Resolution, error) {
 	if p := l.chain.tags.For(ref); p != nil {
 		if tag, h, ok := l.chain.lock.LookupPolicy(ref, l.chain.platform, p.String()); ok {
-			return resolution.Resolution{Digest: h, Source: resolution.Lock, Tag: tag}, nil
+			return l.held(ctx, ref, resolution.Resolution{Digest: h, Source: resolution.Lock, Tag: tag})
 		}
 	} else if h, ok := l.chain.lock.Lookup(ref, l.chain.platform); ok {
-		return resolution.Resolution{Digest: h, Source: resolution.Lock}, nil
+		return l.held(ctx, ref, resolution.Resolution{Digest: h, Source: resolution.Lock})
 	}
 	if l.next == nil {
 		l.chain.missing.add(ref.String())
 		return resolution.Resolution{}, fmt.Errorf("%s: not in the lock file, and %s asks no registry", ref, resolution.OptionName(ctx, "Frozen"))
 	}
 	return l.next.Resolve(ctx, ref)
+}
+
+// held returns res, the lock file's answer for ref, once a mirror holds
+// its digest when the registry resolver is mirror-only: the cluster pulls
+// it from there (resolve.Resolver.Holds).
+func (l *lockLayer) held(ctx context.Context, ref name.Reference, res resolution.Resolution) (resolution.Resolution, error) {
+	if l.chain.mirrorOnly == nil {
+		return res, nil
+	}
+	if _, err := l.chain.mirrorOnly.Holds(ctx, ref.Context().Digest(res.Digest.String())); err != nil {
+		return resolution.Resolution{}, fmt.Errorf("%s: the lock file's digest: %w", ref, err)
+	}
+	return res, nil
 }
 
 // checkLayer asks next (the registry) and notes every digest that differs

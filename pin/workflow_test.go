@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-containerregistry/pkg/v1/random"
 
 	"github.com/digestpin/digestpin/internal/gen"
 	"github.com/digestpin/digestpin/internal/testregistry"
@@ -437,6 +438,66 @@ func TestMirrors(t *testing.T) {
 				return strings.HasPrefix(l, tc.log) && strings.HasSuffix(l, "(mirror "+mirror.Host()+")")
 			}) {
 				t.Errorf("logs = %q, want %q with the mirror", logs, tc.log)
+			}
+		})
+	}
+}
+
+// TestMirrorOnlyHoldsTheLock checks that with mirror-only the lock
+// file's digests are on a mirror before they are pinned, with --frozen
+// too: one HEAD by digest per image; and that nothing is asked without
+// mirror-only.
+func TestMirrorOnlyHoldsTheLock(t *testing.T) {
+	reg := testregistry.New(t)
+	img, err := random.Image(64, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	digest := reg.Push(t, "shop/web:1", img)
+	in := gen.Deployments("", reg.Ref("shop/web:1"))
+	lock := filepath.Join(t.TempDir(), "digests.lock")
+	if _, err := pinOnce(t, Options{WriteLock: lock}, in); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		desc       string
+		holds      bool // the mirror holds the locked image, else another under the tag
+		frozen     bool
+		mirrorOnly bool
+		wantErr    string
+		wantHeads  int
+	}{
+		{desc: "the mirror holds it", holds: true, mirrorOnly: true, wantHeads: 1},
+		{desc: "the mirror holds it, frozen", holds: true, frozen: true, mirrorOnly: true, wantHeads: 1},
+		{desc: "the mirror lost it", mirrorOnly: true, wantErr: "no mirror holds this digest", wantHeads: 1},
+		{desc: "the mirror lost it, frozen", frozen: true, mirrorOnly: true, wantErr: "no mirror holds this digest", wantHeads: 1},
+		{desc: "not mirror-only", frozen: true},
+	} {
+		t.Run(tc.desc, func(t *testing.T) {
+			mirror := testregistry.New(t)
+			if tc.holds {
+				mirror.Push(t, "cache/shop/web:1", img)
+			} else {
+				mirror.PushImage(t, "cache/shop/web:1")
+			}
+			mirror.ResetCounts()
+			reg.ResetCounts()
+			o := Options{Lock: lock, Frozen: tc.frozen, ResolveOptions: []resolve.Option{
+				resolve.WithMirror(reg.Host(), mirror.Host()+"/cache"), resolve.WithMirrorOnly(tc.mirrorOnly),
+			}}
+			res, err := pinOnce(t, o, in)
+			ping := min(tc.wantHeads, 1)
+			if n := mirror.Count("HEAD manifests"); n != tc.wantHeads || mirror.Total() != tc.wantHeads+ping || reg.Total() != 0 {
+				t.Errorf("mirror: %d HEADs of %d requests, registry %d; want %d and a ping, and none to the registry", n, mirror.Total(), reg.Total(), tc.wantHeads)
+			}
+			if tc.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), tc.wantErr) || !strings.Contains(err.Error(), digest.String()) || !strings.Contains(err.Error(), mirror.Host()+"/cache") {
+					t.Errorf("Pin() = %v, want an error naming the digest, the mirror and %q", err, tc.wantErr)
+				}
+				return
+			}
+			if err != nil || res.Images[0].Digest != digest.String() || res.Images[0].Source != resolution.Lock {
+				t.Errorf("Pin() = %+v, %v; want %s from the lock file", res, err, digest)
 			}
 		})
 	}

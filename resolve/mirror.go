@@ -1,11 +1,14 @@
 package resolve
 
 import (
+	"context"
 	"fmt"
 	"strings"
 
 	"github.com/google/go-containerregistry/pkg/name"
+	"github.com/google/go-containerregistry/pkg/v1/remote"
 
+	"github.com/digestpin/digestpin/resolution"
 	"github.com/digestpin/digestpin/resolve/internal/hosts"
 )
 
@@ -72,4 +75,38 @@ func (m mirror) ref(ref name.Reference, insecure bool) (name.Reference, error) {
 		opts = append(opts, name.Insecure)
 	}
 	return name.ParseReference(s, opts...)
+}
+
+// MirrorOnly reports whether the Resolver never asks a registry that has
+// mirrors (WithMirrorOnly).
+func (r *Resolver) MirrorOnly() bool { return r.o.mirrorOnly }
+
+// Holds checks that a mirror holds digest d when the Resolver is
+// mirror-only and d's registry has mirrors: what a lock file pins is then
+// pulled through a mirror, which must have it. It asks each mirror by
+// digest (a HEAD) in turn until one has it, and returns false, asking
+// nothing, when there is nothing to check.
+func (r *Resolver) Holds(ctx context.Context, d name.Digest) (checked bool, err error) {
+	ms := r.o.mirrors[hosts.Key(d.Context().RegistryStr())]
+	if !r.o.mirrorOnly || len(ms) == 0 {
+		return false, nil
+	}
+	found, err := r.askFound(ctx, d, func(ctx context.Context, p *remote.Puller, at name.Reference) error {
+		_, err := p.Head(ctx, at)
+		if isNotFound(err) {
+			return errNothing
+		}
+		return err
+	})
+	switch {
+	case err != nil:
+		return true, fmt.Errorf("checking that a mirror holds it: %w", err)
+	case !found:
+		names := make([]string, len(ms))
+		for i, m := range ms {
+			names[i] = m.String()
+		}
+		return true, fmt.Errorf("%s: no mirror holds this digest (%s answered 404), and %s asks no other registry", d, strings.Join(names, ", "), resolution.OptionName(ctx, "WithMirrorOnly"))
+	}
+	return true, nil
 }

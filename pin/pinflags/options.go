@@ -109,7 +109,7 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 	fs.Var(newMirrorLagValue(&o.Registry.MirrorLag), "mirror-lag", "a mirror that serves another digest for a tag than its registry, asked at the same time: `MODE` error fails naming both, warn pins the mirror's digest, off asks the registry only when no mirror answers")
 	fs.StringVar(&p.WriteLock, "write-lock", "", "after a successful run, write every resolution to the lock `FILE` (may be the --lock file)")
 	fs.StringVar(&p.Lock, "lock", "", "take digests from the lock `FILE`; references missing from it are resolved, or fail with --frozen")
-	fs.BoolVar(&p.Frozen, "frozen", false, "with --lock: never contact a registry; a reference missing from the lock file is an error")
+	fs.BoolVar(&p.Frozen, "frozen", false, "with --lock: never contact a registry (but, with --mirror-only, a mirror, to check that it holds each locked digest); a reference missing from the lock file is an error")
 	fs.BoolVar(&p.Check, "check", false, "with --lock: resolve every reference at its registry and fail, naming each image, when a digest differs from the lock file")
 	fs.StringVar(&p.CacheDir, "cache-dir", "", "keep resolutions in `DIR` for --cache-ttl (default: digestpin in the user cache folder, $XDG_CACHE_HOME or ~/.cache)")
 	fs.DurationVar(&p.CacheTTL, "cache-ttl", 0, "reuse a cached resolution younger than `DURATION` (e.g. 5m) without asking the registry; 0 disables the cache")
