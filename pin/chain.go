@@ -39,6 +39,9 @@ type chain struct {
 	// the Pin's cache; nil without one (and under Frozen and Check, which
 	// consult no cache).
 	records *resolve.Records
+	// built keeps the build times of digests (BuildTimes) in the same
+	// cache, for as long as it keeps them; nil without one.
+	built *resolve.Records
 
 	// The tag policies of the Pin, and the layer that applies them.
 	tags   *tagpolicy.TagPolicies    // nil: none
@@ -120,6 +123,9 @@ func newChain(o *Options) (*chain, error) {
 			return nil, err
 		}
 		c.records = records
+		if c.built, err = resolve.NewRecords(cache, builtTTL); err != nil {
+			return nil, err
+		}
 		popts = append(popts, tagpolicy.WithChoiceCache(cache, o.CacheTTL, key, o.warnf))
 	}
 	live, err := c.withPolicies(o, live, tagSource, popts...)

@@ -3,6 +3,7 @@ package pin
 import (
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/digestpin/digestpin/renderer"
 	"github.com/digestpin/digestpin/resolution"
@@ -47,6 +48,12 @@ type Change struct {
 	Digest string            `json:"digest,omitempty"`
 	Source resolution.Source `json:"source,omitempty"`
 	Tag    string            `json:"tag,omitempty"`
+	// Created is when the image of Digest was built, as its registry
+	// says (BuildTimes), in UTC: for a moved or added image, when the
+	// registry gave a time; nil when it gave none, or the Unix epoch (a
+	// reproducible build's), or a time in the future, or could not be
+	// asked.
+	Created *time.Time `json:"created,omitempty"`
 	// Workloads are the containers that use the image: those that roll
 	// (for a removed image, those that used it).
 	Workloads []renderer.Workload `json:"workloads"`

@@ -105,9 +105,11 @@ func TestGolden(t *testing.T) {
 			// shop/tool:1 moved, shop/proxy:2 is new, shop/old:1 no longer
 			// used, shop/db:16 the same, shop/gone:1 left as a tag.
 			name: "changes",
+			// shop/tool:1 was built reproducibly (at the epoch): its
+			// build time is not shown.
 			registry: newFake("registry.example/shop/web:dev", "registry.example/shop/web:dev",
 				"registry.example/shop/tool:1", "registry.example/shop/tool:1",
-				"registry.example/shop/db:16", "registry.example/shop/proxy:2"),
+				"registry.example/shop/db:16", "registry.example/shop/proxy:2").reproducible("registry.example/shop/tool:1"),
 			opts: func(*testing.T) Options {
 				o := Options{}
 				o.Renderer.KeepUnresolved = true

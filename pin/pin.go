@@ -134,6 +134,9 @@ func (p *Pinner) Pin(ctx context.Context, in []byte) (*Result, error) {
 			return nil, err
 		}
 		res.Changes, res.previous = changes(out.Images, out.Unpinned, res.choices, prev)
+		// When the images that roll were built: a request or two per
+		// new digest, none for those unchanged.
+		p.addBuilt(ctx, c, res.Changes)
 	}
 	if differs != nil {
 		// A Check that found differences: the report and the summaries

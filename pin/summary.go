@@ -64,7 +64,8 @@ func (cs *ChangeSet) against() string {
 
 // Text is the change set as plain text: the headline, then one line per
 // image, "shop/web:dev a1b2c3d4e5f6 → 9f8e7d6c5b4a: Deployment/prod/web",
-// fit for a commit message and a log.
+// with "(built 2026-12-01 14:03 UTC)" after the new digest when the
+// registry said when it was built; fit for a commit message and a log.
 func (cs *ChangeSet) Text() []byte {
 	var b strings.Builder
 	b.WriteString(cs.Headline() + "\n")
@@ -76,10 +77,10 @@ func (cs *ChangeSet) Text() []byte {
 		b.WriteByte('\n')
 	}
 	for _, c := range cs.Moved {
-		line(c.Reference, c.Previous.short()+" → "+ShortDigest(c.Digest)+tagMove(c), c.Workloads)
+		line(c.Reference, c.Previous.short()+" → "+ShortDigest(c.Digest)+builtNote(c)+tagMove(c), c.Workloads)
 	}
 	for _, c := range cs.Added {
-		line(c.Reference, "added "+ShortDigest(c.Digest)+chosen(c.Tag), c.Workloads)
+		line(c.Reference, "added "+ShortDigest(c.Digest)+builtNote(c)+chosen(c.Tag), c.Workloads)
 	}
 	for _, c := range cs.Removed {
 		line(c.Reference, "removed "+c.Previous.short(), c.Workloads)
@@ -103,10 +104,10 @@ func (cs *ChangeSet) Markdown() []byte {
 			fmt.Fprintf(&b, "| %s | %s | %s | %s |\n", code(ref), before, after, cell(strings.Join(containers(wl), "<br>")))
 		}
 		for _, c := range cs.Moved {
-			row(c.Reference, code(c.Previous.short())+cell(tagOf(c.Previous.Tag, c.Tag)), code(ShortDigest(c.Digest))+cell(tagOf(c.Tag, c.Previous.Tag)), c.Workloads)
+			row(c.Reference, code(c.Previous.short())+cell(tagOf(c.Previous.Tag, c.Tag)), code(ShortDigest(c.Digest))+cell(tagOf(c.Tag, c.Previous.Tag))+builtCell(c), c.Workloads)
 		}
 		for _, c := range cs.Added {
-			row(c.Reference, "added", code(ShortDigest(c.Digest))+cell(chosen(c.Tag)), c.Workloads)
+			row(c.Reference, "added", code(ShortDigest(c.Digest))+cell(chosen(c.Tag))+builtCell(c), c.Workloads)
 		}
 		for _, c := range cs.Removed {
 			row(c.Reference, code(c.Previous.short()), "removed", c.Workloads)
@@ -119,6 +120,27 @@ func (cs *ChangeSet) Markdown() []byte {
 		}
 	}
 	return []byte(b.String())
+}
+
+// builtLayout is how prose shows a build time: to the minute, in UTC.
+const builtLayout = "2006-01-02 15:04 UTC"
+
+// builtNote is " (built 2026-12-01 14:03 UTC)" when the registry said
+// when the image of c was built (Change.Created), else "".
+func builtNote(c Change) string {
+	if c.Created == nil {
+		return ""
+	}
+	return " (built " + c.Created.UTC().Format(builtLayout) + ")"
+}
+
+// builtCell is the build time of c on a line of its own in a table
+// cell, "<br>built 2026-12-01 14:03 UTC", or "".
+func builtCell(c Change) string {
+	if c.Created == nil {
+		return ""
+	}
+	return "<br>built " + c.Created.UTC().Format(builtLayout)
 }
 
 // short is the previous digest, short.
