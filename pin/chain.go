@@ -39,6 +39,9 @@ type chain struct {
 	// the Pin's cache; nil without one (and under Frozen and Check, which
 	// consult no cache).
 	records *resolve.Records
+	// cache is the layer of the resolution cache, nil without one (and
+	// under Frozen and Check); it says what the cache held before the run.
+	cache *resolve.CachingResolver
 	// built keeps the build times of digests (BuildTimes) in the same
 	// cache, for as long as it keeps them; nil without one.
 	built *resolve.Records
@@ -117,7 +120,8 @@ func newChain(o *Options) (*chain, error) {
 		if err != nil {
 			return nil, err
 		}
-		live = resolve.NewCachingResolver(registry, cache, o.CacheTTL, key, o.warnf)
+		c.cache = resolve.NewCachingResolver(registry, cache, o.CacheTTL, key, o.warnf)
+		live = c.cache
 		records, err := resolve.NewRecords(cache, o.CacheTTL)
 		if err != nil {
 			return nil, err

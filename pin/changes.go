@@ -15,8 +15,8 @@ import (
 // sorted by image name; workloads are in stream order.
 type ChangeSet struct {
 	// Against is what the run was compared with: AgainstLock,
-	// AgainstOutput, or "" when there was nothing to compare with (then
-	// every pinned image is in Added).
+	// AgainstOutput, AgainstCache, or "" when there was nothing to
+	// compare with (then every pinned image is in Added).
 	Against string `json:"against,omitempty"`
 	// Moved are the images whose digest differs from the previous one.
 	Moved []Change `json:"moved"`
@@ -62,7 +62,7 @@ type Change struct {
 // Previous is an image's digest before the run.
 type Previous struct {
 	Digest string `json:"digest"`
-	// Source is AgainstLock or AgainstOutput.
+	// Source is AgainstLock, AgainstOutput or AgainstCache.
 	Source string `json:"source"`
 	// Tag is the tag a tag policy had chosen, per the lock file.
 	Tag string `json:"tag,omitempty"`
@@ -109,9 +109,10 @@ func changes(images []renderer.Image, unpinned []renderer.Unpinned, choices map[
 		}
 		switch {
 		case ok:
-		case im.Source == resolution.Pinned && (prev == nil || prev.against == AgainstLock):
+		case im.Source == resolution.Pinned && (prev == nil || prev.against == AgainstLock || prev.against == AgainstCache):
 			// Pinned by the manifests (or digestpin's own output pinned
-			// again) and not in the lock file, which never holds such.
+			// again) and not in the lock file or the cache, which never
+			// hold such.
 			continue
 		default:
 			cs.Added = append(cs.Added, c)

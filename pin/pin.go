@@ -129,7 +129,7 @@ func (p *Pinner) Pin(ctx context.Context, in []byte) (*Result, error) {
 	// What changed against the previous state, only when asked: reading
 	// it costs a file and, for an output, a render.
 	if p.o.wantsChanges() {
-		prev, err := p.previousState(ctx, c.lock, c.platform)
+		prev, err := p.previousState(ctx, c, out.Images, res.choices)
 		if err != nil {
 			return nil, err
 		}

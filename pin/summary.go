@@ -58,8 +58,10 @@ func (cs *ChangeSet) against() string {
 		return "against the lock file"
 	case AgainstOutput:
 		return "against the earlier output"
+	case AgainstCache:
+		return "against the cache"
 	}
-	return "nothing to compare with: no lock file or earlier output"
+	return "nothing to compare with: no lock file, earlier output or cache"
 }
 
 // Text is the change set as plain text: the headline, then one line per
