@@ -121,7 +121,7 @@ func (p *Pinner) builtTime(ctx context.Context, c *chain, src BuildTimes, d name
 	}
 	t, err := src.Built(ctx, d)
 	if err != nil {
-		p.o.logf("%s: no build time: %v", d, err)
+		p.o.logf("%v; the change set shows no build time", err)
 		return time.Time{}, false
 	}
 	if c.built != nil {
