@@ -59,8 +59,8 @@ type Result struct {
 	// covers (Options.Verify), by Image.Reference; nil without policies.
 	Verified map[string]*verification.Record
 	// Changes is what the run changes against the previous state it
-	// knows (Options.DiffAgainst, Lock or WriteLock); nil unless Report,
-	// Summary, SummaryText or Changes asked for it.
+	// knows (Options.DiffAgainst, Lock, WriteLock or the cache); nil
+	// unless Report, Summary, SummaryText or Changes asked for it.
 	Changes *ChangeSet
 	// previous are the previous digests, by Image.Reference.
 	previous map[string]*Previous
