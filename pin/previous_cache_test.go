@@ -8,8 +8,6 @@ import (
 	"time"
 
 	"github.com/digestpin/digestpin/internal/gen"
-	"github.com/digestpin/digestpin/internal/redisstore"
-	"github.com/digestpin/digestpin/internal/testredis"
 	"github.com/digestpin/digestpin/internal/testregistry"
 	"github.com/digestpin/digestpin/resolve"
 )
@@ -29,17 +27,7 @@ func TestChangesAgainstCache(t *testing.T) {
 		cache func(t *testing.T, o *Options)
 	}{
 		{"a folder", func(t *testing.T, o *Options) { o.CacheDir = t.TempDir() }},
-		{"Redis", func(t *testing.T, o *Options) {
-			srv := testredis.Start(t, testredis.Options{})
-			c, err := redisstore.New(redisstore.Options{URL: srv.URL(0), Warnf: t.Errorf})
-			if err != nil {
-				t.Fatal(err)
-			}
-			t.Cleanup(func() { _ = c.Close() })
-			if o.Cache, err = c.Cache(ttl, time.Second); err != nil {
-				t.Fatal(err)
-			}
-		}},
+		{"Redis", func(t *testing.T, o *Options) { o.Cache = redisCache(t, ttl) }},
 	} {
 		t.Run(tc.desc, func(t *testing.T) {
 			reg := testregistry.New(t)
