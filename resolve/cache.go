@@ -384,9 +384,10 @@ func (r *CachingResolver) Resolve(ctx context.Context, ref name.Reference) (reso
 // registry's answer when the registry fails. ok is false when the cache
 // holds no entry of ref under its key (a corrupt or foreign entry, or one
 // resolved in the future, is none), and for a reference that carries a
-// digest or that cannot be keyed. Resolve and Last read the entry of a
-// reference once between them, for the CachingResolver's lifetime; Last
-// is not a hit, and changes no entry. It is safe for concurrent use.
+// digest or that cannot be keyed. It is what the first read of ref's
+// entry found, by Resolve (which reads it anyway) or by Last, for the
+// CachingResolver's lifetime: Last costs no read after a Resolve of ref.
+// Last is not a hit, and changes no entry. It is safe for concurrent use.
 func (r *CachingResolver) Last(ctx context.Context, ref name.Reference) (Recorded, bool) {
 	if _, ok := ref.(name.Digest); ok {
 		return Recorded{}, false
