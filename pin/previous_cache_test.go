@@ -1,13 +1,18 @@
 package pin
 
 import (
+	"context"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
 	"github.com/digestpin/digestpin/internal/gen"
+	"github.com/digestpin/digestpin/internal/redisstore"
+	"github.com/digestpin/digestpin/internal/testredis"
 	"github.com/digestpin/digestpin/internal/testregistry"
 	"github.com/digestpin/digestpin/resolve"
 )
@@ -145,5 +150,92 @@ func TestChangesAgainstCacheGolden(t *testing.T) {
 	}
 	if cs := again.Changes; cs.Len() != 0 || cs.Against != AgainstCache {
 		t.Errorf("Pin of its own output: changes %s, want none against the cache", cs.Text())
+	}
+}
+
+// TestChangesAgainstCacheForeignEntry swaps the cache entries of two
+// images, in a folder and on Redis, as someone who can write the cache
+// could: each entry now names another reference, and is never taken as
+// the image's previous digest (nor as its digest): both images are
+// added, resolved at the registry, and Redis warns about each value.
+func TestChangesAgainstCacheForeignEntry(t *testing.T) {
+	const ttl = time.Hour
+	for _, onRedis := range []bool{false, true} {
+		t.Run(map[bool]string{false: "a folder", true: "Redis"}[onRedis], func(t *testing.T) {
+			reg := testregistry.New(t)
+			reg.PushImage(t, "app:1")
+			reg.PushImage(t, "side:2")
+			in := gen.Deployments("prod", reg.Ref("app:1"), reg.Ref("side:2"))
+			o := Options{CacheTTL: ttl, Changes: true}
+			var mu sync.Mutex
+			var warnings []string
+			o.Renderer.Warnf = func(format string, args ...any) {
+				mu.Lock()
+				defer mu.Unlock()
+				warnings = append(warnings, fmt.Sprintf(format, args...))
+			}
+			var swap func()
+			if onRedis {
+				srv := testredis.Start(t, testredis.Options{})
+				c, err := redisstore.New(redisstore.Options{URL: srv.URL(0), Warnf: o.Renderer.Warnf})
+				if err != nil {
+					t.Fatal(err)
+				}
+				t.Cleanup(func() { _ = c.Close() })
+				if o.Cache, err = c.Cache(ttl, time.Second); err != nil {
+					t.Fatal(err)
+				}
+				rc := srv.Client(0)
+				t.Cleanup(func() { _ = rc.Close() })
+				swap = func() {
+					ctx := context.Background()
+					keys, err := rc.Keys(ctx, "digestpin:resolution:*").Result()
+					if err != nil || len(keys) != 2 {
+						t.Fatalf("resolution keys = %q, %v; want 2", keys, err)
+					}
+					a, b := rc.Get(ctx, keys[0]).Val(), rc.Get(ctx, keys[1]).Val()
+					rc.Set(ctx, keys[0], b, 0)
+					rc.Set(ctx, keys[1], a, 0)
+				}
+			} else {
+				o.CacheDir = t.TempDir()
+				swap = func() {
+					all, err := filepath.Glob(filepath.Join(o.CacheDir, "*.json"))
+					var files []string
+					for _, f := range all {
+						if strings.Contains(string(readFile(t, f)), `"format":"digestpin-cache-v2"`) {
+							files = append(files, f)
+						}
+					}
+					if err != nil || len(files) != 2 {
+						t.Fatalf("cache files = %q, %v; want 2", files, err)
+					}
+					a, b := readFile(t, files[0]), readFile(t, files[1])
+					for f, b := range map[string][]byte{files[0]: b, files[1]: a} {
+						if err := os.WriteFile(f, b, 0o644); err != nil {
+							t.Fatal(err)
+						}
+					}
+				}
+			}
+			if _, err := pinOnce(t, o, in); err != nil {
+				t.Fatal(err)
+			}
+			swap()
+			reg.ResetCounts()
+			res, err := pinOnce(t, o, in)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if cs := res.Changes; len(cs.Added) != 2 || len(cs.Moved)+len(cs.Unchanged) != 0 {
+				t.Errorf("changes = %s, want both images added", cs.Text())
+			}
+			if n := reg.Count("HEAD manifests"); n != 2 {
+				t.Errorf("%d HEAD manifests, want 2: a foreign entry is no answer", n)
+			}
+			if onRedis && (len(warnings) != 2 || !strings.Contains(strings.Join(warnings, "\n"), "ignoring the value of key")) {
+				t.Errorf("warnings = %q, want one for each foreign value; changes %s", warnings, res.Changes.Text())
+			}
+		})
 	}
 }
