@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/google/go-containerregistry/pkg/authn"
 	"github.com/google/go-containerregistry/pkg/name"
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 	"github.com/google/go-containerregistry/pkg/v1/empty"
@@ -130,5 +131,30 @@ func TestBuiltIndex(t *testing.T) {
 		if m, b := reg.Count("GET manifests"), reg.Count("GET blobs"); m != tc.manifests || b != tc.blobs {
 			t.Errorf("%s: Built asked %d manifests and %d blobs, want %d and %d", tc.desc, m, b, tc.manifests, tc.blobs)
 		}
+	}
+}
+
+// TestBuiltSharesTheToken reads the build time of a digest just resolved
+// on a registry behind a token server: the resolution's token and
+// credentials serve, with no second token request.
+func TestBuiltSharesTheToken(t *testing.T) {
+	reg := testregistry.New(t)
+	ts := testregistry.NewTokenServer(t, "bob", "hunter22")
+	want := time.Date(2026, 12, 1, 14, 3, 0, 0, time.UTC)
+	reg.PushCreated(t, "team/a:1", want)
+	reg.Handle(ts.Guard())
+	writeDockerConfig(t, reg.Host(), "bob", "hunter22")
+	r, _ := newTestResolver(t, WithKeychain(authn.DefaultKeychain))
+	ref := parseRef(t, reg.Ref("team/a:1"))
+	res, err := r.Resolve(context.Background(), ref)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := r.Built(context.Background(), ref.Context().Digest(res.Digest.String()))
+	if err != nil || !got.Equal(want) {
+		t.Errorf("Built = %s, %v, want %s", got, err, want)
+	}
+	if n := ts.Exchanges(); n != 1 {
+		t.Errorf("%d token requests, want 1", n)
 	}
 }
