@@ -31,7 +31,8 @@ const (
 )
 
 // previous is what a run compares its images with: the digests of a
-// lock file, or those a previous output pinned. It is read once per Pin
+// lock file, those a previous output pinned, or the last ones the cache
+// recorded. It is read once per Pin
 // and used by one goroutine.
 type previous struct {
 	against string // AgainstLock, AgainstOutput or AgainstCache

@@ -124,27 +124,6 @@ func (cs *ChangeSet) Markdown() []byte {
 	return []byte(b.String())
 }
 
-// builtLayout is how prose shows a build time: to the minute, in UTC.
-const builtLayout = "2006-01-02 15:04 UTC"
-
-// builtNote is " (built 2026-12-01 14:03 UTC)" when the registry said
-// when the image of c was built (Change.Created), else "".
-func builtNote(c Change) string {
-	if c.Created == nil {
-		return ""
-	}
-	return " (built " + c.Created.UTC().Format(builtLayout) + ")"
-}
-
-// builtCell is the build time of c on a line of its own in a table
-// cell, "<br>built 2026-12-01 14:03 UTC", or "".
-func builtCell(c Change) string {
-	if c.Created == nil {
-		return ""
-	}
-	return "<br>built " + c.Created.UTC().Format(builtLayout)
-}
-
 // short is the previous digest, short.
 func (p *Previous) short() string { return ShortDigest(p.Digest) }
 
