@@ -42,6 +42,12 @@ type chain struct {
 	// the Pin's cache; nil without one (and under Frozen and Check, which
 	// consult no cache).
 	records *resolve.Records
+	// cache is the layer of the resolution cache, nil without one (and
+	// under Frozen and Check); it says what the cache held before the run.
+	cache *resolve.CachingResolver
+	// built keeps the build times of digests (BuildTimes) in the same
+	// cache, for as long as it keeps them; nil without one.
+	built *resolve.Records
 
 	// The tag policies of the Pin, and the layer that applies them.
 	tags   *tagpolicy.TagPolicies    // nil: none
@@ -125,12 +131,16 @@ func newChain(o *Options) (*chain, error) {
 		if err != nil {
 			return nil, err
 		}
-		live = resolve.NewCachingResolver(registry, cache, o.CacheTTL, key, o.warnf)
+		c.cache = resolve.NewCachingResolver(registry, cache, o.CacheTTL, key, o.warnf)
+		live = c.cache
 		records, err := resolve.NewRecords(cache, o.CacheTTL)
 		if err != nil {
 			return nil, err
 		}
 		c.records = records
+		if c.built, err = resolve.NewRecords(cache, builtTTL); err != nil {
+			return nil, err
+		}
 		popts = append(popts, tagpolicy.WithChoiceCache(cache, o.CacheTTL, key, o.warnf))
 	}
 	live, err := c.withPolicies(o, live, tagSource, popts...)

@@ -3,6 +3,7 @@ package pin
 import (
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/digestpin/digestpin/renderer"
 	"github.com/digestpin/digestpin/resolution"
@@ -14,8 +15,8 @@ import (
 // sorted by image name; workloads are in stream order.
 type ChangeSet struct {
 	// Against is what the run was compared with: AgainstLock,
-	// AgainstOutput, or "" when there was nothing to compare with (then
-	// every pinned image is in Added).
+	// AgainstOutput, AgainstCache, or "" when there was nothing to
+	// compare with (then every pinned image is in Added).
 	Against string `json:"against,omitempty"`
 	// Moved are the images whose digest differs from the previous one.
 	Moved []Change `json:"moved"`
@@ -47,6 +48,12 @@ type Change struct {
 	Digest string            `json:"digest,omitempty"`
 	Source resolution.Source `json:"source,omitempty"`
 	Tag    string            `json:"tag,omitempty"`
+	// Created is when the image of Digest was built, as its registry
+	// says (BuildTimes), in UTC: for a moved or added image, when the
+	// registry gave a time; nil when it gave none, or the Unix epoch (a
+	// reproducible build's), or a time in the future, or could not be
+	// asked.
+	Created *time.Time `json:"created,omitempty"`
 	// Workloads are the containers that use the image: those that roll
 	// (for a removed image, those that used it).
 	Workloads []renderer.Workload `json:"workloads"`
@@ -55,7 +62,7 @@ type Change struct {
 // Previous is an image's digest before the run.
 type Previous struct {
 	Digest string `json:"digest"`
-	// Source is AgainstLock or AgainstOutput.
+	// Source is AgainstLock, AgainstOutput or AgainstCache.
 	Source string `json:"source"`
 	// Tag is the tag a tag policy had chosen, per the lock file.
 	Tag string `json:"tag,omitempty"`
@@ -102,9 +109,10 @@ func changes(images []renderer.Image, unpinned []renderer.Unpinned, choices map[
 		}
 		switch {
 		case ok:
-		case im.Source == resolution.Pinned && (prev == nil || prev.against == AgainstLock):
+		case im.Source == resolution.Pinned && (prev == nil || prev.against == AgainstLock || prev.against == AgainstCache):
 			// Pinned by the manifests (or digestpin's own output pinned
-			// again) and not in the lock file, which never holds such.
+			// again) and not in the lock file or the cache, which never
+			// hold such.
 			continue
 		default:
 			cs.Added = append(cs.Added, c)

@@ -30,19 +30,22 @@ type fakeRegistry struct {
 	tags     map[string][]string // repository → tags, first push order
 	pushes   map[string]int      // "repository:tag" → pushes
 	created  map[string]time.Time
-	asked    int // Resolve calls
-	listings int // Tags calls
+	built    map[v1.Hash]time.Time // by digest: the creation time of its push
+	asked    int                   // Resolve calls
+	listings int                   // Tags calls
+	builds   int                   // Built calls
 }
 
 var (
 	_ resolution.Resolver = (*fakeRegistry)(nil)
 	_ tagpolicy.TagSource = (*fakeRegistry)(nil)
+	_ BuildTimes          = (*fakeRegistry)(nil)
 )
 
 // newFake returns a fakeRegistry with images ("host/repository:tag")
 // pushed in order.
 func newFake(images ...string) *fakeRegistry {
-	f := &fakeRegistry{tags: map[string][]string{}, pushes: map[string]int{}, created: map[string]time.Time{}}
+	f := &fakeRegistry{tags: map[string][]string{}, pushes: map[string]int{}, created: map[string]time.Time{}, built: map[v1.Hash]time.Time{}}
 	for _, im := range images {
 		f.push(im)
 	}
@@ -63,7 +66,20 @@ func (f *fakeRegistry) push(image string) v1.Hash {
 	}
 	f.pushes[key]++
 	f.created[key] = fakeEpoch.Add(time.Duration(len(f.created)) * time.Minute)
-	return fakeDigest(key, f.pushes[key])
+	h := fakeDigest(key, f.pushes[key])
+	f.built[h] = f.created[key]
+	return h
+}
+
+// reproducible makes the image image resolves to now one built
+// reproducibly, as ko and bazel build: its config says it was created at
+// the Unix epoch.
+func (f *fakeRegistry) reproducible(image string) *fakeRegistry {
+	h := f.digest(image)
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.built[h] = time.Unix(0, 0).UTC()
+	return f
 }
 
 // digest is the digest image resolves to now.
@@ -84,13 +100,37 @@ func fakeDigest(key string, push int) v1.Hash {
 }
 
 // counts returns how many resolutions and tag listings were asked for,
-// and starts counting anew.
+// and starts counting anew (build times too).
 func (f *fakeRegistry) counts() (asked, listings int) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	asked, listings = f.asked, f.listings
-	f.asked, f.listings = 0, 0
+	f.asked, f.listings, f.builds = 0, 0, 0
 	return asked, listings
+}
+
+// buildCount returns how many build times were asked for since counts.
+func (f *fakeRegistry) buildCount() int {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.builds
+}
+
+// Built implements BuildTimes: the creation time of the push that made
+// the digest.
+func (f *fakeRegistry) Built(_ context.Context, d name.Digest) (time.Time, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.builds++
+	h, err := v1.NewHash(d.DigestStr())
+	if err != nil {
+		return time.Time{}, err
+	}
+	t, ok := f.built[h]
+	if !ok {
+		return time.Time{}, fmt.Errorf("%s: MANIFEST_UNKNOWN: manifest unknown", d)
+	}
+	return t, nil
 }
 
 // Resolve implements resolution.Resolver.

@@ -49,6 +49,7 @@ func TestGolden(t *testing.T) {
 		opts     func(t *testing.T) Options
 		asked    int // registry resolutions of the first Pin
 		listings int // tag listings of the first Pin
+		builds   int // build times the first Pin asks: its moved and added digests
 		// previous, when set, is the lock file in testdata that the lock
 		// file replaces: the first Pin writes NAME.summary.md and
 		// NAME.summary.txt against it, and the second one compares with
@@ -105,15 +106,18 @@ func TestGolden(t *testing.T) {
 			// shop/tool:1 moved, shop/proxy:2 is new, shop/old:1 no longer
 			// used, shop/db:16 the same, shop/gone:1 left as a tag.
 			name: "changes",
+			// shop/tool:1 was built reproducibly (at the epoch): its
+			// build time is not shown.
 			registry: newFake("registry.example/shop/web:dev", "registry.example/shop/web:dev",
 				"registry.example/shop/tool:1", "registry.example/shop/tool:1",
-				"registry.example/shop/db:16", "registry.example/shop/proxy:2"),
+				"registry.example/shop/db:16", "registry.example/shop/proxy:2").reproducible("registry.example/shop/tool:1"),
 			opts: func(*testing.T) Options {
 				o := Options{}
 				o.Renderer.KeepUnresolved = true
 				return o
 			},
 			asked:    5,
+			builds:   3,
 			previous: "changes.previous.lock",
 		},
 	} {
@@ -143,6 +147,9 @@ func TestGolden(t *testing.T) {
 			}
 			if err := res.Commit(); err != nil {
 				t.Fatal(err)
+			}
+			if builds := tc.registry.buildCount(); builds != tc.builds {
+				t.Errorf("Pin(%s) asked %d build times, want %d", tc.name, builds, tc.builds)
 			}
 			if asked, listings := tc.registry.counts(); asked != tc.asked || listings != tc.listings {
 				t.Errorf("Pin(%s) asked the registry %d times and listed tags %d times, want %d and %d", tc.name, asked, listings, tc.asked, tc.listings)

@@ -76,7 +76,9 @@ type Options struct {
 	// whose pinned images the run is compared with, read with the
 	// Renderer's settings and never a registry; "" means none. Without
 	// it, a run is compared with the Lock file, else with the WriteLock
-	// file as it was before the run, when it exists.
+	// file as it was before the run, when it exists, else, with neither
+	// and a cache (CacheTTL), with the last digests the cache recorded
+	// before the run (AgainstCache).
 	DiffAgainst string
 	// Summary is a file to write the change set to in Markdown (a table
 	// for a pull request or a CI job summary); SummaryText one to write

@@ -59,8 +59,8 @@ type Result struct {
 	// covers (Options.Verify), by Image.Reference; nil without policies.
 	Verified map[string]*verification.Record
 	// Changes is what the run changes against the previous state it
-	// knows (Options.DiffAgainst, Lock or WriteLock); nil unless Report,
-	// Summary, SummaryText or Changes asked for it.
+	// knows (Options.DiffAgainst, Lock, WriteLock or the cache); nil
+	// unless Report, Summary, SummaryText or Changes asked for it.
 	Changes *ChangeSet
 	// previous are the previous digests, by Image.Reference.
 	previous map[string]*Previous
@@ -129,11 +129,14 @@ func (p *Pinner) Pin(ctx context.Context, in []byte) (*Result, error) {
 	// What changed against the previous state, only when asked: reading
 	// it costs a file and, for an output, a render.
 	if p.o.wantsChanges() {
-		prev, err := p.previousState(ctx, c.lock, c.platform)
+		prev, err := p.previousState(ctx, c, out.Images, res.choices)
 		if err != nil {
 			return nil, err
 		}
 		res.Changes, res.previous = changes(out.Images, out.Unpinned, res.choices, prev)
+		// When the images that roll were built: a request or two per
+		// new digest, none for those unchanged.
+		p.addBuilt(ctx, c, res.Changes)
 	}
 	if differs != nil {
 		// A Check that found differences: the report and the summaries

@@ -24,13 +24,18 @@ const (
 	AgainstLock = "lock"
 	// AgainstOutput is a previous output (Options.DiffAgainst).
 	AgainstOutput = "output"
+	// AgainstCache is the resolution cache as it was before the run (a
+	// run with a cache and neither a lock file nor DiffAgainst): per
+	// image, the last digest it recorded, past the TTL too.
+	AgainstCache = "cache"
 )
 
 // previous is what a run compares its images with: the digests of a
-// lock file, or those a previous output pinned. It is read once per Pin
+// lock file, those a previous output pinned, or the last ones the cache
+// recorded. It is read once per Pin
 // and used by one goroutine.
 type previous struct {
-	against string // AgainstLock or AgainstOutput
+	against string // AgainstLock, AgainstOutput or AgainstCache
 	images  []prevImage
 	// byName indexes images by name and, for a lock file, tag policy
 	// ("name\x00policy").
@@ -52,11 +57,12 @@ type prevImage struct {
 }
 
 // previousState reads the state the run is compared with: the
-// DiffAgainst output, else the Lock file (already read into lock), else
-// the WriteLock file as it is now, if it exists. It returns nil when
-// there is none.
-func (p *Pinner) previousState(ctx context.Context, lock *lockfile.Lock, platform string) (*previous, error) {
+// DiffAgainst output, else the Lock file (already read into the chain),
+// else the WriteLock file as it is now, if it exists, else the cache as
+// it was before the run. It returns nil when there is none.
+func (p *Pinner) previousState(ctx context.Context, c *chain, images []renderer.Image, choices map[string]ReportPolicy) (*previous, error) {
 	o := &p.o
+	lock, platform := c.lock, c.platform
 	switch {
 	case o.DiffAgainst != "":
 		b, err := os.ReadFile(o.DiffAgainst)
@@ -86,6 +92,8 @@ func (p *Pinner) previousState(ctx context.Context, lock *lockfile.Lock, platfor
 			return nil, nil
 		}
 		return previousLock(l, platform), nil
+	case c.cache != nil:
+		return previousCache(ctx, c.cache, images, choices), nil
 	}
 	return nil, nil
 }
@@ -197,7 +205,7 @@ func (prev *previous) lookup(im renderer.Image, policy string) (int, bool) {
 	// A reference pinned already, as in digestpin's own output, is
 	// looked up by its name and tag.
 	tagged := taggedName(im.Reference, im.Written)
-	if prev.against == AgainstLock {
+	if prev.against == AgainstLock || prev.against == AgainstCache {
 		i, ok := prev.byName[tagged+"\x00"+policy]
 		return i, ok && tagged != ""
 	}

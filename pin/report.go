@@ -24,8 +24,8 @@ type Report struct {
 	// no lock file, covers them. Absent when there are none.
 	Unpinned []renderer.Unpinned `json:"unpinned,omitempty"`
 	// Changes is what the run changed against the previous state it
-	// knows (a lock file or a previous output); absent when there was
-	// none.
+	// knows (a lock file, a previous output or the cache); absent when
+	// there was none.
 	Changes *ChangeSet `json:"changes,omitempty"`
 }
 
@@ -41,8 +41,8 @@ type ReportImage struct {
 	// Digest is the resolved digest; empty when the image was kept
 	// unresolved (--on-error=keep).
 	Digest string `json:"digest,omitempty"`
-	// Previous is the digest of the previous state (a lock file or a
-	// previous output), when it had the image.
+	// Previous is the digest of the previous state (a lock file, a
+	// previous output or the cache), when it had the image.
 	Previous *Previous `json:"previous,omitempty"`
 	// Source is where Digest came from: registry, lock, cache, pinned (the
 	// manifest carried the digest already) or unresolved.

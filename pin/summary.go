@@ -58,13 +58,16 @@ func (cs *ChangeSet) against() string {
 		return "against the lock file"
 	case AgainstOutput:
 		return "against the earlier output"
+	case AgainstCache:
+		return "against the cache"
 	}
-	return "nothing to compare with: no lock file or earlier output"
+	return "nothing to compare with: no lock file, earlier output or cache"
 }
 
 // Text is the change set as plain text: the headline, then one line per
 // image, "shop/web:dev a1b2c3d4e5f6 → 9f8e7d6c5b4a: Deployment/prod/web",
-// fit for a commit message and a log.
+// with "(built 2026-12-01 14:03 UTC)" after the new digest when the
+// registry said when it was built; fit for a commit message and a log.
 func (cs *ChangeSet) Text() []byte {
 	var b strings.Builder
 	b.WriteString(cs.Headline() + "\n")
@@ -76,10 +79,10 @@ func (cs *ChangeSet) Text() []byte {
 		b.WriteByte('\n')
 	}
 	for _, c := range cs.Moved {
-		line(c.Reference, c.Previous.short()+" → "+ShortDigest(c.Digest)+tagMove(c), c.Workloads)
+		line(c.Reference, c.Previous.short()+" → "+ShortDigest(c.Digest)+builtNote(c)+tagMove(c), c.Workloads)
 	}
 	for _, c := range cs.Added {
-		line(c.Reference, "added "+ShortDigest(c.Digest)+chosen(c.Tag), c.Workloads)
+		line(c.Reference, "added "+ShortDigest(c.Digest)+builtNote(c)+chosen(c.Tag), c.Workloads)
 	}
 	for _, c := range cs.Removed {
 		line(c.Reference, "removed "+c.Previous.short(), c.Workloads)
@@ -103,10 +106,10 @@ func (cs *ChangeSet) Markdown() []byte {
 			fmt.Fprintf(&b, "| %s | %s | %s | %s |\n", code(ref), before, after, cell(strings.Join(containers(wl), "<br>")))
 		}
 		for _, c := range cs.Moved {
-			row(c.Reference, code(c.Previous.short())+cell(tagOf(c.Previous.Tag, c.Tag)), code(ShortDigest(c.Digest))+cell(tagOf(c.Tag, c.Previous.Tag)), c.Workloads)
+			row(c.Reference, code(c.Previous.short())+cell(tagOf(c.Previous.Tag, c.Tag)), code(ShortDigest(c.Digest))+cell(tagOf(c.Tag, c.Previous.Tag))+builtCell(c), c.Workloads)
 		}
 		for _, c := range cs.Added {
-			row(c.Reference, "added", code(ShortDigest(c.Digest))+cell(chosen(c.Tag)), c.Workloads)
+			row(c.Reference, "added", code(ShortDigest(c.Digest))+cell(chosen(c.Tag))+builtCell(c), c.Workloads)
 		}
 		for _, c := range cs.Removed {
 			row(c.Reference, code(c.Previous.short()), "removed", c.Workloads)

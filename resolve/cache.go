@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"sync"
 	"time"
 
 	"github.com/google/go-containerregistry/pkg/name"
@@ -99,26 +100,42 @@ func encodeCacheEntry(ref name.Reference, key string, h v1.Hash, resolved time.T
 // else that is not an entry of ref under key in this format (corrupt, of
 // another reference, key or format) is another error, which says why.
 func decodeCacheEntry(b []byte, ref name.Reference, key string, now time.Time, ttl time.Duration) (v1.Hash, error) {
+	rec, err := decodeRecorded(b, ref, key, now)
+	if err != nil {
+		return v1.Hash{}, err
+	}
+	if now.Sub(rec.Resolved) >= ttl {
+		return v1.Hash{}, ErrCacheEntryExpired
+	}
+	return rec.Digest, nil
+}
+
+// decodeRecorded returns the resolution that entry b, written by
+// encodeCacheEntry for ref under key, records, whatever its age. An entry
+// from the future (a clock that went back) is ErrCacheEntryExpired, and
+// not trusted; anything else that is not an entry of ref under key in
+// this format (corrupt, of another reference, key or format) is another
+// error, which says why.
+func decodeRecorded(b []byte, ref name.Reference, key string, now time.Time) (Recorded, error) {
 	var e cacheEntry
 	if err := json.Unmarshal(b, &e); err != nil {
-		return v1.Hash{}, fmt.Errorf("not a cache entry: %w", err)
+		return Recorded{}, fmt.Errorf("not a cache entry: %w", err)
 	}
 	// Entries are found by a hash: check that this one is really ours.
 	switch {
 	case e.Format != cacheFormat:
-		return v1.Hash{}, fmt.Errorf("cache entry of format %q, want %q", e.Format, cacheFormat)
+		return Recorded{}, fmt.Errorf("cache entry of format %q, want %q", e.Format, cacheFormat)
 	case e.Reference != ref.Name() || e.Key != key:
-		return v1.Hash{}, fmt.Errorf("cache entry of %q, not of %q under this key", e.Reference, ref.Name())
+		return Recorded{}, fmt.Errorf("cache entry of %q, not of %q under this key", e.Reference, ref.Name())
 	}
 	h, err := v1.NewHash(e.Digest)
 	if err != nil {
-		return v1.Hash{}, fmt.Errorf("cache entry of %s: %w", ref.Name(), err)
+		return Recorded{}, fmt.Errorf("cache entry of %s: %w", ref.Name(), err)
 	}
-	// An entry from the future (a clock that went back) is not trusted.
-	if age := now.Sub(e.Resolved); age < 0 || age >= ttl {
-		return v1.Hash{}, ErrCacheEntryExpired
+	if e.Resolved.IsZero() || now.Before(e.Resolved) {
+		return Recorded{}, ErrCacheEntryExpired
 	}
-	return h, nil
+	return Recorded{Digest: h, Resolved: e.Resolved}, nil
 }
 
 // entries are the typed entries of a Cache, valid for a TTL: what
@@ -142,14 +159,26 @@ func (e *entries) resolutionRead(ref name.Reference, key string) EntryRead {
 	}}
 }
 
-// get returns the cached digest of ref under key when an entry younger
-// than the TTL exists.
-func (e *entries) get(ctx context.Context, ref name.Reference, key string) (v1.Hash, bool) {
-	b, ok := e.c.Get(ctx, resolutionKey(ref, key), e.resolutionRead(ref, key))
+// recorded returns the resolution of ref under key that the cache
+// holds, whatever its age: one past the TTL too, which the caller tells
+// with fresh.
+func (e *entries) recorded(ctx context.Context, ref name.Reference, key string) (Recorded, bool) {
+	read := EntryRead{Max: maxCacheEntry, Check: func(b []byte) error {
+		_, err := decodeRecorded(b, ref, key, e.now())
+		return err
+	}}
+	b, ok := e.c.Get(ctx, resolutionKey(ref, key), read)
 	if !ok {
-		return v1.Hash{}, false
+		return Recorded{}, false
 	}
-	return e.decode(b, ref, key)
+	rec, err := decodeRecorded(b, ref, key, e.now())
+	return rec, err == nil
+}
+
+// fresh reports whether rec is younger than the TTL.
+func (e *entries) fresh(rec Recorded) bool {
+	age := e.now().Sub(rec.Resolved)
+	return age >= 0 && age < e.ttl
 }
 
 // decode returns the digest of entry b of ref under key, if it is valid.
@@ -258,6 +287,24 @@ type CachingResolver struct {
 	entries *entries
 	key     CacheKeyFunc
 	warnf   func(format string, args ...any)
+	// last holds, by ref.Name(), the *lastRead of what the cache held for
+	// the reference when this CachingResolver first read it: before it
+	// stored an answer of its own.
+	last sync.Map
+}
+
+// Recorded is a resolution as a cache recorded it: the digest, and when
+// it was resolved (the registry asked).
+type Recorded struct {
+	Digest   v1.Hash
+	Resolved time.Time
+}
+
+// lastRead is the first read of a reference's entry: the resolution it
+// recorded, if any.
+type lastRead struct {
+	rec Recorded
+	ok  bool
 }
 
 var (
@@ -296,8 +343,12 @@ func (r *CachingResolver) Resolve(ctx context.Context, ref name.Reference) (reso
 		// The wrapped resolver meets the same failure and says it.
 		return r.next.Resolve(ctx, ref)
 	}
-	if h, ok := r.entries.get(ctx, ref, key); ok {
-		return resolution.Resolution{Digest: h, Source: resolution.Cache}, nil
+	// One read of the entry, whatever its age: a fresh one answers, and
+	// any is what the cache held before this run (Last).
+	rec, ok := r.entries.recorded(ctx, ref, key)
+	r.remember(ref, rec, ok)
+	if ok && r.entries.fresh(rec) {
+		return resolution.Resolution{Digest: rec.Digest, Source: resolution.Cache}, nil
 	}
 	// A miss: another process that shares the cache may be asking the
 	// registry for ref right now; its answer is as good as ours, and so
@@ -325,4 +376,39 @@ func (r *CachingResolver) Resolve(ctx context.Context, ref name.Reference) (reso
 	}
 	release(nil)
 	return res, nil
+}
+
+// Last returns the last resolution of ref that the cache recorded before
+// this CachingResolver stored one, whatever its age, past the TTL too:
+// what a run compares its digests with, and what may stand in for the
+// registry's answer when the registry fails. ok is false when the cache
+// holds no entry of ref under its key (a corrupt or foreign entry, or one
+// resolved in the future, is none), and for a reference that carries a
+// digest or that cannot be keyed. It is what the first read of ref's
+// entry found, by Resolve (which reads it anyway) or by Last, for the
+// CachingResolver's lifetime: Last costs no read after a Resolve of ref.
+// Last is not a hit, and changes no entry. It is safe for concurrent use.
+func (r *CachingResolver) Last(ctx context.Context, ref name.Reference) (Recorded, bool) {
+	if _, ok := ref.(name.Digest); ok {
+		return Recorded{}, false
+	}
+	if v, ok := r.last.Load(ref.Name()); ok {
+		l := v.(*lastRead)
+		return l.rec, l.ok
+	}
+	key, ok, err := r.key(ctx, ref)
+	if err != nil || !ok {
+		return Recorded{}, false
+	}
+	rec, found := r.entries.recorded(ctx, ref, key)
+	return r.remember(ref, rec, found)
+}
+
+// remember keeps the first read of ref's entry, and returns the one
+// kept: a read after this CachingResolver stored an entry of its own
+// never replaces the one before.
+func (r *CachingResolver) remember(ref name.Reference, rec Recorded, ok bool) (Recorded, bool) {
+	v, _ := r.last.LoadOrStore(ref.Name(), &lastRead{rec: rec, ok: ok})
+	l := v.(*lastRead)
+	return l.rec, l.ok
 }

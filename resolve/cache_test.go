@@ -76,7 +76,9 @@ func (c *testCache) resolver(next resolution.Resolver, key CacheKeyFunc, warnf f
 // get returns the digest cached for ref under key, as a resolver on c
 // reads it.
 func (c *testCache) get(ref name.Reference, key string) (v1.Hash, bool) {
-	return c.resolver(nil, nil, nil).entries.get(context.Background(), ref, key)
+	e := c.resolver(nil, nil, nil).entries
+	rec, ok := e.recorded(context.Background(), ref, key)
+	return rec.Digest, ok && e.fresh(rec)
 }
 
 // entryPath returns the file of the entry of ref under key.

@@ -27,11 +27,16 @@
 // that host's addresses are loopback, private, link-local or unspecified
 // and the registry's are not.
 //
+// Besides digests, a Resolver reads what a digest's registry says about
+// it, through the same sessions: when it was built (Built), its manifest,
+// blobs and referrers (for signature verification).
+//
 // A CachingResolver keeps resolutions between runs in a Cache, keyed by
 // the reference and Resolver.CacheKey: the mode of resolution, the mirrors
 // and whose credentials are asked. A Cache is a byte store (Get, Put,
 // Claim): this package builds its keys, encodes its entries and checks
-// their age; DirCache is one in a folder.
+// their age; DirCache is one in a folder. An entry past its TTL is no
+// answer, but CachingResolver.Last still tells what it recorded.
 //
 // Tag policies (package tagpolicy: semver, latest, name, digest) choose
 // the tag an image follows: its PolicyResolver lists each repository with

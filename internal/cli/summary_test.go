@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/digestpin/digestpin/internal/gen"
 	"github.com/digestpin/digestpin/internal/testregistry"
@@ -129,4 +130,30 @@ func readString(t *testing.T, path string) string {
 		t.Fatal(err)
 	}
 	return string(b)
+}
+
+// TestSummaryAgainstCache checks that a run with --cache-dir and neither
+// a lock file nor --diff-against says what moved against the cache, with
+// the moved image's build time, on stderr with -v and in --summary-text.
+func TestSummaryAgainstCache(t *testing.T) {
+	t.Parallel()
+	reg := testregistry.New(t)
+	old := reg.PushImage(t, "app:1.0")
+	reg.PushImage(t, "side:2")
+	dir := t.TempDir()
+	in := gen.Deployments("prod", reg.Ref("app:1.0"), reg.Ref("side:2"))
+	txt := filepath.Join(dir, "summary.txt")
+	args := []string{"--cache-dir", filepath.Join(dir, "cache"), "--cache-ttl", "1ms", "--summary-text", txt, "-v"}
+	mustRun(t, in, args...)
+	moved := reg.PushCreated(t, "app:1.0", time.Date(2026, 12, 1, 14, 3, 0, 0, time.UTC))
+	time.Sleep(2 * time.Millisecond)
+	r := mustRun(t, in, args...)
+	line := reg.Ref("app:1.0") + " " + pin.ShortDigest(old.String()) + " → " + pin.ShortDigest(moved.String()) + " (built 2026-12-01 14:03 UTC): Deployment/prod/w0"
+	want := "1 image moved, 1 unchanged (against the cache)\n" + line + "\n"
+	if got := readString(t, txt); got != want {
+		t.Errorf("--summary-text = %q, want %q", got, want)
+	}
+	if !strings.Contains(r.stderr, "digestpin: "+line+"\n") {
+		t.Errorf("-v stderr does not hold %q:\n%s", line, r.stderr)
+	}
 }

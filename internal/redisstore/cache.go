@@ -17,10 +17,11 @@ import (
 )
 
 // Cache is a resolve.Cache on Redis: the entry of a key (resolve's:
-// "resolution:…" or "choice:…") under PREFIX + key, expiring with the TTL;
-// a reader also checks an entry's age against its own TTL (resolve does,
-// through the resolve.EntryRead), so processes with other TTLs can share
-// the server. A value the reader does not accept is ignored with a
+// "resolution:…" or "choice:…") under PREFIX + key, kept for Keep or the
+// TTL, whichever is longer; a reader checks an entry's age against its
+// own TTL (resolve does, through the resolve.EntryRead), so processes with
+// other TTLs can share the server, and an entry past the TTL is still
+// what the cache last recorded (resolve.CachingResolver.Last). A value the reader does not accept is ignored with a
 // warning that names its Redis key.
 //
 // Claim takes a short lock per entry (SET NX PX under PREFIX + "lock:" +
@@ -40,6 +41,12 @@ type Cache struct {
 }
 
 var _ resolve.Cache = (*Cache)(nil)
+
+// Keep is how long Redis keeps an entry at least, past the TTL: a
+// resolution past its TTL is no answer, but it is the digest the last
+// render pinned, which the next one is compared with (and which may stand
+// in for a registry that is down). An entry is about 300 bytes.
+const Keep = 7 * 24 * time.Hour
 
 // FailureTTL is how long a failed resolution is shared with the other
 // processes (less when the cache's TTL is shorter): long enough for the
@@ -151,10 +158,15 @@ func (k *Cache) Get(ctx context.Context, key string, read resolve.EntryRead) ([]
 	return b, true
 }
 
-// Put implements resolve.Cache. A failure of Redis is not an error: the
-// Client warned about it.
+// Put implements resolve.Cache: the entry expires after Keep, or the TTL
+// if longer. A failure of Redis is not an error: the Client warned about
+// it.
 func (k *Cache) Put(ctx context.Context, key string, entry []byte) error {
-	k.c.set(ctx, k.entryKey(key), entry, k.ttl)
+	keep := k.ttl
+	if keep > 0 {
+		keep = max(keep, Keep)
+	}
+	k.c.set(ctx, k.entryKey(key), entry, keep)
 	return nil
 }
 

@@ -1,6 +1,7 @@
 package testregistry
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"net/http"
@@ -13,6 +14,9 @@ import (
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 	"github.com/google/go-containerregistry/pkg/v1/mutate"
 	"github.com/google/go-containerregistry/pkg/v1/random"
+	"github.com/google/go-containerregistry/pkg/v1/remote"
+	"github.com/google/go-containerregistry/pkg/v1/static"
+	"github.com/google/go-containerregistry/pkg/v1/types"
 )
 
 // PageTags makes the registry answer tags/list in pages of at most n
@@ -77,3 +81,46 @@ func (r *Registry) PushCreated(t TB, repoTag string, created time.Time) v1.Hash 
 	}
 	return r.Push(t, repoTag, img)
 }
+
+// PushConfig pushes an image without layers whose config is the bytes
+// config, as they are (a "created" that is the epoch, not a time, or
+// missing; a config of megabytes), with annotations on its manifest, as
+// repo:tag, and returns its digest: for the images a v1.ConfigFile cannot
+// write.
+func (r *Registry) PushConfig(t TB, repoTag string, config []byte, annotations map[string]string) v1.Hash {
+	t.Helper()
+	ref := r.parse(t, repoTag)
+	cfg := static.NewLayer(config, types.OCIConfigJSON)
+	if err := remote.WriteLayer(ref.Context(), cfg); err != nil {
+		t.Fatalf("pushing the config of %s: %v", ref, err)
+	}
+	h, err := cfg.Digest()
+	if err != nil {
+		t.Fatalf("config digest: %v", err)
+	}
+	m := v1.Manifest{
+		SchemaVersion: 2,
+		MediaType:     types.OCIManifestSchema1,
+		Config:        v1.Descriptor{MediaType: types.OCIConfigJSON, Size: int64(len(config)), Digest: h},
+		Layers:        []v1.Descriptor{},
+		Annotations:   annotations,
+	}
+	b, err := json.Marshal(m)
+	if err != nil {
+		t.Fatalf("manifest: %v", err)
+	}
+	if err := remote.Put(ref, rawManifest(b)); err != nil {
+		t.Fatalf("pushing %s: %v", ref, err)
+	}
+	d, _, err := v1.SHA256(bytes.NewReader(b))
+	if err != nil {
+		t.Fatalf("manifest digest: %v", err)
+	}
+	return d
+}
+
+// rawManifest is an OCI image manifest as bytes, for remote.Put.
+type rawManifest []byte
+
+func (m rawManifest) RawManifest() ([]byte, error)      { return m, nil }
+func (rawManifest) MediaType() (types.MediaType, error) { return types.OCIManifestSchema1, nil }
