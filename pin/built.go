@@ -44,16 +44,17 @@ type builtRecord struct {
 // addBuilt sets Created on the moved and added images of cs: from the
 // cache, else from the registry (Registry if it is a BuildTimes, else the
 // chain's registry resolver), each digest once, a few at once, under
-// ctx. It asks nothing under Frozen, which asks no registry, nor when
-// nothing would show the times. A failure
+// ctx. It asks nothing under Frozen, which asks no registry, nor
+// without a previous state. A failure
 // leaves the time out, logged; it never fails the Pin.
 func (p *Pinner) addBuilt(ctx context.Context, c *chain, cs *ChangeSet) {
 	if cs == nil || p.o.Frozen {
 		return
 	}
-	// Without a previous state the report has no change set: only a
-	// summary or the caller would show the times.
-	if cs.Against == "" && p.o.Summary == "" && p.o.SummaryText == "" && !p.o.Changes {
+	// Without a previous state every image is added, and a first lock
+	// file or a first run would cost two GETs an image, which Docker Hub
+	// counts as pulls: the times are for what changed.
+	if cs.Against == "" {
 		return
 	}
 	src, _ := p.o.Registry.(BuildTimes)
