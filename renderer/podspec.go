@@ -48,7 +48,7 @@ func findPodTemplates(obj *yaml.Node, group, kind string, paths []kindpath.PodSp
 				t.holder = holder
 				trail = trail[:len(trail)-1]
 			}
-			t.path = trailPath(trail)
+			t.path = fieldPath(trail)
 			if i, ok := at[spec]; ok {
 				if found[i].holder == nil {
 					found[i].holder = t.holder
@@ -64,19 +64,6 @@ func findPodTemplates(obj *yaml.Node, group, kind string, paths []kindpath.PodSp
 		}
 	}
 	return found, nil
-}
-
-// trailPath spells a walk's trail as a field path:
-// "spec.jobTemplate.spec.template", "spec.templates[0].container".
-func trailPath(trail []string) string {
-	var b strings.Builder
-	for _, f := range trail {
-		if b.Len() > 0 && !strings.HasPrefix(f, "[") {
-			b.WriteByte('.')
-		}
-		b.WriteString(f)
-	}
-	return b.String()
 }
 
 // walkStep is a node reached with some fields left to follow.
