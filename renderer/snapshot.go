@@ -140,7 +140,10 @@ func (s *snapshotter) document(d *stream.Document) error {
 		return err
 	}
 	defer p.Release()
-	s.hashes = map[*yaml.Node][sha256.Size]byte{}
+	if s.hashes == nil {
+		s.hashes = map[*yaml.Node][sha256.Size]byte{}
+	}
+	clear(s.hashes)
 	return s.object(d, p.Obj, 0)
 }
 
@@ -424,19 +427,22 @@ func scalarText(n *yaml.Node) string {
 	case "!!bool":
 		return tag + "\x00" + strings.ToLower(n.Value)
 	case "!!str":
+		if !strings.Contains(n.Value, "@sha") {
+			return tag + "\x00" + n.Value
+		}
 		return tag + "\x00" + pinnedDigest.ReplaceAllString(n.Value, "")
 	}
 	return tag + "\x00" + n.Value
 }
 
-// plainName matches a name that paths show as it is.
-var plainName = regexp.MustCompile(`^[A-Za-z0-9._/-]+$`)
-
 // plain is name as a path shows it: as it is, or quoted when it holds
 // anything but letters, digits, '-', '_', '.' and '/' (a line break, a
 // space, markup).
 func plain(name string) string {
-	if plainName.MatchString(name) {
+	isPlain := func(c rune) bool {
+		return 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || c == '.' || c == '_' || c == '/' || c == '-'
+	}
+	if name != "" && !strings.ContainsFunc(name, func(c rune) bool { return !isPlain(c) }) {
 		return name
 	}
 	return strconv.Quote(name)
