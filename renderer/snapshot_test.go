@@ -130,6 +130,11 @@ stringData:
 			},
 		},
 		{
+			desc: "an alias is what it names",
+			before: "apiVersion: v1\nkind: Pod\nmetadata: {name: p}\nspec:\n  containers:\n  - name: a\n    image: x:1\n    env: &env [{name: A, value: '1'}]\n  - name: b\n    image: x:1\n    env: *env\n",
+			now:    "apiVersion: v1\nkind: Pod\nmetadata: {name: p}\nspec:\n  containers:\n  - name: a\n    image: x:1\n    env: [{name: A, value: '1'}]\n  - name: b\n    image: x:1\n    env: [{value: \"1\", name: A}]\n",
+		},
+		{
 			desc:   "a CronJob in a List, an odd key",
 			before: "apiVersion: v1\nkind: List\nitems:\n- apiVersion: batch/v1\n  kind: CronJob\n  metadata: {name: cleanup}\n  spec:\n    jobTemplate:\n      spec:\n        template:\n          metadata:\n            annotations: {\"a b\\n\": x}\n          spec:\n            containers: [{name: c, image: tool:1}]\n",
 			now:    "apiVersion: v1\nkind: List\nitems:\n- apiVersion: batch/v1\n  kind: CronJob\n  metadata: {name: cleanup}\n  spec:\n    jobTemplate:\n      spec:\n        template:\n          metadata:\n            annotations: {\"a b\\n\": y}\n          spec:\n            containers: [{name: c, image: tool:1}]\n",
