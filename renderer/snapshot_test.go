@@ -130,7 +130,7 @@ stringData:
 			},
 		},
 		{
-			desc: "an alias is what it names",
+			desc:   "an alias is what it names",
 			before: "apiVersion: v1\nkind: Pod\nmetadata: {name: p}\nspec:\n  containers:\n  - name: a\n    image: x:1\n    env: &env [{name: A, value: '1'}]\n  - name: b\n    image: x:1\n    env: *env\n",
 			now:    "apiVersion: v1\nkind: Pod\nmetadata: {name: p}\nspec:\n  containers:\n  - name: a\n    image: x:1\n    env: [{name: A, value: '1'}]\n  - name: b\n    image: x:1\n    env: [{value: \"1\", name: A}]\n",
 		},
