@@ -327,6 +327,13 @@ func TestTemplateDeterministic(t *testing.T) {
 		}
 		objs := objects(t, now.stdout)
 		got := string(testfiles.Read(t, text))
+		same := g.render("r", "--diff-against", earlier, "--summary-text", filepath.Join(dir, "same.txt"))
+		if same.err != nil {
+			t.Fatalf("digestpin template --diff-against: %v\n%s", same.err, same.stderr)
+		}
+		if s := string(testfiles.Read(t, filepath.Join(dir, "same.txt"))); s != "no image moved, 1 unchanged (against the earlier output)\n" {
+			t.Errorf("against an equal render, the summary text = %q, want nothing changed", s)
+		}
 		for _, want := range []string{
 			"no image moved, 1 unchanged, 1 workload rolls for another reason, 2 Secrets changed (against the earlier output)\n",
 			"\nDeployment/r-webhook rolls for another reason: metadata.annotations.checksum/config\n",
