@@ -122,8 +122,9 @@ type snapshotter struct {
 	snap *Snapshot
 	// seen counts the objects by key, for snapKey.n.
 	seen map[snapKey]int
-	// hashes are the hashes of the nodes of the document being read.
-	hashes map[*yaml.Node][sha256.Size]byte
+	// hashes are the hashes of the nodes of the document being read,
+	// without pinned digests (in containers and volumes) and with.
+	hashes map[hashKey][sha256.Size]byte
 }
 
 // secretWord is the cheap test for a document that may hold a Secret.
@@ -141,7 +142,7 @@ func (s *snapshotter) document(d *stream.Document) error {
 	}
 	defer p.Release()
 	if s.hashes == nil {
-		s.hashes = map[*yaml.Node][sha256.Size]byte{}
+		s.hashes = map[hashKey][sha256.Size]byte{}
 	}
 	clear(s.hashes)
 	return s.object(d, p.Obj, 0)
@@ -223,25 +224,25 @@ func (s *snapshotter) template(o *snapObject, t podTemplate) {
 		case k == "metadata":
 			each(v, func(mk string, mv *yaml.Node) {
 				if mk != "annotations" && mk != "labels" {
-					s.part(o, "metadata."+plain(mk), mv)
+					s.part(o, "metadata."+plain(mk), mv, false)
 					return
 				}
 				m := stream.Deref(mv)
 				if m == nil || m.Kind != yaml.MappingNode {
-					s.part(o, "metadata."+mk, mv)
+					s.part(o, "metadata."+mk, mv, false)
 					return
 				}
 				each(m, func(ak string, av *yaml.Node) {
 					if mk == "annotations" && ak == s.r.annotation() {
 						return
 					}
-					s.part(o, "metadata."+mk+"."+plain(ak), av)
+					s.part(o, "metadata."+mk+"."+plain(ak), av, false)
 				})
 			})
 		case k == "spec" && stream.Deref(v) == t.spec:
 			s.podSpec(o, "spec.", t.spec)
 		default:
-			s.part(o, plain(k), v)
+			s.part(o, plain(k), v, false)
 		}
 	})
 }
@@ -258,12 +259,12 @@ func (s *snapshotter) podSpec(o *snapObject, prefix string, spec *yaml.Node) {
 			for i, c := range list.Content {
 				at := prefix + k + "[" + itemName(c, i) + "]"
 				if m := stream.Deref(c); m == nil || m.Kind != yaml.MappingNode {
-					s.part(o, at, c)
+					s.part(o, at, c, true)
 					continue
 				}
 				each(c, func(ck string, cv *yaml.Node) {
 					path := at + "." + plain(ck)
-					s.part(o, path, cv)
+					s.part(o, path, cv, true)
 					if o.groups == nil {
 						o.groups = map[string]string{}
 					}
@@ -272,10 +273,10 @@ func (s *snapshotter) podSpec(o *snapObject, prefix string, spec *yaml.Node) {
 			}
 		case isList && k == "volumes":
 			for i, vol := range list.Content {
-				s.part(o, prefix+k+"["+itemName(vol, i)+"]", vol)
+				s.part(o, prefix+k+"["+itemName(vol, i)+"]", vol, true)
 			}
 		default:
-			s.part(o, prefix+plain(k), v)
+			s.part(o, prefix+plain(k), v, false)
 		}
 	})
 }
@@ -291,8 +292,10 @@ func itemName(item *yaml.Node, i int) string {
 
 // part adds the part at path, the hash of v; a path given again (a
 // repeated key, two containers of one name) hashes every value given.
-func (s *snapshotter) part(o *snapObject, path string, v *yaml.Node) {
-	h := s.hash(v)
+// pinned says that v is where digestpin pins images (a container, a
+// volume), whose digests do not count.
+func (s *snapshotter) part(o *snapObject, path string, v *yaml.Node, pinned bool) {
+	h := s.hash(v, pinned)
 	if prev, ok := o.parts[path]; ok {
 		h = sha256.Sum256(append(prev[:], h[:]...))
 	} else {
@@ -318,7 +321,7 @@ func (s *snapshotter) secret(d *stream.Document, obj *yaml.Node, w Workload) err
 			var b []byte
 			switch {
 			case v == nil || v.Kind != yaml.ScalarNode || v.Tag != "!!str":
-				h := s.hash(v)
+				h := s.hash(v, false)
 				b = append([]byte("node\x00"), h[:]...)
 			case field == "data":
 				dec, err := base64.StdEncoding.DecodeString(strings.NewReplacer("\r", "", "\n", "").Replace(v.Value))
@@ -371,38 +374,46 @@ func each(m *yaml.Node, fn func(k string, v *yaml.Node)) {
 
 // pinnedDigest is a digest that follows a reference, as digestpin pins it
 // into image fields and into the arguments and variables its image paths
-// name.
+// name (ContainerImagePaths).
 var pinnedDigest = regexp.MustCompile(`@sha(256:[0-9a-f]{64}|384:[0-9a-f]{96}|512:[0-9a-f]{128})`)
+
+// hashKey is a node and whether pinned digests count in its hash.
+type hashKey struct {
+	n      *yaml.Node
+	pinned bool
+}
 
 // hash returns the hash of node n in a canonical form, in which neither
 // the order of a mapping's keys, nor a scalar's quoting style, nor
-// aliases, nor the digests digestpin pins (pinnedDigest) count. Each node
-// is hashed once per document: aliases cannot make it exponential.
-func (s *snapshotter) hash(n *yaml.Node) [sha256.Size]byte {
+// aliases count, nor, where pinned, the digests digestpin pins
+// (pinnedDigest). Each node is hashed once per document: aliases cannot
+// make it exponential.
+func (s *snapshotter) hash(n *yaml.Node, pinned bool) [sha256.Size]byte {
 	n = stream.Deref(n)
 	if n == nil {
 		return sha256.Sum256([]byte("nil"))
 	}
-	if h, ok := s.hashes[n]; ok {
+	k := hashKey{n, pinned}
+	if h, ok := s.hashes[k]; ok {
 		return h
 	}
-	s.hashes[n] = sha256.Sum256([]byte("cycle")) // checkAliases refused cycles; this bounds them anyway
+	s.hashes[k] = sha256.Sum256([]byte("cycle")) // checkAliases refused cycles; this bounds them anyway
 	var b []byte
 	switch n.Kind {
 	case yaml.ScalarNode:
 		b = append(b, "scalar\x00"...)
-		b = append(b, scalarText(n)...)
+		b = append(b, scalarText(n, pinned)...)
 	case yaml.SequenceNode:
 		b = append(b, "seq\x00"...)
 		for _, c := range n.Content {
-			h := s.hash(c)
+			h := s.hash(c, pinned)
 			b = append(b, h[:]...)
 		}
 	case yaml.MappingNode:
 		type kv struct{ k, v [sha256.Size]byte }
 		pairs := make([]kv, 0, len(n.Content)/2)
 		for i := 0; i+1 < len(n.Content); i += 2 {
-			pairs = append(pairs, kv{s.hash(n.Content[i]), s.hash(n.Content[i+1])})
+			pairs = append(pairs, kv{s.hash(n.Content[i], false), s.hash(n.Content[i+1], pinned)})
 		}
 		slices.SortFunc(pairs, func(a, b kv) int { return bytes.Compare(a.k[:], b.k[:]) })
 		b = append(b, "map\x00"...)
@@ -413,13 +424,14 @@ func (s *snapshotter) hash(n *yaml.Node) [sha256.Size]byte {
 		b = append(b, "other\x00"...)
 	}
 	h := sha256.Sum256(b)
-	s.hashes[n] = h
+	s.hashes[k] = h
 	return h
 }
 
 // scalarText is a scalar's canonical text: its resolved tag and value,
-// nulls and booleans in one spelling, a string without pinned digests.
-func scalarText(n *yaml.Node) string {
+// nulls and booleans in one spelling, a string without pinned digests
+// where pinned.
+func scalarText(n *yaml.Node, pinned bool) string {
 	tag := n.ShortTag()
 	switch tag {
 	case "!!null":
@@ -427,7 +439,7 @@ func scalarText(n *yaml.Node) string {
 	case "!!bool":
 		return tag + "\x00" + strings.ToLower(n.Value)
 	case "!!str":
-		if !strings.Contains(n.Value, "@sha") {
+		if !pinned || !strings.Contains(n.Value, "@sha") {
 			return tag + "\x00" + n.Value
 		}
 		return tag + "\x00" + pinnedDigest.ReplaceAllString(n.Value, "")
