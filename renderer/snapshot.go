@@ -125,7 +125,27 @@ type snapshotter struct {
 	// hashes are the hashes of the nodes of the document being read,
 	// without pinned digests (in containers and volumes) and with.
 	hashes map[hashKey][sha256.Size]byte
+	// objects are the objects of the document read already: an alias
+	// names one again (a List of aliases of Lists of aliases), and each
+	// is read once, as Render walks it once.
+	objects map[*yaml.Node]bool
+	// left is how many more mapping entries and list items the document
+	// may have read (maxPartsFactor·its nodes + maxPartsBase); err says
+	// that it read more: an alias that names a pod spec again in many
+	// objects would make the reading grow with the square of the
+	// document.
+	left, limit int
+	err         error
 }
+
+// A document's pod templates and Secrets may have at most
+// maxPartsFactor·(its nodes, as stream.Document.Estimate bounds them) +
+// maxPartsBase entries read in all, counting those an alias names again:
+// a document written out has fewer entries than nodes.
+const (
+	maxPartsFactor = 1
+	maxPartsBase   = 1 << 16
+)
 
 // secretWord is the cheap test for a document that may hold a Secret.
 var secretWord = []byte("Secret")
@@ -145,11 +165,23 @@ func (s *snapshotter) document(d *stream.Document) error {
 		s.hashes = map[hashKey][sha256.Size]byte{}
 	}
 	clear(s.hashes)
-	return s.object(d, p.Obj, 0)
+	clear(s.objects)
+	s.limit = maxPartsFactor*d.Estimate() + maxPartsBase
+	s.left, s.err = s.limit, nil
+	if err := s.object(d, p.Obj, 0); err != nil {
+		return err
+	}
+	if s.err != nil {
+		return fmt.Errorf("%s: %w", d.Where(), s.err)
+	}
+	return nil
 }
 
 // object reads a Kubernetes object, or the items of a List.
 func (s *snapshotter) object(d *stream.Document, obj *yaml.Node, depth int) error {
+	if !once(&s.objects, obj) {
+		return nil
+	}
 	kind, err := stream.Str(obj, "kind")
 	if err != nil {
 		return keyError(&document{Document: d}, err, "")
@@ -196,6 +228,9 @@ func (s *snapshotter) object(d *stream.Document, obj *yaml.Node, depth int) erro
 		return keyError(&document{Document: d}, err, w.object())
 	}
 	for _, t := range templates {
+		if s.err != nil {
+			return nil
+		}
 		o := snapObject{key: s.key(snapKey{kind: w.Kind, namespace: w.Namespace, name: w.Name, path: t.path}), parts: map[string][sha256.Size]byte{}}
 		if t.holder == nil {
 			s.podSpec(&o, "", t.spec)
@@ -219,10 +254,10 @@ func (s *snapshotter) key(k snapKey) snapKey {
 // annotations (the checksum annotation left out) and labels, each other
 // field of its metadata, the parts of its pod spec, and each other field.
 func (s *snapshotter) template(o *snapObject, t podTemplate) {
-	each(t.holder, func(k string, v *yaml.Node) {
+	s.each(t.holder, func(k string, v *yaml.Node) {
 		switch {
 		case k == "metadata":
-			each(v, func(mk string, mv *yaml.Node) {
+			s.each(v, func(mk string, mv *yaml.Node) {
 				if mk != "annotations" && mk != "labels" {
 					s.part(o, "metadata."+plain(mk), mv, false)
 					return
@@ -232,7 +267,7 @@ func (s *snapshotter) template(o *snapObject, t podTemplate) {
 					s.part(o, "metadata."+mk, mv, false)
 					return
 				}
-				each(m, func(ak string, av *yaml.Node) {
+				s.each(m, func(ak string, av *yaml.Node) {
 					if mk == "annotations" && ak == s.r.annotation() {
 						return
 					}
@@ -251,18 +286,21 @@ func (s *snapshotter) template(o *snapObject, t podTemplate) {
 // field of each container ("containers[NAME].env"), each volume
 // ("volumes[NAME]"), and each other field.
 func (s *snapshotter) podSpec(o *snapObject, prefix string, spec *yaml.Node) {
-	each(spec, func(k string, v *yaml.Node) {
+	s.each(spec, func(k string, v *yaml.Node) {
 		list := stream.Deref(v)
 		isList := list != nil && list.Kind == yaml.SequenceNode
 		switch {
 		case isList && slices.Contains(containerFields, k):
+			if !s.spend(len(list.Content)) {
+				return
+			}
 			for i, c := range list.Content {
 				at := prefix + k + "[" + itemName(c, i) + "]"
 				if m := stream.Deref(c); m == nil || m.Kind != yaml.MappingNode {
 					s.part(o, at, c, true)
 					continue
 				}
-				each(c, func(ck string, cv *yaml.Node) {
+				s.each(c, func(ck string, cv *yaml.Node) {
 					path := at + "." + plain(ck)
 					s.part(o, path, cv, true)
 					if o.groups == nil {
@@ -272,6 +310,9 @@ func (s *snapshotter) podSpec(o *snapObject, prefix string, spec *yaml.Node) {
 				})
 			}
 		case isList && k == "volumes":
+			if !s.spend(len(list.Content)) {
+				return
+			}
 			for i, vol := range list.Content {
 				s.part(o, prefix+k+"["+itemName(vol, i)+"]", vol, true)
 			}
@@ -316,7 +357,7 @@ func (s *snapshotter) secret(d *stream.Document, obj *yaml.Node, w Workload) err
 			return keyError(&document{Document: d}, err, w.object())
 		}
 		dup := map[string]bool{}
-		each(e.Value, func(k string, v *yaml.Node) {
+		s.each(e.Value, func(k string, v *yaml.Node) {
 			v = stream.Deref(v)
 			var b []byte
 			switch {
@@ -354,12 +395,25 @@ func (s *snapshotter) secret(d *stream.Document, obj *yaml.Node, w Workload) err
 	return nil
 }
 
+// spend takes n entries from what the document may read, and reports
+// whether there were as many left.
+func (s *snapshotter) spend(n int) bool {
+	if s.left -= n; s.left < 0 {
+		if s.err == nil {
+			s.err = fmt.Errorf("its pod templates and Secrets hold more than %d entries to compare, counting those that aliases name again", s.limit)
+		}
+		return false
+	}
+	return true
+}
+
 // each calls fn with each key of mapping m (aliases followed) and its
 // value, in order, a key decoded as stream.DecodedKey decodes it; merge
-// keys are spelt "<<". A nil or non-mapping m holds nothing.
-func each(m *yaml.Node, fn func(k string, v *yaml.Node)) {
+// keys are spelt "<<". A nil or non-mapping m holds nothing. It spends
+// the entries, and calls fn with none when too few are left.
+func (s *snapshotter) each(m *yaml.Node, fn func(k string, v *yaml.Node)) {
 	m = stream.Deref(m)
-	if m == nil || m.Kind != yaml.MappingNode {
+	if m == nil || m.Kind != yaml.MappingNode || !s.spend(len(m.Content)/2) {
 		return
 	}
 	for i := 0; i+1 < len(m.Content); i += 2 {

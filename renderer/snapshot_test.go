@@ -2,8 +2,10 @@ package renderer
 
 import (
 	"encoding/json"
+	"fmt"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 )
@@ -170,6 +172,54 @@ stringData:
 				}
 			}
 		})
+	}
+}
+
+// TestSnapshotAliasedLists checks that a List of aliases of Lists of
+// aliases, which would name a Pod 10^8 times, is read in a moment: each
+// object once.
+func TestSnapshotAliasedLists(t *testing.T) {
+	var b strings.Builder
+	b.WriteString("apiVersion: v1\nkind: List\nitems:\n- &l0 {apiVersion: v1, kind: Pod, metadata: {name: p}, spec: {containers: [{name: c, image: x}]}}\n")
+	for i := 1; i <= 8; i++ {
+		fmt.Fprintf(&b, "- &l%d {apiVersion: v1, kind: List, items: [*l%d, *l%d, *l%d, *l%d, *l%d, *l%d, *l%d, *l%d, *l%d, *l%d]}\n", i, i-1, i-1, i-1, i-1, i-1, i-1, i-1, i-1, i-1, i-1)
+	}
+	done := make(chan error, 1)
+	go func() {
+		_, err := (&Renderer{}).Snapshot([]byte(b.String()))
+		done <- err
+	}()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatalf("Snapshot() = %v", err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("Snapshot() of aliased Lists takes longer than 10s")
+	}
+}
+
+// TestSnapshotSharedPodSpec checks that a pod spec an alias names in
+// many objects is read within a bound linear in the document: a document
+// that would need more is refused, named, in a moment.
+func TestSnapshotSharedPodSpec(t *testing.T) {
+	const containers, objects = 20000, 20000
+	var b strings.Builder
+	b.WriteString("apiVersion: v1\nkind: List\nitems:\n- {apiVersion: v1, kind: Pod, metadata: {name: p0}, spec: &spec {containers: [")
+	for i := range containers {
+		fmt.Fprintf(&b, "{name: c%d, image: x},", i)
+	}
+	b.WriteString("]}}\n")
+	for i := 1; i < objects; i++ {
+		fmt.Fprintf(&b, "- {apiVersion: v1, kind: Pod, metadata: {name: p%d}, spec: *spec}\n", i)
+	}
+	start := time.Now()
+	_, err := (&Renderer{}).Snapshot([]byte(b.String()))
+	if err == nil || !strings.Contains(err.Error(), "document 1: its pod templates and Secrets hold more than") {
+		t.Errorf("Snapshot() = %v, want a refusal naming document 1", err)
+	}
+	if d := time.Since(start); d > 10*time.Second {
+		t.Errorf("Snapshot() took %v", d)
 	}
 }
 
