@@ -203,7 +203,7 @@ func TestSnapshotAliasedLists(t *testing.T) {
 // many objects is read within a bound linear in the document: a document
 // that would need more is refused, named, in a moment.
 func TestSnapshotSharedPodSpec(t *testing.T) {
-	const containers, objects = 20000, 20000
+	const containers, objects = 2000, 2000
 	var b strings.Builder
 	b.WriteString("apiVersion: v1\nkind: List\nitems:\n- {apiVersion: v1, kind: Pod, metadata: {name: p0}, spec: &spec {containers: [")
 	for i := range containers {
