@@ -231,3 +231,29 @@ func TestSnapshotErrors(t *testing.T) {
 		t.Errorf("Snapshot(repeated name) = %v, want an error naming document 1", err)
 	}
 }
+
+// FuzzSnapshot holds Snapshot and Compare to their promises on any
+// stream: no panic, the same reading twice, a stream compared with itself
+// differs nowhere, and compared with nothing has every object added.
+func FuzzSnapshot(f *testing.F) {
+	addSeeds(f)
+	f.Add([]byte(snapWeb + "---\n" + snapSecret))
+	f.Add([]byte("apiVersion: v1\nkind: List\nitems:\n- &s {apiVersion: v1, kind: Secret, data: {a: YQ==, a: Yg==}, stringData: {b: c}}\n- *s\n"))
+	f.Fuzz(func(t *testing.T, in []byte) {
+		r := &Renderer{}
+		a, err := r.Snapshot(in)
+		if err != nil {
+			return
+		}
+		b, err := r.Snapshot(in)
+		if err != nil {
+			t.Fatalf("Snapshot() = %v the second time only", err)
+		}
+		if tc, sc := Compare(a, b); len(tc)+len(sc) != 0 {
+			t.Fatalf("Compare() of a stream with itself = %+v, %+v", tc, sc)
+		}
+		if tc, sc := Compare(nil, a); len(tc) != len(a.templates) || len(sc) != len(a.secrets) {
+			t.Fatalf("Compare(nil, s) = %d templates and %d Secrets, want %d and %d added", len(tc), len(sc), len(a.templates), len(a.secrets))
+		}
+	})
+}
