@@ -21,6 +21,7 @@ import (
 
 	"sigs.k8s.io/kustomize/kyaml/yaml"
 
+	"github.com/digestpin/digestpin/internal/testfiles"
 	"github.com/digestpin/digestpin/internal/testregistry"
 )
 
@@ -304,6 +305,56 @@ func TestTemplateDeterministic(t *testing.T) {
 		for _, c := range certs {
 			if !c.NotBefore.Before(c.ReissueAt) || !c.ReissueAt.Before(c.NotAfter) || time.Now().After(c.ReissueAt) {
 				t.Errorf("%s %q: NotBefore %v, re-issue %v, NotAfter %v: want NotBefore < now < re-issue < NotAfter", c.Function, c.CommonName, c.NotBefore, c.ReissueAt, c.NotAfter)
+			}
+		}
+	})
+	t.Run("against the earlier render, the changed keys by name", func(t *testing.T) {
+		// The earlier output, a changed title (the config in r-app, its
+		// ciphertext and the pod template's checksum/config follow it)
+		// and a changed cluster domain (the webhook certificate is
+		// issued again): the summaries and the report name the Secrets'
+		// keys, never their values.
+		dir := t.TempDir()
+		earlier := filepath.Join(dir, "earlier.yaml")
+		if err := os.WriteFile(earlier, []byte(first.stdout), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		text, md, report := filepath.Join(dir, "summary.txt"), filepath.Join(dir, "summary.md"), filepath.Join(dir, "report.json")
+		now := g.render("r", "--set", "title=New title", "--set", "clusterDomain=example.internal",
+			"--diff-against", earlier, "--summary-text", text, "--summary", md, "--report", report, "-v")
+		if now.err != nil {
+			t.Fatalf("digestpin template --diff-against: %v\n%s", now.err, now.stderr)
+		}
+		objs := objects(t, now.stdout)
+		got := string(testfiles.Read(t, text))
+		same := g.render("r", "--diff-against", earlier, "--summary-text", filepath.Join(dir, "same.txt"))
+		if same.err != nil {
+			t.Fatalf("digestpin template --diff-against: %v\n%s", same.err, same.stderr)
+		}
+		if s := string(testfiles.Read(t, filepath.Join(dir, "same.txt"))); s != "no image moved, 1 unchanged (against the earlier output)\n" {
+			t.Errorf("against an equal render, the summary text = %q, want nothing changed", s)
+		}
+		for _, want := range []string{
+			"no image moved, 1 unchanged, 1 workload rolls for another reason, 2 Secrets changed (against the earlier output)\n",
+			"\nDeployment/r-webhook rolls for another reason: metadata.annotations.checksum/config\n",
+			"\nSecret/r-app: config, sealed changed\n",
+			"\nSecret/r-tls: tls.crt",
+		} {
+			if !strings.Contains(got, want) {
+				t.Errorf("summary text lacks %q:\n%s", want, got)
+			}
+		}
+		all := got + string(testfiles.Read(t, md)) + string(testfiles.Read(t, report)) + now.stderr
+		for _, objs := range []map[string]*yaml.RNode{base, objs} {
+			for _, k := range []string{"config", "sealed", "password", "htpasswd"} {
+				if v := secret(objs, k); strings.Contains(all, v) {
+					t.Errorf("the summaries, report or log show r-app's %s", k)
+				}
+			}
+			for _, k := range []string{"tls.crt", "tls.key"} {
+				if v := field(t, objs, "Secret/r-tls", "data", k); strings.Contains(all, v) || strings.Contains(all, v[:40]) {
+					t.Errorf("the summaries, report or log show r-tls's %s", k)
+				}
 			}
 		}
 	})

@@ -32,6 +32,16 @@ type ChangeSet struct {
 	// values that look like image references where no image field leads
 	// (renderer.Unpinned). The report lists them already.
 	Tags []LeftAsTag `json:"-"`
+	// Rolls are the pod templates that differ from a previous output's
+	// for another reason than the images above (AgainstOutput only: a
+	// lock file holds no template): a changed checksum/config
+	// annotation, an env value, a new container; and the workloads added
+	// or removed. Absent when there are none.
+	Rolls []Roll `json:"rolls,omitempty"`
+	// Secrets are the Secrets whose keys differ from a previous
+	// output's, by key name, never by value (AgainstOutput only). Absent
+	// when there are none.
+	Secrets []SecretChange `json:"secrets,omitempty"`
 }
 
 // Change is one image of a ChangeSet.

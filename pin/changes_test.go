@@ -50,6 +50,12 @@ func describe(cs *ChangeSet) []string {
 	for _, t := range cs.Tags {
 		out = append(out, "tag "+t.Reference+" ("+t.Why+"): "+strings.Join(containers(t.Workloads), ", "))
 	}
+	for _, r := range cs.Rolls {
+		out = append(out, strings.TrimSpace("roll "+rollObject(r.Kind, r.Namespace, r.Name)+" "+r.Change+" "+strings.Join(r.Fields, ", ")))
+	}
+	for _, s := range cs.Secrets {
+		out = append(out, "secret "+secretLine(s, func(k string) string { return k }))
+	}
 	return out
 }
 
@@ -142,6 +148,31 @@ func TestChanges(t *testing.T) {
 					"unchanged registry.example/shop/db:16",
 					"unchanged registry.example/shop/tool:1",
 					"tag registry.example/shop/gone:1 (not resolved): StatefulSet/prod/db (gone)",
+				}
+			},
+		},
+		{
+			// A template that changes for its own reasons, beside its
+			// images: an env value, an image left as a tag; the image
+			// that moved and the tag edited are named in the images.
+			desc: "against the previous output, a template changed", against: "output",
+			push: []string{"registry.example/shop/tool:1"},
+			edit: func(s string) string {
+				return strings.NewReplacer("registry.example/shop/proxy:2", "registry.example/shop/new:1",
+					"registry.example/shop/gone:1", "registry.example/shop/gone:2",
+					"          restartPolicy: OnFailure\n", "            env: [{name: MODE, value: fast}]\n          restartPolicy: OnFailure\n",
+					"data:\n  image:", "data:\n  other: x\n  image:").Replace(s)
+			},
+			want: func(before, now func(string) string) []string {
+				return []string{
+					"moved registry.example/shop/tool:1 " + before("shop/tool:1") + " (output) → " + now("shop/tool:1") + ": CronJob/prod/cleanup (cleanup)",
+					"added registry.example/shop/new:1 → " + now("shop/new:1") + ": Deployment/prod/web (proxy)",
+					"removed registry.example/shop/proxy:2 " + before("shop/proxy:2") + " (output): Deployment/prod/web (proxy)",
+					"unchanged registry.example/shop/db:16",
+					"unchanged registry.example/shop/web:dev",
+					"tag registry.example/shop/gone:2 (not resolved): StatefulSet/prod/db (gone)",
+					"roll CronJob/prod/cleanup changed spec.containers[cleanup].env",
+					"roll StatefulSet/prod/db changed spec.containers[gone].image",
 				}
 			},
 		},

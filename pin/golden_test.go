@@ -55,6 +55,16 @@ func TestGolden(t *testing.T) {
 		// NAME.summary.txt against it, and the second one compares with
 		// the lock file of the first and finds nothing changed.
 		previous string
+		// before, when set, is an earlier Helm output in testdata, which
+		// beforeRegistry pins into the output that the first Pin
+		// compares with (DiffAgainst) and writes NAME.summary.md and
+		// NAME.summary.txt against; the second one compares with the
+		// golden output and finds nothing changed. secrets are values
+		// of its Secrets that no summary and no report may show, in any
+		// form.
+		before         string
+		beforeRegistry *fakeRegistry
+		secrets        []string
 	}{
 		{
 			// Every kind of image: resolved, used twice, pinned already,
@@ -120,6 +130,23 @@ func TestGolden(t *testing.T) {
 			builds:   3,
 			previous: "changes.previous.lock",
 		},
+		{
+			// Against an earlier output: shop/web:dev moved (web and
+			// worker roll for it); web rolls for its checksum/config and
+			// env too, api for a new container; the CronJob is new and
+			// the StatefulSet gone; web-tls's certificate was re-issued,
+			// db gained a key, legacy is gone.
+			name:           "rolls",
+			registry:       newFake("registry.example/shop/web:dev", "registry.example/shop/web:dev", "registry.example/shop/api:1", "registry.example/shop/proxy:2"),
+			beforeRegistry: newFake("registry.example/shop/web:dev", "registry.example/shop/api:1"),
+			opts:           func(*testing.T) Options { return Options{} },
+			asked:          3,
+			builds:         2,
+			before:         "rolls.before.yaml",
+			secrets: []string{
+				"Q0VSVC1UV08=", "S0VZLVRXTw==", "Q0VSVC1PTkU=", "S0VZLU9ORQ==", "b2xkLXRva2Vu", "CERT-", "KEY-", "old-token", "s3cr3t",
+			},
+		},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			in, err := os.ReadFile(filepath.Join("testdata", tc.name+".input.yaml"))
@@ -133,6 +160,19 @@ func TestGolden(t *testing.T) {
 			o.Report = filepath.Join(dir, "report.json")
 			if tc.previous != "" {
 				if err := os.WriteFile(o.WriteLock, readFile(t, filepath.Join("testdata", tc.previous)), 0o644); err != nil {
+					t.Fatal(err)
+				}
+				o.Summary, o.SummaryText = filepath.Join(dir, "summary.md"), filepath.Join(dir, "summary.txt")
+			}
+			if tc.before != "" {
+				bo := tc.opts(t)
+				bo.Registry = tc.beforeRegistry
+				res, err := pinOnce(t, bo, readFile(t, filepath.Join("testdata", tc.before)))
+				if err != nil {
+					t.Fatalf("Pin(%s) = %v", tc.before, err)
+				}
+				o.DiffAgainst = filepath.Join(dir, "earlier.yaml")
+				if err := os.WriteFile(o.DiffAgainst, res.Bytes(), 0o644); err != nil {
 					t.Fatal(err)
 				}
 				o.Summary, o.SummaryText = filepath.Join(dir, "summary.md"), filepath.Join(dir, "summary.txt")
@@ -159,21 +199,37 @@ func TestGolden(t *testing.T) {
 				tc.name + ".lock":        readFile(t, o.WriteLock),
 				tc.name + ".report.json": readFile(t, o.Report),
 			}
-			if tc.previous != "" {
+			if o.Summary != "" {
 				goldens[tc.name+".summary.md"] = readFile(t, o.Summary)
 				goldens[tc.name+".summary.txt"] = readFile(t, o.SummaryText)
 			}
 			for golden, got := range goldens {
 				compareGolden(t, filepath.Join("testdata", golden), got)
+				if strings.HasSuffix(golden, ".yaml") {
+					continue
+				}
+				for _, v := range tc.secrets {
+					if bytes.Contains(got, []byte(v)) {
+						t.Errorf("%s shows a Secret's value %q", golden, v)
+					}
+				}
 			}
 
 			// Idempotence: the golden output is a fixed point, and,
 			// against the lock file just written, nothing moved.
 			want := readFile(t, filepath.Join("testdata", tc.name+".golden.yaml"))
 			o.Report, o.Summary, o.SummaryText = "", "", ""
-			o.Changes = tc.previous != ""
+			o.Changes = tc.previous != "" || tc.before != ""
 			if !o.Changes {
 				o.WriteLock = ""
+			}
+			against := AgainstLock
+			if tc.before != "" {
+				// Against the golden output itself.
+				against, o.DiffAgainst = AgainstOutput, filepath.Join(dir, "golden.yaml")
+				if err := os.WriteFile(o.DiffAgainst, want, 0o644); err != nil {
+					t.Fatal(err)
+				}
 			}
 			p, err = New(o)
 			if err != nil {
@@ -186,8 +242,8 @@ func TestGolden(t *testing.T) {
 			if !bytes.Equal(want, again.Bytes()) {
 				t.Errorf("Pin(%s.golden.yaml) changed its own output (-want +got):\n%s", tc.name, cmp.Diff(string(want), string(again.Bytes())))
 			}
-			if cs := again.Changes; o.Changes && (cs.Len() != 0 || cs.Against != AgainstLock) {
-				t.Errorf("Pin(%s.golden.yaml).Changes = %s, want nothing moved against the lock file", tc.name, cs.Text())
+			if cs := again.Changes; o.Changes && (cs.Len() != 0 || cs.Against != against || len(cs.Rolls) != 0 || len(cs.Secrets) != 0) {
+				t.Errorf("Pin(%s.golden.yaml).Changes = %s, want nothing changed %s", tc.name, cs.Text(), cs.against())
 			}
 			again.Discard()
 		})
@@ -233,7 +289,7 @@ func TestGoldenInputs(t *testing.T) {
 	for _, in := range inputs {
 		names = append(names, strings.TrimSuffix(filepath.Base(in), ".input.yaml"))
 	}
-	if diff := cmp.Diff([]string{"changes", "keel", "record", "tag-policies"}, names); diff != "" {
+	if diff := cmp.Diff([]string{"changes", "keel", "record", "rolls", "tag-policies"}, names); diff != "" {
 		t.Errorf("inputs in testdata (-want +got):\n%s", diff)
 	}
 }

@@ -134,6 +134,9 @@ func (p *Pinner) Pin(ctx context.Context, in []byte) (*Result, error) {
 			return nil, err
 		}
 		res.Changes, res.previous = changes(out.Images, out.Unpinned, res.choices, prev)
+		if err := p.compareObjects(res.Changes, prev, out); err != nil {
+			return nil, err
+		}
 		// When the images that roll were built: a request or two per
 		// new digest, none for those unchanged.
 		p.addBuilt(ctx, c, res.Changes)

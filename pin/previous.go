@@ -44,6 +44,9 @@ type previous struct {
 	// used them, for references without a tag (an output of the digest
 	// mode writes name@digest).
 	byWorkload map[renderer.Workload]int
+	// snap is the pod templates and Secrets of an output, to compare
+	// with the run's (objects.go).
+	snap *renderer.Snapshot
 }
 
 // prevImage is one image of the previous state.
@@ -142,6 +145,9 @@ func (p *Pinner) fromOutput(ctx context.Context, b []byte) (*previous, error) {
 		return nil, err
 	}
 	prev := &previous{against: AgainstOutput, byName: map[string]int{}, byWorkload: map[renderer.Workload]int{}}
+	if prev.snap, err = r.Snapshot(b); err != nil {
+		return nil, err
+	}
 	for _, im := range out.Images {
 		if im.Source != resolution.Pinned {
 			continue

@@ -44,6 +44,7 @@ func (cs *ChangeSet) Headline() string {
 				parts = append(parts, fmt.Sprintf("%d %s", p.n, p.what))
 			}
 		}
+		parts = cs.rollsHeadline(parts)
 	}
 	if len(cs.Tags) > 0 {
 		parts = append(parts, plural(len(cs.Tags), "left as a tag", "left as tags"))
@@ -90,6 +91,7 @@ func (cs *ChangeSet) Text() []byte {
 	for _, t := range cs.Tags {
 		line(t.Reference, "left as a tag ("+t.Why+")", t.Workloads)
 	}
+	cs.rollsText(&b)
 	return []byte(b.String())
 }
 
@@ -121,6 +123,7 @@ func (cs *ChangeSet) Markdown() []byte {
 			fmt.Fprintf(&b, "- %s (%s): %s\n", code(t.Reference), t.Why, cell(strings.Join(containers(t.Workloads), ", ")))
 		}
 	}
+	cs.rollsMarkdown(&b)
 	return []byte(b.String())
 }
 

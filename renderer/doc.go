@@ -47,4 +47,10 @@
 // spelt as !!binary or as aliases), or where a change would reach data
 // outside pod specs through an anchor, the document is refused rather
 // than pinned wrongly. Memory for parsed documents is bounded by MaxNodes.
+//
+// Beside the filter, Snapshot and Compare tell what else differs between
+// two renders of a release (package pin's change set against an earlier
+// output): the pod templates, found as the filter finds them, without
+// what the filter writes into them, and the keys of Secrets, compared by
+// hash and named by key, never by value.
 package renderer

@@ -21,6 +21,9 @@ type podTemplate struct {
 	spec *yaml.Node
 	// holder is the mapping whose metadata gets the checksum, or nil.
 	holder *yaml.Node
+	// path is where the pod template is in the object: the holder's
+	// path ("spec.template"), or the pod spec's when there is no holder.
+	path string
 }
 
 // findPodTemplates returns the pod specs of obj, a mapping node of the
@@ -36,14 +39,16 @@ func findPodTemplates(obj *yaml.Node, group, kind string, paths []kindpath.PodSp
 		if !p.Matches(group, kind) {
 			continue
 		}
-		err := walk(obj, p.Fields, step, func(holder, spec *yaml.Node, last string, _ []string) bool {
+		err := walk(obj, p.Fields, step, func(holder, spec *yaml.Node, last string, trail []string) bool {
 			if spec.Kind != yaml.MappingNode {
 				return false
 			}
 			t := podTemplate{spec: spec}
 			if last == "spec" && !p.NoChecksum {
 				t.holder = holder
+				trail = trail[:len(trail)-1]
 			}
+			t.path = fieldPath(trail)
 			if i, ok := at[spec]; ok {
 				if found[i].holder == nil {
 					found[i].holder = t.holder
