@@ -131,7 +131,7 @@ func newChain(o *Options) (*chain, error) {
 		if err != nil {
 			return nil, err
 		}
-		c.cache = resolve.NewCachingResolver(registry, cache, o.CacheTTL, key, o.warnf)
+		c.cache = resolve.NewCachingResolver(registry, cache, o.CacheTTL, key, o.warnf, resolve.StaleIfError(o.StaleIfError))
 		live = c.cache
 		records, err := resolve.NewRecords(cache, o.CacheTTL)
 		if err != nil {

@@ -58,6 +58,13 @@ type Options struct {
 	// the cache.
 	CacheDir string
 	CacheTTL time.Duration
+	// StaleIfError lets the cache answer for a registry that cannot
+	// (down, hung, 5xx, 429 after its retries; resolve.Unavailable) with
+	// the last digest it recorded for the reference, when that was
+	// resolved at most CacheTTL plus StaleIfError ago: source
+	// resolution.Stale, with a warning that says how old it is
+	// (resolve.StaleIfError). It needs CacheTTL; 0 never answers stale.
+	StaleIfError time.Duration
 	// Cache, when set, keeps resolutions there instead of in CacheDir,
 	// e.g. on a Redis that several processes share; it excludes
 	// CacheDir and needs CacheTTL, the age up to which its entries are

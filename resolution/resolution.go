@@ -33,6 +33,10 @@ const (
 	// Unresolved is an image that could not be resolved and was kept as
 	// it is (--on-error=keep).
 	Unresolved Source = "unresolved"
+	// Stale is the last digest the cache recorded, past its freshness,
+	// standing in for a registry that could not answer
+	// (--stale-if-error).
+	Stale Source = "stale"
 )
 
 // Resolution is the digest a reference resolved to, and where it came

@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 	"time"
 
@@ -291,6 +292,28 @@ type CachingResolver struct {
 	// the reference when this CachingResolver first read it: before it
 	// stored an answer of its own.
 	last sync.Map
+	// staleIfError is how long past the TTL an entry may stand in for an
+	// unavailable registry (StaleIfError); 0: never.
+	staleIfError time.Duration
+	// warned holds the references whose stale answer was warned about.
+	warned sync.Map
+}
+
+// CachingOption configures a CachingResolver.
+type CachingOption func(*CachingResolver)
+
+// StaleIfError lets a CachingResolver answer with the last digest the
+// cache recorded for a reference, when the resolver it wraps fails for a
+// reason that says nothing about the image (Unavailable: a registry down,
+// hung, 5xx, 429 after its retries) and that digest was resolved at most
+// d past the TTL ago: source resolution.Stale, with a warning, once per
+// reference, that says how old it is. A refusal, a 404 or a malformed
+// answer still fails: the registry said something about the image. The
+// cache must keep entries that long (a DirCache keeps them until they are
+// replaced; Redis, see internal/redisstore). 0, the default, never
+// answers stale.
+func StaleIfError(d time.Duration) CachingOption {
+	return func(r *CachingResolver) { r.staleIfError = max(d, 0) }
 }
 
 // Recorded is a resolution as a cache recorded it: the digest, and when
@@ -320,11 +343,15 @@ var (
 // credentials are asked). A reference that key cannot key (ok false, or an
 // error) goes to next without the cache. warnf receives a failure to store
 // an entry, which does not fail the resolution; nil discards it.
-func NewCachingResolver(next resolution.Resolver, c Cache, ttl time.Duration, key CacheKeyFunc, warnf func(format string, args ...any)) *CachingResolver {
+func NewCachingResolver(next resolution.Resolver, c Cache, ttl time.Duration, key CacheKeyFunc, warnf func(format string, args ...any), opts ...CachingOption) *CachingResolver {
 	if warnf == nil {
 		warnf = func(string, ...any) {}
 	}
-	return &CachingResolver{next: next, entries: newEntries(c, ttl), key: key, warnf: warnf}
+	r := &CachingResolver{next: next, entries: newEntries(c, ttl), key: key, warnf: warnf}
+	for _, o := range opts {
+		o(r)
+	}
+	return r
 }
 
 // Resolve resolves ref: from the cache, with source resolution.Cache, on
@@ -356,7 +383,8 @@ func (r *CachingResolver) Resolve(ctx context.Context, ref name.Reference) (reso
 	h, found, release, err := r.entries.claim(ctx, ref, key)
 	switch {
 	case err != nil:
-		return resolution.Resolution{}, err
+		// Another process's failure, shared: the same as ours.
+		return r.stale(ctx, ref, rec, ok, err)
 	case found:
 		return resolution.Resolution{Digest: h, Source: resolution.Cache}, nil
 	}
@@ -369,13 +397,45 @@ func (r *CachingResolver) Resolve(ctx context.Context, ref name.Reference) (reso
 		} else {
 			release(err)
 		}
-		return resolution.Resolution{}, err
+		return r.stale(ctx, ref, rec, ok, err)
 	}
 	if err := r.entries.put(ctx, ref, key, res.Digest); err != nil {
 		r.warnf("%v", err)
 	}
 	release(nil)
 	return res, nil
+}
+
+// stale returns rec, the entry of ref that the cache held (ok), in
+// place of err, the failure of the resolver it wraps, when StaleIfError
+// allows it: the registry was unavailable, the run goes on, and rec was
+// resolved at most the TTL and the allowance ago. Otherwise it returns
+// err.
+func (r *CachingResolver) stale(ctx context.Context, ref name.Reference, rec Recorded, ok bool, err error) (resolution.Resolution, error) {
+	if !ok || r.staleIfError <= 0 || ctx.Err() != nil || !Unavailable(err) {
+		return resolution.Resolution{}, err
+	}
+	age := r.entries.now().Sub(rec.Resolved)
+	if age < 0 || age >= r.entries.ttl+r.staleIfError {
+		return resolution.Resolution{}, err
+	}
+	if _, warned := r.warned.LoadOrStore(ref.Name(), true); !warned {
+		r.warnf("%s: using %s, resolved %s ago (%s %s past %s %s), since the registry did not answer: %v", ref, rec.Digest, shortDuration(age), resolution.OptionName(ctx, "StaleIfError"), shortDuration(r.staleIfError), resolution.OptionName(ctx, "CacheTTL"), shortDuration(r.entries.ttl), err)
+	}
+	return resolution.Resolution{Digest: rec.Digest, Source: resolution.Stale}, nil
+}
+
+// shortDuration is d to the second, without the zero units Go's
+// Duration.String ends with: "24h", "1h30m", "5m", "45s".
+func shortDuration(d time.Duration) string {
+	s := d.Round(time.Second).String()
+	if strings.HasSuffix(s, "m0s") {
+		s = strings.TrimSuffix(s, "0s")
+	}
+	if strings.HasSuffix(s, "h0m") {
+		s = strings.TrimSuffix(s, "0m")
+	}
+	return s
 }
 
 // Last returns the last resolution of ref that the cache recorded before

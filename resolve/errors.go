@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
 	"net/http"
 	"net/url"
 	"strings"
@@ -26,6 +27,8 @@ import (
 type resolveError struct {
 	msg  string
 	errs []error
+	// mirror says, per entry of errs, whether a mirror failed it.
+	mirror []bool
 }
 
 func (e *resolveError) Error() string   { return e.msg }
@@ -44,6 +47,7 @@ func newError(ctx context.Context, ref name.Reference, fails []tryFailure, red *
 	var parts []string
 	for _, f := range fails {
 		e.errs = append(e.errs, f.err)
+		e.mirror = append(e.mirror, f.c.mirror)
 		s := f.c.ref.String()
 		if f.c.repoOnly {
 			s = f.c.ref.Context().String()
@@ -233,4 +237,69 @@ func (s *session) credentialNote() string {
 		note += " from " + where
 	}
 	return note
+}
+
+// Unavailable reports whether err, the failure of a resolution, says
+// nothing about the image: each registry and mirror asked gave no answer
+// (a connection refused, reset or timed out, a registry that hangs, 408,
+// 429 or 5xx after their retries), or, for a mirror, had no such image
+// (404: a cache that lacks it). A refusal (401, 403), a registry's 404, a
+// redirect refused, a certificate not trusted, a malformed answer or an
+// image without the platform asked say something about the image or the
+// set-up, and are not. A stale answer may stand in only for an
+// unavailable registry (CachingResolver with StaleIfError). An error with
+// a method Unavailable() bool (a failure shared by another process) says
+// it itself.
+func Unavailable(err error) bool {
+	if err == nil {
+		return false
+	}
+	// A failure whose cause is gone (another process's, shared through
+	// a cache) says what it was.
+	var u interface{ Unavailable() bool }
+	if errors.As(err, &u) {
+		return u.Unavailable()
+	}
+	var re *resolveError
+	if errors.As(err, &re) && len(re.errs) > 0 {
+		for i, e := range re.errs {
+			if !unavailable(e, re.mirror[i]) {
+				return false
+			}
+		}
+		return true
+	}
+	return unavailable(err, false)
+}
+
+// unavailable is Unavailable for the failure of one try; mirror says
+// whether a mirror was asked.
+func unavailable(err error, mirror bool) bool {
+	var (
+		te *transport.Error
+		pe *platformError
+		ce credentialError
+		rd *regtransport.RedirectError
+		he *regtransport.HungError
+		ue *url.Error
+		ne net.Error
+	)
+	switch {
+	case errors.As(err, &pe), errors.As(err, &ce), errors.As(err, &rd), regtransport.IsTLSError(err):
+		return false
+	case errors.As(err, &te):
+		switch s := te.StatusCode; {
+		case s == http.StatusRequestTimeout, s == http.StatusTooManyRequests:
+			return true
+		case s == http.StatusNotFound:
+			return mirror
+		default:
+			return s >= 500
+		}
+	case errors.As(err, &he), errors.Is(err, context.DeadlineExceeded):
+		return true
+	case errors.As(err, &ue), errors.As(err, &ne):
+		return true
+	}
+	return false
 }

@@ -99,7 +99,22 @@ type failureEntry struct {
 	Format string `json:"format"`
 	Key    string `json:"key"`
 	Error  string `json:"error"`
+	// Unavailable is resolve.Unavailable of the failure: whether the
+	// others may answer with a stale entry (resolve.StaleIfError).
+	Unavailable bool `json:"unavailable,omitempty"`
 }
+
+// sharedFailure is the failure another process published.
+type sharedFailure struct {
+	msg         string
+	unavailable bool
+}
+
+func (f *sharedFailure) Error() string { return f.msg }
+
+// Unavailable tells resolve.Unavailable what the process that failed
+// knew of the cause.
+func (f *sharedFailure) Unavailable() bool { return f.unavailable }
 
 // fail publishes the failure of key for failTTL. The message is one line
 // (the resolver's errors are, and have their credentials masked), cut to
@@ -109,7 +124,7 @@ func (k *Cache) fail(ctx context.Context, key string, failure error) {
 	if len(msg) > maxMessage {
 		msg = strings.ToValidUTF8(msg[:maxMessage], "") + "…"
 	}
-	b, err := json.Marshal(failureEntry{Format: failureFormat, Key: key, Error: msg})
+	b, err := json.Marshal(failureEntry{Format: failureFormat, Key: key, Error: msg, Unavailable: resolve.Unavailable(failure)})
 	if err != nil || len(b) > maxFailure {
 		return // a key too large to share: the others ask the registry
 	}
@@ -136,7 +151,7 @@ func (k *Cache) failure(ctx context.Context, key string) error {
 		k.c.ignore(fk, errors.New("a shared failure whose message is empty, too long or not one line"))
 		return nil
 	}
-	return fmt.Errorf("%s (the answer another process had moments ago, shared through Redis for %s)", e.Error, k.failTTL)
+	return &sharedFailure{msg: fmt.Sprintf("%s (the answer another process had moments ago, shared through Redis for %s)", e.Error, k.failTTL), unavailable: e.Unavailable}
 }
 
 // Get implements resolve.Cache. Every process that shares the server

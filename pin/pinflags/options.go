@@ -77,6 +77,11 @@ type RegistryFlags struct {
 	MirrorLag      resolve.MirrorLag
 }
 
+// DefaultStaleIfError is --stale-if-error's default: a registry outage of
+// up to a day past the cache's TTL renders with the digests pinned
+// before it, warned about, rather than failing every render.
+const DefaultStaleIfError = 24 * time.Hour
+
 // AddFlags defines the pinning flags on fs, writing into o, and sets
 // their defaults; fs keeps them in the order defined, unless it sorts
 // its flags.
@@ -113,6 +118,7 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 	fs.BoolVar(&p.Check, "check", false, "with --lock: resolve every reference at its registry and fail, naming each image, when a digest differs from the lock file")
 	fs.StringVar(&p.CacheDir, "cache-dir", "", "keep resolutions in `DIR` for --cache-ttl (default: digestpin in the user cache folder, $XDG_CACHE_HOME or ~/.cache)")
 	fs.DurationVar(&p.CacheTTL, "cache-ttl", 0, "reuse a cached resolution younger than `DURATION` (e.g. 5m) without asking the registry; 0 disables the cache")
+	fs.DurationVar(&p.StaleIfError, "stale-if-error", DefaultStaleIfError, "when a registry cannot answer (down, hung, 5xx, 429 after retries; not 401, 403 or 404), pin the cache's last digest of the image if it was resolved at most `DURATION` past --cache-ttl ago, with a warning; 0 never")
 	fs.StringVar(&p.Report, "report", "", "after a successful run, write a JSON report of every image (reference, digest, source, workloads; the digest before and what changed, when there is a lock file, --diff-against or a cache to compare with) to `FILE`")
 	fs.StringVar(&p.DiffAgainst, "diff-against", "", "compare the images with those pinned in `FILE`, an earlier output of digestpin (read without asking a registry), rather than with the --lock file, the --write-lock file as it was, or the cache as it was; also name the workloads whose pod template changes for another reason and the Secrets whose keys change (by key, never by value)")
 	fs.StringVar(&p.Summary, "summary", "", "write what moved to `FILE` in Markdown (a table of old → new digest per image and the workloads that roll, for a pull request or $GITHUB_STEP_SUMMARY), after a successful run or a --check that differs")
@@ -267,20 +273,21 @@ func (r *RegistryFlags) options(o *Options, logf func(string, ...any)) ([]resolv
 // map to the flags'. "" leaves the name out: the renderer's errors say
 // what they are about.
 var optionFlags = map[string]string{
-	"Lock":        "lock",
-	"Frozen":      "frozen",
-	"Check":       "check",
-	"CacheDir":    "cache-dir",
-	"CacheTTL":    "cache-ttl",
-	"Cache":       "cache",
-	"Platform":    "platform",
-	"TagPolicies": "tag-policy",
-	"Verify":      "verify",
-	"MaxTags":     "max-tags",
-	"Renderer":    "",
-	"DiffAgainst": "diff-against",
-	"Summary":     "summary",
-	"SummaryText": "summary-text",
+	"Lock":         "lock",
+	"Frozen":       "frozen",
+	"Check":        "check",
+	"CacheDir":     "cache-dir",
+	"CacheTTL":     "cache-ttl",
+	"StaleIfError": "stale-if-error",
+	"Cache":        "cache",
+	"Platform":     "platform",
+	"TagPolicies":  "tag-policy",
+	"Verify":       "verify",
+	"MaxTags":      "max-tags",
+	"Renderer":     "",
+	"DiffAgainst":  "diff-against",
+	"Summary":      "summary",
+	"SummaryText":  "summary-text",
 	// The renderer's fields, for its messages.
 	"Mode":           "mode",
 	"ImagePaths":     "image-path",

@@ -75,6 +75,19 @@ func TLSCause(ctx context.Context, err error, red *redact.Redactor) string {
 	return ""
 }
 
+// IsTLSError reports whether err is a certificate that failed
+// verification: a set-up to fix, or someone in between, never a registry
+// that is merely down.
+func IsTLSError(err error) bool {
+	var (
+		ua x509.UnknownAuthorityError
+		hn x509.HostnameError
+		ci x509.CertificateInvalidError
+		ve *tls.CertificateVerificationError
+	)
+	return errors.As(err, &ua) || errors.As(err, &hn) || errors.As(err, &ci) || errors.As(err, &ve)
+}
+
 // innermost unwraps err as far as it goes.
 func innermost(err error) error {
 	for {
