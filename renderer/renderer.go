@@ -299,20 +299,24 @@ func (r *Renderer) Validate() error {
 // image field as "Workflow/ns/ci field spec.templates[0].script.image",
 // or for an image inside a string as "ConfigMap/ns/cm field
 // data["pod.yaml"] embedded spec.containers[0].image".
-func (w Workload) String() string {
+func (w Workload) String() string { return w.describe(w.object()) }
+
+// describe formats the workload as String does, with obj in place of its
+// object: its kind alone, say, for a field that several objects share.
+func (w Workload) describe(obj string) string {
 	if v, ok := strings.CutPrefix(w.Container, VolumePrefix); ok {
-		return fmt.Sprintf("%s volume %q", w.object(), v)
+		return fmt.Sprintf("%s volume %q", obj, v)
 	}
 	if f, ok := strings.CutPrefix(w.Container, FieldPrefix); ok {
 		if t, ok := strings.CutPrefix(w.Field, EmbeddedPrefix); ok {
-			return fmt.Sprintf("%s field %s embedded %s", w.object(), f, t)
+			return fmt.Sprintf("%s field %s embedded %s", obj, f, t)
 		}
-		return fmt.Sprintf("%s field %s", w.object(), f)
+		return fmt.Sprintf("%s field %s", obj, f)
 	}
 	if w.Field != "" {
-		return fmt.Sprintf("%s container %q field %s", w.object(), w.Container, w.Field)
+		return fmt.Sprintf("%s container %q field %s", obj, w.Container, w.Field)
 	}
-	return fmt.Sprintf("%s container %q", w.object(), w.Container)
+	return fmt.Sprintf("%s container %q", obj, w.Container)
 }
 
 // object formats the workload's object as "Deployment/ns/web".

@@ -67,12 +67,53 @@ func unpinnedAdvice(ctx context.Context, us []Unpinned) string {
 	return strings.Join(advice, "; ")
 }
 
+// maxPlaces is how many of the objects that hold one value in one field
+// unpinnedList names: a stream that repeats a chart a hundred times
+// repeats its values a hundred times.
+const maxPlaces = 3
+
 // unpinnedList lists us as the error of Strict and the warning without it
-// do: each as String formats it, joined with ", ".
+// do, joined with ", ": each distinct value in each field once, in stream
+// order of its first place. A value in one place is named as String
+// formats it; one in several, by the field without the object's
+// namespace and name, then how many places and the first maxPlaces
+// objects: `Deployment container "manager" field env[name=SIDECAR].value
+// "registry.example/sidecar:1" in 100 places (Deployment/a/op,
+// Deployment/b/op, Deployment/c/op and 97 more)`. An object that holds
+// the value twice in the field is named once.
 func unpinnedList(us []Unpinned) string {
-	list := make([]string, len(us))
-	for i, u := range us {
-		list[i] = u.String()
+	type group struct {
+		u       Unpinned
+		places  int
+		objects []string
+		seen    map[string]bool
+	}
+	// The field a value is in, whatever the object: its kind, container
+	// (or field of the object) and field in the container.
+	type key struct{ ref, kind, container, field string }
+	var groups []*group
+	at := map[key]*group{}
+	for _, u := range us {
+		k := key{u.Reference, u.Workload.Kind, u.Workload.Container, u.Workload.Field}
+		g := at[k]
+		if g == nil {
+			g = &group{u: u, seen: map[string]bool{}}
+			at[k] = g
+			groups = append(groups, g)
+		}
+		g.places++
+		if obj := u.Workload.object(); !g.seen[obj] {
+			g.seen[obj] = true
+			g.objects = append(g.objects, obj)
+		}
+	}
+	list := make([]string, len(groups))
+	for i, g := range groups {
+		if g.places == 1 {
+			list[i] = g.u.String()
+			continue
+		}
+		list[i] = fmt.Sprintf("%s %q in %d places (%s)", g.u.Workload.describe(g.u.Workload.Kind), g.u.Reference, g.places, listSome(g.objects, maxPlaces))
 	}
 	return strings.Join(list, ", ")
 }

@@ -2,6 +2,7 @@ package renderer
 
 import (
 	"context"
+	"fmt"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -157,5 +158,117 @@ func TestGoldenUnpinned(t *testing.T) {
 				t.Errorf("Render(%s) unpinned (-want +got):\n%s", in, diff)
 			}
 		})
+	}
+}
+
+// TestUnpinnedList names each distinct value in each field once: alone
+// as Unpinned.String does, or in several places with their count and
+// the first few objects, each object once.
+func TestUnpinnedList(t *testing.T) {
+	t.Parallel()
+	env := func(ns, name, ref string) Unpinned {
+		return Unpinned{Reference: ref, Workload: Workload{Kind: "Deployment", Namespace: ns, Name: name, Container: "manager", Field: "env[name=SIDECAR_IMAGE].value"}}
+	}
+	embedded := func(ns string) Unpinned {
+		return Unpinned{Reference: "registry.example/policy-server:1", Workload: Workload{Kind: "ConfigMap", Namespace: ns, Name: "policies", Container: FieldPrefix + `data["policy.yaml"]`, Field: EmbeddedPrefix + "spec.image"}}
+	}
+	crd := func(name string) Unpinned {
+		return Unpinned{Reference: "registry.example/runner:1", Workload: Workload{Kind: "Runner", Name: name, Container: FieldPrefix + "spec.runnerImage"}}
+	}
+	for _, tc := range []struct {
+		desc string
+		in   []Unpinned
+		want string
+	}{
+		{
+			desc: "one place, as String formats it",
+			in:   []Unpinned{env("a", "op", "registry.example/side:1")},
+			want: `Deployment/a/op container "manager" field env[name=SIDECAR_IMAGE].value "registry.example/side:1"`,
+		},
+		{
+			desc: "distinct values, each alone, in stream order",
+			in:   []Unpinned{env("a", "op", "registry.example/side:2"), env("a", "op", "registry.example/side:1"), crd("r")},
+			want: `Deployment/a/op container "manager" field env[name=SIDECAR_IMAGE].value "registry.example/side:2", Deployment/a/op container "manager" field env[name=SIDECAR_IMAGE].value "registry.example/side:1", Runner/r field spec.runnerImage "registry.example/runner:1"`,
+		},
+		{
+			desc: "the same value in the same field of three objects, all named",
+			in:   []Unpinned{env("a", "op", "registry.example/side:1"), env("b", "op", "registry.example/side:1"), env("c", "op", "registry.example/side:1")},
+			want: `Deployment container "manager" field env[name=SIDECAR_IMAGE].value "registry.example/side:1" in 3 places (Deployment/a/op, Deployment/b/op, Deployment/c/op)`,
+		},
+		{
+			desc: "a hundred places of an embedded image, cluster-scoped objects, and a value alone between them",
+			in: func() []Unpinned {
+				var us []Unpinned
+				for i := range 100 {
+					us = append(us, embedded(fmt.Sprintf("ns%d", i)))
+					if i == 50 {
+						us = append(us, env("x", "op", "registry.example/side:1"))
+					}
+					if i < 5 {
+						us = append(us, crd(fmt.Sprintf("r%d", i)))
+					}
+				}
+				return us
+			}(),
+			want: `ConfigMap field data["policy.yaml"] embedded spec.image "registry.example/policy-server:1" in 100 places (ConfigMap/ns0/policies, ConfigMap/ns1/policies, ConfigMap/ns2/policies and 97 more), ` +
+				`Runner field spec.runnerImage "registry.example/runner:1" in 5 places (Runner/r0, Runner/r1, Runner/r2 and 2 more), ` +
+				`Deployment/x/op container "manager" field env[name=SIDECAR_IMAGE].value "registry.example/side:1"`,
+		},
+		{
+			desc: "one object that holds the value twice in the field, named once; another kind or field is another value",
+			in: []Unpinned{
+				env("a", "op", "registry.example/side:1"), env("a", "op", "registry.example/side:1"),
+				{Reference: "registry.example/side:1", Workload: Workload{Kind: "StatefulSet", Namespace: "a", Name: "op", Container: "manager", Field: "env[name=SIDECAR_IMAGE].value"}},
+				{Reference: "registry.example/side:1", Workload: Workload{Kind: "Deployment", Namespace: "a", Name: "op", Container: "manager", Field: "args[flag=--sidecar-image]"}},
+			},
+			want: `Deployment container "manager" field env[name=SIDECAR_IMAGE].value "registry.example/side:1" in 2 places (Deployment/a/op), ` +
+				`StatefulSet/a/op container "manager" field env[name=SIDECAR_IMAGE].value "registry.example/side:1", ` +
+				`Deployment/a/op container "manager" field args[flag=--sidecar-image] "registry.example/side:1"`,
+		},
+	} {
+		t.Run(tc.desc, func(t *testing.T) {
+			if got := unpinnedList(tc.in); got != tc.want {
+				t.Errorf("unpinnedList() = %s, want %s", got, tc.want)
+			}
+		})
+	}
+}
+
+// TestUnpinnedRepeated renders a chart repeated a hundred times: the
+// warning and the error of Strict name each value once, in a line that
+// does not grow with the repeats, while Result.Unpinned keeps every
+// place.
+func TestUnpinnedRepeated(t *testing.T) {
+	t.Parallel()
+	const chart = "---\napiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: op\n  namespace: NS\nspec:\n  template:\n    spec:\n      containers:\n      - name: manager\n        image: registry.example/op:1\n        env:\n        - name: SIDECAR_IMAGE\n          value: registry.example/side:1\n" +
+		"---\napiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: policies\n  namespace: NS\ndata:\n  policy.yaml: |\n    apiVersion: policies.kubewarden.io/v1\n    kind: PolicyServer\n    spec:\n      image: registry.example/policy-server:1\n"
+	var in strings.Builder
+	for i := range 100 {
+		in.WriteString(strings.ReplaceAll(chart, "NS", fmt.Sprintf("team-%02d", i)))
+	}
+	var mu sync.Mutex
+	var warnings []string
+	r := &Renderer{Resolver: newFixed(), Warnf: func(f string, args ...any) {
+		mu.Lock()
+		defer mu.Unlock()
+		warnings = append(warnings, fmt.Sprintf(f, args...))
+	}}
+	res, err := r.Render(context.Background(), []byte(in.String()))
+	if err != nil {
+		t.Fatalf("Render() = %v", err)
+	}
+	if len(res.Unpinned) != 200 {
+		t.Errorf("Render() unpinned %d values, want 200 (each place)", len(res.Unpinned))
+	}
+	const list = `Deployment container "manager" field env[name=SIDECAR_IMAGE].value "registry.example/side:1" in 100 places (Deployment/team-00/op, Deployment/team-01/op, Deployment/team-02/op and 97 more), ` +
+		`ConfigMap field data["policy.yaml"] embedded spec.image "registry.example/policy-server:1" in 100 places (ConfigMap/team-00/policies, ConfigMap/team-01/policies, ConfigMap/team-02/policies and 97 more); `
+	if len(warnings) != 1 || !strings.Contains(warnings[0], "200 image references are left as tags where digestpin knows no image field, and no lock file or report covers them: "+list) ||
+		strings.Contains(warnings[0], "\n") || len(warnings[0]) > 1000 {
+		t.Errorf("Render() warned %q, want one line of the two values, each once", warnings)
+	}
+	r.Strict = true
+	if _, err := r.Render(context.Background(), []byte(in.String())); err == nil || !strings.HasPrefix(err.Error(), "document 1, line 15: 200 image references are left as tags where digestpin knows no image field (Strict): "+list) ||
+		strings.Contains(err.Error(), "\n") || len(err.Error()) > 1000 {
+		t.Errorf("Render() with Strict = %v, want one line of the two values, each once", err)
 	}
 }
