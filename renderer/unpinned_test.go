@@ -116,49 +116,108 @@ func TestUnpinned(t *testing.T) {
 
 var cmpIgnoreWhere = cmp.FilterPath(func(p cmp.Path) bool { return p.Last().String() == ".Where" }, cmp.Ignore())
 
-// TestGoldenUnpinned lists what each golden input leaves as a tag: image
-// references in fields that no image path names, each a real image
-// reference; a new entry here is a new false positive or a field to
-// pin.
+// goldenUnpinned is how many values the inputs of testdata leave as
+// tags (TestGoldenUnpinned): every one a real image reference, none a
+// false positive. A change of it is a new false positive, a miss, or a
+// field to pin.
+const goldenUnpinned = 7
+
+// TestGoldenUnpinned lists what each input of testdata (the golden
+// inputs, oddinput, and the hostile documents that render) leaves as a
+// tag: image references in fields that no image path names, each a real
+// image reference; a new entry here is a new false positive or a field to
+// pin. testdata/unpinned.golden holds the count and each input's warning
+// line (go test -update rewrites it); each output, rendered again, leaves
+// the same values as tags.
 func TestGoldenUnpinned(t *testing.T) {
 	t.Parallel()
 	want := map[string][]string{
 		// Argo creates the resource template's manifest as written.
 		"argo-workflows": {`WorkflowTemplate/ci/ci-build field spec.templates[5].resource.manifest embedded spec.containers[0].image "registry.example/ci/curl:8.10"`},
+		// The controller creates the PolicyServer, which runs the image.
 		"embedded-manifests": {
 			`ConfigMap/kubewarden/kubewarden-controller-default-policyserver field data["policy-server.yaml"] embedded spec.image "ghcr.io/kubewarden/policy-server:v1.20.0"`,
 			`Deployment/kubewarden/kubewarden-controller field metadata.annotations["kubewarden.io/default-policy-server"] embedded spec.image "ghcr.io/kubewarden/policy-server:v1.20.0"`,
 		},
-		"helm-all-kinds":             {`Widget/not-a-workload field spec.template.spec.containers[0].image "registry.example/shop/web:1.4"`},
-		"openkruise":                 {`ImagePullJob/shop/shop-prepull field spec.image "registry.example/shop/web:2.0"`},
+		// A custom resource digestpin knows no pod spec of: whatever
+		// its controller runs.
+		"helm-all-kinds": {`Widget/not-a-workload field spec.template.spec.containers[0].image "registry.example/shop/web:1.4"`},
+		// Pulled onto the nodes ahead of a rollout.
+		"openkruise": {`ImagePullJob/shop/shop-prepull field spec.image "registry.example/shop/web:2.0"`},
+		// The custom deployer's image, and a lookalike's container.
 		"openshift-deploymentconfig": {`DeploymentConfig/finance/ledger field spec.strategy.customParams.image "registry.example/finance/deployer:1.0"`, `DeploymentConfig/ledger-lookalike field spec.template.spec.containers[0].image "registry.example/finance/ledger:5.2"`},
 	}
-	inputs, _ := filepath.Glob("testdata/*.input.yaml")
-	odd, _ := filepath.Glob("testdata/oddinput/*.input.yaml")
-	for _, in := range append(inputs, odd...) {
-		base := strings.TrimSuffix(filepath.Base(in), ".input.yaml")
-		t.Run(base, func(t *testing.T) {
-			r := &Renderer{Resolver: newFixed()}
-			if base == "custom-path" {
-				custom, _ := kindpath.ParsePodSpec("example.com/Worker=spec.pools.*.template.spec")
-				r.PodSpecPaths = append(kindpath.DefaultPodSpecs[:len(kindpath.DefaultPodSpecs):len(kindpath.DefaultPodSpecs)], custom)
-			}
-			res, err := r.Render(context.Background(), testfiles.Read(t, in))
-			if err != nil {
-				t.Fatalf("Render(%s) = %v", in, err)
-			}
-			var got []string
-			for _, u := range res.Unpinned {
-				got = append(got, u.String())
-			}
-			if strings.Contains(in, "oddinput") {
-				base = "oddinput/" + base
-			}
-			if diff := cmp.Diff(want[base], got); diff != "" {
-				t.Errorf("Render(%s) unpinned (-want +got):\n%s", in, diff)
-			}
-		})
+	var inputs []string
+	for _, g := range []string{"testdata/*.input.yaml", "testdata/oddinput/*.input.yaml", "testdata/hostile/handled-*.input.yaml"} {
+		m, err := filepath.Glob(g)
+		if err != nil {
+			t.Fatal(err)
+		}
+		inputs = append(inputs, m...)
 	}
+	// Each input's warning line, in the order of inputs, for the golden
+	// file; each subtest writes its own.
+	lines := make([]string, len(inputs))
+	counts := make([]int, len(inputs))
+	t.Run("inputs", func(t *testing.T) {
+		for i, in := range inputs {
+			name := strings.TrimSuffix(strings.TrimPrefix(in, "testdata/"), ".input.yaml")
+			t.Run(name, func(t *testing.T) {
+				t.Parallel()
+				var mu sync.Mutex
+				var warnings []string
+				r := &Renderer{Resolver: newFixed(), Warnf: func(f string, args ...any) {
+					mu.Lock()
+					defer mu.Unlock()
+					if msg := fmt.Sprintf(f, args...); strings.Contains(msg, "where digestpin knows no image field") {
+						warnings = append(warnings, msg)
+					}
+				}}
+				if name == "custom-path" {
+					custom, _ := kindpath.ParsePodSpec("example.com/Worker=spec.pools.*.template.spec")
+					r.PodSpecPaths = append(kindpath.DefaultPodSpecs[:len(kindpath.DefaultPodSpecs):len(kindpath.DefaultPodSpecs)], custom)
+				}
+				res, err := r.Render(context.Background(), testfiles.Read(t, in))
+				if err != nil {
+					t.Fatalf("Render(%s) = %v", in, err)
+				}
+				var got []string
+				for _, u := range res.Unpinned {
+					got = append(got, u.String())
+				}
+				if diff := cmp.Diff(want[name], got); diff != "" {
+					t.Errorf("Render(%s) unpinned (-want +got):\n%s", in, diff)
+				}
+				counts[i] = len(got)
+				if len(warnings) > 0 {
+					lines[i] = name + ": " + strings.Join(warnings, "\n")
+				}
+				// Digestpin's own output leaves the same values as tags.
+				golden := strings.TrimSuffix(in, ".input.yaml") + ".golden.yaml"
+				again, err := r.Render(context.Background(), testfiles.Read(t, golden))
+				if err != nil {
+					t.Fatalf("Render(%s) = %v", golden, err)
+				}
+				if diff := cmp.Diff(res.Unpinned, again.Unpinned, cmpIgnoreWhere); diff != "" {
+					t.Errorf("Render(%s) unpinned other than its input (-input +output):\n%s", golden, diff)
+				}
+			})
+		}
+	})
+	total := 0
+	for _, n := range counts {
+		total += n
+	}
+	if total != goldenUnpinned {
+		t.Errorf("the %d inputs of testdata leave %d values as tags, want goldenUnpinned = %d", len(inputs), total, goldenUnpinned)
+	}
+	text := fmt.Sprintf("# The values that the %d inputs of testdata (*.input.yaml, oddinput/, hostile/handled-*)\n# leave as tags where digestpin knows no image field, and the warning of each input that\n# has any: go test ./renderer -run TestGoldenUnpinned -update rewrites this file.\n%d values\n", len(inputs), total)
+	for _, l := range lines {
+		if l != "" {
+			text += l + "\n"
+		}
+	}
+	checkFixture(t, filepath.Join("testdata", "unpinned.golden"), []byte(text))
 }
 
 // TestUnpinnedList names each distinct value in each field once: alone
