@@ -3,6 +3,7 @@ package cli
 import (
 	"encoding/json"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
@@ -342,5 +343,51 @@ func TestRunUnpinnedEmbedded(t *testing.T) {
 	}
 	if !strings.Contains(stderr, "document 1, line 7: 1 image references are left as tags where digestpin knows no image field (--strict): "+field) || strings.Count(stderr, "\n") != 1 {
 		t.Errorf("stderr = %q, want one line naming the ConfigMap and its key", stderr)
+	}
+}
+
+// TestRunUnpinnedRepeated checks what a run says about one value left as
+// a tag in a chart rendered a hundred times: one warning line that names
+// it once, with the count and the first three objects, and --strict's
+// error alike, while the report has an entry for every place.
+func TestRunUnpinnedRepeated(t *testing.T) {
+	reg := testregistry.New(t)
+	reg.PushImage(t, "policy-server:1")
+	var in strings.Builder
+	for i := range 100 {
+		fmt.Fprintf(&in, "---\napiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: policies\n  namespace: team-%02d\ndata:\n  policy.yaml: |\n    kind: PolicyServer\n    spec:\n      image: %s\n", i, reg.Ref("policy-server:1"))
+	}
+	report := filepath.Join(t.TempDir(), "report.json")
+	out, stderr, err := runIn(t, in.String(), "--report", report)
+	if err != nil {
+		t.Fatalf("run() = %v; stderr:\n%s", err, stderr)
+	}
+	if out != in.String() {
+		t.Errorf("the ConfigMaps changed")
+	}
+	field := `ConfigMap field data["policy.yaml"] embedded spec.image "` + reg.Ref("policy-server:1") + `" in 100 places (ConfigMap/team-00/policies, ConfigMap/team-01/policies, ConfigMap/team-02/policies and 97 more); `
+	if !strings.Contains(stderr, "100 image references are left as tags where digestpin knows no image field, and no lock file or report covers them: "+field) || strings.Count(stderr, "\n") != 1 || len(stderr) > 1000 {
+		t.Errorf("stderr = %q, want one short line with %q", stderr, field)
+	}
+	b, err := os.ReadFile(report)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var rep struct {
+		Unpinned []renderer.Unpinned `json:"unpinned"`
+	}
+	if err := json.Unmarshal(b, &rep); err != nil {
+		t.Fatalf("report: %v", err)
+	}
+	if len(rep.Unpinned) != 100 || rep.Unpinned[99].Workload.Namespace != "team-99" {
+		t.Errorf("report unpinned: %d entries, want one for each of the 100 places", len(rep.Unpinned))
+	}
+
+	out, stderr, err = runIn(t, in.String(), "--strict")
+	if err == nil || out != "" {
+		t.Fatalf("run(--strict) = %v with stdout %q, want a failure and nothing", err, out)
+	}
+	if !strings.Contains(stderr, "document 1, line 8: 100 image references are left as tags where digestpin knows no image field (--strict): "+field) || strings.Count(stderr, "\n") != 1 || len(stderr) > 1000 {
+		t.Errorf("stderr = %q, want one short line naming the value once", stderr)
 	}
 }
