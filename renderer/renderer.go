@@ -57,10 +57,13 @@ type Renderer struct {
 	PodSpecPaths []kindpath.PodSpec
 	// ImagePaths name image fields outside pod specs; nil means
 	// kindpath.DefaultImages. Every entry that matches a kind is followed.
+	// One with Embedded pins image fields inside the document that a
+	// string holds, in the string's bytes alone, where the string is a
+	// literal block scalar; elsewhere the Render fails.
 	ImagePaths []kindpath.Image
 	// ContainerImagePaths name image fields inside each container of
 	// every pod spec (in its args and env), each path leading from the
-	// container, its Group and Kind unused; nil means
+	// container, its Group and Kind unused, none with Embedded; nil means
 	// kindpath.DefaultContainerImages. They are pinned with the container and
 	// go into its pod template's checksum.
 	ContainerImagePaths []kindpath.Image
@@ -113,8 +116,9 @@ type Workload struct {
 	// Field is the path, in the container, of an image field that
 	// ContainerImagePaths found: "args[flag=--config-reloader-image]",
 	// "env[name=AGENT_IMAGE].value"; "" for the container's image. For
-	// an image inside a string (Result.Unpinned only), EmbeddedPrefix and
-	// the path in the document the string holds.
+	// an image inside a string (one that an image path with
+	// kindpath.Image.Embedded pinned, or an Unpinned value), EmbeddedPrefix
+	// and the path in the document the string holds.
 	Field string `json:"field,omitempty"`
 }
 
@@ -290,6 +294,11 @@ func (r *Renderer) Validate() error {
 	case "", ModePin, ModeDigest, ModeAnnotate:
 	default:
 		return fmt.Errorf("mode %q: want %s, %s or %s", r.Mode, ModePin, ModeDigest, ModeAnnotate)
+	}
+	for _, p := range r.ContainerImagePaths {
+		if len(p.Embedded) > 0 {
+			return fmt.Errorf("container image path %s: a path inside a string is an image path of the object's kind, not of a container", p)
+		}
 	}
 	return r.checkChecksumPaths()
 }

@@ -20,7 +20,8 @@ import (
 // whose name says image, or such a field of a YAML or JSON document
 // inside a string (a manifest in a ConfigMap). A lock file or report of
 // the stream does not cover it; an --image-path that names its field
-// pins it, but for one inside a string, which is never rewritten.
+// pins it (for one inside a string, an image path with "|" into the
+// string's text, kindpath.Image.Embedded).
 type Unpinned struct {
 	// Reference is the value as written.
 	Reference string `json:"reference"`
@@ -46,8 +47,9 @@ func unpinnedError(ctx context.Context, us []Unpinned) error {
 }
 
 // unpinnedAdvice says how to pin us: name their fields with an image
-// path, and, for an image inside a string, which digestpin never
-// rewrites, write the digest into the text where it is made.
+// path, and, for an image inside a string, with an image path into the
+// string's text where the string is a literal block scalar, or write the
+// digest into the text where it is made.
 func unpinnedAdvice(ctx context.Context, us []Unpinned) string {
 	var fields, embedded bool
 	for _, u := range us {
@@ -62,7 +64,7 @@ func unpinnedAdvice(ctx context.Context, us []Unpinned) string {
 		advice = append(advice, "name their fields with "+resolution.OptionName(ctx, "ImagePaths"))
 	}
 	if embedded {
-		advice = append(advice, "digestpin never rewrites an image inside a string (an embedded manifest): pin it where the text is made, with a digest in the chart's values")
+		advice = append(advice, "an image inside a string (an embedded manifest) is pinned where the string is a literal block scalar (|) by naming it with "+resolution.OptionName(ctx, "ImagePaths")+` KIND=FIELD.PATH|PATH.IN.TEXT (ConfigMap=data.policy\.yaml|spec.image), else where the text is made, with a digest in the chart's values`)
 	}
 	return strings.Join(advice, "; ")
 }

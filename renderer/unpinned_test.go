@@ -120,7 +120,7 @@ var cmpIgnoreWhere = cmp.FilterPath(func(p cmp.Path) bool { return p.Last().Stri
 // tags (TestGoldenUnpinned): every one a real image reference, none a
 // false positive. A change of it is a new false positive, a miss, or a
 // field to pin.
-const goldenUnpinned = 7
+const goldenUnpinned = 8
 
 // TestGoldenUnpinned lists what each input of testdata (the golden
 // inputs, oddinput, and the hostile documents that render) leaves as a
@@ -139,6 +139,8 @@ func TestGoldenUnpinned(t *testing.T) {
 			`ConfigMap/kubewarden/kubewarden-controller-default-policyserver field data["policy-server.yaml"] embedded spec.image "ghcr.io/kubewarden/policy-server:v1.20.0"`,
 			`Deployment/kubewarden/kubewarden-controller field metadata.annotations["kubewarden.io/default-policy-server"] embedded spec.image "ghcr.io/kubewarden/policy-server:v1.20.0"`,
 		},
+		// The sidecar's image, which no image path names.
+		"embedded-pinned": {`ConfigMap/policies/policy-server-default field data["policy-server.yaml"] embedded spec.sidecar.image "registry.example/policies/verifier:v1.0.0"`},
 		// A custom resource digestpin knows no pod spec of: whatever
 		// its controller runs.
 		"helm-all-kinds": {`Widget/not-a-workload field spec.template.spec.containers[0].image "registry.example/shop/web:1.4"`},
@@ -173,9 +175,12 @@ func TestGoldenUnpinned(t *testing.T) {
 						warnings = append(warnings, msg)
 					}
 				}}
-				if name == "custom-path" {
+				switch name {
+				case "custom-path":
 					custom, _ := kindpath.ParsePodSpec("example.com/Worker=spec.pools.*.template.spec")
 					r.PodSpecPaths = append(kindpath.DefaultPodSpecs[:len(kindpath.DefaultPodSpecs):len(kindpath.DefaultPodSpecs)], custom)
+				case "embedded-pinned":
+					r.ImagePaths = embeddedPaths(t)
 				}
 				res, err := r.Render(context.Background(), testfiles.Read(t, in))
 				if err != nil {
