@@ -263,7 +263,12 @@ func (e *finder) pinEmbedded(m *yaml.Node, key, path string, w Workload, p kindp
 			e.embedPinned[s][textPlace{v.Line, v.Column}] = true
 			u := use{image: intern(v.Value), ref: ref, workload: e.own(w), doc: e.d, line: s.Line + v.Line}
 			fv := e.site(u, m, outer, v.Value, "")
-			e.sites[fv.site].inner = v
+			// A copy of the scalar alone, so that the text's tree is not
+			// kept until the document is written: a document of many
+			// strings would hold all their trees at once.
+			inner := *v
+			inner.Content, inner.Alias = nil, nil
+			e.sites[fv.site].inner = &inner
 			lines = append(lines, sumLine{container: w.Container, field: w.Field, fieldValue: fv})
 		}
 	}
