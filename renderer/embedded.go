@@ -196,7 +196,6 @@ func (e *finder) pinEmbedded(m *yaml.Node, key, path string, w Workload, p kindp
 	} else {
 		w.Container = FieldPrefix + base + keyPath(key)
 	}
-	where := func(n *yaml.Node) string { return e.d.At(s.Line + n.Line) }
 	switch raw := outer.Via[len(outer.Via)-1]; {
 	case s.Kind != yaml.ScalarNode || s.Tag != "!!str":
 		return nil, fmt.Errorf("%s: %s: the image path %s leads to %s, want a string that holds a YAML or JSON document", e.d.At(s.Line), w, p, stream.Describe(s))
@@ -208,7 +207,6 @@ func (e *finder) pinEmbedded(m *yaml.Node, key, path string, w Workload, p kindp
 	if err != nil {
 		return nil, fmt.Errorf("%s: %s: reading the text for image path %s: %w", e.d.At(s.Line), w, p, err)
 	}
-	last := p.Embedded[len(p.Embedded)-1]
 	var lines []sumLine
 	for i, root := range roots {
 		var fields []*yaml.Node // the image fields, in the walk's order
@@ -222,7 +220,7 @@ func (e *finder) pinEmbedded(m *yaml.Node, key, path string, w Workload, p kindp
 			return true
 		})
 		if ke := (*stream.KeyError)(nil); errors.As(err, &ke) {
-			return nil, fmt.Errorf("%s: %s: in the text: %s", e.d.At(s.Line+ke.Line), w, ke.Msg)
+			return nil, fmt.Errorf("%s: %s: in the text: %s", e.textAt(s, ke.Line), w, ke.Msg)
 		} else if err != nil {
 			return nil, err
 		}
@@ -232,47 +230,69 @@ func (e *finder) pinEmbedded(m *yaml.Node, key, path string, w Workload, p kindp
 				continue // nothing to pin, or another path pinned it
 			}
 			if shared {
-				return nil, fmt.Errorf("%s: %s: cannot pin %s inside the string: an anchor or alias of the text is on the way to it, and other fields may share it; write it out", where(v), w, last)
+				return nil, fmt.Errorf("%s: %s: cannot pin %q inside the string: an anchor or alias of the text is on the way to it, and other fields may share it; write it out", e.textAt(s, v.Line), w, v.Value)
 			}
-			if v.Kind != yaml.ScalarNode || v.Tag != "!!str" {
-				return nil, fmt.Errorf("%s: %s: %s is %s, want a reference such as registry/name:tag", where(v), w, last, stream.Describe(v))
-			}
-			ref, err := e.r.parseReference(last, v)
+			line, err := e.pinTextField(m, outer, v, w, p.Embedded[len(p.Embedded)-1])
 			if err != nil {
-				err = fmt.Errorf("%s: %s: %w", where(v), w, err)
-				if !e.r.KeepUnresolved {
-					return nil, err
-				}
-				// As pinImage keeps a field that holds no reference.
-				e.kept = append(e.kept, fmt.Sprintf("keeping %s %q unpinned: %v", last, v.Value, err))
-				lines = append(lines, sumLine{container: w.Container, field: w.Field, fieldValue: fieldValue{site: -1, text: v.Value}})
-				continue
+				return nil, err
 			}
-			if e.embedded == nil {
-				e.embedded = stream.NewEmbedded(e.d.Body())
-			}
-			if _, err := e.embedded.Offset(s, v); err != nil {
-				return nil, fmt.Errorf("%s: %s: cannot pin %q inside the string exactly: %w", where(v), w, v.Value, err)
-			}
-			if e.embedPinned == nil {
-				e.embedPinned = map[*yaml.Node]map[textPlace]bool{}
-			}
-			if e.embedPinned[s] == nil {
-				e.embedPinned[s] = map[textPlace]bool{}
-			}
-			e.embedPinned[s][textPlace{v.Line, v.Column}] = true
-			u := use{image: intern(v.Value), ref: ref, workload: e.own(w), doc: e.d, line: s.Line + v.Line}
-			fv := e.site(u, m, outer, v.Value, "")
-			// A copy of the scalar alone, so that the text's tree is not
-			// kept until the document is written: a document of many
-			// strings would hold all their trees at once.
-			inner := *v
-			inner.Content, inner.Alias = nil, nil
-			e.sites[fv.site].inner = &inner
-			lines = append(lines, sumLine{container: w.Container, field: w.Field, fieldValue: fv})
+			lines = append(lines, line)
 		}
 	}
 	return lines, nil
+}
+
+// pinTextField records image field v (under key) of the text of the
+// string outer, found in mapping m and used by w, as a field to pin in
+// its bytes alone, and returns its checksum line; it refuses one whose
+// bytes are not exactly its value (stream.Embedded.Offset), or that holds
+// no reference (but keeps it, with KeepUnresolved, as pinImage does).
+func (e *finder) pinTextField(m *yaml.Node, outer stream.Entry, v *yaml.Node, w Workload, key string) (sumLine, error) {
+	s := outer.Value
+	if v.Kind != yaml.ScalarNode || v.Tag != "!!str" {
+		return sumLine{}, fmt.Errorf("%s: %s: %s is %s, want a reference such as registry/name:tag", e.textAt(s, v.Line), w, key, stream.Describe(v))
+	}
+	ref, err := e.r.parseReference(key, v)
+	if err != nil {
+		err = fmt.Errorf("%s: %s: %w", e.textAt(s, v.Line), w, err)
+		if !e.r.KeepUnresolved {
+			return sumLine{}, err
+		}
+		e.kept = append(e.kept, fmt.Sprintf("keeping %s %q unpinned: %v", key, v.Value, err))
+		return sumLine{container: w.Container, field: w.Field, fieldValue: fieldValue{site: -1, text: v.Value}}, nil
+	}
+	if e.embedded == nil {
+		e.embedded = stream.NewEmbedded(e.d.Body())
+	}
+	if _, err := e.embedded.Offset(s, v); err != nil {
+		return sumLine{}, fmt.Errorf("%s: %s: cannot pin %q inside the string exactly: %w", e.textAt(s, v.Line), w, v.Value, err)
+	}
+	if e.embedPinned == nil {
+		e.embedPinned = map[*yaml.Node]map[textPlace]bool{}
+	}
+	if e.embedPinned[s] == nil {
+		e.embedPinned[s] = map[textPlace]bool{}
+	}
+	e.embedPinned[s][textPlace{v.Line, v.Column}] = true
+	u := use{image: intern(v.Value), ref: ref, workload: e.own(w), doc: e.d, line: s.Line + v.Line}
+	fv := e.site(u, m, outer, v.Value, "")
+	// A copy of the scalar alone, so that the text's tree is not kept
+	// until the document is written: a document of many strings would
+	// hold all their trees at once.
+	inner := *v
+	inner.Content, inner.Alias = nil, nil
+	e.sites[fv.site].inner = &inner
+	return sumLine{container: w.Container, field: w.Field, fieldValue: fv}, nil
+}
+
+// textAt says where line n of the text of string s is: the document's
+// line for a literal block scalar, whose lines are the text's, else the
+// string's own line.
+func (e *finder) textAt(s *yaml.Node, n int) string {
+	if s.Style&yaml.LiteralStyle != 0 {
+		return e.d.At(s.Line + n)
+	}
+	return e.d.At(s.Line)
 }
 
 // textPath spells the trail of a walk in the i-th of n documents of a

@@ -122,7 +122,7 @@ func TestPinEmbedded(t *testing.T) {
 			desc:  "a folded block scalar",
 			paths: []string{`ConfigMap=data.policy\.yaml|spec.image`},
 			in:    cm(">", "spec:\n\n  image: registry.example/ps:1\n"),
-			err:   `document 1 (chart/templates/cm.yaml), line 11 (rendered line 10 of the template): ConfigMap/ns/cm field data["policy.yaml"] embedded spec.image: cannot pin "registry.example/ps:1" inside the string exactly: the string is a folded block scalar (>), not a literal block scalar (|, |- or |+), whose every line is a line of the text`,
+			err:   `document 1 (chart/templates/cm.yaml), line 8 (rendered line 7 of the template): ConfigMap/ns/cm field data["policy.yaml"] embedded spec.image: cannot pin "registry.example/ps:1" inside the string exactly: the string is a folded block scalar (>), not a literal block scalar (|, |- or |+), whose every line is a line of the text`,
 		},
 		{
 			desc:  "a JSON string with escapes",
@@ -152,13 +152,13 @@ func TestPinEmbedded(t *testing.T) {
 			desc:  "an anchored value",
 			paths: []string{`ConfigMap=data.policy\.yaml|spec.image`},
 			in:    cm("|", "spec:\n  image: &i registry.example/ps:1\nother: *i\n"),
-			err:   `cannot pin image inside the string: an anchor or alias of the text is on the way to it`,
+			err:   `cannot pin "registry.example/ps:1" inside the string: an anchor or alias of the text is on the way to it`,
 		},
 		{
 			desc:  "an alias on the way",
 			paths: []string{`ConfigMap=data.policy\.yaml|spec.image`},
 			in:    cm("|", "base: &b {image: registry.example/ps:1}\nspec: *b\n"),
-			err:   `line 9 (rendered line 8 of the template): ConfigMap/ns/cm field data["policy.yaml"] embedded spec.image: cannot pin image inside the string: an anchor or alias of the text is on the way to it, and other fields may share it; write it out`,
+			err:   `line 9 (rendered line 8 of the template): ConfigMap/ns/cm field data["policy.yaml"] embedded spec.image: cannot pin "registry.example/ps:1" inside the string: an anchor or alias of the text is on the way to it, and other fields may share it; write it out`,
 		},
 		{
 			desc:  "a repeated key in the text",
