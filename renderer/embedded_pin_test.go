@@ -85,6 +85,20 @@ func TestPinEmbedded(t *testing.T) {
 			uses:  []string{`registry.example/ps:1: ConfigMap/ns/cm field data["policy.yaml"] embedded spec.image`},
 		},
 		{
+			desc:  "a byte order mark before the stream, a second document before this one",
+			paths: []string{`ConfigMap=data.policy\.yaml|spec.image`},
+			in:    "\ufeff---\napiVersion: v1\nkind: Namespace\nmetadata: {name: ns}\n---\n" + cm("|", "spec:\n  image: registry.example/ps:1\n"),
+			want:  pin("\ufeff---\napiVersion: v1\nkind: Namespace\nmetadata: {name: ns}\n---\n"+cm("|", "spec:\n  image: registry.example/ps:1\n"), "registry.example/ps:1"),
+			uses:  []string{`registry.example/ps:1: ConfigMap/ns/cm field data["policy.yaml"] embedded spec.image`},
+		},
+		{
+			desc:  "a byte order mark before the document",
+			paths: []string{`ConfigMap=data.policy\.yaml|spec.image`},
+			in:    "\ufeff" + cm("|", "spec:\n  image: registry.example/ps:1\n"),
+			want:  pin("\ufeff"+cm("|", "spec:\n  image: registry.example/ps:1\n"), "registry.example/ps:1"),
+			uses:  []string{`registry.example/ps:1: ConfigMap/ns/cm field data["policy.yaml"] embedded spec.image`},
+		},
+		{
 			desc:  "two paths to one field, and a selector to it: pinned once",
 			paths: []string{`ConfigMap=data.policy\.yaml|spec.image`, `/ConfigMap=data.policy\.yaml|spec.image`, `ConfigMap=data.policy\.yaml|*.image`},
 			in:    cm("|", "spec:\n  image: registry.example/ps:1\n"),
