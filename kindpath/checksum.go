@@ -24,7 +24,7 @@ type Checksum struct {
 // object itself.
 func (p Checksum) String() string {
 	if len(p.Fields) == 0 {
-		return kindPath(p.Group, p.Kind, []string{"."})
+		return FormatKind(p.Group, p.Kind) + "=."
 	}
 	return kindPath(p.Group, p.Kind, p.Fields)
 }

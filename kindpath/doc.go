@@ -5,7 +5,9 @@
 // image fields outside pod specs (Image), and to the mappings that get the
 // checksum of those fields (Checksum); their syntax,
 // "[GROUP/]KIND=FIELD.PATH" with "*" steps and FIELD[KEY=VALUE] selectors
-// (Selector), as the flags and the configuration file take it; and the
+// (Selector), a backslash before a ".", "|" or backslash of a key, and for
+// an image path "|PATH.IN.TEXT" into the document a string holds
+// (Image.Embedded), as the flags and the configuration file take it; and the
 // built-in paths of the Kubernetes workloads, the workload CRDs and the
 // operators (DefaultPodSpecs, DefaultImages, DefaultContainerImages).
 //

@@ -17,6 +17,7 @@ func FuzzParseImage(f *testing.F) {
 		"Runner=spec.env[name=a.b[c]].value",
 		"Runner=spec.args[flag=-x=y]",
 		"Runner=spec.[=].x",
+		`ConfigMap=data.policy\.yaml|spec.containers[name=c].image`,
 	} {
 		f.Add(s)
 	}

@@ -3,6 +3,7 @@ package kindpath
 import (
 	"fmt"
 	"slices"
+	"strings"
 )
 
 // Image names a field that holds an image reference as a string,
@@ -32,10 +33,21 @@ type Image struct {
 	// with a default registry of its own, not Docker Hub's (Crossplane
 	// packages).
 	Qualified bool
+	// Embedded, when not empty, leads to the image field inside the YAML
+	// or JSON document that the string at Fields holds (a manifest in a
+	// ConfigMap's data): the part of the path after "|". Each document
+	// of the text is followed. nil for an image field of the object.
+	Embedded []string
 }
 
 // String formats p as the --image-path flag takes it.
-func (p Image) String() string { return kindPath(p.Group, p.Kind, p.Fields) }
+func (p Image) String() string {
+	s := kindPath(p.Group, p.Kind, p.Fields)
+	if len(p.Embedded) > 0 {
+		s += "|" + joinPath(p.Embedded)
+	}
+	return s
+}
 
 // Matches reports whether p applies to an object of API group group ("" for
 // the core group) and kind kind.
@@ -51,17 +63,51 @@ func (p Image) Matches(group, kind string) bool {
 // select items by a key, "containers.*.env[name=AGENT_IMAGE].value" (see
 // Selector). A field with a selector holds an image only when its value
 // reads as a reference with a tag or digest: a URL, a path or a name
-// alone there is left alone.
+// alone there is left alone. A backslash makes the character after it
+// part of a field's name: "data.policy\\.yaml".
+//
+// "[GROUP/]KIND=FIELD.PATH|EMBEDDED.PATH" names an image field inside
+// the YAML or JSON document that the string at FIELD.PATH holds:
+// "ConfigMap=data.policy\\.yaml|spec.image" (Embedded). The path after
+// "|" has the same syntax, without flags, and its last field must be a
+// name; the string's last field too.
 func ParseImage(s string) (Image, error) {
-	group, kind, fields, err := parseKindPath("image path", s)
+	outer, inner, embedded := cutEmbedded(s)
+	group, kind, fields, err := parseKindPath("image path", outer)
 	if err != nil {
 		return Image{}, err
 	}
 	last := fields[len(fields)-1]
-	if sel, ok := ParseSelector(last); last == "*" || (ok && !sel.IsFlag()) {
-		return Image{}, fmt.Errorf("parsing image path %q: the last field must name the image field, not %q", s, last)
+	if sel, ok := ParseSelector(last); last == "*" || (ok && !sel.IsFlag()) || (embedded && ok) {
+		what := "the image field"
+		if embedded {
+			what = "the string that holds a document"
+		}
+		return Image{}, fmt.Errorf("parsing image path %q: the last field must name %s, not %q", s, what, last)
 	}
-	return Image{Group: group, Kind: kind, Fields: fields}, nil
+	p := Image{Group: group, Kind: kind, Fields: fields}
+	if !embedded {
+		return p, nil
+	}
+	if inner == "" {
+		return Image{}, fmt.Errorf("parsing image path %q: want a path after \"|\", in the document the string holds", s)
+	}
+	if _, _, again := cutEmbedded(inner); again {
+		return Image{}, fmt.Errorf("parsing image path %q: one \"|\" at most: a document inside a string inside a string is not followed (write \\| for a key's \"|\")", s)
+	}
+	p.Embedded = splitPath(inner)
+	for _, f := range p.Embedded {
+		if err := checkField(f); err != nil {
+			return Image{}, fmt.Errorf("parsing image path %q: %w in %q", s, err, inner)
+		}
+		if sel, ok := ParseSelector(f); ok && sel.IsFlag() {
+			return Image{}, fmt.Errorf("parsing image path %q: %s selects a flag's value, which a path inside a string may not", s, f)
+		}
+	}
+	if last := p.Embedded[len(p.Embedded)-1]; last == "*" || strings.ContainsAny(last, "[]") {
+		return Image{}, fmt.Errorf("parsing image path %q: the last field after \"|\" must name the image field, not %q", s, last)
+	}
+	return p, nil
 }
 
 // templateImages are the image fields of an Argo Workflows template.

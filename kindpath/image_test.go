@@ -45,6 +45,22 @@ func TestParseImage(t *testing.T) {
 		{in: "Runner=spec.args[flag=--x=y]", err: `the flag "--x=y" of args[flag=--x=y] matches no argument: a flag name holds no "=" or blank`},
 		{in: "Runner=spec.args[flag=--x y]", err: `matches no argument: a flag name holds no "=" or blank`},
 		{in: "Runner=spec]", err: `malformed selector "spec]"`},
+		// Escapes, and image fields inside a string's document.
+		{in: `ConfigMap=data.policy\.yaml`, want: Image{Group: "*", Kind: "ConfigMap", Fields: []string{"data", "policy.yaml"}}},
+		{in: `ConfigMap=data.a\|b\\c`, want: Image{Group: "*", Kind: "ConfigMap", Fields: []string{"data", `a|b\c`}}},
+		{in: `/ConfigMap=data.policy\.yaml|spec.image`, want: Image{Group: "", Kind: "ConfigMap", Fields: []string{"data", "policy.yaml"}, Embedded: []string{"spec", "image"}}},
+		{in: `argoproj.io/WorkflowTemplate=spec.templates.*.resource.manifest|spec.containers[name=c].image`, want: Image{Group: "argoproj.io", Kind: "WorkflowTemplate", Fields: []string{"spec", "templates", "*", "resource", "manifest"}, Embedded: []string{"spec", "containers[name=c]", "image"}}},
+		{in: `Runner=spec.env[name=a|b].value`, want: Image{Group: "*", Kind: "Runner", Fields: []string{"spec", "env[name=a|b]", "value"}}},
+		{in: `ConfigMap=data.x|spec.*.image`, want: Image{Group: "*", Kind: "ConfigMap", Fields: []string{"data", "x"}, Embedded: []string{"spec", "*", "image"}}},
+		{in: "ConfigMap=data.x|", err: `want a path after "|"`},
+		{in: "ConfigMap=data.x|spec..image", err: `empty field in "spec..image"`},
+		{in: "ConfigMap=data.x|spec.images.*", err: `the last field after "|" must name the image field, not "*"`},
+		{in: "ConfigMap=data.x|spec.env[name=X]", err: `the last field after "|" must name the image field, not "env[name=X]"`},
+		{in: "ConfigMap=data.x|spec.args[flag=--image]", err: `args[flag=--image] selects a flag's value, which a path inside a string may not`},
+		{in: "ConfigMap=data.args[flag=--image]|spec.image", err: `the last field must name the string that holds a document, not "args[flag=--image]"`},
+		{in: "ConfigMap=data.*|spec.image", err: `the last field must name the string that holds a document, not "*"`},
+		{in: "ConfigMap=data.x|a|b", err: `one "|" at most`},
+		{in: `ConfigMap=data.x|a\|b`, want: Image{Group: "*", Kind: "ConfigMap", Fields: []string{"data", "x"}, Embedded: []string{"a|b"}}},
 	} {
 		t.Run(tc.in, func(t *testing.T) {
 			got, err := ParseImage(tc.in)

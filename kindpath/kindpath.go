@@ -63,7 +63,7 @@ func FormatKind(group, kind string) string {
 
 // kindPath formats a path of group and kind as the flags take it.
 func kindPath(group, kind string, fields []string) string {
-	return FormatKind(group, kind) + "=" + strings.Join(fields, ".")
+	return FormatKind(group, kind) + "=" + joinPath(fields)
 }
 
 // matchesKind reports whether a path declared for group and kind (group

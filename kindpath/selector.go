@@ -49,24 +49,82 @@ func ParseSelector(f string) (s Selector, ok bool) {
 	return Selector{Field: f[:open], Key: key, Value: value}, true
 }
 
-// splitPath splits a field path at the dots outside brackets.
+// splitPath splits a field path at the dots outside brackets. Outside
+// brackets a backslash makes the character after it part of the field
+// name: "data.policy\\.yaml" is the fields "data" and "policy.yaml" (a
+// ConfigMap's key); a backslash at the end of the path is itself.
 func splitPath(path string) []string {
 	var fields []string
-	depth, start := 0, 0
+	var b strings.Builder
+	depth := 0
+	for i := 0; i < len(path); i++ {
+		switch c := path[i]; {
+		case c == '\\' && depth == 0 && i+1 < len(path):
+			i++
+			b.WriteByte(path[i])
+		case c == '.' && depth == 0:
+			fields = append(fields, b.String())
+			b.Reset()
+		default:
+			switch c {
+			case '[':
+				depth++
+			case ']':
+				depth--
+			}
+			b.WriteByte(c)
+		}
+	}
+	return append(fields, b.String())
+}
+
+// escapeField writes field f as splitPath reads it back: a selector as
+// it is, a name with a backslash before each ".", "|" and backslash.
+func escapeField(f string) string {
+	if strings.ContainsAny(f, "[]") || !strings.ContainsAny(f, ".|\\") {
+		return f
+	}
+	var b strings.Builder
+	for i := 0; i < len(f); i++ {
+		if c := f[i]; c == '.' || c == '|' || c == '\\' {
+			b.WriteByte('\\')
+		}
+		b.WriteByte(f[i])
+	}
+	return b.String()
+}
+
+// joinPath formats fields as a path that splitPath reads back.
+func joinPath(fields []string) string {
+	escaped := make([]string, len(fields))
+	for i, f := range fields {
+		escaped[i] = escapeField(f)
+	}
+	return strings.Join(escaped, ".")
+}
+
+// cutEmbedded cuts an image path's fields at the first "|" outside
+// brackets and not after a backslash: the path to a string, and the path
+// in the document its text holds.
+func cutEmbedded(path string) (outer, inner string, ok bool) {
+	depth := 0
 	for i := 0; i < len(path); i++ {
 		switch path[i] {
+		case '\\':
+			if depth == 0 {
+				i++
+			}
 		case '[':
 			depth++
 		case ']':
 			depth--
-		case '.':
+		case '|':
 			if depth == 0 {
-				fields = append(fields, path[start:i])
-				start = i + 1
+				return path[:i], path[i+1:], true
 			}
 		}
 	}
-	return append(fields, path[start:])
+	return path, "", false
 }
 
 // checkField says what is wrong with field f of a path, or returns nil:

@@ -174,6 +174,13 @@ func (a *applier) change(s *site) {
 		return
 	}
 	via := s.image.Via
+	if s.inner != nil {
+		// Only the bytes of the image inside the string change.
+		if s.value != s.text && once(&a.seen, s.inner) {
+			a.images = append(a.images, stream.Replacement{Node: s.image.Value, Inner: s.inner, Value: s.value})
+		}
+		return
+	}
 	raw, parent := via[len(via)-1], stream.Deref(s.c)
 	if len(via) >= 2 {
 		parent = stream.Deref(via[len(via)-2])

@@ -136,7 +136,7 @@ func TestEmbedded(t *testing.T) {
 				t.Errorf("Render() with Strict = nil error, want one")
 			case len(tc.want) > 0:
 				if msg := err.Error(); strings.Contains(msg, "\n") || !strings.HasPrefix(msg, "document 1, line ") || !strings.Contains(msg, tc.want[0].Workload.String()) ||
-					!strings.Contains(msg, tc.want[0].Reference) || !strings.Contains(msg, "never rewrites an image inside a string") {
+					!strings.Contains(msg, tc.want[0].Reference) || !strings.Contains(msg, "is pinned where the string is a literal block scalar (|) by naming it with ImagePaths KIND=FIELD.PATH|PATH.IN.TEXT") {
 					t.Errorf("Render() with Strict = %q, want one line naming %s %s", err, tc.want[0].Workload, tc.want[0].Reference)
 				}
 			}

@@ -56,6 +56,9 @@ type site struct {
 	image        stream.Entry
 	c            *yaml.Node
 	text, prefix string
+	// inner is, for an image inside a string (pinEmbedded), the scalar
+	// of the string's text that holds it; image is then the string.
+	inner *yaml.Node
 	// value is the reference pinned, which the applier sets once the
 	// digest is known.
 	value string
@@ -112,6 +115,12 @@ type finder struct {
 	// anchored nodes that scan stepped into.
 	embed     bool
 	embedSeen map[*yaml.Node]bool
+	// embedded finds the bytes of images inside strings in the
+	// document, once one is asked for; embedPinned are the places, in
+	// the text of each string, of the images an image path pinned there,
+	// which scanEmbedded does not list.
+	embedded    *stream.Embedded
+	embedPinned map[*yaml.Node]map[textPlace]bool
 	// name is the copy of the last workload name that own made.
 	name string
 }

@@ -15,6 +15,7 @@ import (
 
 	"github.com/digestpin/digestpin/kindpath"
 	"github.com/digestpin/digestpin/renderer/stream"
+	"github.com/digestpin/digestpin/resolution"
 )
 
 // addSeeds adds the golden inputs and a few small streams to a fuzz
@@ -249,4 +250,116 @@ func FuzzPinnedForm(f *testing.F) {
 			}
 		}
 	})
+}
+
+// FuzzEmbedded renders arbitrary ConfigMaps whose data.x an image path
+// with "|" reaches into (spec.image and items.*.image of the document
+// the string holds). Render must not panic; when it succeeds, the
+// output is the input with its images pinned and nothing else changed,
+// each pinned reference is the value of an image field that a path names
+// (the output's text, read again, holds it there), and the output
+// renders to itself. The seed f99f7278089b50e8 is an image without a
+// tag, pinned as ":latest@…".
+func FuzzEmbedded(f *testing.F) {
+	for _, s := range []string{
+		"apiVersion: v1\nkind: ConfigMap\ndata:\n  x: |\n    spec:\n      image: registry.example/a:1 # c\n    items: [{image: 'registry.example/b:1'}, {image: \"registry.example/c:1\"}]\n",
+		"apiVersion: v1\r\nkind: ConfigMap\r\ndata:\r\n  x: |2-\r\n      spec: {image: registry.example/a:1}\r\n",
+		"apiVersion: v1\nkind: ConfigMap\ndata:\n  x: >\n    spec:\n      image: registry.example/a:1\n",
+		"apiVersion: v1\nkind: ConfigMap\ndata:\n  x: |\n    {\"spec\": {\"image\": \"registry.example/a:1\"}}\n    ---\n    spec:\n      image: &a registry.example/b:1\n",
+		"apiVersion: v1\nkind: ConfigMap\ndata:\n  x: \"spec:\\n  image: registry.example/a:1\\n\"\n",
+		"apiVersion: v1\nkind: ConfigMap\ndata:\n  x: |+\n    # é\n\n    spec:\n      image: \"registry.example/a\\x3a1\"\n\n",
+	} {
+		f.Add([]byte(s))
+	}
+	var paths []kindpath.Image
+	for _, s := range []string{"ConfigMap=data.x|spec.image", "ConfigMap=data.x|items.*.image"} {
+		p, err := kindpath.ParseImage(s)
+		if err != nil {
+			f.Fatal(err)
+		}
+		paths = append(paths, p)
+	}
+	f.Fuzz(func(t *testing.T, in []byte) {
+		r := &Renderer{Resolver: newFixed(), ImagePaths: paths}
+		res, err := r.Render(context.Background(), in)
+		if err != nil {
+			return
+		}
+		// The input, with digests added and nothing else.
+		back := string(res.Bytes())
+		var pinned []string
+		for _, im := range res.Images {
+			if im.Source == resolution.Pinned {
+				continue
+			}
+			p := pinnedForm(im.Written, im.Digest, ModePin)
+			back = strings.ReplaceAll(back, p, im.Written)
+			pinned = append(pinned, p)
+		}
+		if back != string(in) {
+			t.Fatalf("Render changed more than the image values\ninput:\n%q\noutput:\n%q", in, res.Bytes())
+		}
+		// Each pinned reference is the value of a field a path names.
+		if len(pinned) > 0 {
+			var doc yaml.Node
+			if err := yaml.Unmarshal(res.Bytes(), &doc); err != nil {
+				t.Fatalf("the output does not parse: %v\n%q", err, res.Bytes())
+			}
+			text := lookup(&doc, "data", "x")
+			if text == nil {
+				t.Fatalf("the output has no data.x:\n%q", res.Bytes())
+			}
+			roots, err := stream.ParseText(text.Value, maxEmbeddedNodes)
+			if err != nil {
+				t.Fatalf("the output's text does not parse: %v\n%q", err, text.Value)
+			}
+			found := map[string]bool{}
+			for _, root := range roots {
+				if v := lookup(root, "spec", "image"); v != nil {
+					found[v.Value] = true
+				}
+				if items := lookup(root, "items"); items != nil && items.Kind == yaml.SequenceNode {
+					for _, it := range items.Content {
+						if v := lookup(it, "image"); v != nil {
+							found[v.Value] = true
+						}
+					}
+				}
+			}
+			for _, p := range pinned {
+				if !found[p] {
+					t.Fatalf("%s is the value of no field the paths name in the output's text:\n%q", p, text.Value)
+				}
+			}
+		}
+		again, err := r.Render(context.Background(), res.Bytes())
+		if err != nil {
+			t.Fatalf("Render(output) = %v\ninput:\n%q\noutput:\n%q", err, in, res.Bytes())
+		}
+		if !bytes.Equal(again.Bytes(), res.Bytes()) {
+			t.Fatalf("Render is not idempotent\ninput:\n%q\nfirst:\n%q\nsecond:\n%q", in, res.Bytes(), again.Bytes())
+		}
+	})
+}
+
+// lookup follows keys from node n (a document, or a mapping), aliases
+// followed; nil when one is missing.
+func lookup(n *yaml.Node, keys ...string) *yaml.Node {
+	for _, k := range keys {
+		n = stream.Deref(n)
+		if n != nil && n.Kind == yaml.DocumentNode && len(n.Content) == 1 {
+			n = stream.Deref(n.Content[0])
+		}
+		if n == nil || n.Kind != yaml.MappingNode {
+			return nil
+		}
+		var next *yaml.Node
+		for i := 0; i+1 < len(n.Content); i += 2 {
+			if n.Content[i].Value == k {
+				next = n.Content[i+1]
+			}
+		}
+		n = next
+	}
+	return stream.Deref(n)
 }

@@ -65,6 +65,9 @@ func TestGolden(t *testing.T) {
 		// Manifests inside strings: listed as unpinned, never rewritten
 		// (TestGoldenUnpinned).
 		"embedded-manifests": {},
+		// Manifests inside strings that image paths with "|" name: pinned
+		// in the bytes of each image alone.
+		"embedded-pinned": {ImagePaths: embeddedPaths(t), ChecksumPaths: []kindpath.Checksum{{Group: "*", Kind: "ConfigMap"}}},
 	}
 	inputs, err := filepath.Glob("testdata/*.input.yaml")
 	if err != nil {
@@ -84,6 +87,21 @@ func TestGolden(t *testing.T) {
 			checkGolden(t, r, in, filepath.Join("testdata", base+".golden.yaml"))
 		})
 	}
+}
+
+// embeddedPaths are the default image paths and those of the images
+// inside strings of testdata/embedded-pinned.input.yaml.
+func embeddedPaths(t *testing.T) []kindpath.Image {
+	t.Helper()
+	paths := kindpath.DefaultImages[:len(kindpath.DefaultImages):len(kindpath.DefaultImages)]
+	for _, s := range []string{`ConfigMap=data.policy-server\.yaml|spec.image`, `argoproj.io/WorkflowTemplate=spec.templates.*.resource.manifest|spec.containers.*.image`} {
+		p, err := kindpath.ParseImage(s)
+		if err != nil {
+			t.Fatal(err)
+		}
+		paths = append(paths, p)
+	}
+	return paths
 }
 
 // checkGolden renders the file in with r and compares the output with the

@@ -330,6 +330,10 @@ func (e *finder) pinFields(from *yaml.Node, base string, paths []kindpath.Image,
 		}
 		for _, f := range found {
 			k := fieldKey{stream.Deref(f.m), key}
+			if len(p.Embedded) > 0 {
+				// Each path inside a string is a field of its own.
+				k.key += "|" + p.String()
+			}
 			got, done := fields[k]
 			if !done {
 				var err error
@@ -367,6 +371,9 @@ func (e *finder) pinField(m *yaml.Node, key, path string, w Workload, p kindpath
 			}
 		}
 		return lines, nil
+	}
+	if len(p.Embedded) > 0 && spec == nil { // Validate refuses it in a container
+		return e.pinEmbedded(m, key, path, w, p)
 	}
 	if sel, ok := kindpath.ParseSelector(key); ok && sel.IsFlag() {
 		return e.pinFlag(m, key, sel, w, p, spec)

@@ -57,10 +57,13 @@ type Renderer struct {
 	PodSpecPaths []kindpath.PodSpec
 	// ImagePaths name image fields outside pod specs; nil means
 	// kindpath.DefaultImages. Every entry that matches a kind is followed.
+	// One with Embedded pins image fields inside the document that a
+	// string holds, in the string's bytes alone, where the string is a
+	// literal block scalar; elsewhere the Render fails.
 	ImagePaths []kindpath.Image
 	// ContainerImagePaths name image fields inside each container of
 	// every pod spec (in its args and env), each path leading from the
-	// container, its Group and Kind unused; nil means
+	// container, its Group and Kind unused, none with Embedded; nil means
 	// kindpath.DefaultContainerImages. They are pinned with the container and
 	// go into its pod template's checksum.
 	ContainerImagePaths []kindpath.Image
@@ -113,8 +116,9 @@ type Workload struct {
 	// Field is the path, in the container, of an image field that
 	// ContainerImagePaths found: "args[flag=--config-reloader-image]",
 	// "env[name=AGENT_IMAGE].value"; "" for the container's image. For
-	// an image inside a string (Result.Unpinned only), EmbeddedPrefix and
-	// the path in the document the string holds.
+	// an image inside a string (one that an image path with
+	// kindpath.Image.Embedded pinned, or an Unpinned value), EmbeddedPrefix
+	// and the path in the document the string holds.
 	Field string `json:"field,omitempty"`
 }
 
@@ -291,6 +295,11 @@ func (r *Renderer) Validate() error {
 	default:
 		return fmt.Errorf("mode %q: want %s, %s or %s", r.Mode, ModePin, ModeDigest, ModeAnnotate)
 	}
+	for _, p := range r.ContainerImagePaths {
+		if len(p.Embedded) > 0 {
+			return fmt.Errorf("container image path %s: a path inside a string is an image path of the object's kind, not of a container", p)
+		}
+	}
 	return r.checkChecksumPaths()
 }
 
@@ -299,20 +308,24 @@ func (r *Renderer) Validate() error {
 // image field as "Workflow/ns/ci field spec.templates[0].script.image",
 // or for an image inside a string as "ConfigMap/ns/cm field
 // data["pod.yaml"] embedded spec.containers[0].image".
-func (w Workload) String() string {
+func (w Workload) String() string { return w.describe(w.object()) }
+
+// describe formats the workload as String does, with obj in place of its
+// object: its kind alone, say, for a field that several objects share.
+func (w Workload) describe(obj string) string {
 	if v, ok := strings.CutPrefix(w.Container, VolumePrefix); ok {
-		return fmt.Sprintf("%s volume %q", w.object(), v)
+		return fmt.Sprintf("%s volume %q", obj, v)
 	}
 	if f, ok := strings.CutPrefix(w.Container, FieldPrefix); ok {
 		if t, ok := strings.CutPrefix(w.Field, EmbeddedPrefix); ok {
-			return fmt.Sprintf("%s field %s embedded %s", w.object(), f, t)
+			return fmt.Sprintf("%s field %s embedded %s", obj, f, t)
 		}
-		return fmt.Sprintf("%s field %s", w.object(), f)
+		return fmt.Sprintf("%s field %s", obj, f)
 	}
 	if w.Field != "" {
-		return fmt.Sprintf("%s container %q field %s", w.object(), w.Container, w.Field)
+		return fmt.Sprintf("%s container %q field %s", obj, w.Container, w.Field)
 	}
-	return fmt.Sprintf("%s container %q", w.object(), w.Container)
+	return fmt.Sprintf("%s container %q", obj, w.Container)
 }
 
 // object formats the workload's object as "Deployment/ns/web".

@@ -20,7 +20,8 @@ import (
 // whose name says image, or such a field of a YAML or JSON document
 // inside a string (a manifest in a ConfigMap). A lock file or report of
 // the stream does not cover it; an --image-path that names its field
-// pins it, but for one inside a string, which is never rewritten.
+// pins it (for one inside a string, an image path with "|" into the
+// string's text, kindpath.Image.Embedded).
 type Unpinned struct {
 	// Reference is the value as written.
 	Reference string `json:"reference"`
@@ -46,8 +47,9 @@ func unpinnedError(ctx context.Context, us []Unpinned) error {
 }
 
 // unpinnedAdvice says how to pin us: name their fields with an image
-// path, and, for an image inside a string, which digestpin never
-// rewrites, write the digest into the text where it is made.
+// path, and, for an image inside a string, with an image path into the
+// string's text where the string is a literal block scalar, or write the
+// digest into the text where it is made.
 func unpinnedAdvice(ctx context.Context, us []Unpinned) string {
 	var fields, embedded bool
 	for _, u := range us {
@@ -62,17 +64,58 @@ func unpinnedAdvice(ctx context.Context, us []Unpinned) string {
 		advice = append(advice, "name their fields with "+resolution.OptionName(ctx, "ImagePaths"))
 	}
 	if embedded {
-		advice = append(advice, "digestpin never rewrites an image inside a string (an embedded manifest): pin it where the text is made, with a digest in the chart's values")
+		advice = append(advice, "an image inside a string (an embedded manifest) is pinned where the string is a literal block scalar (|) by naming it with "+resolution.OptionName(ctx, "ImagePaths")+` KIND=FIELD.PATH|PATH.IN.TEXT (ConfigMap=data.policy\.yaml|spec.image), else where the text is made, with a digest in the chart's values`)
 	}
 	return strings.Join(advice, "; ")
 }
 
+// maxPlaces is how many of the objects that hold one value in one field
+// unpinnedList names: a stream that repeats a chart a hundred times
+// repeats its values a hundred times.
+const maxPlaces = 3
+
 // unpinnedList lists us as the error of Strict and the warning without it
-// do: each as String formats it, joined with ", ".
+// do, joined with ", ": each distinct value in each field once, in stream
+// order of its first place. A value in one place is named as String
+// formats it; one in several, by the field without the object's
+// namespace and name, then how many places and the first maxPlaces
+// objects: `Deployment container "manager" field env[name=SIDECAR].value
+// "registry.example/sidecar:1" in 100 places (Deployment/a/op,
+// Deployment/b/op, Deployment/c/op and 97 more)`. An object that holds
+// the value twice in the field is named once.
 func unpinnedList(us []Unpinned) string {
-	list := make([]string, len(us))
-	for i, u := range us {
-		list[i] = u.String()
+	type group struct {
+		u       Unpinned
+		places  int
+		objects []string
+		seen    map[string]bool
+	}
+	// The field a value is in, whatever the object: its kind, container
+	// (or field of the object) and field in the container.
+	type key struct{ ref, kind, container, field string }
+	var groups []*group
+	at := map[key]*group{}
+	for _, u := range us {
+		k := key{u.Reference, u.Workload.Kind, u.Workload.Container, u.Workload.Field}
+		g := at[k]
+		if g == nil {
+			g = &group{u: u, seen: map[string]bool{}}
+			at[k] = g
+			groups = append(groups, g)
+		}
+		g.places++
+		if obj := u.Workload.object(); !g.seen[obj] {
+			g.seen[obj] = true
+			g.objects = append(g.objects, obj)
+		}
+	}
+	list := make([]string, len(groups))
+	for i, g := range groups {
+		if g.places == 1 {
+			list[i] = g.u.String()
+			continue
+		}
+		list[i] = fmt.Sprintf("%s %q in %d places (%s)", g.u.Workload.describe(g.u.Workload.Kind), g.u.Reference, g.places, listSome(g.objects, maxPlaces))
 	}
 	return strings.Join(list, ", ")
 }

@@ -3,6 +3,7 @@ package cli
 import (
 	"encoding/json"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
@@ -307,7 +308,7 @@ func TestRunUnpinned(t *testing.T) {
 // text left as written, and with --strict a failure naming them.
 func TestRunUnpinnedEmbedded(t *testing.T) {
 	reg := testregistry.New(t)
-	reg.PushImage(t, "policy-server:1")
+	digest := reg.PushImage(t, "policy-server:1").String()
 	in := "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: default-policyserver\n  namespace: kubewarden\ndata:\n  policy-server.yaml: |\n    apiVersion: policies.kubewarden.io/v1\n    kind: PolicyServer\n    metadata:\n      name: default\n    spec:\n      image: " + reg.Ref("policy-server:1") + "\n"
 	report := filepath.Join(t.TempDir(), "report.json")
 	out, stderr, err := runIn(t, in, "--report", report)
@@ -318,7 +319,7 @@ func TestRunUnpinnedEmbedded(t *testing.T) {
 		t.Errorf("the ConfigMap changed:\n%s", out)
 	}
 	field := `ConfigMap/kubewarden/default-policyserver field data["policy-server.yaml"] embedded spec.image "` + reg.Ref("policy-server:1") + `"`
-	if !strings.Contains(stderr, field) || !strings.Contains(stderr, "never rewrites an image inside a string") || strings.Count(stderr, "\n") != 1 {
+	if !strings.Contains(stderr, field) || !strings.Contains(stderr, "is pinned where the string is a literal block scalar (|) by naming it with --image-path KIND=FIELD.PATH|PATH.IN.TEXT") || strings.Count(stderr, "\n") != 1 {
 		t.Errorf("stderr = %q, want one line with %q", stderr, field)
 	}
 	b, err := os.ReadFile(report)
@@ -342,5 +343,82 @@ func TestRunUnpinnedEmbedded(t *testing.T) {
 	}
 	if !strings.Contains(stderr, "document 1, line 7: 1 image references are left as tags where digestpin knows no image field (--strict): "+field) || strings.Count(stderr, "\n") != 1 {
 		t.Errorf("stderr = %q, want one line naming the ConfigMap and its key", stderr)
+	}
+
+	// Named by an image path into the string, it is pinned in its bytes
+	// alone, an image of the report and the lock file like any other,
+	// and nothing is left.
+	lock := filepath.Join(t.TempDir(), "digests.lock")
+	out, stderr, err = runIn(t, in, "--strict", "--report", report, "--write-lock", lock, "--image-path", `ConfigMap=data.policy-server\.yaml|spec.image`)
+	if err != nil {
+		t.Fatalf("run(--image-path) = %v; stderr:\n%s", err, stderr)
+	}
+	if want := strings.Replace(in, reg.Ref("policy-server:1"), reg.Ref("policy-server:1")+"@"+digest, 1); out != want || stderr != "" {
+		t.Errorf("run(--image-path) = stderr %q, output:\n%s\nwant:\n%s", stderr, out, want)
+	}
+	if b, err = os.ReadFile(report); err != nil {
+		t.Fatal(err)
+	}
+	var pinned struct {
+		Images []struct {
+			Reference string              `json:"reference"`
+			Workloads []renderer.Workload `json:"workloads"`
+		} `json:"images"`
+		Unpinned []renderer.Unpinned `json:"unpinned"`
+	}
+	if err := json.Unmarshal(b, &pinned); err != nil {
+		t.Fatalf("report: %v\n%s", err, b)
+	}
+	if len(pinned.Images) != 1 || len(pinned.Unpinned) != 0 || !slices.Equal(pinned.Images[0].Workloads, []renderer.Workload{wantU[0].Workload}) {
+		t.Errorf("report = %s, want the one image, used by the ConfigMap's string, and nothing unpinned", b)
+	}
+	if l, err := os.ReadFile(lock); err != nil || !strings.Contains(string(l), digest) {
+		t.Errorf("lock file = %q, %v, want the digest %s", l, err, digest)
+	}
+}
+
+// TestRunUnpinnedRepeated checks what a run says about one value left as
+// a tag in a chart rendered a hundred times: one warning line that names
+// it once, with the count and the first three objects, and --strict's
+// error alike, while the report has an entry for every place.
+func TestRunUnpinnedRepeated(t *testing.T) {
+	reg := testregistry.New(t)
+	reg.PushImage(t, "policy-server:1")
+	var in strings.Builder
+	for i := range 100 {
+		fmt.Fprintf(&in, "---\napiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: policies\n  namespace: team-%02d\ndata:\n  policy.yaml: |\n    kind: PolicyServer\n    spec:\n      image: %s\n", i, reg.Ref("policy-server:1"))
+	}
+	report := filepath.Join(t.TempDir(), "report.json")
+	out, stderr, err := runIn(t, in.String(), "--report", report)
+	if err != nil {
+		t.Fatalf("run() = %v; stderr:\n%s", err, stderr)
+	}
+	if out != in.String() {
+		t.Errorf("the ConfigMaps changed")
+	}
+	field := `ConfigMap field data["policy.yaml"] embedded spec.image "` + reg.Ref("policy-server:1") + `" in 100 places (ConfigMap/team-00/policies, ConfigMap/team-01/policies, ConfigMap/team-02/policies and 97 more); `
+	if !strings.Contains(stderr, "100 image references are left as tags where digestpin knows no image field, and no lock file or report covers them: "+field) || strings.Count(stderr, "\n") != 1 || len(stderr) > 1000 {
+		t.Errorf("stderr = %q, want one short line with %q", stderr, field)
+	}
+	b, err := os.ReadFile(report)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var rep struct {
+		Unpinned []renderer.Unpinned `json:"unpinned"`
+	}
+	if err := json.Unmarshal(b, &rep); err != nil {
+		t.Fatalf("report: %v", err)
+	}
+	if len(rep.Unpinned) != 100 || rep.Unpinned[99].Workload.Namespace != "team-99" {
+		t.Errorf("report unpinned: %d entries, want one for each of the 100 places", len(rep.Unpinned))
+	}
+
+	out, stderr, err = runIn(t, in.String(), "--strict")
+	if err == nil || out != "" {
+		t.Fatalf("run(--strict) = %v with stdout %q, want a failure and nothing", err, out)
+	}
+	if !strings.Contains(stderr, "document 1, line 8: 100 image references are left as tags where digestpin knows no image field (--strict): "+field) || strings.Count(stderr, "\n") != 1 || len(stderr) > 1000 {
+		t.Errorf("stderr = %q, want one short line naming the value once", stderr)
 	}
 }

@@ -3,6 +3,7 @@ package stream
 import (
 	"bytes"
 	"errors"
+	"fmt"
 	"regexp"
 	"slices"
 	"strings"
@@ -31,6 +32,12 @@ type Replacement struct {
 	// flow style ("[…]", "{…}"), where a plain scalar also ends before
 	// ",", "]" or "}".
 	Flow bool
+	// Inner, when not nil, is a scalar of the document that Node's text
+	// holds (ParseText), to set to Value in place of Node's whole value:
+	// only the bytes of Inner's value change (EmbeddedOffset), and a
+	// document that cannot be written by splicing is an error, never
+	// encoded again.
+	Inner *yaml.Node
 }
 
 // Annotation sets an annotation of Holder, a mapping with metadata (an
@@ -56,6 +63,12 @@ var ErrEncode = errors.New("the document needs its comments to be encoded")
 func Write(d *Document, p *Parsed, changes []Replacement, annotations []Annotation, key string) (Piece, error) {
 	if b, ok := splice(d, changes, annotations, key); ok {
 		return b, nil
+	}
+	for _, c := range changes {
+		if c.Inner != nil {
+			// Encoding would write the whole text again: refused.
+			return Piece{}, fmt.Errorf("%s: cannot write the image inside the string at line %d: the document's other changes need it encoded again (flow style, block scalars, anchors), which would write the whole text anew", d.At(c.Node.Line), c.Node.Line)
+		}
 	}
 	if p.Quick {
 		return Piece{}, ErrEncode // the tree has no comments to encode
@@ -104,9 +117,12 @@ func splice(d *Document, images []Replacement, annotations []Annotation, key str
 	for _, c := range images {
 		var e edit
 		var ok bool
-		if c.Alias != nil {
+		switch {
+		case c.Inner != nil:
+			e, ok = s.replaceEmbedded(c.Node, c.Inner, c.Value)
+		case c.Alias != nil:
 			e, ok = s.replaceAlias(c.Alias, c.Value)
-		} else {
+		default:
 			s.flow = c.Flow
 			e, ok = s.replaceScalar(c.Node, c.Value, c.Node.Style)
 			s.flow = false
@@ -206,6 +222,12 @@ type spliceState struct {
 	// continues from it, so that many nodes on one very long line (flow
 	// style) cost the line's length once, not once per node.
 	lastLine, lastColumn, lastAt int
+	// texts are the offsets of the lines of the texts of strings with
+	// images inside (embeddedOffset), by string.
+	texts map[*yaml.Node]textLines
+	// breaks is 2 when the body has line breaks other than LF and
+	// CRLF, 1 when not, 0 before it is asked (otherBreaks).
+	breaks int
 }
 
 // offset returns the byte offset of a node's first character, and the

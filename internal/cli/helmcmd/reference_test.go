@@ -272,7 +272,7 @@ func flagTable(b *bytes.Buffer, fs *pflag.FlagSet, env bool) {
 // cell makes text safe in a Markdown table cell: no column breaks, no
 // emphasis, no HTML.
 func cell(s string) string {
-	return strings.NewReplacer("|", `\|`, "*", `\*`, "<", "&lt;", "\n", " ").Replace(s)
+	return strings.NewReplacer(`\`, `\\`, "|", `\|`, "*", `\*`, "<", "&lt;", "\n", " ").Replace(s)
 }
 
 // TestReferenceCoversEveryFlag checks the reference against what the
