@@ -425,9 +425,13 @@ func (r *CachingResolver) stale(ctx context.Context, ref name.Reference, rec Rec
 	return resolution.Resolution{Digest: rec.Digest, Source: resolution.Stale}, nil
 }
 
-// shortDuration is d to the second, without the zero units Go's
-// Duration.String ends with: "24h", "1h30m", "5m", "45s".
+// shortDuration is d to the second (under a second, to the
+// millisecond), without the zero units Go's Duration.String ends with:
+// "24h", "1h30m", "5m", "45s", "5ms".
 func shortDuration(d time.Duration) string {
+	if d < time.Second {
+		return d.Round(time.Millisecond).String()
+	}
 	s := d.Round(time.Second).String()
 	if strings.HasSuffix(s, "m0s") {
 		s = strings.TrimSuffix(s, "0s")

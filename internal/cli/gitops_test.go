@@ -5,10 +5,12 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 	v1 "github.com/google/go-containerregistry/pkg/v1"
@@ -335,5 +337,40 @@ func TestReportContent(t *testing.T) {
 	}}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("report mismatch (-want +got):\n%s", diff)
+	}
+}
+
+// TestStaleIfError is a registry that fails (501, which is not retried)
+// past the cache's TTL: the cache's last digest is pinned with a warning
+// and source stale; with --stale-if-error 0 the run fails.
+func TestStaleIfError(t *testing.T) {
+	reg := testregistry.New(t)
+	app := reg.PushImage(t, "app:1.0")
+	cache := t.TempDir()
+	report := filepath.Join(t.TempDir(), "report.json")
+	in := gen.Deployments("prod", reg.Ref("app:1.0"))
+	first := mustRun(t, in, "--cache-ttl", "1ms", "--cache-dir", cache)
+	time.Sleep(5 * time.Millisecond)
+	reg.Handle(func(w http.ResponseWriter, r *http.Request) bool {
+		if !strings.Contains(r.URL.Path, "/manifests/") {
+			return false
+		}
+		w.WriteHeader(http.StatusNotImplemented)
+		return true
+	})
+	second := mustRun(t, in, "--cache-ttl", "1ms", "--cache-dir", cache, "--report", report)
+	if second.stdout != first.stdout || !strings.Contains(second.stdout, app.String()) {
+		t.Errorf("stale output differs:\n%s\nvs\n%s", second.stdout, first.stdout)
+	}
+	if got := sources(t, report)[reg.Ref("app:1.0")]; got != "stale" {
+		t.Errorf("source %q, want stale", got)
+	}
+	warning := "digestpin: warning: " + reg.Ref("app:1.0") + ": using " + app.String() + ", resolved "
+	if strings.Count(second.stderr, warning) != 1 || !strings.Contains(second.stderr, " ago (--stale-if-error 24h past --cache-ttl 1ms), since the registry did not answer: ") || !strings.Contains(second.stderr, "501 Not Implemented") {
+		t.Errorf("stderr:\n%s\nwant one warning %q… with the flags and the registry's answer", second.stderr, warning)
+	}
+	r := runPin(t, in, "--cache-ttl", "1ms", "--cache-dir", cache, "--stale-if-error", "0")
+	if r.err == nil || !strings.Contains(r.stderr, "501 Not Implemented") || r.stdout != "" {
+		t.Errorf("--stale-if-error 0: %v, stdout %q, stderr:\n%s\nwant the registry's failure", r.err, r.stdout, r.stderr)
 	}
 }

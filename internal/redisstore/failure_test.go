@@ -2,6 +2,7 @@ package redisstore
 
 import (
 	"context"
+	"net/http"
 	"strings"
 	"sync"
 	"testing"
@@ -9,8 +10,10 @@ import (
 
 	"github.com/digestpin/digestpin/internal/testredis"
 	"github.com/digestpin/digestpin/internal/testregistry"
+	"github.com/digestpin/digestpin/resolution"
 	"github.com/digestpin/digestpin/resolve"
 	"github.com/digestpin/digestpin/resolve/tagpolicy"
+	regtransport "github.com/digestpin/digestpin/resolve/transport"
 )
 
 // resolvers returns n caching resolvers, each with its own Client and
@@ -157,5 +160,55 @@ func TestForeignFailuresIgnored(t *testing.T) {
 		if got := w.get(); len(got) != 1 || !strings.Contains(got[0], "ignoring the value of key digestpin:failed:") {
 			t.Errorf("warnings with the failure %.40q = %q, want one", v, got)
 		}
+	}
+}
+
+// TestStaleSharedThroughRedis is several processes resolving an image,
+// past the TTL, while its registry is down: one asks the registry, the
+// others take its failure, and each answers with the last digest Redis
+// recorded (resolve.StaleIfError), the same for every replica.
+func TestStaleSharedThroughRedis(t *testing.T) {
+	t.Parallel()
+	srv := testredis.Start(t, testredis.Options{})
+	reg := testregistry.New(t)
+	want := reg.PushImage(t, "team/app:1")
+	ref := mustRef(t, reg.Ref("team/app:1"))
+	// A failure is shared for FailureTTL, or the TTL if shorter: a TTL
+	// long enough for the others to take it.
+	const ttl = time.Second
+	process := func() *resolve.CachingResolver {
+		c, _ := newClient(t, Options{URL: srv.URL(0)})
+		r, err := resolve.New()
+		if err != nil {
+			t.Fatal(err)
+		}
+		return resolve.NewCachingResolver(r, newCache(t, c, ttl, 10*time.Second), ttl, r.CacheKey, func(string, ...any) {}, resolve.StaleIfError(time.Hour))
+	}
+	if res, err := process().Resolve(context.Background(), ref); err != nil || res.Digest != want {
+		t.Fatalf("first Resolve = %+v, %v", res, err)
+	}
+	time.Sleep(ttl + 100*time.Millisecond)
+	reg.ResetCounts()
+	reg.Handle(func(w http.ResponseWriter, r *http.Request) bool {
+		if !strings.Contains(r.URL.Path, "/manifests/") {
+			return false
+		}
+		time.Sleep(20 * time.Millisecond)
+		w.WriteHeader(http.StatusServiceUnavailable)
+		return true
+	})
+	var wg sync.WaitGroup
+	for i := range 6 {
+		cr := process()
+		wg.Go(func() {
+			res, err := cr.Resolve(context.Background(), ref)
+			if err != nil || res.Digest != want || res.Source != resolution.Stale {
+				t.Errorf("process %d: Resolve = %+v, %v; want the stale %s", i, res, err, want)
+			}
+		})
+	}
+	wg.Wait()
+	if n := reg.Manifests(); n != regtransport.DefaultAttempts {
+		t.Errorf("6 processes made %d manifest requests to a registry that is down, want one process's %d attempts", n, regtransport.DefaultAttempts)
 	}
 }
