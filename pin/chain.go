@@ -4,11 +4,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
 	"slices"
 	"strings"
 	"sync"
 
 	"github.com/google/go-containerregistry/pkg/name"
+	v1 "github.com/google/go-containerregistry/pkg/v1"
 
 	"github.com/digestpin/digestpin/internal/atomicfile"
 	"github.com/digestpin/digestpin/lockfile"
@@ -151,8 +153,68 @@ func newChain(o *Options) (*chain, error) {
 		c.Resolver = &lockLayer{chain: c, next: live}
 		return c, nil
 	}
+	if prev := replacedLock(o); prev != nil {
+		live = &staleLockLayer{chain: c, next: live, lock: prev, file: o.WriteLock, warnf: o.warnf}
+	}
 	c.Resolver = live
 	return c, nil
+}
+
+// replacedLock is the lock file a run replaces (WriteLock, without a
+// Lock), when a registry that cannot answer may be stood in for
+// (StaleIfError): nil when there is none, or it cannot be read (the run
+// replaces it all the same).
+func replacedLock(o *Options) *lockfile.Lock {
+	if o.WriteLock == "" || o.StaleIfError <= 0 {
+		return nil
+	}
+	if fi, err := os.Stat(o.WriteLock); err != nil || fi.Size() == 0 {
+		return nil
+	}
+	l, err := lockfile.Read(o.WriteLock)
+	if err != nil {
+		return nil
+	}
+	return l
+}
+
+// staleLockLayer answers with the digest of the lock file that the run
+// replaces when the registry cannot answer (resolve.Unavailable) and no
+// cache stood in: a CI step that records the lock file during an outage
+// records what it holds, with a warning, rather than failing. The lock
+// file does not say when its digests were resolved, so no age bounds it.
+type staleLockLayer struct {
+	chain  *chain
+	next   resolution.Resolver
+	lock   *lockfile.Lock
+	file   string
+	warnf  func(format string, args ...any)
+	warned sync.Map
+}
+
+// Resolve implements resolution.Resolver.
+func (l *staleLockLayer) Resolve(ctx context.Context, ref name.Reference) (resolution.Resolution, error) {
+	res, err := l.next.Resolve(ctx, ref)
+	if err == nil || ctx.Err() != nil || !resolve.Unavailable(err) {
+		return res, err
+	}
+	var (
+		h   v1.Hash
+		tag string
+		ok  bool
+	)
+	if p := l.chain.tags.For(ref); p != nil {
+		tag, h, ok = l.lock.LookupPolicy(ref, l.chain.platform, p.String())
+	} else {
+		h, ok = l.lock.Lookup(ref, l.chain.platform)
+	}
+	if !ok {
+		return res, err
+	}
+	if _, warned := l.warned.LoadOrStore(ref.String(), true); !warned {
+		l.warnf("%s: using %s from %s, the lock file this run replaces, since the registry did not answer (%s; a lock file does not say how old its digests are): %v", ref, h, l.file, resolution.OptionName(ctx, "StaleIfError"), err)
+	}
+	return resolution.Resolution{Digest: h, Source: resolution.Stale, Tag: tag}, nil
 }
 
 // registryResolver returns the registry resolver of ResolveOptions,
@@ -319,6 +381,7 @@ var (
 
 	_ resolution.Resolver = (*lockLayer)(nil)
 	_ resolution.Resolver = (*checkLayer)(nil)
+	_ resolution.Resolver = (*staleLockLayer)(nil)
 )
 
 // notes collects lines from concurrent resolutions.

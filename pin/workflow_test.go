@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/http"
 	"os"
 	"path/filepath"
 	"slices"
@@ -594,6 +595,64 @@ func TestOptionNames(t *testing.T) {
 				if err == nil || !strings.Contains(err.Error(), want) {
 					t.Errorf("Pin() = %v, want an error with %q", err, want)
 				}
+			}
+		})
+	}
+}
+
+// TestStaleFromTheReplacedLock is a CI step that records the lock file
+// while the registry is down (501, not retried): the lock file it
+// replaces stands in, with a warning, and the lock file is written as it
+// was; a refusal, or StaleIfError 0, still fails.
+func TestStaleFromTheReplacedLock(t *testing.T) {
+	for _, tc := range []struct {
+		desc    string
+		status  int
+		stale   time.Duration
+		wantErr string
+	}{
+		{desc: "down", status: http.StatusNotImplemented, stale: time.Hour},
+		{desc: "off", status: http.StatusNotImplemented, wantErr: "501 Not Implemented"},
+		{desc: "refused", status: http.StatusForbidden, stale: time.Hour, wantErr: "403 Forbidden"},
+	} {
+		t.Run(tc.desc, func(t *testing.T) {
+			reg := testregistry.New(t)
+			d := reg.PushImage(t, "shop/web:1")
+			in := gen.Deployments("", reg.Ref("shop/web:1"))
+			lock := filepath.Join(t.TempDir(), "digests.lock")
+			if _, err := pinOnce(t, Options{WriteLock: lock}, in); err != nil {
+				t.Fatal(err)
+			}
+			before, err := os.ReadFile(lock)
+			if err != nil {
+				t.Fatal(err)
+			}
+			reg.Handle(func(w http.ResponseWriter, r *http.Request) bool {
+				if !strings.Contains(r.URL.Path, "/manifests/") {
+					return false
+				}
+				w.WriteHeader(tc.status)
+				return true
+			})
+			var warnings []string
+			o := Options{WriteLock: lock, StaleIfError: tc.stale}
+			o.Renderer.Warnf = func(f string, args ...any) { warnings = append(warnings, fmt.Sprintf(f, args...)) }
+			res, err := pinOnce(t, o, in)
+			after, _ := os.ReadFile(lock)
+			if string(after) != string(before) {
+				t.Errorf("lock file changed:\n%s\nwas\n%s", after, before)
+			}
+			if tc.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
+					t.Errorf("Pin() = %v, want an error with %q", err, tc.wantErr)
+				}
+				return
+			}
+			if err != nil || res.Images[0].Digest != d.String() || res.Images[0].Source != resolution.Stale {
+				t.Fatalf("Pin() = %+v, %v; want %s, stale", res, err, d)
+			}
+			if want := reg.Ref("shop/web:1") + ": using " + d.String() + " from " + lock + ", the lock file this run replaces, since the registry did not answer (StaleIfError; "; len(warnings) != 1 || !strings.HasPrefix(warnings[0], want) {
+				t.Errorf("warnings %q, want one beginning %q", warnings, want)
 			}
 		})
 	}
