@@ -3,7 +3,8 @@
 // stream, runs digestpin on the stream through --registry-mirror (so the
 // output keeps the example's registry name), then pushes a new image under
 // one tag and runs digestpin again to show that exactly the pod templates
-// using it change.
+// using it change, with digestpin's summary of what moved against the
+// first output (--diff-against).
 //
 // Usage: go run ./internal/cmd/demo DIGESTPIN-BINARY EXAMPLE.yaml
 package main
@@ -15,6 +16,7 @@ import (
 	"io"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"regexp"
 	"slices"
 	"strings"
@@ -86,7 +88,19 @@ func show(tb testregistry.TB, bin, example string, in []byte, stdout, stderr io.
 
 	moved := repos[0]
 	reg.PushImage(tb, moved)
-	third, err := pin(bin, in, stderr, flags...)
+	// What moved, against the first output, as a commit message would
+	// say it.
+	dir, err := os.MkdirTemp("", "digestpin-demo-")
+	if err != nil {
+		return fmt.Errorf("making a temporary folder: %w", err)
+	}
+	defer os.RemoveAll(dir)
+	earlier, summary := filepath.Join(dir, "first.yaml"), filepath.Join(dir, "summary.txt")
+	if err := os.WriteFile(earlier, first, 0o600); err != nil {
+		return fmt.Errorf("keeping the first output: %w", err)
+	}
+	note(stderr, "running again with --diff-against %s --summary-text %s", "FIRST-OUTPUT", "FILE")
+	third, err := pin(bin, in, stderr, append(flags, "--diff-against="+earlier, "--summary-text="+summary)...)
 	if err != nil {
 		return err
 	}
@@ -95,6 +109,13 @@ func show(tb testregistry.TB, bin, example string, in []byte, stdout, stderr io.
 		return err
 	}
 	note(stderr, "pushed a new image as %s/%s: %s", exampleRegistry, moved, changed)
+	text, err := os.ReadFile(summary)
+	if err != nil {
+		return fmt.Errorf("reading the summary: %w", err)
+	}
+	for _, l := range strings.Split(strings.TrimSpace(string(text)), "\n") {
+		note(stderr, "  %s", l)
+	}
 	return nil
 }
 

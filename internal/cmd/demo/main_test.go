@@ -95,10 +95,14 @@ func TestDemo(t *testing.T) {
 	for _, want := range []string{
 		"# second run: byte-identical output: true\n",
 		"# pushed a new image as registry.example/shop/migrate:dev: 1 of 3 documents changed: Deployment/shop-web\n",
+		"#   1 image moved, 3 unchanged (against the earlier output)\n#   registry.example/shop/migrate:dev ",
 	} {
 		if !strings.Contains(stderr.String(), want) {
 			t.Errorf("demo's messages lack %q:\n%s", want, stderr.String())
 		}
+	}
+	if moved := regexp.MustCompile(`(?m)^#   registry\.example/shop/migrate:dev [0-9a-f]{12} → [0-9a-f]{12}: Deployment/shop-web$`); !moved.MatchString(stderr.String()) {
+		t.Errorf("demo's summary lacks the moved image, old → new:\n%s", stderr.String())
 	}
 	// The output is the pinned example, with the example's registry name.
 	pinned := regexp.MustCompile(`image: "?registry\.example/shop/[a-z]+:[a-z0-9.]+@sha256:[0-9a-f]{64}"?\n`)
