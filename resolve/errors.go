@@ -288,14 +288,13 @@ func unavailable(err error, mirror bool) bool {
 	case errors.As(err, &pe), errors.As(err, &ce), errors.As(err, &rd), regtransport.IsTLSError(err):
 		return false
 	case errors.As(err, &te):
-		switch s := te.StatusCode; {
-		case s == http.StatusRequestTimeout, s == http.StatusTooManyRequests:
+		switch te.StatusCode {
+		case http.StatusRequestTimeout, http.StatusTooManyRequests:
 			return true
-		case s == http.StatusNotFound:
+		case http.StatusNotFound:
 			return mirror
-		default:
-			return s >= 500
 		}
+		return te.StatusCode >= 500
 	case errors.As(err, &he), errors.Is(err, context.DeadlineExceeded):
 		return true
 	case errors.As(err, &ue), errors.As(err, &ne):
