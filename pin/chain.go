@@ -143,7 +143,7 @@ func newChain(o *Options) (*chain, error) {
 		if c.built, err = resolve.NewRecords(cache, builtTTL); err != nil {
 			return nil, err
 		}
-		popts = append(popts, tagpolicy.WithChoiceCache(cache, o.CacheTTL, key, o.warnf))
+		popts = append(popts, tagpolicy.WithChoiceCache(cache, o.CacheTTL, key, o.warnf), tagpolicy.WithStaleIfError(o.StaleIfError, resolve.Unavailable))
 	}
 	live, err := c.withPolicies(o, live, tagSource, popts...)
 	if err != nil {

@@ -15,6 +15,7 @@ import (
 
 	"github.com/digestpin/digestpin/internal/testregistry"
 	"github.com/digestpin/digestpin/resolution"
+	"github.com/digestpin/digestpin/resolve/tagpolicy"
 	regtransport "github.com/digestpin/digestpin/resolve/transport"
 )
 
@@ -164,3 +165,66 @@ type sharedUnavailable bool
 
 func (s sharedUnavailable) Error() string     { return "shared" }
 func (s sharedUnavailable) Unavailable() bool { return bool(s) }
+
+// TestStaleChoice is a tag policy past the TTL while the registry cannot
+// list its tags: the last choice and the last digest of the chosen tag
+// stand in, each warned about once; with a 404 (the repository is gone)
+// the run fails.
+func TestStaleChoice(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		status  int
+		wantErr string
+	}{
+		{status: http.StatusServiceUnavailable},
+		{status: http.StatusNotFound, wantErr: "404 Not Found"},
+	} {
+		t.Run(fmt.Sprint(tc.status), func(t *testing.T) {
+			t.Parallel()
+			reg := testregistry.New(t)
+			digests := pushTags(t, reg, "shop/web", "1.4.1", "1.4.2")
+			var ps tagpolicy.TagPolicies
+			must(t, ps.Add(reg.Ref("shop/web"), "semver:~1.4"))
+			dir := t.TempDir()
+			const ttl = time.Millisecond
+			run := func() (resolution.Resolution, []string, error) {
+				t.Helper()
+				r, _ := newTestResolver(t, withRetry(1, time.Millisecond, time.Millisecond))
+				cache, err := NewDirCache(dir)
+				must(t, err)
+				var warnings []string
+				warnf := func(f string, args ...any) { warnings = append(warnings, fmt.Sprintf(f, args...)) }
+				live := NewCachingResolver(r, cache, ttl, r.CacheKey, warnf, StaleIfError(time.Hour))
+				pr, err := tagpolicy.NewPolicyResolver(live, r, &ps, tagpolicy.WithChoiceCache(cache, ttl, r.CacheKey, warnf), tagpolicy.WithStaleIfError(time.Hour, Unavailable))
+				must(t, err)
+				res, err := pr.Resolve(context.Background(), parseRef(t, reg.Ref("shop/web:1.4")))
+				return res, warnings, err
+			}
+			if res, _, err := run(); err != nil || res.Tag != "1.4.2" {
+				t.Fatalf("first run = %+v, %v", res, err)
+			}
+			time.Sleep(5 * ttl)
+			pushTags(t, reg, "shop/web", "1.4.3")
+			reg.Handle(func(w http.ResponseWriter, r *http.Request) bool {
+				if r.URL.Path == "/v2/" {
+					return false
+				}
+				w.WriteHeader(tc.status)
+				return true
+			})
+			res, warnings, err := run()
+			if tc.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
+					t.Errorf("Resolve = %+v, %v; want an error with %q", res, err, tc.wantErr)
+				}
+				return
+			}
+			if err != nil || res.Tag != "1.4.2" || res.Digest.String() != digests["1.4.2"] || res.Source != resolution.Stale {
+				t.Fatalf("Resolve = %+v, %v; want 1.4.2's %s, stale", res, err, digests["1.4.2"])
+			}
+			if len(warnings) != 2 || !strings.Contains(warnings[0], ": keeping tag 1.4.2, chosen ") || !strings.Contains(warnings[1], ": using "+digests["1.4.2"]) {
+				t.Errorf("warnings %q, want the choice's, then the digest's", warnings)
+			}
+		})
+	}
+}

@@ -60,30 +60,44 @@ func encodeChoiceEntry(repo name.Repository, key string, c Choice, resolved time
 // whose tag or candidates are not valid tags, is another error, which
 // says why.
 func decodeChoiceEntry(b []byte, repo name.Repository, key string, now time.Time, ttl time.Duration) (Choice, error) {
+	c, resolved, err := decodeRecordedChoice(b, repo, key, now)
+	if err != nil {
+		return Choice{}, err
+	}
+	if now.Sub(resolved) >= ttl {
+		return Choice{}, store.ErrCacheEntryExpired
+	}
+	return c, nil
+}
+
+// decodeRecordedChoice is decodeChoiceEntry whatever the entry's age, with
+// when the choice was made; an entry from the future is still
+// store.ErrCacheEntryExpired.
+func decodeRecordedChoice(b []byte, repo name.Repository, key string, now time.Time) (Choice, time.Time, error) {
 	var e choiceEntry
 	if err := json.Unmarshal(b, &e); err != nil {
-		return Choice{}, fmt.Errorf("not a tag choice: %w", err)
+		return Choice{}, time.Time{}, fmt.Errorf("not a tag choice: %w", err)
 	}
 	switch {
 	case e.Format != choiceFormat:
-		return Choice{}, fmt.Errorf("tag choice of format %q, want %q", e.Format, choiceFormat)
+		return Choice{}, time.Time{}, fmt.Errorf("tag choice of format %q, want %q", e.Format, choiceFormat)
 	case e.Repository != repo.Name() || e.Key != key:
-		return Choice{}, fmt.Errorf("tag choice of %q, not of %q under this key", e.Repository, repo.Name())
+		return Choice{}, time.Time{}, fmt.Errorf("tag choice of %q, not of %q under this key", e.Repository, repo.Name())
 	case !imageref.ValidTag(e.Choice.Tag) || e.Choice.Policy == "":
-		return Choice{}, fmt.Errorf("tag choice of %s: %q is not a valid tag", repo.Name(), e.Choice.Tag)
+		return Choice{}, time.Time{}, fmt.Errorf("tag choice of %s: %q is not a valid tag", repo.Name(), e.Choice.Tag)
 	}
 	for _, t := range e.Choice.Candidates {
 		if !imageref.ValidTag(t) {
-			return Choice{}, fmt.Errorf("tag choice of %s: candidate %q is not a valid tag", repo.Name(), t)
+			return Choice{}, time.Time{}, fmt.Errorf("tag choice of %s: candidate %q is not a valid tag", repo.Name(), t)
 		}
 	}
 	if _, err := name.NewTag(repo.Name() + ":" + e.Choice.Tag); err != nil {
-		return Choice{}, fmt.Errorf("tag choice of %s: %w", repo.Name(), err)
+		return Choice{}, time.Time{}, fmt.Errorf("tag choice of %s: %w", repo.Name(), err)
 	}
-	if age := now.Sub(e.Resolved); age < 0 || age >= ttl {
-		return Choice{}, store.ErrCacheEntryExpired
+	if e.Resolved.IsZero() || now.Before(e.Resolved) {
+		return Choice{}, time.Time{}, store.ErrCacheEntryExpired
 	}
-	return e.Choice, nil
+	return e.Choice, e.Resolved, nil
 }
 
 // choices are the tag choices in a Cache, valid for a TTL.
@@ -110,6 +124,22 @@ func (e *choices) getChoice(ctx context.Context, repo name.Repository, key strin
 	}
 	c, err := decodeChoiceEntry(b, repo, key, e.now(), e.ttl)
 	return c, err == nil
+}
+
+// recordedChoice returns the tag choice cached for repo under key
+// whatever its age, with when it was made: what may stand in for a
+// registry that cannot list the tags (WithStaleIfError).
+func (e *choices) recordedChoice(ctx context.Context, repo name.Repository, key string) (Choice, time.Time, bool) {
+	read := store.EntryRead{Max: maxChoiceEntry, Check: func(b []byte) error {
+		_, _, err := decodeRecordedChoice(b, repo, key, e.now())
+		return err
+	}}
+	b, ok := e.c.Get(ctx, choiceKeyOf(repo, key), read)
+	if !ok {
+		return Choice{}, time.Time{}, false
+	}
+	c, at, err := decodeRecordedChoice(b, repo, key, e.now())
+	return c, at, err == nil
 }
 
 // claimChoice is Cache.Claim for the tag choice of repo under key: it

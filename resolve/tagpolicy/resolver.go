@@ -2,6 +2,7 @@ package tagpolicy
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sync"
 	"time"
@@ -57,6 +58,10 @@ type PolicyResolver struct {
 	warnf    func(format string, args ...any)
 	choices  sync.Map // choiceKey → *choiceCall
 	lists    sync.Map // repository name → *listCall
+	// stale and unavailable: WithStaleIfError.
+	stale       time.Duration
+	unavailable func(error) bool
+	staleWarned sync.Map // repository and key → true
 }
 
 // listCall is one repository's tag listing, in flight or done.
@@ -105,6 +110,22 @@ func WithChoiceCache(c store.Cache, ttl time.Duration, key store.KeyFunc, warnf 
 			return fmt.Errorf("cache TTL must be positive, got %s", ttl)
 		}
 		r.cache, r.key, r.warnf = &choices{c: c, ttl: ttl, now: time.Now}, key, warnf
+		return nil
+	}
+}
+
+// WithStaleIfError lets the choice cache (WithChoiceCache) answer for a
+// registry that cannot list a repository's tags, or say when they were
+// made, for a reason that unavailable says says nothing about the image
+// (resolve.Unavailable): the last choice it recorded, when that was made
+// at most d past the cache's TTL ago, warned about once per repository
+// with its age. 0, the default, never does.
+func WithStaleIfError(d time.Duration, unavailable func(error) bool) PolicyOption {
+	return func(r *PolicyResolver) error {
+		if d > 0 && unavailable == nil {
+			return errors.New("stale choices need a test of unavailability")
+		}
+		r.stale, r.unavailable = max(d, 0), unavailable
 		return nil
 	}
 }
@@ -213,18 +234,36 @@ func (r *PolicyResolver) chooseNow(ctx context.Context, ref name.Reference, p *T
 	}
 	tags, err := r.list(ctx, repo)
 	if err != nil {
-		return Choice{}, err
+		return r.staleChoice(ctx, repo, key, cached, err)
 	}
 	created := func(tag string) (time.Time, error) { return r.tags.Created(ctx, repo.Tag(tag)) }
 	tag, cands, err := p.choose(RepositoryOf(ref), tags, r.maxTags, created)
 	if err != nil {
-		return Choice{}, err
+		return r.staleChoice(ctx, repo, key, cached, err)
 	}
 	c := Choice{Policy: p.String(), Tag: tag, Candidates: cands}
 	if cached {
 		if err := r.cache.putChoice(ctx, repo, key, c); err != nil {
 			r.warnf("%v", err)
 		}
+	}
+	return c, nil
+}
+
+// staleChoice returns the choice the cache last recorded for repo under
+// key in place of err, the failure to make it now, when WithStaleIfError
+// allows it; otherwise err.
+func (r *PolicyResolver) staleChoice(ctx context.Context, repo name.Repository, key string, cached bool, err error) (Choice, error) {
+	if !cached || r.stale <= 0 || ctx.Err() != nil || !r.unavailable(err) {
+		return Choice{}, err
+	}
+	c, at, ok := r.cache.recordedChoice(ctx, repo, key)
+	age := r.cache.now().Sub(at)
+	if !ok || age >= r.cache.ttl+r.stale {
+		return Choice{}, err
+	}
+	if _, warned := r.staleWarned.LoadOrStore(repo.Name()+"\n"+key, true); !warned {
+		r.warnf("%s: keeping tag %s, chosen %s ago (%s), since the registry did not answer: %v", repo, c.Tag, age.Round(time.Second), resolution.OptionName(ctx, "StaleIfError"), err)
 	}
 	return c, nil
 }
