@@ -15,6 +15,7 @@ import (
 	"github.com/digestpin/digestpin/internal/atomicfile"
 	"github.com/digestpin/digestpin/internal/imageref"
 	"github.com/digestpin/digestpin/internal/readfile"
+	"github.com/digestpin/digestpin/resolution"
 	"github.com/digestpin/digestpin/verification"
 )
 
@@ -31,6 +32,13 @@ const VersionNoPolicy = 1
 // read them refuses the file instead of pinning without verifying.
 const VersionVerified = 3
 
+// VersionMediaType is the lock file format with media types (whether a
+// digest is an index or one image's manifest); it is written when an
+// entry has one, which every digest asked of a registry since has. A
+// digestpin that cannot read them refuses the file, naming the version:
+// update the readers (the Argo CD plugin, say) before the writers.
+const VersionMediaType = 4
+
 // header starts every lock file this package writes.
 const header = "# digestpin lock file: image references and the digests they resolve to.\n" +
 	"# Written by `digestpin --write-lock FILE`; read by `digestpin --lock FILE`.\n"
@@ -46,6 +54,11 @@ type Entry struct {
 	Platform string `yaml:"platform,omitempty"`
 	// Digest is "sha256:…".
 	Digest string `yaml:"digest"`
+	// MediaType is what Digest is, as the registry said: an index (a
+	// multi-platform image) or one image's manifest, OCI's or Docker's;
+	// "" when not known (an entry written before it was recorded, or
+	// from a cache entry that was).
+	MediaType string `yaml:"mediaType,omitempty"`
 	// Policy is the tag policy of the reference's repository, as
 	// tagpolicy.TagPolicy.String writes it ("semver:~1.4"), or "" when the
 	// reference's own tag was resolved.
@@ -85,8 +98,9 @@ type key struct{ ref, platform, policy string }
 
 // locked is what an entry locks: a digest, and the tag a policy chose.
 type locked struct {
-	digest v1.Hash
-	tag    string
+	digest    v1.Hash
+	tag       string
+	mediaType string
 }
 
 // Lock is a validated set of entries, indexed for lookups. The zero value
@@ -114,12 +128,12 @@ func New(entries []Entry) (*Lock, error) {
 		}
 		k := key{n.Reference, n.Platform, n.Policy}
 		if old, ok := l.index[k]; ok {
-			if old != (locked{h, n.Tag}) {
-				errs = append(errs, fmt.Errorf("entry %d: %s%s%s is locked twice, to %s and %s", i+1, n.Reference, forPlatform(n.Platform), forPolicy(n.Policy), old.describe(), locked{h, n.Tag}.describe()))
+			if now := (locked{digest: h, tag: n.Tag}); old.digest != now.digest || old.tag != now.tag {
+				errs = append(errs, fmt.Errorf("entry %d: %s%s%s is locked twice, to %s and %s", i+1, n.Reference, forPlatform(n.Platform), forPolicy(n.Policy), old.describe(), now.describe()))
 			}
 			continue
 		}
-		l.index[k] = locked{h, n.Tag}
+		l.index[k] = locked{digest: h, tag: n.Tag, mediaType: n.MediaType}
 		if n.Verified != nil {
 			l.verified[k] = n.Verified
 		}
@@ -157,7 +171,10 @@ func normalise(e Entry) (Entry, v1.Hash, error) {
 	if err != nil {
 		return Entry{}, v1.Hash{}, fmt.Errorf("parsing digest %q of %s: %w", e.Digest, e.Reference, err)
 	}
-	n := Entry{Reference: ref.Name(), Digest: h.String(), Policy: e.Policy, Tag: e.Tag, Verified: e.Verified}
+	n := Entry{Reference: ref.Name(), Digest: h.String(), MediaType: e.MediaType, Policy: e.Policy, Tag: e.Tag, Verified: e.Verified}
+	if e.MediaType != "" && !resolution.ManifestMediaType(e.MediaType) {
+		return Entry{}, v1.Hash{}, fmt.Errorf("%s: media type %q is no image manifest or index", e.Reference, e.MediaType)
+	}
 	if v := e.Verified; v != nil && v.Policy == "" {
 		return Entry{}, v1.Hash{}, fmt.Errorf("%s: verified has no policy", e.Reference)
 	}
@@ -222,9 +239,9 @@ func Parse(data []byte) (*Lock, error) {
 		// the message may end up in an Argo CD Application's status):
 		// say where, not what.
 		if m := yamlLine.FindStringSubmatch(err.Error()); m != nil {
-			return nil, fmt.Errorf("malformed lock file: line %s: not a digestpin lock file (version: %d or %d, images: [reference, digest, platform, policy, tag])", m[1], VersionNoPolicy, Version)
+			return nil, fmt.Errorf("malformed lock file: line %s: not a digestpin lock file (version: %d to %d, images: [reference, digest, mediaType, platform, policy, tag, verified])", m[1], VersionNoPolicy, VersionMediaType)
 		}
-		return nil, fmt.Errorf("malformed lock file: not a digestpin lock file (version: %d or %d, images: [reference, digest, platform, policy, tag])", VersionNoPolicy, Version)
+		return nil, fmt.Errorf("malformed lock file: not a digestpin lock file (version: %d to %d, images: [reference, digest, mediaType, platform, policy, tag, verified])", VersionNoPolicy, VersionMediaType)
 	}
 	// One document: a second one (two lock files run together, say)
 	// would be ignored, and the digests it pins with it.
@@ -247,10 +264,16 @@ func Parse(data []byte) (*Lock, error) {
 				return nil, fmt.Errorf("entry %d: %s has a tag policy, which needs lock file version %d", i+1, e.Reference, Version)
 			}
 		}
-	case Version:
-	case VersionVerified:
+	case Version, VersionVerified, VersionMediaType:
 	default:
-		return nil, fmt.Errorf("unsupported lock file version %d, want %d, %d or %d", f.Version, VersionNoPolicy, Version, VersionVerified)
+		return nil, fmt.Errorf("unsupported lock file version %d, want %d, %d, %d or %d", f.Version, VersionNoPolicy, Version, VersionVerified, VersionMediaType)
+	}
+	if f.Version < VersionMediaType {
+		for i, e := range f.Images {
+			if e.MediaType != "" {
+				return nil, fmt.Errorf("entry %d: %s has a media type, which needs lock file version %d", i+1, e.Reference, VersionMediaType)
+			}
+		}
 	}
 	if f.Version < VersionVerified {
 		for i, e := range f.Images {
@@ -307,6 +330,16 @@ func (l *Lock) LookupPolicy(ref name.Reference, platform, policy string) (tag st
 	return e.tag, e.digest, ok
 }
 
+// MediaType returns the media type locked for ref, platform and tag
+// policy ("" for none), or "" when the entry has none or there is no
+// entry.
+func (l *Lock) MediaType(ref name.Reference, platform, policy string) string {
+	if l == nil {
+		return ""
+	}
+	return l.index[key{ref.Name(), platform, policy}].mediaType
+}
+
 // LookupVerified returns the verification recorded for ref, platform
 // and tag policy ("" for none), and the digest it is of.
 func (l *Lock) LookupVerified(ref name.Reference, platform, policy string) (*Verification, v1.Hash, bool) {
@@ -346,8 +379,11 @@ func (l *Lock) Marshal() ([]byte, error) {
 		if e.Policy != "" && f.Version < Version {
 			f.Version = Version
 		}
-		if e.Verified != nil {
+		if e.Verified != nil && f.Version < VersionVerified {
 			f.Version = VersionVerified
+		}
+		if e.MediaType != "" {
+			f.Version = VersionMediaType
 		}
 	}
 	var buf bytes.Buffer

@@ -11,6 +11,7 @@ import (
 
 	"github.com/google/go-containerregistry/pkg/name"
 	v1 "github.com/google/go-containerregistry/pkg/v1"
+	"github.com/google/go-containerregistry/pkg/v1/types"
 
 	"github.com/digestpin/digestpin/internal/atomicfile"
 	"github.com/digestpin/digestpin/lockfile"
@@ -199,12 +200,14 @@ func (l *staleLockLayer) Resolve(ctx context.Context, ref name.Reference) (resol
 		return res, err
 	}
 	var (
-		h   v1.Hash
-		tag string
-		ok  bool
+		h      v1.Hash
+		tag    string
+		policy string
+		ok     bool
 	)
 	if p := l.chain.tags.For(ref); p != nil {
-		tag, h, ok = l.lock.LookupPolicy(ref, l.chain.platform, p.String())
+		policy = p.String()
+		tag, h, ok = l.lock.LookupPolicy(ref, l.chain.platform, policy)
 	} else {
 		h, ok = l.lock.Lookup(ref, l.chain.platform)
 	}
@@ -214,7 +217,7 @@ func (l *staleLockLayer) Resolve(ctx context.Context, ref name.Reference) (resol
 	if _, warned := l.warned.LoadOrStore(ref.String(), true); !warned {
 		l.warnf("%s: using %s from %s, the lock file this run replaces, since the registry did not answer (%s; a lock file does not say how old its digests are): %v", ref, h, l.file, resolution.OptionName(ctx, "StaleIfError"), err)
 	}
-	return resolution.Resolution{Digest: h, Source: resolution.Stale, Tag: tag}, nil
+	return resolution.Resolution{Digest: h, Source: resolution.Stale, Tag: tag, MediaType: l.lock.MediaType(ref, l.chain.platform, policy)}, nil
 }
 
 // registryResolver returns the registry resolver of ResolveOptions,
@@ -323,10 +326,10 @@ type lockLayer struct {
 func (l *lockLayer) Resolve(ctx context.Context, ref name.Reference) (resolution.Resolution, error) {
 	if p := l.chain.tags.For(ref); p != nil {
 		if tag, h, ok := l.chain.lock.LookupPolicy(ref, l.chain.platform, p.String()); ok {
-			return l.held(ctx, ref, resolution.Resolution{Digest: h, Source: resolution.Lock, Tag: tag})
+			return l.held(ctx, ref, resolution.Resolution{Digest: h, Source: resolution.Lock, Tag: tag, MediaType: l.chain.lock.MediaType(ref, l.chain.platform, p.String())})
 		}
 	} else if h, ok := l.chain.lock.Lookup(ref, l.chain.platform); ok {
-		return l.held(ctx, ref, resolution.Resolution{Digest: h, Source: resolution.Lock})
+		return l.held(ctx, ref, resolution.Resolution{Digest: h, Source: resolution.Lock, MediaType: l.chain.lock.MediaType(ref, l.chain.platform, "")})
 	}
 	if l.next == nil {
 		l.chain.missing.add(ref.String())
@@ -370,9 +373,25 @@ func (c *checkLayer) Resolve(ctx context.Context, ref name.Reference) (resolutio
 	case !ok:
 		c.chain.moved.add(fmt.Sprintf("%s: not in the lock file; the registry serves %s", ref, res.Digest))
 	case locked != res.Digest:
-		c.chain.moved.add(fmt.Sprintf("%s: moved from %s (lock file) to %s (registry)", ref, locked, res.Digest))
+		c.chain.moved.add(fmt.Sprintf("%s: moved from %s (lock file) to %s (registry)%s", ref, locked, res.Digest, formChange(c.chain.lock.MediaType(ref, c.chain.platform, ""), res.MediaType)))
 	}
 	return res, nil
+}
+
+// formChange says when a digest moved from an index to a single image's
+// manifest or back: ", an index, now an image manifest"; "" when both
+// are of one form, or either is not known.
+func formChange(before, now string) string {
+	form := func(mt string) string {
+		if types.MediaType(mt).IsIndex() {
+			return "an index"
+		}
+		return "an image manifest"
+	}
+	if before == "" || now == "" || form(before) == form(now) {
+		return ""
+	}
+	return ", " + form(before) + ", now " + form(now)
 }
 
 var (

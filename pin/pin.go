@@ -232,7 +232,7 @@ func newLock(images []renderer.Image, platform string, choices map[string]Report
 		if im.Digest == "" || im.Source == resolution.Pinned || im.Source == resolution.Unresolved {
 			continue
 		}
-		e := lockfile.Entry{Reference: im.Reference, Platform: platform, Digest: im.Digest, Verified: toLock(verified[im.Reference])}
+		e := lockfile.Entry{Reference: im.Reference, Platform: platform, Digest: im.Digest, MediaType: im.MediaType, Verified: toLock(verified[im.Reference])}
 		if ch, ok := choices[im.Reference]; ok {
 			e.Policy, e.Tag = ch.Policy, ch.Chosen
 		}

@@ -41,6 +41,9 @@ type ReportImage struct {
 	// Digest is the resolved digest; empty when the image was kept
 	// unresolved (--on-error=keep).
 	Digest string `json:"digest,omitempty"`
+	// MediaType is what Digest is: an index or one image's manifest;
+	// absent when not known.
+	MediaType string `json:"mediaType,omitempty"`
 	// Previous is the digest of the previous state (a lock file, a
 	// previous output or the cache), when it had the image.
 	Previous *Previous `json:"previous,omitempty"`
@@ -104,6 +107,7 @@ func NewReport(images []renderer.Image, platform string) Report {
 			Digest:    im.Digest,
 			Source:    im.Source,
 			Mirror:    im.Mirror,
+			MediaType: im.MediaType,
 			Workloads: im.Workloads,
 		}
 		if ri.Reference == "" {

@@ -13,9 +13,12 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	v1 "github.com/google/go-containerregistry/pkg/v1"
 	"github.com/google/go-containerregistry/pkg/v1/random"
+	"github.com/google/go-containerregistry/pkg/v1/types"
 
 	"github.com/digestpin/digestpin/internal/gen"
+	"github.com/digestpin/digestpin/internal/testfiles"
 	"github.com/digestpin/digestpin/internal/testregistry"
 	"github.com/digestpin/digestpin/renderer"
 	"github.com/digestpin/digestpin/resolution"
@@ -655,5 +658,59 @@ func TestStaleFromTheReplacedLock(t *testing.T) {
 				t.Errorf("warnings %q, want one beginning %q", warnings, want)
 			}
 		})
+	}
+}
+
+// TestIndexOrManifest is a registry that serves a tag in both forms, as
+// registries do for clients that accept no index: the index to
+// digestpin, which accepts both, every run, and the lock file records it
+// as one; with a platform, that platform's manifest. A tag that becomes a
+// single image's manifest is a move, and --check says so.
+func TestIndexOrManifest(t *testing.T) {
+	reg := testregistry.New(t)
+	index, children := reg.PushIndex(t, "shop/multi:1", "linux/amd64", "linux/arm64")
+	reg.Handle(func(w http.ResponseWriter, r *http.Request) bool {
+		// A client that accepts no index gets the amd64 manifest.
+		if (r.Method != http.MethodGet && r.Method != http.MethodHead) || !strings.HasSuffix(r.URL.Path, "/shop/multi/manifests/1") || strings.Contains(r.Header.Get("Accept"), "index") || strings.Contains(r.Header.Get("Accept"), "list") {
+			return false
+		}
+		http.Redirect(w, r, "/v2/shop/multi/manifests/"+children["linux/amd64"].String(), http.StatusTemporaryRedirect)
+		return true
+	})
+	// What a client that accepts no index gets.
+	req, err := http.NewRequest(http.MethodHead, "http://"+reg.Ref("v2/shop/multi/manifests/1"), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Accept", string(types.DockerManifestSchema2))
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if got := resp.Header.Get("Docker-Content-Digest"); got != children["linux/amd64"].String() {
+		t.Fatalf("a client that accepts no index gets %q, want the amd64 manifest %s", got, children["linux/amd64"])
+	}
+	in := gen.Deployments("", reg.Ref("shop/multi:1"))
+	dir := t.TempDir()
+	lock := filepath.Join(dir, "digests.lock")
+	for run := range 2 {
+		res, err := pinOnce(t, Options{WriteLock: lock, CacheDir: filepath.Join(dir, "cache"), CacheTTL: time.Hour}, in)
+		if err != nil || res.Images[0].Digest != index.String() || res.Images[0].MediaType != string(types.DockerManifestList) && res.Images[0].MediaType != string(types.OCIImageIndex) {
+			t.Fatalf("run %d: Pin() = %+v, %v; want the index %s, recorded as one", run, res, err, index)
+		}
+	}
+	if b := testfiles.Read(t, lock); !strings.Contains(string(b), "    digest: "+index.String()+"\n    mediaType: ") {
+		t.Errorf("lock file:\n%s\nwant the index with its media type", b)
+	}
+	res, err := pinOnce(t, Options{Platform: &v1.Platform{OS: "linux", Architecture: "arm64"}}, in)
+	if err != nil || res.Images[0].Digest != children["linux/arm64"].String() || !strings.Contains(res.Images[0].MediaType, "manifest") {
+		t.Errorf("with a platform: Pin() = %+v, %v; want the arm64 manifest %s", res, err, children["linux/arm64"])
+	}
+	// The tag becomes one image's manifest.
+	single := reg.PushImage(t, "shop/multi:1")
+	_, err = pinOnce(t, Options{Lock: lock, Check: true}, in)
+	if want := reg.Ref("shop/multi:1") + ": moved from " + index.String() + " (lock file) to " + single.String() + " (registry), an index, now an image manifest"; err == nil || !strings.Contains(err.Error(), want) {
+		t.Errorf("--check: %v, want %q", err, want)
 	}
 }

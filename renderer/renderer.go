@@ -173,6 +173,9 @@ type Image struct {
 	// Mirror is the registry host of the mirror that answered for the
 	// image's registry (resolution.Resolution.Mirror); "" otherwise.
 	Mirror string
+	// MediaType is what Digest is, an index or an image manifest
+	// (resolution.Resolution.MediaType); "" when not known.
+	MediaType string
 	// Err is why the image could not be resolved, when KeepUnresolved
 	// kept it.
 	Err error

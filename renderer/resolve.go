@@ -97,7 +97,7 @@ func (r *Renderer) settle(ctx context.Context, img *Image, ref name.Reference) {
 		img.Source, img.Err = resolution.Unresolved, err
 		return
 	}
-	img.Digest, img.Source, img.Tag, img.Mirror = h.String(), res.Source, res.Tag, res.Mirror
+	img.Digest, img.Source, img.Tag, img.Mirror, img.MediaType = h.String(), res.Source, res.Tag, res.Mirror, res.MediaType
 }
 
 // listSome lists at most n of names, and how many more there are.

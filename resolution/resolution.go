@@ -13,6 +13,7 @@ import (
 
 	"github.com/google/go-containerregistry/pkg/name"
 	v1 "github.com/google/go-containerregistry/pkg/v1"
+	"github.com/google/go-containerregistry/pkg/v1/types"
 )
 
 // Source says where a digest came from. It is written into the --report
@@ -51,6 +52,22 @@ type Resolution struct {
 	// the reference's own registry, with Source Registry; "" when the
 	// registry itself answered, and for every other Source.
 	Mirror string
+	// MediaType is what Digest is, as the registry said: an index (a
+	// multi-platform image) or a single image's manifest; "" when not
+	// known (a digest the manifest carried, an answer recorded before it
+	// was kept).
+	MediaType string
+}
+
+// ManifestMediaType reports whether mt is the media type of an image
+// manifest or index, OCI's or Docker's: what a tag names, and what a
+// Resolution's MediaType may be.
+func ManifestMediaType(mt string) bool {
+	switch types.MediaType(mt) {
+	case types.OCIImageIndex, types.OCIManifestSchema1, types.DockerManifestList, types.DockerManifestSchema2:
+		return true
+	}
+	return false
 }
 
 // Resolver turns an image reference into the digest it resolves to now,

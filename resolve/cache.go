@@ -65,6 +65,7 @@ type cacheEntry struct {
 	Reference string    `json:"reference"`
 	Key       string    `json:"key,omitempty"`
 	Digest    string    `json:"digest"`
+	MediaType string    `json:"mediaType,omitempty"`
 	Resolved  time.Time `json:"resolved"`
 }
 
@@ -84,8 +85,8 @@ func resolutionKey(ref name.Reference, key string) string {
 // encodeCacheEntry returns the entry that says ref resolved to h under
 // key at resolved, as JSON of at most a few hundred bytes; one larger than
 // maxCacheEntry (a huge key) is an error: no Cache would read it back.
-func encodeCacheEntry(ref name.Reference, key string, h v1.Hash, resolved time.Time) ([]byte, error) {
-	b, err := json.Marshal(cacheEntry{Format: cacheFormat, Reference: ref.Name(), Key: key, Digest: h.String(), Resolved: resolved.UTC()})
+func encodeCacheEntry(ref name.Reference, key string, h v1.Hash, mediaType string, resolved time.Time) ([]byte, error) {
+	b, err := json.Marshal(cacheEntry{Format: cacheFormat, Reference: ref.Name(), Key: key, Digest: h.String(), MediaType: mediaType, Resolved: resolved.UTC()})
 	if err != nil {
 		return nil, fmt.Errorf("encoding cache entry for %s: %w", ref.Name(), err)
 	}
@@ -100,15 +101,15 @@ func encodeCacheEntry(ref name.Reference, key string, h v1.Hash, resolved time.T
 // An entry too old (or from the future) is ErrCacheEntryExpired; anything
 // else that is not an entry of ref under key in this format (corrupt, of
 // another reference, key or format) is another error, which says why.
-func decodeCacheEntry(b []byte, ref name.Reference, key string, now time.Time, ttl time.Duration) (v1.Hash, error) {
+func decodeCacheEntry(b []byte, ref name.Reference, key string, now time.Time, ttl time.Duration) (Recorded, error) {
 	rec, err := decodeRecorded(b, ref, key, now)
 	if err != nil {
-		return v1.Hash{}, err
+		return Recorded{}, err
 	}
 	if now.Sub(rec.Resolved) >= ttl {
-		return v1.Hash{}, ErrCacheEntryExpired
+		return Recorded{}, ErrCacheEntryExpired
 	}
-	return rec.Digest, nil
+	return rec, nil
 }
 
 // decodeRecorded returns the resolution that entry b, written by
@@ -133,10 +134,13 @@ func decodeRecorded(b []byte, ref name.Reference, key string, now time.Time) (Re
 	if err != nil {
 		return Recorded{}, fmt.Errorf("cache entry of %s: %w", ref.Name(), err)
 	}
+	if e.MediaType != "" && !resolution.ManifestMediaType(e.MediaType) {
+		return Recorded{}, fmt.Errorf("cache entry of %s: media type %q is no image manifest or index", ref.Name(), e.MediaType)
+	}
 	if e.Resolved.IsZero() || now.Before(e.Resolved) {
 		return Recorded{}, ErrCacheEntryExpired
 	}
-	return Recorded{Digest: h, Resolved: e.Resolved}, nil
+	return Recorded{Digest: h, MediaType: e.MediaType, Resolved: e.Resolved}, nil
 }
 
 // entries are the typed entries of a Cache, valid for a TTL: what
@@ -182,29 +186,30 @@ func (e *entries) fresh(rec Recorded) bool {
 	return age >= 0 && age < e.ttl
 }
 
-// decode returns the digest of entry b of ref under key, if it is valid.
-func (e *entries) decode(b []byte, ref name.Reference, key string) (v1.Hash, bool) {
-	h, err := decodeCacheEntry(b, ref, key, e.now(), e.ttl)
-	return h, err == nil
+// decode returns the resolution entry b of ref under key records, if it
+// is valid and fresh.
+func (e *entries) decode(b []byte, ref name.Reference, key string) (Recorded, bool) {
+	rec, err := decodeCacheEntry(b, ref, key, e.now(), e.ttl)
+	return rec, err == nil
 }
 
 // claim is Cache.Claim for the entry of ref under key.
-func (e *entries) claim(ctx context.Context, ref name.Reference, key string) (v1.Hash, bool, func(error), error) {
+func (e *entries) claim(ctx context.Context, ref name.Reference, key string) (Recorded, bool, func(error), error) {
 	b, found, release, err := e.c.Claim(ctx, resolutionKey(ref, key), e.resolutionRead(ref, key))
 	if err != nil || !found {
-		return v1.Hash{}, false, release, err
+		return Recorded{}, false, release, err
 	}
-	if h, ok := e.decode(b, ref, key); ok {
-		return h, true, release, nil
+	if rec, ok := e.decode(b, ref, key); ok {
+		return rec, true, release, nil
 	}
 	// An entry the read accepted moments ago that is too old now: the
 	// caller asks the registry.
-	return v1.Hash{}, false, release, nil
+	return Recorded{}, false, release, nil
 }
 
-// put stores the digest of ref under key, resolved now.
-func (e *entries) put(ctx context.Context, ref name.Reference, key string, h v1.Hash) error {
-	b, err := encodeCacheEntry(ref, key, h, e.now())
+// put stores the resolution of ref under key, resolved now.
+func (e *entries) put(ctx context.Context, ref name.Reference, key string, h v1.Hash, mediaType string) error {
+	b, err := encodeCacheEntry(ref, key, h, mediaType, e.now())
 	if err != nil {
 		return err
 	}
@@ -319,8 +324,11 @@ func StaleIfError(d time.Duration) CachingOption {
 // Recorded is a resolution as a cache recorded it: the digest, and when
 // it was resolved (the registry asked).
 type Recorded struct {
-	Digest   v1.Hash
-	Resolved time.Time
+	Digest v1.Hash
+	// MediaType is what Digest is (resolution.Resolution.MediaType); ""
+	// in an entry written before it was kept.
+	MediaType string
+	Resolved  time.Time
 }
 
 // lastRead is the first read of a reference's entry: the resolution it
@@ -375,18 +383,18 @@ func (r *CachingResolver) Resolve(ctx context.Context, ref name.Reference) (reso
 	rec, ok := r.entries.recorded(ctx, ref, key)
 	r.remember(ref, rec, ok)
 	if ok && r.entries.fresh(rec) {
-		return resolution.Resolution{Digest: rec.Digest, Source: resolution.Cache}, nil
+		return resolution.Resolution{Digest: rec.Digest, Source: resolution.Cache, MediaType: rec.MediaType}, nil
 	}
 	// A miss: another process that shares the cache may be asking the
 	// registry for ref right now; its answer is as good as ours, and so
 	// is its failure.
-	h, found, release, err := r.entries.claim(ctx, ref, key)
+	claimed, found, release, err := r.entries.claim(ctx, ref, key)
 	switch {
 	case err != nil:
 		// Another process's failure, shared: the same as ours.
 		return r.stale(ctx, ref, rec, ok, err)
 	case found:
-		return resolution.Resolution{Digest: h, Source: resolution.Cache}, nil
+		return resolution.Resolution{Digest: claimed.Digest, Source: resolution.Cache, MediaType: claimed.MediaType}, nil
 	}
 	res, err := r.next.Resolve(ctx, ref)
 	if err != nil {
@@ -399,7 +407,7 @@ func (r *CachingResolver) Resolve(ctx context.Context, ref name.Reference) (reso
 		}
 		return r.stale(ctx, ref, rec, ok, err)
 	}
-	if err := r.entries.put(ctx, ref, key, res.Digest); err != nil {
+	if err := r.entries.put(ctx, ref, key, res.Digest, res.MediaType); err != nil {
 		r.warnf("%v", err)
 	}
 	release(nil)
@@ -422,7 +430,7 @@ func (r *CachingResolver) stale(ctx context.Context, ref name.Reference, rec Rec
 	if _, warned := r.warned.LoadOrStore(ref.Name(), true); !warned {
 		r.warnf("%s: using %s, resolved %s ago (%s %s past %s %s), since the registry did not answer: %v", ref, rec.Digest, shortDuration(age), resolution.OptionName(ctx, "StaleIfError"), shortDuration(r.staleIfError), resolution.OptionName(ctx, "CacheTTL"), shortDuration(r.entries.ttl), err)
 	}
-	return resolution.Resolution{Digest: rec.Digest, Source: resolution.Stale}, nil
+	return resolution.Resolution{Digest: rec.Digest, Source: resolution.Stale, MediaType: rec.MediaType}, nil
 }
 
 // shortDuration is d to the second (under a second, to the

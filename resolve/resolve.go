@@ -15,6 +15,7 @@ import (
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 	"github.com/google/go-containerregistry/pkg/v1/remote"
 	"github.com/google/go-containerregistry/pkg/v1/remote/transport"
+	"github.com/google/go-containerregistry/pkg/v1/types"
 
 	"github.com/digestpin/digestpin/internal/redact"
 	"github.com/digestpin/digestpin/resolution"
@@ -45,6 +46,7 @@ type Resolver struct {
 type call struct {
 	done   chan struct{}
 	hash   v1.Hash
+	mt     types.MediaType
 	mirror string // the mirror host that answered, or ""
 	err    error
 }
@@ -133,7 +135,7 @@ func (r *Resolver) Resolve(ctx context.Context, ref name.Reference) (resolution.
 	if err != nil {
 		return resolution.Resolution{}, err
 	}
-	return resolution.Resolution{Digest: c.hash, Source: resolution.Registry, Mirror: c.mirror}, nil
+	return resolution.Resolution{Digest: c.hash, Source: resolution.Registry, Mirror: c.mirror, MediaType: string(c.mt)}, nil
 }
 
 // digest resolves a reference without a digest.
@@ -150,7 +152,9 @@ func (r *Resolver) digest(ctx context.Context, ref name.Reference) (*call, error
 			return nil, fmt.Errorf("%s: %w", ref, ctx.Err())
 		}
 	}
-	c.hash, c.mirror, c.err = r.resolve(ctx, ref)
+	var d v1.Descriptor
+	d, c.mirror, c.err = r.resolve(ctx, ref)
+	c.hash, c.mt = d.Digest, d.MediaType
 	if c.err != nil {
 		r.calls.CompareAndDelete(ref.Name(), c)
 	}
@@ -175,10 +179,10 @@ type candidate struct {
 // source (WithMirrorLag), the source is asked at the same time as the
 // first mirror: a check costs no round trip, and when every mirror
 // fails the source's answer is there already.
-func (r *Resolver) resolve(ctx context.Context, ref name.Reference) (h v1.Hash, mirror string, err error) {
+func (r *Resolver) resolve(ctx context.Context, ref name.Reference) (h v1.Descriptor, mirror string, err error) {
 	cands, done, err := r.slot(ctx, ref)
 	if err != nil {
-		return v1.Hash{}, "", err
+		return v1.Descriptor{}, "", err
 	}
 	defer done()
 	var src *sourceTry
@@ -212,7 +216,7 @@ func (r *Resolver) resolve(ctx context.Context, ref name.Reference) (h v1.Hash, 
 				// registry's failure.
 				<-src.done
 			}
-			return v1.Hash{}, "", newError(ctx, ref, fails, r.red)
+			return v1.Descriptor{}, "", newError(ctx, ref, fails, r.red)
 		}
 		if c.mirror {
 			r.o.logf("mirror %s failed: %s", c.ref, describe(ctx, err, r.red))
@@ -221,14 +225,14 @@ func (r *Resolver) resolve(ctx context.Context, ref name.Reference) (h v1.Hash, 
 	if src == nil {
 		// No mirror, or the lag unchecked: the registry is the last
 		// candidate, asked in the loop.
-		return v1.Hash{}, "", newError(ctx, ref, fails, r.red)
+		return v1.Descriptor{}, "", newError(ctx, ref, fails, r.red)
 	}
 	<-src.done
 	if src.err == nil {
-		return src.hash, "", nil
+		return src.desc, "", nil
 	}
 	fails = append(fails, tryFailure{c: src.c, err: src.err, tr: src.tr})
-	return v1.Hash{}, "", newError(ctx, ref, fails, r.red)
+	return v1.Descriptor{}, "", newError(ctx, ref, fails, r.red)
 }
 
 // sourceTry is the source registry's answer to a reference that its
@@ -236,7 +240,7 @@ func (r *Resolver) resolve(ctx context.Context, ref name.Reference) (h v1.Hash, 
 type sourceTry struct {
 	c    candidate
 	done chan struct{}
-	hash v1.Hash
+	desc v1.Descriptor
 	err  error
 	tr   *regtransport.Trace
 }
@@ -246,7 +250,7 @@ func (r *Resolver) trySource(ctx context.Context, c candidate) *sourceTry {
 	s := &sourceTry{c: c, done: make(chan struct{}), tr: &regtransport.Trace{}}
 	go func() {
 		defer close(s.done)
-		s.hash, s.err = r.resolveAt(regtransport.WithTrace(ctx, s.tr), c)
+		s.desc, s.err = r.resolveAt(regtransport.WithTrace(ctx, s.tr), c)
 	}()
 	return s
 }
@@ -255,20 +259,20 @@ func (r *Resolver) trySource(ctx context.Context, c candidate) *sourceTry {
 // source's answer is in: the same digest, or a source that could not
 // answer, keeps it; another digest fails ref (MirrorLagError) or is
 // warned about (MirrorLagWarn).
-func (r *Resolver) compareSource(ctx context.Context, ref name.Reference, c candidate, h v1.Hash, src *sourceTry) (v1.Hash, string, error) {
+func (r *Resolver) compareSource(ctx context.Context, ref name.Reference, c candidate, h v1.Descriptor, src *sourceTry) (v1.Descriptor, string, error) {
 	<-src.done
 	mirror := c.ref.Context().RegistryStr()
 	switch {
 	case src.err != nil:
-		r.o.logf("%s: the mirror's answer %s is not compared with %s, which failed: %s", c.ref, h, src.c.ref, describe(ctx, src.err, r.red))
+		r.o.logf("%s: the mirror's answer %s is not compared with %s, which failed: %s", c.ref, h.Digest, src.c.ref, describe(ctx, src.err, r.red))
 		return h, mirror, nil
-	case src.hash == h:
+	case src.desc.Digest == h.Digest:
 		return h, mirror, nil
 	case r.o.mirrorLag == MirrorLagWarn:
-		r.o.warnf("%s: mirror %s serves %s, but %s serves %s: pinning the mirror's digest (%s)", ref, c.ref, h, src.c.ref, src.hash, optionName(ctx, "WithMirrorLag", "warn"))
+		r.o.warnf("%s: mirror %s serves %s, but %s serves %s: pinning the mirror's digest (%s)", ref, c.ref, h.Digest, src.c.ref, src.desc.Digest, optionName(ctx, "WithMirrorLag", "warn"))
 		return h, mirror, nil
 	}
-	return v1.Hash{}, "", &MirrorMismatchError{Reference: ref.String(), Mirror: c.ref.String(), MirrorDigest: h, Source: src.c.ref.String(), SourceDigest: src.hash, hint: optionName(ctx, "WithMirrorLag", "warn")}
+	return v1.Descriptor{}, "", &MirrorMismatchError{Reference: ref.String(), Mirror: c.ref.String(), MirrorDigest: h.Digest, Source: src.c.ref.String(), SourceDigest: src.desc.Digest, hint: optionName(ctx, "WithMirrorLag", "warn")}
 }
 
 // MirrorMismatchError is a mirror that serves another digest than its source
@@ -370,50 +374,50 @@ func (r *Resolver) session(reg name.Registry) *session {
 
 // resolveAt asks one registry: HEAD first, GET only when HEAD gives no
 // digest, or GET straight away to pick a platform.
-func (r *Resolver) resolveAt(ctx context.Context, c candidate) (v1.Hash, error) {
+func (r *Resolver) resolveAt(ctx context.Context, c candidate) (v1.Descriptor, error) {
 	ctx = regtransport.WithRegistry(ctx, c.ref.Context().RegistryStr())
 	p, err := c.sess.puller(ctx, c.ref.Context().RepositoryStr())
 	if err != nil {
-		return v1.Hash{}, err
+		return v1.Descriptor{}, err
 	}
 	if r.o.platform != nil {
 		return r.platformDigest(ctx, p, c.ref)
 	}
 	desc, err := p.Head(ctx, c.ref)
 	if err == nil {
-		return desc.Digest, nil
+		return *desc, nil
 	}
 	if !headGaveNoDigest(err) {
-		return v1.Hash{}, err
+		return v1.Descriptor{}, err
 	}
 	// Some registries give no digest on HEAD, or refuse HEAD; GET the
 	// manifest instead.
 	r.o.logf("HEAD %s gave no digest (%s); trying GET", c.ref, describe(ctx, err, r.red))
 	d, err := p.Get(ctx, c.ref)
 	if err != nil {
-		return v1.Hash{}, err
+		return v1.Descriptor{}, err
 	}
-	return d.Digest, nil
+	return d.Descriptor, nil
 }
 
 // platformDigest returns the digest of the manifest for the configured
 // platform: the matching child of an index, or a single-platform image
 // whose config matches.
-func (r *Resolver) platformDigest(ctx context.Context, p *remote.Puller, ref name.Reference) (v1.Hash, error) {
+func (r *Resolver) platformDigest(ctx context.Context, p *remote.Puller, ref name.Reference) (v1.Descriptor, error) {
 	want := *r.o.platform
 	d, err := p.Get(ctx, ref)
 	if err != nil {
-		return v1.Hash{}, err
+		return v1.Descriptor{}, err
 	}
 	switch {
 	case d.MediaType.IsIndex():
 		idx, err := d.ImageIndex()
 		if err != nil {
-			return v1.Hash{}, fmt.Errorf("reading index: %w", err)
+			return v1.Descriptor{}, fmt.Errorf("reading index: %w", err)
 		}
 		m, err := idx.IndexManifest()
 		if err != nil {
-			return v1.Hash{}, fmt.Errorf("reading index: %w", err)
+			return v1.Descriptor{}, fmt.Errorf("reading index: %w", err)
 		}
 		var have []string
 		for _, c := range m.Manifests {
@@ -421,32 +425,32 @@ func (r *Resolver) platformDigest(ctx context.Context, p *remote.Puller, ref nam
 				continue
 			}
 			if c.Platform.Satisfies(want) {
-				return c.Digest, nil
+				return c, nil
 			}
 			have = append(have, c.Platform.String())
 		}
 		if len(have) == 0 {
-			return v1.Hash{}, &platformError{fmt.Sprintf("no manifest for platform %s: the index names no platform for any of its %d manifests", want, len(m.Manifests))}
+			return v1.Descriptor{}, &platformError{fmt.Sprintf("no manifest for platform %s: the index names no platform for any of its %d manifests", want, len(m.Manifests))}
 		}
-		return v1.Hash{}, &platformError{fmt.Sprintf("no manifest for platform %s: the index has %s", want, strings.Join(have, ", "))}
+		return v1.Descriptor{}, &platformError{fmt.Sprintf("no manifest for platform %s: the index has %s", want, strings.Join(have, ", "))}
 	case d.MediaType.IsImage():
 		img, err := d.Image()
 		if err != nil {
-			return v1.Hash{}, fmt.Errorf("reading image: %w", err)
+			return v1.Descriptor{}, fmt.Errorf("reading image: %w", err)
 		}
 		cf, err := img.ConfigFile()
 		if err != nil {
-			return v1.Hash{}, fmt.Errorf("reading image config: %w", err)
+			return v1.Descriptor{}, fmt.Errorf("reading image config: %w", err)
 		}
 		switch p := cf.Platform(); {
 		case p == nil:
-			return v1.Hash{}, &platformError{fmt.Sprintf("a single-platform image whose config names no platform, not %s", want)}
+			return v1.Descriptor{}, &platformError{fmt.Sprintf("a single-platform image whose config names no platform, not %s", want)}
 		case !p.Satisfies(want):
-			return v1.Hash{}, &platformError{fmt.Sprintf("a single-platform image for %s, not %s", p, want)}
+			return v1.Descriptor{}, &platformError{fmt.Sprintf("a single-platform image for %s, not %s", p, want)}
 		}
-		return d.Digest, nil
+		return d.Descriptor, nil
 	}
-	return v1.Hash{}, fmt.Errorf("unexpected media type %s", d.MediaType)
+	return v1.Descriptor{}, fmt.Errorf("unexpected media type %s", d.MediaType)
 }
 
 // withScheme marks a reference to an insecure registry as such, so that

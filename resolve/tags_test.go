@@ -85,7 +85,7 @@ func TestPolicyResolverStrategies(t *testing.T) {
 			ref := parseRef(t, reg.Ref("shop/web:1.4"))
 			res, err := pr.Resolve(context.Background(), ref)
 			must(t, err)
-			want := resolution.Resolution{Digest: mustHash(t, digests[tc.want]), Source: resolution.Registry, Tag: tc.want}
+			want := resolution.Resolution{Digest: mustHash(t, digests[tc.want]), Source: resolution.Registry, Tag: tc.want, MediaType: dockerManifest}
 			if diff := cmp.Diff(want, res); diff != "" {
 				t.Errorf("Resolve (-want +got):\n%s", diff)
 			}
@@ -207,6 +207,10 @@ func TestPolicyResolverCache(t *testing.T) {
 		t.Errorf("other policy = %+v after %d listings, want 1.4.3 from a new listing", res, reg.Count("GET tags"))
 	}
 }
+
+// dockerManifest is the media type of the images the test registries
+// push (random.Image's).
+const dockerManifest = "application/vnd.docker.distribution.manifest.v2+json"
 
 func must(t *testing.T, err error) {
 	t.Helper()

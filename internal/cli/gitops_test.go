@@ -36,6 +36,10 @@ func runPin(t *testing.T, in []byte, args ...string) runResult {
 	return runResult{stdout: stdout.String(), stderr: stderr.String(), err: err}
 }
 
+// dockerManifest is the media type of the images the test registries
+// push (random.Image's).
+const dockerManifest = "application/vnd.docker.distribution.manifest.v2+json"
+
 // mustRun runs digestpin and fails the test unless it succeeds.
 func mustRun(t *testing.T, in []byte, args ...string) runResult {
 	t.Helper()
@@ -105,8 +109,8 @@ func TestWriteLockThenFrozen(t *testing.T) {
 	}
 	want := fmt.Sprintf("# digestpin lock file: image references and the digests they resolve to.\n"+
 		"# Written by `digestpin --write-lock FILE`; read by `digestpin --lock FILE`.\n"+
-		"version: 1\nimages:\n  - reference: %s\n    digest: %s\n  - reference: %s\n    digest: %s\n",
-		reg.Ref("app:1.0"), app, reg.Ref("side:2"), side)
+		"version: 4\nimages:\n  - reference: %s\n    digest: %s\n    mediaType: %s\n  - reference: %s\n    digest: %s\n    mediaType: %[3]s\n",
+		reg.Ref("app:1.0"), app, dockerManifest, reg.Ref("side:2"), side)
 	if diff := cmp.Diff(want, string(b1)); diff != "" {
 		t.Errorf("lock file mismatch (-want +got):\n%s", diff)
 	}
@@ -330,7 +334,7 @@ func TestReportContent(t *testing.T) {
 	want := pin.Report{Version: 1, Images: []pin.ReportImage{
 		{Reference: reg.Ref("gone:1"), Name: reg.Ref("gone:1"), Source: "unresolved",
 			Workloads: []renderer.Workload{{Kind: "CronJob", Name: "nightly", Container: "run"}}},
-		{Reference: reg.Ref("multi:1"), Name: reg.Ref("multi:1"), Platform: "linux/arm64", Digest: children["linux/arm64"].String(), Source: "registry",
+		{Reference: reg.Ref("multi:1"), Name: reg.Ref("multi:1"), Platform: "linux/arm64", Digest: children["linux/arm64"].String(), MediaType: dockerManifest, Source: "registry",
 			Workloads: []renderer.Workload{{Kind: "Deployment", Namespace: "prod", Name: "w0", Container: "app"}, {Kind: "CronJob", Name: "nightly", Container: "init"}}},
 		{Reference: pinned, Name: pinned, Digest: oldDigest.String(), Source: "pinned",
 			Workloads: []renderer.Workload{{Kind: "Deployment", Namespace: "prod", Name: "w1", Container: "app"}}},

@@ -44,7 +44,7 @@ func TestRunVerify(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, want := range []string{"version: 3", "identity: key sha256:", "identity: " + id + " (issuer " + iss + ")", "bundle: sha256:"} {
+	for _, want := range []string{"version: 4", "identity: key sha256:", "identity: " + id + " (issuer " + iss + ")", "bundle: sha256:"} {
 		if !strings.Contains(string(b), want) {
 			t.Errorf("lock file lacks %q:\n%s", want, b)
 		}

@@ -148,9 +148,9 @@ func TestTagPolicyLockWorkflow(t *testing.T) {
 	recorded := mustRun(t, in, append(policy, "--write-lock", lock, "--report", report)...)
 	want := "# digestpin lock file: image references and the digests they resolve to.\n" +
 		"# Written by `digestpin --write-lock FILE`; read by `digestpin --lock FILE`.\n" +
-		"version: 2\nimages:\n" +
-		"  - reference: " + reg.Ref("shop/side:1") + "\n    digest: " + side + "\n" +
-		"  - reference: " + reg.Ref("shop/web:1.4") + "\n    digest: " + web["1.4.2"] + "\n    policy: semver:~1.4\n    tag: 1.4.2\n"
+		"version: 4\nimages:\n" +
+		"  - reference: " + reg.Ref("shop/side:1") + "\n    digest: " + side + "\n    mediaType: " + dockerManifest + "\n" +
+		"  - reference: " + reg.Ref("shop/web:1.4") + "\n    digest: " + web["1.4.2"] + "\n    mediaType: " + dockerManifest + "\n    policy: semver:~1.4\n    tag: 1.4.2\n"
 	if diff := cmp.Diff(want, string(testfiles.Read(t, lock))); diff != "" {
 		t.Errorf("lock file (-want +got):\n%s", diff)
 	}
