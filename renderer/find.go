@@ -123,6 +123,10 @@ type finder struct {
 	embedPinned map[*yaml.Node]map[textPlace]bool
 	// name is the copy of the last workload name that own made.
 	name string
+	// bound is what the walks may read in the document (fanOut): an
+	// object reached again is walked once, but a pod spec or another
+	// node that aliases name in many objects is read for each.
+	bound *fanOut
 }
 
 // find walks parsed document p of d and puts what it found into f: its
@@ -132,7 +136,7 @@ type finder struct {
 // f.stopped.
 func (r *Renderer) find(d *document, p *stream.Parsed, f *found) {
 	*f = found{uses: f.uses, from: len(f.uses), sites: f.sites[:0], sums: f.sums[:0]}
-	e := finder{found: f, r: r, d: d, embed: mayEmbed(d.Body())}
+	e := finder{found: f, r: r, d: d, embed: mayEmbed(d.Body()), bound: newFanOut(d.Document, "its pod templates and image fields")}
 	e.routes = newRoutes(p.Aliases)
 	e.routes.step(p.Obj)
 	e.stopped = e.object(p.Obj, 0)
@@ -168,6 +172,7 @@ func (e *finder) object(obj *yaml.Node, depth int) error {
 	if !once(&e.objects, obj) {
 		return nil
 	}
+	e.bound.at = obj.Line
 	kind, err := stream.Str(obj, "kind")
 	if err != nil {
 		return e.keyError(err, "")
@@ -213,7 +218,7 @@ func (e *finder) object(obj *yaml.Node, depth int) error {
 	if err != nil {
 		return e.keyError(err, kind)
 	}
-	templates, err := findPodTemplates(obj, apiGroup(apiVersion), kind, e.r.paths(), e.routes.step)
+	templates, err := findPodTemplates(obj, apiGroup(apiVersion), kind, e.r.paths(), e.routes.step, e.bound)
 	if err != nil {
 		return e.keyError(err, w.object())
 	}
@@ -253,7 +258,12 @@ func (e *finder) template(t podTemplate, w Workload) error {
 	lines, done := e.specLines[t.spec]
 	if done {
 		// A pod spec shared through an alias is walked once, but each
-		// workload that shares it uses its images.
+		// workload that shares it uses its images, and its pod
+		// template gets their checksum: a spec that aliases name in
+		// many objects is paid for each.
+		if !e.bound.spend(len(e.specUses[t.spec]) + len(lines)) {
+			return e.keyError(e.bound.keyError(), w.object())
+		}
 		for _, u := range e.specUses[t.spec] {
 			u.workload.Kind, u.workload.Namespace, u.workload.Name = w.Kind, w.Namespace, w.Name
 			u.workload = e.own(u.workload)

@@ -253,7 +253,7 @@ func (e *finder) checksumHolders(obj *yaml.Node, c kindpath.Checksum, w Workload
 	}
 	// The walk steps no route: imageFields steps those to the holders
 	// that get a checksum, once it knows which do.
-	err := walk(obj, c.Fields, func(*yaml.Node) {}, func(_, node *yaml.Node, _ string, trail []string) bool {
+	err := walkWithin(e.bound, obj, c.Fields, func(*yaml.Node) {}, func(_, node *yaml.Node, _ string, trail []string) bool {
 		switch at := fieldPath(trail); {
 		case bad != nil || (node.Kind == yaml.ScalarNode && node.Tag == "!!null"):
 		case node.Kind != yaml.MappingNode:
@@ -336,7 +336,7 @@ func (e *finder) pinFields(from *yaml.Node, base string, paths []kindpath.Image,
 		} else {
 			// The walk steps no route: stepTo steps those to the
 			// mappings whose fields get pinned, below.
-			err := walk(from, mid, func(*yaml.Node) {}, func(_, node *yaml.Node, _ string, trail []string) bool {
+			err := walkWithin(e.bound, from, mid, func(*yaml.Node) {}, func(_, node *yaml.Node, _ string, trail []string) bool {
 				if node.Kind != yaml.MappingNode {
 					return false
 				}
