@@ -218,7 +218,9 @@ func (e *finder) object(obj *yaml.Node, depth int) error {
 	if err != nil {
 		return e.keyError(err, kind)
 	}
-	templates, err := findPodTemplates(obj, apiGroup(apiVersion), kind, e.r.paths(), e.routes.step, e.bound)
+	// The walk steps no route: the way to a pod spec is on the way to
+	// images only when the spec holds some (below).
+	templates, err := findPodTemplates(obj, apiGroup(apiVersion), kind, e.r.paths(), func(*yaml.Node) {}, e.bound)
 	if err != nil {
 		return e.keyError(err, w.object())
 	}
@@ -227,9 +229,16 @@ func (e *finder) object(obj *yaml.Node, depth int) error {
 	paths := e.r.imagePathsFor(apiGroup(apiVersion), kind)
 	e.podFieldsWanted = len(paths) > 0
 	var pods map[*yaml.Node]string
+	var withImages map[*yaml.Node]bool // the pod specs with image fields
 	for _, t := range templates {
 		if err := e.template(t, w); err != nil {
 			return err
+		}
+		if len(e.specLines[t.spec]) > 0 {
+			if withImages == nil {
+				withImages = map[*yaml.Node]bool{}
+			}
+			withImages[t.spec] = true
 		}
 		if len(paths) == 0 {
 			continue
@@ -240,6 +249,11 @@ func (e *finder) object(obj *yaml.Node, depth int) error {
 		pods[t.spec] = "pod spec"
 		if t.holder != nil {
 			pods[t.holder] = "pod template"
+		}
+	}
+	for _, p := range e.r.paths() {
+		if p.Matches(apiGroup(apiVersion), kind) {
+			e.stepTo(obj, p.Fields, withImages)
 		}
 	}
 	if err := e.imageFields(obj, apiGroup(apiVersion), kind, paths, w, pods); err != nil {
@@ -311,7 +325,6 @@ func (e *finder) podSpecImages(spec *yaml.Node, w Workload) ([]sumLine, error) {
 		if list.Value == nil || list.Value.Kind != yaml.SequenceNode {
 			continue
 		}
-		e.routes.steps(list.Via)
 		for i, c := range list.Value.Content {
 			// A container that is not a mapping (an alias of an image
 			// field, say) holds no image and is not on the way to one;
@@ -319,7 +332,6 @@ func (e *finder) podSpecImages(spec *yaml.Node, w Workload) ([]sumLine, error) {
 			if stream.Deref(c).Kind != yaml.MappingNode {
 				continue
 			}
-			e.routes.step(c)
 			// YAML decoders disagree on which of two equal keys wins:
 			// pinning one could leave the other in force. get refuses
 			// what the API server could read otherwise.
@@ -327,6 +339,7 @@ func (e *finder) podSpecImages(spec *yaml.Node, w Workload) ([]sumLine, error) {
 			if err != nil {
 				return nil, e.keyError(err, fmt.Sprintf("%s %s[%d]", w.object(), field, i))
 			}
+			had := len(lines)
 			line, ok, err := e.pinImage(spec, c, "image", w)
 			if err != nil {
 				return nil, err
@@ -342,6 +355,12 @@ func (e *finder) podSpecImages(spec *yaml.Node, w Workload) ([]sumLine, error) {
 					return nil, err
 				}
 				lines = append(lines, more...)
+			}
+			// The container, and the list, are on the way to images
+			// only when it holds some.
+			if len(lines) > had {
+				e.routes.steps(list.Via)
+				e.routes.step(c)
 			}
 		}
 	}
@@ -364,7 +383,6 @@ func (e *finder) imageVolumes(spec *yaml.Node, w Workload) ([]sumLine, error) {
 	if vols.Value == nil || vols.Value.Kind != yaml.SequenceNode {
 		return lines, nil
 	}
-	e.routes.steps(vols.Via)
 	for i, v := range vols.Value.Content {
 		img, err := stream.Get(v, "image")
 		if err != nil {
@@ -373,20 +391,22 @@ func (e *finder) imageVolumes(spec *yaml.Node, w Workload) ([]sumLine, error) {
 		if img.Value == nil || img.Value.Kind != yaml.MappingNode {
 			continue // not an image volume (or one the API server refuses)
 		}
-		// Only an image volume is on the way to an image: a volume
-		// that is an alias of a container, say, is not.
-		e.routes.step(v)
 		name, err := stream.Str(v, "name")
 		if err != nil {
 			return nil, e.keyError(err, fmt.Sprintf("%s volumes[%d]", w.object(), i))
 		}
 		w.Container = VolumePrefix + name
-		e.routes.steps(img.Via)
 		line, ok, err := e.pinImage(spec, img.Value, "reference", w)
 		if err != nil {
 			return nil, err
 		}
 		if ok {
+			// Only an image volume with an image is on the way to
+			// it: a volume that is an alias of a container, say, is
+			// not.
+			e.routes.steps(vols.Via)
+			e.routes.step(v)
+			e.routes.steps(img.Via)
 			lines = append(lines, line)
 		}
 	}

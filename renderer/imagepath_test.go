@@ -543,7 +543,8 @@ func TestValidateMode(t *testing.T) {
 // nothing to pin (a checksum path's mapping without image fields, a field
 // that does not read as a reference) does not make that place one, so
 // pinning the node at its other place is refused, whatever checksum
-// paths are given (FuzzImagePaths found the first).
+// paths are given (FuzzImagePaths found the first). Nor does a walk of a
+// pod spec path to a pod spec, container or image volume without images.
 func TestSharedNodeOffImagePathsRefused(t *testing.T) {
 	t.Parallel()
 	const head = "apiVersion: example.com/v1\nkind: Runner\nmetadata: {name: r}\n"
@@ -552,6 +553,7 @@ func TestSharedNodeOffImagePathsRefused(t *testing.T) {
 		desc      string
 		paths     []string
 		checksums []string
+		podSpecs  []string
 		in        string
 		want      string
 	}{
@@ -594,9 +596,37 @@ func TestSharedNodeOffImagePathsRefused(t *testing.T) {
 			in:    head + "spec:\n  env: &a\n  - {name: RUNNER_IMAGE, value: registry.example/a:1}\n  - --tool-image=/not/a/reference\n  jobs:\n  - args: *a\n",
 			want:  "document 1, line 9: *a shares &a (line 5) outside a pod spec's images",
 		},
+		{
+			desc:     "a pod template without images through the alias",
+			paths:    []string{"Runner=spec.config.image"},
+			podSpecs: []string{"example.com/Runner=spec.template.spec"},
+			in:       head + "spec:\n  config: &t {image: registry.example/a:1, spec: {containers: []}}\n  template: *t\n",
+			want:     "document 1, line 6: *t shares &t (line 5) outside a pod spec's images",
+		},
+		{
+			desc:     "containers without images through the alias",
+			paths:    []string{"Runner=spec.tools.*.ref"},
+			podSpecs: []string{"example.com/Runner=spec.template.spec"},
+			in:       head + "spec:\n  tools: &c [{name: a, ref: registry.example/a:1}]\n  template: {spec: {containers: *c}}\n",
+			want:     "document 1, line 6: *c shares &c (line 5) outside a pod spec's images",
+		},
+		{
+			desc:     "an image volume without an image through the alias",
+			paths:    []string{"Runner=spec.tools.*.ref"},
+			podSpecs: []string{"example.com/Runner=spec.template.spec"},
+			in:       head + "spec:\n  tools: &v [{name: a, ref: registry.example/a:1, image: {}}]\n  template: {spec: {containers: [{name: c, image: registry.example/c:1}], volumes: *v}}\n",
+			want:     "document 1, line 6: *v shares &v (line 5) outside a pod spec's images",
+		},
 	} {
 		t.Run(tc.desc, func(t *testing.T) {
 			r := &Renderer{Resolver: newFixed()}
+			for _, s := range tc.podSpecs {
+				p, err := kindpath.ParsePodSpec(s)
+				if err != nil {
+					t.Fatal(err)
+				}
+				r.PodSpecPaths = append(r.PodSpecPaths, p)
+			}
 			for _, s := range tc.paths {
 				p, err := kindpath.ParseImage(s)
 				if err != nil {
