@@ -8,9 +8,11 @@ import (
 
 // A document may have at most maxPartsFactor·(its nodes, as
 // stream.Document.Estimate bounds them) + maxPartsBase parts read in
-// all by the walks that follow aliases (Render's finder, Snapshot),
-// counting those that an alias names again: a document written out has
-// fewer parts than nodes, so no chart comes near it.
+// all by the walks that follow aliases (Render's finder, in a document
+// with aliases; Snapshot), counting those that an alias names again.
+// Estimate counts some three times the nodes of block-style YAML, and
+// a document written out reads each part once for each path that
+// passes it.
 const (
 	maxPartsFactor = 1
 	maxPartsBase   = 1 << 16

@@ -123,9 +123,10 @@ type finder struct {
 	embedPinned map[*yaml.Node]map[textPlace]bool
 	// name is the copy of the last workload name that own made.
 	name string
-	// bound is what the walks may read in the document (fanOut): an
-	// object reached again is walked once, but a pod spec or another
-	// node that aliases name in many objects is read for each.
+	// bound is what the walks may read in the document (fanOut; nil
+	// without an alias): an object reached again is walked once, but a
+	// pod spec or another node that aliases name in many objects is
+	// read for each.
 	bound *fanOut
 }
 
@@ -136,7 +137,12 @@ type finder struct {
 // f.stopped.
 func (r *Renderer) find(d *document, p *stream.Parsed, f *found) {
 	*f = found{uses: f.uses, from: len(f.uses), sites: f.sites[:0], sums: f.sums[:0]}
-	e := finder{found: f, r: r, d: d, embed: mayEmbed(d.Body()), bound: newFanOut(d.Document, "its pod templates and image fields")}
+	e := finder{found: f, r: r, d: d, embed: mayEmbed(d.Body())}
+	if p.Aliases != nil {
+		// Without an alias each node has one place, and the walks
+		// cost what the paths followed through the document do.
+		e.bound = newFanOut(d.Document, "its pod templates and image fields")
+	}
 	e.routes = newRoutes(p.Aliases)
 	e.routes.step(p.Obj)
 	e.stopped = e.object(p.Obj, 0)
@@ -172,7 +178,9 @@ func (e *finder) object(obj *yaml.Node, depth int) error {
 	if !once(&e.objects, obj) {
 		return nil
 	}
-	e.bound.at = obj.Line
+	if e.bound != nil {
+		e.bound.at = obj.Line
+	}
 	kind, err := stream.Str(obj, "kind")
 	if err != nil {
 		return e.keyError(err, "")
