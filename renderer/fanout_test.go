@@ -55,7 +55,8 @@ func checkFanOutRefusal(t *testing.T, err error) {
 // node in many objects: a pod spec shared by thousands of Pods (each of
 // its image fields used once per Pod), a job list that an image path's
 // "*" steps into for each object, a list of pod templates that a pod spec
-// path's "*" does. The finder's work is bounded by the document's nodes
+// path's "*" does, a pod spec whose nodes each object's checksum holders
+// are checked against. The finder's work is bounded by the document's nodes
 // plus 65536 entries (fanOut, Snapshot's bound too), so each is refused,
 // naming the document, its source, and the object where the bound ran
 // out, without work that grows with the square of the document: the bound
@@ -83,7 +84,18 @@ func TestFanOutRefused(t *testing.T) {
 	pools := "&s {pools: [" + many(2000, func(i int) string {
 		return fmt.Sprintf("{template: {spec: {containers: [{name: c%d, image: %s}]}}}", i, hostileImage)
 	}) + "]}"
+	// A pod spec without images, whose nodes a checksum path's holder
+	// is checked against for each object.
+	emptySpec := "&s {jobs: [{tool: " + hostileImage + "}], template: {spec: {containers: [" + many(2000, func(i int) string { return fmt.Sprintf("{name: c%d}", i) }) + "]}}}"
 	tool := kindpath.Image{Group: "*", Kind: "Runner", Fields: []string{"spec", "jobs", "*", "tool"}}
+	runnerSpec, err := kindpath.ParsePodSpec("example.com/Runner=spec.template.spec")
+	if err != nil {
+		t.Fatal(err)
+	}
+	jobSum, err := kindpath.ParseChecksum("Runner=spec.jobs.*")
+	if err != nil {
+		t.Fatal(err)
+	}
 	worker, err := kindpath.ParsePodSpec("example.com/Worker=spec.pools.*.template.spec")
 	if err != nil {
 		t.Fatal(err)
@@ -96,6 +108,7 @@ func TestFanOutRefused(t *testing.T) {
 		{desc: "a pod spec of 2000 containers shared by 2000 Pods", in: sharedSpecList(2000, 2000), r: &Renderer{}},
 		{desc: "2000 jobs with images shared by 2000 objects", in: list("Runner", jobs, "*s", 2000), r: &Renderer{ImagePaths: []kindpath.Image{tool}}},
 		{desc: "2000 jobs without images shared by 2000 objects", in: list("Runner", notJobs, "*s", 2000), r: &Renderer{ImagePaths: []kindpath.Image{tool}}},
+		{desc: "a pod spec of 2000 containers without images shared by 2000 objects with checksum paths", in: list("Runner", emptySpec, "*s", 2000), r: &Renderer{ImagePaths: []kindpath.Image{tool}, ChecksumPaths: []kindpath.Checksum{jobSum}, PodSpecPaths: []kindpath.PodSpec{runnerSpec}}},
 		{desc: "2000 pod templates shared by 2000 objects", in: list("Worker", pools, "*s", 2000), r: &Renderer{PodSpecPaths: append(kindpath.DefaultPodSpecs[:len(kindpath.DefaultPodSpecs):len(kindpath.DefaultPodSpecs)], worker)}},
 	} {
 		t.Run(tc.desc, func(t *testing.T) {

@@ -182,7 +182,12 @@ func (e *finder) imageFields(obj *yaml.Node, group, kind string, paths []kindpat
 			what, ok := pods[h.node]
 			if !ok && len(pods) > 0 {
 				if podNodes == nil {
+					// Pod specs that aliases share are read again for
+					// each object.
 					podNodes = nodesUnder(pods)
+					if !e.bound.spend(len(podNodes)) {
+						return e.keyError(e.bound.keyError(), w.object())
+					}
 				}
 				if podNodes[h.node] {
 					what, ok = "mapping inside a pod template", true
