@@ -123,6 +123,11 @@ type finder struct {
 	embedPinned map[*yaml.Node]map[textPlace]bool
 	// name is the copy of the last workload name that own made.
 	name string
+	// bound is what the walks may read in the document (fanOut; nil
+	// without an alias): an object reached again is walked once, but a
+	// pod spec or another node that aliases name in many objects is
+	// read for each.
+	bound *fanOut
 }
 
 // find walks parsed document p of d and puts what it found into f: its
@@ -133,6 +138,11 @@ type finder struct {
 func (r *Renderer) find(d *document, p *stream.Parsed, f *found) {
 	*f = found{uses: f.uses, from: len(f.uses), sites: f.sites[:0], sums: f.sums[:0]}
 	e := finder{found: f, r: r, d: d, embed: mayEmbed(d.Body())}
+	if p.Aliases != nil {
+		// Without an alias each node has one place, and the walks
+		// cost what the paths followed through the document do.
+		e.bound = newFanOut(d.Document, "its pod templates and image fields")
+	}
 	e.routes = newRoutes(p.Aliases)
 	e.routes.step(p.Obj)
 	e.stopped = e.object(p.Obj, 0)
@@ -167,6 +177,9 @@ func once(seen *map[*yaml.Node]bool, n *yaml.Node) bool {
 func (e *finder) object(obj *yaml.Node, depth int) error {
 	if !once(&e.objects, obj) {
 		return nil
+	}
+	if e.bound != nil {
+		e.bound.at = obj.Line
 	}
 	kind, err := stream.Str(obj, "kind")
 	if err != nil {
@@ -213,7 +226,9 @@ func (e *finder) object(obj *yaml.Node, depth int) error {
 	if err != nil {
 		return e.keyError(err, kind)
 	}
-	templates, err := findPodTemplates(obj, apiGroup(apiVersion), kind, e.r.paths(), e.routes.step)
+	// The walk steps no route: the way to a pod spec is on the way to
+	// images only when the spec holds some (below).
+	templates, err := findPodTemplates(obj, apiGroup(apiVersion), kind, e.r.paths(), func(*yaml.Node) {}, e.bound)
 	if err != nil {
 		return e.keyError(err, w.object())
 	}
@@ -222,9 +237,16 @@ func (e *finder) object(obj *yaml.Node, depth int) error {
 	paths := e.r.imagePathsFor(apiGroup(apiVersion), kind)
 	e.podFieldsWanted = len(paths) > 0
 	var pods map[*yaml.Node]string
+	var withImages map[*yaml.Node]bool // the pod specs with image fields
 	for _, t := range templates {
 		if err := e.template(t, w); err != nil {
 			return err
+		}
+		if len(e.specLines[t.spec]) > 0 {
+			if withImages == nil {
+				withImages = map[*yaml.Node]bool{}
+			}
+			withImages[t.spec] = true
 		}
 		if len(paths) == 0 {
 			continue
@@ -235,6 +257,11 @@ func (e *finder) object(obj *yaml.Node, depth int) error {
 		pods[t.spec] = "pod spec"
 		if t.holder != nil {
 			pods[t.holder] = "pod template"
+		}
+	}
+	for _, p := range e.r.paths() {
+		if p.Matches(apiGroup(apiVersion), kind) {
+			e.stepTo(obj, p.Fields, withImages)
 		}
 	}
 	if err := e.imageFields(obj, apiGroup(apiVersion), kind, paths, w, pods); err != nil {
@@ -253,7 +280,12 @@ func (e *finder) template(t podTemplate, w Workload) error {
 	lines, done := e.specLines[t.spec]
 	if done {
 		// A pod spec shared through an alias is walked once, but each
-		// workload that shares it uses its images.
+		// workload that shares it uses its images, and its pod
+		// template gets their checksum: a spec that aliases name in
+		// many objects is paid for each.
+		if !e.bound.spend(len(e.specUses[t.spec]) + len(lines)) {
+			return e.keyError(e.bound.keyError(), w.object())
+		}
 		for _, u := range e.specUses[t.spec] {
 			u.workload.Kind, u.workload.Namespace, u.workload.Name = w.Kind, w.Namespace, w.Name
 			u.workload = e.own(u.workload)
@@ -301,7 +333,6 @@ func (e *finder) podSpecImages(spec *yaml.Node, w Workload) ([]sumLine, error) {
 		if list.Value == nil || list.Value.Kind != yaml.SequenceNode {
 			continue
 		}
-		e.routes.steps(list.Via)
 		for i, c := range list.Value.Content {
 			// A container that is not a mapping (an alias of an image
 			// field, say) holds no image and is not on the way to one;
@@ -309,7 +340,6 @@ func (e *finder) podSpecImages(spec *yaml.Node, w Workload) ([]sumLine, error) {
 			if stream.Deref(c).Kind != yaml.MappingNode {
 				continue
 			}
-			e.routes.step(c)
 			// YAML decoders disagree on which of two equal keys wins:
 			// pinning one could leave the other in force. get refuses
 			// what the API server could read otherwise.
@@ -317,6 +347,7 @@ func (e *finder) podSpecImages(spec *yaml.Node, w Workload) ([]sumLine, error) {
 			if err != nil {
 				return nil, e.keyError(err, fmt.Sprintf("%s %s[%d]", w.object(), field, i))
 			}
+			had := len(lines)
 			line, ok, err := e.pinImage(spec, c, "image", w)
 			if err != nil {
 				return nil, err
@@ -332,6 +363,12 @@ func (e *finder) podSpecImages(spec *yaml.Node, w Workload) ([]sumLine, error) {
 					return nil, err
 				}
 				lines = append(lines, more...)
+			}
+			// The container, and the list, are on the way to images
+			// only when it holds some.
+			if len(lines) > had {
+				e.routes.steps(list.Via)
+				e.routes.step(c)
 			}
 		}
 	}
@@ -354,7 +391,6 @@ func (e *finder) imageVolumes(spec *yaml.Node, w Workload) ([]sumLine, error) {
 	if vols.Value == nil || vols.Value.Kind != yaml.SequenceNode {
 		return lines, nil
 	}
-	e.routes.steps(vols.Via)
 	for i, v := range vols.Value.Content {
 		img, err := stream.Get(v, "image")
 		if err != nil {
@@ -363,20 +399,22 @@ func (e *finder) imageVolumes(spec *yaml.Node, w Workload) ([]sumLine, error) {
 		if img.Value == nil || img.Value.Kind != yaml.MappingNode {
 			continue // not an image volume (or one the API server refuses)
 		}
-		// Only an image volume is on the way to an image: a volume
-		// that is an alias of a container, say, is not.
-		e.routes.step(v)
 		name, err := stream.Str(v, "name")
 		if err != nil {
 			return nil, e.keyError(err, fmt.Sprintf("%s volumes[%d]", w.object(), i))
 		}
 		w.Container = VolumePrefix + name
-		e.routes.steps(img.Via)
 		line, ok, err := e.pinImage(spec, img.Value, "reference", w)
 		if err != nil {
 			return nil, err
 		}
 		if ok {
+			// Only an image volume with an image is on the way to
+			// it: a volume that is an alias of a container, say, is
+			// not.
+			e.routes.steps(vols.Via)
+			e.routes.step(v)
+			e.routes.steps(img.Via)
 			lines = append(lines, line)
 		}
 	}

@@ -192,6 +192,9 @@ func FuzzImagePaths(f *testing.F) {
 		"apiVersion: example.com/v1\nkind: Runner\nspec:\n  env: &e\n  - name: RUNNER_IMAGE\n    value: &v registry.example/r:1\n  jobs:\n  - args: [--tool-image, *v]\n  other: *e\n",
 		"apiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: d\nspec:\n  template:\n    spec:\n      containers:\n      - name: c\n        image: registry.example/c:1\n        args: [\"--collector-image=registry.example/col:1\", --prometheus-config-reloader, registry.example/rel:1]\n        command: [--engine-image=registry.example/e:1]\n        env:\n        - {name: AGENT_IMAGE, value: registry.example/a:1}\n        - {name: AGENT_IMAGE, value: registry.example/a:1, value: registry.example/b:1}\n",
 		"apiVersion: example.com/v1\nkind: Runner\nspec:\n  env:\n  - name: RUNNER_IMAGE\n    <<: {value: registry.example/r:1}\n  - name: !!binary UlVOTkVSX0lNQUdF\n    value: registry.example/r:1\n",
+		// A checksum path through an alias to a mapping without image
+		// fields: pinning the env var would change the jobs too.
+		"apiVersion: example.com/v1\nkind: Runner\nmetadata: {name: r}\nspec: {env: &e [{name: RUNNER_IMAGE, value: registry.example/a:1}], jobs: *e}\n",
 	} {
 		f.Add([]byte(s))
 	}

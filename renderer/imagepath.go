@@ -177,11 +177,17 @@ func (e *finder) imageFields(obj *yaml.Node, group, kind string, paths []kindpat
 		if err != nil {
 			return err
 		}
+		annotates := map[*yaml.Node]bool{} // the holders with lines of c's image paths
 		for _, h := range holders {
 			what, ok := pods[h.node]
 			if !ok && len(pods) > 0 {
 				if podNodes == nil {
+					// Pod specs that aliases share are read again for
+					// each object.
 					podNodes = nodesUnder(pods)
+					if !e.bound.spend(len(podNodes)) {
+						return e.keyError(e.bound.keyError(), w.object())
+					}
 				}
 				if podNodes[h.node] {
 					what, ok = "mapping inside a pod template", true
@@ -202,8 +208,14 @@ func (e *finder) imageFields(obj *yaml.Node, group, kind string, paths []kindpat
 			}
 			if len(lines) > 0 {
 				linesOf[h.node] = append(linesOf[h.node], lines...)
+				annotates[h.node] = true
 			}
 		}
+		// Last, the way to each mapping that gets a checksum of c's
+		// images is on the way to images; the way to one without is not
+		// (an alias of a list of env vars, say, that c's image paths
+		// find nothing in), or its other places would change unseen.
+		e.stepTo(obj, c.Fields, annotates)
 	}
 	for _, h := range annotated {
 		e.checksum(h, linesOf[h], w, true)
@@ -244,14 +256,15 @@ func (e *finder) checksumHolders(obj *yaml.Node, c kindpath.Checksum, w Workload
 	if len(c.Fields) == 0 {
 		holders = append(holders, checksumHolder{node: obj})
 	}
-	err := walk(obj, c.Fields, e.routes.step, func(_, node *yaml.Node, _ string, trail []string) bool {
+	// The walk steps no route: imageFields steps those to the holders
+	// that get a checksum, once it knows which do.
+	err := walkWithin(e.bound, obj, c.Fields, func(*yaml.Node) {}, func(_, node *yaml.Node, _ string, trail []string) bool {
 		switch at := fieldPath(trail); {
 		case bad != nil || (node.Kind == yaml.ScalarNode && node.Tag == "!!null"):
 		case node.Kind != yaml.MappingNode:
 			bad = fmt.Errorf("%s: %s: the checksum path %s leads to %s at %s, want a mapping", e.d.At(node.Line), w.object(), c, stream.KindName(node), at)
 		default:
 			holders = append(holders, checksumHolder{node, at})
-			return true
 		}
 		return false
 	})
@@ -262,6 +275,20 @@ func (e *finder) checksumHolders(obj *yaml.Node, c kindpath.Checksum, w Workload
 		return nil, bad
 	}
 	return holders, nil
+}
+
+// stepTo steps the routes from n along fields to each of the mappings
+// used, which the finder changes or reaches an image field through: a
+// walk that finds first and pins later steps none while it finds, as a
+// way to a mapping that holds nothing to pin (a field that does not read
+// as a reference, a checksum path's mapping without image fields) is
+// not one on the way to images.
+func (e *finder) stepTo(n *yaml.Node, fields []string, used map[*yaml.Node]bool) {
+	if len(fields) == 0 || len(used) == 0 || e.routes == nil {
+		return
+	}
+	// The first walk went through without an error.
+	_ = walk(n, fields, e.routes.step, func(_, node *yaml.Node, _ string, _ []string) bool { return used[node] })
 }
 
 // nodesUnder returns the nodes inside the nodes of pods (aliases
@@ -305,24 +332,21 @@ func (e *finder) pinFields(from *yaml.Node, base string, paths []kindpath.Image,
 	}
 	var lines []sumLine
 	listed := map[fieldKey]bool{}
+	var used map[*yaml.Node]bool // the mappings of p whose fields have lines
 	for _, p := range paths {
 		key := p.Fields[len(p.Fields)-1]
 		var found []field
 		if mid := p.Fields[skip : len(p.Fields)-1]; len(mid) == 0 {
 			found = append(found, field{from, joinPath(base, key)})
 		} else {
-			// The field's key, or the list a flag is in.
-			k := key
-			if sel, ok := kindpath.ParseSelector(key); ok {
-				k = sel.Field
-			}
-			err := walk(from, mid, e.routes.step, func(_, node *yaml.Node, _ string, trail []string) bool {
+			// The walk steps no route: stepTo steps those to the
+			// mappings whose fields get pinned, below.
+			err := walkWithin(e.bound, from, mid, func(*yaml.Node) {}, func(_, node *yaml.Node, _ string, trail []string) bool {
 				if node.Kind != yaml.MappingNode {
 					return false
 				}
 				found = append(found, field{node, joinPath(joinPath(base, fieldPath(trail)), key)})
-				v, _ := stream.Get(node, k) // pinField reports its error
-				return v.Value != nil
+				return false
 			})
 			if err != nil {
 				return nil, e.keyError(err, w.object())
@@ -346,7 +370,15 @@ func (e *finder) pinFields(from *yaml.Node, base string, paths []kindpath.Image,
 				listed[k] = true
 				lines = append(lines, got...)
 			}
+			if len(got) > 0 {
+				if used == nil {
+					used = map[*yaml.Node]bool{}
+				}
+				used[stream.Deref(f.m)] = true
+			}
 		}
+		e.stepTo(from, p.Fields[skip:len(p.Fields)-1], used)
+		clear(used)
 	}
 	return lines, nil
 }
@@ -448,8 +480,10 @@ func (e *finder) pinFlag(m *yaml.Node, key string, sel kindpath.Selector, w Work
 		default:
 			continue
 		}
-		e.routes.steps(list.Via)
 		if v, ok := e.pinText(spec, list.Value, stream.Entry{Value: stream.Deref(raw), Via: []*yaml.Node{raw}}, prefix, w, p); ok {
+			// The list is on the way to an image only when one of its
+			// values is pinned.
+			e.routes.steps(list.Via)
 			lines = append(lines, sumLine{w.Container, w.Field, v})
 			values = append(values, v)
 		}

@@ -536,3 +536,112 @@ func TestValidateMode(t *testing.T) {
 		}
 	}
 }
+
+// TestSharedNodeOffImagePathsRefused checks that a node shared through an
+// alias is pinned only where every place of it is on the way to an image
+// field that gets pinned: a walk that passes an alias on its way to
+// nothing to pin (a checksum path's mapping without image fields, a field
+// that does not read as a reference) does not make that place one, so
+// pinning the node at its other place is refused, whatever checksum
+// paths are given (FuzzImagePaths found the first). Nor does a walk of a
+// pod spec path to a pod spec, container or image volume without images.
+func TestSharedNodeOffImagePathsRefused(t *testing.T) {
+	t.Parallel()
+	const head = "apiVersion: example.com/v1\nkind: Runner\nmetadata: {name: r}\n"
+	env := "Runner=spec.env[name=RUNNER_IMAGE].value"
+	for _, tc := range []struct {
+		desc      string
+		paths     []string
+		checksums []string
+		podSpecs  []string
+		in        string
+		want      string
+	}{
+		{
+			desc:  "a list of env vars shared as jobs",
+			paths: []string{env, "Runner=spec.jobs.*.tool"},
+			in:    head + "spec: {env: &e [{name: RUNNER_IMAGE, value: registry.example/a:1}], jobs: *e}\n",
+			want:  "document 1, line 4: *e shares &e (line 4) outside a pod spec's images",
+		},
+		{
+			desc:      "a checksum path through the alias",
+			paths:     []string{env, "Runner=spec.jobs.*.tool"},
+			checksums: []string{"Runner=spec.jobs.*"},
+			in:        head + "spec: {env: &e [{name: RUNNER_IMAGE, value: registry.example/a:1}], jobs: *e}\n",
+			want:      "document 1, line 4: *e shares &e (line 4) outside a pod spec's images",
+		},
+		{
+			desc:      "checksum paths on the object and through the alias",
+			paths:     []string{env, "Runner=spec.jobs.*.tool"},
+			checksums: []string{"Runner=.", "Runner=spec.jobs.*"},
+			in:        head + "spec: {env: &e [{name: RUNNER_IMAGE, value: registry.example/a:1}], jobs: *e}\n",
+			want:      "document 1, line 4: *e shares &e (line 4) outside a pod spec's images",
+		},
+		{
+			desc:      "a checksum path to a mapping whose images another path's checksum covers",
+			paths:     []string{"Runner=spec.a.image", "Runner=spec.b.tool"},
+			checksums: []string{"Runner=spec.a", "Runner=spec.b"},
+			in:        head + "spec:\n  a: &x {image: registry.example/a:1}\n  b: *x\n",
+			want:      "document 1, line 6: *x shares &x (line 5) outside a pod spec's images",
+		},
+		{
+			desc:  "an env var through the alias that does not read as a reference",
+			paths: []string{env, "Runner=spec.jobs[name=OTHER].value"},
+			in:    head + "spec:\n  env: &e\n  - {name: RUNNER_IMAGE, value: registry.example/a:1}\n  - {name: OTHER, value: not a reference}\n  jobs: *e\n",
+			want:  "document 1, line 8: *e shares &e (line 5) outside a pod spec's images",
+		},
+		{
+			desc:  "a flag through the alias whose value does not read as a reference",
+			paths: []string{env, "Runner=spec.jobs.*.args[flag=--tool-image]"},
+			in:    head + "spec:\n  env: &a\n  - {name: RUNNER_IMAGE, value: registry.example/a:1}\n  - --tool-image=/not/a/reference\n  jobs:\n  - args: *a\n",
+			want:  "document 1, line 9: *a shares &a (line 5) outside a pod spec's images",
+		},
+		{
+			desc:     "a pod template without images through the alias",
+			paths:    []string{"Runner=spec.config.image"},
+			podSpecs: []string{"example.com/Runner=spec.template.spec"},
+			in:       head + "spec:\n  config: &t {image: registry.example/a:1, spec: {containers: []}}\n  template: *t\n",
+			want:     "document 1, line 6: *t shares &t (line 5) outside a pod spec's images",
+		},
+		{
+			desc:     "containers without images through the alias",
+			paths:    []string{"Runner=spec.tools.*.ref"},
+			podSpecs: []string{"example.com/Runner=spec.template.spec"},
+			in:       head + "spec:\n  tools: &c [{name: a, ref: registry.example/a:1}]\n  template: {spec: {containers: *c}}\n",
+			want:     "document 1, line 6: *c shares &c (line 5) outside a pod spec's images",
+		},
+		{
+			desc:     "an image volume without an image through the alias",
+			paths:    []string{"Runner=spec.tools.*.ref"},
+			podSpecs: []string{"example.com/Runner=spec.template.spec"},
+			in:       head + "spec:\n  tools: &v [{name: a, ref: registry.example/a:1, image: {}}]\n  template: {spec: {containers: [{name: c, image: registry.example/c:1}], volumes: *v}}\n",
+			want:     "document 1, line 6: *v shares &v (line 5) outside a pod spec's images",
+		},
+	} {
+		t.Run(tc.desc, func(t *testing.T) {
+			r := &Renderer{Resolver: newFixed()}
+			for _, s := range tc.podSpecs {
+				p, err := kindpath.ParsePodSpec(s)
+				if err != nil {
+					t.Fatal(err)
+				}
+				r.PodSpecPaths = append(r.PodSpecPaths, p)
+			}
+			for _, s := range tc.paths {
+				p, err := kindpath.ParseImage(s)
+				if err != nil {
+					t.Fatal(err)
+				}
+				r.ImagePaths = append(r.ImagePaths, p)
+			}
+			for _, s := range tc.checksums {
+				c, err := kindpath.ParseChecksum(s)
+				if err != nil {
+					t.Fatal(err)
+				}
+				r.ChecksumPaths = append(r.ChecksumPaths, c)
+			}
+			wantRefused(t, r, tc.in, []string{tc.want})
+		})
+	}
+}

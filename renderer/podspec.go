@@ -31,15 +31,15 @@ type podTemplate struct {
 // them, in the order of paths. A pod spec that two entries lead to (a
 // --pod-spec-path that repeats a default) is returned once, with a
 // holder if either entry gives one. It calls step with each node it
-// passes, as written.
-func findPodTemplates(obj *yaml.Node, group, kind string, paths []kindpath.PodSpec, step func(*yaml.Node)) ([]podTemplate, error) {
+// passes, as written, and spends what it reads from bound (walkWithin).
+func findPodTemplates(obj *yaml.Node, group, kind string, paths []kindpath.PodSpec, step func(*yaml.Node), bound *fanOut) ([]podTemplate, error) {
 	var found []podTemplate
 	at := map[*yaml.Node]int{} // pod spec → its index in found
 	for _, p := range paths {
 		if !p.Matches(group, kind) {
 			continue
 		}
-		err := walk(obj, p.Fields, step, func(holder, spec *yaml.Node, last string, trail []string) bool {
+		err := walkWithin(bound, obj, p.Fields, step, func(holder, spec *yaml.Node, last string, trail []string) bool {
 			if spec.Kind != yaml.MappingNode {
 				return false
 			}
@@ -86,7 +86,15 @@ type walkStep struct {
 // looks fields up with stream.Get, and returns its error (or stream.Values' error
 // for a "*" step, prefixed with the field stepped from).
 func walk(n *yaml.Node, fields []string, step func(*yaml.Node), fn func(holder, node *yaml.Node, last string, trail []string) bool) error {
-	w := walker{step: step, fn: fn, seen: map[walkStep]bool{}, used: map[walkStep]bool{}}
+	return walkWithin(nil, n, fields, step, fn)
+}
+
+// walkWithin is walk, spending from bound each node it steps from and
+// each node it reaches: a walk that follows "*" or a selector over a
+// node that aliases name in many objects is paid for each time. Once
+// bound runs out, it stops with the bound's error (fanOut.keyError).
+func walkWithin(bound *fanOut, n *yaml.Node, fields []string, step func(*yaml.Node), fn func(holder, node *yaml.Node, last string, trail []string) bool) error {
+	w := walker{step: step, fn: fn, seen: map[walkStep]bool{}, used: map[walkStep]bool{}, bound: bound}
 	_, err := w.from(n, "", fields, nil, nil)
 	return err
 }
@@ -98,6 +106,8 @@ type walker struct {
 	// seen are the nodes stepped from, with the fields left; used those
 	// of them that led to a node used.
 	seen, used map[walkStep]bool
+	// bound is what the walk may read (nil: no bound).
+	bound *fanOut
 }
 
 // from walks from node n, which the field named from led to, with trail
@@ -138,6 +148,9 @@ func (w *walker) from(n *yaml.Node, from string, fields, trail []string, passed 
 		if e.Value != nil {
 			next, via = e.Via[len(e.Via)-1:], e.Via[:len(e.Via)-1]
 		}
+	}
+	if w.bound != nil && !w.bound.spend(1+len(next)) {
+		return false, w.bound.keyError()
 	}
 	used := false
 	for i, c := range next {

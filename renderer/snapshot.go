@@ -129,23 +129,11 @@ type snapshotter struct {
 	// names one again (a List of aliases of Lists of aliases), and each
 	// is read once, as Render walks it once.
 	objects map[*yaml.Node]bool
-	// left is how many more mapping entries and list items the document
-	// may have read (maxPartsFactor·its nodes + maxPartsBase); err says
-	// that it read more: an alias that names a pod spec again in many
-	// objects would make the reading grow with the square of the
-	// document.
-	left, limit int
-	err         error
+	// bound is the document's fanOut: an alias that names a pod spec
+	// again in many objects would make the reading grow with the
+	// square of the document.
+	bound *fanOut
 }
-
-// A document's pod templates and Secrets may have at most
-// maxPartsFactor·(its nodes, as stream.Document.Estimate bounds them) +
-// maxPartsBase entries read in all, counting those an alias names again:
-// a document written out has fewer entries than nodes.
-const (
-	maxPartsFactor = 1
-	maxPartsBase   = 1 << 16
-)
 
 // secretWord is the cheap test for a document that may hold a Secret.
 var secretWord = []byte("Secret")
@@ -166,13 +154,12 @@ func (s *snapshotter) document(d *stream.Document) error {
 	}
 	clear(s.hashes)
 	clear(s.objects)
-	s.limit = maxPartsFactor*d.Estimate() + maxPartsBase
-	s.left, s.err = s.limit, nil
+	s.bound = newFanOut(d, "its pod templates and Secrets")
 	if err := s.object(d, p.Obj, 0); err != nil {
 		return err
 	}
-	if s.err != nil {
-		return fmt.Errorf("%s: %w", d.Where(), s.err)
+	if s.bound.over() {
+		return keyError(&document{Document: d}, s.bound.keyError(), "")
 	}
 	return nil
 }
@@ -182,6 +169,7 @@ func (s *snapshotter) object(d *stream.Document, obj *yaml.Node, depth int) erro
 	if !once(&s.objects, obj) {
 		return nil
 	}
+	s.bound.at = obj.Line
 	kind, err := stream.Str(obj, "kind")
 	if err != nil {
 		return keyError(&document{Document: d}, err, "")
@@ -223,19 +211,19 @@ func (s *snapshotter) object(d *stream.Document, obj *yaml.Node, depth int) erro
 	if kind == "Secret" && apiVersion == "v1" {
 		return s.secret(d, obj, w)
 	}
-	templates, err := findPodTemplates(obj, apiGroup(apiVersion), kind, s.r.paths(), func(*yaml.Node) {})
+	templates, err := findPodTemplates(obj, apiGroup(apiVersion), kind, s.r.paths(), func(*yaml.Node) {}, s.bound)
 	if err != nil {
 		return keyError(&document{Document: d}, err, w.object())
 	}
 	for _, t := range templates {
-		if s.err != nil {
-			return nil
-		}
 		o := snapObject{key: s.key(snapKey{kind: w.Kind, namespace: w.Namespace, name: w.Name, path: t.path}), parts: map[string][sha256.Size]byte{}}
 		if t.holder == nil {
 			s.podSpec(&o, "", t.spec)
 		} else {
 			s.template(&o, t)
+		}
+		if s.bound.over() {
+			return keyError(&document{Document: d}, s.bound.keyError(), w.object())
 		}
 		s.snap.templates = append(s.snap.templates, o)
 	}
@@ -291,7 +279,7 @@ func (s *snapshotter) podSpec(o *snapObject, prefix string, spec *yaml.Node) {
 		isList := list != nil && list.Kind == yaml.SequenceNode
 		switch {
 		case isList && slices.Contains(containerFields, k):
-			if !s.spend(len(list.Content)) {
+			if !s.bound.spend(len(list.Content)) {
 				return
 			}
 			for i, c := range list.Content {
@@ -310,7 +298,7 @@ func (s *snapshotter) podSpec(o *snapObject, prefix string, spec *yaml.Node) {
 				})
 			}
 		case isList && k == "volumes":
-			if !s.spend(len(list.Content)) {
+			if !s.bound.spend(len(list.Content)) {
 				return
 			}
 			for i, vol := range list.Content {
@@ -395,25 +383,13 @@ func (s *snapshotter) secret(d *stream.Document, obj *yaml.Node, w Workload) err
 	return nil
 }
 
-// spend takes n entries from what the document may read, and reports
-// whether there were as many left.
-func (s *snapshotter) spend(n int) bool {
-	if s.left -= n; s.left < 0 {
-		if s.err == nil {
-			s.err = fmt.Errorf("its pod templates and Secrets hold more than %d entries to compare, counting those that aliases name again", s.limit)
-		}
-		return false
-	}
-	return true
-}
-
 // each calls fn with each key of mapping m (aliases followed) and its
 // value, in order, a key decoded as stream.DecodedKey decodes it; merge
 // keys are spelt "<<". A nil or non-mapping m holds nothing. It spends
 // the entries, and calls fn with none when too few are left.
 func (s *snapshotter) each(m *yaml.Node, fn func(k string, v *yaml.Node)) {
 	m = stream.Deref(m)
-	if m == nil || m.Kind != yaml.MappingNode || !s.spend(len(m.Content)/2) {
+	if m == nil || m.Kind != yaml.MappingNode || !s.bound.spend(len(m.Content)/2) {
 		return
 	}
 	for i := 0; i+1 < len(m.Content); i += 2 {

@@ -83,7 +83,7 @@ func (r *Renderer) keelObject(d *document, obj *yaml.Node, depth int, out []Keel
 	w.Name, _ = stream.Str(meta.Value, "name")
 	w.Namespace, _ = stream.Str(meta.Value, "namespace")
 	policy, matchTag := keelAnnotations(meta.Value)
-	templates, err := findPodTemplates(obj, apiGroup(apiVersion), kind, r.paths(), func(*yaml.Node) {})
+	templates, err := findPodTemplates(obj, apiGroup(apiVersion), kind, r.paths(), func(*yaml.Node) {}, nil)
 	if err != nil {
 		return out
 	}
