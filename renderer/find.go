@@ -211,18 +211,7 @@ func (e *finder) object(obj *yaml.Node, depth int) error {
 			return nil
 		}
 	}
-	apiVersion, err := stream.Str(obj, "apiVersion")
-	if err != nil {
-		return e.keyError(err, kind)
-	}
-	w := Workload{Kind: kind}
-	meta, err := stream.Get(obj, "metadata")
-	if err == nil {
-		w.Name, err = stream.Str(meta.Value, "name")
-	}
-	if err == nil {
-		w.Namespace, err = stream.Str(meta.Value, "namespace")
-	}
+	apiVersion, w, err := identify(obj, kind)
 	if err != nil {
 		return e.keyError(err, kind)
 	}
@@ -559,4 +548,24 @@ func (r *Renderer) checkImage(image string) error {
 	err := imageref.Check(image)
 	r.checked.Store(image, err)
 	return err
+}
+
+// identify reads the apiVersion of object obj of kind, and its kind,
+// namespace and name as a Workload (without a container).
+func identify(obj *yaml.Node, kind string) (apiVersion string, w Workload, err error) {
+	if apiVersion, err = stream.Str(obj, "apiVersion"); err != nil {
+		return "", Workload{}, err
+	}
+	w = Workload{Kind: kind}
+	meta, err := stream.Get(obj, "metadata")
+	if err == nil {
+		w.Name, err = stream.Str(meta.Value, "name")
+	}
+	if err == nil {
+		w.Namespace, err = stream.Str(meta.Value, "namespace")
+	}
+	if err != nil {
+		return "", Workload{}, err
+	}
+	return apiVersion, w, nil
 }

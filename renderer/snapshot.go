@@ -193,18 +193,7 @@ func (s *snapshotter) object(d *stream.Document, obj *yaml.Node, depth int) erro
 			return nil
 		}
 	}
-	apiVersion, err := stream.Str(obj, "apiVersion")
-	if err != nil {
-		return keyError(&document{Document: d}, err, kind)
-	}
-	w := Workload{Kind: kind}
-	meta, err := stream.Get(obj, "metadata")
-	if err == nil {
-		w.Name, err = stream.Str(meta.Value, "name")
-	}
-	if err == nil {
-		w.Namespace, err = stream.Str(meta.Value, "namespace")
-	}
+	apiVersion, w, err := identify(obj, kind)
 	if err != nil {
 		return keyError(&document{Document: d}, err, kind)
 	}

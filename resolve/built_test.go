@@ -10,9 +10,7 @@ import (
 	"github.com/google/go-containerregistry/pkg/authn"
 	"github.com/google/go-containerregistry/pkg/name"
 	v1 "github.com/google/go-containerregistry/pkg/v1"
-	"github.com/google/go-containerregistry/pkg/v1/empty"
 	"github.com/google/go-containerregistry/pkg/v1/mutate"
-	"github.com/google/go-containerregistry/pkg/v1/random"
 	"github.com/google/go-containerregistry/pkg/v1/remote"
 
 	"github.com/digestpin/digestpin/internal/testregistry"
@@ -90,17 +88,7 @@ func TestBuiltIndex(t *testing.T) {
 	t.Parallel()
 	reg := testregistry.New(t)
 	amd, arm, idxTime := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC), time.Date(2026, 2, 1, 0, 0, 0, 0, time.UTC), time.Date(2026, 3, 1, 0, 0, 0, 0, time.UTC)
-	var idx v1.ImageIndex = empty.Index
-	for _, p := range []struct {
-		arch    string
-		created time.Time
-	}{{"arm64", arm}, {"amd64", amd}} {
-		img, err := random.Image(64, 1)
-		must(t, err)
-		img, err = mutate.CreatedAt(img, v1.Time{Time: p.created})
-		must(t, err)
-		idx = mutate.AppendManifests(idx, mutate.IndexAddendum{Add: img, Descriptor: v1.Descriptor{Platform: &v1.Platform{OS: "linux", Architecture: p.arch}}})
-	}
+	idx := indexCreated(t, "arm64", arm, "amd64", amd)
 	annotatedIdx := mutate.Annotations(idx, map[string]string{AnnotationCreated: idxTime.Format(time.RFC3339)}).(v1.ImageIndex)
 	digest := func(repo string, idx v1.ImageIndex) name.Digest {
 		ref := parseRef(t, reg.Ref(repo))

@@ -226,23 +226,28 @@ func mustHash(t *testing.T, s string) v1.Hash {
 	return h
 }
 
+// indexCreated is an index of linux images, one per architecture, each
+// created at the time that follows it: ("arm64", t1, "amd64", t2).
+func indexCreated(t *testing.T, archTimes ...any) v1.ImageIndex {
+	t.Helper()
+	var idx v1.ImageIndex = empty.Index
+	for i := 0; i+1 < len(archTimes); i += 2 {
+		img, err := random.Image(64, 1)
+		must(t, err)
+		img, err = mutate.CreatedAt(img, v1.Time{Time: archTimes[i+1].(time.Time)})
+		must(t, err)
+		idx = mutate.AppendManifests(idx, mutate.IndexAddendum{Add: img, Descriptor: v1.Descriptor{Platform: &v1.Platform{OS: "linux", Architecture: archTimes[i].(string)}}})
+	}
+	return idx
+}
+
 // TestCreatedIndex: the creation time of a multi-platform image is its
 // linux/amd64 image's, or the configured platform's.
 func TestCreatedIndex(t *testing.T) {
 	t.Parallel()
 	reg := testregistry.New(t)
 	t1, t2 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC), time.Date(2026, 2, 1, 0, 0, 0, 0, time.UTC)
-	var idx v1.ImageIndex = empty.Index
-	for _, p := range []struct {
-		arch    string
-		created time.Time
-	}{{"arm64", t2}, {"amd64", t1}} {
-		img, err := random.Image(64, 1)
-		must(t, err)
-		img, err = mutate.CreatedAt(img, v1.Time{Time: p.created})
-		must(t, err)
-		idx = mutate.AppendManifests(idx, mutate.IndexAddendum{Add: img, Descriptor: v1.Descriptor{Platform: &v1.Platform{OS: "linux", Architecture: p.arch}}})
-	}
+	idx := indexCreated(t, "arm64", t2, "amd64", t1)
 	ref := parseRef(t, reg.Ref("multi:1"))
 	must(t, remote.WriteIndex(ref, idx))
 	for _, tc := range []struct {
