@@ -19,11 +19,15 @@ import (
 // document with yaml.v3. The subset, line by line after blank and comment
 // lines: block mappings whose keys are plain words or quoted strings
 // without escapes, block sequences ("- " items, compact mappings in
-// them), and scalars that are plain, quoted without escapes, a flow
-// sequence of such scalars on one line, or "{}". Outside it: any byte but
-// printable ASCII and LF (tabs, CR, Unicode), anchors, aliases, tags,
-// merge keys, block scalars, plain scalars over several lines, flow
-// mappings with content, directives and document markers. Nodes carry
+// them), and scalars that are plain, quoted without escapes, or flow
+// collections on one line: sequences and mappings of plain words, such
+// quoted scalars and flow collections, as charts write resources,
+// selectors and arguments ("{cpu: 500m}", "[--port, "80"]"). CRLF line
+// breaks read as LF, as ParseFull reads them. Outside it: any byte but
+// printable ASCII, LF and the CR of a CRLF (tabs, Unicode), anchors,
+// aliases, tags, merge keys, block scalars, plain scalars over several
+// lines or with blanks in a flow collection, flow collections over
+// several lines, directives and document markers. Nodes carry
 // the line and column yaml.v3 gives them and the tag it resolves (through
 // yaml.Node.ShortTag, yaml.v3's own resolver). FuzzQuickParse holds it to
 // yaml.v3 on arbitrary input.
@@ -32,12 +36,19 @@ import (
 // cleared first): the caller gives blk back to quickBlocks once nothing
 // refers to the tree, so that the next document reuses them.
 func quickParse(body []byte, blk *quickBlock) (*yaml.Node, bool) {
-	for _, c := range body {
+	crlf := false
+	for i, c := range body {
 		if (c < 0x20 || c > 0x7e) && c != '\n' {
-			return nil, false
+			if c != '\r' || i+1 == len(body) || body[i+1] != '\n' {
+				return nil, false
+			}
+			crlf = true
 		}
 	}
 	q := quickParser{src: string(body), line: 1}
+	if crlf {
+		q.src = withoutCR(body)
+	}
 	// Block style spends a line on a key and its value, or on a
 	// collection, a key and a value: about two nodes a line. A huge
 	// document gets its nodes as it goes, so that one this leaves to
@@ -75,7 +86,16 @@ func quickParse(body []byte, blk *quickBlock) (*yaml.Node, bool) {
 // decides. FuzzQuickValid holds it to yaml.v3 on arbitrary input.
 func quickValid(body []byte) bool {
 	if !quickChars(body) {
-		return false
+		// CRLF line breaks are read as LF, as ParseFull reads them;
+		// lines and columns stay.
+		if bytes.IndexByte(body, '\r') < 0 {
+			return false
+		}
+		lf := withoutCR(body)
+		if len(lf) == len(body) || !quickChars([]byte(lf)) {
+			return false // a CR that no LF follows
+		}
+		body = []byte(lf)
 	}
 	// The parser reads a copy of body (the project uses no unsafe, and
 	// the input may be a mapping that is unmapped later: a copy is a
@@ -100,6 +120,33 @@ func quickValid(body []byte) bool {
 	}
 	_, more := q.peek()
 	return !more && !q.failed
+}
+
+// withoutCR returns body as a string with each CR that an LF follows
+// taken out: CRLF line breaks read as LF, which yaml.v3 reads alike (the
+// quick readers read no scalar over several lines). A CR that no LF
+// follows stays.
+func withoutCR(body []byte) string {
+	var b strings.Builder
+	b.Grow(len(body))
+	for {
+		i := bytes.IndexByte(body, '\r')
+		for i >= 0 && i+1 < len(body) && body[i+1] != '\n' {
+			// A lone CR stays; look past it.
+			j := bytes.IndexByte(body[i+1:], '\r')
+			if j < 0 {
+				i = -1
+				break
+			}
+			i += 1 + j
+		}
+		if i < 0 || i+1 == len(body) {
+			b.Write(body)
+			return b.String()
+		}
+		b.Write(body[:i])
+		body = body[i+1:]
+	}
 }
 
 // quickChecker is a parser of quickValid and its scratch node, apart so
@@ -639,18 +686,11 @@ func (q *quickParser) inline(line, ls, at, eol int) (*yaml.Node, bool) {
 		if n, ok = q.scalar(line, ls, at, end); !ok {
 			return nil, false
 		}
-	case '[':
+	case '[', '{':
 		var ok bool
-		if n, end, ok = q.flowSequence(line, ls, at, eol); !ok {
+		if n, end, ok = q.flow(line, ls, at, eol, 0); !ok {
 			return nil, false
 		}
-	case '{':
-		if at+1 >= eol || s[at+1] != '}' {
-			return nil, false
-		}
-		n = q.node(yaml.MappingNode, line, at-ls)
-		n.Style = yaml.FlowStyle
-		end = at + 2
 	default:
 		if !plainStart(s, at, eol) {
 			return nil, false
@@ -697,66 +737,104 @@ func plainStart(s string, at, eol int) bool {
 	return true
 }
 
-// flowSequence reads a flow sequence of scalars on one line, "[a, "b"]",
-// and returns it and the offset after its "]".
-func (q *quickParser) flowSequence(line, ls, at, eol int) (*yaml.Node, int, bool) {
-	s := q.src
-	seq := q.node(yaml.SequenceNode, line, at-ls)
-	seq.Style = yaml.FlowStyle
-	base := len(q.stack)
-	i := at + 1
-	skip := func() {
-		for i < eol && s[i] == ' ' {
-			i++
-		}
+// flow reads the flow collection that starts at offset at ("[" or "{")
+// and ends on its line, which ends at eol, and returns it and the offset
+// after its closing bracket. Its items are scalars (plain words, or
+// quoted without escapes) and flow collections of such, depth levels
+// deep so far; a flow mapping's entries are a scalar key, ": " and a
+// value. Anything else (a key without a value, a single-pair mapping in
+// a sequence, a trailing comma, plain scalars with blanks or indicators,
+// a collection over several lines) is left to yaml.v3.
+func (q *quickParser) flow(line, ls, at, eol, depth int) (*yaml.Node, int, bool) {
+	if depth > maxQuickDepth {
+		return nil, 0, false
 	}
-	skip()
-	if i < eol && s[i] == ']' {
-		return seq, i + 1, true
+	s := q.src
+	kind, closer := yaml.SequenceNode, byte(']')
+	if s[at] == '{' {
+		kind, closer = yaml.MappingNode, '}'
+	}
+	n := q.node(kind, line, at-ls)
+	n.Style = yaml.FlowStyle
+	base := len(q.stack)
+	i := skipBlanks(s, at+1, eol)
+	if i < eol && s[i] == closer {
+		return n, i + 1, true
 	}
 	for {
-		if i >= eol {
-			return nil, 0, false
-		}
-		start := i
-		switch c := s[i]; {
-		case c == '"' || c == '\'':
-			j := strings.IndexByte(s[i+1:eol], c)
-			if j < 0 || c == '"' && strings.IndexByte(s[i+1:i+1+j], '\\') >= 0 {
+		if kind == yaml.MappingNode {
+			k, end, ok := q.flowScalar(line, ls, i, eol)
+			if !ok || end-i > maxQuickKey || end+1 >= eol || s[end] != ':' || s[end+1] != ' ' {
 				return nil, 0, false
 			}
-			i += 2 + j
-			if c == '\'' && i < eol && s[i] == '\'' {
-				return nil, 0, false
-			}
-		case isWordStart(c):
-			for i < eol && isWord(s[i]) {
-				i++
-			}
-		default:
-			return nil, 0, false
+			q.push(k)
+			i = skipBlanks(s, end+1, eol)
 		}
-		n, ok := q.scalar(line, ls, start, i)
+		var v *yaml.Node
+		var ok bool
+		if i < eol && (s[i] == '[' || s[i] == '{') {
+			v, i, ok = q.flow(line, ls, i, eol, depth+1)
+		} else {
+			v, i, ok = q.flowScalar(line, ls, i, eol)
+		}
 		if !ok {
 			return nil, 0, false
 		}
-		q.push(n)
-		skip()
-		if i >= eol {
+		q.push(v)
+		if i = skipBlanks(s, i, eol); i >= eol {
 			return nil, 0, false
 		}
 		switch s[i] {
-		case ']':
-			seq.Content = q.children(base)
-			return seq, i + 1, true
+		case closer:
+			// n is the scratch node when only checking: kind, not n.Kind.
+			n.Content = q.children(base)
+			return n, i + 1, true
 		case ',':
-			i++
-			skip()
-			if i < eol && s[i] == ']' {
+			i = skipBlanks(s, i+1, eol)
+			if i < eol && (s[i] == ']' || s[i] == '}') {
 				return nil, 0, false // a trailing comma
 			}
 		default:
 			return nil, 0, false
 		}
 	}
+}
+
+// flowScalar reads the scalar of a flow collection at offset at: quoted
+// without escapes, or a plain word (which may start with a "-" that a
+// word's character follows, as "--port" does); and returns it and the
+// offset after it.
+func (q *quickParser) flowScalar(line, ls, at, eol int) (*yaml.Node, int, bool) {
+	s := q.src
+	if at >= eol {
+		return nil, 0, false
+	}
+	i := at
+	switch c := s[i]; {
+	case c == '"' || c == '\'':
+		j := strings.IndexByte(s[i+1:eol], c)
+		if j < 0 || c == '"' && strings.IndexByte(s[i+1:i+1+j], '\\') >= 0 {
+			return nil, 0, false
+		}
+		i += 2 + j
+		if c == '\'' && i < eol && s[i] == '\'' {
+			return nil, 0, false // an escaped quote
+		}
+	case isWordStart(c) || c == '-' && i+1 < eol && isWord(s[i+1]):
+		for i++; i < eol && isWord(s[i]); i++ {
+		}
+	default:
+		return nil, 0, false
+	}
+	n, ok := q.scalar(line, ls, at, i)
+	return n, i, ok
+}
+
+// skipBlanks returns the offset of the first byte from i on that is not
+// a space, or eol.
+func skipBlanks(s string, i, eol int) int {
+	for i < eol && s[i] == ' ' {
+		i++
+	}
+	return i
 }
