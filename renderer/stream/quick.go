@@ -50,14 +50,32 @@ func quickParse(body []byte, blk *quickBlock) (*yaml.Node, bool) {
 		q.src = withoutCR(body)
 	}
 	// Block style spends a line on a key and its value, or on a
-	// collection, a key and a value: about two nodes a line. A huge
-	// document gets its nodes as it goes, so that one this leaves to
-	// yaml.v3 has not cost a tree's worth first.
-	size := min(2*bytes.Count(body, newline)+16, 4096)
+	// collection, a key and a value: about two nodes a line; flow style
+	// spends more, which the block learns from the documents before (a
+	// stream's documents are alike). A huge document gets its nodes as it
+	// goes, so that one this leaves to yaml.v3 has not cost a tree's
+	// worth first.
 	if blk == nil {
 		blk = new(quickBlock)
 	}
-	q.nodes, q.ptrs = blk.take(size)
+	estimate := 2*bytes.Count(body, newline) + 16
+	q.nodes, q.ptrs = blk.take(min(estimate+blk.more, maxQuickBlock))
+	q.stack = blk.stack[:0]
+	doc, ok := q.document()
+	// The stack holds nothing after a tree, and the children of a parse
+	// given up: cleared for the next.
+	clear(q.stack)
+	blk.stack = q.stack[:0]
+	blk.more = min(max(q.used-estimate, 0), maxQuickBlock)
+	return doc, ok
+}
+
+// maxQuickBlock bounds the nodes a quickBlock holds: a larger tree takes
+// the rest as it goes.
+const maxQuickBlock = 4096
+
+// document reads the document node and its content, a mapping.
+func (q *quickParser) document() (*yaml.Node, bool) {
 	l, ok := q.peek()
 	if !ok {
 		return nil, false
@@ -266,6 +284,12 @@ func (q *quickParser) blockScalar(at, eol, col int) bool {
 type quickBlock struct {
 	nodes []yaml.Node
 	ptrs  []*yaml.Node
+	// stack is the parser's stack of children, empty between trees.
+	stack []*yaml.Node
+	// more is how many nodes the last tree took beyond the estimate from
+	// its lines (flow style spells several on a line): the next tree's
+	// block holds that many more.
+	more int
 }
 
 // quickBlocks are the quickBlocks of trees done with.
@@ -301,6 +325,7 @@ type quickParser struct {
 	nodes []yaml.Node
 	ptrs  []*yaml.Node
 	stack []*yaml.Node // the children of the collections being read
+	used  int          // the nodes the tree took
 	// check says that the parser only checks the document (quickValid):
 	// every node is scratch, nothing is kept, and block scalars are read.
 	check   bool
@@ -370,6 +395,7 @@ func (q *quickParser) node(kind yaml.Kind, line, col int) *yaml.Node {
 	if len(q.nodes) == 0 {
 		q.nodes = make([]yaml.Node, 64)
 	}
+	q.used++
 	n := &q.nodes[0]
 	q.nodes = q.nodes[1:]
 	n.Kind, n.Line, n.Column = kind, line, col+1
@@ -801,9 +827,9 @@ func (q *quickParser) flow(line, ls, at, eol, depth int) (*yaml.Node, int, bool)
 }
 
 // flowScalar reads the scalar of a flow collection at offset at: quoted
-// without escapes, or a plain word (which may start with a "-" that a
-// word's character follows, as "--port" does); and returns it and the
-// offset after it.
+// without escapes, or a plain word of isWord's bytes (a path such as
+// "/tls" too; a "-" starts one only when a word's byte follows, as in
+// "--port"); and returns it and the offset after it.
 func (q *quickParser) flowScalar(line, ls, at, eol int) (*yaml.Node, int, bool) {
 	s := q.src
 	if at >= eol {
@@ -820,7 +846,7 @@ func (q *quickParser) flowScalar(line, ls, at, eol int) (*yaml.Node, int, bool) 
 		if c == '\'' && i < eol && s[i] == '\'' {
 			return nil, 0, false // an escaped quote
 		}
-	case isWordStart(c) || c == '-' && i+1 < eol && isWord(s[i+1]):
+	case isWord(c) && c != '-' || c == '-' && i+1 < eol && isWord(s[i+1]):
 		for i++; i < eol && isWord(s[i]); i++ {
 		}
 	default:

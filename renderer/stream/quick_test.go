@@ -97,6 +97,7 @@ func TestQuickParse(t *testing.T) {
 		{"a:\n- {name: http, containerPort: 8080}\n- {}\n", true},
 		{"a: {drop: [ALL], add: []}\nb: [[a, b], {c: d}, []]\n", true},
 		{"args: [--port, \"8080\", -1, -.5, --x.y]\n", true},
+		{"a: [/bin/app, ./x, .5, ..., /]\nb: {mountPath: /tls, c: .inf}\n", true},
 		{"a: {b: {c: {d: e}}} # c\n", true},
 		{"a: {1: x, true: y, null: z, ~x: w}\n", false}, // ~x is no word
 		{"a: {1: x, true: y, null: z}\n", true},
