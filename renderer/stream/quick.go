@@ -276,6 +276,64 @@ func (q *quickParser) blockScalar(at, eol, col int) bool {
 	return true
 }
 
+// literal reads the literal block scalar whose header, "|" or "|-" then
+// blanks and a comment or nothing, is at offset at of line line (which
+// starts at ls and ends at eol), the value of a collection at column col;
+// blockScalar finds its lines. Its value is each line without the
+// content's indentation (a blank line no more indented is empty, one more
+// indented keeps its blanks beyond), joined with LF, clipped to one LF
+// at the end or stripped of it. Folded scalars (">"), keeping ("|+"),
+// a scalar without content and one whose last line has no line break are
+// left to yaml.v3.
+func (q *quickParser) literal(line, ls, at, eol, col int) (*yaml.Node, bool) {
+	s := q.src
+	if s[at] != '|' || at+1 < eol && s[at+1] == '+' {
+		return nil, false
+	}
+	strip := at+1 < eol && s[at+1] == '-'
+	start := q.off
+	if !q.blockScalar(at, eol, col) {
+		return nil, false
+	}
+	text := s[start:q.off]
+	var b strings.Builder
+	b.Grow(len(text))
+	indent, breaks := 0, 0 // the content's indentation; line breaks owed before the next content line
+	for len(text) > 0 {
+		end := strings.IndexByte(text, '\n')
+		if end < 0 {
+			return nil, false // the last line has no line break
+		}
+		l := text[:end]
+		text = text[end+1:]
+		sp := 0
+		for sp < len(l) && l[sp] == ' ' {
+			sp++
+		}
+		if sp == len(l) && (indent == 0 || sp <= indent) {
+			breaks++ // a blank line
+			continue
+		}
+		if indent == 0 {
+			indent = sp
+		}
+		for ; breaks > 0; breaks-- {
+			b.WriteByte('\n')
+		}
+		b.WriteString(l[indent:])
+		breaks = 1
+	}
+	if indent == 0 {
+		return nil, false // no content
+	}
+	if !strip {
+		b.WriteByte('\n')
+	}
+	n := q.node(yaml.ScalarNode, line, at-ls)
+	n.Style, n.Tag, n.Value = yaml.LiteralStyle, "!!str", b.String()
+	return n, true
+}
+
 // quickBlock holds the nodes and content slices of one quickParse tree,
 // for the next tree once that one is done with. A stream of thousands of
 // documents otherwise makes a tree's worth of garbage for each (most of
@@ -681,8 +739,15 @@ func plainTag(n *yaml.Node) string {
 // starts at ls and ends at eol), of a collection at column col, and
 // pushes it: what inline reads, or when only checking a block scalar.
 func (q *quickParser) value(line, ls, at, eol, col int) bool {
-	if c := q.src[at]; q.check && (c == '|' || c == '>') {
-		return q.blockScalar(at, eol, col)
+	if c := q.src[at]; c == '|' || c == '>' {
+		if q.check {
+			return q.blockScalar(at, eol, col)
+		}
+		n, ok := q.literal(line, ls, at, eol, col)
+		if ok {
+			q.push(n)
+		}
+		return ok
 	}
 	v, ok := q.inline(line, ls, at, eol)
 	if ok {

@@ -101,6 +101,24 @@ func TestQuickParse(t *testing.T) {
 		{"a: {b: {c: {d: e}}} # c\n", true},
 		{"a: {1: x, true: y, null: z, ~x: w}\n", false}, // ~x is no word
 		{"a: {1: x, true: y, null: z}\n", true},
+		// Literal block scalars, as toYaml writes text over several
+		// lines (configuration files in ConfigMaps).
+		{"a: |\n  b\n", true},
+		{"a: |-\n  b\n\n  c\n\n\nd: e\n", true},
+		{"a: |\n\n  b\n    c\n      \n  \n  d\n", true},
+		{"a:\n- |\n  b\n- |- # c\n  d\n", true},
+		{"a:\n- b: |\n    c\n  d: e\n", true},
+		{"a: |\n  # not a comment\n  b\n# c\nd: e\n", true},
+		{"a: |  \n  {\"b\": \"c \\\"d\\\"\"}\n", true},
+		{"a: |\r\n  b\r\n\r\n  c\r\n", true},
+		{"a: |+\n  b\n", false},
+		{"a: |2\n  b\n", false},
+		{"a: |\n  b", false},
+		{"a: |\nb: c\n", false},
+		{"a: |\n\nb: c\n", false},
+		{"a: |\n    \n  b\n", false},
+		{"a: |\n  b\n c\n", false},
+		{"a: |\n  b\n\tc\n", false},
 		// CRLF line breaks.
 		{"a: b\r\n", true},
 		{"# c\r\na:\r\n  - b: c # d\r\n    e: [f, 'g']\r\n\r\nh: {i: j}\r\n", true},
@@ -108,7 +126,6 @@ func TestQuickParse(t *testing.T) {
 		{"a: &x b\nc: *x\n", false},
 		{"a: !!str b\n", false},
 		{"<<: {a: b}\n", false},
-		{"a: |\n  b\n", false},
 		{"a: >\n  b\n", false},
 		{"a: b\n  c\n", false},
 		{"a:\tb\n", false},
