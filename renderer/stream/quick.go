@@ -912,7 +912,9 @@ func (q *quickParser) flowScalar(line, ls, at, eol int) (*yaml.Node, int, bool) 
 			return nil, 0, false // an escaped quote
 		}
 	case isWord(c) && c != '-' || c == '-' && i+1 < eol && isWord(s[i+1]):
-		for i++; i < eol && isWord(s[i]); i++ {
+		i++
+		for i < eol && isWord(s[i]) {
+			i++
 		}
 	default:
 		return nil, 0, false
