@@ -22,12 +22,14 @@ import (
 // them), and scalars that are plain, quoted without escapes, or flow
 // collections on one line: sequences and mappings of plain words, such
 // quoted scalars and flow collections, as charts write resources,
-// selectors and arguments ("{cpu: 500m}", "[--port, "80"]"). CRLF line
-// breaks read as LF, as ParseFull reads them. Outside it: any byte but
-// printable ASCII, LF and the CR of a CRLF (tabs, Unicode), anchors,
-// aliases, tags, merge keys, block scalars, plain scalars over several
-// lines or with blanks in a flow collection, flow collections over
-// several lines, directives and document markers. Nodes carry
+// selectors and arguments ("{cpu: 500m}", "[--port, "80"]"), or literal
+// block scalars ("|", "|-", as toYaml writes text over several lines).
+// CRLF line breaks read as LF, as ParseFull reads them. Outside it: any
+// byte but printable ASCII, LF and the CR of a CRLF (tabs, Unicode),
+// anchors, aliases, tags, merge keys, folded and keeping block scalars
+// (">", "|+") and those with an indentation indicator, plain scalars over
+// several lines or with blanks in a flow collection, flow collections
+// over several lines, directives and document markers. Nodes carry
 // the line and column yaml.v3 gives them and the tag it resolves (through
 // yaml.Node.ShortTag, yaml.v3's own resolver). FuzzQuickParse holds it to
 // yaml.v3 on arbitrary input.
@@ -141,8 +143,8 @@ func quickValid(body []byte) bool {
 }
 
 // withoutCR returns body as a string with each CR that an LF follows
-// taken out: CRLF line breaks read as LF, which yaml.v3 reads alike (the
-// quick readers read no scalar over several lines). A CR that no LF
+// taken out: CRLF line breaks read as LF, as yaml.v3 reads them (also
+// inside a block scalar, whose line breaks it makes LF). A CR that no LF
 // follows stays.
 func withoutCR(body []byte) string {
 	var b strings.Builder
