@@ -119,3 +119,23 @@ func BenchmarkSnapshot(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkShapes measures the YAML work alone on 10,000 pinned
+// Deployments (and their Services and ConfigMaps) in each shape that
+// internal/gen writes, and on the charts' corpus repeated to as many:
+// the speed of each shape of input is set by the reader that reads it.
+func BenchmarkShapes(b *testing.B) {
+	for _, sh := range gen.Shapes() {
+		b.Run(string(sh), func(b *testing.B) {
+			in := genStream(b, gen.Options{Deployments: 10000, Pinned: true, Shape: sh})
+			r := &Renderer{Resolver: newFixed()}
+			b.SetBytes(int64(len(in)))
+			b.ReportAllocs()
+			for b.Loop() {
+				if _, err := r.Render(context.Background(), in); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}

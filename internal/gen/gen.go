@@ -1,6 +1,8 @@
 // Package gen generates Helm-like manifest streams of any size for
 // benchmarks: Deployments with two containers each, and Services and
-// ConfigMaps (documents without images) in between.
+// ConfigMaps (documents without images) in between, in the shapes that
+// charts write (block style, flow collections, long ConfigMaps, comments,
+// CRLF line breaks), and a corpus of real charts' output.
 package gen
 
 import (
@@ -21,6 +23,8 @@ type Options struct {
 	Images []string
 	// Pinned writes every image with a digest already.
 	Pinned bool
+	// Shape is the form the documents are written in; "" is Block.
+	Shape Shape
 }
 
 // Images returns n distinct image names on registry host.
@@ -51,12 +55,21 @@ func Stream(w io.Writer, o Options) error {
 		}
 		return r
 	}
+	sh, ok := shapes[o.Shape]
+	switch {
+	case o.Shape == Charts:
+		return charts(w, o.Deployments, o.Pinned)
+	case !ok:
+		return fmt.Errorf("generating a stream: unknown shape %q", o.Shape)
+	case o.Shape == CRLF:
+		w = crlfWriter{w}
+	}
 	for i := range o.Deployments {
-		if _, err := fmt.Fprintf(w, deployment, i, ref(i), ref(i+1)); err != nil {
+		if _, err := fmt.Fprintf(w, sh.deployment, i, ref(i), ref(i+1)); err != nil {
 			return err
 		}
 		if i%3 == 0 {
-			if _, err := fmt.Fprintf(w, service, i, i, i); err != nil {
+			if _, err := fmt.Fprintf(w, sh.others, i, i, i); err != nil {
 				return err
 			}
 		}

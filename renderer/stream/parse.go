@@ -66,7 +66,8 @@ func Parse(d *Document, quick bool) (*Parsed, error) {
 		if root, ok := quickParse(d.Body(), blk); ok {
 			// quickParse reads no anchor, alias or merge key: there is
 			// nothing for checkAliases to refuse.
-			p := &Parsed{Root: *root, Quick: true, blk: blk}
+			// It reads CRLF line breaks only when every CR is one.
+			p := &Parsed{Root: *root, Quick: true, blk: blk, CRLF: bytes.IndexByte(d.Body(), '\r') >= 0}
 			p.Obj = p.Root.Content[0]
 			return p, nil
 		}

@@ -19,11 +19,17 @@ import (
 // document with yaml.v3. The subset, line by line after blank and comment
 // lines: block mappings whose keys are plain words or quoted strings
 // without escapes, block sequences ("- " items, compact mappings in
-// them), and scalars that are plain, quoted without escapes, a flow
-// sequence of such scalars on one line, or "{}". Outside it: any byte but
-// printable ASCII and LF (tabs, CR, Unicode), anchors, aliases, tags,
-// merge keys, block scalars, plain scalars over several lines, flow
-// mappings with content, directives and document markers. Nodes carry
+// them), and scalars that are plain, quoted without escapes, or flow
+// collections on one line: sequences and mappings of plain words, such
+// quoted scalars and flow collections, as charts write resources,
+// selectors and arguments ("{cpu: 500m}", "[--port, "80"]"), or literal
+// block scalars ("|", "|-", as toYaml writes text over several lines).
+// CRLF line breaks read as LF, as ParseFull reads them. Outside it: any
+// byte but printable ASCII, LF and the CR of a CRLF (tabs, Unicode),
+// anchors, aliases, tags, merge keys, folded and keeping block scalars
+// (">", "|+") and those with an indentation indicator, plain scalars over
+// several lines or with blanks in a flow collection, flow collections
+// over several lines, directives and document markers. Nodes carry
 // the line and column yaml.v3 gives them and the tag it resolves (through
 // yaml.Node.ShortTag, yaml.v3's own resolver). FuzzQuickParse holds it to
 // yaml.v3 on arbitrary input.
@@ -32,21 +38,46 @@ import (
 // cleared first): the caller gives blk back to quickBlocks once nothing
 // refers to the tree, so that the next document reuses them.
 func quickParse(body []byte, blk *quickBlock) (*yaml.Node, bool) {
-	for _, c := range body {
+	crlf := false
+	for i, c := range body {
 		if (c < 0x20 || c > 0x7e) && c != '\n' {
-			return nil, false
+			if c != '\r' || i+1 == len(body) || body[i+1] != '\n' {
+				return nil, false
+			}
+			crlf = true
 		}
 	}
 	q := quickParser{src: string(body), line: 1}
+	if crlf {
+		q.src = withoutCR(body)
+	}
 	// Block style spends a line on a key and its value, or on a
-	// collection, a key and a value: about two nodes a line. A huge
-	// document gets its nodes as it goes, so that one this leaves to
-	// yaml.v3 has not cost a tree's worth first.
-	size := min(2*bytes.Count(body, newline)+16, 4096)
+	// collection, a key and a value: about two nodes a line; flow style
+	// spends more, which the block learns from the documents before (a
+	// stream's documents are alike). A huge document gets its nodes as it
+	// goes, so that one this leaves to yaml.v3 has not cost a tree's
+	// worth first.
 	if blk == nil {
 		blk = new(quickBlock)
 	}
-	q.nodes, q.ptrs = blk.take(size)
+	estimate := 2*bytes.Count(body, newline) + 16
+	q.nodes, q.ptrs = blk.take(min(estimate+blk.more, maxQuickBlock))
+	q.stack = blk.stack[:0]
+	doc, ok := q.document()
+	// The stack holds nothing after a tree, and the children of a parse
+	// given up: cleared for the next.
+	clear(q.stack)
+	blk.stack = q.stack[:0]
+	blk.more = min(max(q.used-estimate, 0), maxQuickBlock)
+	return doc, ok
+}
+
+// maxQuickBlock bounds the nodes a quickBlock holds: a larger tree takes
+// the rest as it goes.
+const maxQuickBlock = 4096
+
+// document reads the document node and its content, a mapping.
+func (q *quickParser) document() (*yaml.Node, bool) {
 	l, ok := q.peek()
 	if !ok {
 		return nil, false
@@ -75,7 +106,16 @@ func quickParse(body []byte, blk *quickBlock) (*yaml.Node, bool) {
 // decides. FuzzQuickValid holds it to yaml.v3 on arbitrary input.
 func quickValid(body []byte) bool {
 	if !quickChars(body) {
-		return false
+		// CRLF line breaks are read as LF, as ParseFull reads them;
+		// lines and columns stay.
+		if bytes.IndexByte(body, '\r') < 0 {
+			return false
+		}
+		lf := withoutCR(body)
+		if len(lf) == len(body) || !quickChars([]byte(lf)) {
+			return false // a CR that no LF follows
+		}
+		body = []byte(lf)
 	}
 	// The parser reads a copy of body (the project uses no unsafe, and
 	// the input may be a mapping that is unmapped later: a copy is a
@@ -100,6 +140,33 @@ func quickValid(body []byte) bool {
 	}
 	_, more := q.peek()
 	return !more && !q.failed
+}
+
+// withoutCR returns body as a string with each CR that an LF follows
+// taken out: CRLF line breaks read as LF, as yaml.v3 reads them (also
+// inside a block scalar, whose line breaks it makes LF). A CR that no LF
+// follows stays.
+func withoutCR(body []byte) string {
+	var b strings.Builder
+	b.Grow(len(body))
+	for {
+		i := bytes.IndexByte(body, '\r')
+		for i >= 0 && i+1 < len(body) && body[i+1] != '\n' {
+			// A lone CR stays; look past it.
+			j := bytes.IndexByte(body[i+1:], '\r')
+			if j < 0 {
+				i = -1
+				break
+			}
+			i += 1 + j
+		}
+		if i < 0 || i+1 == len(body) {
+			b.Write(body)
+			return b.String()
+		}
+		b.Write(body[:i])
+		body = body[i+1:]
+	}
 }
 
 // quickChecker is a parser of quickValid and its scratch node, apart so
@@ -211,6 +278,64 @@ func (q *quickParser) blockScalar(at, eol, col int) bool {
 	return true
 }
 
+// literal reads the literal block scalar whose header, "|" or "|-" then
+// blanks and a comment or nothing, is at offset at of line line (which
+// starts at ls and ends at eol), the value of a collection at column col;
+// blockScalar finds its lines. Its value is each line without the
+// content's indentation (a blank line no more indented is empty, one more
+// indented keeps its blanks beyond), joined with LF, clipped to one LF
+// at the end or stripped of it. Folded scalars (">"), keeping ("|+"),
+// a scalar without content and one whose last line has no line break are
+// left to yaml.v3.
+func (q *quickParser) literal(line, ls, at, eol, col int) (*yaml.Node, bool) {
+	s := q.src
+	if s[at] != '|' || at+1 < eol && s[at+1] == '+' {
+		return nil, false
+	}
+	strip := at+1 < eol && s[at+1] == '-'
+	start := q.off
+	if !q.blockScalar(at, eol, col) {
+		return nil, false
+	}
+	text := s[start:q.off]
+	var b strings.Builder
+	b.Grow(len(text))
+	indent, breaks := 0, 0 // the content's indentation; line breaks owed before the next content line
+	for len(text) > 0 {
+		end := strings.IndexByte(text, '\n')
+		if end < 0 {
+			return nil, false // the last line has no line break
+		}
+		l := text[:end]
+		text = text[end+1:]
+		sp := 0
+		for sp < len(l) && l[sp] == ' ' {
+			sp++
+		}
+		if sp == len(l) && (indent == 0 || sp <= indent) {
+			breaks++ // a blank line
+			continue
+		}
+		if indent == 0 {
+			indent = sp
+		}
+		for ; breaks > 0; breaks-- {
+			b.WriteByte('\n')
+		}
+		b.WriteString(l[indent:])
+		breaks = 1
+	}
+	if indent == 0 {
+		return nil, false // no content
+	}
+	if !strip {
+		b.WriteByte('\n')
+	}
+	n := q.node(yaml.ScalarNode, line, at-ls)
+	n.Style, n.Tag, n.Value = yaml.LiteralStyle, "!!str", b.String()
+	return n, true
+}
+
 // quickBlock holds the nodes and content slices of one quickParse tree,
 // for the next tree once that one is done with. A stream of thousands of
 // documents otherwise makes a tree's worth of garbage for each (most of
@@ -219,6 +344,12 @@ func (q *quickParser) blockScalar(at, eol, col int) bool {
 type quickBlock struct {
 	nodes []yaml.Node
 	ptrs  []*yaml.Node
+	// stack is the parser's stack of children, empty between trees.
+	stack []*yaml.Node
+	// more is how many nodes the last tree took beyond the estimate from
+	// its lines (flow style spells several on a line): the next tree's
+	// block holds that many more.
+	more int
 }
 
 // quickBlocks are the quickBlocks of trees done with.
@@ -254,6 +385,7 @@ type quickParser struct {
 	nodes []yaml.Node
 	ptrs  []*yaml.Node
 	stack []*yaml.Node // the children of the collections being read
+	used  int          // the nodes the tree took
 	// check says that the parser only checks the document (quickValid):
 	// every node is scratch, nothing is kept, and block scalars are read.
 	check   bool
@@ -323,6 +455,7 @@ func (q *quickParser) node(kind yaml.Kind, line, col int) *yaml.Node {
 	if len(q.nodes) == 0 {
 		q.nodes = make([]yaml.Node, 64)
 	}
+	q.used++
 	n := &q.nodes[0]
 	q.nodes = q.nodes[1:]
 	n.Kind, n.Line, n.Column = kind, line, col+1
@@ -608,8 +741,15 @@ func plainTag(n *yaml.Node) string {
 // starts at ls and ends at eol), of a collection at column col, and
 // pushes it: what inline reads, or when only checking a block scalar.
 func (q *quickParser) value(line, ls, at, eol, col int) bool {
-	if c := q.src[at]; q.check && (c == '|' || c == '>') {
-		return q.blockScalar(at, eol, col)
+	if c := q.src[at]; c == '|' || c == '>' {
+		if q.check {
+			return q.blockScalar(at, eol, col)
+		}
+		n, ok := q.literal(line, ls, at, eol, col)
+		if ok {
+			q.push(n)
+		}
+		return ok
 	}
 	v, ok := q.inline(line, ls, at, eol)
 	if ok {
@@ -639,18 +779,11 @@ func (q *quickParser) inline(line, ls, at, eol int) (*yaml.Node, bool) {
 		if n, ok = q.scalar(line, ls, at, end); !ok {
 			return nil, false
 		}
-	case '[':
+	case '[', '{':
 		var ok bool
-		if n, end, ok = q.flowSequence(line, ls, at, eol); !ok {
+		if n, end, ok = q.flow(line, ls, at, eol, 0); !ok {
 			return nil, false
 		}
-	case '{':
-		if at+1 >= eol || s[at+1] != '}' {
-			return nil, false
-		}
-		n = q.node(yaml.MappingNode, line, at-ls)
-		n.Style = yaml.FlowStyle
-		end = at + 2
 	default:
 		if !plainStart(s, at, eol) {
 			return nil, false
@@ -697,66 +830,106 @@ func plainStart(s string, at, eol int) bool {
 	return true
 }
 
-// flowSequence reads a flow sequence of scalars on one line, "[a, "b"]",
-// and returns it and the offset after its "]".
-func (q *quickParser) flowSequence(line, ls, at, eol int) (*yaml.Node, int, bool) {
-	s := q.src
-	seq := q.node(yaml.SequenceNode, line, at-ls)
-	seq.Style = yaml.FlowStyle
-	base := len(q.stack)
-	i := at + 1
-	skip := func() {
-		for i < eol && s[i] == ' ' {
-			i++
-		}
+// flow reads the flow collection that starts at offset at ("[" or "{")
+// and ends on its line, which ends at eol, and returns it and the offset
+// after its closing bracket. Its items are scalars (plain words, or
+// quoted without escapes) and flow collections of such, depth levels
+// deep so far; a flow mapping's entries are a scalar key, ": " and a
+// value. Anything else (a key without a value, a single-pair mapping in
+// a sequence, a trailing comma, plain scalars with blanks or indicators,
+// a collection over several lines) is left to yaml.v3.
+func (q *quickParser) flow(line, ls, at, eol, depth int) (*yaml.Node, int, bool) {
+	if depth > maxQuickDepth {
+		return nil, 0, false
 	}
-	skip()
-	if i < eol && s[i] == ']' {
-		return seq, i + 1, true
+	s := q.src
+	kind, closer := yaml.SequenceNode, byte(']')
+	if s[at] == '{' {
+		kind, closer = yaml.MappingNode, '}'
+	}
+	n := q.node(kind, line, at-ls)
+	n.Style = yaml.FlowStyle
+	base := len(q.stack)
+	i := skipBlanks(s, at+1, eol)
+	if i < eol && s[i] == closer {
+		return n, i + 1, true
 	}
 	for {
-		if i >= eol {
-			return nil, 0, false
-		}
-		start := i
-		switch c := s[i]; {
-		case c == '"' || c == '\'':
-			j := strings.IndexByte(s[i+1:eol], c)
-			if j < 0 || c == '"' && strings.IndexByte(s[i+1:i+1+j], '\\') >= 0 {
+		if kind == yaml.MappingNode {
+			k, end, ok := q.flowScalar(line, ls, i, eol)
+			if !ok || end-i > maxQuickKey || end+1 >= eol || s[end] != ':' || s[end+1] != ' ' {
 				return nil, 0, false
 			}
-			i += 2 + j
-			if c == '\'' && i < eol && s[i] == '\'' {
-				return nil, 0, false
-			}
-		case isWordStart(c):
-			for i < eol && isWord(s[i]) {
-				i++
-			}
-		default:
-			return nil, 0, false
+			q.push(k)
+			i = skipBlanks(s, end+1, eol)
 		}
-		n, ok := q.scalar(line, ls, start, i)
+		var v *yaml.Node
+		var ok bool
+		if i < eol && (s[i] == '[' || s[i] == '{') {
+			v, i, ok = q.flow(line, ls, i, eol, depth+1)
+		} else {
+			v, i, ok = q.flowScalar(line, ls, i, eol)
+		}
 		if !ok {
 			return nil, 0, false
 		}
-		q.push(n)
-		skip()
-		if i >= eol {
+		q.push(v)
+		if i = skipBlanks(s, i, eol); i >= eol {
 			return nil, 0, false
 		}
 		switch s[i] {
-		case ']':
-			seq.Content = q.children(base)
-			return seq, i + 1, true
+		case closer:
+			// n is the scratch node when only checking: kind, not n.Kind.
+			n.Content = q.children(base)
+			return n, i + 1, true
 		case ',':
-			i++
-			skip()
-			if i < eol && s[i] == ']' {
+			i = skipBlanks(s, i+1, eol)
+			if i < eol && (s[i] == ']' || s[i] == '}') {
 				return nil, 0, false // a trailing comma
 			}
 		default:
 			return nil, 0, false
 		}
 	}
+}
+
+// flowScalar reads the scalar of a flow collection at offset at: quoted
+// without escapes, or a plain word of isWord's bytes (a path such as
+// "/tls" too; a "-" starts one only when a word's byte follows, as in
+// "--port"); and returns it and the offset after it.
+func (q *quickParser) flowScalar(line, ls, at, eol int) (*yaml.Node, int, bool) {
+	s := q.src
+	if at >= eol {
+		return nil, 0, false
+	}
+	i := at
+	switch c := s[i]; {
+	case c == '"' || c == '\'':
+		j := strings.IndexByte(s[i+1:eol], c)
+		if j < 0 || c == '"' && strings.IndexByte(s[i+1:i+1+j], '\\') >= 0 {
+			return nil, 0, false
+		}
+		i += 2 + j
+		if c == '\'' && i < eol && s[i] == '\'' {
+			return nil, 0, false // an escaped quote
+		}
+	case isWord(c) && c != '-' || c == '-' && i+1 < eol && isWord(s[i+1]):
+		i++
+		for i < eol && isWord(s[i]) {
+			i++
+		}
+	default:
+		return nil, 0, false
+	}
+	n, ok := q.scalar(line, ls, at, i)
+	return n, i, ok
+}
+
+// skipBlanks returns the offset of the first byte from i on that is not
+// a space, or eol.
+func skipBlanks(s string, i, eol int) int {
+	for i < eol && s[i] == ' ' {
+		i++
+	}
+	return i
 }

@@ -89,16 +89,46 @@ func TestQuickParse(t *testing.T) {
 		{"\"a b\": 1\n'c': 2\n", true},
 		{"a: 0x1F\nb: 2024-01-01\nc: null\nd: .inf\ne: 1e3\nf: 010\n", true},
 		{"  a: b\n  c: d\n", true},
+		// Flow collections on one line, as charts write resources,
+		// selectors and arguments.
+		{"a: {b: c}\n", true},
+		{"limits: {cpu: 500m, memory: 256Mi}\nl: {app.kubernetes.io/name: x-1, \"k.io/os\": 'linux'}\n", true},
+		{"a: { b: 1 , c: true }\nd: { }\ne: [ ]\n", true},
+		{"a:\n- {name: http, containerPort: 8080}\n- {}\n", true},
+		{"a: {drop: [ALL], add: []}\nb: [[a, b], {c: d}, []]\n", true},
+		{"args: [--port, \"8080\", -1, -.5, --x.y]\n", true},
+		{"a: [/bin/app, ./x, .5, ..., /]\nb: {mountPath: /tls, c: .inf}\n", true},
+		{"a: {b: {c: {d: e}}} # c\n", true},
+		{"a: {1: x, true: y, null: z, ~x: w}\n", false}, // ~x is no word
+		{"a: {1: x, true: y, null: z}\n", true},
+		// Literal block scalars, as toYaml writes text over several
+		// lines (configuration files in ConfigMaps).
+		{"a: |\n  b\n", true},
+		{"a: |-\n  b\n\n  c\n\n\nd: e\n", true},
+		{"a: |\n\n  b\n    c\n      \n  \n  d\n", true},
+		{"a:\n- |\n  b\n- |- # c\n  d\n", true},
+		{"a:\n- b: |\n    c\n  d: e\n", true},
+		{"a: |\n  # not a comment\n  b\n# c\nd: e\n", true},
+		{"a: |  \n  {\"b\": \"c \\\"d\\\"\"}\n", true},
+		{"a: |\r\n  b\r\n\r\n  c\r\n", true},
+		{"a: |+\n  b\n", false},
+		{"a: |2\n  b\n", false},
+		{"a: |\n  b", false},
+		{"a: |\nb: c\n", false},
+		{"a: |\n\nb: c\n", false},
+		{"a: |\n    \n  b\n", false},
+		{"a: |\n  b\n c\n", false},
+		{"a: |\n  b\n\tc\n", false},
+		// CRLF line breaks.
+		{"a: b\r\n", true},
+		{"# c\r\na:\r\n  - b: c # d\r\n    e: [f, 'g']\r\n\r\nh: {i: j}\r\n", true},
 		// Left to yaml.v3.
 		{"a: &x b\nc: *x\n", false},
 		{"a: !!str b\n", false},
 		{"<<: {a: b}\n", false},
-		{"a: |\n  b\n", false},
 		{"a: >\n  b\n", false},
 		{"a: b\n  c\n", false},
-		{"a: {b: c}\n", false},
 		{"a:\tb\n", false},
-		{"a: b\r\n", false},
 		{"a: \"\\x41\"\n", false},
 		{"a: 'it''s'\n", false},
 		{"a: é\n", false},
@@ -115,6 +145,35 @@ func TestQuickParse(t *testing.T) {
 		{"a: [b, ]\n", false},
 		{"a: '\n", false},
 		{"a: - b\n", false},
+		{"a: b\r", false},
+		{"a: b\rc: d\n", false},
+		{"a: b\r\r\n", false},
+		{"a: {b}\n", false},
+		{"a: {b: }\n", false},
+		{"a: {b:c}\n", false},
+		{"a: {\"b\":c}\n", false},
+		{"a: {b: c,}\n", false},
+		{"a: {b: c d}\n", false},
+		{"a: [b: c]\n", false},
+		{"a: {b: c\n  , d: e}\n", false},
+		{"a: {b: c}}\n", false},
+		{"a: {b: c} d\n", false},
+		{"a: {b: c}#d\n", false},
+		{"a: {b: c #d}\n", false},
+		{"a: {? b: c}\n", false},
+		{"a: {b: &x c, d: *x}\n", false},
+		{"a: {b: !!str c}\n", false},
+		{"a: {<<: {b: c}}\n", false},
+		{"a: {b: 'it''s'}\n", false},
+		{"a: {b: \"\\n\"}\n", false},
+		{"a: [- b]\n", false},
+		{"a: [-]\n", false},
+		{"a: [a, -]\n", false},
+		{"a: {b: c}: d\n", false},
+		{"{a: b}\n", false},
+		{"a: {b: c}\n  d: e\n", false},
+		{"a: " + strings.Repeat("[", 100) + strings.Repeat("]", 100) + "\n", false}, // deeper than maxQuickDepth
+		{"a: " + strings.Repeat("[", 60) + strings.Repeat("]", 60) + "\n", true},
 		{"a: <<\n", false}, // yaml.v3 tags a plain << as a merge key
 	} {
 		if got := checkQuick(t, []byte(tc.in)); got != tc.quick {
@@ -286,7 +345,13 @@ func TestQuickValid(t *testing.T) {
 		{"...\n", false},
 		{"- a\n", false},
 		{"a\n", false},
-		{"a: b\r\n", false},
+		{"a: b\r\n", true},
+		{"a: |\r\n  b\r\n\r\n  c\r\nd: {e: [f]}\r\n", true},
+		{"a: b\r", false},
+		{"a: b\rc\n", false},
+		{"a: é\r\n", true},
+		{"a: {b: c, d: [e, 'f']}\n", true},
+		{"a: {b: c\n", false},
 		{"a: \u2028\n", false},
 		{"a: \u0085\n", false},
 		{"a: \ufeff\n", false},
@@ -364,7 +429,7 @@ func TestQuickParseRandom(t *testing.T) {
 		case 0:
 			return pick("", " ", "  ", "#c", " # c", "\t")
 		case 1:
-			return pick("a", "b c", "1", "-1", "0x1F", "1e3", ".5", "true", "False", "null", "~", "y", "no", "2024-01-01", "<<", "-", "--x", "a:b", "a: b", "a:", "a #b", "a#b", "...", "---", "é", "\"a\"", "'a'", "\"a\\\"b\"", "'it''s'", "\"a #b\"", "'a: b'", "[a, b]", "[\"--port\", \"9090\"]", "[]", "[ ]", "[a,]", "[a, [b]]", "{}", "{ }", "{a: b}", "&x a", "*x", "!!str a", "|", ">-", "@a", "`a", "%a", "?", "? a", ":", ": a", "a,b", "a]", "}", "\"", "'", "\"a", "a\"", "a'b", "a  b", "a ", "nginx:1.27@sha256:0123")
+			return pick("a", "b c", "1", "-1", "0x1F", "1e3", ".5", "true", "False", "null", "~", "y", "no", "2024-01-01", "<<", "-", "--x", "a:b", "a: b", "a:", "a #b", "a#b", "...", "---", "é", "\"a\"", "'a'", "\"a\\\"b\"", "'it''s'", "\"a #b\"", "'a: b'", "[a, b]", "[\"--port\", \"9090\"]", "[]", "[ ]", "[a,]", "[a, [b]]", "{}", "{ }", "{a: b}", "{a: b, c: [d, 'e']}", "{a: {b: c}}", "{a: /x, .b: -1}", "{a:b}", "{a: b c}", "{a}", "[/x, --y, -]", "[{a: b}, []]", "|-", "| #c", "|+", "|2", "&x a", "*x", "!!str a", "|", ">-", "@a", "`a", "%a", "?", "? a", ":", ": a", "a,b", "a]", "}", "\"", "'", "\"a", "a\"", "a'b", "a  b", "a ", "nginx:1.27@sha256:0123")
 		case 2:
 			return pick("a", "x.y/z", "app.kubernetes.io/name", "1", "true", "\"k\"", "'k'", "k k", "-k", "k-", "_k", ".k", "/k", "k:k", "\"k\\\"\"")
 		}

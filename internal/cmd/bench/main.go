@@ -8,7 +8,7 @@
 // run, each binary's runs taken in turn: on a shared machine only ratios
 // measured side by side mean anything.
 //
-// Usage: go run ./internal/cmd/bench [-runs 3] [-baseline BIN] [-kbld BIN] [-sizes 1000,…] DIGESTPIN-BINARY
+// Usage: go run ./internal/cmd/bench [-runs 3] [-baseline BIN] [-kbld BIN] [-sizes 1000,…] [-shapes block,…] [-shape-sizes 1000,…] DIGESTPIN-BINARY
 package main
 
 import (
@@ -37,6 +37,8 @@ type config struct {
 	runs                int
 	sizes               []int
 	images              []int
+	shapes              []gen.Shape
+	shapeSizes          []int
 }
 
 func main() {
@@ -46,17 +48,26 @@ func main() {
 	flag.StringVar(&c.kbld, "kbld", os.Getenv("KBLD"), "a Carvel kbld binary to compare with (default $KBLD)")
 	sizes := flag.String("sizes", "1000,5000,10000,20000,50000", "Deployments of the growth streams (\"\": none)")
 	images := flag.String("images", "10,40,160", "distinct images of the registry streams (\"\": none)")
+	shapes := flag.String("shapes", shapeNames(gen.Shapes()), "shapes of the shape streams (\"\": none)")
+	shapeSizes := flag.String("shape-sizes", "1000,10000", "Deployments of the shape streams")
+	shapesOnly := flag.Bool("shapes-only", false, "measure only the shape streams")
 	verifyOnly := flag.Bool("verify-only", false, "measure only signature verification")
 	skipVerify := flag.Bool("skip-verify", false, "skip signature verification")
 	flag.Parse()
 	if flag.NArg() != 1 {
-		fmt.Fprintln(os.Stderr, "usage: bench [-runs N] [-baseline BIN] [-kbld BIN] [-sizes N,…] [-images N,…] DIGESTPIN-BINARY")
+		fmt.Fprintln(os.Stderr, "usage: bench [-runs N] [-baseline BIN] [-kbld BIN] [-sizes N,…] [-images N,…] [-shapes S,…] [-shape-sizes N,…] [-shapes-only] DIGESTPIN-BINARY")
 		os.Exit(2)
 	}
 	c.bin = flag.Arg(0)
 	var err error
 	if c.sizes, err = ints(*sizes); err == nil {
 		c.images, err = ints(*images)
+	}
+	if err == nil {
+		c.shapeSizes, err = ints(*shapeSizes)
+	}
+	if err == nil {
+		c.shapes, err = shapeList(*shapes)
 	}
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "bench: %v\n", err)
@@ -83,6 +94,9 @@ func main() {
 	err = testregistry.Run(func(tb testregistry.TB) error {
 		if *verifyOnly {
 			return benchVerify(tb, c.bin, c.runs)
+		}
+		if err := benchShapes(c); err != nil || *shapesOnly {
+			return err
 		}
 		if err := benchWith(tb, c); err != nil {
 			return err
