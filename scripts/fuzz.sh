@@ -1,15 +1,15 @@
 #!/usr/bin/env bash
-# Runs every fuzz target of the module briefly: FUZZTIME (default 15s) each,
+# Runs every fuzz target of the module briefly: FUZZTIME (default 8s) each,
 # one target at a time. A crasher is written to the package's
 # testdata/fuzz/<Target>/ and fails the run; commit it with a fix, and it
 # runs with every `go test` from then on.
 #
-#   scripts/fuzz.sh              # every target, 15s each
+#   scripts/fuzz.sh              # every target, 8s each
 #   FUZZTIME=60s scripts/fuzz.sh # longer
 set -o errexit -o nounset -o pipefail
 cd "$(dirname "$0")/.."
 
-FUZZTIME="${FUZZTIME:-15s}"
+FUZZTIME="${FUZZTIME:-8s}"
 # Minimizing a new input from a large seed (a whole chart) can take the
 # whole FUZZTIME without one execution counted: bound it.
 FUZZMINIMIZETIME="${FUZZMINIMIZETIME:-2s}"
