@@ -9,7 +9,11 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+	v1 "github.com/google/go-containerregistry/pkg/v1"
+	"github.com/google/go-containerregistry/pkg/v1/empty"
+	"github.com/google/go-containerregistry/pkg/v1/mutate"
 	"github.com/google/go-containerregistry/pkg/v1/random"
+	"github.com/google/go-containerregistry/pkg/v1/remote"
 
 	"github.com/digestpin/digestpin/internal/testregistry"
 	regtransport "github.com/digestpin/digestpin/resolve/transport"
@@ -300,4 +304,31 @@ func TestMirrorHostsMatchAsRegistriesDo(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestMirrorHoldsOnePlatform is a mirror that kept one platform's image
+// of the registry's index (a cache filled by one node's pull): the error
+// says which.
+func TestMirrorHoldsOnePlatform(t *testing.T) {
+	t.Parallel()
+	origin, mirror := testregistry.New(t), testregistry.New(t)
+	var idx v1.ImageIndex = empty.Index
+	var amd v1.Image
+	for _, arch := range []string{"amd64", "arm64"} {
+		img, err := random.Image(64, 1)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if arch == "amd64" {
+			amd = img
+		}
+		idx = mutate.AppendManifests(idx, mutate.IndexAddendum{Add: img, Descriptor: v1.Descriptor{Platform: &v1.Platform{OS: "linux", Architecture: arch}}})
+	}
+	if err := remote.WriteIndex(parseRef(t, origin.Ref("team/app:1")), idx); err != nil {
+		t.Fatal(err)
+	}
+	mirror.Push(t, "team/app:1", amd)
+	r, _ := newTestResolver(t, WithMirror(origin.Host(), mirror.Host()))
+	_, err := r.Resolve(context.Background(), parseRef(t, origin.Ref("team/app:1")))
+	wantErr(t, err, "the mirror holds only the linux/amd64 image of the registry's index (WithMirrorLag(warn) pins the mirror's digest anyway)")
 }

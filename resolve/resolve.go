@@ -268,11 +268,55 @@ func (r *Resolver) compareSource(ctx context.Context, ref name.Reference, c cand
 		return h, mirror, nil
 	case src.desc.Digest == h.Digest:
 		return h, mirror, nil
-	case r.o.mirrorLag == MirrorLagWarn:
-		r.o.warnf("%s: mirror %s serves %s, but %s serves %s: pinning the mirror's digest (%s)", ref, c.ref, h.Digest, src.c.ref, src.desc.Digest, optionName(ctx, "WithMirrorLag", "warn"))
+	}
+	why := r.partOf(ctx, src, h)
+	if why == "" {
+		why = "the mirror lags behind its source or holds another image"
+	}
+	if r.o.mirrorLag == MirrorLagWarn {
+		r.o.warnf("%s: mirror %s serves %s, but %s serves %s: %s; pinning the mirror's digest (%s)", ref, c.ref, h.Digest, src.c.ref, src.desc.Digest, why, optionName(ctx, "WithMirrorLag", "warn"))
 		return h, mirror, nil
 	}
-	return v1.Descriptor{}, "", &MirrorMismatchError{Reference: ref.String(), Mirror: c.ref.String(), MirrorDigest: h.Digest, Source: src.c.ref.String(), SourceDigest: src.desc.Digest, hint: optionName(ctx, "WithMirrorLag", "warn")}
+	return v1.Descriptor{}, "", &MirrorMismatchError{Reference: ref.String(), Mirror: c.ref.String(), MirrorDigest: h.Digest, Source: src.c.ref.String(), SourceDigest: src.desc.Digest, why: why, hint: optionName(ctx, "WithMirrorLag", "warn")}
+}
+
+// partOf says which image of the source's index the mirror's answer h
+// is, when the source served an index and the mirror one image of it (a
+// cache that kept the platform it was pulled for): "the mirror holds only
+// the linux/amd64 image of the registry's index"; "" otherwise. It costs
+// a GET of the index, made only when the digests differ; a failure says
+// nothing.
+func (r *Resolver) partOf(ctx context.Context, src *sourceTry, h v1.Descriptor) string {
+	if !src.desc.MediaType.IsIndex() || h.MediaType.IsIndex() {
+		return ""
+	}
+	ctx = regtransport.WithRegistry(ctx, src.c.ref.Context().RegistryStr())
+	p, err := src.c.sess.puller(ctx, src.c.ref.Context().RepositoryStr())
+	if err != nil {
+		return ""
+	}
+	d, err := p.Get(ctx, src.c.ref.Context().Digest(src.desc.Digest.String()))
+	if err != nil || !d.MediaType.IsIndex() {
+		return ""
+	}
+	idx, err := d.ImageIndex()
+	if err != nil {
+		return ""
+	}
+	m, err := idx.IndexManifest()
+	if err != nil {
+		return ""
+	}
+	for _, c := range m.Manifests {
+		if c.Digest != h.Digest {
+			continue
+		}
+		if c.Platform == nil {
+			return "the mirror holds only one image of the registry's index"
+		}
+		return "the mirror holds only the " + c.Platform.String() + " image of the registry's index"
+	}
+	return ""
 }
 
 // MirrorMismatchError is a mirror that serves another digest than its source
@@ -282,11 +326,11 @@ type MirrorMismatchError struct {
 	// the mirror and the source registry.
 	Reference, Mirror, Source  string
 	MirrorDigest, SourceDigest v1.Hash
-	hint                       string
+	why, hint                  string
 }
 
 func (e *MirrorMismatchError) Error() string {
-	return fmt.Sprintf("%s: mirror %s serves %s, but %s serves %s: the mirror lags behind its source or holds another image (%s pins the mirror's digest anyway)", e.Reference, e.Mirror, e.MirrorDigest, e.Source, e.SourceDigest, e.hint)
+	return fmt.Sprintf("%s: mirror %s serves %s, but %s serves %s: %s (%s pins the mirror's digest anyway)", e.Reference, e.Mirror, e.MirrorDigest, e.Source, e.SourceDigest, e.why, e.hint)
 }
 
 // optionName is how the person set option opt to value: "--mirror-lag=warn"
