@@ -32,6 +32,14 @@ type chain struct {
 	// resolver is the registry resolver, nil with Options.Registry or
 	// Frozen.
 	resolver *resolve.Resolver
+	// writeLock is Options.WriteLock; replaced is the file as it was
+	// before the run (replacedLock).
+	writeLock string
+	replaced  struct {
+		once sync.Once
+		lock *lockfile.Lock
+		err  error
+	}
 	// mirrorOnly is the registry resolver when it is mirror-only, under
 	// Frozen too: the mirrors must hold what the lock file pins.
 	mirrorOnly *resolve.Resolver
@@ -68,7 +76,7 @@ type chain struct {
 // CacheTTL. Each layer is a
 // resolution.Resolver; nothing downstream needs to know which.
 func newChain(o *Options) (*chain, error) {
-	c := &chain{platform: o.platform(), tags: o.TagPolicies}
+	c := &chain{platform: o.platform(), tags: o.TagPolicies, writeLock: o.WriteLock}
 	if o.Progress != nil {
 		c.progress = &progress{report: o.Progress}
 	}
@@ -154,29 +162,29 @@ func newChain(o *Options) (*chain, error) {
 		c.Resolver = &lockLayer{chain: c, next: live}
 		return c, nil
 	}
-	if prev := replacedLock(o); prev != nil {
-		live = &staleLockLayer{chain: c, next: live, lock: prev, file: o.WriteLock, warnf: o.warnf}
+	if o.StaleIfError > 0 && o.WriteLock != "" {
+		live = &staleLockLayer{chain: c, next: live, file: o.WriteLock, warnf: o.warnf}
 	}
 	c.Resolver = live
 	return c, nil
 }
 
-// replacedLock is the lock file a run replaces (WriteLock, without a
-// Lock), when a registry that cannot answer may be stood in for
-// (StaleIfError): nil when there is none, or it cannot be read (the run
-// replaces it all the same).
-func replacedLock(o *Options) *lockfile.Lock {
-	if o.WriteLock == "" || o.StaleIfError <= 0 {
-		return nil
-	}
-	if fi, err := os.Stat(o.WriteLock); err != nil || fi.Size() == 0 {
-		return nil
-	}
-	l, err := lockfile.Read(o.WriteLock)
-	if err != nil {
-		return nil
-	}
-	return l
+// replacedLock is the lock file the run replaces (Options.WriteLock as it
+// was, without a Lock file), read once, when first asked for: nil when
+// there is none (a first lock file, missing or empty), or when it cannot
+// be read (another version's), which err says; the run replaces it all
+// the same.
+func (c *chain) replacedLock() (*lockfile.Lock, error) {
+	c.replaced.once.Do(func() {
+		if c.writeLock == "" || c.lock != nil {
+			return
+		}
+		if fi, err := os.Stat(c.writeLock); err != nil || fi.Size() == 0 {
+			return
+		}
+		c.replaced.lock, c.replaced.err = lockfile.Read(c.writeLock)
+	})
+	return c.replaced.lock, c.replaced.err
 }
 
 // staleLockLayer answers with the digest of the lock file that the run
@@ -187,7 +195,6 @@ func replacedLock(o *Options) *lockfile.Lock {
 type staleLockLayer struct {
 	chain  *chain
 	next   resolution.Resolver
-	lock   *lockfile.Lock
 	file   string
 	warnf  func(format string, args ...any)
 	warned sync.Map
@@ -199,25 +206,18 @@ func (l *staleLockLayer) Resolve(ctx context.Context, ref name.Reference) (resol
 	if err == nil || ctx.Err() != nil || !resolve.Unavailable(err) {
 		return res, err
 	}
-	var (
-		h      v1.Hash
-		tag    string
-		policy string
-		ok     bool
-	)
-	if p := l.chain.tags.For(ref); p != nil {
-		policy = p.String()
-		tag, h, ok = l.lock.LookupPolicy(ref, l.chain.platform, policy)
-	} else {
-		h, ok = l.lock.Lookup(ref, l.chain.platform)
+	lock, _ := l.chain.replacedLock()
+	if lock == nil {
+		return res, err
 	}
+	stale, ok := l.chain.locked(lock, ref, resolution.Stale)
 	if !ok {
 		return res, err
 	}
 	if _, warned := l.warned.LoadOrStore(ref.String(), true); !warned {
-		l.warnf("%s: using %s from %s, the lock file this run replaces, since the registry did not answer (%s; a lock file does not say how old its digests are): %v", ref, h, l.file, resolution.OptionName(ctx, "StaleIfError"), err)
+		l.warnf("%s: using %s from %s, the lock file this run replaces, since the registry did not answer (%s; a lock file does not say how old its digests are): %v", ref, stale.Digest, l.file, resolution.OptionName(ctx, "StaleIfError"), err)
 	}
-	return resolution.Resolution{Digest: h, Source: resolution.Stale, Tag: tag, MediaType: l.lock.MediaType(ref, l.chain.platform, policy)}, nil
+	return stale, nil
 }
 
 // registryResolver returns the registry resolver of ResolveOptions,
@@ -324,18 +324,37 @@ type lockLayer struct {
 
 // Resolve implements resolution.Resolver.
 func (l *lockLayer) Resolve(ctx context.Context, ref name.Reference) (resolution.Resolution, error) {
-	if p := l.chain.tags.For(ref); p != nil {
-		if tag, h, ok := l.chain.lock.LookupPolicy(ref, l.chain.platform, p.String()); ok {
-			return l.held(ctx, ref, resolution.Resolution{Digest: h, Source: resolution.Lock, Tag: tag, MediaType: l.chain.lock.MediaType(ref, l.chain.platform, p.String())})
-		}
-	} else if h, ok := l.chain.lock.Lookup(ref, l.chain.platform); ok {
-		return l.held(ctx, ref, resolution.Resolution{Digest: h, Source: resolution.Lock, MediaType: l.chain.lock.MediaType(ref, l.chain.platform, "")})
+	if res, ok := l.chain.locked(l.chain.lock, ref, resolution.Lock); ok {
+		return l.held(ctx, ref, res)
 	}
 	if l.next == nil {
 		l.chain.missing.add(ref.String())
 		return resolution.Resolution{}, fmt.Errorf("%s: not in the lock file, and %s asks no registry", ref, resolution.OptionName(ctx, "Frozen"))
 	}
 	return l.next.Resolve(ctx, ref)
+}
+
+// locked is lock's answer for ref with source: the entry of ref's tag
+// policy, if it has one, else of ref's own tag, for the chain's platform.
+func (c *chain) locked(lock *lockfile.Lock, ref name.Reference, source resolution.Source) (resolution.Resolution, bool) {
+	policy := ""
+	if p := c.tags.For(ref); p != nil {
+		policy = p.String()
+	}
+	var (
+		h   v1.Hash
+		tag string
+		ok  bool
+	)
+	if policy != "" {
+		tag, h, ok = lock.LookupPolicy(ref, c.platform, policy)
+	} else {
+		h, ok = lock.Lookup(ref, c.platform)
+	}
+	if !ok {
+		return resolution.Resolution{}, false
+	}
+	return resolution.Resolution{Digest: h, Source: source, Tag: tag, MediaType: lock.MediaType(ref, c.platform, policy)}, true
 }
 
 // held returns res, the lock file's answer for ref, once a mirror holds

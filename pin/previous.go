@@ -83,15 +83,14 @@ func (p *Pinner) previousState(ctx context.Context, c *chain, images []renderer.
 	case lock != nil:
 		return previousLock(lock, platform), nil
 	case o.WriteLock != "":
-		// The file the run replaces: a first lock file (none yet, or
-		// empty) has nothing to compare with, and one that cannot be
-		// read (another version's) is replaced all the same, as before.
-		if fi, err := os.Stat(o.WriteLock); err != nil || fi.Size() == 0 {
-			return nil, nil
-		}
-		l, err := lockfile.Read(o.WriteLock)
+		// The file the run replaces: a first lock file has nothing to
+		// compare with, and one that cannot be read is replaced all
+		// the same.
+		l, err := c.replacedLock()
 		if err != nil {
 			o.warnf("the change set compares with nothing: %v", err)
+		}
+		if l == nil {
 			return nil, nil
 		}
 		return previousLock(l, platform), nil
