@@ -9,7 +9,6 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"strings"
 	"sync"
 	"time"
 
@@ -19,6 +18,7 @@ import (
 	"github.com/digestpin/digestpin/internal/atomicfile"
 
 	"github.com/digestpin/digestpin/resolution"
+	"github.com/digestpin/digestpin/resolve/internal/oneline"
 	"github.com/digestpin/digestpin/resolve/internal/smallfile"
 	"github.com/digestpin/digestpin/resolve/internal/store"
 )
@@ -428,26 +428,9 @@ func (r *CachingResolver) stale(ctx context.Context, ref name.Reference, rec Rec
 		return resolution.Resolution{}, err
 	}
 	if _, warned := r.warned.LoadOrStore(ref.Name(), true); !warned {
-		r.warnf("%s: using %s, resolved %s ago (%s %s past %s %s), since the registry did not answer: %v", ref, rec.Digest, shortDuration(age), resolution.OptionName(ctx, "StaleIfError"), shortDuration(r.staleIfError), resolution.OptionName(ctx, "CacheTTL"), shortDuration(r.entries.ttl), err)
+		r.warnf("%s: using %s, resolved %s ago (%s %s past %s %s), since the registry did not answer: %v", ref, rec.Digest, oneline.Duration(age), resolution.OptionName(ctx, "StaleIfError"), oneline.Duration(r.staleIfError), resolution.OptionName(ctx, "CacheTTL"), oneline.Duration(r.entries.ttl), err)
 	}
 	return resolution.Resolution{Digest: rec.Digest, Source: resolution.Stale, MediaType: rec.MediaType}, nil
-}
-
-// shortDuration is d to the second (under a second, to the
-// millisecond), without the zero units Go's Duration.String ends with:
-// "24h", "1h30m", "5m", "45s", "5ms".
-func shortDuration(d time.Duration) string {
-	if d < time.Second {
-		return d.Round(time.Millisecond).String()
-	}
-	s := d.Round(time.Second).String()
-	if strings.HasSuffix(s, "m0s") {
-		s = strings.TrimSuffix(s, "0s")
-	}
-	if strings.HasSuffix(s, "h0m") {
-		s = strings.TrimSuffix(s, "0m")
-	}
-	return s
 }
 
 // Last returns the last resolution of ref that the cache recorded before

@@ -15,6 +15,7 @@ import (
 
 	"github.com/digestpin/digestpin/internal/testregistry"
 	"github.com/digestpin/digestpin/resolution"
+	"github.com/digestpin/digestpin/resolve/internal/oneline"
 	"github.com/digestpin/digestpin/resolve/tagpolicy"
 	regtransport "github.com/digestpin/digestpin/resolve/transport"
 )
@@ -94,21 +95,12 @@ func TestStaleIfError(t *testing.T) {
 			if len(warnings) != 1 {
 				t.Fatalf("warnings %q, want one", warnings)
 			}
-			for _, w := range []string{ref.String() + ": using " + want.String() + ", resolved " + shortDuration(tc.age) + " ago (StaleIfError 1h past CacheTTL 5m), since the registry did not answer: "} {
+			for _, w := range []string{ref.String() + ": using " + want.String() + ", resolved " + oneline.Duration(tc.age) + " ago (StaleIfError 1h past CacheTTL 5m), since the registry did not answer: "} {
 				if !strings.HasPrefix(warnings[0], w) {
 					t.Errorf("warning %q, want it to begin %q", warnings[0], w)
 				}
 			}
 		})
-	}
-}
-
-func TestShortDuration(t *testing.T) {
-	t.Parallel()
-	for d, want := range map[time.Duration]string{24 * time.Hour: "24h", 90 * time.Minute: "1h30m", 5 * time.Minute: "5m", 45 * time.Second: "45s", time.Hour + time.Second: "1h0m1s", 1500 * time.Millisecond: "2s", 5 * time.Millisecond: "5ms"} {
-		if got := shortDuration(d); got != want {
-			t.Errorf("shortDuration(%s) = %q, want %q", d, got, want)
-		}
 	}
 }
 

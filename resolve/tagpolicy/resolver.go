@@ -10,6 +10,7 @@ import (
 	"github.com/google/go-containerregistry/pkg/name"
 
 	"github.com/digestpin/digestpin/resolution"
+	"github.com/digestpin/digestpin/resolve/internal/oneline"
 	"github.com/digestpin/digestpin/resolve/internal/store"
 )
 
@@ -263,7 +264,7 @@ func (r *PolicyResolver) staleChoice(ctx context.Context, repo name.Repository, 
 		return Choice{}, err
 	}
 	if _, warned := r.staleWarned.LoadOrStore(repo.Name()+"\n"+key, true); !warned {
-		r.warnf("%s: keeping tag %s, chosen %s ago (%s), since the registry did not answer: %v", repo, c.Tag, age.Round(time.Second), resolution.OptionName(ctx, "StaleIfError"), err)
+		r.warnf("%s: keeping tag %s, chosen %s ago (%s), since the registry did not answer: %v", repo, c.Tag, oneline.Duration(age), resolution.OptionName(ctx, "StaleIfError"), err)
 	}
 	return c, nil
 }

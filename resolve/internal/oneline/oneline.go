@@ -5,6 +5,7 @@ package oneline
 
 import (
 	"strings"
+	"time"
 	"unicode"
 
 	"github.com/digestpin/digestpin/internal/redact"
@@ -35,6 +36,23 @@ func Of(s string, limit int) string {
 	s = strings.Join(strings.Fields(s), " ")
 	if r := []rune(s); limit > 0 && len(r) > limit {
 		s = string(r[:limit]) + "…"
+	}
+	return s
+}
+
+// Duration is d to the second (under a second, to the
+// millisecond), without the zero units Go's Duration.String ends with:
+// "24h", "1h30m", "5m", "45s", "5ms".
+func Duration(d time.Duration) string {
+	if d < time.Second {
+		return d.Round(time.Millisecond).String()
+	}
+	s := d.Round(time.Second).String()
+	if strings.HasSuffix(s, "m0s") {
+		s = strings.TrimSuffix(s, "0s")
+	}
+	if strings.HasSuffix(s, "h0m") {
+		s = strings.TrimSuffix(s, "0m")
 	}
 	return s
 }
