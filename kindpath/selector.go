@@ -81,17 +81,23 @@ func splitPath(path string) []string {
 // escapeField writes field f as splitPath reads it back: a selector as
 // it is, a name with a backslash before each ".", "|" and backslash.
 func escapeField(f string) string {
-	if strings.ContainsAny(f, "[]") || !strings.ContainsAny(f, ".|\\") {
+	// A selector ("[name=A.B]") is written as it is: only the name
+	// before it is escaped.
+	name, sel := f, ""
+	if i := strings.IndexByte(f, '['); i >= 0 {
+		name, sel = f[:i], f[i:]
+	}
+	if !strings.ContainsAny(name, ".|\\") {
 		return f
 	}
 	var b strings.Builder
-	for i := 0; i < len(f); i++ {
-		if c := f[i]; c == '.' || c == '|' || c == '\\' {
+	for i := 0; i < len(name); i++ {
+		if c := name[i]; c == '.' || c == '|' || c == '\\' {
 			b.WriteByte('\\')
 		}
-		b.WriteByte(f[i])
+		b.WriteByte(name[i])
 	}
-	return b.String()
+	return b.String() + sel
 }
 
 // joinPath formats fields as a path that splitPath reads back.
