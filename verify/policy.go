@@ -15,6 +15,7 @@ import (
 	"github.com/sigstore/sigstore/pkg/cryptoutils"
 	"github.com/sigstore/sigstore/pkg/signature"
 
+	"github.com/digestpin/digestpin/internal/imageglob"
 	"github.com/digestpin/digestpin/internal/readfile"
 	"github.com/digestpin/digestpin/verification"
 )
@@ -71,14 +72,13 @@ func (t *Term) String() string {
 // Policy is what the images of a glob must carry: its terms, all of them
 // or any one.
 type Policy struct {
-	glob  string
-	re    *regexp.Regexp
+	glob  imageglob.Glob
 	all   bool
 	terms []*Term
 }
 
 // Glob returns the glob the policy is for, as written.
-func (p *Policy) Glob() string { return p.glob }
+func (p *Policy) Glob() string { return p.glob.String() }
 
 // All reports whether every term must hold (" and "), rather than any
 // one (" or ").
@@ -149,16 +149,16 @@ func (ps *Policies) Add(spec string) error {
 	if !ok || glob == "" || pol == "" {
 		return errors.New("want IMAGE-GLOB=POLICY, e.g. ghcr.io/acme/**=key:cosign.pub")
 	}
-	re, err := compileGlob(glob)
+	g, err := imageglob.Compile(glob)
 	if err != nil {
-		return fmt.Errorf("%w", err)
+		return fmt.Errorf("%w: the digest is what is verified", err)
 	}
 	for _, p := range ps.list {
-		if p.re.String() == re.String() {
+		if p.glob.Same(g) {
 			return fmt.Errorf("%s has a policy already (--verify %s=…): join the terms in one policy with \" or \" or \" and \"", glob, p.glob)
 		}
 	}
-	p := &Policy{glob: glob, re: re}
+	p := &Policy{glob: g}
 	ors := strings.Split(pol, " or ")
 	ands := strings.Split(pol, " and ")
 	words := ors
@@ -269,61 +269,6 @@ func parseKeyless(w, arg string) (*Term, error) {
 	return t, nil
 }
 
-// compileGlob turns an image glob into an anchored regular expression over
-// fully qualified repository names.
-func compileGlob(glob string) (*regexp.Regexp, error) {
-	_, path, _ := strings.Cut(glob, "/")
-	if strings.ContainsAny(glob, "@ \t") || strings.Contains(path, ":") {
-		return nil, fmt.Errorf("glob %q: a repository has no tag, digest or space: the digest is what is verified", glob)
-	}
-	norm := normaliseGlob(glob)
-	var b strings.Builder
-	b.WriteString("^")
-	for i := 0; i < len(norm); {
-		switch {
-		case strings.HasPrefix(norm[i:], "**"):
-			b.WriteString(".*")
-			i += 2
-		case norm[i] == '*':
-			b.WriteString("[^/]*")
-			i++
-		default:
-			b.WriteString(regexp.QuoteMeta(norm[i : i+1]))
-			i++
-		}
-	}
-	b.WriteString("$")
-	re, err := regexp.Compile(b.String())
-	if err != nil {
-		return nil, fmt.Errorf("glob %q: %w", glob, err)
-	}
-	return re, nil
-}
-
-// normaliseGlob writes a glob's registry as name.Repository.Name does:
-// Docker Hub as index.docker.io, its official images under library/.
-func normaliseGlob(glob string) string {
-	first, rest, ok := strings.Cut(glob, "/")
-	isHost := ok && (strings.ContainsAny(first, ".:") || first == "localhost")
-	switch {
-	case strings.Contains(first, "*"):
-		// "**", "*/app", "*.example/app": a wildcard registry, matched
-		// against full names as written.
-		return glob
-	case !ok:
-		// "nginx", "*": an official image of Docker Hub.
-		return name.DefaultRegistry + "/library/" + glob
-	case first == "docker.io" || first == "index.docker.io":
-		if !strings.Contains(rest, "/") && !strings.HasPrefix(rest, "**") {
-			return name.DefaultRegistry + "/library/" + rest
-		}
-		return name.DefaultRegistry + "/" + rest
-	case !isHost:
-		return name.DefaultRegistry + "/" + glob
-	}
-	return glob
-}
-
 // For returns the policy of repo: of the globs that match it, the longest
 // (the most specific); nil when none does.
 func (ps *Policies) For(repo name.Repository) *Policy {
@@ -332,7 +277,7 @@ func (ps *Policies) For(repo name.Repository) *Policy {
 	}
 	var best *Policy
 	for _, p := range ps.list {
-		if p.re.MatchString(repo.Name()) && (best == nil || len(p.glob) > len(best.glob)) {
+		if p.glob.Match(repo) && (best == nil || p.glob.MoreSpecific(best.glob)) {
 			best = p
 		}
 	}
