@@ -21,5 +21,10 @@
 // same entry). Platform is present only when the digest is one platform's
 // manifest (digestpin --platform) rather than what the tag names.
 //
+// An entry may carry a pending digest: a newer one the registry serves,
+// held back by a waiting period (digestpin --min-age) since it was first
+// seen. The entry's digest stays the one pinned until then; the file is
+// version 5 while any entry has one.
+//
 // The package never talks to a registry; see package resolve for that.
 package lockfile

@@ -7,6 +7,7 @@ import (
 	"io"
 	"regexp"
 	"sort"
+	"time"
 
 	"github.com/google/go-containerregistry/pkg/name"
 	v1 "github.com/google/go-containerregistry/pkg/v1"
@@ -39,6 +40,13 @@ const VersionVerified = 3
 // update the readers (the Argo CD plugin, say) before the writers.
 const VersionMediaType = 4
 
+// VersionPending is the lock file format with pending digests (a newer
+// digest that a waiting period, --min-age, holds back); it is written
+// only while an entry has one. A digestpin that cannot read them refuses
+// the file, naming the version, rather than losing when each was first
+// seen.
+const VersionPending = 5
+
 // header starts every lock file this package writes.
 const header = "# digestpin lock file: image references and the digests they resolve to.\n" +
 	"# Written by `digestpin --write-lock FILE`; read by `digestpin --lock FILE`.\n"
@@ -69,6 +77,24 @@ type Entry struct {
 	// Verified is what the signature verification of Digest found, when
 	// a signature policy covers the image; nil otherwise.
 	Verified *Verification `yaml:"verified,omitempty"`
+	// Pending is a newer digest that the registry serves for the
+	// reference (or, with Policy, that the policy chose), held back by a
+	// waiting period (--min-age): Digest stays pinned until Pending has
+	// been seen for long enough. nil when nothing waits.
+	Pending *Pending `yaml:"pending,omitempty"`
+}
+
+// Pending is a digest that waits to be pinned: first seen at Since.
+type Pending struct {
+	// Digest is "sha256:…", another than the entry's.
+	Digest string `yaml:"digest"`
+	// MediaType is what Digest is, as the entry's MediaType.
+	MediaType string `yaml:"mediaType,omitempty"`
+	// Tag is the tag the entry's Policy chose, whose digest Digest is;
+	// set exactly when the entry has a Policy.
+	Tag string `yaml:"tag,omitempty"`
+	// Since is when Digest was first seen, in UTC, to the second.
+	Since time.Time `yaml:"since"`
 }
 
 // Verification is the record of a signature verification: the policy
@@ -101,6 +127,7 @@ type locked struct {
 	digest    v1.Hash
 	tag       string
 	mediaType string
+	pending   *Pending
 }
 
 // Lock is a validated set of entries, indexed for lookups. The zero value
@@ -128,12 +155,12 @@ func New(entries []Entry) (*Lock, error) {
 		}
 		k := key{n.Reference, n.Platform, n.Policy}
 		if old, ok := l.index[k]; ok {
-			if now := (locked{digest: h, tag: n.Tag}); old.digest != now.digest || old.tag != now.tag {
+			if now := (locked{digest: h, tag: n.Tag, pending: n.Pending}); old.digest != now.digest || old.tag != now.tag || !samePending(old.pending, now.pending) {
 				errs = append(errs, fmt.Errorf("entry %d: %s%s%s is locked twice, to %s and %s", i+1, n.Reference, forPlatform(n.Platform), forPolicy(n.Policy), old.describe(), now.describe()))
 			}
 			continue
 		}
-		l.index[k] = locked{digest: h, tag: n.Tag, mediaType: n.MediaType}
+		l.index[k] = locked{digest: h, tag: n.Tag, mediaType: n.MediaType, pending: n.Pending}
 		if n.Verified != nil {
 			l.verified[k] = n.Verified
 		}
@@ -175,6 +202,13 @@ func normalise(e Entry) (Entry, v1.Hash, error) {
 	if e.MediaType != "" && !resolution.ManifestMediaType(e.MediaType) {
 		return Entry{}, v1.Hash{}, fmt.Errorf("%s: media type %q is no image manifest or index", e.Reference, e.MediaType)
 	}
+	if e.Pending != nil {
+		p, err := normalisePending(*e.Pending, e, h)
+		if err != nil {
+			return Entry{}, v1.Hash{}, err
+		}
+		n.Pending = &p
+	}
 	if v := e.Verified; v != nil && v.Policy == "" {
 		return Entry{}, v1.Hash{}, fmt.Errorf("%s: verified has no policy", e.Reference)
 	}
@@ -200,6 +234,38 @@ func normalise(e Entry) (Entry, v1.Hash, error) {
 		n.Platform = p.String()
 	}
 	return n, h, nil
+}
+
+// normalisePending validates p, the pending digest of entry e, which
+// locks h, and returns it in its canonical form.
+func normalisePending(p Pending, e Entry, h v1.Hash) (Pending, error) {
+	ph, err := v1.NewHash(p.Digest)
+	if err != nil {
+		return Pending{}, fmt.Errorf("parsing pending digest %q of %s: %w", p.Digest, e.Reference, err)
+	}
+	switch {
+	case ph == h:
+		return Pending{}, fmt.Errorf("%s: the pending digest is the locked one, %s", e.Reference, ph)
+	case p.MediaType != "" && !resolution.ManifestMediaType(p.MediaType):
+		return Pending{}, fmt.Errorf("%s: pending media type %q is no image manifest or index", e.Reference, p.MediaType)
+	case (e.Policy == "") != (p.Tag == ""):
+		return Pending{}, fmt.Errorf("%s: a pending digest has a tag exactly when the entry has a policy", e.Reference)
+	case p.Since.IsZero():
+		return Pending{}, fmt.Errorf("%s: the pending digest %s has no since: when it was first seen", e.Reference, ph)
+	}
+	if p.Tag != "" && !imageref.ValidTag(p.Tag) {
+		return Pending{}, fmt.Errorf("parsing pending tag %q of %s: want %s", p.Tag, e.Reference, imageref.TagRule)
+	}
+	return Pending{Digest: ph.String(), MediaType: p.MediaType, Tag: p.Tag, Since: p.Since.UTC().Truncate(time.Second)}, nil
+}
+
+// samePending reports whether a and b are the same pending digest, or
+// both none.
+func samePending(a, b *Pending) bool {
+	if a == nil || b == nil {
+		return a == b
+	}
+	return *a == *b
 }
 
 func forPolicy(p string) string {
@@ -239,9 +305,9 @@ func Parse(data []byte) (*Lock, error) {
 		// the message may end up in an Argo CD Application's status):
 		// say where, not what.
 		if m := yamlLine.FindStringSubmatch(err.Error()); m != nil {
-			return nil, fmt.Errorf("malformed lock file: line %s: not a digestpin lock file (version: %d to %d, images: [reference, digest, mediaType, platform, policy, tag, verified])", m[1], VersionNoPolicy, VersionMediaType)
+			return nil, fmt.Errorf("malformed lock file: line %s: not a digestpin lock file (version: %d to %d, images: [reference, digest, mediaType, platform, policy, tag, verified, pending])", m[1], VersionNoPolicy, VersionPending)
 		}
-		return nil, fmt.Errorf("malformed lock file: not a digestpin lock file (version: %d to %d, images: [reference, digest, mediaType, platform, policy, tag, verified])", VersionNoPolicy, VersionMediaType)
+		return nil, fmt.Errorf("malformed lock file: not a digestpin lock file (version: %d to %d, images: [reference, digest, mediaType, platform, policy, tag, verified, pending])", VersionNoPolicy, VersionPending)
 	}
 	// One document: a second one (two lock files run together, say)
 	// would be ignored, and the digests it pins with it.
@@ -264,9 +330,16 @@ func Parse(data []byte) (*Lock, error) {
 				return nil, fmt.Errorf("entry %d: %s has a tag policy, which needs lock file version %d", i+1, e.Reference, Version)
 			}
 		}
-	case Version, VersionVerified, VersionMediaType:
+	case Version, VersionVerified, VersionMediaType, VersionPending:
 	default:
-		return nil, fmt.Errorf("unsupported lock file version %d, want %d, %d, %d or %d", f.Version, VersionNoPolicy, Version, VersionVerified, VersionMediaType)
+		return nil, fmt.Errorf("unsupported lock file version %d, want %d, %d, %d, %d or %d", f.Version, VersionNoPolicy, Version, VersionVerified, VersionMediaType, VersionPending)
+	}
+	if f.Version < VersionPending {
+		for i, e := range f.Images {
+			if e.Pending != nil {
+				return nil, fmt.Errorf("entry %d: %s has a pending digest, which needs lock file version %d", i+1, e.Reference, VersionPending)
+			}
+		}
 	}
 	if f.Version < VersionMediaType {
 		for i, e := range f.Images {
@@ -340,6 +413,20 @@ func (l *Lock) MediaType(ref name.Reference, platform, policy string) string {
 	return l.index[key{ref.Name(), platform, policy}].mediaType
 }
 
+// Pending returns the digest that waits to be pinned for ref, platform
+// and tag policy ("" for none), or nil when none does or there is no
+// entry.
+func (l *Lock) Pending(ref name.Reference, platform, policy string) *Pending {
+	if l == nil {
+		return nil
+	}
+	if p := l.index[key{ref.Name(), platform, policy}].pending; p != nil {
+		c := *p
+		return &c
+	}
+	return nil
+}
+
 // LookupVerified returns the verification recorded for ref, platform
 // and tag policy ("" for none), and the digest it is of.
 func (l *Lock) LookupVerified(ref name.Reference, platform, policy string) (*Verification, v1.Hash, bool) {
@@ -382,8 +469,11 @@ func (l *Lock) Marshal() ([]byte, error) {
 		if e.Verified != nil && f.Version < VersionVerified {
 			f.Version = VersionVerified
 		}
-		if e.MediaType != "" {
+		if e.MediaType != "" && f.Version < VersionMediaType {
 			f.Version = VersionMediaType
+		}
+		if e.Pending != nil {
+			f.Version = VersionPending
 		}
 	}
 	var buf bytes.Buffer

@@ -8,6 +8,7 @@ import (
 	"sync"
 	"syscall"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-containerregistry/pkg/name"
@@ -142,8 +143,16 @@ func TestParseErrors(t *testing.T) {
 		{desc: "empty", in: "", want: "lock file is empty"},
 		{desc: "only a comment", in: "# nothing\n", want: "lock file is empty"},
 		{desc: "not YAML", in: "version: [1\n", want: "malformed lock file"},
-		{desc: "no version", in: "images: []\n", want: "unsupported lock file version 0, want 1, 2, 3 or 4"},
-		{desc: "future version", in: "version: 5\nimages: []\n", want: "unsupported lock file version 5"},
+		{desc: "no version", in: "images: []\n", want: "unsupported lock file version 0, want 1, 2, 3, 4 or 5"},
+		{desc: "future version", in: "version: 6\nimages: []\n", want: "unsupported lock file version 6"},
+		{desc: "pending in version 4", in: "version: 4\nimages:\n- reference: nginx:1\n  digest: " + d1 + "\n  pending:\n    digest: " + d2 + "\n    since: 2026-12-01T10:00:00Z\n", want: "entry 1: nginx:1 has a pending digest, which needs lock file version 5"},
+		{desc: "pending without since", in: "version: 5\nimages:\n- reference: nginx:1\n  digest: " + d1 + "\n  pending:\n    digest: " + d2 + "\n", want: "nginx:1: the pending digest " + d2 + " has no since"},
+		{desc: "pending is the locked digest", in: "version: 5\nimages:\n- reference: nginx:1\n  digest: " + d1 + "\n  pending:\n    digest: " + d1 + "\n    since: 2026-12-01T10:00:00Z\n", want: "nginx:1: the pending digest is the locked one"},
+		{desc: "pending bad digest", in: "version: 5\nimages:\n- reference: nginx:1\n  digest: " + d1 + "\n  pending:\n    digest: sha256:ab\n    since: 2026-12-01T10:00:00Z\n", want: `parsing pending digest "sha256:ab" of nginx:1`},
+		{desc: "pending tag without policy", in: "version: 5\nimages:\n- reference: nginx:1\n  digest: " + d1 + "\n  pending:\n    digest: " + d2 + "\n    tag: \"2\"\n    since: 2026-12-01T10:00:00Z\n", want: "nginx:1: a pending digest has a tag exactly when the entry has a policy"},
+		{desc: "pending without the policy's tag", in: "version: 5\nimages:\n- reference: nginx:1\n  digest: " + d1 + "\n  policy: latest\n  tag: \"1\"\n  pending:\n    digest: " + d2 + "\n    since: 2026-12-01T10:00:00Z\n", want: "a pending digest has a tag exactly when"},
+		{desc: "pending unknown field", in: "version: 5\nimages:\n- reference: nginx:1\n  digest: " + d1 + "\n  pending:\n    digest: " + d2 + "\n    until: 2026-12-01T10:00:00Z\n", want: "malformed lock file: line 7"},
+		{desc: "pending conflict", in: "version: 5\nimages:\n- reference: nginx:1\n  digest: " + d1 + "\n  pending:\n    digest: " + d2 + "\n    since: 2026-12-01T10:00:00Z\n- reference: nginx:1\n  digest: " + d1 + "\n", want: "entry 2: index.docker.io/library/nginx:1 is locked twice"},
 		{desc: "media type in version 3", in: "version: 3\nimages:\n  - reference: r.example/a:1\n    digest: sha256:" + strings.Repeat("a", 64) + "\n    mediaType: application/vnd.oci.image.index.v1+json\n", want: "entry 1: r.example/a:1 has a media type, which needs lock file version 4"},
 		{desc: "a media type of no manifest", in: "version: 4\nimages:\n  - reference: r.example/a:1\n    digest: sha256:" + strings.Repeat("a", 64) + "\n    mediaType: text/html\n", want: `r.example/a:1: media type "text/html" is no image manifest or index`},
 		{desc: "unknown field", in: "version: 1\nimages:\n- reference: nginx:1\n  digest: " + d1 + "\n  label: x\n", want: "malformed lock file: line 5: not a digestpin lock file"},
@@ -287,6 +296,40 @@ func FuzzParseOneDocument(f *testing.F) {
 			t.Fatalf("Parse(%q) took two documents", both)
 		}
 	})
+}
+
+// TestPendingGolden: a pending digest makes the file version 5, keeps
+// its since to the second in UTC, and reads back through Pending.
+func TestPendingGolden(t *testing.T) {
+	since := time.Date(2026, 12, 1, 11, 0, 0, 500, time.FixedZone("CET", 3600))
+	pending := []Entry{
+		{Reference: "nginx:1.27", Digest: d1, MediaType: "application/vnd.oci.image.index.v1+json", Pending: &Pending{Digest: d2, MediaType: "application/vnd.oci.image.index.v1+json", Since: since}},
+		{Reference: "registry.example/app:1.4", Digest: d3, Policy: "semver:~1.4", Tag: "1.4.2", Pending: &Pending{Digest: d1, Tag: "1.4.3", Since: since}},
+		{Reference: "registry.example/db:2", Digest: d3},
+	}
+	checkGolden(t, pending, "pending.lock")
+	l, err := New(pending)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := &Pending{Digest: d2, MediaType: "application/vnd.oci.image.index.v1+json", Since: time.Date(2026, 12, 1, 10, 0, 0, 0, time.UTC)}
+	if diff := cmp.Diff(want, l.Pending(name.MustParseReference("docker.io/library/nginx:1.27"), "", "")); diff != "" {
+		t.Errorf("Pending (-want +got):\n%s", diff)
+	}
+	if p := l.Pending(name.MustParseReference("registry.example/db:2"), "", ""); p != nil {
+		t.Errorf("Pending of an entry without one = %+v", p)
+	}
+	if p := l.Pending(name.MustParseReference("registry.example/app:1.4"), "", "semver:~1.4"); p == nil || p.Tag != "1.4.3" {
+		t.Errorf("Pending of the policy's entry = %+v, want tag 1.4.3", p)
+	}
+	// Once nothing waits, the file is version 4 again.
+	l, err = New([]Entry{{Reference: "nginx:1.27", Digest: d2, MediaType: "application/vnd.oci.image.index.v1+json"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if b, _ := l.Marshal(); !strings.Contains(string(b), "version: 4\n") {
+		t.Errorf("Marshal without pending = %s, want version 4", b)
+	}
 }
 
 func TestVerifiedRoundTrip(t *testing.T) {
