@@ -83,22 +83,53 @@ func (r *Records) Put(ctx context.Context, key string, b []byte) error {
 	return r.c.Put(ctx, recordKey(key), e)
 }
 
+// Last returns the record stored under key whatever its age, and when
+// it was stored: one past the TTL, or stored in the future (a clock that
+// went back), too. A record that is a state rather than a finding (what a
+// waiting period holds, in package pin) must not vanish when the clock
+// jumps; its reader judges the time itself.
+func (r *Records) Last(ctx context.Context, key string) ([]byte, time.Time, bool) {
+	read := EntryRead{Max: maxRecord, Check: func(b []byte) error {
+		_, err := decodeRecord(b, key)
+		return err
+	}}
+	b, ok := r.c.Get(ctx, recordKey(key), read)
+	if !ok {
+		return nil, time.Time{}, false
+	}
+	e, err := decodeRecord(b, key)
+	if err != nil {
+		return nil, time.Time{}, false
+	}
+	return e.Record, e.Stored, true
+}
+
 // decode returns the record of entry b under key when it is younger than
 // the TTL; an older one is ErrCacheEntryExpired, anything else that is
 // not a record of key in this format another error.
 func (r *Records) decode(b []byte, key string) ([]byte, error) {
-	var e recordEntry
-	if err := json.Unmarshal(b, &e); err != nil {
-		return nil, fmt.Errorf("not a record: %w", err)
-	}
-	switch {
-	case e.Format != recordFormat:
-		return nil, fmt.Errorf("record of format %q, want %q", e.Format, recordFormat)
-	case e.Key != key:
-		return nil, fmt.Errorf("record of another key")
+	e, err := decodeRecord(b, key)
+	if err != nil {
+		return nil, err
 	}
 	if age := r.now().Sub(e.Stored); age < 0 || age >= r.ttl {
 		return nil, ErrCacheEntryExpired
 	}
 	return e.Record, nil
+}
+
+// decodeRecord returns entry b when it is a record of key in this
+// format, whatever its age.
+func decodeRecord(b []byte, key string) (recordEntry, error) {
+	var e recordEntry
+	if err := json.Unmarshal(b, &e); err != nil {
+		return recordEntry{}, fmt.Errorf("not a record: %w", err)
+	}
+	switch {
+	case e.Format != recordFormat:
+		return recordEntry{}, fmt.Errorf("record of format %q, want %q", e.Format, recordFormat)
+	case e.Key != key:
+		return recordEntry{}, fmt.Errorf("record of another key")
+	}
+	return e, nil
 }

@@ -48,6 +48,12 @@ func TestRecords(t *testing.T) {
 		if ok != tc.want || (ok && string(got) != string(rec)) {
 			t.Errorf("Get(%q) %s later = %s, %v; want found %v", tc.key, tc.after, got, ok, tc.want)
 		}
+		// Last finds the record of its key at any age, and says when
+		// it was stored.
+		got, stored, ok := r.Last(ctx, tc.key)
+		if want := tc.key == "a"; ok != want || (ok && (string(got) != string(rec) || !stored.Equal(now))) {
+			t.Errorf("Last(%q) %s later = %s, %s, %v; want found %v, stored %s", tc.key, tc.after, got, stored, ok, want, now)
+		}
 	}
 	// A resolution cached under the same words is no record.
 	if err := dc.Put(ctx, recordKey("c"), []byte(`{"format":"digestpin-cache-v2"}`)); err != nil {
@@ -55,6 +61,9 @@ func TestRecords(t *testing.T) {
 	}
 	if _, ok := r.Get(ctx, "c"); ok {
 		t.Error("Get of an entry of another format found a record")
+	}
+	if _, _, ok := r.Last(ctx, "c"); ok {
+		t.Error("Last of an entry of another format found a record")
 	}
 	for _, tc := range []struct {
 		b    []byte
