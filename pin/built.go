@@ -86,7 +86,7 @@ func (p *Pinner) addBuilt(ctx context.Context, c *chain, cs *ChangeSet) {
 	g.SetLimit(builtJobs)
 	for _, d := range order {
 		g.Go(func() error {
-			t, ok := p.builtTime(ctx, c, src, d)
+			t, ok := builtTime(ctx, c.built, src, d, c.platform, p.o.logf, p.o.warnf)
 			if !ok || !t.After(time.Unix(0, 0)) || t.After(now.Add(builtSkew)) {
 				return nil
 			}
@@ -102,13 +102,14 @@ func (p *Pinner) addBuilt(ctx context.Context, c *chain, cs *ChangeSet) {
 	_ = g.Wait()
 }
 
-// builtTime returns the build time of d from the cache, else from src,
-// keeping what src said (a time or none) in the cache. ok is false when
-// src failed.
-func (p *Pinner) builtTime(ctx context.Context, c *chain, src BuildTimes, d name.Digest) (time.Time, bool) {
-	key := builtKey(d, c.platform)
-	if c.built != nil {
-		if b, ok := c.built.Get(ctx, key); ok {
+// builtTime returns the build time of d (of platform's image) from
+// records, the cache's build times (nil: none), else from src, keeping
+// what src said (a time or none) there. ok is false when src failed,
+// which logf says; warnf says a failure to keep it.
+func builtTime(ctx context.Context, records *resolve.Records, src BuildTimes, d name.Digest, platform string, logf, warnf func(string, ...any)) (time.Time, bool) {
+	key := builtKey(d, platform)
+	if records != nil {
+		if b, ok := records.Get(ctx, key); ok {
 			var rec builtRecord
 			if json.Unmarshal(b, &rec) == nil {
 				if rec.Created == "" {
@@ -122,20 +123,20 @@ func (p *Pinner) builtTime(ctx context.Context, c *chain, src BuildTimes, d name
 	}
 	t, err := src.Built(ctx, d)
 	if err != nil {
-		p.o.logf("%v; the change set shows no build time", err)
+		logf("%v; the change set shows no build time", err)
 		return time.Time{}, false
 	}
-	if c.built != nil {
+	if records != nil {
 		rec := builtRecord{}
 		if !t.IsZero() {
 			rec.Created = t.UTC().Format(time.RFC3339Nano)
 		}
 		b, err := json.Marshal(rec)
 		if err == nil {
-			err = c.built.Put(ctx, key, b)
+			err = records.Put(ctx, key, b)
 		}
 		if err != nil {
-			p.o.warnf("caching the build time of %s: %v", d, err)
+			warnf("caching the build time of %s: %v", d, err)
 		}
 	}
 	return t, true

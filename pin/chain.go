@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/google/go-containerregistry/pkg/name"
 	v1 "github.com/google/go-containerregistry/pkg/v1"
@@ -59,6 +60,9 @@ type chain struct {
 	// built keeps the build times of digests (BuildTimes) in the same
 	// cache, for as long as it keeps them; nil without one.
 	built *resolve.Records
+
+	// minAge holds back new digests (Options.MinAge); nil without.
+	minAge *minAgeLayer
 
 	// The tag policies of the Pin, and the layer that applies them.
 	tags   *tagpolicy.TagPolicies    // nil: none
@@ -132,11 +136,15 @@ func newChain(o *Options) (*chain, error) {
 		if err != nil {
 			return nil, err
 		}
+		next = c.withMinAge(o, next, nil, key)
 		c.Resolver = &checkLayer{chain: c, next: next}
 		return c, nil
 	}
 	live := registry
-	var popts []tagpolicy.PolicyOption
+	var (
+		popts []tagpolicy.PolicyOption
+		held  *resolve.Records
+	)
 	if o.CacheTTL > 0 {
 		cache, err := o.cache()
 		if err != nil {
@@ -153,20 +161,55 @@ func newChain(o *Options) (*chain, error) {
 			return nil, err
 		}
 		popts = append(popts, tagpolicy.WithChoiceCache(cache, o.CacheTTL, key, o.warnf), tagpolicy.WithStaleIfError(o.StaleIfError, resolve.Unavailable))
+		if o.MinAge.Enabled() {
+			if held, err = resolve.NewRecords(cache, heldTTL); err != nil {
+				return nil, err
+			}
+		}
 	}
 	live, err := c.withPolicies(o, live, tagSource, popts...)
 	if err != nil {
 		return nil, err
 	}
 	if c.lock != nil {
-		c.Resolver = &lockLayer{chain: c, next: live}
+		c.Resolver = &lockLayer{chain: c, next: c.withMinAge(o, live, held, key)}
 		return c, nil
 	}
 	if o.StaleIfError > 0 && o.WriteLock != "" {
 		live = &staleLockLayer{chain: c, next: live, file: o.WriteLock, warnf: o.warnf}
 	}
-	c.Resolver = live
+	c.Resolver = c.withMinAge(o, live, held, key)
 	return c, nil
+}
+
+// withMinAge puts the waiting periods of o (MinAge) in front of next,
+// keeping their state in records (nil: the lock file only) under the
+// resolution cache's key; without a period it returns next.
+func (c *chain) withMinAge(o *Options, next resolution.Resolver, records *resolve.Records, key resolve.CacheKeyFunc) resolution.Resolver {
+	if !o.MinAge.Enabled() {
+		return next
+	}
+	l := &minAgeLayer{chain: c, next: next, ages: o.MinAge, records: records, key: key, now: time.Now, warnf: o.warnf, logf: o.logf, waiting: map[string]Pending{}, first: map[string]string{}}
+	if o.now != nil {
+		l.now = o.now
+	}
+	if o.MinAgeCreated {
+		src, _ := o.Registry.(BuildTimes)
+		if c.resolver != nil {
+			src = c.resolver
+		}
+		if src != nil {
+			l.created = func(ctx context.Context, d name.Digest) (time.Time, bool) {
+				t, ok := builtTime(ctx, c.built, src, d, c.platform, o.logf, o.warnf)
+				if !ok || !t.After(time.Unix(0, 0)) || t.After(l.now().Add(builtSkew)) {
+					return time.Time{}, false
+				}
+				return t, true
+			}
+		}
+	}
+	c.minAge = l
+	return l
 }
 
 // replacedLock is the lock file the run replaces (Options.WriteLock as it

@@ -38,6 +38,12 @@ type ChangeSet struct {
 	// annotation, an env value, a new container; and the workloads added
 	// or removed. Absent when there are none.
 	Rolls []Roll `json:"rolls,omitempty"`
+	// Waiting are the images whose registry serves a new digest that a
+	// waiting period (Options.MinAge) holds back: Digest is the one that
+	// stays pinned, Waiting the new one and until when. They are among
+	// Unchanged too (or Added, against an earlier output that had no
+	// digest of theirs). Absent when none waits.
+	Waiting []Change `json:"waiting,omitempty"`
 	// Secrets are the Secrets whose keys differ from a previous
 	// output's, by key name, never by value (AgainstOutput only). Absent
 	// when there are none.
@@ -67,6 +73,9 @@ type Change struct {
 	// Workloads are the containers that use the image: those that roll
 	// (for a removed image, those that used it).
 	Workloads []renderer.Workload `json:"workloads"`
+	// Waiting is the new digest that a waiting period holds back, in
+	// ChangeSet.Waiting; nil elsewhere.
+	Waiting *Pending `json:"waiting,omitempty"`
 }
 
 // Previous is an image's digest before the run.
@@ -163,6 +172,25 @@ func changes(images []renderer.Image, unpinned []renderer.Unpinned, choices map[
 		cs.Tags[i].Workloads = append(cs.Tags[i].Workloads, u.Workload)
 	}
 	return cs, before
+}
+
+// addWaiting adds the images whose new digest waits (waiting, by
+// waitKey), in image order.
+func (cs *ChangeSet) addWaiting(images []renderer.Image, choices map[string]ReportPolicy, waiting map[string]Pending) {
+	if cs == nil || len(waiting) == 0 {
+		return
+	}
+	for _, im := range images {
+		w, ok := waiting[waitKey(im.Reference, choices[im.Reference].Policy)]
+		if !ok || im.Source != resolution.Held {
+			continue
+		}
+		written := im.Written
+		if written == "" {
+			written = im.Reference
+		}
+		cs.Waiting = append(cs.Waiting, Change{Reference: written, Name: im.Reference, Digest: im.Digest, Source: im.Source, Tag: im.Tag, Workloads: im.Workloads, Waiting: &w})
+	}
 }
 
 // usedNot returns the images of prev that used does not mark.

@@ -65,6 +65,24 @@ type Options struct {
 	// resolution.Stale, with a warning that says how old it is
 	// (resolve.StaleIfError). It needs CacheTTL; 0 never answers stale.
 	StaleIfError time.Duration
+	// MinAge holds back a digest that is new for an image (the registry
+	// moved its tag, or a tag policy chose another) until it has been
+	// seen for the image's waiting period: until then the digest pinned
+	// before stays pinned (source resolution.Held), and the lock file and
+	// the report say what waits and until when. When a digest was first
+	// seen is kept in the cache (CacheTTL, on disk or Redis: every
+	// process sharing it agrees) and in the lock file (WriteLock, with
+	// the file it replaces, or Lock); MinAge needs one of them, and
+	// excludes Frozen, which sees nothing new. An image seen for the
+	// first time has nothing older to keep: it is pinned at once. nil,
+	// or no period above 0, holds nothing back.
+	MinAge *MinAges
+	// MinAgeCreated counts the waiting period from when the image of the
+	// new digest was built, as its registry says (BuildTimes: a request
+	// or two per new digest, kept in the cache), instead of from when it
+	// was first seen; an image whose registry gives no time counts from
+	// when it was first seen.
+	MinAgeCreated bool
 	// Cache, when set, keeps resolutions there instead of in CacheDir,
 	// e.g. on a Redis that several processes share; it excludes
 	// CacheDir and needs CacheTTL, the age up to which its entries are
@@ -152,6 +170,10 @@ type Options struct {
 	// lock file, the Renderer, the registry resolver. nil leaves the
 	// context's names, if any; without, each option goes by its Go name.
 	OptionNames resolution.OptionNames
+
+	// now is the clock of the waiting periods; nil: time.Now. Tests set
+	// it.
+	now func() time.Time
 }
 
 // PlatformResolver is a Registry that says which platform it resolves
@@ -228,6 +250,12 @@ func (o *Options) validate() error {
 		return rule("Frozen", "needs", "Lock", "FILE")
 	case o.Check && o.Lock == "":
 		return rule("Check", "needs", "Lock", "FILE")
+	case o.MinAge.Enabled() && o.Frozen:
+		return rule("MinAge", "excludes", "Frozen", ": a frozen run asks no registry, so no digest is new to it")
+	case o.MinAge.Enabled() && o.CacheTTL == 0 && o.WriteLock == "" && !o.Check:
+		return rule("MinAge", "needs", "CacheTTL", "or a lock file to write, to keep when each new digest was first seen")
+	case o.MinAgeCreated && !o.MinAge.Enabled():
+		return rule("MinAgeCreated", "needs", "MinAge", "DURATION, the waiting period it counts")
 	case o.CacheTTL < 0:
 		return bad("CacheTTL", fmt.Sprintf("must not be negative, got %s", o.CacheTTL))
 	case o.Cache != nil && o.CacheDir != "":

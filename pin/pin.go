@@ -64,6 +64,9 @@ type Result struct {
 	Changes *ChangeSet
 	// previous are the previous digests, by Image.Reference.
 	previous map[string]*Previous
+	// waiting are the digests that waiting periods hold back, by
+	// waitKey.
+	waiting map[string]Pending
 }
 
 // Pin renders in through the resolver chain. It fails on whatever fails
@@ -113,6 +116,8 @@ func (p *Pinner) Pin(ctx context.Context, in []byte) (*Result, error) {
 			p.o.logf("%s: %s (%s)", im.Written, im.Digest, im.Source)
 		}
 	}
+	// What waits, and what was pinned at once for being seen first.
+	c.minAge.say(ctx)
 	// Then the signatures of the digests about to be pinned: a render
 	// that pins an image its policy does not hold for fails.
 	recs, err := p.verifyImages(ctx, c, out.Images)
@@ -124,7 +129,7 @@ func (p *Pinner) Pin(ctx context.Context, in []byte) (*Result, error) {
 	if verr != nil && !errors.As(verr, &differs) {
 		return nil, verr
 	}
-	res := &Result{out: out, Images: out.Images, Unpinned: out.Unpinned, Verified: recs}
+	res := &Result{out: out, Images: out.Images, Unpinned: out.Unpinned, Verified: recs, waiting: c.minAge.waits()}
 	res.choices = c.choices(out.Images)
 	// What changed against the previous state, only when asked: reading
 	// it costs a file and, for an output, a render.
@@ -134,6 +139,7 @@ func (p *Pinner) Pin(ctx context.Context, in []byte) (*Result, error) {
 			return nil, err
 		}
 		res.Changes, res.previous = changes(out.Images, out.Unpinned, res.choices, prev)
+		res.Changes.addWaiting(out.Images, res.choices, res.waiting)
 		if err := p.compareObjects(res.Changes, prev, out); err != nil {
 			return nil, err
 		}
@@ -161,7 +167,7 @@ func (p *Pinner) Pin(ctx context.Context, in []byte) (*Result, error) {
 // prepare writes the lock file and the report beside their destinations.
 func (p *Pinner) prepare(res *Result, platform string) error {
 	if p.o.WriteLock != "" {
-		l, err := newLock(res.Images, platform, res.choices, res.Verified)
+		l, err := newLock(res.Images, platform, res.choices, res.Verified, res.waiting)
 		if err != nil {
 			return fmt.Errorf("writing lock file %s: %w", p.o.WriteLock, err)
 		}
@@ -209,6 +215,7 @@ func (p *Pinner) outputs(res *Result, platform string) ([]output, error) {
 		rep.addChoices(res.choices)
 		rep.addVerified(res.Verified)
 		rep.addChanges(res.Changes, res.previous)
+		rep.addWaiting(res.choices, res.waiting)
 		b, err := rep.marshal()
 		if err != nil {
 			return nil, err
@@ -226,7 +233,7 @@ func (p *Pinner) outputs(res *Result, platform string) ([]output, error) {
 
 // newLock is the lock file of every image a run resolved: not those the
 // manifests pinned already, nor those kept unresolved.
-func newLock(images []renderer.Image, platform string, choices map[string]ReportPolicy, verified map[string]*verification.Record) (*lockfile.Lock, error) {
+func newLock(images []renderer.Image, platform string, choices map[string]ReportPolicy, verified map[string]*verification.Record, waiting map[string]Pending) (*lockfile.Lock, error) {
 	var entries []lockfile.Entry
 	for _, im := range images {
 		if im.Digest == "" || im.Source == resolution.Pinned || im.Source == resolution.Unresolved {
@@ -235,6 +242,9 @@ func newLock(images []renderer.Image, platform string, choices map[string]Report
 		e := lockfile.Entry{Reference: im.Reference, Platform: platform, Digest: im.Digest, MediaType: im.MediaType, Verified: toLock(verified[im.Reference])}
 		if ch, ok := choices[im.Reference]; ok {
 			e.Policy, e.Tag = ch.Policy, ch.Chosen
+		}
+		if w, ok := waiting[waitKey(im.Reference, e.Policy)]; ok && im.Source == resolution.Held {
+			e.Pending = toLockPending(w)
 		}
 		entries = append(entries, e)
 	}

@@ -64,6 +64,10 @@ type ReportImage struct {
 	// Verified is the signature policy the digest holds under and who
 	// signed it; absent for an image no signature policy covers.
 	Verified *ReportVerified `json:"verified,omitempty"`
+	// Waiting is the new digest that a waiting period (--min-age) holds
+	// back, and until when; Digest (source held) stays pinned until
+	// then. Absent when none waits.
+	Waiting *Pending `json:"waiting,omitempty"`
 }
 
 // ReportVerified is the signature verification of an image.
@@ -80,6 +84,15 @@ func (r *Report) addVerified(recs map[string]*verification.Record) {
 	for i, im := range r.Images {
 		if rec := recs[im.Name]; rec != nil {
 			r.Images[i].Verified = &ReportVerified{Policy: rec.Policy, Signers: append([]verification.Signer{}, rec.Signers...)}
+		}
+	}
+}
+
+// addWaiting adds the digests that wait, by image name.
+func (r *Report) addWaiting(choices map[string]ReportPolicy, waiting map[string]Pending) {
+	for i, im := range r.Images {
+		if w, ok := waiting[waitKey(im.Name, choices[im.Name].Policy)]; ok && im.Source == resolution.Held {
+			r.Images[i].Waiting = &w
 		}
 	}
 }

@@ -21,12 +21,6 @@ func ShortDigest(d string) string {
 // unchanged (against the lock file)".
 func (cs *ChangeSet) Headline() string {
 	var parts []string
-	plural := func(n int, one, many string) string {
-		if n == 1 {
-			return "1 " + one
-		}
-		return fmt.Sprintf("%d %s", n, many)
-	}
 	switch {
 	case cs.Against == "":
 		parts = append(parts, plural(len(cs.Added), "image pinned", "images pinned"))
@@ -45,6 +39,9 @@ func (cs *ChangeSet) Headline() string {
 			}
 		}
 		parts = cs.rollsHeadline(parts)
+	}
+	if len(cs.Waiting) > 0 {
+		parts = append(parts, fmt.Sprintf("%d waiting", len(cs.Waiting)))
 	}
 	if len(cs.Tags) > 0 {
 		parts = append(parts, plural(len(cs.Tags), "left as a tag", "left as tags"))
@@ -88,6 +85,9 @@ func (cs *ChangeSet) Text() []byte {
 	for _, c := range cs.Removed {
 		line(c.Reference, "removed "+c.Previous.short(), c.Workloads)
 	}
+	for _, c := range cs.Waiting {
+		line(c.Reference, waitNote(c), c.Workloads)
+	}
 	for _, t := range cs.Tags {
 		line(t.Reference, "left as a tag ("+t.Why+")", t.Workloads)
 	}
@@ -117,6 +117,13 @@ func (cs *ChangeSet) Markdown() []byte {
 			row(c.Reference, code(c.Previous.short()), "removed", c.Workloads)
 		}
 	}
+	if len(cs.Waiting) > 0 {
+		b.WriteString("\nWaiting: new digests held back by a waiting period (--min-age); the digest pinned before stays until then.\n\n| Image | Pinned | Waiting | Until | Workloads |\n| --- | --- | --- | --- | --- |\n")
+		for _, c := range cs.Waiting {
+			w := c.Waiting
+			fmt.Fprintf(&b, "| %s | %s | %s | %s | %s |\n", code(c.Reference), code(ShortDigest(c.Digest))+cell(chosen(c.Tag)), code(ShortDigest(w.Digest))+cell(tagOf(w.Tag, c.Tag))+"<br>first seen "+w.Since.UTC().Format(builtLayout)+createdCell(w), w.Until.UTC().Format(builtLayout), cell(strings.Join(containers(c.Workloads), "<br>")))
+		}
+	}
 	if len(cs.Tags) > 0 {
 		b.WriteString("\nLeft as tags: nothing rolls when they move.\n\n")
 		for _, t := range cs.Tags {
@@ -125,6 +132,27 @@ func (cs *ChangeSet) Markdown() []byte {
 	}
 	cs.rollsMarkdown(&b)
 	return []byte(b.String())
+}
+
+// waitNote is what the text summary says of an image whose new digest
+// waits: "keeps a1b2c3d4e5f6; 9f8e7d6c5b4a waits until 2026-12-05 14:03
+// UTC (first seen 2026-12-04 14:03 UTC)".
+func waitNote(c Change) string {
+	w := c.Waiting
+	seen := "first seen " + w.Since.UTC().Format(builtLayout)
+	if w.Created != nil {
+		seen = "built " + w.Created.UTC().Format(builtLayout) + ", " + seen
+	}
+	return "keeps " + ShortDigest(c.Digest) + chosen(c.Tag) + "; " + ShortDigest(w.Digest) + tagOf(w.Tag, c.Tag) + " waits until " + w.Until.UTC().Format(builtLayout) + " (" + seen + ")"
+}
+
+// createdCell is "<br>built …" when the period counts from the build
+// time, or "".
+func createdCell(w *Pending) string {
+	if w.Created == nil {
+		return ""
+	}
+	return "<br>built " + w.Created.UTC().Format(builtLayout)
 }
 
 // short is the previous digest, short.

@@ -38,6 +38,10 @@ const (
 	// standing in for a registry that could not answer
 	// (--stale-if-error).
 	Stale Source = "stale"
+	// Held is the digest pinned before a newer one that the registry
+	// serves now, which a waiting period (--min-age) holds back until it
+	// has been seen for long enough.
+	Held Source = "held"
 )
 
 // Resolution is the digest a reference resolved to, and where it came
