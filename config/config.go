@@ -54,6 +54,11 @@ type Config struct {
 	// --verify takes them; key files are read relative to the working
 	// directory, as the flag's are.
 	Verify []Entry
+	// MinAge are waiting periods for new digests (minAge), "DURATION"
+	// or "IMAGE-GLOB=DURATION" as --min-age takes them; the flags' replace
+	// the file's for the same glob (or the default). Parse checks that
+	// each is a string; package pin checks the rest, naming Entry.Line.
+	MinAge []Entry
 	// TrustedRoot is the Sigstore trusted root file of keyless policies
 	// (trustedRoot), as --trusted-root takes it; "" when not declared.
 	TrustedRoot string
@@ -103,6 +108,7 @@ var keys = map[string]func(c *Config, v *yaml.Node) error{
 	"tagAllow":    func(c *Config, v *yaml.Node) error { return entries(v, &c.TagAllow) },
 	"tagIgnore":   func(c *Config, v *yaml.Node) error { return entries(v, &c.TagIgnore) },
 	"verify":      func(c *Config, v *yaml.Node) error { return entries(v, &c.Verify) },
+	"minAge":      func(c *Config, v *yaml.Node) error { return entries(v, &c.MinAge) },
 	"trustedRoot": func(c *Config, v *yaml.Node) error {
 		if v.Kind != yaml.ScalarNode || v.Tag != "!!str" || v.Value == "" {
 			return &lineError{line: v.Line, err: errors.New("trustedRoot: want a file name")}

@@ -54,6 +54,10 @@ func (o *Options) AddConfig(c config.Config) error {
 	if err != nil {
 		return err
 	}
+	minAge, err := addMinAges(o.MinAge, c, file)
+	if err != nil {
+		return err
+	}
 	// Then the paths: the caller's or the built-in ones, then the file's.
 	r := &o.Renderer
 	pods, images := r.PodSpecPaths, r.ImagePaths
@@ -68,7 +72,24 @@ func (o *Options) AddConfig(c config.Config) error {
 	r.ChecksumPaths = slices.Concat(r.ChecksumPaths, c.ChecksumPaths)
 	o.TagPolicies = policies
 	o.Verify = signatures
+	o.MinAge = minAge
 	return nil
+}
+
+// addMinAges returns the waiting periods of c (minAge) with those of m
+// over them, the same glob's or the default: m itself when c declares
+// none.
+func addMinAges(m *MinAges, c config.Config, file string) (*MinAges, error) {
+	if len(c.MinAge) == 0 {
+		return m, nil
+	}
+	fromFile := &MinAges{}
+	for _, e := range c.MinAge {
+		if err := fromFile.Add(e.Value); err != nil {
+			return nil, fmt.Errorf("%s, line %d: minAge: %w", file, e.Line, err)
+		}
+	}
+	return fromFile.with(m), nil
 }
 
 // addSignaturePolicies returns ps with the signature policies and the

@@ -76,6 +76,26 @@ func (m *MinAges) Add(spec string) error {
 	return nil
 }
 
+// with returns m's periods with over's in place of those of the same
+// glob, and over's default in place of m's.
+func (m *MinAges) with(over *MinAges) *MinAges {
+	out := &MinAges{def: m.def, hasDef: m.hasDef, globs: slices.Clone(m.globs)}
+	if over == nil {
+		return out
+	}
+	if over.hasDef {
+		out.def, out.hasDef = over.def, true
+	}
+	for _, ga := range over.globs {
+		if i := slices.IndexFunc(out.globs, func(o globAge) bool { return o.glob.Same(ga.glob) }); i >= 0 {
+			out.globs[i] = ga
+		} else {
+			out.globs = append(out.globs, ga)
+		}
+	}
+	return out
+}
+
 // For returns the waiting period of the images of repo: that of the
 // most specific glob that matches it, else the default.
 func (m *MinAges) For(repo name.Repository) time.Duration {

@@ -12,6 +12,7 @@ import (
 
 	"github.com/google/go-containerregistry/pkg/name"
 
+	"github.com/digestpin/digestpin/config"
 	"github.com/digestpin/digestpin/internal/gen"
 	"github.com/digestpin/digestpin/lockfile"
 	"github.com/digestpin/digestpin/resolution"
@@ -479,5 +480,32 @@ func TestMinAgeGolden(t *testing.T) {
 	}
 	if string(again.Bytes()) != string(out) {
 		t.Errorf("Pin of its own output changed it:\n%s", again.Bytes())
+	}
+}
+
+// TestMinAgeConfig: a configuration file's waiting periods, with the
+// flags' over them (the default, the same glob); a bad one names its line.
+func TestMinAgeConfig(t *testing.T) {
+	c, err := config.Parse("digestpin.yaml", []byte("apiVersion: digestpin.dev/v1alpha1\nkind: Config\nminAge:\n  - 24h\n  - ghcr.io/acme/**=0\n  - nginx=1h\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	o := Options{MinAge: mustMinAges(t, "2h", "docker.io/library/nginx=0")}
+	if err := o.AddConfig(c); err != nil {
+		t.Fatal(err)
+	}
+	for repo, want := range map[string]time.Duration{"nginx": 0, "ghcr.io/acme/web": 0, "quay.io/x/y": 2 * time.Hour} {
+		r, _ := name.NewRepository(repo)
+		if got := o.MinAge.For(r); got != want {
+			t.Errorf("For(%s) = %s, want %s", repo, got, want)
+		}
+	}
+	c, err = config.Parse("digestpin.yaml", []byte("apiVersion: digestpin.dev/v1alpha1\nkind: Config\nminAge:\n  - 24h\n  - soon\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := `digestpin.yaml, line 5: minAge: "soon": want DURATION or IMAGE-GLOB=DURATION`
+	if err := (&Options{}).AddConfig(c); err == nil || !strings.HasPrefix(err.Error(), want) {
+		t.Errorf("AddConfig = %v, want %q", err, want)
 	}
 }

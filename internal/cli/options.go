@@ -211,7 +211,7 @@ var flagGroups = []struct {
 	{"Common flags", []string{"filename", "mode", "on-error", "strict", "config", "timeout", "verbose", "version"}},
 	{"Pod specs, image fields and checksums", []string{"checksum-annotation", "pod-spec-path", "image-path", "checksum-path", "platform"}},
 	{"Registries", []string{"concurrency", "request-timeout", "insecure-registry", "ca-file", "pull-secret", "registry-mirror", "mirror-only", "mirror-lag"}},
-	{"Lock file, report, summary and cache", []string{"lock", "write-lock", "frozen", "check", "report", "summary", "summary-text", "diff-against", "cache-dir", "cache-ttl", "stale-if-error"}},
+	{"Lock file, report, summary and cache", []string{"lock", "write-lock", "frozen", "check", "report", "summary", "summary-text", "diff-against", "cache-dir", "cache-ttl", "stale-if-error", "min-age", "min-age-from"}},
 	{"Tag policies", []string{"tag-policy", "tag-allow", "tag-ignore", "max-tags", "keel-annotations"}},
 	{"Signatures", []string{"verify", "trusted-root"}},
 	{"Shared cache on Redis", []string{"cache", "redis-password-file", "redis-ca-file", "redis-prefix"}},

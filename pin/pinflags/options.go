@@ -119,6 +119,8 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&p.CacheDir, "cache-dir", "", "keep resolutions in `DIR` for --cache-ttl (default: digestpin in the user cache folder, $XDG_CACHE_HOME or ~/.cache)")
 	fs.DurationVar(&p.CacheTTL, "cache-ttl", 0, "reuse a cached resolution younger than `DURATION` (e.g. 5m) without asking the registry; 0 disables the cache")
 	fs.DurationVar(&p.StaleIfError, "stale-if-error", DefaultStaleIfError, "when a registry cannot answer (down, hung, 5xx, 429 after retries; not 401, 403 or 404), pin the cache's last digest of the image if it was resolved at most `DURATION` past --cache-ttl ago, with a warning; 0 never")
+	fs.Var(minAgeValue(&p.MinAge), "min-age", "keep the digest pinned before of an image whose tag moved (or whose --tag-policy chose another) until the new digest has been seen for `[IMAGE-GLOB=]DURATION` (e.g. 24h; IMAGE-GLOB=0 exempts the images of matching repositories; the most specific glob wins; repeatable); when each digest was first seen is kept in the cache (--cache-ttl, --cache) and the --write-lock file; an image seen for the first time is pinned at once")
+	fs.Var(minAgeFromValue{&p.MinAgeCreated}, "min-age-from", "count --min-age from `WHEN`: first-seen (when digestpin first saw the new digest) or created (when the image was built, as its registry says: a request or two per new digest; first-seen when it says nothing)")
 	fs.StringVar(&p.Report, "report", "", "after a successful run, write a JSON report of every image (reference, digest, source, workloads; the digest before and what changed, when there is a lock file, --diff-against or a cache to compare with) to `FILE`")
 	fs.StringVar(&p.DiffAgainst, "diff-against", "", "compare the images with those pinned in `FILE`, an earlier output of digestpin (read without asking a registry), rather than with the --lock file, the --write-lock file as it was, or the cache as it was; also name the workloads whose pod template changes for another reason and the Secrets whose keys change (by key, never by value)")
 	fs.StringVar(&p.Summary, "summary", "", "write what moved to `FILE` in Markdown (a table of old → new digest per image and the workloads that roll, for a pull request or $GITHUB_STEP_SUMMARY), after a successful run or a --check that differs")
@@ -273,21 +275,23 @@ func (r *RegistryFlags) options(o *Options, logf func(string, ...any)) ([]resolv
 // map to the flags'. "" leaves the name out: the renderer's errors say
 // what they are about.
 var optionFlags = map[string]string{
-	"Lock":         "lock",
-	"Frozen":       "frozen",
-	"Check":        "check",
-	"CacheDir":     "cache-dir",
-	"CacheTTL":     "cache-ttl",
-	"StaleIfError": "stale-if-error",
-	"Cache":        "cache",
-	"Platform":     "platform",
-	"TagPolicies":  "tag-policy",
-	"Verify":       "verify",
-	"MaxTags":      "max-tags",
-	"Renderer":     "",
-	"DiffAgainst":  "diff-against",
-	"Summary":      "summary",
-	"SummaryText":  "summary-text",
+	"Lock":          "lock",
+	"Frozen":        "frozen",
+	"Check":         "check",
+	"CacheDir":      "cache-dir",
+	"CacheTTL":      "cache-ttl",
+	"StaleIfError":  "stale-if-error",
+	"MinAge":        "min-age",
+	"MinAgeCreated": "min-age-from created",
+	"Cache":         "cache",
+	"Platform":      "platform",
+	"TagPolicies":   "tag-policy",
+	"Verify":        "verify",
+	"MaxTags":       "max-tags",
+	"Renderer":      "",
+	"DiffAgainst":   "diff-against",
+	"Summary":       "summary",
+	"SummaryText":   "summary-text",
 	// The renderer's fields, for its messages.
 	"Mode":           "mode",
 	"ImagePaths":     "image-path",

@@ -91,6 +91,30 @@ func (v mirrorLagValue) Set(s string) error {
 	return nil
 }
 
+// minAgeFromValue binds --min-age-from onto pin.Options.MinAgeCreated.
+type minAgeFromValue struct{ created *bool }
+
+func (v minAgeFromValue) String() string {
+	if *v.created {
+		return "created"
+	}
+	return "first-seen"
+}
+
+func (minAgeFromValue) Type() string { return "string" }
+
+func (v minAgeFromValue) Set(s string) error {
+	switch s {
+	case "first-seen":
+		*v.created = false
+	case "created":
+		*v.created = true
+	default:
+		return errors.New("want first-seen or created")
+	}
+	return nil
+}
+
 // annotationValue binds --checksum-annotation onto a string: a name the
 // API server accepts as an annotation key.
 type annotationValue struct{ name *string }
@@ -281,6 +305,12 @@ type policyValue[T any] struct {
 	ps    **T
 	add   func(ps *T, s string) error
 	given []string
+}
+
+// minAgeValue binds --min-age onto a Pinner's waiting periods:
+// DURATION or IMAGE-GLOB=DURATION.
+func minAgeValue(m **pin.MinAges) *policyValue[pin.MinAges] {
+	return &policyValue[pin.MinAges]{ps: m, add: (*pin.MinAges).Add}
 }
 
 // tagPolicyValue binds --tag-policy onto a Pinner's tag policies:
