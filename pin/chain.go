@@ -189,7 +189,7 @@ func (c *chain) withMinAge(o *Options, next resolution.Resolver, records *resolv
 	if !o.MinAge.Enabled() {
 		return next
 	}
-	l := &minAgeLayer{chain: c, next: next, ages: o.MinAge, records: records, key: key, now: time.Now, warnf: o.warnf, logf: o.logf, waiting: map[string]Pending{}, first: map[string]string{}}
+	l := &minAgeLayer{chain: c, next: next, ages: o.MinAge, records: records, key: key, now: time.Now, warnf: o.warnf, logf: o.logf, waiting: map[string]Pending{}, first: map[string]string{}, before: map[string]held{}}
 	if o.now != nil {
 		l.now = o.now
 	}

@@ -213,6 +213,10 @@ type minAgeLayer struct {
 
 	mu      sync.Mutex
 	waiting map[string]Pending // by waitKey
+	// before are the digests pinned before the run, by waitKey: what
+	// the run compares with against the cache, whose resolutions are the
+	// registry's answers, not what was pinned.
+	before map[string]held
 	first   map[string]string  // references seen for the first time, by waitKey
 	warned  bool               // a store failure was warned about
 }
@@ -237,6 +241,11 @@ func (l *minAgeLayer) Resolve(ctx context.Context, ref name.Reference) (resoluti
 	policy := l.chain.policyOf(ref)
 	prev, ok := l.previous(ctx, ref, policy)
 	now := l.now()
+	if ok {
+		l.mu.Lock()
+		l.before[waitKey(ref.Name(), policy)] = prev
+		l.mu.Unlock()
+	}
 	if !ok {
 		l.mu.Lock()
 		l.first[waitKey(ref.Name(), policy)] = ref.String()
@@ -423,6 +432,19 @@ func (l *minAgeLayer) store(ctx context.Context, ref name.Reference, policy stri
 	if !warned {
 		l.warnf("keeping the state of %s's waiting period (%s) in the cache: %v", ref, resolution.OptionName(ctx, "MinAge"), err)
 	}
+}
+
+// pinnedBefore returns the digest pinned before the run for the image
+// name under policy, and the tag a policy had chosen, when a waiting
+// period knew it.
+func (l *minAgeLayer) pinnedBefore(name, policy string) (v1.Hash, string, bool) {
+	if l == nil {
+		return v1.Hash{}, "", false
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	h, ok := l.before[waitKey(name, policy)]
+	return h.digest, h.tag, ok
 }
 
 // waits returns what waits, by waitKey.

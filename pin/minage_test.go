@@ -95,7 +95,7 @@ func TestMinAgeThroughTheCache(t *testing.T) {
 	clk.set(0)
 	var w warnings
 	cache := dirCache(t)
-	o := Options{Registry: f, Cache: cache, CacheTTL: time.Nanosecond, MinAge: mustMinAges(t, "24h", "registry.example/shop/side=0"), now: clk.now}
+	o := Options{Registry: f, Cache: cache, CacheTTL: time.Nanosecond, MinAge: mustMinAges(t, "24h", "registry.example/shop/side=0"), now: clk.now, Changes: true}
 	o.Renderer.Warnf = w.warnf
 
 	pinAt := func(at time.Duration) *Result {
@@ -158,9 +158,17 @@ func TestMinAgeThroughTheCache(t *testing.T) {
 	}
 	res = pinAt(45*time.Hour + 59*time.Minute)
 	check(res, d1, resolution.Held)
+	// Against the cache, a digest held is unchanged: the cache's
+	// resolution is the registry's newer answer, not what was pinned.
+	if got, want := string(res.Changes.Text()), "no image moved, 2 unchanged, 1 waiting (against the cache)\n"; !strings.HasPrefix(got, want) {
+		t.Errorf("change set while waiting = %q, want %q", got, want)
+	}
 	w.take()
 	res = pinAt(46 * time.Hour)
 	check(res, d3, resolution.Registry)
+	if got, want := string(res.Changes.Text()), "1 image moved, 1 unchanged (against the cache)\nregistry.example/shop/web:dev "+ShortDigest(d1)+" → "+ShortDigest(d3); !strings.HasPrefix(got, want) {
+		t.Errorf("change set after the wait = %q, want %q", got, want)
+	}
 	if got := w.take(); got != "" {
 		t.Errorf("the Pin that ends the wait warned %q, want nothing", got)
 	}

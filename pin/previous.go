@@ -8,6 +8,7 @@ import (
 	"io/fs"
 	"os"
 	"regexp"
+	"slices"
 	"strings"
 
 	"github.com/google/go-containerregistry/pkg/name"
@@ -95,7 +96,16 @@ func (p *Pinner) previousState(ctx context.Context, c *chain, images []renderer.
 		}
 		return previousLock(l, platform), nil
 	case c.cache != nil:
-		return previousCache(ctx, c.cache, images, choices), nil
+		// A cache that held none of the images (a first run, a cache
+		// flushed) is nothing to compare with, as a first lock file:
+		// every image would be added, each asking for a build time.
+		prev := previousCache(ctx, c.cache, c.minAge, images, choices)
+		if len(prev.images) == 0 && slices.ContainsFunc(images, func(im renderer.Image) bool {
+			return im.Digest != "" && im.Source != resolution.Pinned && im.Source != resolution.Unresolved
+		}) {
+			return nil, nil
+		}
+		return prev, nil
 	}
 	return nil, nil
 }
