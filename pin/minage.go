@@ -217,8 +217,8 @@ type minAgeLayer struct {
 	// the run compares with against the cache, whose resolutions are the
 	// registry's answers, not what was pinned.
 	before map[string]held
-	first   map[string]string  // references seen for the first time, by waitKey
-	warned  bool               // a store failure was warned about
+	first  map[string]string // references seen for the first time, by waitKey
+	warned bool              // a store failure was warned about
 }
 
 // waitKey keys what waits by reference name and tag policy, as the lock
