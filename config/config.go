@@ -127,7 +127,7 @@ func entries(v *yaml.Node, to *[]Entry) error {
 }
 
 // known lists the keys of a configuration file for messages.
-const known = "apiVersion, kind, podSpecPaths, imagePaths, checksumPaths, tagPolicies, tagAllow, tagIgnore, verify, trustedRoot"
+const known = "apiVersion, kind, podSpecPaths, imagePaths, checksumPaths, tagPolicies, tagAllow, tagIgnore, verify, trustedRoot, minAge"
 
 // lineError is an error at a line of the file.
 type lineError struct {

@@ -61,7 +61,7 @@ func TestParse(t *testing.T) {
 		{desc: "another version", in: "apiVersion: digestpin.dev/v1\nkind: Config\n", err: `digestpin.yaml, line 1: apiVersion is "digestpin.dev/v1", want digestpin.dev/v1alpha1`},
 		{desc: "another kind", in: "apiVersion: digestpin.dev/v1alpha1\nkind: Configuration\n", err: `digestpin.yaml, line 2: kind is "Configuration", want Config`},
 		{desc: "a numeric kind", in: "apiVersion: digestpin.dev/v1alpha1\nkind: 1\n", err: `digestpin.yaml, line 2: kind is int 1, want Config`},
-		{desc: "an unknown key", in: head + "imagePath:\n- Runner=spec.image\n", err: `digestpin.yaml, line 3: unknown key "imagePath" (keys: apiVersion, kind, podSpecPaths, imagePaths, checksumPaths, tagPolicies, tagAllow, tagIgnore, verify, trustedRoot)`},
+		{desc: "an unknown key", in: head + "imagePath:\n- Runner=spec.image\n", err: `digestpin.yaml, line 3: unknown key "imagePath" (keys: apiVersion, kind, podSpecPaths, imagePaths, checksumPaths, tagPolicies, tagAllow, tagIgnore, verify, trustedRoot, minAge)`},
 		{desc: "a key given twice", in: head + "imagePaths: []\nimagePaths: []\n", err: "digestpin.yaml, line 4: imagePaths is given twice"},
 		{desc: "a key that is no string", in: head + "1: []\n", err: "digestpin.yaml, line 3: a key that is not a string"},
 		{desc: "a mapping for a list", in: head + "imagePaths:\n  Runner: spec.image\n", err: "digestpin.yaml, line 4: imagePaths: want a list of strings, found a mapping"},

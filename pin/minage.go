@@ -336,8 +336,11 @@ func samePending(a, b *heldDigest) bool {
 }
 
 // recordKey keys the held record of ref under policy in the cache: the
-// reference, the policy and the resolution cache's key (platform,
-// mirrors, credentials), as the resolutions are keyed. ok is false
+// reference, the policy, the waiting period and the resolution cache's
+// key (platform, mirrors, credentials), as the resolutions are keyed. A
+// render under a shorter period (another Application's configuration
+// file, on the same Redis) keeps a state of its own: the new digest it
+// pins once its period is over must not end a longer period's wait. ok is false
 // without a cache, or for a reference the cache does not key.
 func (l *minAgeLayer) recordKey(ctx context.Context, ref name.Reference, policy string) (string, bool) {
 	if l.records == nil {
@@ -347,7 +350,7 @@ func (l *minAgeLayer) recordKey(ctx context.Context, ref name.Reference, policy 
 	if err != nil || !ok {
 		return "", false
 	}
-	return "held\n" + ref.Name() + "\n" + policy + "\n" + key, true
+	return "held\n" + ref.Name() + "\n" + policy + "\n" + l.ages.For(ref.Context()).String() + "\n" + key, true
 }
 
 // cached returns the cache's held record of ref under policy, if it has

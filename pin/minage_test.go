@@ -316,7 +316,7 @@ func TestMinAgeClockWentBack(t *testing.T) {
 	w.take()
 
 	// A record that someone who can write the cache spoilt.
-	key := "held\n" + mustName(t, web) + "\n\n" + "platform "
+	key := "held\n" + mustName(t, web) + "\n\n1h0m0s\nplatform "
 	recs, err := resolve.NewRecords(cache, heldTTL)
 	if err != nil {
 		t.Fatal(err)
@@ -515,5 +515,42 @@ func TestMinAgeConfig(t *testing.T) {
 	want := `digestpin.yaml, line 5: minAge: "soon": want DURATION or IMAGE-GLOB=DURATION`
 	if err := (&Options{}).AddConfig(c); err == nil || !strings.HasPrefix(err.Error(), want) {
 		t.Errorf("AddConfig = %v, want %q", err, want)
+	}
+}
+
+// TestMinAgePeriodsApart: two renders on one cache under different
+// periods (two Applications' configuration files, one Redis) keep states
+// apart: the shorter period's end pins the new digest for it alone.
+func TestMinAgePeriodsApart(t *testing.T) {
+	const web = "registry.example/shop/web:dev"
+	f := newFake(web)
+	in := gen.Deployments("prod", web)
+	clk := &clock{}
+	cache := dirCache(t)
+	short := Options{Registry: f, Cache: cache, CacheTTL: time.Nanosecond, MinAge: mustMinAges(t, "1h"), now: clk.now}
+	long := short
+	long.MinAge = mustMinAges(t, "24h")
+	d1 := f.digest(web).String()
+	clk.set(0)
+	for _, o := range []Options{short, long} {
+		if _, err := pinOnce(t, o, in); err != nil {
+			t.Fatal(err)
+		}
+	}
+	d2 := f.push(web).String()
+	for _, at := range []time.Duration{time.Minute, 2 * time.Hour} {
+		clk.set(at)
+		for _, tc := range []struct {
+			o    Options
+			want string
+		}{{short, map[bool]string{true: d2, false: d1}[at > time.Hour]}, {long, d1}} {
+			res, err := pinOnce(t, tc.o, in)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if d, _ := digestOf(t, res, web); d != tc.want {
+				t.Errorf("at +%s under %v: pinned %s, want %s", at, tc.o.MinAge.def, ShortDigest(d), ShortDigest(tc.want))
+			}
+		}
 	}
 }
