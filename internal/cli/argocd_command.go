@@ -12,6 +12,7 @@ import (
 
 // ArgocdUsage is the help of digestpin argocd refresh, before its flags.
 const ArgocdUsage = `Usage: digestpin argocd refresh [flags] IMAGE...
+       digestpin argocd refresh --moved [flags]
 
 Asks Argo CD for a hard refresh of exactly the Applications that run one of
 the pushed images: those whose status.summary.images (the images of their
@@ -24,6 +25,15 @@ RBAC: list and patch applications.argoproj.io).
 
 IMAGE is REPOSITORY[:TAG], normalised as the kubelet does (nginx is
 docker.io/library/nginx:latest); a digest in it is ignored.
+
+With --moved, it finds what moved itself, for tags that move without
+anyone here pushing them (a vendor's redis:7, a base image): it lists the
+Applications that render through the plugin, resolves each tag they run
+once (as a render would: the registry flags, cache, Redis, mirrors,
+waiting periods and signature policies below), and refreshes exactly
+those that run a digest the registry has moved past. Applications with a
+lock file (DIGESTPIN_LOCK) are left to it. Run it on a schedule (a
+CronJob: docs/argocd.md).
 
 Flags:
 `

@@ -39,20 +39,50 @@ type refreshOptions struct {
 	kubeconfig string
 	context    string
 	namespace  string
+	selector   string
 	dryRun     bool
 	timeout    time.Duration
+	// moved finds what moved itself (runMoved), resolving the images
+	// with the pinning flags, pin, bound on pinFS.
+	moved  bool
+	plugin string
+	pin    *cli.Options
+	pinFS  *pflag.FlagSet
+}
+
+// refreshRenames are the pinning flags that digestpin argocd refresh
+// leaves out: it reads and writes no stream, its --timeout bounds the
+// whole run, resolutions included, and it resolves the tags the
+// Applications run (a tag policy chose them already), with no lock file.
+// What decides a digest stays: the registries' flags, the cache, the
+// waiting periods, the verification, the configuration file.
+var refreshRenames = map[string]string{
+	"filename": "", "version": "", "timeout": "", "log-file": "", "progress": "", "tty-errors": "",
+	"mode": "", "checksum-annotation": "", "pod-spec-path": "", "image-path": "", "checksum-path": "",
+	"on-error": "", "strict": "",
+	"lock": "", "write-lock": "", "frozen": "", "check": "", "report": "", "diff-against": "", "summary": "", "summary-text": "",
+	"tag-policy": "", "tag-allow": "", "tag-ignore": "", "max-tags": "", "keel-annotations": "",
 }
 
 // flags are the flags of digestpin argocd refresh, bound onto o;
 // docs/reference.md is written from them.
 func (o *refreshOptions) flags() *pflag.FlagSet {
 	fs := pflag.NewFlagSet("digestpin argocd refresh", pflag.ContinueOnError)
+	fs.SortFlags = false
 	fs.SetOutput(io.Discard)
 	fs.StringVar(&o.kubeconfig, "kubeconfig", "", "kubeconfig file, as kubectl's (default: KUBECONFIG, else ~/.kube/config; in a pod, its service account)")
 	fs.StringVar(&o.context, "context", "", "kubeconfig context (default: the current one)")
 	fs.StringVarP(&o.namespace, "namespace", "n", "", "only the Applications of this namespace (default: every namespace)")
+	fs.StringVarP(&o.selector, "selector", "l", "", "only the Applications whose labels match this `SELECTOR` (as kubectl's -l: app.kubernetes.io/part-of=shop,tier!=test)")
 	fs.BoolVar(&o.dryRun, "dry-run", false, "list the Applications that would be refreshed, refresh none")
 	fs.DurationVar(&o.timeout, "timeout", time.Minute, "bound on the whole run")
+	fs.BoolVar(&o.moved, "moved", false, "name no IMAGE: resolve the tag of every image that the Applications rendering through the digestpin plugin run (each tag once, through the cache, mirrors, credentials and waiting periods of the flags below, as a render would), and refresh those whose running digest the registry has moved past")
+	fs.StringVar(&o.plugin, "plugin", "digestpin", "with --moved: the Config Management Plugin's `NAME`, as Applications name it in spec.source.plugin.name")
+	o.pin = cli.NewOptions()
+	o.pinFS = pflag.NewFlagSet("pinning", pflag.ContinueOnError)
+	o.pinFS.SortFlags = false
+	cli.BindPinning(o.pin, o.pinFS, refreshRenames)
+	fs.AddFlagSet(o.pinFS)
 	return fs
 }
 
@@ -66,8 +96,22 @@ func runArgocdRefresh(ctx context.Context, args []string, stdout, stderr io.Writ
 		}
 		return &cli.UsageError{Err: fmt.Errorf("%w (see digestpin argocd refresh --help)", err)}
 	}
-	if fs.NArg() == 0 {
-		return &cli.UsageError{Err: errors.New("digestpin argocd refresh: name the pushed images (IMAGE...)")}
+	if o.moved {
+		return runMoved(ctx, &o, fs.Args(), stdout, stderr)
+	}
+	var pinning []string
+	o.pinFS.VisitAll(func(f *pflag.Flag) {
+		if f.Changed {
+			pinning = append(pinning, "--"+f.Name)
+		}
+	})
+	switch {
+	case fs.NArg() == 0:
+		return &cli.UsageError{Err: errors.New("digestpin argocd refresh: name the pushed images (IMAGE...), or find what moved with --moved")}
+	case len(pinning) > 0:
+		return &cli.UsageError{Err: fmt.Errorf("digestpin argocd refresh: %s resolves images, which only --moved does: IMAGE... refreshes the Applications that run them without asking a registry", strings.Join(pinning, ", "))}
+	case o.plugin != "digestpin":
+		return &cli.UsageError{Err: errors.New("digestpin argocd refresh: --plugin goes with --moved: IMAGE... refreshes every Application that runs them")}
 	}
 	pushed, err := parsePushed(fs.Args())
 	if err != nil {
@@ -84,11 +128,11 @@ func runArgocdRefresh(ctx context.Context, args []string, stdout, stderr io.Writ
 	if o.namespace != "" {
 		where = "in the namespace " + o.namespace
 	}
-	list, err := client.Resource(argocdApplications).Namespace(o.namespace).List(ctx, metav1.ListOptions{})
+	apps, err := listApplications(ctx, client, o.namespace, o.selector)
 	if err != nil {
-		return fmt.Errorf("listing Argo CD Applications %s: %w", where, apiError(err))
+		return fmt.Errorf("listing Argo CD Applications %s: %w", where, err)
 	}
-	matches := matchApplications(list.Items, pushed)
+	matches := matchApplications(apps, pushed)
 	if len(matches) == 0 {
 		fmt.Fprintf(stdout, "no Application %s runs %s: nothing to refresh\n", where, strings.Join(fs.Args(), ", "))
 		return nil
@@ -110,6 +154,27 @@ func runArgocdRefresh(ctx context.Context, args []string, stdout, stderr io.Writ
 		return joinLines(errs)
 	}
 	return nil
+}
+
+// listPage is how many Applications one list request asks for: a
+// cluster with thousands of them is listed in pages, as kubectl does.
+const listPage = 500
+
+// listApplications lists the Applications of namespace ("" for all)
+// whose labels match selector, page by page.
+func listApplications(ctx context.Context, client dynamic.Interface, namespace, selector string) ([]unstructured.Unstructured, error) {
+	var out []unstructured.Unstructured
+	opts := metav1.ListOptions{LabelSelector: selector, Limit: listPage}
+	for {
+		list, err := client.Resource(argocdApplications).Namespace(namespace).List(ctx, opts)
+		if err != nil {
+			return nil, apiError(err)
+		}
+		out = append(out, list.Items...)
+		if opts.Continue = list.GetContinue(); opts.Continue == "" {
+			return out, nil
+		}
+	}
 }
 
 // client returns a dynamic client configured as kubectl would be:

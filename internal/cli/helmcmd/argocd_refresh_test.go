@@ -105,7 +105,11 @@ func TestRefreshBadInput(t *testing.T) {
 	}{
 		{[]string{"argocd"}, "usage: digestpin argocd refresh", 2},
 		{[]string{"argocd", "sync"}, "usage: digestpin argocd refresh", 2},
-		{[]string{"argocd", "refresh"}, "name the pushed images", 2},
+		{[]string{"argocd", "refresh"}, "name the pushed images (IMAGE...), or find what moved with --moved", 2},
+		{[]string{"argocd", "refresh", "--moved", "app:1"}, "digestpin argocd refresh --moved finds what moved itself: name no IMAGE (got app:1)", 2},
+		{[]string{"argocd", "refresh", "--cache-ttl", "5m", "--mirror-only", "app:1"}, "digestpin argocd refresh: --mirror-only, --cache-ttl resolves images, which only --moved does", 2},
+		{[]string{"argocd", "refresh", "--plugin", "x", "app:1"}, "--plugin goes with --moved", 2},
+		{[]string{"argocd", "refresh", "--moved", "--min-age", "1h"}, "--min-age needs --cache-ttl", 2},
 		{[]string{"argocd", "refresh", "--no-such-flag", "app:1"}, "unknown flag: --no-such-flag", 2},
 		{[]string{"argocd", "refresh", "UPPER/App:1"}, `image "UPPER/App:1": invalid reference format`, 2},
 		{[]string{"argocd", "refresh", "app:-bad"}, `image "app:-bad"`, 2},
@@ -143,5 +147,79 @@ func TestFlatError(t *testing.T) {
 	}
 	if !errors.Is(err, inner) {
 		t.Error("errors.Is does not find the inner error")
+	}
+}
+
+// pluginApplication returns an Application that renders through plugin
+// (with env as NAME=VALUE), and runs images.
+func pluginApplication(ns, name, plugin string, env []string, images ...any) unstructured.Unstructured {
+	a := application(ns, name, images...)
+	var e []any
+	for _, kv := range env {
+		k, v, _ := strings.Cut(kv, "=")
+		e = append(e, map[string]any{"name": k, "value": v})
+	}
+	a.Object["spec"] = map[string]any{"source": map[string]any{"plugin": map[string]any{"name": plugin, "env": e}}}
+	return a
+}
+
+// TestPluginApplications: --moved checks the Applications that render
+// through the plugin, in any of their sources, by their images pinned by
+// tag and digest; a lock file's Applications, the others' and images
+// that are no pinned tag are left out, the odd ones said.
+func TestPluginApplications(t *testing.T) {
+	t.Parallel()
+	web := "registry.example/shop/web:dev@" + refreshDigest
+	multi := application("argocd", "multi", web)
+	multi.Object["spec"] = map[string]any{"sources": []any{
+		map[string]any{"repoURL": "https://charts.example", "chart": "x"},
+		map[string]any{"plugin": map[string]any{"name": "digestpin"}},
+	}}
+	apps, skipped := pluginApplications([]unstructured.Unstructured{
+		pluginApplication("argocd", "shop", "digestpin", nil, web, "registry.example/shop/db:16", "registry.example/shop/x@"+refreshDigest, "nginx:1.27@"+refreshDigest),
+		pluginApplication("argocd", "locked", "digestpin", []string{"DIGESTPIN_LOCK=digests.lock"}, web),
+		pluginApplication("argocd", "other-plugin", "kustomize-plus", nil, web),
+		pluginApplication("argocd", "odd", "digestpin", nil, 7, "Not An Image", web),
+		pluginApplication("argocd", "unpinned", "digestpin", nil, "registry.example/shop/web:dev"),
+		application("argocd", "helm", web),
+		multi,
+	}, "digestpin")
+	var got []string
+	for _, a := range apps {
+		var ims []string
+		for _, im := range a.images {
+			ims = append(ims, im.tagged)
+		}
+		got = append(got, a.namespace+"/"+a.name+": "+strings.Join(ims, " "))
+	}
+	want := []string{
+		"argocd/multi: registry.example/shop/web:dev",
+		"argocd/odd: registry.example/shop/web:dev",
+		"argocd/shop: registry.example/shop/web:dev docker.io/library/nginx:1.27",
+	}
+	if !slices.Equal(got, want) {
+		t.Errorf("apps = %q, want %q", got, want)
+	}
+	wantSkipped := []string{
+		"argocd/locked: its lock file (DIGESTPIN_LOCK) decides its digests: a commit rolls it, not a registry",
+		"argocd/odd: an image of status.summary.images is no string: 7",
+		`argocd/odd: image "Not An Image" of status.summary.images: invalid reference format`,
+	}
+	if len(skipped) != len(wantSkipped) {
+		t.Fatalf("skipped = %q, want %q", skipped, wantSkipped)
+	}
+	for i := range skipped {
+		if !strings.HasPrefix(skipped[i], wantSkipped[i]) {
+			t.Errorf("skipped[%d] = %q, want %q", i, skipped[i], wantSkipped[i])
+		}
+	}
+
+	// One Pod per Application, each distinct tag once.
+	stream, tags := movedStream(apps)
+	if want := []string{"registry.example/shop/web:dev", "docker.io/library/nginx:1.27"}; !slices.Equal(tags, want) {
+		t.Errorf("tags = %q, want %q", tags, want)
+	}
+	if n := strings.Count(string(stream), `"kind":"Pod"`); n != 3 {
+		t.Errorf("stream has %d Pods, want 3:\n%s", n, stream)
 	}
 }
