@@ -236,7 +236,8 @@ func sealKey(k crypto.PrivateKey, aead cipher.AEAD, aad []byte, typ string, bits
 	if err != nil {
 		return nil, fmt.Errorf("encoding %s key: %w", typ, err)
 	}
-	b, err := json.Marshal(keyEntry{Format: keyCacheFormat, Sealed: aead.Seal(nil, nil, plain, aad)})
+	sealed := aead.Seal(nil, nil, plain, aad) //nolint:gosec // G407: NewGCMWithRandomNonce draws a random nonce for each Seal, and takes none
+	b, err := json.Marshal(keyEntry{Format: keyCacheFormat, Sealed: sealed})
 	if err != nil {
 		return nil, fmt.Errorf("encoding %s key entry: %w", typ, err)
 	}
