@@ -233,7 +233,8 @@ $(KUBE_TOOLS)/kubectl:
 # commit where this branch left main. KBLD=BIN adds ratios to Carvel kbld
 # (not installed here).
 # benchredis: 1, 4 and 16 processes at once without a cache, a cache folder each, one Redis.
-# benchtemplate: digestpin template against helm template | digestpin (Helm 4 CLI) on a large chart.
+# benchtemplate: digestpin template against helm template | digestpin (Helm 4 CLI) on a large chart;
+# and the key cache: 40 genPrivateKey "rsa" under helm template, digestpin template cold and warm.
 BASELINE_REF ?= $(shell git describe --tags --abbrev=0 --match 'v*' HEAD 2>/dev/null || git merge-base HEAD main 2>/dev/null || git rev-parse HEAD)
 BASELINE ?= bin/baseline-$(BASELINE_REF)/digestpin
 KBLD ?=

@@ -146,7 +146,7 @@ func (g *Generator) issue(c *call, cn string, ips, names []any, days int, isCA b
 
 // certKey derives the RSA 2048 key sprig generates for a certificate.
 func (g *Generator) certKey(c *call) (crypto.PrivateKey, error) {
-	return g.deriveKey(c, "rsa", certRSABits)
+	return g.keyOf(c, "rsa", certRSABits)
 }
 
 func (g *Generator) genCA(c *call, cn string, days int) (CertAndKey, error) {

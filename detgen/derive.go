@@ -27,6 +27,12 @@ const (
 	purposeOffset = "offset" // a certificate's re-issue window offset
 	purposeSalt   = "salt"   // a bcrypt salt
 	purposeIV     = "iv"     // an encryptAES initialisation vector
+
+	// A derived private key kept in a KeyCache: the entry's key (a MAC of
+	// the call, which names it without showing it) and the AEAD key that
+	// seals it. Neither enters a generated value.
+	purposeKeyCacheID   = "key-cache-id"
+	purposeKeyCacheSeal = "key-cache-seal"
 )
 
 // encoder builds the canonical, injective byte encoding of a derivation's

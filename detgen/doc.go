@@ -54,6 +54,13 @@
 // the plaintext). Signatures need no randomness: RSA PKCS #1 v1.5 and Ed25519
 // are deterministic and ECDSA is signed by RFC 6979.
 //
+// A render derives each RSA and DSA key once, however often its call runs,
+// and may keep it in a KeyCache for the next (SetKeyCache): sealed with
+// AES-256-GCM under a key derived from the seed and the call, the call as
+// associated data, under a MAC of the call; an entry is used only when it
+// opens and its key checks out, else the key is derived again. The cache
+// changes how fast a value comes, never what it is.
+//
 // A key depends on its call, never on time. A certificate is valid for
 // exactly the days asked from the start of the current re-issue window:
 // windows are 2/3 of the validity long, aligned to the Unix epoch plus an

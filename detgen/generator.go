@@ -36,6 +36,10 @@ type Generator struct {
 	issuedK map[string]bool // the calls whose certificates are in certs
 	uses    []Use
 	ordered []Use
+
+	memo     map[string]*memoKey // this render's RSA and DSA keys, by storage key (keyID)
+	keyCache KeyCache
+	keyStats KeyCacheStats
 }
 
 // New returns the Generator of one render. now is the clock certificates
@@ -44,7 +48,7 @@ func New(seed Seed, rel Release, now func() time.Time) *Generator {
 	if now == nil {
 		now = time.Now
 	}
-	return &Generator{seed: seed, rel: rel, now: now, tpl: map[string]string{}, sites: map[string]site{}, issuedK: map[string]bool{}}
+	return &Generator{seed: seed, rel: rel, now: now, tpl: map[string]string{}, sites: map[string]site{}, issuedK: map[string]bool{}, memo: map[string]*memoKey{}}
 }
 
 // Format prints the release only, for every verb: fmt would otherwise print

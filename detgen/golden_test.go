@@ -84,12 +84,24 @@ func withSlow() map[string]string {
 // values in testdata/golden/every.golden, which an earlier process on
 // another machine or Go version wrote: any change of the derivation, an
 // encoding, det-keygen or Go's crypto shows here. Rendering again gives the
-// same bytes.
+// same bytes, and so does a render that reads every RSA and DSA key from
+// the key cache the first one filled.
 func TestGoldenValues(t *testing.T) {
 	t.Parallel()
 	files := withSlow()
-	got := dump(mustRender(t, newTestGenerator(), files, nil))
+	keys := newMemKeys()
+	cold := newTestGenerator()
+	cold.SetKeyCache(keys)
+	got := dump(mustRender(t, cold, files, nil))
 	golden(t, "golden/every.golden", got)
+	warm := newTestGenerator()
+	warm.SetKeyCache(keys)
+	if again := dump(mustRender(t, warm, files, nil)); again != got {
+		t.Error("a render with the keys from the cache differs")
+	}
+	if c, w := cold.KeyCacheStats(), warm.KeyCacheStats(); c.Derived < 5 || w != (KeyCacheStats{Hits: c.Derived}) {
+		t.Errorf("key cache: cold %+v, warm %+v; want at least 5 derived (RSA 2048, 4096, DSA), then each read", c, w)
+	}
 	if again := dump(mustRender(t, newTestGenerator(), everyCall, nil)); again != dump(mustRender(t, newTestGenerator(), everyCall, nil)) {
 		t.Error("two renders of the same chart differ")
 	}

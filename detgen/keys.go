@@ -74,7 +74,7 @@ func (g *Generator) genPrivateKey(c *call, typ string) string {
 	default:
 		return "Unknown type " + typ
 	}
-	k, err := g.deriveKey(c, typ, bits)
+	k, err := g.keyOf(c, typ, bits)
 	if err != nil {
 		return fmt.Sprintf("failed to generate private key: %s", err)
 	}

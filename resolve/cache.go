@@ -46,6 +46,8 @@ type EntryRead = store.EntryRead
 // use.
 type DirCache struct {
 	dir string
+	// private writes entries readable by their owner only (Private).
+	private bool
 }
 
 var _ Cache = (*DirCache)(nil)
@@ -249,6 +251,11 @@ func NewDirCache(dir string) (*DirCache, error) {
 // Dir returns the cache folder.
 func (c *DirCache) Dir() string { return c.dir }
 
+// Private returns a DirCache on c's folder that writes its entries
+// readable by their owner only (mode 0600, where c writes 0644), for
+// entries that are secret even sealed: digestpin template's derived keys.
+func (c *DirCache) Private() *DirCache { return &DirCache{dir: c.dir, private: true} }
+
 // path returns the file of the entry of key: a hex SHA-256 of the key,
 // so that no key names a path outside the folder.
 func (c *DirCache) path(key string) string {
@@ -273,7 +280,11 @@ func (c *DirCache) Claim(context.Context, string, EntryRead) ([]byte, bool, func
 
 // Put implements Cache.
 func (c *DirCache) Put(_ context.Context, key string, entry []byte) error {
-	if err := atomicfile.WriteFile(c.path(key), entry, 0o644); err != nil {
+	perm := os.FileMode(0o644)
+	if c.private {
+		perm = 0o600
+	}
+	if err := atomicfile.WriteFile(c.path(key), entry, perm); err != nil {
 		return fmt.Errorf("writing cache entry %s: %w", key, err)
 	}
 	return nil

@@ -17,7 +17,8 @@ import (
 )
 
 // Cache is a resolve.Cache on Redis: the entry of a key (resolve's:
-// "resolution:…" or "choice:…") under PREFIX + key, kept for Keep or the
+// "resolution:…" or "choice:…"; digestpin template's sealed keys,
+// "key:…") under PREFIX + key, kept for Keep or the
 // TTL, whichever is longer; a reader checks an entry's age against its
 // own TTL (resolve does, through the resolve.EntryRead), so processes with
 // other TTLs can share the server, and an entry past the TTL is still

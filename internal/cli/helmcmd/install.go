@@ -132,7 +132,7 @@ func runDeploy(ctx context.Context, name string, args []string, stdout, stderr i
 		// The lock file and the report wait for Helm to succeed.
 		held := &heldResults{}
 		settle := held.settle
-		gen, err := c.pinning(ctx, seed, popts, cfg, hlog, held)
+		gen, err := c.pinning(ctx, seed, popts, cfg, hlog, held, log)
 		if err != nil {
 			return err
 		}
@@ -170,11 +170,14 @@ func writeDeployed(stdout io.Writer, out []byte, dryRun bool, settle func(commit
 
 // pinning sets c's render up for a deterministic render with seed and
 // pinned by a post-renderer made with popts, whose results held keeps,
-// and returns the render's generators; lookup reads the cluster of cfg
-// when Helm's would.
-func (c *deployCmd) pinning(ctx context.Context, seed detgen.Seed, popts pin.Options, cfg *action.Configuration, hlog *heldErrors, held *heldResults) (*detgen.Generator, error) {
+// with the key cache of popts (keyCache), and returns the render's
+// generators; lookup reads the cluster of cfg when Helm's would.
+func (c *deployCmd) pinning(ctx context.Context, seed detgen.Seed, popts pin.Options, cfg *action.Configuration, hlog *heldErrors, held *heldResults, log *cli.Logger) (*detgen.Generator, error) {
 	src, dep := c.source(), c.deploy()
 	gen := detgen.New(seed, detgen.Release{Name: src.ReleaseName, Namespace: src.Settings.Namespace()}, time.Now)
+	if kc := keyCache(ctx, popts, log); kc != nil {
+		gen.SetKeyCache(kc)
+	}
 	if lookup := helmaction.ClusterLookup(cfg); lookup != nil && dep.UsesCluster() {
 		gen.SetLookup(lookup)
 	}

@@ -68,6 +68,9 @@ func runTemplate(ctx context.Context, args []string, stdout, stderr io.Writer) e
 			name = helmaction.DefaultReleaseName
 		}
 		gen := detgen.New(seed, detgen.Release{Name: name, Namespace: t.render.Settings.Namespace()}, time.Now)
+		if kc := keyCache(ctx, popts, log); kc != nil {
+			gen.SetKeyCache(kc)
+		}
 		popts.Generated = func() *pin.Generated { return generatedReport(gen) }
 		p, err := pin.New(popts)
 		if err != nil {
@@ -252,6 +255,7 @@ func warnGenerated(log *cli.Logger, gen *detgen.Generator) {
 		log.Warnf("%s, %s %q in %s, is re-issued from %s, and pods that hash it restart once (-v lists each)",
 			what, next.Function, next.CommonName, where(next.Template, next.Enclosing, next.Line), next.ReissueAt.UTC().Format(time.RFC3339))
 	}
+	warnKeyCache(log, gen)
 	for _, c := range certs {
 		log.Debugf("%s: %s certificate %q valid %s to %s, re-issued from %s", where(c.Template, c.Enclosing, c.Line), c.Function, c.CommonName,
 			c.NotBefore.UTC().Format(time.RFC3339), c.NotAfter.UTC().Format(time.RFC3339), c.ReissueAt.UTC().Format(time.RFC3339))

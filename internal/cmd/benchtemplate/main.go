@@ -9,7 +9,14 @@
 // from a lock file (--frozen), so only rendering and pinning are measured.
 // It prints a Markdown table for the README.
 //
-// Usage: go run ./internal/cmd/benchtemplate [-runs 5] DIGESTPIN-BINARY HELM4-BINARY
+// A second table is the key cache's: a chart of 40 genPrivateKey "rsa"
+// (4096 bits) under plain helm template (keys from crypto/rand), and
+// digestpin template cold (a new seed and an empty cache folder each run:
+// every key derived, then stored) and warm (every key read from the
+// cache), the cold runs taking turns with helm's so that a change of the
+// machine's load reaches both.
+//
+// Usage: go run ./internal/cmd/benchtemplate [-runs 5] [-keyruns 3] DIGESTPIN-BINARY HELM4-BINARY
 package main
 
 import (
@@ -28,12 +35,21 @@ import (
 
 func main() {
 	runs := flag.Int("runs", 5, "runs of each measurement; the median is shown")
+	keyRuns := flag.Int("keyruns", 3, "runs of each measurement of the key cache's chart (a cold run takes tens of seconds); 0 skips it")
 	flag.Parse()
 	if flag.NArg() != 2 {
-		fmt.Fprintln(os.Stderr, "usage: benchtemplate [-runs N] DIGESTPIN-BINARY HELM4-BINARY")
+		fmt.Fprintln(os.Stderr, "usage: benchtemplate [-runs N] [-keyruns N] DIGESTPIN-BINARY HELM4-BINARY")
 		os.Exit(2)
 	}
-	err := testregistry.Run(func(tb testregistry.TB) error { return bench(tb, flag.Arg(0), flag.Arg(1), *runs) })
+	err := testregistry.Run(func(tb testregistry.TB) error {
+		if err := bench(tb, flag.Arg(0), flag.Arg(1), *runs); err != nil {
+			return err
+		}
+		if *keyRuns == 0 {
+			return nil
+		}
+		return benchKeys(flag.Arg(0), flag.Arg(1), *keyRuns)
+	})
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "benchtemplate: %v\n", err)
 		os.Exit(1)
@@ -275,4 +291,100 @@ spec:
 		}
 	}
 	return nil
+}
+
+// rsaKeys is how many genPrivateKey "rsa" the key cache's chart calls.
+const rsaKeys = 40
+
+// benchKeys measures the key cache's chart: helm template, digestpin
+// template cold and warm, and prints the table and whether the goals of
+// issue 36 held (warm under a second, cold at most 1.2× helm template).
+func benchKeys(bin, helm string, runs int) error {
+	bin, err := filepath.Abs(bin)
+	if err != nil {
+		return err
+	}
+	if helm, err = filepath.Abs(helm); err != nil {
+		return err
+	}
+	dir, err := os.MkdirTemp("", "benchkeys")
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(dir)
+	chart := filepath.Join(dir, "keys")
+	files := map[string]string{"Chart.yaml": "apiVersion: v2\nname: keys\nversion: 1.0.0\n"}
+	for i := range rsaKeys {
+		files[fmt.Sprintf("templates/key%d.yaml", i)] = fmt.Sprintf("apiVersion: v1\nkind: Secret\nmetadata:\n  name: key%d\ndata:\n  tls.key: {{ genPrivateKey \"rsa\" | b64enc }}\n", i)
+	}
+	for name, content := range files {
+		p := filepath.Join(chart, name)
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			return err
+		}
+		if err := os.WriteFile(p, []byte(content), 0o644); err != nil {
+			return err
+		}
+	}
+	env := append(os.Environ(),
+		"HELM_CACHE_HOME="+filepath.Join(dir, "cache"), "HELM_CONFIG_HOME="+filepath.Join(dir, "config"), "HELM_DATA_HOME="+filepath.Join(dir, "data"),
+		"BIN="+bin, "HELM="+helm, "CHART="+chart)
+	// render is digestpin template with the seed and cache folder of run
+	// name, a new seed the first time.
+	render := func(name string) (time.Duration, []byte, error) {
+		seed, cache := filepath.Join(dir, name+".seed"), filepath.Join(dir, name+".cache")
+		if _, err := os.Stat(seed); err != nil {
+			if _, err := sh(append(env, "SEED="+seed), `"$BIN" seed >"$SEED"`); err != nil {
+				return 0, nil, err
+			}
+		}
+		start := time.Now()
+		out, err := sh(append(env, "SEED="+seed, "CACHE="+cache), `"$BIN" template keys "$CHART" --seed-file "$SEED" --cache-dir "$CACHE" --cache-ttl 1h`)
+		return time.Since(start), out, err
+	}
+	var helmWalls, cold, warm []time.Duration
+	for i := range runs {
+		start := time.Now()
+		if _, err := sh(env, `"$HELM" template keys "$CHART"`); err != nil {
+			return err
+		}
+		helmWalls = append(helmWalls, time.Since(start))
+		w, first, err := render(fmt.Sprintf("run%d", i))
+		if err != nil {
+			return err
+		}
+		cold = append(cold, w)
+		w, again, err := render(fmt.Sprintf("run%d", i))
+		if err != nil {
+			return err
+		}
+		if !bytes.Equal(first, again) {
+			return fmt.Errorf("run %d: the warm render wrote other bytes than the cold one", i)
+		}
+		warm = append(warm, w)
+	}
+	median := func(ws []time.Duration) time.Duration {
+		ws = slices.Clone(ws)
+		slices.Sort(ws)
+		return ws[len(ws)/2]
+	}
+	h, c, w := median(helmWalls), median(cold), median(warm)
+	fmt.Printf("\nKey cache: a chart of %d genPrivateKey \"rsa\" (4096 bits); median of %d runs, the cold ones with a new seed each, taking turns with helm's.\n\n", rsaKeys, runs)
+	fmt.Println("| pipeline | wall | relative to helm template |")
+	fmt.Println("|---|---|---|")
+	fmt.Printf("| helm template (Helm 4.3.1 CLI, keys from crypto/rand) | %s | 1.00× |\n", h.Round(time.Millisecond))
+	fmt.Printf("| digestpin template, cold (every key derived, then cached) | %s | %.2f× |\n", c.Round(time.Millisecond), float64(c)/float64(h))
+	fmt.Printf("| digestpin template, warm (every key read from the cache folder) | %s | %.3f× |\n", w.Round(time.Millisecond), float64(w)/float64(h))
+	fmt.Printf("\nGoals: warm under 1 s: %v (%s); cold at most 1.2× helm template: %v (%.2f×). Each run (helm, cold, warm): %s\n",
+		w < time.Second, w.Round(time.Millisecond), float64(c) <= 1.2*float64(h), float64(c)/float64(h), runsOf(helmWalls, cold, warm))
+	return nil
+}
+
+// runsOf lists each run's walls, helm's, cold and warm, in seconds.
+func runsOf(helm, cold, warm []time.Duration) string {
+	var parts []string
+	for i := range helm {
+		parts = append(parts, fmt.Sprintf("%.1f/%.1f/%.2f", helm[i].Seconds(), cold[i].Seconds(), warm[i].Seconds()))
+	}
+	return strings.Join(parts, ", ")
 }

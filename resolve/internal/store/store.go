@@ -21,9 +21,11 @@ import (
 // (resolve.NewCachingResolver, tagpolicy.WithChoiceCache); a Cache knows nothing of their
 // format. resolve.DirCache keeps them in a folder; other implementations (a
 // shared Redis, in digestpin) keep them where several processes and
-// machines read them. Implementations must be safe for concurrent use. A
-// cache that fails (unreachable, corrupt) is a miss and never an error of
-// the resolution: it says so itself, if at all.
+// machines read them. digestpin template keeps the keys it derives in the
+// same store, under "key:…" (detgen.KeyCache), sealed. Implementations
+// must be safe for concurrent use. A cache that fails (unreachable,
+// corrupt) is a miss and never an error of the resolution: it says so
+// itself, if at all.
 type Cache interface {
 	// Get returns the entry stored under key, when there is one that
 	// read accepts.
