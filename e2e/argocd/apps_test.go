@@ -21,6 +21,7 @@ type app struct {
 	path     string
 	env      []string
 	params   []map[string]any
+	labels   map[string]string
 }
 
 // create creates the Application (with no sync policy: the tests sync as
@@ -40,7 +41,7 @@ func (a *argoCD) create(t *testing.T, ap app) {
 	obj := map[string]any{
 		"apiVersion": "argoproj.io/v1alpha1",
 		"kind":       "Application",
-		"metadata":   map[string]any{"name": ap.name, "namespace": argocdNamespace},
+		"metadata":   map[string]any{"name": ap.name, "namespace": argocdNamespace, "labels": ap.labels},
 		"spec": map[string]any{
 			"project": "default",
 			"source": map[string]any{

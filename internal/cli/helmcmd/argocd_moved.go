@@ -19,6 +19,12 @@ import (
 	"github.com/digestpin/digestpin/pin"
 )
 
+// keptFormat is the renderer's warning about an image it keeps
+// unresolved (renderer.Renderer.KeepUnresolved), which runMoved says in
+// its own words; e2e/argocd's testRefreshMoved checks that it is not
+// said twice.
+const keptFormat = "keeping %s unpinned: %v"
+
 // patchJobs bounds the refreshes asked of the API server at once.
 const patchJobs = 8
 
@@ -67,8 +73,16 @@ func runMoved(ctx context.Context, o *refreshOptions, args []string, stdout, std
 		return &cli.UsageError{Err: err}
 	}
 	// Every image is checked: one that cannot be resolved is a line of
-	// its own, and its Applications are not refreshed.
+	// its own (below, not the renderer's warning about a stream that
+	// is no one's), and its Applications are not refreshed.
 	popts.Renderer.KeepUnresolved = true
+	if warnf := popts.Renderer.Warnf; warnf != nil {
+		popts.Renderer.Warnf = func(format string, args ...any) {
+			if format != keptFormat {
+				warnf(format, args...)
+			}
+		}
+	}
 	p, err := pin.New(popts)
 	if err != nil {
 		return &cli.UsageError{Err: o.pin.LibraryError(err)}
@@ -117,12 +131,11 @@ func runMoved(ctx context.Context, o *refreshOptions, args []string, stdout, std
 	var refresh []pluginApp
 	moves := map[string][]movedImage{}
 	for _, a := range apps {
-		var moved []movedImage
-		for _, im := range a.images {
-			if d, ok := now[im.tagged]; ok && d != im.digest {
-				moved = append(moved, movedImage{tagged: im.tagged, from: im.digest, to: d})
-			}
-		}
+		// A tag moved when the Application runs no pod of the digest the
+		// registry serves: its status lists the images of every live
+		// resource, the ReplicaSets a rollout left behind too, so an
+		// older digest beside the current one is history, not a move.
+		moved := movesOf(a, now)
 		if len(moved) > 0 {
 			refresh = append(refresh, a)
 			moves[a.namespace+"/"+a.name] = moved
@@ -176,6 +189,25 @@ func refreshAll(ctx context.Context, client dynamic.Interface, apps []pluginApp,
 		}
 	}
 	return n
+}
+
+// movesOf returns the tags of a that the registry has moved past (now:
+// repository:tag → the digest it serves), once each: those of which a
+// runs no pod of the current digest.
+func movesOf(a pluginApp, now map[string]string) []movedImage {
+	runs := map[string]bool{}
+	for _, im := range a.images {
+		runs[im.tagged+"@"+im.digest] = true
+	}
+	var moved []movedImage
+	seen := map[string]bool{}
+	for _, im := range a.images {
+		if d, ok := now[im.tagged]; ok && !runs[im.tagged+"@"+d] && !seen[im.tagged] {
+			seen[im.tagged] = true
+			moved = append(moved, movedImage{tagged: im.tagged, from: im.digest, to: d})
+		}
+	}
+	return moved
 }
 
 // describeMoves says what moved: "registry.example/web:dev 0123456789ab →

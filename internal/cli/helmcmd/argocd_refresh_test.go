@@ -223,3 +223,23 @@ func TestPluginApplications(t *testing.T) {
 		t.Errorf("stream has %d Pods, want 3:\n%s", n, stream)
 	}
 }
+
+// TestMovedKeepsHistory: an Application whose status lists the digest the
+// registry serves beside an older one (the ReplicaSet a rollout left) has
+// not moved; one that lists only older ones has, once per tag.
+func TestMovedKeepsHistory(t *testing.T) {
+	t.Parallel()
+	old, cur := "sha256:"+strings.Repeat("a", 64), "sha256:"+strings.Repeat("b", 64)
+	web := "registry.example/shop/web:dev"
+	apps, _ := pluginApplications([]unstructured.Unstructured{
+		pluginApplication("argocd", "rolled", "digestpin", nil, web+"@"+old, web+"@"+cur),
+		pluginApplication("argocd", "behind", "digestpin", nil, web+"@"+old, web+"@sha256:"+strings.Repeat("c", 64)),
+	}, "digestpin")
+	got := map[string][]movedImage{}
+	for _, a := range apps {
+		got[a.name] = movesOf(a, map[string]string{web: cur})
+	}
+	if len(got["rolled"]) != 0 || len(got["behind"]) != 1 || got["behind"][0].to != cur {
+		t.Errorf("moves = %+v, want none for rolled and one for behind", got)
+	}
+}
