@@ -273,7 +273,7 @@ func (c *DirCache) Claim(context.Context, string, EntryRead) ([]byte, bool, func
 
 // Put implements Cache.
 func (c *DirCache) Put(_ context.Context, key string, entry []byte) error {
-	if err := atomicfile.WriteFile(c.path(key), entry, 0o600); err != nil {
+	if err := atomicfile.WriteCacheFile(c.path(key), entry, 0o600); err != nil {
 		return fmt.Errorf("writing cache entry %s: %w", key, err)
 	}
 	return nil
