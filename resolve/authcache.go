@@ -103,9 +103,9 @@ type authCache struct {
 
 // pingMemo is what the cache holds of one registry's ping.
 type pingMemo struct {
+	read      sync.Once // reads the cache, once
 	answer    regtransport.PingAnswer
 	ok        bool // answer is one to use
-	read      bool // the cache was read
 	served    bool // answer was given to the transport
 	forgotten bool // the session forgot it: the transport pings
 }
@@ -159,10 +159,8 @@ func (a *authCache) LoadPing(ctx context.Context, scheme, host string) (regtrans
 		m = &pingMemo{}
 		a.pings[id] = m
 	}
-	read := m.read
-	m.read = true
 	a.mu.Unlock()
-	if !read {
+	m.read.Do(func() {
 		key := authKey("auth-ping", id)
 		if b, ok := a.c.Get(ctx, key, anyEntry); ok {
 			ans, err := decodePing(b, id, a.now())
@@ -178,7 +176,7 @@ func (a *authCache) LoadPing(ctx context.Context, scheme, host string) (regtrans
 				a.mu.Unlock()
 			}
 		}
-	}
+	})
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	if !m.ok || m.forgotten {
@@ -224,7 +222,7 @@ func (a *authCache) forget(host string) {
 	for _, scheme := range []string{"https", "http"} {
 		id := registryID(scheme, host)
 		if a.pings[id] == nil {
-			a.pings[id] = &pingMemo{read: true}
+			a.pings[id] = &pingMemo{}
 		}
 		a.pings[id].forgotten = true
 	}
@@ -605,9 +603,11 @@ func realmOf(ch *transport.Challenge) string {
 // warmFailure reports whether err, a failure of a session that used what
 // the auth cache kept, may come from it: a refusal (401, 403), or a
 // failure of another host than the registry (its token realm), or of no
-// request at all (a realm that go-containerregistry refuses).
+// request at all (a realm that go-containerregistry refuses); not the
+// registry's answer about the image (a 404, a platform it lacks).
 func warmFailure(err error, registry string) bool {
-	if err == nil || errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
+	var pe *platformError
+	if err == nil || errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) || errors.As(err, &pe) {
 		return false
 	}
 	var te *transport.Error

@@ -34,7 +34,8 @@ type Cache = store.Cache
 type EntryRead = store.EntryRead
 
 // DirCache is an on-disk Cache: one small file per key in one folder,
-// named by a hash of the key. An unreadable entry, or one that the reader
+// named by a hash of the key, readable by its owner only (mode 0600; the
+// auth cache keeps bearer tokens there, WithAuthCache). An unreadable entry, or one that the reader
 // does not accept, counts as a miss and is overwritten by the next
 // resolution. Reading an entry never blocks: a FIFO, a device, a socket
 // or a link in the folder is a miss.
