@@ -66,15 +66,16 @@ func (p *pingCache) RoundTrip(req *http.Request) (*http.Response, error) {
 	}
 	key := req.URL.Scheme + "://" + req.URL.Host
 	p.mu.Lock()
-	e, ok := p.entries[key]
+	_, live := p.entries[key]
 	p.mu.Unlock()
-	if !ok && p.store != nil {
-		if resp, err, ok := p.stored(req); ok {
+	if !live && p.store != nil {
+		if ok, resp, err := p.stored(req); ok {
 			return resp, err
 		}
 	}
 	p.mu.Lock()
-	if e, ok = p.entries[key]; !ok {
+	e, ok := p.entries[key]
+	if !ok {
 		e = &pingEntry{}
 		p.entries[key] = e
 	}
@@ -116,23 +117,23 @@ func (p *pingCache) RoundTrip(req *http.Request) (*http.Response, error) {
 // first, then HTTP, for a registry on loopback or named insecure) fails
 // its HTTPS ping at once, so that the handshake goes on to the HTTP one,
 // as it did then.
-func (p *pingCache) stored(req *http.Request) (*http.Response, error, bool) {
+func (p *pingCache) stored(req *http.Request) (bool, *http.Response, error) {
 	ctx := req.Context()
 	a, ok := p.store.LoadPing(ctx, req.URL.Scheme, req.URL.Host)
 	if !ok {
 		if req.URL.Scheme == "https" {
 			if _, ok := p.store.LoadPing(ctx, "http", req.URL.Host); ok {
-				return nil, fmt.Errorf("GET https://%s/v2/: not asked: the registry answered its last ping over plain HTTP only", req.URL.Host), true
+				return true, nil, fmt.Errorf("GET https://%s/v2/: not asked: the registry answered its last ping over plain HTTP only", req.URL.Host)
 			}
 		}
-		return nil, nil, false
+		return false, nil, nil
 	}
 	h := http.Header{"Content-Type": {"application/json"}}
 	for _, c := range a.Challenges {
 		h.Add("WWW-Authenticate", c)
 	}
 	body := []byte("{}")
-	return &http.Response{
+	return true, &http.Response{
 		Status:        http.StatusText(a.Status),
 		StatusCode:    a.Status,
 		Proto:         "HTTP/1.1",
@@ -142,7 +143,7 @@ func (p *pingCache) stored(req *http.Request) (*http.Response, error, bool) {
 		Body:          io.NopCloser(bytes.NewReader(body)),
 		ContentLength: int64(len(body)),
 		Request:       req,
-	}, nil, true
+	}, nil
 }
 
 func (e *pingEntry) fetch(next http.RoundTripper, req *http.Request) {
