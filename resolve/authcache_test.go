@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-containerregistry/pkg/name"
 
 	"github.com/digestpin/digestpin/internal/testregistry"
 )
@@ -348,5 +349,27 @@ func TestAuthCachePrivateRealm(t *testing.T) {
 				t.Errorf("log does not say the registry was pinged:\n%s", logs)
 			}
 		})
+	}
+}
+
+func TestAuthCacheTagListingFallsBack(t *testing.T) {
+	t.Parallel()
+	w := newAuthWorld(t, false, "", "", "team/a")
+	w.run(t)
+	// The registry wants tokens now; the kept answer says it wants none.
+	w.ts = testregistry.NewTokenServer(t, "", "")
+	w.reg.Handle(w.ts.Guard())
+	w.reg.ResetCounts()
+	r, logs := newTestResolver(t, WithAuthCache(w.cache))
+	repo, err := name.NewRepository(w.reg.Ref("team/a"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	tags, err := r.Tags(context.Background(), repo)
+	if err != nil || len(tags) != 1 || tags[0] != "1" {
+		t.Fatalf("Tags = %q, %v; want [1]", tags, err)
+	}
+	if n := w.reg.Count("GET ping"); n != 1 || !strings.Contains(logs.String(), "pinging the registry") {
+		t.Errorf("%d pings, log:\n%s\nwant one ping after the kept answer failed", n, logs)
 	}
 }
