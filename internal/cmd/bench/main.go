@@ -342,6 +342,9 @@ func benchWith(tb testregistry.TB, c config) error {
 		fmt.Printf("| %d | 50 ms | %s |%s %d | %d | %.2f |\n", n, round(med[0].wall), wallRatios(med), manifests, total, float64(total)/float64(n))
 	}
 	fmt.Println()
+	if len(c.images) == 0 {
+		return nil
+	}
 	return benchWarm(tb, c)
 }
 
