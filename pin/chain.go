@@ -109,8 +109,17 @@ func newChain(o *Options) (*chain, error) {
 	key := func(context.Context, name.Reference) (string, bool, error) {
 		return "platform " + c.platform, true, nil
 	}
+	// The cache, made once: the registry resolver keeps what it learns of
+	// registries' auth there too (resolve.WithAuthCache).
+	var cache resolve.Cache
+	if o.CacheTTL > 0 && !o.Check {
+		var err error
+		if cache, err = o.cache(); err != nil {
+			return nil, err
+		}
+	}
 	if registry == nil {
-		r, err := o.registryResolver()
+		r, err := o.registryResolver(resolve.WithAuthCache(cache))
 		if err != nil {
 			return nil, err
 		}
@@ -146,10 +155,6 @@ func newChain(o *Options) (*chain, error) {
 		held  *resolve.Records
 	)
 	if o.CacheTTL > 0 {
-		cache, err := o.cache()
-		if err != nil {
-			return nil, err
-		}
 		c.cache = resolve.NewCachingResolver(registry, cache, o.CacheTTL, key, o.warnf, resolve.StaleIfError(o.StaleIfError))
 		live = c.cache
 		records, err := resolve.NewRecords(cache, o.CacheTTL)
@@ -264,10 +269,10 @@ func (l *staleLockLayer) Resolve(ctx context.Context, ref name.Reference) (resol
 }
 
 // registryResolver returns the registry resolver of ResolveOptions,
-// resolving for Platform.
-func (o *Options) registryResolver() (*resolve.Resolver, error) {
+// resolving for Platform, with more options.
+func (o *Options) registryResolver(more ...resolve.Option) (*resolve.Resolver, error) {
 	// The run's warnings first: ResolveOptions may set their own.
-	opts := append([]resolve.Option{resolve.WithWarnf(o.warnf)}, o.ResolveOptions...)
+	opts := append(append([]resolve.Option{resolve.WithWarnf(o.warnf)}, more...), o.ResolveOptions...)
 	if o.Platform != nil {
 		opts = append(opts[:len(opts):len(opts)], resolve.WithPlatform(o.Platform))
 	}

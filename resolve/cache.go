@@ -34,7 +34,8 @@ type Cache = store.Cache
 type EntryRead = store.EntryRead
 
 // DirCache is an on-disk Cache: one small file per key in one folder,
-// named by a hash of the key. An unreadable entry, or one that the reader
+// named by a hash of the key, readable by its owner only (mode 0600; the
+// auth cache keeps bearer tokens there, WithAuthCache). An unreadable entry, or one that the reader
 // does not accept, counts as a miss and is overwritten by the next
 // resolution. Reading an entry never blocks: a FIFO, a device, a socket
 // or a link in the folder is a miss.
@@ -46,8 +47,6 @@ type EntryRead = store.EntryRead
 // use.
 type DirCache struct {
 	dir string
-	// private writes entries readable by their owner only (Private).
-	private bool
 }
 
 var _ Cache = (*DirCache)(nil)
@@ -251,11 +250,6 @@ func NewDirCache(dir string) (*DirCache, error) {
 // Dir returns the cache folder.
 func (c *DirCache) Dir() string { return c.dir }
 
-// Private returns a DirCache on c's folder that writes its entries
-// readable by their owner only (mode 0600, where c writes 0644), for
-// entries that are secret even sealed: digestpin template's derived keys.
-func (c *DirCache) Private() *DirCache { return &DirCache{dir: c.dir, private: true} }
-
 // path returns the file of the entry of key: a hex SHA-256 of the key,
 // so that no key names a path outside the folder.
 func (c *DirCache) path(key string) string {
@@ -280,11 +274,7 @@ func (c *DirCache) Claim(context.Context, string, EntryRead) ([]byte, bool, func
 
 // Put implements Cache.
 func (c *DirCache) Put(_ context.Context, key string, entry []byte) error {
-	perm := os.FileMode(0o644)
-	if c.private {
-		perm = 0o600
-	}
-	if err := atomicfile.WriteFile(c.path(key), entry, perm); err != nil {
+	if err := atomicfile.WriteCacheFile(c.path(key), entry, 0o600); err != nil {
 		return fmt.Errorf("writing cache entry %s: %w", key, err)
 	}
 	return nil

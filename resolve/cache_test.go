@@ -400,39 +400,3 @@ func TestDefaultCacheDir(t *testing.T) {
 	}
 }
 
-// TestDirCachePrivate: a DirCache writes its entries 0644 and its Private
-// view of the same folder 0600, whatever the umask; each reads the other's.
-func TestDirCachePrivate(t *testing.T) {
-	t.Parallel()
-	c, err := NewDirCache(filepath.Join(t.TempDir(), "cache"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	p := c.Private()
-	if p.Dir() != c.Dir() {
-		t.Errorf("Private's folder %s, want %s", p.Dir(), c.Dir())
-	}
-	ctx := context.Background()
-	read := EntryRead{Max: 64, Check: func([]byte) error { return nil }}
-	for _, tc := range []struct {
-		c    *DirCache
-		key  string
-		want os.FileMode
-	}{{c, "shared", 0o644}, {p, "key:private", 0o600}} {
-		if err := tc.c.Put(ctx, tc.key, []byte("entry")); err != nil {
-			t.Fatal(err)
-		}
-		fi, err := os.Stat(c.path(tc.key))
-		if err != nil {
-			t.Fatal(err)
-		}
-		if fi.Mode().Perm() != tc.want {
-			t.Errorf("%s: mode %v, want %v", tc.key, fi.Mode().Perm(), tc.want)
-		}
-		for _, r := range []*DirCache{c, p} {
-			if b, ok := r.Get(ctx, tc.key, read); !ok || string(b) != "entry" {
-				t.Errorf("%s: Get = %q, %v", tc.key, b, ok)
-			}
-		}
-	}
-}

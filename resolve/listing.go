@@ -165,11 +165,9 @@ func (r *Resolver) ask(ctx context.Context, ref name.Reference, repoOnly bool, f
 		c.repoOnly = repoOnly
 		tr := &regtransport.Trace{}
 		tctx := regtransport.WithRegistry(regtransport.WithTrace(ctx, tr), c.ref.Context().RegistryStr())
-		p, err := c.sess.puller(tctx, c.ref.Context().RepositoryStr())
+		err := r.askOnce(tctx, c, fn)
 		if err == nil {
-			if err = fn(tctx, p, c.ref); err == nil {
-				return nil
-			}
+			return nil
 		}
 		fails = append(fails, tryFailure{c: c, err: err, tr: tr})
 		if ctx.Err() != nil {
@@ -177,4 +175,23 @@ func (r *Resolver) ask(ctx context.Context, ref name.Reference, repoOnly bool, f
 		}
 	}
 	return newError(ctx, ref, fails, r.red)
+}
+
+// askOnce runs fn with a puller for c, once more when what the auth
+// cache kept of the registry fails it (session.relearn), as resolveAt
+// does.
+func (r *Resolver) askOnce(ctx context.Context, c candidate, fn func(context.Context, *remote.Puller, name.Reference) error) error {
+	try := func() error {
+		p, err := c.sess.puller(ctx, c.ref.Context().RepositoryStr())
+		if err != nil {
+			return err
+		}
+		return fn(ctx, p, c.ref)
+	}
+	gen := c.sess.generation()
+	err := try()
+	if err != nil && c.sess.relearn(ctx, gen, err) {
+		err = try()
+	}
+	return err
 }

@@ -71,10 +71,12 @@ type options struct {
 	logf           func(format string, args ...any)
 	warnf          func(format string, args ...any)
 	tagLimits      tagLimits
+	authCache      Cache // nil: none (WithAuthCache)
 
 	// Tests only: how host names are looked up, and addresses classed.
 	lookup   func(ctx context.Context, host string) ([]netip.Addr, error)
 	classify func(netip.Addr) regtransport.AddrClass
+	authNow  func() time.Time // the auth cache's clock; nil: time.Now
 }
 
 // DefaultJobs is how many references a Resolver asks about at once unless

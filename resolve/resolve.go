@@ -38,8 +38,9 @@ type Resolver struct {
 	red      *redact.Redactor
 	base     http.RoundTripper
 	sem      chan struct{}
-	calls    sync.Map // ref.Name() → *call
-	sessions sync.Map // scheme://registry → *session
+	calls    sync.Map   // ref.Name() → *call
+	sessions sync.Map   // scheme://registry → *session
+	ac       *authCache // nil: no auth cache
 }
 
 // call is one resolution in flight or done.
@@ -79,6 +80,15 @@ func New(opts ...Option) (*Resolver, error) {
 	o.warnf = func(format string, args ...any) { warnf("%s", red.Redact(fmt.Sprintf(format, args...))) }
 	// The HTTP layer, under the registry protocol: see package
 	// transport.
+	var ac *authCache
+	var pings regtransport.PingStore
+	if o.authCache != nil {
+		ac = newAuthCache(o.authCache, o.warnf, o.logf)
+		if o.authNow != nil {
+			ac.now = o.authNow
+		}
+		pings = ac
+	}
 	base, err := regtransport.New(regtransport.Options{
 		Base:           o.transport,
 		CAFiles:        o.caFiles,
@@ -89,6 +99,7 @@ func New(opts ...Option) (*Resolver, error) {
 		Redactor:       red,
 		Lookup:         o.lookup,
 		Classify:       o.classify,
+		Pings:          pings,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("configuring resolver: %w", optionError("WithCAFiles", err))
@@ -96,7 +107,7 @@ func New(opts ...Option) (*Resolver, error) {
 	// go-containerregistry appends its own User-Agent to ours, and wraps
 	// nothing more around a transport that already sets one.
 	base = transport.NewUserAgent(base, o.userAgent)
-	return &Resolver{o: o, red: red, base: base, sem: make(chan struct{}, o.jobs)}, nil
+	return &Resolver{o: o, red: red, base: base, sem: make(chan struct{}, o.jobs), ac: ac}, nil
 }
 
 // Platform returns the platform whose manifest the Resolver pins
@@ -401,9 +412,11 @@ func (r *Resolver) session(reg name.Registry) *session {
 	if r.o.platform != nil {
 		popts = append(popts, remote.WithPlatform(*r.o.platform))
 	}
-	v, _ := r.sessions.LoadOrStore(key, &session{
+	s := &session{
 		reg:     reg,
 		base:    r.base,
+		tap:     r.base,
+		ac:      r.ac,
 		kc:      r.o.keychain,
 		red:     r.red,
 		popts:   popts,
@@ -412,14 +425,30 @@ func (r *Resolver) session(reg name.Registry) *session {
 		login:   make(chan struct{}, 1),
 		pending: map[string]int{},
 		denied:  map[string]bool{},
-	})
+	}
+	if r.ac != nil {
+		s.tap = &tokenTap{next: r.base, s: s}
+	}
+	v, _ := r.sessions.LoadOrStore(key, s)
 	return v.(*session)
 }
 
 // resolveAt asks one registry: HEAD first, GET only when HEAD gives no
-// digest, or GET straight away to pick a platform.
+// digest, or GET straight away to pick a platform. When what the auth
+// cache kept of the registry fails it, it asks once more, as a cold run
+// would (session.relearn).
 func (r *Resolver) resolveAt(ctx context.Context, c candidate) (v1.Descriptor, error) {
 	ctx = regtransport.WithRegistry(ctx, c.ref.Context().RegistryStr())
+	gen := c.sess.generation()
+	d, err := r.resolveOnce(ctx, c)
+	if err != nil && c.sess.relearn(ctx, gen, err) {
+		d, err = r.resolveOnce(ctx, c)
+	}
+	return d, err
+}
+
+// resolveOnce is one try of resolveAt.
+func (r *Resolver) resolveOnce(ctx context.Context, c candidate) (v1.Descriptor, error) {
 	p, err := c.sess.puller(ctx, c.ref.Context().RepositoryStr())
 	if err != nil {
 		return v1.Descriptor{}, err

@@ -62,6 +62,14 @@ type session struct {
 
 	login chan struct{} // held while checking the credentials
 
+	// The auth cache (WithAuthCache), nil without one; tap is base with
+	// the layer that keeps tokens (base without one).
+	ac  *authCache
+	tap http.RoundTripper
+	tk  *tokenKeeper // the kept tokens; under prep, and mu once set
+	// tkDone says keeper ran; under prep.
+	tkDone bool
+
 	mu       sync.Mutex
 	pending  map[string]int // repository → resolutions that may need it
 	open     *remote.Puller // when the registry needs no token: serves all
@@ -70,6 +78,9 @@ type session struct {
 	denied   map[string]bool // repositories the token server refused alone
 	loginOK  bool            // the token server granted a token without a scope
 	failed   error           // the registry's failure as a whole, for good
+	realm    string          // the token realm of the challenge, "" for none
+	warm     bool            // a kept ping answer or token is in use
+	gen      int             // times relearn forgot what the auth cache said
 }
 
 // token is a bearer token and the repositories it was asked for.
@@ -157,13 +168,20 @@ func (s *session) puller(ctx context.Context, repo string) (*remote.Puller, erro
 			continue
 		}
 		ex = &exchange{repos: s.scopesFor(repo), done: make(chan struct{})}
+		var kept *cachedToken
 		if !strings.EqualFold(ch.Scheme, "bearer") {
 			ex.repos = nil // no token: every repository is served alike
+		} else if t, ok := s.tk.lookup(s.realm, repo); ok {
+			// A token kept from an earlier run: no request.
+			kept, ex.repos, s.warm = &t, map[string]bool{}, true
+			for _, r := range t.Repos {
+				ex.repos[r] = true
+			}
 		}
 		s.inflight = append(s.inflight, ex)
 		s.mu.Unlock()
 
-		p, granted, failed, err := s.exchange(ctx, auth, ch, repo, ex.repos)
+		p, granted, failed, err := s.exchange(ctx, auth, ch, repo, ex.repos, kept)
 		s.mu.Lock()
 		s.inflight = slices.DeleteFunc(s.inflight, func(e *exchange) bool { return e == ex })
 		switch {
@@ -229,7 +247,8 @@ func (s *session) prepare(ctx context.Context) (authn.Authenticator, *transport.
 	return auth, ch, nil
 }
 
-// connect looks up the registry's credentials and pings it.
+// connect looks up the registry's credentials and pings it (or the auth
+// cache answers for it), and reads the tokens the auth cache keeps.
 func (s *session) connect(ctx context.Context) (authn.Authenticator, *transport.Challenge, error) {
 	auth, _, err := s.credentials(ctx)
 	if err != nil {
@@ -238,6 +257,13 @@ func (s *session) connect(ctx context.Context) (authn.Authenticator, *transport.
 	ch, err := transport.Ping(ctx, s.reg, s.base)
 	if err != nil {
 		return nil, nil, err
+	}
+	if s.ac != nil {
+		warm := s.ac.served(s.reg.RegistryStr())
+		s.keeper(ctx)
+		s.mu.Lock()
+		s.realm, s.warm = realmOf(ch), warm
+		s.mu.Unlock()
 	}
 	return auth, ch, nil
 }
@@ -277,6 +303,13 @@ func (s *session) scopesFor(repo string) map[string]bool {
 		}
 	}
 	slices.Sort(others)
+	// Then those of the tokens the auth cache kept: an earlier run's,
+	// likely this one's too.
+	for _, r := range s.tk.hints() {
+		if r != repo && s.pending[r] == 0 && !s.denied[r] && s.lookup(r) == nil && s.inflightFor(r) == nil {
+			others = append(others, r)
+		}
+	}
 	for _, r := range others {
 		if len(repos) >= maxScopes {
 			break
@@ -288,12 +321,25 @@ func (s *session) scopesFor(repo string) map[string]bool {
 
 // exchange builds the registry's transport: with basic auth or none
 // (repos is nil) it serves every repository; with bearer auth it holds a
-// token for repos. It returns the puller and the repositories it serves
-// (nil: all of them); on error, the repositories the error applies to
-// (nil: all of them, the registry as a whole).
-func (s *session) exchange(ctx context.Context, auth authn.Authenticator, ch *transport.Challenge, repo string, repos map[string]bool) (*remote.Puller, map[string]bool, map[string]bool, error) {
+// token for repos: kept, a token the auth cache kept for them, or one it
+// asks the realm for. It returns the puller and the repositories it
+// serves (nil: all of them); on error, the repositories the error
+// applies to (nil: all of them, the registry as a whole).
+func (s *session) exchange(ctx context.Context, auth authn.Authenticator, ch *transport.Challenge, repo string, repos map[string]bool, kept *cachedToken) (*remote.Puller, map[string]bool, map[string]bool, error) {
+	if kept != nil {
+		// go-containerregistry's handshake with the kept token as the
+		// credentials: the ping is answered from the cache, and no
+		// token asked for; once the registry refuses the token (the tap
+		// drops it), the credentials ask the realm for another.
+		t, err := transport.NewWithContext(ctx, s.reg, &keptAuth{creds: auth, tok: kept.Token, k: s.tk}, s.tap, scopeList(repo, repos))
+		if err != nil {
+			return nil, nil, map[string]bool{repo: true}, err
+		}
+		p, err := s.newPuller(t)
+		return p, repos, nil, err
+	}
 	if repos == nil {
-		t, err := transport.NewWithContext(ctx, s.reg, auth, s.base, nil)
+		t, err := transport.NewWithContext(ctx, s.reg, auth, s.tap, nil)
 		if err != nil {
 			if ctx.Err() != nil {
 				return nil, nil, map[string]bool{repo: true}, err
@@ -304,13 +350,13 @@ func (s *session) exchange(ctx context.Context, auth authn.Authenticator, ch *tr
 		return p, nil, nil, err
 	}
 	scopes := scopeList(repo, repos)
-	t, err := transport.NewWithContext(ctx, s.reg, auth, s.base, scopes)
+	t, err := transport.NewWithContext(ctx, s.reg, auth, s.tap, scopes)
 	if err != nil && len(scopes) > 1 && refused(err) {
 		// A token server that refuses the whole request for one scope it
 		// will not grant: ask for this repository alone; the others ask
 		// for themselves.
 		repos = map[string]bool{repo: true}
-		t, err = transport.NewWithContext(ctx, s.reg, auth, s.base, scopes[:1])
+		t, err = transport.NewWithContext(ctx, s.reg, auth, s.tap, scopes[:1])
 		if err != nil && !refused(err) {
 			return nil, nil, repos, err
 		}

@@ -15,7 +15,21 @@ import (
 // one whole file: the last rename wins. A symbolic link at path is
 // replaced, not followed. On error no temporary file is left behind.
 func WriteFile(path string, data []byte, perm os.FileMode) error {
-	p, err := prepare(path, path, data, perm)
+	p, err := prepare(path, path, data, perm, true)
+	if err != nil {
+		return err
+	}
+	return p.Commit()
+}
+
+// WriteCacheFile is WriteFile without the sync, for a cache entry: a
+// reader or another writer still never sees a partial file, but after a
+// crash of the machine the entry may be empty or torn, which a cache's
+// reader rejects as it rejects any corrupt entry. A sync costs a few
+// milliseconds on a disk, each, and they queue: 40 entries took 45 ms of
+// a 150 ms run.
+func WriteCacheFile(path string, data []byte, perm os.FileMode) error {
+	p, err := prepare(path, path, data, perm, false)
 	if err != nil {
 		return err
 	}
@@ -50,7 +64,7 @@ func Prepare(path string, data []byte, perm os.FileMode) (*Pending, error) {
 	case !errors.Is(err, fs.ErrNotExist):
 		return nil, fmt.Errorf("%s: %w", path, unwrapPath(err))
 	}
-	return prepare(path, dest, data, perm)
+	return prepare(path, dest, data, perm, true)
 }
 
 // maxLinks bounds the symbolic links followed from one path, as the
@@ -84,8 +98,9 @@ func Destination(path string) (string, error) {
 	return "", errors.New("too many levels of symbolic links")
 }
 
-// prepare writes data with mode perm to a temporary file in dest's folder.
-func prepare(path, dest string, data []byte, perm os.FileMode) (_ *Pending, err error) {
+// prepare writes data with mode perm to a temporary file in dest's
+// folder, and syncs it when sync is true.
+func prepare(path, dest string, data []byte, perm os.FileMode, sync bool) (_ *Pending, err error) {
 	tmp, err := os.CreateTemp(filepath.Dir(dest), "."+filepath.Base(dest)+".*.tmp")
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", path, unwrapPath(err))
@@ -104,8 +119,10 @@ func prepare(path, dest string, data []byte, perm os.FileMode) (_ *Pending, err 
 	if err = tmp.Chmod(perm); err != nil {
 		return nil, err
 	}
-	if err = tmp.Sync(); err != nil {
-		return nil, err
+	if sync {
+		if err = tmp.Sync(); err != nil {
+			return nil, err
+		}
 	}
 	if err = tmp.Close(); err != nil {
 		return nil, err

@@ -11,6 +11,8 @@ import (
 	"sort"
 	"strings"
 	"sync"
+	"sync/atomic"
+	"time"
 )
 
 // BasicAuth returns a Handler that makes the registry ask for HTTP basic
@@ -40,6 +42,10 @@ type TokenServer struct {
 
 	user, password string // "" accepts anonymous requests
 	realmHost      string // the host the realm names
+
+	latency   atomic.Int64 // nanoseconds added to every token request
+	expiresIn atomic.Int64 // seconds the tokens say they last; 0: 300
+	issuedAgo atomic.Int64 // seconds before now that issued_at says; 0: no issued_at
 
 	mu        sync.Mutex
 	tokens    map[string]map[string]bool // token → scopes granted
@@ -98,10 +104,41 @@ func (ts *TokenServer) Realm() string {
 	return "http://" + ts.realmHost + ":" + ts.Server.URL[strings.LastIndex(ts.Server.URL, ":")+1:] + "/token"
 }
 
+// SetLatency makes every token request wait d before it is answered, as
+// Registry.SetLatency does for the registry's.
+func (ts *TokenServer) SetLatency(d time.Duration) { ts.latency.Store(int64(d)) }
+
+// SetExpiry makes the tokens given from now on say that they last
+// expiresIn (expires_in, in whole seconds; 300 until set) and, with
+// issuedAgo > 0, that they were issued that long ago (issued_at), as a
+// token server that hands out a token it issued earlier says. The
+// registry accepts a token as long as Revoke has not forgotten it,
+// whatever it said.
+func (ts *TokenServer) SetExpiry(expiresIn, issuedAgo time.Duration) {
+	ts.expiresIn.Store(int64(expiresIn / time.Second))
+	ts.issuedAgo.Store(int64(issuedAgo / time.Second))
+}
+
+// Revoke forgets every token given so far: the registry answers a request
+// that carries one with 401 and a Bearer challenge, as it answers an
+// expired token.
+func (ts *TokenServer) Revoke() {
+	ts.mu.Lock()
+	defer ts.mu.Unlock()
+	ts.tokens = map[string]map[string]bool{}
+}
+
 func (ts *TokenServer) serveToken(w http.ResponseWriter, r *http.Request) {
 	if r.URL.Path != "/token" {
 		http.NotFound(w, r)
 		return
+	}
+	if d := time.Duration(ts.latency.Load()); d > 0 {
+		select {
+		case <-time.After(d):
+		case <-r.Context().Done():
+			return
+		}
 	}
 	scopes := r.URL.Query()["scope"]
 	ts.mu.Lock()
@@ -144,8 +181,15 @@ func (ts *TokenServer) serveToken(w http.ResponseWriter, r *http.Request) {
 	ts.mu.Lock()
 	ts.tokens[tok] = granted
 	ts.mu.Unlock()
+	answer := map[string]any{"token": tok, "expires_in": 300}
+	if e := ts.expiresIn.Load(); e > 0 {
+		answer["expires_in"] = e
+	}
+	if ago := ts.issuedAgo.Load(); ago > 0 {
+		answer["issued_at"] = time.Now().Add(-time.Duration(ago) * time.Second).UTC().Format(time.RFC3339)
+	}
 	w.Header().Set("Content-Type", "application/json")
-	_ = json.NewEncoder(w).Encode(map[string]any{"token": tok, "expires_in": 300})
+	_ = json.NewEncoder(w).Encode(answer)
 }
 
 // Exchanges returns how many token requests were made.

@@ -7,7 +7,8 @@
 // for hosts named insecure), refuses plain HTTP except to loopback and
 // those hosts, caps every answer, retries transient failures with
 // backoff and jitter (honouring Retry-After) under a per-request
-// timeout, pings each registry once, and stops at the 10th redirect.
+// timeout, pings each registry once (or not at all, when a PingStore
+// keeps its answer from an earlier run), and stops at the 10th redirect.
 //
 // A request says which registry it is made for with WithRegistry, and
 // collects its attempts in a Trace (WithTrace) for its error message;

@@ -50,6 +50,9 @@ type Options struct {
 	// ClassOf. Tests play a registry on the internet with them.
 	Lookup   func(ctx context.Context, host string) ([]netip.Addr, error)
 	Classify func(netip.Addr) AddrClass
+	// Pings keeps the registries' ping answers between runs; nil keeps
+	// them for the RoundTripper's lifetime only.
+	Pings PingStore
 }
 
 // DefaultRequestTimeout bounds one attempt of a request unless
@@ -62,8 +65,9 @@ const DefaultRequestTimeout = 30 * time.Second
 // loopback and insecure hosts, a cap on answers, retries with
 // per-request timeouts, the shared ping, and a bound on redirects. An
 // error is one of CAFiles'. The RoundTripper is safe for concurrent use;
-// it remembers, for its lifetime, the ping of each registry and the
-// hosts that ran into the request timeout.
+// it remembers, for its lifetime, the ping of each registry (and, with
+// Options.Pings, asks the store first and keeps the answers there) and
+// the hosts that ran into the request timeout.
 func New(o Options) (http.RoundTripper, error) {
 	red := o.Redactor
 	if red == nil {
@@ -125,7 +129,7 @@ func New(o Options) (http.RoundTripper, error) {
 	t = &plainHTTPGuard{next: t, insecure: insecure}
 	t = &bodyCap{next: t, max: MaxResponseBody}
 	rt := &retryTransport{next: &redactingTransport{next: t, red: red}, policy: o.Retry.withDefaults(), timeout: o.RequestTimeout, logf: o.Logf, red: red}
-	return &redirectLimit{next: newPingCache(rt), max: MaxRedirects}, nil
+	return &redirectLimit{next: newPingCache(rt, o.Pings), max: MaxRedirects}, nil
 }
 
 // MaxRedirects is how many redirects one registry request may follow, as

@@ -37,7 +37,7 @@ func keyCache(ctx context.Context, popts pin.Options, log *cli.Logger) detgen.Ke
 		return nil
 	}
 	log.Debugf("key cache in %s", dir)
-	return storeKeys{ctx: ctx, c: dc.Private()}
+	return storeKeys{ctx: ctx, c: dc}
 }
 
 // storeKeys is a detgen.KeyCache on a resolve.Cache.
