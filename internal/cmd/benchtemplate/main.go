@@ -103,7 +103,7 @@ func bench(tb testregistry.TB, bin, helm string, runs int) error {
 	lock := filepath.Join(chart, "digests.lock")
 	env := append(os.Environ(),
 		"HELM_CACHE_HOME="+filepath.Join(dir, "cache"), "HELM_CONFIG_HOME="+filepath.Join(dir, "config"), "HELM_DATA_HOME="+filepath.Join(dir, "data"),
-		"BIN="+bin, "HELM="+helm, "CHART="+chart, "SEED="+seed, "LOCK="+lock, "OUT="+filepath.Join(dir, "second.yaml"))
+		"BIN="+bin, "HELM="+helm, "CHART="+chart, "SEED="+seed, "LOCK="+lock, "PCACHE="+filepath.Join(dir, "plugin-cache"), "OUT="+filepath.Join(dir, "second.yaml"))
 	// The first run writes the lock file the others read.
 	if _, err := sh(env, `"$BIN" template big "$CHART" --include-crds --seed-file "$SEED" --write-lock "$LOCK"`); err != nil {
 		return err
@@ -112,6 +112,12 @@ func bench(tb testregistry.TB, bin, helm string, runs int) error {
 		{"helm template \\| digestpin (Helm 4.3.1 CLI)", `"$HELM" template big "$CHART" --include-crds | "$BIN" --lock "$LOCK" --frozen`},
 		{"digestpin template", `"$BIN" template big "$CHART" --include-crds --seed-file "$SEED" --lock "$LOCK" --frozen`},
 		{"digestpin argocd generate (the Argo CD plugin, whole)", `cd "$CHART" && ARGOCD_APP_NAME=big ARGOCD_APP_NAMESPACE=default ARGOCD_APP_SOURCE_PATH=big DIGESTPIN_SEED_FILE="$SEED" ARGOCD_ENV_DIGESTPIN_LOCK=digests.lock "$BIN" argocd generate`},
+		// Live resolution with the sidecar's cache: cold, an empty cache
+		// folder (every image asked of the registry, every key derived
+		// and stored); warm, the folder the run before filled (every
+		// image and key read from it, the resolutions within the TTL).
+		{"digestpin argocd generate, live, cache cold", `rm -rf "$PCACHE" && cd "$CHART" && ARGOCD_APP_NAME=big ARGOCD_APP_NAMESPACE=default ARGOCD_APP_SOURCE_PATH=big DIGESTPIN_SEED_FILE="$SEED" DIGESTPIN_CACHE_TTL=1h DIGESTPIN_CACHE_DIR="$PCACHE" "$BIN" argocd generate`},
+		{"digestpin argocd generate, live, cache warm", `cd "$CHART" && ARGOCD_APP_NAME=big ARGOCD_APP_NAMESPACE=default ARGOCD_APP_SOURCE_PATH=big DIGESTPIN_SEED_FILE="$SEED" DIGESTPIN_CACHE_TTL=1h DIGESTPIN_CACHE_DIR="$PCACHE" "$BIN" argocd generate`},
 		{"two renders + digestpin (the retired mode's least cost)", `"$HELM" template big "$CHART" --include-crds >"$OUT" && "$HELM" template big "$CHART" --include-crds | "$BIN" --lock "$LOCK" --frozen`},
 	}
 	walls := make([]time.Duration, len(cases))
