@@ -541,3 +541,40 @@ func (g *gitServer) commit(t *testing.T, r *gitRepo, msg string, files map[strin
 	g.gitT(t, r.work, "push", "--quiet", "origin", "HEAD:main")
 	return g.gitT(t, r.work, "rev-parse", "HEAD")
 }
+
+// limitedKubeconfig makes the service account sa in Argo CD's namespace,
+// allowed only verbs on its Applications, and returns a kubeconfig file
+// of a token of it: what a CI job or a CronJob with too little RBAC has.
+func (a *argoCD) limitedKubeconfig(t *testing.T, sa string, verbs ...string) string {
+	t.Helper()
+	a.kubectl(t, []byte(fmt.Sprintf(`apiVersion: v1
+kind: ServiceAccount
+metadata: {name: %[1]s, namespace: %[2]s}
+---
+apiVersion: rbac.authorization.k8s.io/v1
+kind: Role
+metadata: {name: %[1]s-apps, namespace: %[2]s}
+rules:
+  - apiGroups: [argoproj.io]
+    resources: [applications]
+    verbs: [%[3]s]
+---
+apiVersion: rbac.authorization.k8s.io/v1
+kind: RoleBinding
+metadata: {name: %[1]s-apps, namespace: %[2]s}
+roleRef: {apiGroup: rbac.authorization.k8s.io, kind: Role, name: %[1]s-apps}
+subjects: [{kind: ServiceAccount, name: %[1]s, namespace: %[2]s}]
+`, sa, argocdNamespace, strings.Join(verbs, ", "))), "apply", "-f", "-")
+	token := strings.TrimSpace(a.kubectl(t, nil, "-n", argocdNamespace, "create", "token", sa))
+	kc := filepath.Join(t.TempDir(), sa+"-kubeconfig")
+	if err := os.WriteFile(kc, fmt.Appendf(nil, `apiVersion: v1
+kind: Config
+clusters: [{name: test, cluster: {server: %s, certificate-authority: %s}}]
+users: [{name: %s, user: {token: %s}}]
+contexts: [{name: %s, context: {cluster: test, user: %s}}]
+current-context: %s
+`, a.cluster.Server, a.cluster.File("ca.crt"), sa, token, sa, sa, sa), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return kc
+}

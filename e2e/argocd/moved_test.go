@@ -6,8 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
-	"os"
-	"path/filepath"
+	"slices"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -100,7 +99,7 @@ func testRefreshMoved(t *testing.T, a *argoCD) {
 		t.Errorf("after the push: %d manifest requests for web, %d for api, want 3 (two runs, one render) and 2 (two runs)", w, p)
 	}
 	a.waitApp(t, "m-web", "the new digest in status.summary", func(ap application) bool {
-		return len(ap.Status.Summary.Images) > 0 && strings.Contains(ap.Status.Summary.Images[0], newWeb)
+		return slices.ContainsFunc(ap.Status.Summary.Images, func(im string) bool { return strings.HasSuffix(im, "@"+newWeb) })
 	})
 
 	// A second run: nothing moved, nothing refreshed, no new ReplicaSet.
@@ -177,35 +176,7 @@ func testRefreshMoved(t *testing.T, a *argoCD) {
 	t.Logf("figure: --moved over 20 Applications sharing 5 images: %d registry manifest requests", total)
 
 	// A token that may list Applications but not patch them.
-	a.kubectl(t, []byte(`apiVersion: v1
-kind: ServiceAccount
-metadata: {name: moved-ci, namespace: argocd}
----
-apiVersion: rbac.authorization.k8s.io/v1
-kind: Role
-metadata: {name: moved-list-apps, namespace: argocd}
-rules:
-  - apiGroups: [argoproj.io]
-    resources: [applications]
-    verbs: [list]
----
-apiVersion: rbac.authorization.k8s.io/v1
-kind: RoleBinding
-metadata: {name: moved-ci-list-apps, namespace: argocd}
-roleRef: {apiGroup: rbac.authorization.k8s.io, kind: Role, name: moved-list-apps}
-subjects: [{kind: ServiceAccount, name: moved-ci, namespace: argocd}]
-`), "apply", "-f", "-")
-	token := strings.TrimSpace(a.kubectl(t, nil, "-n", argocdNamespace, "create", "token", "moved-ci"))
-	kc := filepath.Join(t.TempDir(), "ci-kubeconfig")
-	if err := os.WriteFile(kc, fmt.Appendf(nil, `apiVersion: v1
-kind: Config
-clusters: [{name: test, cluster: {server: %s, certificate-authority: %s}}]
-users: [{name: ci, user: {token: %s}}]
-contexts: [{name: ci, context: {cluster: test, user: ci}}]
-current-context: ci
-`, a.cluster.Server, a.cluster.File("ca.crt"), token), 0o600); err != nil {
-		t.Fatal(err)
-	}
+	kc := a.limitedKubeconfig(t, "moved-ci", "list")
 	reg.PushImage(t, "api:dev")
 	res = run(nil, []string{"KUBECONFIG=" + kc}, a.bin, "argocd", "refresh", "--moved", "-n", argocdNamespace, "-l", "digestpin.dev/test=moved")
 	first, _, _ := strings.Cut(res.stderr, "\n")

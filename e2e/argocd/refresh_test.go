@@ -3,8 +3,6 @@
 package argocd
 
 import (
-	"fmt"
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -108,35 +106,7 @@ func testRefreshCommand(t *testing.T, a *argoCD) {
 
 	// A token that may list Applications in argocd but not patch them,
 	// nor list them cluster-wide.
-	a.kubectl(t, []byte(`apiVersion: v1
-kind: ServiceAccount
-metadata: {name: ci, namespace: argocd}
----
-apiVersion: rbac.authorization.k8s.io/v1
-kind: Role
-metadata: {name: list-apps, namespace: argocd}
-rules:
-  - apiGroups: [argoproj.io]
-    resources: [applications]
-    verbs: [get, list]
----
-apiVersion: rbac.authorization.k8s.io/v1
-kind: RoleBinding
-metadata: {name: ci-list-apps, namespace: argocd}
-roleRef: {apiGroup: rbac.authorization.k8s.io, kind: Role, name: list-apps}
-subjects: [{kind: ServiceAccount, name: ci, namespace: argocd}]
-`), "apply", "-f", "-")
-	token := strings.TrimSpace(a.kubectl(t, nil, "-n", argocdNamespace, "create", "token", "ci"))
-	kc := filepath.Join(t.TempDir(), "ci-kubeconfig")
-	if err := os.WriteFile(kc, fmt.Appendf(nil, `apiVersion: v1
-kind: Config
-clusters: [{name: test, cluster: {server: %s, certificate-authority: %s}}]
-users: [{name: ci, user: {token: %s}}]
-contexts: [{name: ci, context: {cluster: test, user: ci}}]
-current-context: ci
-`, a.cluster.Server, a.cluster.File("ca.crt"), token), 0o600); err != nil {
-		t.Fatal(err)
-	}
+	kc := a.limitedKubeconfig(t, "ci", "get", "list")
 	for _, tc := range []struct {
 		args []string
 		want []string

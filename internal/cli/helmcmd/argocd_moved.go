@@ -89,17 +89,9 @@ func runMoved(ctx context.Context, o *refreshOptions, args []string, stdout, std
 	}
 	ctx, cancel := context.WithTimeout(ctx, o.timeout)
 	defer cancel()
-	client, err := o.client()
+	client, list, where, err := o.applications(ctx)
 	if err != nil {
 		return err
-	}
-	where := "in any namespace"
-	if o.namespace != "" {
-		where = "in the namespace " + o.namespace
-	}
-	list, err := listApplications(ctx, client, o.namespace, o.selector)
-	if err != nil {
-		return fmt.Errorf("listing Argo CD Applications %s: %w", where, err)
 	}
 	apps, skipped := pluginApplications(list, o.plugin)
 	for _, s := range skipped {

@@ -120,17 +120,9 @@ func runArgocdRefresh(ctx context.Context, args []string, stdout, stderr io.Writ
 	ctx, cancel := context.WithTimeout(ctx, o.timeout)
 	defer cancel()
 
-	client, err := o.client()
+	client, apps, where, err := o.applications(ctx)
 	if err != nil {
 		return err
-	}
-	where := "in any namespace"
-	if o.namespace != "" {
-		where = "in the namespace " + o.namespace
-	}
-	apps, err := listApplications(ctx, client, o.namespace, o.selector)
-	if err != nil {
-		return fmt.Errorf("listing Argo CD Applications %s: %w", where, err)
 	}
 	matches := matchApplications(apps, pushed)
 	if len(matches) == 0 {
@@ -154,6 +146,24 @@ func runArgocdRefresh(ctx context.Context, args []string, stdout, stderr io.Writ
 		return joinLines(errs)
 	}
 	return nil
+}
+
+// applications connects to the cluster and lists the Applications that
+// --namespace and --selector choose; where says which, in words ("in the
+// namespace argocd"), for messages.
+func (o *refreshOptions) applications(ctx context.Context) (client dynamic.Interface, apps []unstructured.Unstructured, where string, err error) {
+	c, err := o.client()
+	if err != nil {
+		return nil, nil, "", err
+	}
+	where = "in any namespace"
+	if o.namespace != "" {
+		where = "in the namespace " + o.namespace
+	}
+	if apps, err = listApplications(ctx, c, o.namespace, o.selector); err != nil {
+		return nil, nil, "", fmt.Errorf("listing Argo CD Applications %s: %w", where, err)
+	}
+	return c, apps, where, nil
 }
 
 // listPage is how many Applications one list request asks for: a
