@@ -460,7 +460,7 @@ func TestGitHubAction(t *testing.T) {
 		},
 		{
 			desc: "bad mode", vars: with("mode", "verify"), fail: true,
-			output: []string{"DIGESTPIN_CI_MODE=verify: want update, check or refresh"},
+			output: []string{"DIGESTPIN_CI_MODE=verify: want update, check, refresh or refresh-moved"},
 		},
 		// The refresh itself runs under a running Argo CD in e2e/argocd;
 		// here: the inputs reach digestpin argocd refresh, and no chart is
@@ -472,6 +472,17 @@ func TestGitHubAction(t *testing.T) {
 		{
 			desc: "refresh without a cluster", vars: map[string]string{"mode": "refresh", "images": reg.Ref("shop/web:1.4") + ", " + reg.Ref("shop/db:16"), "argocd-namespace": "argocd", "releases-url": base + "/v" + version}, fail: true,
 			output: []string{"digestpin: error: reading the kubeconfig: invalid configuration: no configuration has been provided"}, absent: []string{"digestpin-lock:"},
+		},
+		// Mode refresh-moved: the inputs reach digestpin argocd refresh
+		// --moved (its pinning settings from the job's DIGESTPIN_*
+		// variables: a bad one fails before any cluster is asked).
+		{
+			desc: "refresh-moved without a cluster", vars: map[string]string{"mode": "refresh-moved", "argocd-namespace": "argocd", "argocd-selector": "team=shop", "releases-url": base + "/v" + version}, fail: true,
+			output: []string{"digestpin: error: reading the kubeconfig: invalid configuration: no configuration has been provided"}, absent: []string{"digestpin-lock:", "name no IMAGE"},
+		},
+		{
+			desc: "refresh-moved with images", vars: map[string]string{"mode": "refresh-moved", "images": reg.Ref("shop/web:1.4"), "releases-url": base + "/v" + version}, fail: true,
+			output: []string{"digestpin-ci: DIGESTPIN_CI_MODE=refresh-moved finds what moved itself: DIGESTPIN_CI_IMAGES (the action's images input) is for mode refresh"},
 		},
 		{
 			desc: "refresh of a bad image", vars: map[string]string{"mode": "refresh", "images": "-bad", "releases-url": base + "/v" + version}, fail: true,

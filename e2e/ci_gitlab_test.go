@@ -166,6 +166,20 @@ func TestGitLabTemplate(t *testing.T) {
 			}, fail: true,
 			output: []string{"digestpin: error: reading the kubeconfig: invalid configuration: no configuration has been provided"}, absent: []string{"digestpin-lock:"},
 		},
+		{
+			desc: "refresh-moved without a cluster", vars: map[string]string{
+				"DIGESTPIN_CI_MODE": "refresh-moved", "DIGESTPIN_CI_ARGOCD_SELECTOR": "team=shop",
+				"DIGESTPIN_CI_RELEASES_URL": base + "/v" + version, "DIGESTPIN_CI_TOOLS": tools,
+			}, fail: true,
+			output: []string{"digestpin: error: reading the kubeconfig: invalid configuration: no configuration has been provided"}, absent: []string{"digestpin-lock:"},
+		},
+		{
+			desc: "refresh-moved with a bad cache", vars: map[string]string{
+				"DIGESTPIN_CI_MODE": "refresh-moved", "DIGESTPIN_CACHE": "memcached://cache:11211",
+				"DIGESTPIN_CI_RELEASES_URL": base + "/v" + version, "DIGESTPIN_CI_TOOLS": tools,
+			}, fail: true,
+			output: []string{"digestpin: error: DIGESTPIN_CACHE: "}, absent: []string{"kubeconfig"},
+		},
 	}, func(vars map[string]string) (string, error) {
 		return runGitLabJob(t, job, r.dir, path, vars)
 	})

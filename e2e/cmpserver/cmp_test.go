@@ -499,6 +499,11 @@ func TestParameters(t *testing.T) {
 	startServer(t)
 	reg := testregistry.New(t)
 	pushShop(t, reg)
+	// The tag Argo CD Image Updater hands over (set-from-env).
+	handed := map[string]v1.Hash{}
+	for _, im := range []string{"shop/web:1.5", "shop/migrate:1.5"} {
+		handed[im] = pushFixed(t, reg, im, "1")
+	}
 	want := announced(t)
 
 	// The UI's announcement.
@@ -549,6 +554,7 @@ func TestParameters(t *testing.T) {
 	for _, tc := range []struct {
 		name   string // the parameter; "" for none
 		params []v1alpha1.ApplicationSourcePluginParameter
+		env    []string // plugin env entries, NAME=value, beside VALUES_FILES
 		files  []string // files of testdata/params to add to web/ beside the probe
 		check  func(t *testing.T, objs []*unstructured.Unstructured)
 	}{
@@ -632,6 +638,32 @@ func TestParameters(t *testing.T) {
 			},
 		},
 		{
+			// Argo CD Image Updater (v1.3, manifestTargets.plugin with
+			// name and tag) writes the image's repository and tag into
+			// spec.source.plugin.env; the Application maps the tag's
+			// entry to the chart's key. That tag is rendered, over the
+			// Application's own set, and pinned to its digest.
+			name: "set-from-env",
+			params: []v1alpha1.ApplicationSourcePluginParameter{
+				withMap("set", map[string]string{"image.tag": "1.4"}),
+				withMap("set-from-env", map[string]string{"image.tag": "WEB_IMAGE_TAG", "probe.set": "NOT_WRITTEN"}),
+			},
+			env: []string{"WEB_IMAGE_NAME=" + reg.Ref("shop/web"), "WEB_IMAGE_TAG=1.5"},
+			check: func(t *testing.T, objs []*unstructured.Unstructured) {
+				pinned := func(im string) string { return reg.Ref(im) + "@" + handed[im].String() }
+				got := images(objs)
+				if want := []string{pinned("shop/web:1.5")}; !cmp.Equal(got["CronJob/shop-report"], want) {
+					t.Errorf("CronJob/shop-report runs %v, want %v", got["CronJob/shop-report"], want)
+				}
+				if web := got["Deployment/shop-web"]; len(web) < 2 || web[0] != pinned("shop/migrate:1.5") || web[1] != pinned("shop/web:1.5") {
+					t.Errorf("Deployment/shop-web runs %v, want %s and %s first", web, pinned("shop/migrate:1.5"), pinned("shop/web:1.5"))
+				}
+				if got := probe(t, objs, "shop-probe")["set"]; got != "" {
+					t.Errorf("probe.set = %q from an env entry not written, want the chart's empty value", got)
+				}
+			},
+		},
+		{
 			name: "ignore-missing-value-files",
 			params: []v1alpha1.ApplicationSourcePluginParameter{
 				withArray("values-files", "missing.yaml"), withString("ignore-missing-value-files", "true"),
@@ -706,7 +738,7 @@ func TestParameters(t *testing.T) {
 					t.Fatal(err)
 				}
 			}
-			app := shopApp(t, "VALUES_FILES=values-e2e.yaml")
+			app := shopApp(t, append([]string{"VALUES_FILES=values-e2e.yaml"}, tc.env...)...)
 			app.plugin.Parameters = tc.params
 			if slices.Contains(tc.files, "values.schema.json") {
 				// The schema fails the chart without the parameter.

@@ -103,3 +103,44 @@ func TestArgoCDInstallDryRun(t *testing.T) {
 		})
 	}
 }
+
+// TestArgoCDRefreshCronJobDryRun sends every object of
+// scripts/argocd/refresh-cronjob.yaml (the service account, its Role and
+// RoleBinding, the NetworkPolicy to Argo CD's Redis, the CronJob) to the
+// real API server as a server-side dry run into the namespace argocd: it
+// accepts each, and keeps the CronJob's schedule policy as sent.
+// e2e/argocd_refresh_cronjob_test.go checks the rest of them, and that
+// argocd-values.yaml's extraObjects are the same objects.
+func TestArgoCDRefreshCronJobDryRun(t *testing.T) {
+	c := controlPlane(t)
+	b, err := os.ReadFile(filepath.Join(repoRoot(t), "scripts", "argocd", "refresh-cronjob.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	kinds := 0
+	for _, d := range splitDocs(t, b) {
+		var m map[string]any
+		if err := yaml.Unmarshal([]byte(d), &m); err != nil {
+			t.Fatalf("parsing refresh-cronjob.yaml: %v", err)
+		}
+		if m == nil {
+			continue
+		}
+		kinds++
+		out, why := c.dryRun(t, m, "argocd")
+		if why != "" {
+			t.Errorf("the API server refuses the %s of refresh-cronjob.yaml: %s", m["kind"], why)
+			continue
+		}
+		if m["kind"] != "CronJob" {
+			continue
+		}
+		spec, _ := out["spec"].(map[string]any)
+		if spec["concurrencyPolicy"] != "Forbid" || spec["startingDeadlineSeconds"] == nil {
+			t.Errorf("the stored CronJob has concurrencyPolicy %v, startingDeadlineSeconds %v", spec["concurrencyPolicy"], spec["startingDeadlineSeconds"])
+		}
+	}
+	if kinds != 5 {
+		t.Errorf("refresh-cronjob.yaml holds %d objects, want 5", kinds)
+	}
+}

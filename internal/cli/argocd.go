@@ -32,6 +32,7 @@ var argocdParameters = map[string]string{
 	"set":                        paramMap,
 	"set-string":                 paramMap,
 	"set-file":                   paramMap,
+	"set-from-env":               paramMap,
 	"ignore-missing-value-files": paramString,
 	"skip-crds":                  paramString,
 	"skip-tests":                 paramString,

@@ -296,8 +296,11 @@ type helmSettings struct {
 	inline                    *string
 	sets                      []string // --set=K=V and --set-string=K=V words
 	setFiles                  [][2]string
-	ignoreMissing, skipCRDs   bool
-	skipTests, skipSchema     bool
+	// fromEnv are the set-from-env entries: a Helm key and the name of
+	// the Application's plugin env entry whose value it takes.
+	fromEnv                 [][2]string
+	ignoreMissing, skipCRDs bool
+	skipTests, skipSchema   bool
 }
 
 // prepare decides what the generation runs: it reads the Application's
@@ -408,6 +411,13 @@ func (h *helmSettings) set(p argocdValue) error {
 		if err = setKey(p.Name, p.Key); err == nil {
 			h.setFiles = append(h.setFiles, [2]string{p.Key, p.Value})
 		}
+	case "set-from-env":
+		if err = setKey(p.Name, p.Key); err == nil {
+			err = envEntryName(p.Key, p.Value)
+		}
+		if err == nil {
+			h.fromEnv = append(h.fromEnv, [2]string{p.Key, p.Value})
+		}
 	case "ignore-missing-value-files":
 		h.ignoreMissing, err = cmpBool(p.Name, p.Value)
 	case "skip-crds":
@@ -425,6 +435,36 @@ func (h *helmSettings) set(p argocdValue) error {
 		err = fmt.Errorf("parameter %s: not handled by digestpin argocd generate", p.Name)
 	}
 	return err
+}
+
+// pluginEnvName is the name of an entry of spec.source.plugin.env that
+// set-from-env may read: a variable name, which Argo CD gives the plugin
+// as ARGOCD_ENV_NAME.
+var pluginEnvName = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
+
+// envEntryName checks the env entry name that set-from-env maps key to.
+func envEntryName(key, name string) error {
+	if !pluginEnvName.MatchString(name) {
+		return fmt.Errorf("set-from-env %s: \"%s\" is not the name of a plugin env entry (letters, digits and _, not first a digit)", key, name)
+	}
+	return nil
+}
+
+// fromEnvSets returns the --set-string words of the set-from-env entries
+// whose plugin env entry is set and not empty, in key order: the tag (or
+// image) that Argo CD Image Updater wrote into spec.source.plugin.env
+// (manifestTargets.plugin; the env-var names are the ImageUpdater's
+// choice), read as the Application's own value. Only ARGOCD_ENV_ names
+// are read: an Application reaches no variable of the sidecar's this way.
+// An entry not written yet is left out, so the chart's values apply.
+func (g *cmpGenerate) fromEnvSets(h *helmSettings) []string {
+	var out []string
+	for _, kv := range h.fromEnv {
+		if v := g.env("ARGOCD_ENV_" + kv[1]); v != "" {
+			out = append(out, "--set-string="+kv[0]+"="+setValue(v))
+		}
+	}
+	return out
 }
 
 // cmpBool reads the value of a true/false parameter or option.
@@ -530,6 +570,9 @@ func (g *cmpGenerate) helmArgs(repo *cmpRepo, h *helmSettings, r *cmpRender) ([]
 		args = append(args, "--values="+p)
 	}
 	args = append(args, h.sets...)
+	// After set and set-string: a tag handed over in the env wins over
+	// the Application's own default for the key.
+	args = append(args, g.fromEnvSets(h)...)
 	for _, kv := range h.setFiles {
 		what := "set-file " + kv[0]
 		_, abs, err := repo.file(what, kv[1])

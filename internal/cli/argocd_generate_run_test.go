@@ -252,7 +252,7 @@ func TestArgocdGenerateGate(t *testing.T) {
 			desc:   "an unknown parameter",
 			env:    map[string]string{argocdParametersEnv: `[{"name":"post-renderer","string":"/bin/sh"}]`},
 			status: 1,
-			want:   `digestpin: error: plugin parameter "post-renderer": unknown; the digestpin plugin takes api-versions, ignore-missing-value-files, kube-version, namespace, release-name, set, set-file, set-string, skip-crds, skip-schema-validation, skip-tests, values, values-files`,
+			want:   `digestpin: error: plugin parameter "post-renderer": unknown; the digestpin plugin takes api-versions, ignore-missing-value-files, kube-version, namespace, release-name, set, set-file, set-from-env, set-string, skip-crds, skip-schema-validation, skip-tests, values, values-files`,
 		},
 		{
 			desc:   "a NUL in a parameter",

@@ -284,6 +284,52 @@ func TestArgocdGeneratePlan(t *testing.T) {
 			},
 		},
 		{
+			// Argo CD Image Updater v1.3 with manifestTargets.plugin
+			// {name: WEB_IMAGE_NAME, tag: WEB_IMAGE_TAG} writes the
+			// image's repository and tag as entries of the Application's
+			// spec.source.plugin.env (SetPluginImage in
+			// argoproj-labs/argocd-image-updater pkg/argocd/argocd.go;
+			// docs/configuration/images.md, "Specifying plugin
+			// environment variable names"), which Argo CD passes with
+			// its ARGOCD_ENV_ prefix. The tag wins over the
+			// Application's own set of the key; an entry not written yet
+			// leaves the chart's value.
+			desc:  "tags handed over by Image Updater",
+			files: chart,
+			env: map[string]string{
+				"ARGOCD_ENV_WEB_IMAGE_NAME": "registry.example/shop/web",
+				"ARGOCD_ENV_WEB_IMAGE_TAG":  "1.4.2",
+				"ARGOCD_ENV_WORKER_IMAGE":   "registry.example/shop/worker:2.0,rc",
+				"ARGOCD_ENV_EMPTY":          "",
+			},
+			params: `[{"name":"set","map":{"image.tag":"staging"}},` +
+				`{"name":"set-from-env","map":{"image.repository":"WEB_IMAGE_NAME","image.tag":"WEB_IMAGE_TAG",` +
+				`"worker.image":"WORKER_IMAGE","sidecar.tag":"NOT_WRITTEN_YET","other.tag":"EMPTY"}}]`,
+			wantArgs: helmArgs(
+				"--set=image.tag=staging",
+				"--set-string=image.repository=registry.example/shop/web", "--set-string=image.tag=1.4.2",
+				`--set-string=worker.image=registry.example/shop/worker:2.0\,rc`,
+				"--include-crds", "--", "shop", "."),
+		},
+		{
+			// The digest strategy writes TAG@DIGEST (GetTagWithDigest):
+			// the chart's image is then pinned already.
+			desc:     "a tag with its digest handed over",
+			files:    chart,
+			env:      map[string]string{"ARGOCD_ENV_WEB_IMAGE_TAG": "latest@sha256:" + strings.Repeat("ab", 32)},
+			params:   `[{"name":"set-from-env","map":{"image.tag":"WEB_IMAGE_TAG"}}]`,
+			wantArgs: helmArgs("--set-string=image.tag=latest@sha256:"+strings.Repeat("ab", 32), "--include-crds", "--", "shop", "."),
+		},
+		{
+			// Only ARGOCD_ENV_ names are read: the sidecar's own
+			// variables (its Redis password) never reach a value.
+			desc:     "the sidecar's variables are not read",
+			files:    chart,
+			env:      map[string]string{"REDIS_PASSWORD": "secret", "DIGESTPIN_SEED_FILE": "SEEDS/seed"},
+			params:   `[{"name":"set-from-env","map":{"a":"REDIS_PASSWORD","b":"DIGESTPIN_SEED_FILE"}}]`,
+			wantArgs: helmArgs("--include-crds", "--", "shop", "."),
+		},
+		{
 			desc:     "a lock file, not frozen",
 			files:    chart,
 			env:      map[string]string{"ARGOCD_ENV_DIGESTPIN_LOCK": "digests.lock", "ARGOCD_ENV_DIGESTPIN_FROZEN": "false"},
@@ -503,6 +549,10 @@ func TestArgocdGenerateRefusals(t *testing.T) {
 		{desc: "an empty boolean", files: chart, params: `[{"name":"ignore-missing-value-files","string":""}]`, want: "ignore-missing-value-files=: want true or false"},
 		{desc: "a comma in a set key", files: chart, params: `[{"name":"set","map":{"a,b":"1"}}]`, want: `set key "a,b": a comma or = in the key (Helm would read another assignment)`},
 		{desc: "an = in a set-string key", files: chart, params: `[{"name":"set-string","map":{"a=b":"1"}}]`, want: `set-string key "a=b": a comma or = in the key (Helm would read another assignment)`},
+		{desc: "a comma in a set-from-env key", files: chart, params: `[{"name":"set-from-env","map":{"a,b":"TAG"}}]`, want: `set-from-env key "a,b": a comma or = in the key (Helm would read another assignment)`},
+		{desc: "a set-from-env entry that is no name", files: chart, params: `[{"name":"set-from-env","map":{"image.tag":"ARGOCD_ENV_TAG=x"}}]`, want: `set-from-env image.tag: "ARGOCD_ENV_TAG=x" is not the name of a plugin env entry (letters, digits and _, not first a digit)`},
+		{desc: "an empty set-from-env entry", files: chart, params: `[{"name":"set-from-env","map":{"image.tag":""}}]`, want: `set-from-env image.tag: "" is not the name of a plugin env entry (letters, digits and _, not first a digit)`},
+		{desc: "set-from-env on a kustomization", files: kustomization, params: `[{"name":"set-from-env","map":{"image.tag":"TAG"}}]`, want: "parameter set-from-env: only for a Helm chart, and web is a kustomization (no Chart.yaml)"},
 		{desc: "another file in a set-file key", files: chart, params: `[{"name":"set-file","map":{"a=/etc/passwd,b":"motd.txt"}}]`, want: `set-file key "a=/etc/passwd,b": a comma or = in the key (Helm would read another assignment)`},
 
 		// The seed is the sidecar's.

@@ -42,7 +42,7 @@ func TestReadArgocdParameters(t *testing.T) {
 		{
 			desc:    "an unknown parameter",
 			env:     `[{"name":"valueFiles","array":["a.yaml"]}]`,
-			wantErr: `plugin parameter "valueFiles": unknown; the digestpin plugin takes api-versions, ignore-missing-value-files, kube-version, namespace, release-name, set, set-file, set-string, skip-crds, skip-schema-validation, skip-tests, values, values-files`,
+			wantErr: `plugin parameter "valueFiles": unknown; the digestpin plugin takes api-versions, ignore-missing-value-files, kube-version, namespace, release-name, set, set-file, set-from-env, set-string, skip-crds, skip-schema-validation, skip-tests, values, values-files`,
 		},
 		{
 			desc:    "a seed file",

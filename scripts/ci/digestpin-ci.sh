@@ -15,12 +15,22 @@
 #                              ask Argo CD for a hard refresh of exactly the
 #                              Applications that run them (digestpin argocd
 #                              refresh, with the job's KUBECONFIG); no chart,
-#                              no lock file, none of the settings below
+#                              no lock file, none of the settings below;
+#                              refresh-moved: on a schedule, refresh the
+#                              Applications that render through the plugin
+#                              and run a tag the registry has moved past
+#                              (digestpin argocd refresh --moved: each tag
+#                              resolved once, with the job's DIGESTPIN_*
+#                              settings: DIGESTPIN_CACHE, mirrors, ...;
+#                              the registry credentials of DOCKER_CONFIG)
 #   DIGESTPIN_CI_IMAGES        refresh: the pushed images, REPOSITORY:TAG,
 #                              separated by spaces, commas or newlines
 #   DIGESTPIN_CI_ARGOCD_NAMESPACE
-#                              refresh: only the Applications of this
-#                              namespace (default every namespace)
+#                              refresh, refresh-moved: only the Applications
+#                              of this namespace (default every namespace)
+#   DIGESTPIN_CI_ARGOCD_SELECTOR
+#                              refresh, refresh-moved: only the Applications
+#                              whose labels match this selector (kubectl -l)
 #   DIGESTPIN_CI_RELEASE       release name (default: the chart folder's name)
 #   DIGESTPIN_CI_NAMESPACE     --namespace
 #   DIGESTPIN_CI_VALUES        values files, separated by newlines or commas
@@ -73,6 +83,29 @@ trim() {
 	printf '%s' "${v%"${v##*[![:space:]]}"}"
 }
 
+# refreshArgs prints the flags of digestpin argocd refresh that the
+# DIGESTPIN_CI_ARGOCD_* variables set, one per line.
+refreshArgs() {
+	if [[ -n "${DIGESTPIN_CI_ARGOCD_NAMESPACE:-}" ]]; then
+		printf '%s\n' "--namespace=$DIGESTPIN_CI_ARGOCD_NAMESPACE"
+	fi
+	if [[ -n "${DIGESTPIN_CI_ARGOCD_SELECTOR:-}" ]]; then
+		printf '%s\n' "--selector=$DIGESTPIN_CI_ARGOCD_SELECTOR"
+	fi
+}
+
+if [[ ${DIGESTPIN_CI_MODE:-update} == refresh-moved ]]; then
+	if [[ -n "$(trim "${DIGESTPIN_CI_IMAGES:-}")" ]]; then
+		echo "digestpin-ci: DIGESTPIN_CI_MODE=refresh-moved finds what moved itself: DIGESTPIN_CI_IMAGES (the action's images input) is for mode refresh" >&2
+		exit 2
+	fi
+	refresh=(argocd refresh --moved)
+	while IFS= read -r a; do
+		refresh+=("$a")
+	done < <(refreshArgs)
+	exec "${DIGESTPIN:-digestpin}" "${refresh[@]}"
+fi
+
 if [[ ${DIGESTPIN_CI_MODE:-update} == refresh ]]; then
 	images=()
 	while IFS= read -r i; do
@@ -86,9 +119,9 @@ if [[ ${DIGESTPIN_CI_MODE:-update} == refresh ]]; then
 		exit 2
 	}
 	refresh=(argocd refresh)
-	if [[ -n "${DIGESTPIN_CI_ARGOCD_NAMESPACE:-}" ]]; then
-		refresh+=("--namespace=$DIGESTPIN_CI_ARGOCD_NAMESPACE")
-	fi
+	while IFS= read -r a; do
+		refresh+=("$a")
+	done < <(refreshArgs)
 	# -- first: no image is taken for a flag.
 	exec "${DIGESTPIN:-digestpin}" "${refresh[@]}" -- "${images[@]}"
 fi
@@ -109,7 +142,7 @@ update)
 	;;
 check) args+=(--check) ;;
 *)
-	echo "digestpin-ci: DIGESTPIN_CI_MODE=${DIGESTPIN_CI_MODE}: want update, check or refresh" >&2
+	echo "digestpin-ci: DIGESTPIN_CI_MODE=${DIGESTPIN_CI_MODE}: want update, check, refresh or refresh-moved" >&2
 	exit 2
 	;;
 esac
