@@ -505,16 +505,6 @@ func plural(n int, one, many string) string {
 	return fmt.Sprintf("%d %s", n, many)
 }
 
-// seenFirst returns the references seen for the first time, by waitKey.
-func (l *minAgeLayer) seenFirst() map[string]string {
-	if l == nil {
-		return nil
-	}
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.first
-}
-
 // policyOf returns the tag policy of ref's repository as the lock file
 // writes it, or "".
 func (c *chain) policyOf(ref name.Reference) string {

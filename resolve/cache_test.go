@@ -399,4 +399,3 @@ func TestDefaultCacheDir(t *testing.T) {
 		t.Errorf("DefaultCacheDir() = %q, %v; want %q", got, err, want)
 	}
 }
-

@@ -110,7 +110,16 @@ Commands: [digestpin](#digestpin) Â· [digestpin template](#digestpin-template) Â
 		pinningFlags(&b, fs, pinFS)
 	}
 	var ro refreshOptions
-	section(&b, "digestpin argocd refresh", "`digestpin argocd refresh [flags] IMAGE...`: asks Argo CD for a hard refresh of the Applications that run IMAGE ([docs/argocd.md](argocd.md#refreshing-exactly-the-applications-that-run-a-pushed-image)). Its flags are not read from the environment.", ro.flags(), false)
+	all := ro.flags()
+	own := pflag.NewFlagSet("refresh", pflag.ContinueOnError)
+	own.SortFlags = false
+	all.VisitAll(func(f *pflag.Flag) {
+		if ro.pinFS.Lookup(f.Name) == nil {
+			own.AddFlag(f)
+		}
+	})
+	section(&b, "digestpin argocd refresh", "`digestpin argocd refresh [flags] IMAGE...` or `digestpin argocd refresh --moved [flags]`: asks Argo CD for a hard refresh of the Applications that run IMAGE ([docs/argocd.md](argocd.md#refreshing-exactly-the-applications-that-run-a-pushed-image)), or of those whose running digests their registry has moved past. Its own flags are not read from the environment; the pinning flags, which only `--moved` takes, are.", own, false)
+	pinningFlags(&b, fs, ro.pinFS)
 
 	b.WriteString("\n## digestpin seed\n\n`digestpin seed > FILE` or `digestpin seed FILE`: writes a new secret seed (32 random bytes, mode 0600) for `--seed-file`. No flags.\n")
 	fmt.Fprintf(&b, "\n## digestpin completion\n\n`digestpin completion %s`: prints a shell completion script that completes the commands, the help topics, every command's flags and their values (`--mode`, `--on-error`, paths for the file and folder flags) by asking digestpin itself: `source <(digestpin completion bash)` (with the bash-completion package), `digestpin completion zsh > \"${fpath[1]}/_digestpin\"`, or `digestpin completion fish | source`.\n", strings.Join(cli.Shells(), "|"))
