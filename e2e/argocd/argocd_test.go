@@ -52,6 +52,7 @@ func TestArgoCD(t *testing.T) {
 	t.Run("MissingImage", func(t *testing.T) { testMissingImage(t, a) })
 	t.Run("RefreshCommand", func(t *testing.T) { testRefreshCommand(t, a) })
 	t.Run("RefreshMoved", func(t *testing.T) { testRefreshMoved(t, a) })
+	t.Run("ImageUpdaterHandOff", func(t *testing.T) { testImageUpdaterHandOff(t, a) })
 }
 
 // testMutableTag: a tag pushed again rolls, after a hard refresh and a

@@ -185,3 +185,40 @@ func testRefreshMoved(t *testing.T, a *argoCD) {
 	}
 	t.Logf("figure: --moved, token without patch: %s", first)
 }
+
+// testImageUpdaterHandOff: a tag that Argo CD Image Updater writes into
+// the Application's plugin environment (write-back method argocd, a
+// manifestTargets.plugin tag entry) reaches the chart through the
+// plugin's set-from-env parameter and is pinned to its digest; when
+// Image Updater writes the next tag, that tag's digest is pinned.
+func testImageUpdaterHandOff(t *testing.T, a *argoCD) {
+	reg := testregistry.New(t)
+	reg.PushImage(t, "web:dev")
+	v2 := reg.PushImage(t, "web:v2").String()
+	v3 := reg.PushImage(t, "web:v3").String()
+	repo := a.git.repo(t, "image-updater")
+	files := map[string]string{}
+	for p, content := range chartFiles(t, "single", "iu", reg.Host()) {
+		files[p] = strings.Replace(content, "image: app", "image: web", 1)
+	}
+	a.git.commit(t, repo, "one app", files)
+	const name = "iu-web"
+	a.create(t, app{name: name, ns: name, repo: repo, path: "iu", env: []string{"WEB_IMAGE_TAG=v2"},
+		params: []map[string]any{{"name": "set-from-env", "map": map[string]any{"tag": "WEB_IMAGE_TAG"}}}})
+	a.reconciled(t, name)
+	a.sync(t, name)
+	want := reg.Ref("web:v2") + "@" + v2
+	a.waitApp(t, name, "web:v2 pinned in status.summary", func(ap application) bool {
+		return slices.Contains(ap.Status.Summary.Images, want)
+	})
+	// Image Updater writes the next tag into the same env entry.
+	a.kubectl(t, nil, "-n", argocdNamespace, "patch", "application", name, "--type=json",
+		"-p", `[{"op":"replace","path":"/spec/source/plugin/env/0/value","value":"v3"}]`)
+	a.waitApp(t, name, "OutOfSync for web:v3", func(ap application) bool { return syncStatus(ap) == "OutOfSync" })
+	a.sync(t, name)
+	want = reg.Ref("web:v3") + "@" + v3
+	ap := a.waitApp(t, name, "web:v3 pinned in status.summary", func(ap application) bool {
+		return slices.Contains(ap.Status.Summary.Images, want)
+	})
+	t.Logf("figure: Image Updater hand-off: status.summary.images %q", ap.Status.Summary.Images)
+}
