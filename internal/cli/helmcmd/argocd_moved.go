@@ -93,9 +93,12 @@ func runMoved(ctx context.Context, o *refreshOptions, args []string, stdout, std
 	if err != nil {
 		return err
 	}
-	apps, skipped := pluginApplications(list, o.plugin)
-	for _, s := range skipped {
+	apps, locked, odd := pluginApplications(list, o.plugin)
+	for _, s := range locked {
 		log.Debugf("%s", s)
+	}
+	for _, s := range odd {
+		log.Warnf("%s; the Application's other images are checked", s)
 	}
 	stream, tags := movedStream(apps)
 	if len(tags) == 0 {
@@ -215,11 +218,10 @@ func describeMoves(moved []movedImage) string {
 // pluginApplications returns the Applications that render through the
 // plugin named plugin (spec.source.plugin.name, or that of one of
 // spec.sources), sorted by namespace and name, with their live images
-// pinned by tag and digest; and a line for each one left out for a
-// reason worth a word at -v: a lock file decides its digests (a new
-// commit rolls it, not a registry), or an image of its status that does
-// not parse.
-func pluginApplications(list []unstructured.Unstructured, plugin string) (apps []pluginApp, skipped []string) {
+// pinned by tag and digest; a line for each one left to its lock file
+// (a new commit rolls it, not a registry), for -v; and a line for each
+// image of a status that does not parse, a warning.
+func pluginApplications(list []unstructured.Unstructured, plugin string) (apps []pluginApp, locked, odd []string) {
 	for _, a := range list {
 		sources := []map[string]any{}
 		if s, ok, _ := unstructured.NestedMap(a.Object, "spec", "source"); ok {
@@ -232,7 +234,7 @@ func pluginApplications(list []unstructured.Unstructured, plugin string) (apps [
 				}
 			}
 		}
-		ours, locked := false, false
+		ours, lockFile := false, false
 		for _, s := range sources {
 			name, _, _ := unstructured.NestedString(s, "plugin", "name")
 			if name != plugin {
@@ -242,7 +244,7 @@ func pluginApplications(list []unstructured.Unstructured, plugin string) (apps [
 			env, _, _ := unstructured.NestedSlice(s, "plugin", "env")
 			for _, e := range env {
 				if m, ok := e.(map[string]any); ok && m["name"] == "DIGESTPIN_LOCK" && m["value"] != "" {
-					locked = true
+					lockFile = true
 				}
 			}
 		}
@@ -250,8 +252,8 @@ func pluginApplications(list []unstructured.Unstructured, plugin string) (apps [
 		switch {
 		case !ours:
 			continue
-		case locked:
-			skipped = append(skipped, fmt.Sprintf("%s: its lock file (DIGESTPIN_LOCK) decides its digests: a commit rolls it, not a registry", id))
+		case lockFile:
+			locked = append(locked, fmt.Sprintf("%s: its lock file (DIGESTPIN_LOCK) decides its digests: a commit rolls it, not a registry", id))
 			continue
 		}
 		field, _, _ := unstructured.NestedFieldNoCopy(a.Object, "status", "summary", "images")
@@ -260,12 +262,12 @@ func pluginApplications(list []unstructured.Unstructured, plugin string) (apps [
 		for _, v := range listed {
 			s, ok := v.(string)
 			if !ok {
-				skipped = append(skipped, fmt.Sprintf("%s: an image of status.summary.images is no string: %s", id, oneLineJSON(v)))
+				odd = append(odd, fmt.Sprintf("%s: an image of status.summary.images is no string: %s", id, oneLineJSON(v)))
 				continue
 			}
 			n, err := imageref.Parse(s)
 			if err != nil {
-				skipped = append(skipped, fmt.Sprintf("%s: image %q of status.summary.images: %v", id, s, err))
+				odd = append(odd, fmt.Sprintf("%s: image %q of status.summary.images: %v", id, s, err))
 				continue
 			}
 			// Pinned by tag and digest, as digestpin pins: a tag alone
@@ -282,7 +284,7 @@ func pluginApplications(list []unstructured.Unstructured, plugin string) (apps [
 	slices.SortFunc(apps, func(a, b pluginApp) int {
 		return strings.Compare(a.namespace+"/"+a.name, b.namespace+"/"+b.name)
 	})
-	return apps, skipped
+	return apps, locked, odd
 }
 
 // oneLineJSON is v as JSON, at most 80 bytes, for a message.

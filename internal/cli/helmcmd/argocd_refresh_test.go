@@ -175,7 +175,7 @@ func TestPluginApplications(t *testing.T) {
 		map[string]any{"repoURL": "https://charts.example", "chart": "x"},
 		map[string]any{"plugin": map[string]any{"name": "digestpin"}},
 	}}
-	apps, skipped := pluginApplications([]unstructured.Unstructured{
+	apps, locked, odd := pluginApplications([]unstructured.Unstructured{
 		pluginApplication("argocd", "shop", "digestpin", nil, web, "registry.example/shop/db:16", "registry.example/shop/x@"+refreshDigest, "nginx:1.27@"+refreshDigest),
 		pluginApplication("argocd", "locked", "digestpin", []string{"DIGESTPIN_LOCK=digests.lock"}, web),
 		pluginApplication("argocd", "other-plugin", "kustomize-plus", nil, web),
@@ -200,8 +200,11 @@ func TestPluginApplications(t *testing.T) {
 	if !slices.Equal(got, want) {
 		t.Errorf("apps = %q, want %q", got, want)
 	}
+	if want := []string{"argocd/locked: its lock file (DIGESTPIN_LOCK) decides its digests: a commit rolls it, not a registry"}; !slices.Equal(locked, want) {
+		t.Errorf("locked = %q, want %q", locked, want)
+	}
+	skipped := odd
 	wantSkipped := []string{
-		"argocd/locked: its lock file (DIGESTPIN_LOCK) decides its digests: a commit rolls it, not a registry",
 		"argocd/odd: an image of status.summary.images is no string: 7",
 		`argocd/odd: image "Not An Image" of status.summary.images: invalid reference format`,
 	}
@@ -231,7 +234,7 @@ func TestMovedKeepsHistory(t *testing.T) {
 	t.Parallel()
 	old, cur := "sha256:"+strings.Repeat("a", 64), "sha256:"+strings.Repeat("b", 64)
 	web := "registry.example/shop/web:dev"
-	apps, _ := pluginApplications([]unstructured.Unstructured{
+	apps, _, _ := pluginApplications([]unstructured.Unstructured{
 		pluginApplication("argocd", "rolled", "digestpin", nil, web+"@"+old, web+"@"+cur),
 		pluginApplication("argocd", "behind", "digestpin", nil, web+"@"+old, web+"@sha256:"+strings.Repeat("c", 64)),
 	}, "digestpin")
