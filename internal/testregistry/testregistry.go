@@ -42,8 +42,11 @@ type Registry struct {
 	counts   map[string]int // "METHOD /v2/<kind>" → requests
 	total    int
 	handlers []Handler
+	fault    Handler // SetFault's, or nil
 
-	inner http.Handler // the registry behind the handlers
+	inner    http.Handler    // the registry behind the handlers
+	listener *switchListener // the server's, which Stop and Start switch
+	closed   chan struct{}   // closed when the test ends, before the server
 }
 
 // Handler may answer a request instead of the registry: it returns true
@@ -56,8 +59,8 @@ func New(t TB) *Registry {
 	// The referrers API is on, as in current registries; NoReferrersAPI
 	// turns it off.
 	inner := registry.New(registry.Logger(log.New(io.Discard, "", 0)), registry.WithReferrersSupport(true))
-	reg := &Registry{counts: map[string]int{}, inner: inner}
-	reg.Server = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	reg := &Registry{counts: map[string]int{}, inner: inner, closed: make(chan struct{})}
+	reg.Server = httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		reg.count(r)
 		if d := time.Duration(reg.latency.Load()); d > 0 {
 			// A client that gave up (a timeout) ends the wait, so that
@@ -69,8 +72,11 @@ func New(t TB) *Registry {
 			}
 		}
 		reg.mu.Lock()
-		hs := reg.handlers
+		hs, fault := reg.handlers, reg.fault
 		reg.mu.Unlock()
+		if fault != nil && r.Header.Get(pushHeader) == "" && fault(w, r) {
+			return
+		}
 		for _, h := range hs {
 			if h(w, r) {
 				return
@@ -78,7 +84,12 @@ func New(t TB) *Registry {
 		}
 		inner.ServeHTTP(w, r)
 	}))
+	reg.listener = newSwitchListener(reg.Server.Listener)
+	reg.Server.Listener = reg.listener
+	reg.Server.Start()
 	t.Cleanup(reg.Server.Close)
+	// Before Close, which waits for the requests a fault holds.
+	t.Cleanup(func() { close(reg.closed) })
 	return reg
 }
 
@@ -182,7 +193,7 @@ func (r *Registry) PushImage(t TB, repoTag string) v1.Hash {
 func (r *Registry) Push(t TB, repoTag string, img v1.Image) v1.Hash {
 	t.Helper()
 	ref := r.parse(t, repoTag)
-	if err := remote.Write(ref, img); err != nil {
+	if err := remote.Write(ref, img, pushOption()); err != nil {
 		t.Fatalf("pushing %s: %v", ref, err)
 	}
 	d, err := img.Digest()
@@ -225,7 +236,7 @@ func (r *Registry) PushIndex(t TB, repoTag string, platforms ...string) (v1.Hash
 		children[p] = d
 		idx = mutate.AppendManifests(idx, mutate.IndexAddendum{Add: img, Descriptor: v1.Descriptor{Platform: plat}})
 	}
-	if err := remote.WriteIndex(ref, idx); err != nil {
+	if err := remote.WriteIndex(ref, idx, pushOption()); err != nil {
 		t.Fatalf("pushing index %s: %v", ref, err)
 	}
 	d, err := idx.Digest()
