@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"log"
+	"maps"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -145,6 +146,14 @@ func (r *Registry) Count(key string) int {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	return r.counts[key]
+}
+
+// Counts returns how many requests of each kind were made, by the keys
+// of Count.
+func (r *Registry) Counts() map[string]int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return maps.Clone(r.counts)
 }
 
 // Manifests returns how many manifest requests (any method) were made.
