@@ -40,13 +40,18 @@ func TestFaults(t *testing.T) {
 	t.Parallel()
 	r := New(t)
 	r.PushImage(t, "app:1")
+	r.ResetCounts()
 	manifest := "/v2/app/manifests/1"
 
 	r.SetFault(Status(http.StatusTooManyRequests, "Retry-After", "1"))
 	if code, err := get(t, r, http.MethodHead, manifest, 5*time.Second); code != http.StatusTooManyRequests || err != nil {
 		t.Errorf("Status(429): %d, %v", code, err)
 	}
+	pushes := r.Pushes()
 	r.PushImage(t, "app:1") // spared
+	if n := r.Pushes(); n <= pushes || r.Total()-n != 1 {
+		t.Errorf("after a push and a client's request: %d pushes of %d requests, want more pushes and one other request", n, r.Total())
+	}
 	r.SetFault(r.Hang())
 	if _, err := get(t, r, http.MethodHead, manifest, 200*time.Millisecond); !errors.Is(err, context.DeadlineExceeded) {
 		t.Errorf("Hang: %v, want the client's deadline", err)

@@ -42,6 +42,7 @@ type Registry struct {
 	mu       sync.Mutex
 	counts   map[string]int // "METHOD /v2/<kind>" → requests
 	total    int
+	pushes   int // of total, the test's own (pushHeader)
 	handlers []Handler
 	fault    Handler // SetFault's, or nil
 
@@ -125,6 +126,9 @@ func (r *Registry) count(req *http.Request) {
 	defer r.mu.Unlock()
 	r.counts[req.Method+" "+kind]++
 	r.total++
+	if req.Header.Get(pushHeader) != "" {
+		r.pushes++
+	}
 }
 
 // NoReferrersAPI makes the registry answer the OCI 1.1 referrers API
@@ -176,12 +180,20 @@ func (r *Registry) Total() int {
 	return r.total
 }
 
+// Pushes returns how many of the requests counted were the test's own
+// pushes (Push, PushImage, PushIndex, PushTags).
+func (r *Registry) Pushes() int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.pushes
+}
+
 // ResetCounts forgets the requests counted so far.
 func (r *Registry) ResetCounts() {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.counts = map[string]int{}
-	r.total = 0
+	r.total, r.pushes = 0, 0
 }
 
 // Ref returns the full reference of repo (e.g. "app:1.0") on the registry.
