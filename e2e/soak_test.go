@@ -230,9 +230,9 @@ func TestSoak(t *testing.T) {
 
 	s := checkSoak(t, renders, phases, moves, history)
 	requests := reg.Total() - reg.Pushes()
-	t.Logf("soak: %d renders by %d processes in %s (%d phases, %d outages past the stale bound); %d failed (%d while an image was older than the bound, %d violations); %d stale answers in %d renders, the oldest %s (bound %s); %d moves, %d checked, %d picked up, the longest %s after the registry came back (bound %s); %d registry requests (%.2f a render), %d manifest requests",
+	t.Logf("soak: %d renders by %d processes in %s (%d phases, %d outages past the stale bound); %d failed (%d while an image was older than the bound, %d violations); %d stale answers in %d renders, the oldest %s (bound %s); %d moves, %d checked, %d picked up, the longest %s after the registry came back (the last render pinning an older digest began %s after it; bound %s); %d registry requests (%.2f a render), %d manifest requests",
 		len(renders), soakProcs, d, len(phases), s.longOutages, s.failed, s.failedBeyond, s.failedViolations, s.staleAnswers, s.staleRenders, s.maxStaleAge, soakTTL+soakStale,
-		len(moves), s.movesChecked, s.movesPickedUp, s.maxLatency, soakTTL+soakRequest+soakSlack, requests, float64(requests)/float64(max(len(renders), 1)), reg.Manifests())
+		len(moves), s.movesChecked, s.movesPickedUp, s.maxLatency.Round(time.Millisecond), s.maxLastOld.Round(time.Millisecond), soakTTL+soakRequest+soakSlack, requests, float64(requests)/float64(max(len(renders), 1)), reg.Manifests())
 }
 
 // soakRun renders in once with digestpin, and returns what it did.
@@ -298,7 +298,10 @@ type soakStats struct {
 	maxStaleAge                            time.Duration
 	movesChecked, movesPickedUp            int
 	maxLatency                             time.Duration
-	longOutages                            int
+	// maxLastOld is the latest a render began, after the registry came
+	// back, that still pinned a digest older than a move.
+	maxLastOld  time.Duration
+	longOutages int
 }
 
 // checkSoak checks the three promises on the record (see TestSoak) and
@@ -413,7 +416,7 @@ func checkSoak(t *testing.T, renders []soakRender, phases []soakPhase, moves []s
 		}
 		// The latency: until the end of the last render that pinned an
 		// older digest, or of the first that pinned this one.
-		var latency, first time.Duration
+		var latency, first, lastOld time.Duration
 		picked := true
 		for _, r := range renders {
 			if r.exit != 0 || r.start.Before(back) || r.end.After(up.to) {
@@ -426,6 +429,7 @@ func checkSoak(t *testing.T, renders []soakRender, phases []soakPhase, moves []s
 				continue
 			}
 			latency = max(latency, r.end.Sub(back))
+			lastOld = max(lastOld, r.start.Sub(back))
 			if r.start.Sub(back) > deadline {
 				picked = false
 				t.Errorf("render of process %d began %s after the registry answered again (%s) and pinned %s to %s, not %s pushed at %s", r.proc, r.start.Sub(back), back.Format(time.StampMilli), m.tag, r.digests[m.tag], m.digest, m.to.Format(time.StampMilli))
@@ -435,6 +439,7 @@ func checkSoak(t *testing.T, renders []soakRender, phases []soakPhase, moves []s
 			s.movesPickedUp++
 		}
 		s.maxLatency = max(s.maxLatency, latency, first)
+		s.maxLastOld = max(s.maxLastOld, lastOld)
 	}
 	// A soak that tested nothing is a failure too.
 	switch {
