@@ -142,22 +142,21 @@ func then(fs ...func(*testing.T, *faultEnv)) func(*testing.T, *faultEnv) {
 	}
 }
 
-var (
-	stale     = map[string]string{"shop/web:1": "shop/web:1", "shop/api:1": "shop/api:1"}
-	fromCache = stale
-)
+// same is the want of a run that pins what the first run pinned (the
+// registry's digests), stale or not.
+var same = map[string]string{"shop/web:1": "shop/web:1", "shop/api:1": "shop/api:1"}
 
 // faultCases are the faults of issue 38: a registry stopped, answering
 // 500, 429 with Retry-After, hanging (after its headers too), a mirror
 // serving another digest; Redis stopped; a corrupt cache entry; a clock
 // that jumps.
 var faultCases = []faultCase{
-	{name: "registry stopped", before: aged(func(_ *testing.T, e *faultEnv) { e.reg.Stop() }), want: stale},
-	{name: "registry 500", before: aged(registryDown(http.StatusInternalServerError)), want: stale},
+	{name: "registry stopped", before: aged(func(_ *testing.T, e *faultEnv) { e.reg.Stop() }), want: same},
+	{name: "registry 500", before: aged(registryDown(http.StatusInternalServerError)), want: same},
 	{name: "registry 500, stale-if-error 0", args: []string{"--stale-if-error", "0"}, before: aged(registryDown(http.StatusInternalServerError)), wantExit: 1},
-	{name: "registry 429 Retry-After 1", before: aged(registryDown(http.StatusTooManyRequests, "Retry-After", "1")), want: stale},
-	{name: "registry 429 Retry-After 3600", before: aged(registryDown(http.StatusTooManyRequests, "Retry-After", "3600")), want: stale},
-	{name: "registry hangs", args: []string{"--request-timeout", "1s"}, before: aged(func(_ *testing.T, e *faultEnv) { e.reg.SetFault(e.reg.Hang()) }), want: stale},
+	{name: "registry 429 Retry-After 1", before: aged(registryDown(http.StatusTooManyRequests, "Retry-After", "1")), want: same},
+	{name: "registry 429 Retry-After 3600", before: aged(registryDown(http.StatusTooManyRequests, "Retry-After", "3600")), want: same},
+	{name: "registry hangs", args: []string{"--request-timeout", "1s"}, before: aged(func(_ *testing.T, e *faultEnv) { e.reg.SetFault(e.reg.Hang()) }), want: same},
 	{
 		name: "registry hangs after headers", one: true, args: []string{"--request-timeout", "1s", "--platform", "linux/amd64"},
 		before: aged(func(_ *testing.T, e *faultEnv) { e.reg.SetFault(onManifests(e.reg.HangAfterHeaders())) }),
@@ -165,38 +164,38 @@ var faultCases = []faultCase{
 	},
 	{name: "registry 503 on manifests", before: aged(func(_ *testing.T, e *faultEnv) {
 		e.reg.SetFault(onManifests(testregistry.Status(http.StatusServiceUnavailable)))
-	}), want: stale},
+	}), want: same},
 	{name: "registry 404 on manifests", before: aged(func(_ *testing.T, e *faultEnv) {
 		e.reg.SetFault(onManifests(testregistry.Status(http.StatusNotFound)))
 	}), wantExit: 1},
 	{name: "registry 503, no cache answer, the lock file stands in", lock: true, before: func(t *testing.T, e *faultEnv) {
 		e.resolvedAt(t, -2*time.Hour)
 		e.reg.SetFault(testregistry.Status(http.StatusServiceUnavailable))
-	}, want: stale},
+	}, want: same},
 	{name: "mirror serves another digest", mirror: true, noFirst: true, wantExit: 1},
 	{name: "mirror serves another digest, mirror-lag warn", mirror: true, noFirst: true, args: []string{"--mirror-lag", "warn"}, want: map[string]string{"shop/web:1": "mirror shop/web:1", "shop/api:1": "mirror shop/api:1"}},
-	{name: "Redis killed", redis: true, before: func(_ *testing.T, e *faultEnv) { e.redis.Kill() }, want: fromCache},
+	{name: "Redis killed", redis: true, before: func(_ *testing.T, e *faultEnv) { e.redis.Kill() }, want: same},
 	{name: "Redis killed, registry 503", redis: true, before: func(_ *testing.T, e *faultEnv) {
 		e.redis.Kill()
 		e.reg.SetFault(testregistry.Status(http.StatusServiceUnavailable))
 	}, wantExit: 1},
-	{name: "Redis stalled", redis: true, before: func(t *testing.T, e *faultEnv) { e.redis.Pause(t) }, want: fromCache},
+	{name: "Redis stalled", redis: true, before: func(t *testing.T, e *faultEnv) { e.redis.Pause(t) }, want: same},
 	{name: "Redis killed mid-run", redis: true, midRun: true, before: func(_ *testing.T, e *faultEnv) {
-		// Once the process has read both entries (the registry is
-		// asked only after them): its answers cannot be stored.
+		// When the registry is first asked, after the process read
+		// the entries: Redis goes while the process uses it.
 		var once sync.Once
 		e.reg.Handle(func(http.ResponseWriter, *http.Request) bool {
 			once.Do(e.redis.Kill)
 			return false
 		})
-	}, args: []string{"--cache-ttl", "1ms"}, want: fromCache},
+	}, args: []string{"--cache-ttl", "1ms"}, want: same},
 	{name: "corrupt cache entry", before: func(t *testing.T, e *faultEnv) {
 		for _, f := range e.entries(t) {
 			if err := os.WriteFile(f, []byte(`{"format":"digestpin-cache-v2","reference":`), 0o644); err != nil {
 				t.Fatal(err)
 			}
 		}
-	}, want: fromCache},
+	}, want: same},
 	{name: "corrupt cache entry, registry 503", before: func(t *testing.T, e *faultEnv) {
 		for _, f := range e.entries(t) {
 			if err := os.WriteFile(f, []byte("\x00garbage"), 0o644); err != nil {
@@ -205,9 +204,9 @@ var faultCases = []faultCase{
 		}
 		e.reg.SetFault(testregistry.Status(http.StatusServiceUnavailable))
 	}, wantExit: 1},
-	{name: "clock jumped back an hour", before: func(t *testing.T, e *faultEnv) { e.resolvedAt(t, time.Hour) }, want: fromCache},
+	{name: "clock jumped back an hour", before: func(t *testing.T, e *faultEnv) { e.resolvedAt(t, time.Hour) }, want: same},
 	{name: "clock jumped back an hour, registry 503", before: then(func(t *testing.T, e *faultEnv) { e.resolvedAt(t, time.Hour) }, registryDown(http.StatusServiceUnavailable)), wantExit: 1},
-	{name: "clock jumped forward two hours", before: func(t *testing.T, e *faultEnv) { e.resolvedAt(t, -2*time.Hour) }, want: fromCache},
+	{name: "clock jumped forward two hours", before: func(t *testing.T, e *faultEnv) { e.resolvedAt(t, -2*time.Hour) }, want: same},
 	{name: "clock jumped forward two hours, registry 503", before: then(func(t *testing.T, e *faultEnv) { e.resolvedAt(t, -2*time.Hour) }, registryDown(http.StatusServiceUnavailable)), wantExit: 1},
 }
 
@@ -454,7 +453,7 @@ func checkFaultFiles(t *testing.T, e *faultEnv, tc faultCase, first, stdout stri
 		}
 		// The whole stream: as the first run wrote it when it pins the
 		// same digests, else as many pod templates with a checksum.
-		if reflect.DeepEqual(tc.want, fromCache) && first != "" {
+		if reflect.DeepEqual(tc.want, same) && first != "" {
 			if stdout != first {
 				t.Errorf("stdout differs from the first run's:\n%s", cmp.Diff(first, stdout))
 			}

@@ -33,9 +33,10 @@ const (
 	soakStale   = 6 * time.Second
 	soakRequest = time.Second
 	// soakSlack is what the checks allow for the time between a
-	// registry's answer and its entry in Redis, and the rounding of the
-	// ages in warnings: never close to the TTL.
-	soakSlack = time.Second
+	// registry's answer and its entry in Redis (a process starved on a
+	// loaded machine), and the rounding of the ages in warnings: a TTL,
+	// so that no check is tighter than the TTL.
+	soakSlack = soakTTL
 )
 
 // soakTime is how long TestSoak runs: $DIGESTPIN_SOAK_TIME (make soak
@@ -94,16 +95,17 @@ var (
 // pushed again during outages and between them. It checks issue 38's
 // three promises on the record of every render and of the registry:
 //
-//   - no render fails while every image it pins was resolved (by any
-//     render, before it began) within --cache-ttl plus --stale-if-error
-//     of its end;
+//   - no render fails for an image that was resolved (by any render that
+//     ended before it began) within --cache-ttl plus --stale-if-error of
+//     its end, and every failure names its images;
 //   - no render serves an answer older than that: a stale answer's age,
-//     as warned, is within it, and no digest is served later than that
-//     after its tag moved on;
+//     as warned, is within it (and a TTL for the rounding), and no digest
+//     is served later than that (and a TTL of slack) after its tag moved
+//     on;
 //   - every move of a tag is picked up within the TTL of the registry
 //     answering again (plus --request-timeout, for a request that hung
-//     as it came back, whose failure the processes share, and a second
-//     of slack): no render that begins after that, and ends before the
+//     as it came back, whose failure the processes share, and a TTL of
+//     slack): no render that begins after that, and ends before the
 //     registry fails again, pins an older digest of the tag.
 //
 // It logs the counts (renders, failures, stale answers, the oldest stale
@@ -153,8 +155,8 @@ func TestSoak(t *testing.T) {
 		})
 	}
 
-	// The registry flaps: up for 6 to 9 s (longer than the TTL and the
-	// slack, so that a move is seen to be picked up), then down for 1.5
+	// The registry flaps: up for 7 to 10 s (longer than the TTL and the
+	// slacks, so that a move is seen to be picked up), then down for 1.5
 	// to 3.5 s, each way of failing in turn, and every sixth outage 12 s,
 	// past the stale bound. A tag moves at the start of an outage the
 	// test can push through (not a refused one), and a second into an up
@@ -210,7 +212,7 @@ func TestSoak(t *testing.T) {
 		if rng.IntN(3) > 0 {
 			push()
 		}
-		sleep(seconds(5, 8))
+		sleep(seconds(6, 9))
 		fault := faults[i%len(faults)]
 		set(fault)
 		if fault != "refused" && rng.IntN(3) > 0 {
@@ -230,9 +232,9 @@ func TestSoak(t *testing.T) {
 
 	s := checkSoak(t, renders, phases, moves, history)
 	requests := reg.Total() - reg.Pushes()
-	t.Logf("soak: %d renders by %d processes in %s (%d phases, %d outages past the stale bound); %d failed (%d while an image was older than the bound, %d violations); %d stale answers in %d renders, the oldest %s (bound %s); %d moves, %d checked, %d picked up, the longest %s after the registry came back (the last render pinning an older digest began %s after it; bound %s); %d registry requests (%.2f a render), %d manifest requests",
+	t.Logf("soak: %d renders by %d processes in %s (%d phases, %d outages past the stale bound); %d failed (%d while an image was older than the bound, %d violations); %d stale answers in %d renders, the oldest %s (bound %s); %d moves, %d checked, %d picked up, the longest %s after the registry came back (the last render pinning an older digest began %s after it, back from %s; bound %s); %d registry requests (%.2f a render), %d manifest requests",
 		len(renders), soakProcs, d, len(phases), s.longOutages, s.failed, s.failedBeyond, s.failedViolations, s.staleAnswers, s.staleRenders, s.maxStaleAge, soakTTL+soakStale,
-		len(moves), s.movesChecked, s.movesPickedUp, s.maxLatency.Round(time.Millisecond), s.maxLastOld.Round(time.Millisecond), soakTTL+soakRequest+soakSlack, requests, float64(requests)/float64(max(len(renders), 1)), reg.Manifests())
+		len(moves), s.movesChecked, s.movesPickedUp, s.maxLatency.Round(time.Millisecond), s.maxLastOld.Round(time.Millisecond), s.maxLastOldAfter, soakTTL+soakRequest+soakSlack, requests, float64(requests)/float64(max(len(renders), 1)), reg.Manifests())
 }
 
 // soakRun renders in once with digestpin, and returns what it did.
@@ -300,8 +302,9 @@ type soakStats struct {
 	maxLatency                             time.Duration
 	// maxLastOld is the latest a render began, after the registry came
 	// back, that still pinned a digest older than a move.
-	maxLastOld  time.Duration
-	longOutages int
+	maxLastOld      time.Duration
+	maxLastOldAfter string // "503", "hang"…, or "a push" in an up phase
+	longOutages     int
 }
 
 // checkSoak checks the three promises on the record (see TestSoak) and
@@ -388,10 +391,14 @@ func checkSoak(t *testing.T, renders []soakRender, phases []soakPhase, moves []s
 	deadline := soakTTL + soakRequest + soakSlack
 	for _, m := range moves {
 		var up *soakPhase
+		after := "a push" // what the registry came back from
 		for i := range phases {
 			p := &phases[i]
 			if p.state == "up" && p.to.After(m.to) {
 				up = p
+				if i > 0 && m.to.Before(p.from) {
+					after = phases[i-1].state
+				}
 				break
 			}
 		}
@@ -439,7 +446,9 @@ func checkSoak(t *testing.T, renders []soakRender, phases []soakPhase, moves []s
 			s.movesPickedUp++
 		}
 		s.maxLatency = max(s.maxLatency, latency, first)
-		s.maxLastOld = max(s.maxLastOld, lastOld)
+		if lastOld > s.maxLastOld {
+			s.maxLastOld, s.maxLastOldAfter = lastOld, after
+		}
 	}
 	// A soak that tested nothing is a failure too.
 	switch {
