@@ -147,7 +147,12 @@ test-quick: build
 # render fails for an image resolved within the stale bound, none serves
 # an answer older than it, and every move is picked up within the TTL of
 # the registry coming back, and logs the counts. make test runs it for a
-# minute (about 25 CPU-seconds); make soak for SOAKTIME.
+# minute (about 25 CPU-seconds); make soak for SOAKTIME. One 10-minute run
+# (2-core machine, load 2-6; TTL 2s, --stale-if-error 6s): 9044 renders,
+# 498 failed, each for an image older than the bound (8 outages of 12 s),
+# none within it; 2886 stale answers in 767 renders, the oldest 8s; 44 of
+# 56 moves checkable, all picked up, the last old pin 2.4 s after a hang
+# ended; 2461 registry requests, 0.27 a render.
 SOAKTIME ?= 10m
 soak: build-slim
 	scripts/test-deps.sh
