@@ -284,3 +284,27 @@ func TestFailingPingIsSharedByWaitingReferences(t *testing.T) {
 		t.Errorf("pings = %d, want %d", n, regtransport.DefaultAttempts)
 	}
 }
+
+// TestHangAfterHeadersNamesTheStep is a registry that sends a manifest's
+// headers and half of its body, then hangs: the error names the request
+// whose answer stopped (GET manifest), as it does for one that never
+// began.
+func TestHangAfterHeadersNamesTheStep(t *testing.T) {
+	t.Parallel()
+	reg := testregistry.New(t)
+	reg.PushImage(t, "app:1")
+	hang := reg.HangAfterHeaders()
+	reg.SetFault(func(w http.ResponseWriter, r *http.Request) bool {
+		if !strings.Contains(r.URL.Path, "/manifests/") {
+			return false
+		}
+		if r.Method == http.MethodHead {
+			w.WriteHeader(http.StatusMethodNotAllowed) // forces a GET
+			return true
+		}
+		return hang(w, r)
+	})
+	r, _ := newTestResolver(t, WithRequestTimeout(300*time.Millisecond))
+	_, err := resolveString(t, r, reg.Ref("app:1"))
+	wantErr(t, err, reg.Ref("app:1")+": GET manifest: no answer from "+reg.Host()+" within 300ms")
+}

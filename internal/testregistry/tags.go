@@ -91,7 +91,7 @@ func (r *Registry) PushConfig(t TB, repoTag string, config []byte, annotations m
 	t.Helper()
 	ref := r.parse(t, repoTag)
 	cfg := static.NewLayer(config, types.OCIConfigJSON)
-	if err := remote.WriteLayer(ref.Context(), cfg); err != nil {
+	if err := remote.WriteLayer(ref.Context(), cfg, pushOption()); err != nil {
 		t.Fatalf("pushing the config of %s: %v", ref, err)
 	}
 	h, err := cfg.Digest()
@@ -109,7 +109,7 @@ func (r *Registry) PushConfig(t TB, repoTag string, config []byte, annotations m
 	if err != nil {
 		t.Fatalf("manifest: %v", err)
 	}
-	if err := remote.Put(ref, rawManifest(b)); err != nil {
+	if err := remote.Put(ref, rawManifest(b), pushOption()); err != nil {
 		t.Fatalf("pushing %s: %v", ref, err)
 	}
 	d, _, err := v1.SHA256(bytes.NewReader(b))

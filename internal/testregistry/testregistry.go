@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"log"
+	"maps"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -41,9 +42,13 @@ type Registry struct {
 	mu       sync.Mutex
 	counts   map[string]int // "METHOD /v2/<kind>" → requests
 	total    int
+	pushes   int // of total, the test's own (pushHeader)
 	handlers []Handler
+	fault    Handler // SetFault's, or nil
 
-	inner http.Handler // the registry behind the handlers
+	inner    http.Handler    // the registry behind the handlers
+	listener *switchListener // the server's, which Stop and Start switch
+	closed   chan struct{}   // closed when the test ends, before the server
 }
 
 // Handler may answer a request instead of the registry: it returns true
@@ -56,8 +61,8 @@ func New(t TB) *Registry {
 	// The referrers API is on, as in current registries; NoReferrersAPI
 	// turns it off.
 	inner := registry.New(registry.Logger(log.New(io.Discard, "", 0)), registry.WithReferrersSupport(true))
-	reg := &Registry{counts: map[string]int{}, inner: inner}
-	reg.Server = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	reg := &Registry{counts: map[string]int{}, inner: inner, closed: make(chan struct{})}
+	reg.Server = httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		reg.count(r)
 		if d := time.Duration(reg.latency.Load()); d > 0 {
 			// A client that gave up (a timeout) ends the wait, so that
@@ -69,8 +74,11 @@ func New(t TB) *Registry {
 			}
 		}
 		reg.mu.Lock()
-		hs := reg.handlers
+		hs, fault := reg.handlers, reg.fault
 		reg.mu.Unlock()
+		if fault != nil && r.Header.Get(pushHeader) == "" && fault(w, r) {
+			return
+		}
 		for _, h := range hs {
 			if h(w, r) {
 				return
@@ -78,7 +86,12 @@ func New(t TB) *Registry {
 		}
 		inner.ServeHTTP(w, r)
 	}))
+	reg.listener = newSwitchListener(reg.Server.Listener)
+	reg.Server.Listener = reg.listener
+	reg.Server.Start()
 	t.Cleanup(reg.Server.Close)
+	// Before Close, which waits for the requests a fault holds.
+	t.Cleanup(func() { close(reg.closed) })
 	return reg
 }
 
@@ -113,6 +126,9 @@ func (r *Registry) count(req *http.Request) {
 	defer r.mu.Unlock()
 	r.counts[req.Method+" "+kind]++
 	r.total++
+	if req.Header.Get(pushHeader) != "" {
+		r.pushes++
+	}
 }
 
 // NoReferrersAPI makes the registry answer the OCI 1.1 referrers API
@@ -136,6 +152,14 @@ func (r *Registry) Count(key string) int {
 	return r.counts[key]
 }
 
+// Counts returns how many requests of each kind were made, by the keys
+// of Count.
+func (r *Registry) Counts() map[string]int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return maps.Clone(r.counts)
+}
+
 // Manifests returns how many manifest requests (any method) were made.
 func (r *Registry) Manifests() int {
 	r.mu.Lock()
@@ -156,12 +180,20 @@ func (r *Registry) Total() int {
 	return r.total
 }
 
+// Pushes returns how many of the requests counted were the test's own
+// pushes (Push, PushImage, PushIndex, PushTags).
+func (r *Registry) Pushes() int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.pushes
+}
+
 // ResetCounts forgets the requests counted so far.
 func (r *Registry) ResetCounts() {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.counts = map[string]int{}
-	r.total = 0
+	r.total, r.pushes = 0, 0
 }
 
 // Ref returns the full reference of repo (e.g. "app:1.0") on the registry.
@@ -182,7 +214,7 @@ func (r *Registry) PushImage(t TB, repoTag string) v1.Hash {
 func (r *Registry) Push(t TB, repoTag string, img v1.Image) v1.Hash {
 	t.Helper()
 	ref := r.parse(t, repoTag)
-	if err := remote.Write(ref, img); err != nil {
+	if err := remote.Write(ref, img, pushOption()); err != nil {
 		t.Fatalf("pushing %s: %v", ref, err)
 	}
 	d, err := img.Digest()
@@ -225,7 +257,7 @@ func (r *Registry) PushIndex(t TB, repoTag string, platforms ...string) (v1.Hash
 		children[p] = d
 		idx = mutate.AppendManifests(idx, mutate.IndexAddendum{Add: img, Descriptor: v1.Descriptor{Platform: plat}})
 	}
-	if err := remote.WriteIndex(ref, idx); err != nil {
+	if err := remote.WriteIndex(ref, idx, pushOption()); err != nil {
 		t.Fatalf("pushing index %s: %v", ref, err)
 	}
 	d, err := idx.Digest()

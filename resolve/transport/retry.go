@@ -9,6 +9,7 @@ import (
 	"math/rand/v2"
 	"net"
 	"net/http"
+	"net/url"
 	"strconv"
 	"strings"
 	"sync"
@@ -241,7 +242,8 @@ func retryAfter(h string, now time.Time) (time.Duration, bool) {
 }
 
 // timeoutBody releases an attempt's timeout when the body is closed, and
-// reports a read that ran into it as a hung registry.
+// reports a read that ran into it as a hung registry, in a *url.Error
+// that names the request, as the client names one that got no headers.
 type timeoutBody struct {
 	io.ReadCloser
 	t      *retryTransport
@@ -253,7 +255,7 @@ type timeoutBody struct {
 func (b *timeoutBody) Read(p []byte) (int, error) {
 	n, err := b.ReadCloser.Read(p)
 	if err != nil && err != io.EOF && b.t.timedOut(b.ctx, b.req) {
-		return n, &HungError{host: b.req.URL.Host, timeout: b.t.timeout}
+		return n, &url.Error{Op: b.req.Method, URL: b.req.URL.String(), Err: &HungError{host: b.req.URL.Host, timeout: b.t.timeout}}
 	}
 	return n, err
 }
