@@ -3,6 +3,7 @@ package e2e
 import (
 	"encoding/json"
 	"fmt"
+	"maps"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -243,9 +244,9 @@ func (o faultOutcome) String() string {
 // to run: "resolved 10m3s ago", "retrying in 512ms".
 var ageWords = regexp.MustCompile(`(resolved|retrying in) [0-9hms.]+`)
 
-// redisKey is a Redis key in a message: a hash of the reference, whose
-// registry's port changes.
-var redisKey = regexp.MustCompile(`(digestpin:(?:failed:)?resolution:)[0-9a-f]{64}`)
+// redisKey is a cache key in a message: a hash of the reference, or of
+// the registry (the auth cache's), whose port changes.
+var redisKey = regexp.MustCompile(`((?:digestpin:(?:failed:)?resolution|auth-ping|auth-token):)[0-9a-f]{64}`)
 
 // redisCall is the call to Redis that failed first and how, in a warning:
 // when Redis is killed mid-run, any of the calls in flight.
@@ -398,10 +399,11 @@ func runFault(t *testing.T, bin string, tc faultCase) faultOutcome {
 		}
 		return 0
 	})
-	out.stderr = strings.Join(lines, "")
-	for m, n := range attempts {
-		out.stderr = fmt.Sprintf("%d said%s\n", n, m) + out.stderr
+	var said strings.Builder
+	for _, m := range slices.Sorted(maps.Keys(attempts)) {
+		fmt.Fprintf(&said, "%d said%s\n", attempts[m], m)
 	}
+	out.stderr = said.String() + strings.Join(lines, "")
 	return out
 }
 

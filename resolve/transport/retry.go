@@ -81,7 +81,12 @@ func (p RetryPolicy) backoff(n int) time.Duration {
 // and jitter or as long as Retry-After says. Each attempt is bounded by
 // timeout. A host that lets an attempt run into that bound is considered
 // hung for the rest of the run: later requests to it fail at once, so a
-// hung registry costs one timeout, not one per image.
+// hung registry costs one timeout, not one per image. A host that keeps
+// failing a request through every retry (down, refusing connections,
+// 5xx, rate limited) gets one attempt per later request in the run, and
+// no retries: a registry outage costs one request's retries, then one
+// request per image, not retries per image (with the registry's ping
+// answer kept in the cache, no ping fails for all of them first).
 //
 // go-containerregistry's own retries are off (the registry transports are
 // built as transport.Wrapper), so attempts are not multiplied.
@@ -92,6 +97,7 @@ type retryTransport struct {
 	logf    func(format string, args ...any)
 	red     *redact.Redactor // masks credentials in causes before they are cut
 	hung    sync.Map         // host → time.Duration it failed to answer within
+	failing sync.Map         // host → how an earlier request gave up ("after 4 attempts")
 }
 
 // RoundTrip implements http.RoundTripper.
@@ -103,8 +109,19 @@ func (t *retryTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 	for attempt := 1; ; attempt++ {
 		resp, err := t.attempt(req, attempt)
 		tr.attempted(attempt)
+		if how, failing := t.failing.Load(req.URL.Host); failing && transient(req, resp, err) {
+			tr.gaveUp(fmt.Sprintf("not retried: an earlier request to %s failed %s in this run", req.URL.Host, how))
+			return resp, err
+		}
 		wait, cause, retry := t.shouldRetry(req, resp, err, attempt, tr)
 		if !retry {
+			if transient(req, resp, err) {
+				how := fmt.Sprintf("after %d attempts", attempt)
+				if attempt == 1 {
+					how = "and was not retried"
+				}
+				t.failing.LoadOrStore(req.URL.Host, how)
+			}
 			return resp, err
 		}
 		if resp != nil {
@@ -192,6 +209,16 @@ func (t *retryTransport) shouldRetry(req *http.Request, resp *http.Response, err
 	}
 	tr.retried()
 	return wait, cause, true
+}
+
+// transient reports whether an attempt failed in a way that another may
+// not (transientStatus, transientNetError), not because the request's own
+// context ended.
+func transient(req *http.Request, resp *http.Response, err error) bool {
+	if err != nil {
+		return req.Context().Err() == nil && transientNetError(err)
+	}
+	return transientStatus(resp.StatusCode)
 }
 
 // transientStatus reports whether a registry answer may change when asked

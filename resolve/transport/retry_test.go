@@ -7,8 +7,11 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"net/http/httptest"
 	"net/url"
 	"os"
+	"strings"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -116,6 +119,62 @@ func TestTransientNetErrors(t *testing.T) {
 	} {
 		if got := transientNetError(tc.err); got != tc.want {
 			t.Errorf("transientNetError(%s: %v) = %t, want %t", tc.desc, tc.err, got, tc.want)
+		}
+	}
+}
+
+// TestFailingHostOneAttempt: once a request to a host has failed through
+// every retry, later requests to it get one attempt each and say why;
+// another host, and an answer that is no failure, are not affected.
+func TestFailingHostOneAttempt(t *testing.T) {
+	t.Parallel()
+	var hits atomic.Int64
+	down := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		hits.Add(1)
+		if r.URL.Path == "/v2/ok" {
+			w.WriteHeader(http.StatusOK)
+			return
+		}
+		w.WriteHeader(http.StatusServiceUnavailable)
+	}))
+	defer down.Close()
+	var otherHits atomic.Int64
+	other := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		otherHits.Add(1)
+		w.WriteHeader(http.StatusServiceUnavailable)
+	}))
+	defer other.Close()
+	rt := &retryTransport{next: http.DefaultTransport, policy: RetryPolicy{Attempts: 3, Base: time.Millisecond, Max: 2 * time.Millisecond, MaxRetryAfter: time.Second}, timeout: 5 * time.Second, logf: func(string, ...any) {}}
+	get := func(u string) (int, string) {
+		t.Helper()
+		tr := &Trace{}
+		req, err := http.NewRequestWithContext(WithTrace(context.Background(), tr), http.MethodGet, u, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp, err := rt.RoundTrip(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		return resp.StatusCode, tr.Summary()
+	}
+	for i, tc := range []struct {
+		url     string
+		hits    int64
+		code    int
+		summary string
+		counter *atomic.Int64
+	}{
+		{down.URL + "/v2/a", 3, 503, "after 3 attempts", &hits},
+		{down.URL + "/v2/b", 1, 503, "not retried: an earlier request to " + strings.TrimPrefix(down.URL, "http://") + " failed after 3 attempts in this run", &hits},
+		{down.URL + "/v2/ok", 1, 200, "", &hits},
+		{other.URL + "/v2/a", 3, 503, "after 3 attempts", &otherHits},
+	} {
+		tc.counter.Store(0)
+		code, summary := get(tc.url)
+		if n := tc.counter.Load(); n != tc.hits || code != tc.code || summary != tc.summary {
+			t.Errorf("request %d (%s): %d attempts, %d, %q; want %d, %d, %q", i, tc.url, n, code, summary, tc.hits, tc.code, tc.summary)
 		}
 	}
 }
