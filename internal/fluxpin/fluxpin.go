@@ -34,9 +34,9 @@ type Object struct {
 	APIVersion, Kind, Name, Namespace string
 	// Spec is the object's spec; nil when it has none.
 	Spec map[string]any
-	// Data is a ConfigMap's or Secret's data (a Secret's still base64)
-	// and stringData.
-	Data map[string]any
+	// Data is a ConfigMap's or Secret's data (a Secret's in base64),
+	// StringData a Secret's stringData.
+	Data, StringData map[string]any
 	// Line is the line the object starts on, from 1.
 	Line int
 	node *yaml.Node
@@ -101,17 +101,10 @@ func object(n *yaml.Node) (*Object, error) {
 	if err := n.Decode(&m); err != nil {
 		return nil, fmt.Errorf("reading the object: %w", err)
 	}
-	o := &Object{APIVersion: m.APIVersion, Kind: m.Kind, Name: m.Metadata.Name, Namespace: m.Metadata.Namespace, Spec: m.Spec, Line: n.Line, node: n}
-	if len(m.Data) > 0 || len(m.StringData) > 0 {
-		o.Data = map[string]any{}
-		for k, v := range m.Data {
-			o.Data[k] = v
-		}
-		for k, v := range m.StringData {
-			o.Data[k] = v
-		}
-	}
-	return o, nil
+	return &Object{
+		APIVersion: m.APIVersion, Kind: m.Kind, Name: m.Metadata.Name, Namespace: m.Metadata.Namespace,
+		Spec: m.Spec, Data: m.Data, StringData: m.StringData, Line: n.Line, node: n,
+	}, nil
 }
 
 // IsTarget says that o is a HelmRelease of helm-controller or a
