@@ -3,6 +3,8 @@
 package e2e
 
 import (
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -213,4 +215,73 @@ func readFile(t *testing.T, path string) string {
 		t.Fatal(err)
 	}
 	return string(b)
+}
+
+// TestFluxPinChartSources: a HelmRelease's chart from a HelmRepository
+// (HTTP, and OCI), and from an OCIRepository (spec.chartRef), each object
+// in a file beside the release's, all on loopback; a repository that does
+// not answer is one line, and no file is written.
+func TestFluxPinChartSources(t *testing.T) {
+	t.Parallel()
+	bin, h4 := digestpinBin(t), helm4(t)
+	reg := testregistry.New(t)
+	digests := map[string]string{}
+	for _, img := range []string{"app:1.0", "db:1.0", "tools:1.0"} {
+		digests[img] = reg.PushImage(t, img).String()
+	}
+	env := helmHome(t, "")
+	// The chart, packaged, served by an HTTP chart repository and pushed
+	// to the registry, by the Helm CLI.
+	pkg := t.TempDir()
+	mustRun(t, env, h4, "package", filepath.Join(repoRoot(t), "testdata", "chart"), "-d", pkg)
+	srv := httptest.NewServer(http.FileServer(http.Dir(pkg)))
+	t.Cleanup(srv.Close)
+	mustRun(t, env, h4, "repo", "index", pkg, "--url", srv.URL)
+	mustRun(t, env, h4, "push", filepath.Join(pkg, "pinchart-0.1.0.tgz"), "oci://"+reg.Host()+"/charts", "--plain-http")
+
+	values := "  values:\n    image:\n      app: " + reg.Ref("app:1.0") + "\n      db: " + reg.Ref("db:1.0") + "\n      tools: " + reg.Ref("tools:1.0") + "\n"
+	fromRepo := "apiVersion: helm.toolkit.fluxcd.io/v2\nkind: HelmRelease\nmetadata:\n  name: web\nspec:\n  chart:\n    spec:\n      chart: pinchart\n      version: \"0.1.x\"\n      sourceRef:\n        kind: HelmRepository\n        name: charts\n" + values
+	fromOCI := "apiVersion: helm.toolkit.fluxcd.io/v2\nkind: HelmRelease\nmetadata:\n  name: web\nspec:\n  chartRef:\n    kind: OCIRepository\n    name: pinchart\n" + values
+	for _, tc := range []struct {
+		name, release, sources, err string
+	}{
+		{name: "HelmRepository", release: fromRepo,
+			sources: "apiVersion: source.toolkit.fluxcd.io/v1\nkind: HelmRepository\nmetadata:\n  name: charts\nspec:\n  url: " + srv.URL + "\n"},
+		{name: "HelmRepository of type oci", release: fromRepo,
+			sources: "apiVersion: source.toolkit.fluxcd.io/v1\nkind: HelmRepository\nmetadata:\n  name: charts\nspec:\n  type: oci\n  insecure: true\n  url: oci://" + reg.Host() + "/charts\n"},
+		{name: "OCIRepository", release: fromOCI,
+			sources: "apiVersion: source.toolkit.fluxcd.io/v1\nkind: OCIRepository\nmetadata:\n  name: pinchart\nspec:\n  insecure: true\n  url: oci://" + reg.Host() + "/charts/pinchart\n  ref:\n    tag: 0.1.0\n"},
+		{name: "repository down", release: fromRepo,
+			sources: "apiVersion: source.toolkit.fluxcd.io/v1\nkind: HelmRepository\nmetadata:\n  name: charts\nspec:\n  url: http://127.0.0.1:1/charts\n",
+			err: "digestpin: error: clusters/web.yaml:1: HelmRelease web: rendering chart pinchart: "},
+		{name: "no source", release: fromRepo,
+			err: "digestpin: error: clusters/web.yaml:1: HelmRelease web: the chart pinchart: no HelmRepository charts in clusters/web.yaml or beside it: give its URL with --chart-repo\n"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			repo := t.TempDir()
+			hr := filepath.Join(repo, "clusters", "web.yaml")
+			writeFile(t, hr, tc.release)
+			if tc.sources != "" {
+				writeFile(t, filepath.Join(repo, "clusters", "sources.yaml"), tc.sources)
+			}
+			r := runCmd(t, repo, nil, helmHome(t, ""), bin, "flux", "pin", "--repo-root", repo, "clusters/web.yaml")
+			if tc.err != "" {
+				if r.err == nil || !strings.HasPrefix(r.stderr, tc.err) || strings.Count(r.stderr, "\n") != 1 || readFile(t, hr) != tc.release {
+					t.Errorf("err %v, stderr:\n%s\nwant one line starting %q, the file unchanged", r.err, r.stderr, tc.err)
+				}
+				return
+			}
+			if r.err != nil || r.stdout != "clusters/web.yaml: HelmRelease web: wrote 3 images\n" {
+				t.Fatalf("%v\nstdout:\n%s\nstderr:\n%s", r.err, r.stdout, r.stderr)
+			}
+			got := readFile(t, hr)
+			for img, d := range digests {
+				name, _, _ := strings.Cut(img, ":")
+				if !strings.Contains(got, "- name: "+reg.Ref(name)+" # digestpin\n") || !strings.Contains(got, "digest: "+d+"\n") {
+					t.Errorf("no entry for %s@%s:\n%s", img, d, got)
+				}
+			}
+		})
+	}
 }

@@ -320,6 +320,7 @@ func (o *fluxOptions) chart(f *fluxpin.File, root string, ro *helmaction.Options
 		}
 		ro.Chart = url
 		if src != nil {
+			ro.ChartPath.PlainHTTP = insecure(src)
 			ro.ChartPath.Version = str(src.Spec, "ref", "tag")
 			if v := str(src.Spec, "ref", "semver"); v != "" {
 				ro.ChartPath.Version = v
@@ -348,6 +349,7 @@ func (o *fluxOptions) chart(f *fluxpin.File, root string, ro *helmaction.Options
 		url, typ := o.chartRepo, ""
 		if src := o.source(f, kind, name, str(spec, "chart", "spec", "sourceRef", "namespace")); src != nil {
 			typ = str(src.Spec, "type")
+			ro.ChartPath.PlainHTTP = typ == "oci" && insecure(src)
 			if url == "" {
 				url = str(src.Spec, "url")
 			}
@@ -470,4 +472,11 @@ func dataKey(obj *fluxpin.Object, key string) ([]byte, error) {
 		return b, nil
 	}
 	return []byte(s), nil
+}
+
+// insecure says that a HelmRepository's or OCIRepository's spec.insecure
+// is true: its registry speaks plain HTTP.
+func insecure(src *fluxpin.Object) bool {
+	b, _ := src.Spec["insecure"].(bool)
+	return b
 }
