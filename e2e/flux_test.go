@@ -253,7 +253,7 @@ func TestFluxPinChartSources(t *testing.T) {
 			sources: "apiVersion: source.toolkit.fluxcd.io/v1\nkind: OCIRepository\nmetadata:\n  name: pinchart\nspec:\n  insecure: true\n  url: oci://" + reg.Host() + "/charts/pinchart\n  ref:\n    tag: 0.1.0\n"},
 		{name: "repository down", release: fromRepo,
 			sources: "apiVersion: source.toolkit.fluxcd.io/v1\nkind: HelmRepository\nmetadata:\n  name: charts\nspec:\n  url: http://127.0.0.1:1/charts\n",
-			err: "digestpin: error: clusters/web.yaml:1: HelmRelease web: rendering chart pinchart: "},
+			err:     "digestpin: error: clusters/web.yaml:1: HelmRelease web: rendering chart pinchart: "},
 		{name: "no source", release: fromRepo,
 			err: "digestpin: error: clusters/web.yaml:1: HelmRelease web: the chart pinchart: no HelmRepository charts in clusters/web.yaml or beside it: give its URL with --chart-repo\n"},
 	} {
