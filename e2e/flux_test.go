@@ -168,6 +168,8 @@ spec:
 			"HelmRelease shop/web: rendering chart"},
 		{"path missing", strings.Replace(fluxKustomization, "./deploy/shop", "./deploy/gone", 1),
 			`Kustomization flux-system/shop: spec.path "./deploy/gone" is no folder under`},
+		{"path outside the repository", strings.Replace(fluxKustomization, "./deploy/shop", "../../etc", 1),
+			`Kustomization flux-system/shop: spec.path "../../etc" leaves the repository`},
 		{"two releases", fluxKustomization + "---\n" + fluxKustomization,
 			"FILE: 2 objects to pin"},
 		{"hand-written entry", fluxKustomization + "  images:\n    - name: " + reg.Ref("api") + "\n      newTag: \"1\"\n",

@@ -122,10 +122,7 @@ func (f *File) Pin(want []Image) (*Result, error) {
 		}
 	}
 	if e == nil {
-		e, err = f.editList(parent, lists, want)
-		if err != nil {
-			return nil, err
-		}
+		e = f.editList(parent, lists, want)
 	}
 	res.Out = f.src
 	if e != nil {
@@ -183,7 +180,7 @@ func (f *File) listIn(m *yaml.Node, path string) (*list, error) {
 // editList is the splice that writes want as digestpin's entries of
 // parent's images list (lists has it, if it exists), after the
 // hand-written ones; nil when it is written so already.
-func (f *File) editList(parent *yaml.Node, lists []*list, want []Image) (*edit, error) {
+func (f *File) editList(parent *yaml.Node, lists []*list, want []Image) *edit {
 	var l *list
 	for _, c := range lists {
 		if k, _ := get(parent, "images"); k == c.key {
@@ -194,18 +191,18 @@ func (f *File) editList(parent *yaml.Node, lists []*list, want []Image) (*edit, 
 	switch {
 	case l == nil:
 		if len(want) == 0 {
-			return nil, nil
+			return nil
 		}
 		at := f.blockEnd(parent.Line-1, keyCol)
-		return &edit{from: at, to: at, text: pad(keyCol) + "images:" + f.nl + f.entries(keyCol+f.seqIndent(), want)}, nil
+		return &edit{from: at, to: at, text: pad(keyCol) + "images:" + f.nl + f.entries(keyCol+f.seqIndent(), want)}
 	case len(l.entries) == 0:
 		if len(want) == 0 {
-			return nil, nil
+			return nil
 		}
 		// images: (empty) or images: []: a block list after the key.
 		kl := l.key.Line - 1
 		text := pad(keyCol) + "images:" + f.nl + f.entries(keyCol+f.seqIndent(), want)
-		return &edit{from: kl, to: kl + 1, text: text}, nil
+		return &edit{from: kl, to: kl + 1, text: text}
 	}
 	dash := l.seq.Column - 1
 	var text strings.Builder
@@ -219,9 +216,9 @@ func (f *File) editList(parent *yaml.Node, lists []*list, want []Image) (*edit, 
 	if text.Len() == 0 {
 		// No entry left: an empty list.
 		kl := l.key.Line - 1
-		return &edit{from: kl, to: to, text: pad(keyCol) + "images: []" + f.nl}, nil
+		return &edit{from: kl, to: to, text: pad(keyCol) + "images: []" + f.nl}
 	}
-	return &edit{from: from, to: to, text: text.String()}, nil
+	return &edit{from: from, to: to, text: text.String()}
 }
 
 // newPostRenderer is the splice that adds a kustomize post-renderer with
@@ -231,7 +228,7 @@ func (f *File) newPostRenderer(spec, key, pr *yaml.Node, want []Image) (*edit, e
 		return nil, nil
 	}
 	keyCol := spec.Column - 1
-	step := f.mapIndent(spec)
+	step := f.mapIndent()
 	item := func(dash int) string {
 		in := dash + 2
 		return pad(dash) + "- kustomize:" + f.nl + pad(in+step) + "images:" + f.nl + f.entries(in+step+f.seqIndent(), want)
@@ -289,9 +286,9 @@ func (f *File) seqIndent() int {
 	return max(d, 0)
 }
 
-// mapIndent is how far m's file indents a mapping under a key: as m
-// under spec, else 2.
-func (f *File) mapIndent(m *yaml.Node) int {
+// mapIndent is how far the target indents a mapping under its key: as
+// its first nested block mapping, else 2.
+func (f *File) mapIndent() int {
 	d := 2
 	walk(f.Target.node, func(k, v *yaml.Node) bool {
 		if v.Kind == yaml.MappingNode && v.Style&yaml.FlowStyle == 0 && len(v.Content) > 0 && v.Line > k.Line {

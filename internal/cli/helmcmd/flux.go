@@ -242,8 +242,11 @@ func str(m map[string]any, path ...string) string {
 func (o *fluxOptions) build(ctx context.Context, f *fluxpin.File, root string) ([]byte, error) {
 	t := f.Target
 	rel := str(t.Spec, "path")
-	dir := filepath.Join(root, filepath.FromSlash(rel))
-	if st, err := os.Stat(dir); err != nil || !st.IsDir() {
+	dir, err := inRepo(root, rel)
+	if err != nil {
+		return nil, fmt.Errorf("%s:%d: %s: spec.path %w", f.Path, t.Line, t.Describe(), err)
+	}
+	if st, err := os.Stat(dir); err != nil || !st.IsDir() { //nolint:gosec // G703: inRepo keeps it inside the repository
 		return nil, fmt.Errorf("%s:%d: %s: spec.path %q is no folder under %s", f.Path, t.Line, t.Describe(), rel, root)
 	}
 	var out, errb bytes.Buffer
@@ -314,7 +317,7 @@ func (o *fluxOptions) chart(f *fluxpin.File, root string, ro *helmaction.Options
 		url, src := o.chartRepo, o.source(f, kind, name, str(ref, "namespace"))
 		if url == "" {
 			if src == nil {
-				return fmt.Errorf("spec.chartRef: no OCIRepository %s in %s or beside it: give its URL with --chart-repo oci://...", name, f.Path)
+				return fmt.Errorf("spec.chartRef: no OCIRepository %s in %s or beside it: give its URL with --chart-repo oci://HOST/PATH", name, f.Path)
 			}
 			url = str(src.Spec, "url")
 		}
@@ -339,8 +342,11 @@ func (o *fluxOptions) chart(f *fluxpin.File, root string, ro *helmaction.Options
 	}
 	switch kind {
 	case "GitRepository", "Bucket":
-		dir := filepath.Join(root, filepath.FromSlash(chart))
-		if st, err := os.Stat(dir); err != nil || !st.IsDir() {
+		dir, err := inRepo(root, chart)
+		if err != nil {
+			return fmt.Errorf("the chart %w", err)
+		}
+		if st, err := os.Stat(dir); err != nil || !st.IsDir() { //nolint:gosec // G703: inRepo keeps it inside the repository
 			return fmt.Errorf("the chart %s of %s %s is no folder under %s (--repo-root)", chart, kind, name, root)
 		}
 		ro.Chart = dir
@@ -391,7 +397,7 @@ func (o *fluxOptions) source(f *fluxpin.File, kind, name, namespace string) *flu
 		if e.IsDir() || (!strings.HasSuffix(p, ".yaml") && !strings.HasSuffix(p, ".yml")) || filepath.Clean(p) == filepath.Clean(f.Path) {
 			continue
 		}
-		b, err := os.ReadFile(p)
+		b, err := os.ReadFile(p) //nolint:gosec // G703: a file beside FILE, which the user named
 		if err != nil {
 			continue
 		}
@@ -411,7 +417,7 @@ func (o *fluxOptions) values(f *fluxpin.File, dir string) ([]string, error) {
 	var files []string
 	write := func(b []byte) (string, error) {
 		p := filepath.Join(dir, fmt.Sprintf("values-%d.yaml", len(files)))
-		return p, os.WriteFile(p, b, 0o600)
+		return p, os.WriteFile(p, b, 0o600) //nolint:gosec // G703: a file of our own temporary folder
 	}
 	from, _ := f.Target.Spec["valuesFrom"].([]any)
 	for i, v := range from {
@@ -479,4 +485,15 @@ func dataKey(obj *fluxpin.Object, key string) ([]byte, error) {
 func insecure(src *fluxpin.Object) bool {
 	b, _ := src.Spec["insecure"].(bool)
 	return b
+}
+
+// inRepo is the folder rel (a Flux path: slash-separated, relative to the
+// source's root) under root; a path that leaves root (..) is an error,
+// since Flux reads none outside its source either.
+func inRepo(root, rel string) (string, error) {
+	clean := filepath.Clean(filepath.FromSlash(strings.TrimPrefix(rel, "/")))
+	if clean != "." && !filepath.IsLocal(clean) {
+		return "", fmt.Errorf("%q leaves the repository %s", rel, root)
+	}
+	return filepath.Join(root, clean), nil
 }
