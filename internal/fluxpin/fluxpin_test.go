@@ -179,3 +179,29 @@ func outside(t *testing.T, in, out []byte) {
 		j++
 	}
 }
+
+// TestPinLineEnds: a file in CRLF gets its entries in CRLF, and a file
+// without a last line break gets one before them; both stay idempotent.
+func TestPinLineEnds(t *testing.T) {
+	t.Parallel()
+	want, err := Entries(map[string]string{"nginx:1.27": "sha256:" + strings.Repeat("a", 64)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ks := string(read(t, "ks-new.yaml"))
+	for _, tc := range []struct{ name, in, out string }{
+		{"crlf", strings.ReplaceAll(ks, "\n", "\r\n"), strings.ReplaceAll(ks+"  images:\n    - name: nginx # digestpin\n      newTag: \"1.27\"\n      digest: sha256:"+strings.Repeat("a", 64)+"\n", "\n", "\r\n")},
+		{"no last line break", strings.TrimSuffix(ks, "\n"), ks + "  images:\n    - name: nginx # digestpin\n      newTag: \"1.27\"\n      digest: sha256:" + strings.Repeat("a", 64) + "\n"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			res := pin(t, tc.name, []byte(tc.in), want)
+			if string(res.Out) != tc.out {
+				t.Errorf("got\n%q\nwant\n%q", res.Out, tc.out)
+			}
+			if again := pin(t, tc.name, res.Out, want); again.Changed {
+				t.Errorf("a second run changed it:\n%q", again.Out)
+			}
+		})
+	}
+}
