@@ -460,7 +460,7 @@ func TestGitHubAction(t *testing.T) {
 		},
 		{
 			desc: "bad mode", vars: with("mode", "verify"), fail: true,
-			output: []string{"DIGESTPIN_CI_MODE=verify: want update, check, refresh or refresh-moved"},
+			output: []string{"DIGESTPIN_CI_MODE=verify: want update, check, refresh, refresh-moved, flux or flux-check"},
 		},
 		// The refresh itself runs under a running Argo CD in e2e/argocd;
 		// here: the inputs reach digestpin argocd refresh, and no chart is
@@ -483,6 +483,16 @@ func TestGitHubAction(t *testing.T) {
 		{
 			desc: "refresh-moved with images", vars: map[string]string{"mode": "refresh-moved", "images": reg.Ref("shop/web:1.4"), "releases-url": base + "/v" + version}, fail: true,
 			output: []string{"digestpin-ci: DIGESTPIN_CI_MODE=refresh-moved finds what moved itself: DIGESTPIN_CI_IMAGES (the action's images input) is for mode refresh"},
+		},
+		// Mode flux: the input reaches digestpin-lock.sh --flux (TestCIStepFlux
+		// runs it on a GitOps repository).
+		{
+			desc: "flux without files", vars: map[string]string{"mode": "flux", "releases-url": base + "/v" + version}, fail: true,
+			output: []string{"DIGESTPIN_CI_MODE=flux: DIGESTPIN_CI_FLUX_FILES (the action's flux-files input) names no file"},
+		},
+		{
+			desc: "flux of a missing file", vars: map[string]string{"mode": "flux", "flux-files": "clusters/gone.yaml", "releases-url": base + "/v" + version}, fail: true,
+			output: []string{"digestpin-lock: Flux file clusters/gone.yaml not found"},
 		},
 		{
 			desc: "refresh of a bad image", vars: map[string]string{"mode": "refresh", "images": "-bad", "releases-url": base + "/v" + version}, fail: true,

@@ -43,7 +43,8 @@ type Build struct {
 }
 
 // Helm runs the commands of the full build: name is "template",
-// "install", "upgrade" or "argocd refresh", args what follows it.
+// "install", "upgrade", "argocd refresh" or "flux pin", args what
+// follows it.
 type Helm interface {
 	Run(ctx context.Context, name string, args []string, stdout, stderr io.Writer) error
 }

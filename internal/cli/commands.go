@@ -63,6 +63,7 @@ func newRoot(ctx context.Context, s streams) *cobra.Command {
 			},
 		},
 		argocdCommand(ctx, s),
+		fluxCommand(ctx, s),
 		completionCommand(s, root),
 		&cobra.Command{
 			Use:                "version",
@@ -177,6 +178,55 @@ func argocdCommand(ctx context.Context, s streams) *cobra.Command {
 		refresh,
 	)
 	return argocd
+}
+
+// fluxCommand is `digestpin flux`: pin, which writes the digests of a
+// Flux HelmRelease's or Kustomization's images into its file.
+func fluxCommand(ctx context.Context, s streams) *cobra.Command {
+	flux := &cobra.Command{
+		Use:                "flux",
+		Short:              "pin the images of Flux HelmReleases and Kustomizations in their files",
+		DisableFlagParsing: true,
+		RunE: func(_ *cobra.Command, args []string) error {
+			return runFlux(ctx, args, s.stdout, s.stderr)
+		},
+	}
+	pinCmd := &cobra.Command{
+		Use:                "pin FILE...",
+		Short:              "write the digests of a HelmRelease's or Kustomization's images into its file",
+		DisableFlagParsing: true,
+		RunE: func(_ *cobra.Command, args []string) error {
+			return runFlux(ctx, append([]string{"pin"}, args...), s.stdout, s.stderr)
+		},
+	}
+	if s.completing {
+		helmFlags(pinCmd, "flux pin")
+	}
+	flux.AddCommand(pinCmd)
+	return flux
+}
+
+// runFlux is `digestpin flux SUBCOMMAND`: pin.
+func runFlux(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	err := func() error {
+		if len(args) == 0 || args[0] != "pin" {
+			if len(args) > 0 && (args[0] == "-h" || args[0] == "--help") {
+				fmt.Fprint(stderr, "Usage: digestpin flux pin [flags] FILE... (see digestpin flux pin --help)\n")
+				return pflag.ErrHelp
+			}
+			if len(args) > 0 && !strings.HasPrefix(args[0], "-") {
+				if near := nearestWord(args[0], []string{"pin"}); near != "" {
+					return &UsageError{fmt.Errorf("unknown command %q: did you mean \"flux %s\"? (see digestpin --help)", "flux "+args[0], near)}
+				}
+			}
+			return &UsageError{errors.New("usage: digestpin flux pin [flags] FILE... (see digestpin flux pin --help)")}
+		}
+		return runHelm(ctx, "flux pin", args[1:], stdout, stderr)
+	}()
+	if err != nil && !errors.Is(err, pflag.ErrHelp) {
+		return reported(stderr, err)
+	}
+	return err
 }
 
 // completionCommand is `digestpin completion SHELL`: cobra's scripts,

@@ -15,8 +15,8 @@ import (
 )
 
 // fullCommand returns the command of args (argv) that this build leaves
-// out, "" for the others: template, install and upgrade, which need
-// Helm's engine, and argocd refresh, which needs Kubernetes' client.
+// out, "" for the others: template, install, upgrade and flux pin, which
+// need Helm's engine, and argocd refresh, which needs Kubernetes' client.
 // The slim build (the root package) runs digestpin-helm, the full build, for
 // them, as git runs git-* from its exec path.
 //
@@ -34,6 +34,8 @@ func fullCommand(args []string) string {
 		return args[1]
 	case args[1] == "argocd" && len(args) > 2 && args[2] == "refresh":
 		return "argocd refresh"
+	case args[1] == "flux" && len(args) > 2 && args[2] == "pin":
+		return "flux pin"
 	}
 	return ""
 }

@@ -23,6 +23,15 @@
 #                              resolved once, with the job's DIGESTPIN_*
 #                              settings: DIGESTPIN_CACHE, mirrors, ...;
 #                              the registry credentials of DOCKER_CONFIG)
+#                              flux: write the digests of the Flux
+#                              HelmReleases and Kustomizations of
+#                              DIGESTPIN_CI_FLUX_FILES into those files
+#                              (digestpin flux pin, docs/flux.md) and
+#                              commit them, as update does the lock file;
+#                              flux-check: fail when one would change
+#   DIGESTPIN_CI_FLUX_FILES    flux, flux-check: the files, separated by
+#                              spaces, commas or newlines; no chart, lock
+#                              file, seed, output or summary
 #   DIGESTPIN_CI_IMAGES        refresh: the pushed images, REPOSITORY:TAG,
 #                              separated by spaces, commas or newlines
 #   DIGESTPIN_CI_ARGOCD_NAMESPACE
@@ -126,6 +135,54 @@ if [[ ${DIGESTPIN_CI_MODE:-update} == refresh ]]; then
 	exec "${DIGESTPIN:-digestpin}" "${refresh[@]}" -- "${images[@]}"
 fi
 
+# commitArgs prints the lock step's --push or --commit, as
+# DIGESTPIN_CI_PUSH and DIGESTPIN_CI_COMMIT say.
+commitArgs() {
+	if isTrue DIGESTPIN_CI_PUSH "${DIGESTPIN_CI_PUSH:-true}" && isTrue DIGESTPIN_CI_COMMIT "${DIGESTPIN_CI_COMMIT:-true}"; then
+		printf '%s\n' --push
+	elif isTrue DIGESTPIN_CI_COMMIT "${DIGESTPIN_CI_COMMIT:-true}"; then
+		printf '%s\n' --commit
+	fi
+}
+
+# gitEnv exports the variables of the commit and its push.
+gitEnv() {
+	if [[ -n "${DIGESTPIN_CI_PUSH_ATTEMPTS:-}" ]]; then
+		export PUSH_ATTEMPTS=$DIGESTPIN_CI_PUSH_ATTEMPTS
+	fi
+	if [[ -n "${DIGESTPIN_CI_GIT_NAME:-}" ]]; then
+		export GIT_AUTHOR_NAME=$DIGESTPIN_CI_GIT_NAME GIT_COMMITTER_NAME=$DIGESTPIN_CI_GIT_NAME
+	fi
+	if [[ -n "${DIGESTPIN_CI_GIT_EMAIL:-}" ]]; then
+		export GIT_AUTHOR_EMAIL=$DIGESTPIN_CI_GIT_EMAIL GIT_COMMITTER_EMAIL=$DIGESTPIN_CI_GIT_EMAIL
+	fi
+}
+
+if [[ ${DIGESTPIN_CI_MODE:-update} == flux || ${DIGESTPIN_CI_MODE:-update} == flux-check ]]; then
+	files=()
+	while IFS= read -r f; do
+		f=$(trim "$f")
+		if [[ -n "$f" ]]; then
+			files+=("$f")
+		fi
+	done < <(printf '%s\n' "${DIGESTPIN_CI_FLUX_FILES:-}" | tr -s ', \t' '\n')
+	((${#files[@]})) || {
+		echo "digestpin-ci: DIGESTPIN_CI_MODE=$DIGESTPIN_CI_MODE: DIGESTPIN_CI_FLUX_FILES (the action's flux-files input) names no file" >&2
+		exit 2
+	}
+	args=(--flux)
+	if [[ $DIGESTPIN_CI_MODE == flux-check ]]; then
+		args+=(--check)
+	else
+		while IFS= read -r a; do
+			args+=("$a")
+		done < <(commitArgs)
+	fi
+	gitEnv
+	# -- first: a file name may begin with -.
+	exec "$here/digestpin-lock.sh" "${args[@]}" -- "${files[@]}"
+fi
+
 chart=${DIGESTPIN_CI_CHART:-}
 [[ -n "$chart" ]] || {
 	echo "digestpin-ci: DIGESTPIN_CI_CHART (the action's chart input) names no chart folder" >&2
@@ -142,7 +199,7 @@ update)
 	;;
 check) args+=(--check) ;;
 *)
-	echo "digestpin-ci: DIGESTPIN_CI_MODE=${DIGESTPIN_CI_MODE}: want update, check, refresh or refresh-moved" >&2
+	echo "digestpin-ci: DIGESTPIN_CI_MODE=${DIGESTPIN_CI_MODE}: want update, check, refresh, refresh-moved, flux or flux-check" >&2
 	exit 2
 	;;
 esac

@@ -4,6 +4,7 @@
 #
 # Usage:
 #   digestpin-lock.sh [--check] [--lock FILE] [--output FILE] [--summary FILE] [--seed-file FILE] [--commit|--push] [--] CHART [HELM TEMPLATE FLAGS...]
+#   digestpin-lock.sh --flux [--check] [--commit|--push] [--] FILE...
 #
 # Record (the default), after CI pushed the images:
 #   digestpin template RELEASE CHART [FLAGS...] --seed-file SEED --write-lock FILE
@@ -61,6 +62,13 @@
 # random pause that grows with each attempt; when the branch already holds
 # what it records, it is done.
 #
+# Flux (--flux): the FILEs are Flux HelmReleases or Kustomizations, and
+# `digestpin flux pin FILE...` writes the digest of every image each runs
+# into the FILE itself (docs/flux.md) in place of a lock file; --commit and
+# --push commit the FILEs, and a push the branch moved past pins them again
+# on the branch as it is now, as for a lock file. --check runs it with
+# --dry-run and exits 3 when a FILE would change.
+#
 # The HELM TEMPLATE FLAGS are passed as they are (--values, --set,
 # --namespace, …). A CHART that begins with - follows --; file names may
 # hold spaces. The lock file and the --output file may be symbolic links
@@ -80,7 +88,7 @@ set -o errexit -o nounset -o pipefail
 
 # usage prints the usage lines of the comment above.
 usage() {
-	sed -n 's/^# \{0,1\}//; 5,6p' "$0"
+	sed -n 's/^# \{0,1\}//; 5,7p' "$0"
 }
 
 # bad_usage says what is wrong with the command line, then how to use it,
@@ -106,9 +114,11 @@ summary=
 seed=
 commit=false
 push=false
+flux=false
 while [[ $# -gt 0 ]]; do
 	case "$1" in
 	--check) check=true ;;
+	--flux) flux=true ;;
 	--commit) commit=true ;;
 	--push) commit=true push=true ;;
 	--lock)
@@ -145,15 +155,26 @@ while [[ $# -gt 0 ]]; do
 	shift
 done
 [[ $# -ge 1 ]] || bad_usage
-chart=$1
-shift
 [[ "$check" == false || "$commit" == false ]] || bad_usage "--commit and --push record a lock file; --check only reads it"
-[[ -d "$chart" ]] || bad_usage "chart folder $chart not found"
-lock=${lock:-$chart/digests.lock}
-release=${RELEASE:-$(basename -- "$(cd -- "$chart" && pwd -P)")}
-# digestpin reads a chart argument that begins with - as a flag.
-[[ "$chart" != -* ]] || chart=./$chart
 digestpin=${DIGESTPIN:-digestpin}
+if [[ "$flux" == true ]]; then
+	[[ -z "$lock" && "$output" == /dev/null && -z "$summary" && -z "$seed" ]] ||
+		bad_usage "--flux writes the digests into the Flux FILEs themselves: --lock, --output, --summary and --seed-file are for a chart"
+	fluxfiles=("$@")
+	for f in "${fluxfiles[@]}"; do
+		[[ -f "$f" ]] || bad_usage "Flux file $f not found"
+	done
+	chart="the Flux files ${fluxfiles[*]}"
+	lock=/dev/null
+else
+	chart=$1
+	shift
+	[[ -d "$chart" ]] || bad_usage "chart folder $chart not found"
+	lock=${lock:-$chart/digests.lock}
+	release=${RELEASE:-$(basename -- "$(cd -- "$chart" && pwd -P)")}
+	# digestpin reads a chart argument that begins with - as a flag.
+	[[ "$chart" != -* ]] || chart=./$chart
+fi
 if [[ -z "$seed" && -z "${DIGESTPIN_SEED_FILE:-}" && "$output" != /dev/null ]]; then
 	bad_usage "--output keeps the manifests, whose generated passwords, keys and certificates derive from the seed: give --seed-file FILE or DIGESTPIN_SEED_FILE (digestpin seed > FILE, kept as a CI secret)"
 fi
@@ -180,7 +201,7 @@ in_work() {
 	[[ "$target" == "$work"/* ]] ||
 		fail "$what $file: a symbolic link to $target, outside the working folder $work: refusing to use it"
 }
-in_work "lock file" "$lock"
+[[ "$flux" == true ]] || in_work "lock file" "$lock"
 [[ "$output" == /dev/null ]] || in_work "output file" "$output"
 if [[ -n "$summary" ]]; then
 	in_work "summary file" "$summary"
@@ -232,7 +253,9 @@ say_summary() {
 # else a throwaway one in the private $tmp (mktemp -d: mode 0700), which
 # only the discarded manifests use.
 seed_flags=()
-if [[ -n "$seed" ]]; then
+if [[ "$flux" == true ]]; then
+	: # digestpin flux pin renders with Helm's own functions: no seed
+elif [[ -n "$seed" ]]; then
 	seed_flags=("--seed-file=$seed")
 elif [[ -z "${DIGESTPIN_SEED_FILE:-}" ]]; then
 	"$digestpin" seed "$tmp/seed" || fail "digestpin seed failed (its error is above)"
@@ -289,6 +312,31 @@ pin() {
 	echo "digestpin-lock: $output updated: commit it" >&2
 }
 
+# flux_pin runs digestpin flux pin on the FILEs, with the flags $@, its
+# lines on stderr; its files are checked again each time: a branch fetched
+# after a rejected push may have made one a link.
+flux_pin() {
+	local f
+	for f in "${fluxfiles[@]}"; do
+		in_work "Flux file" "$f"
+	done
+	"$digestpin" flux pin "$@" -- "${fluxfiles[@]}" >"$tmp/flux.out" || {
+		sed 's/^/digestpin-lock: /' -- "$tmp/flux.out" >&2
+		fail "digestpin flux pin failed (its error is above), no file was written"
+	}
+	sed 's/^/digestpin-lock: /' -- "$tmp/flux.out" >&2
+}
+
+if [[ "$check" == true && "$flux" == true ]]; then
+	flux_pin --dry-run
+	if grep -q ': would write ' "$tmp/flux.out"; then
+		echo "digestpin-lock: the Flux files do not match the registry: run this step without --check and commit them" >&2
+		exit 3
+	fi
+	echo "digestpin-lock: the Flux files match the registry" >&2
+	exit 0
+fi
+
 if [[ "$check" == true ]]; then
 	[[ -f "$lock" ]] || fail "lock file $lock not found: record it first (without --check)"
 	pin_flags=("--lock=$lock" --check "${summary_flags[@]}")
@@ -315,6 +363,10 @@ fi
 # The files are checked again each time: a branch fetched after a rejected
 # push may have made the lock file a link.
 record() {
+	if [[ "$flux" == true ]]; then
+		flux_pin
+		return
+	fi
 	local target=$lock
 	in_work "lock file" "$lock"
 	[[ "$output" == /dev/null ]] || in_work "output file" "$output"
@@ -345,6 +397,9 @@ record "$@"
 [[ "$commit" == true ]] || exit 0
 
 files=("$lock")
+if [[ "$flux" == true ]]; then
+	files=("${fluxfiles[@]}")
+fi
 if [[ "$output" != /dev/null ]]; then
 	files+=("$output")
 fi

@@ -1,6 +1,7 @@
 // Package helmcmd holds the commands of digestpin's full build, which need
 // Helm 4's engine (template, install, upgrade) or Kubernetes' client
-// (argocd refresh): package cli runs them through Commands, in
+// (argocd refresh), or render a Flux HelmRelease's chart (flux pin):
+// package cli runs them through Commands, in
 // digestpin-helm only, so that digestpin itself links neither.
 package helmcmd
 
@@ -19,7 +20,8 @@ type Commands struct{}
 
 var _ cli.Helm = Commands{}
 
-// Run runs digestpin template, install, upgrade or argocd refresh (name)
+// Run runs digestpin template, install, upgrade, argocd refresh or flux
+// pin (name)
 // in this process.
 func (Commands) Run(ctx context.Context, name string, args []string, stdout, stderr io.Writer) error {
 	switch name {
@@ -29,6 +31,8 @@ func (Commands) Run(ctx context.Context, name string, args []string, stdout, std
 		return runDeploy(ctx, name, args, stdout, stderr, helmConfiguration)
 	case "argocd refresh":
 		return runArgocdRefresh(ctx, args, stdout, stderr)
+	case "flux pin":
+		return runFluxPin(ctx, args, stdout, stderr)
 	}
 	return fmt.Errorf("digestpin-helm has no command %q", name)
 }
@@ -49,6 +53,9 @@ func (Commands) Flags(name string) *pflag.FlagSet {
 		return fs
 	case "argocd refresh":
 		var o refreshOptions
+		return o.flags()
+	case "flux pin":
+		var o fluxOptions
 		return o.flags()
 	}
 	return nil

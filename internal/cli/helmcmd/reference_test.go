@@ -77,7 +77,8 @@ registry differs from the lock file; 130 and 143 after SIGINT and SIGTERM.
 
 Commands: [digestpin](#digestpin) · [digestpin template](#digestpin-template) ·
 [digestpin install](#digestpin-install) · [digestpin upgrade](#digestpin-upgrade) ·
-[digestpin argocd refresh](#digestpin-argocd-refresh) · [digestpin seed](#digestpin-seed) ·
+[digestpin argocd refresh](#digestpin-argocd-refresh) · [digestpin flux pin](#digestpin-flux-pin) ·
+[digestpin seed](#digestpin-seed) ·
 [digestpin completion](#digestpin-completion) · [other variables](#other-variables)
 `)
 
@@ -120,6 +121,17 @@ Commands: [digestpin](#digestpin) · [digestpin template](#digestpin-template) �
 	})
 	section(&b, "digestpin argocd refresh", "`digestpin argocd refresh [flags] IMAGE...` or `digestpin argocd refresh --moved [flags]`: asks Argo CD for a hard refresh of the Applications that run IMAGE ([docs/argocd.md](argocd.md#refreshing-exactly-the-applications-that-run-a-pushed-image)), or of those whose running digests their registry has moved past. Its own flags are not read from the environment; the pinning flags, which only `--moved` takes, are.", own, false)
 	pinningFlags(&b, fs, ro.pinFS)
+	var fo fluxOptions
+	all = fo.flags()
+	own = pflag.NewFlagSet("flux pin", pflag.ContinueOnError)
+	own.SortFlags = false
+	all.VisitAll(func(f *pflag.Flag) {
+		if fo.pinFS.Lookup(f.Name) == nil {
+			own.AddFlag(f)
+		}
+	})
+	section(&b, "digestpin flux pin", "`digestpin flux pin [flags] FILE...`: writes the digest of every image a Flux HelmRelease (its chart rendered with its values) or Kustomization (its path built with kustomize) runs into FILE, where Flux applies it: a kustomize post-renderer's images, or spec.images ([docs/flux.md](flux.md)). Its own flags are not read from the environment; the pinning flags are.", own, false)
+	pinningFlags(&b, fs, fo.pinFS)
 
 	b.WriteString("\n## digestpin seed\n\n`digestpin seed > FILE` or `digestpin seed FILE`: writes a new secret seed (32 random bytes, mode 0600) for `--seed-file`. No flags.\n")
 	fmt.Fprintf(&b, "\n## digestpin completion\n\n`digestpin completion %s`: prints a shell completion script that completes the commands, the help topics, every command's flags and their values (`--mode`, `--on-error`, paths for the file and folder flags) by asking digestpin itself: `source <(digestpin completion bash)` (with the bash-completion package), `digestpin completion zsh > \"${fpath[1]}/_digestpin\"`, or `digestpin completion fish | source`.\n", strings.Join(cli.Shells(), "|"))

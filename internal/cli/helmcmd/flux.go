@@ -1,0 +1,499 @@
+package helmcmd
+
+import (
+	"bytes"
+	"context"
+	"encoding/base64"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/spf13/pflag"
+	helmcli "helm.sh/helm/v4/pkg/cli"
+	"sigs.k8s.io/yaml"
+
+	"github.com/digestpin/digestpin/helmaction"
+	"github.com/digestpin/digestpin/internal/atomicfile"
+	"github.com/digestpin/digestpin/internal/cli"
+	"github.com/digestpin/digestpin/internal/fluxpin"
+	"github.com/digestpin/digestpin/pin"
+)
+
+// FluxUsage is the help of digestpin flux pin, before its flags.
+const FluxUsage = `Usage: digestpin flux pin [flags] FILE...
+
+Writes the digest of every image a Flux HelmRelease or Kustomization runs
+into the FILE itself, where Flux applies it: for a HelmRelease
+(helm.toolkit.fluxcd.io), the images of a kustomize post-renderer
+(spec.postRenderers[].kustomize.images); for a Kustomization
+(kustomize.toolkit.fluxcd.io), spec.images. Each entry keeps the tag as the
+manifests write it (newTag) and adds its digest; helm-controller and
+kustomize-controller then run exactly that digest, with Helm's hooks and
+rollback intact. Commit the files (CI: after a push of the tags).
+
+A HelmRelease's chart is rendered with Helm 4's engine and its spec.values
+(and valuesFrom ConfigMaps and Secrets found beside it): a chart folder of
+the repository (sourceRef GitRepository or Bucket, its path under
+--repo-root), or the chart of a HelmRepository or OCIRepository whose
+object is in FILE or a file beside it (or whose URL --chart-repo gives).
+A Kustomization's spec.path (under --repo-root) is built with kustomize.
+
+Only the entries digestpin writes change, each marked "# digestpin" on its
+name; every other byte of the file stays. Hand-written entries are kept
+and listed; one for an image the release runs is an error. Any error
+writes no file.
+
+Flags:
+`
+
+// fluxOptions are the flags of digestpin flux pin.
+type fluxOptions struct {
+	repoRoot  string
+	chartRepo string
+	kustomize string
+	timeout   time.Duration
+	dryRun    bool
+	pin       *cli.Options
+	pinFS     *pflag.FlagSet
+}
+
+// flags are the flags of digestpin flux pin; docs/reference.md is written
+// from them. The pinning flags are argocd refresh's: it resolves the
+// tags as written, with no stream, lock file or tag policy of its own.
+func (o *fluxOptions) flags() *pflag.FlagSet {
+	fs := pflag.NewFlagSet("digestpin flux pin", pflag.ContinueOnError)
+	fs.SortFlags = false
+	fs.SetOutput(io.Discard)
+	fs.StringVar(&o.repoRoot, "repo-root", "", "the folder that a GitRepository's chart paths and a Kustomization's spec.path are relative to (default: the git top level of each FILE)")
+	fs.StringVar(&o.chartRepo, "chart-repo", "", "the `URL` of the HelmRepository (https://... or oci://...) or OCIRepository (oci://...) of the chart, instead of the object's spec.url")
+	fs.StringVar(&o.kustomize, "kustomize", "kustomize", "the kustomize binary that builds a Kustomization's spec.path: a `PATH`, or a name on PATH")
+	fs.DurationVar(&o.timeout, "timeout", 5*time.Minute, "bound on the whole run")
+	fs.BoolVar(&o.dryRun, "dry-run", false, "say what would change, write no file")
+	o.pin = cli.NewOptions()
+	o.pinFS = pflag.NewFlagSet("pinning", pflag.ContinueOnError)
+	o.pinFS.SortFlags = false
+	cli.BindPinning(o.pin, o.pinFS, refreshRenames)
+	fs.AddFlagSet(o.pinFS)
+	return fs
+}
+
+// fluxFile is one FILE of digestpin flux pin, read and pinned.
+type fluxFile struct {
+	path string
+	f    *fluxpin.File
+	res  *fluxpin.Result
+	perm os.FileMode
+}
+
+// runFluxPin is `digestpin flux pin [flags] FILE...`: every FILE is
+// rendered and pinned first, and written only when all of them succeeded.
+func runFluxPin(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	var o fluxOptions
+	fs := o.flags()
+	perr := fs.Parse(args)
+	if errors.Is(perr, pflag.ErrHelp) {
+		fmt.Fprint(stderr, FluxUsage+fs.FlagUsages())
+		return perr
+	}
+	log, err := o.pin.Preamble(ctx, o.pinFS, perr, "digestpin flux pin --help", nil, nil, stdout, stderr, nil)
+	defer log.Close() //nolint:staticcheck // SA5001: Preamble returns its logger with its error, for the logger to report
+	if err != nil {
+		return err
+	}
+	if fs.NArg() == 0 {
+		return &cli.UsageError{Err: errors.New("digestpin flux pin: name the files of the HelmReleases or Kustomizations to pin (FILE...)")}
+	}
+	popts, err := o.pin.PinOptions(log)
+	if err != nil {
+		return &cli.UsageError{Err: err}
+	}
+	p, err := pin.New(popts)
+	if err != nil {
+		return &cli.UsageError{Err: o.pin.LibraryError(err)}
+	}
+	ctx, cancel := context.WithTimeout(ctx, o.timeout)
+	defer cancel()
+	var files []*fluxFile
+	for _, path := range fs.Args() {
+		ff, err := o.pinFile(ctx, p, path)
+		if err != nil {
+			return err
+		}
+		files = append(files, ff)
+	}
+	for _, ff := range files {
+		t := ff.f.Target
+		for _, k := range ff.res.Kept {
+			fmt.Fprintf(stdout, "%s: %s: kept the hand-written images entry %s (not digestpin's)\n", ff.path, t.Describe(), k)
+		}
+		switch {
+		case !ff.res.Changed:
+			fmt.Fprintf(stdout, "%s: %s: %d images pinned, unchanged\n", ff.path, t.Describe(), len(ff.res.Owned))
+		case o.dryRun:
+			fmt.Fprintf(stdout, "%s: %s: would write %d images\n", ff.path, t.Describe(), len(ff.res.Owned))
+		default:
+			if err := atomicfile.WriteFile(ff.path, ff.res.Out, ff.perm); err != nil {
+				return fmt.Errorf("writing %s: %w", ff.path, err)
+			}
+			fmt.Fprintf(stdout, "%s: %s: wrote %d images\n", ff.path, t.Describe(), len(ff.res.Owned))
+		}
+	}
+	return nil
+}
+
+// pinFile reads path, renders its HelmRelease or Kustomization, resolves
+// the images and prepares the file with their digests.
+func (o *fluxOptions) pinFile(ctx context.Context, p *pin.Pinner, path string) (*fluxFile, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("reading %s: %w", path, err)
+	}
+	st, err := os.Stat(path)
+	if err != nil {
+		return nil, fmt.Errorf("reading %s: %w", path, err)
+	}
+	f, err := fluxpin.Parse(path, b)
+	if err != nil {
+		return nil, err
+	}
+	if err := f.SetTarget(); err != nil {
+		return nil, err
+	}
+	root := o.repoRoot
+	if root == "" {
+		if root, err = gitTop(ctx, filepath.Dir(path)); err != nil {
+			return nil, err
+		}
+	}
+	var stream []byte
+	if f.Target.Kind == fluxpin.HelmRelease {
+		stream, err = o.renderRelease(ctx, f, root)
+	} else {
+		stream, err = o.build(ctx, f, root)
+	}
+	if err != nil {
+		return nil, err
+	}
+	res, err := p.Pin(ctx, stream)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %s: %w", path, f.Target.Describe(), err)
+	}
+	images := map[string]string{}
+	for _, im := range res.Images {
+		images[im.Written] = im.Digest
+	}
+	if err := res.Commit(); err != nil {
+		return nil, err
+	}
+	entries, err := fluxpin.Entries(images)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %s: %w", path, f.Target.Describe(), err)
+	}
+	r, err := f.Pin(entries)
+	if err != nil {
+		return nil, err
+	}
+	return &fluxFile{path: path, f: f, res: r, perm: st.Mode().Perm()}, nil
+}
+
+// gitTop is the top level of the git work tree that holds dir.
+func gitTop(ctx context.Context, dir string) (string, error) {
+	cmd := exec.CommandContext(ctx, "git", "rev-parse", "--show-toplevel")
+	cmd.Dir = dir
+	var errb bytes.Buffer
+	cmd.Stderr = &errb
+	out, err := cmd.Output()
+	if err != nil {
+		return "", &cli.UsageError{Err: fmt.Errorf("finding the git top level of %s for the chart and kustomize paths (or give --repo-root): %s", dir, firstLine(errb.String(), err))}
+	}
+	return strings.TrimSpace(string(out)), nil
+}
+
+// firstLine is the first line of s, else err's message.
+func firstLine(s string, err error) string {
+	s, _, _ = strings.Cut(strings.TrimSpace(s), "\n")
+	if s == "" {
+		return err.Error()
+	}
+	return s
+}
+
+// str is the string at path in m ("" when absent or not a string).
+func str(m map[string]any, path ...string) string {
+	var v any = m
+	for _, k := range path {
+		mm, ok := v.(map[string]any)
+		if !ok {
+			return ""
+		}
+		v = mm[k]
+	}
+	s, _ := v.(string)
+	return s
+}
+
+// build is kustomize build of the Kustomization's spec.path.
+func (o *fluxOptions) build(ctx context.Context, f *fluxpin.File, root string) ([]byte, error) {
+	t := f.Target
+	rel := str(t.Spec, "path")
+	dir, err := inRepo(root, rel)
+	if err != nil {
+		return nil, fmt.Errorf("%s:%d: %s: spec.path %w", f.Path, t.Line, t.Describe(), err)
+	}
+	if st, err := os.Stat(dir); err != nil || !st.IsDir() { //nolint:gosec // G703: inRepo keeps it inside the repository
+		return nil, fmt.Errorf("%s:%d: %s: spec.path %q is no folder under %s", f.Path, t.Line, t.Describe(), rel, root)
+	}
+	var out, errb bytes.Buffer
+	cmd := exec.CommandContext(ctx, o.kustomize, "build", dir)
+	cmd.Stdout, cmd.Stderr = &out, &errb
+	if err := cmd.Run(); err != nil {
+		return nil, fmt.Errorf("%s:%d: %s: %s build %s: %s", f.Path, t.Line, t.Describe(), o.kustomize, dir, firstLine(errb.String(), err))
+	}
+	return out.Bytes(), nil
+}
+
+// renderRelease renders the HelmRelease's chart with its values, as
+// helm-controller would, with Helm's own template functions: only the
+// images of the manifests matter here, which no generator makes, so no
+// seed is needed.
+func (o *fluxOptions) renderRelease(ctx context.Context, f *fluxpin.File, root string) ([]byte, error) {
+	t := f.Target
+	fail := func(format string, args ...any) error {
+		return fmt.Errorf("%s:%d: %s: %s", f.Path, t.Line, t.Describe(), fmt.Sprintf(format, args...))
+	}
+	ro := helmaction.Options{Source: helmaction.Source{Settings: helmcli.New()}}
+	ns := str(t.Spec, "targetNamespace")
+	if ns == "" {
+		ns = t.Namespace
+	}
+	if ns == "" {
+		ns = "default"
+	}
+	ro.Settings.SetNamespace(ns)
+	ro.ReleaseName = str(t.Spec, "releaseName")
+	if ro.ReleaseName == "" {
+		ro.ReleaseName = t.Name
+		if tn := str(t.Spec, "targetNamespace"); tn != "" {
+			ro.ReleaseName = tn + "-" + t.Name
+		}
+	}
+	if err := o.chart(f, root, &ro); err != nil {
+		return nil, fail("%s", err)
+	}
+	tmp, err := os.MkdirTemp("", "digestpin-flux-")
+	if err != nil {
+		return nil, fmt.Errorf("making a folder for the values of %s: %w", f.Path, err)
+	}
+	defer os.RemoveAll(tmp)
+	files, err := o.values(f, tmp)
+	if err != nil {
+		return nil, fail("%s", err)
+	}
+	ro.Values.ValueFiles = files
+	var hlog bytes.Buffer
+	ro.Log = &hlog
+	out, err := helmaction.Template(ctx, ro)
+	if err != nil {
+		return nil, fail("rendering chart %s: %s", ro.Chart, oneLine(err))
+	}
+	return out, nil
+}
+
+// chart sets ro's chart and where it comes from, from the HelmRelease's
+// spec.chart or spec.chartRef.
+func (o *fluxOptions) chart(f *fluxpin.File, root string, ro *helmaction.Options) error {
+	spec := f.Target.Spec
+	if ref, ok := spec["chartRef"].(map[string]any); ok {
+		kind, name := str(ref, "kind"), str(ref, "name")
+		if kind != "OCIRepository" {
+			return fmt.Errorf("spec.chartRef is a %s: digestpin reads the chart of an OCIRepository, or of spec.chart", kind)
+		}
+		url, src := o.chartRepo, o.source(f, kind, name, str(ref, "namespace"))
+		if url == "" {
+			if src == nil {
+				return fmt.Errorf("spec.chartRef: no OCIRepository %s in %s or beside it: give its URL with --chart-repo oci://HOST/PATH", name, f.Path)
+			}
+			url = str(src.Spec, "url")
+		}
+		ro.Chart = url
+		if src != nil {
+			ro.ChartPath.PlainHTTP = insecure(src)
+			ro.ChartPath.Version = str(src.Spec, "ref", "tag")
+			if v := str(src.Spec, "ref", "semver"); v != "" {
+				ro.ChartPath.Version = v
+			}
+		}
+		return nil
+	}
+	chart := str(spec, "chart", "spec", "chart")
+	if chart == "" {
+		return errors.New("neither spec.chart.spec.chart nor spec.chartRef: no chart to render")
+	}
+	kind, name := str(spec, "chart", "spec", "sourceRef", "kind"), str(spec, "chart", "spec", "sourceRef", "name")
+	ro.ChartPath.Version = str(spec, "chart", "spec", "version")
+	if ro.ChartPath.Version == "*" {
+		ro.ChartPath.Version = ""
+	}
+	switch kind {
+	case "GitRepository", "Bucket":
+		dir, err := inRepo(root, chart)
+		if err != nil {
+			return fmt.Errorf("the chart %w", err)
+		}
+		if st, err := os.Stat(dir); err != nil || !st.IsDir() { //nolint:gosec // G703: inRepo keeps it inside the repository
+			return fmt.Errorf("the chart %s of %s %s is no folder under %s (--repo-root)", chart, kind, name, root)
+		}
+		ro.Chart = dir
+		return nil
+	case "HelmRepository":
+		url, typ := o.chartRepo, ""
+		if src := o.source(f, kind, name, str(spec, "chart", "spec", "sourceRef", "namespace")); src != nil {
+			typ = str(src.Spec, "type")
+			ro.ChartPath.PlainHTTP = typ == "oci" && insecure(src)
+			if url == "" {
+				url = str(src.Spec, "url")
+			}
+		}
+		switch {
+		case url == "":
+			return fmt.Errorf("the chart %s: no HelmRepository %s in %s or beside it: give its URL with --chart-repo", chart, name, f.Path)
+		case typ == "oci" || strings.HasPrefix(url, "oci://"):
+			ro.Chart = strings.TrimSuffix(url, "/") + "/" + chart
+		default:
+			ro.Chart, ro.ChartPath.RepoURL = chart, url
+		}
+		return nil
+	}
+	return fmt.Errorf("spec.chart.spec.sourceRef is a %q: digestpin reads a chart of a GitRepository, Bucket or HelmRepository", kind)
+}
+
+// source is the object of kind and name (and namespace, when given) in
+// f or in a YAML file beside it; nil when there is none.
+func (o *fluxOptions) source(f *fluxpin.File, kind, name, namespace string) *fluxpin.Object {
+	match := func(objs []*fluxpin.Object) *fluxpin.Object {
+		for _, obj := range objs {
+			if obj.Kind == kind && obj.Name == name && (namespace == "" || obj.Namespace == "" || obj.Namespace == namespace) {
+				return obj
+			}
+		}
+		return nil
+	}
+	if obj := match(f.Objects); obj != nil {
+		return obj
+	}
+	dir := filepath.Dir(f.Path)
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return nil
+	}
+	for _, e := range entries {
+		p := filepath.Join(dir, e.Name())
+		if e.IsDir() || (!strings.HasSuffix(p, ".yaml") && !strings.HasSuffix(p, ".yml")) || filepath.Clean(p) == filepath.Clean(f.Path) {
+			continue
+		}
+		b, err := os.ReadFile(p) //nolint:gosec // G703: a file beside FILE, which the user named
+		if err != nil {
+			continue
+		}
+		if other, err := fluxpin.Parse(p, b); err == nil {
+			if obj := match(other.Objects); obj != nil {
+				return obj
+			}
+		}
+	}
+	return nil
+}
+
+// values writes the HelmRelease's values into dir as values files, in
+// the order helm-controller merges them: each spec.valuesFrom (a
+// ConfigMap or Secret in the file or beside it), then spec.values.
+func (o *fluxOptions) values(f *fluxpin.File, dir string) ([]string, error) {
+	var files []string
+	write := func(b []byte) (string, error) {
+		p := filepath.Join(dir, fmt.Sprintf("values-%d.yaml", len(files)))
+		return p, os.WriteFile(p, b, 0o600) //nolint:gosec // G703: a file of our own temporary folder
+	}
+	from, _ := f.Target.Spec["valuesFrom"].([]any)
+	for i, v := range from {
+		ref, _ := v.(map[string]any)
+		kind, name, key := str(ref, "kind"), str(ref, "name"), str(ref, "valuesKey")
+		if key == "" {
+			key = "values.yaml"
+		}
+		if str(ref, "targetPath") != "" {
+			return nil, fmt.Errorf("spec.valuesFrom[%d] (%s %s) has a targetPath, which digestpin does not read: put those values in spec.values", i, kind, name)
+		}
+		obj := o.source(f, kind, name, f.Target.Namespace)
+		if obj == nil || (kind != "ConfigMap" && kind != "Secret") {
+			if opt, _ := ref["optional"].(bool); opt {
+				continue
+			}
+			return nil, fmt.Errorf("spec.valuesFrom[%d]: no %s %s in %s or beside it, and digestpin reads no cluster: put the values in spec.values, or the object beside the file", i, kind, name, f.Path)
+		}
+		b, err := dataKey(obj, key)
+		if err != nil {
+			return nil, fmt.Errorf("spec.valuesFrom[%d]: %w", i, err)
+		}
+		p, err := write(b)
+		if err != nil {
+			return nil, fmt.Errorf("writing the values of %s %s: %w", kind, name, err)
+		}
+		files = append(files, p)
+	}
+	if vals, ok := f.Target.Spec["values"].(map[string]any); ok && len(vals) > 0 {
+		b, err := yaml.Marshal(vals)
+		if err != nil {
+			return nil, fmt.Errorf("reading spec.values: %w", err)
+		}
+		p, err := write(b)
+		if err != nil {
+			return nil, fmt.Errorf("writing spec.values: %w", err)
+		}
+		files = append(files, p)
+	}
+	return slices.Clip(files), nil
+}
+
+// dataKey is the value of key in a ConfigMap's data or a Secret's
+// stringData or data (decoded).
+func dataKey(obj *fluxpin.Object, key string) ([]byte, error) {
+	if s, ok := obj.StringData[key].(string); ok && obj.Kind == "Secret" {
+		return []byte(s), nil
+	}
+	s, ok := obj.Data[key].(string)
+	switch {
+	case !ok:
+		return nil, fmt.Errorf("%s %s (line %d) has no key %s", obj.Kind, obj.Name, obj.Line, key)
+	case obj.Kind == "Secret":
+		b, err := base64.StdEncoding.DecodeString(s)
+		if err != nil {
+			return nil, fmt.Errorf("%s %s (line %d): data.%s is not base64: %w", obj.Kind, obj.Name, obj.Line, key, err)
+		}
+		return b, nil
+	}
+	return []byte(s), nil
+}
+
+// insecure says that a HelmRepository's or OCIRepository's spec.insecure
+// is true: its registry speaks plain HTTP.
+func insecure(src *fluxpin.Object) bool {
+	b, _ := src.Spec["insecure"].(bool)
+	return b
+}
+
+// inRepo is the folder rel (a Flux path: slash-separated, relative to the
+// source's root) under root; a path that leaves root (..) is an error,
+// since Flux reads none outside its source either.
+func inRepo(root, rel string) (string, error) {
+	clean := filepath.Clean(filepath.FromSlash(strings.TrimPrefix(rel, "/")))
+	if clean != "." && !filepath.IsLocal(clean) {
+		return "", fmt.Errorf("%q leaves the repository %s", rel, root)
+	}
+	return filepath.Join(root, clean), nil
+}
