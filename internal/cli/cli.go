@@ -80,6 +80,9 @@ func versionString() string { return VersionString() }
 // Main runs the command line of the process and returns its exit status.
 func Main(b Build) int {
 	current.Store(&b)
+	// Run as the Flux CLI plugin (flux-digestpin), its commands are
+	// digestpin flux's.
+	os.Args = fluxPluginArgs(os.Args)
 	// First, before any signal handler is set: a digestpin run by a
 	// digestpin of another version refuses (execversion.go), and the
 	// build without Helm's engine hands template, install and upgrade to

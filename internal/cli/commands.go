@@ -181,14 +181,15 @@ func argocdCommand(ctx context.Context, s streams) *cobra.Command {
 }
 
 // fluxCommand is `digestpin flux`: pin, which writes the digests of a
-// Flux HelmRelease's or Kustomization's images into its file.
+// Flux HelmRelease's or Kustomization's images into its file, and push,
+// which pushes manifests as a Flux OCI artifact.
 func fluxCommand(ctx context.Context, s streams) *cobra.Command {
 	flux := &cobra.Command{
 		Use:                "flux",
-		Short:              "pin the images of Flux HelmReleases and Kustomizations in their files",
+		Short:              "pin the images of Flux HelmReleases and Kustomizations, push Flux OCI artifacts",
 		DisableFlagParsing: true,
 		RunE: func(_ *cobra.Command, args []string) error {
-			return runFlux(ctx, args, s.stdout, s.stderr)
+			return runFlux(ctx, args, s)
 		},
 	}
 	pinCmd := &cobra.Command{
@@ -196,30 +197,45 @@ func fluxCommand(ctx context.Context, s streams) *cobra.Command {
 		Short:              "write the digests of a HelmRelease's or Kustomization's images into its file",
 		DisableFlagParsing: true,
 		RunE: func(_ *cobra.Command, args []string) error {
-			return runFlux(ctx, append([]string{"pin"}, args...), s.stdout, s.stderr)
+			return runFlux(ctx, append([]string{"pin"}, args...), s)
 		},
 	}
 	if s.completing {
 		helmFlags(pinCmd, "flux pin")
 	}
-	flux.AddCommand(pinCmd)
+	pushCmd := &cobra.Command{
+		Use:                "push oci://REGISTRY/REPOSITORY:TAG --path DIR|FILE|-",
+		Short:              "push manifests as the OCI artifact of flux push artifact, only when they changed, signed with cosign",
+		DisableFlagParsing: true,
+		RunE: func(_ *cobra.Command, args []string) error {
+			return runFlux(ctx, append([]string{"push"}, args...), s)
+		},
+	}
+	flux.AddCommand(pinCmd, pushCmd)
 	return flux
 }
 
-// runFlux is `digestpin flux SUBCOMMAND`: pin.
-func runFlux(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+// fluxUsage is the one line of digestpin flux without a subcommand.
+const fluxUsage = "digestpin flux pin [flags] FILE... or digestpin flux push oci://REGISTRY/REPOSITORY:TAG --path DIR|FILE|- (see digestpin flux pin --help, digestpin flux push --help)"
+
+// runFlux is `digestpin flux SUBCOMMAND`: pin or push.
+func runFlux(ctx context.Context, args []string, s streams) error {
+	stdout, stderr := s.stdout, s.stderr
 	err := func() error {
-		if len(args) == 0 || args[0] != "pin" {
+		if len(args) == 0 || (args[0] != "pin" && args[0] != "push") {
 			if len(args) > 0 && (args[0] == "-h" || args[0] == "--help") {
-				fmt.Fprint(stderr, "Usage: digestpin flux pin [flags] FILE... (see digestpin flux pin --help)\n")
+				fmt.Fprint(stderr, "Usage: "+fluxUsage+"\n")
 				return pflag.ErrHelp
 			}
 			if len(args) > 0 && !strings.HasPrefix(args[0], "-") {
-				if near := nearestWord(args[0], []string{"pin"}); near != "" {
+				if near := nearestWord(args[0], []string{"pin", "push"}); near != "" {
 					return &UsageError{fmt.Errorf("unknown command %q: did you mean \"flux %s\"? (see digestpin --help)", "flux "+args[0], near)}
 				}
 			}
-			return &UsageError{errors.New("usage: digestpin flux pin [flags] FILE... (see digestpin flux pin --help)")}
+			return &UsageError{errors.New("usage: " + fluxUsage)}
+		}
+		if args[0] == "push" {
+			return runFluxPush(ctx, args[1:], s.stdin, stdout, stderr)
 		}
 		return runHelm(ctx, "flux pin", args[1:], stdout, stderr)
 	}()
