@@ -111,7 +111,7 @@ func TestRelease(t *testing.T) {
 	for _, e := range entries {
 		names = append(names, e.Name())
 	}
-	want := []string{"SHA256SUMS", binArchive, h3Plugin, h4Plugin}
+	want := []string{"SHA256SUMS", binArchive, h3Plugin, h4Plugin, fluxPluginManifest}
 	sort.Strings(want)
 	if strings.Join(names, " ") != strings.Join(want, " ") {
 		t.Fatalf("make release wrote %q, want %q", names, want)

@@ -23,12 +23,17 @@
 #                                           (`helm plugin package`); its install
 #                                           hook downloads the binary archive
 #   SHA256SUMS                              over every file above
+#   digestpin.flux-plugin.yaml              the Flux CLI plugin manifest
+#                                           (scripts/flux/plugin-manifest.sh),
+#                                           for the fluxcd/plugins catalog,
+#                                           with the archives' checksums
 #
 # HELM names a Helm 4 CLI; HELM_SIGN its signing flags (default
 # --sign=false), e.g. '--key "Your Name" --keyring ~/.gnupg/secring.gpg',
 # which adds digestpin-postrenderer-VERSION.tgz.prov.
 set -o errexit -o nounset -o pipefail
 cd "$(dirname "$0")/.."
+ROOT=$(pwd)
 
 PLATFORMS=${PLATFORMS:-linux/amd64 linux/arm64 darwin/amd64 darwin/arm64 windows/amd64 windows/arm64}
 DIST=${DIST:-dist}
@@ -99,6 +104,8 @@ else
   shasum -a 256 -- * >"$stage/SHA256SUMS"
 fi
 mv "$stage/SHA256SUMS" SHA256SUMS
+"$ROOT/scripts/flux/plugin-manifest.sh" . "$VERSION" >"$stage/flux-plugin.yaml"
+mv "$stage/flux-plugin.yaml" digestpin.flux-plugin.yaml
 files=(*)
 echo "release: ${#files[@]} files in $DIST:"
 ls -1

@@ -12,9 +12,12 @@ const FluxPluginBin = "flux-digestpin"
 
 // fluxPluginArgs is args with "flux" after the program's name when the
 // program runs as the Flux CLI plugin, so that `flux digestpin push ...`
-// runs `digestpin flux push ...`.
+// runs `digestpin flux push ...`; --version and version stay digestpin's.
 func fluxPluginArgs(args []string) []string {
 	if len(args) == 0 || strings.TrimSuffix(filepath.Base(args[0]), ".exe") != FluxPluginBin {
+		return args
+	}
+	if len(args) > 1 && (args[1] == "--version" || args[1] == "version") {
 		return args
 	}
 	return append([]string{args[0], "flux"}, args[1:]...)

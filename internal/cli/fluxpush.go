@@ -53,9 +53,9 @@ func (o *fluxPushOptions) flags() *pflag.FlagSet {
 	fs.SortFlags = false
 	fs.SetOutput(io.Discard)
 	fs.StringVarP(&o.path, "path", "f", "", "the manifests: a `DIR` (every file under it), a FILE, or - for stdin")
-	fs.StringVar(&o.name, "name", "", "the name of the file in the artifact for a FILE or stdin (default: the FILE's name; manifests.yaml for stdin)")
-	fs.StringVar(&o.source, "source", "", "the source address, e.g. the Git URL (annotation org.opencontainers.image.source)")
-	fs.StringVar(&o.revision, "revision", "", "the source revision, e.g. main@sha1:COMMIT (annotation org.opencontainers.image.revision)")
+	fs.StringVar(&o.name, "name", "", "the `NAME` of the file in the artifact for a FILE or stdin (default: the FILE's name; manifests.yaml for stdin)")
+	fs.StringVar(&o.source, "source", "", "the source address, e.g. the Git `URL` (annotation org.opencontainers.image.source)")
+	fs.StringVar(&o.revision, "revision", "", "the source `REVISION`, e.g. main@sha1:COMMIT (annotation org.opencontainers.image.revision)")
 	fs.StringVar(&o.signKey, "sign-key", "", "sign the pushed artifact with this cosign private `KEY` file (cosign generate-key-pair; password in COSIGN_PASSWORD)")
 	fs.DurationVar(&o.timeout, "timeout", 5*time.Minute, "bound on the whole run")
 	return fs

@@ -78,6 +78,7 @@ registry differs from the lock file; 130 and 143 after SIGINT and SIGTERM.
 Commands: [digestpin](#digestpin) · [digestpin template](#digestpin-template) ·
 [digestpin install](#digestpin-install) · [digestpin upgrade](#digestpin-upgrade) ·
 [digestpin argocd refresh](#digestpin-argocd-refresh) · [digestpin flux pin](#digestpin-flux-pin) ·
+[digestpin flux push](#digestpin-flux-push) ·
 [digestpin seed](#digestpin-seed) ·
 [digestpin completion](#digestpin-completion) · [other variables](#other-variables)
 `)
@@ -132,6 +133,7 @@ Commands: [digestpin](#digestpin) · [digestpin template](#digestpin-template) �
 	})
 	section(&b, "digestpin flux pin", "`digestpin flux pin [flags] FILE...`: writes the digest of every image a Flux HelmRelease (its chart rendered with its values) or Kustomization (its path built with kustomize) runs into FILE, where Flux applies it: a kustomize post-renderer's images, or spec.images ([docs/flux.md](flux.md)). Its own flags are not read from the environment; the pinning flags are.", own, false)
 	pinningFlags(&b, fs, fo.pinFS)
+	section(&b, "digestpin flux push", "`digestpin flux push oci://REGISTRY/REPOSITORY:TAG --path DIR|FILE|- [flags]`: pushes manifests as the OCI artifact of `flux push artifact` (deterministic: the same files give the same digest), only when the files changed, signed as `cosign sign --key` does with `--sign-key` ([docs/flux.md](flux.md#digestpin-flux-push-a-pinned-signed-oci-artifact)). Run as `flux-digestpin` (the Flux CLI plugin), digestpin takes its arguments as `digestpin flux`'s. Its flags are not read from the environment.", cli.FluxPushFlags(), false)
 
 	b.WriteString("\n## digestpin seed\n\n`digestpin seed > FILE` or `digestpin seed FILE`: writes a new secret seed (32 random bytes, mode 0600) for `--seed-file`. No flags.\n")
 	fmt.Fprintf(&b, "\n## digestpin completion\n\n`digestpin completion %s`: prints a shell completion script that completes the commands, the help topics, every command's flags and their values (`--mode`, `--on-error`, paths for the file and folder flags) by asking digestpin itself: `source <(digestpin completion bash)` (with the bash-completion package), `digestpin completion zsh > \"${fpath[1]}/_digestpin\"`, or `digestpin completion fish | source`.\n", strings.Join(cli.Shells(), "|"))
