@@ -64,6 +64,19 @@ var refreshRenames = map[string]string{
 	"tag-policy": "", "tag-allow": "", "tag-ignore": "", "max-tags": "", "keel-annotations": "",
 }
 
+// resolvingFlags binds the pinning flags that decide a digest
+// (refreshRenames leaves out the others) onto a flag set of their own,
+// added to fs: the flags of the commands that resolve tags without a
+// stream of their own (argocd refresh --moved, flux pin).
+func resolvingFlags(fs *pflag.FlagSet) (*cli.Options, *pflag.FlagSet) {
+	o := cli.NewOptions()
+	pinFS := pflag.NewFlagSet("pinning", pflag.ContinueOnError)
+	pinFS.SortFlags = false
+	cli.BindPinning(o, pinFS, refreshRenames)
+	fs.AddFlagSet(pinFS)
+	return o, pinFS
+}
+
 // flags are the flags of digestpin argocd refresh, bound onto o;
 // docs/reference.md is written from them.
 func (o *refreshOptions) flags() *pflag.FlagSet {
@@ -78,11 +91,7 @@ func (o *refreshOptions) flags() *pflag.FlagSet {
 	fs.DurationVar(&o.timeout, "timeout", time.Minute, "bound on the whole run")
 	fs.BoolVar(&o.moved, "moved", false, "name no IMAGE: resolve the tag of every image that the Applications rendering through the digestpin plugin run (each tag once, through the cache, mirrors, credentials and waiting periods of the flags below, as a render would), and refresh those whose running digest the registry has moved past")
 	fs.StringVar(&o.plugin, "plugin", "digestpin", "with --moved: the Config Management Plugin's `NAME`, as Applications name it in spec.source.plugin.name")
-	o.pin = cli.NewOptions()
-	o.pinFS = pflag.NewFlagSet("pinning", pflag.ContinueOnError)
-	o.pinFS.SortFlags = false
-	cli.BindPinning(o.pin, o.pinFS, refreshRenames)
-	fs.AddFlagSet(o.pinFS)
+	o.pin, o.pinFS = resolvingFlags(fs)
 	return fs
 }
 

@@ -75,11 +75,7 @@ func (o *fluxOptions) flags() *pflag.FlagSet {
 	fs.StringVar(&o.kustomize, "kustomize", "kustomize", "the kustomize binary that builds a Kustomization's spec.path: a `PATH`, or a name on PATH")
 	fs.DurationVar(&o.timeout, "timeout", 5*time.Minute, "bound on the whole run")
 	fs.BoolVar(&o.dryRun, "dry-run", false, "say what would change, write no file")
-	o.pin = cli.NewOptions()
-	o.pinFS = pflag.NewFlagSet("pinning", pflag.ContinueOnError)
-	o.pinFS.SortFlags = false
-	cli.BindPinning(o.pin, o.pinFS, refreshRenames)
-	fs.AddFlagSet(o.pinFS)
+	o.pin, o.pinFS = resolvingFlags(fs)
 	return fs
 }
 
