@@ -274,30 +274,24 @@ func scalar(s string) string {
 
 // seqIndent is how far the target's block lists put their dash right of
 // their key: 0 when the file writes them flush (key:\n- item), else 2.
-func (f *File) seqIndent() int {
-	d := 2
-	walk(f.Target.node, func(k, v *yaml.Node) bool {
-		if v.Kind == yaml.SequenceNode && v.Style&yaml.FlowStyle == 0 && len(v.Content) > 0 && v.Line > k.Line {
-			d = v.Column - k.Column
-			return false
-		}
-		return true
-	})
-	return max(d, 0)
-}
+func (f *File) seqIndent() int { return f.indentUnder(yaml.SequenceNode, 0) }
 
 // mapIndent is how far the target indents a mapping under its key: as
 // its first nested block mapping, else 2.
-func (f *File) mapIndent() int {
+func (f *File) mapIndent() int { return f.indentUnder(yaml.MappingNode, 1) }
+
+// indentUnder is how far right of its key the target's first non-empty
+// block node of kind starts, at least least; 2 when it has none.
+func (f *File) indentUnder(kind yaml.Kind, least int) int {
 	d := 2
 	walk(f.Target.node, func(k, v *yaml.Node) bool {
-		if v.Kind == yaml.MappingNode && v.Style&yaml.FlowStyle == 0 && len(v.Content) > 0 && v.Line > k.Line {
+		if v.Kind == kind && v.Style&yaml.FlowStyle == 0 && len(v.Content) > 0 && v.Line > k.Line {
 			d = v.Column - k.Column
 			return false
 		}
 		return true
 	})
-	return max(d, 1)
+	return max(d, least)
 }
 
 // walk calls fn on each key and value of n's mappings, depth first, until
