@@ -256,6 +256,12 @@ var redisCall = regexp.MustCompile(`(Redis redis://REDIS/0: ).*(; going on witho
 // not tried again.
 var attemptsWords = regexp.MustCompile(` \((after \d+ attempts|not retried: [^)]*)\)`)
 
+// hungWords are what an image says of a hung registry: the request that
+// ran into --request-timeout, or one skipped after it. With the ping
+// answer cached, the images' requests go out at once, and any of them may
+// be the one that hangs.
+var hungWords = regexp.MustCompile(`no answer from REGISTRY within [0-9.a-z]+|skipped: REGISTRY gave no answer within [0-9.a-z]+ earlier in this run`)
+
 // TestFaults runs the real binary against the loopback registry and Redis
 // while each fails as issue 38 lists, on a stream of two images: the
 // exact stderr (testdata/faults.golden, digests, ports and ages
@@ -384,13 +390,19 @@ func runFault(t *testing.T, bin string, tc faultCase) faultOutcome {
 	s = ageWords.ReplaceAllString(s, "$1 AGE")
 	// The images are resolved at once: their warnings come in any order,
 	// and the one that pings the registry first says how often it tried
-	// (the others share its answer): a count of each such note first.
+	// (the others share its answer), the one whose request hung first
+	// says so (the others skip the registry): a count of each such note
+	// first.
 	lines := strings.SplitAfter(s, "\n")
 	attempts := map[string]int{}
 	for i, l := range lines {
 		if m := attemptsWords.FindString(l); m != "" {
 			attempts[m]++
 			lines[i] = strings.Replace(l, m, "", 1)
+		}
+		if m := hungWords.FindString(lines[i]); m != "" {
+			attempts[" ("+m+")"]++
+			lines[i] = strings.Replace(lines[i], m, "NO ANSWER", 1)
 		}
 	}
 	slices.SortStableFunc(lines, func(a, b string) int {
