@@ -2,11 +2,9 @@ package e2e
 
 import (
 	"bytes"
-	"os"
 	"os/exec"
 	"path/filepath"
 	"runtime"
-	"strings"
 	"testing"
 
 	"github.com/digestpin/digestpin/internal/testfiles"
@@ -54,16 +52,7 @@ func repoRoot(t *testing.T) string {
 // cleanEnv returns the environment without DIGESTPIN_* settings (so that a
 // developer's own settings cannot change a test) and with the given
 // settings added.
-func cleanEnv(extra ...string) []string {
-	var env []string
-	for _, kv := range os.Environ() {
-		if strings.HasPrefix(kv, "DIGESTPIN_") && !strings.HasPrefix(kv, "DIGESTPIN_TEST_") {
-			continue
-		}
-		env = append(env, kv)
-	}
-	return append(env, extra...)
-}
+func cleanEnv(extra ...string) []string { return testfiles.CleanEnv(extra...) }
 
 // result is what a command printed and how it ended.
 type result struct {

@@ -3,6 +3,7 @@
 package argocd
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"maps"
@@ -10,6 +11,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/digestpin/digestpin/internal/testgit"
 )
 
 // app is an Application of the tests: the plugin renders path of repo
@@ -17,7 +20,7 @@ import (
 // plugin parameters params (spec.source.plugin.parameters, as written).
 type app struct {
 	name, ns string
-	repo     *gitRepo
+	repo     *testgit.Repo
 	path     string
 	env      []string
 	params   []map[string]any
@@ -185,64 +188,16 @@ func (a *argoCD) trySync(t *testing.T, name string) application {
 // syncStatus returns the Application's sync status.
 func syncStatus(ap application) string { return ap.Status.Sync.Status }
 
-// replicaSets returns the number of ReplicaSets of each Deployment in ns,
-// once the deployment controller has seen the latest generation of each
-// (it makes a Deployment's new ReplicaSet before it records the generation
-// it observed).
+// replicaSets returns the number of ReplicaSets of each Deployment in ns
+// (controlplane's ReplicaSets: once the deployment controller has seen
+// every Deployment's latest generation).
 func (a *argoCD) replicaSets(t *testing.T, ns string) map[string]int {
 	t.Helper()
-	deadline := time.Now().Add(time.Minute)
-	for {
-		var deps struct {
-			Items []struct {
-				Metadata struct {
-					Name       string `json:"name"`
-					Generation int64  `json:"generation"`
-				} `json:"metadata"`
-				Status struct {
-					ObservedGeneration int64 `json:"observedGeneration"`
-				} `json:"status"`
-			} `json:"items"`
-		}
-		if err := json.Unmarshal([]byte(a.kubectl(t, nil, "-n", ns, "get", "deployments", "-o", "json")), &deps); err != nil {
-			t.Fatal(err)
-		}
-		counts := map[string]int{}
-		pending := ""
-		for _, d := range deps.Items {
-			counts[d.Metadata.Name] = 0
-			if d.Status.ObservedGeneration < d.Metadata.Generation {
-				pending = d.Metadata.Name
-			}
-		}
-		if pending == "" {
-			var rss struct {
-				Items []struct {
-					Metadata struct {
-						OwnerReferences []struct {
-							Kind string `json:"kind"`
-							Name string `json:"name"`
-						} `json:"ownerReferences"`
-					} `json:"metadata"`
-				} `json:"items"`
-			}
-			if err := json.Unmarshal([]byte(a.kubectl(t, nil, "-n", ns, "get", "replicasets", "-o", "json")), &rss); err != nil {
-				t.Fatal(err)
-			}
-			for _, rs := range rss.Items {
-				for _, o := range rs.Metadata.OwnerReferences {
-					if o.Kind == "Deployment" {
-						counts[o.Name]++
-					}
-				}
-			}
-			return counts
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("Deployment %s in %s: the deployment controller did not observe its generation in a minute", pending, ns)
-		}
-		time.Sleep(100 * time.Millisecond)
+	counts, err := a.cluster.ReplicaSets(context.Background(), ns)
+	if err != nil {
+		t.Fatal(err)
 	}
+	return counts
 }
 
 // newSets returns how many ReplicaSets each Deployment gained from before

@@ -62,8 +62,8 @@ func testMutableTag(t *testing.T, a *argoCD) {
 	reg := testregistry.New(t)
 	reg.PushImage(t, "app:dev")
 	reg.PushImage(t, "api:1.0")
-	repo := a.git.repo(t, "shop")
-	a.git.commit(t, repo, "shop chart", chartFiles(t, "shop", "shop", reg.Host()))
+	repo := a.git.Repo(t, "shop")
+	repo.Commit(t, "shop chart", chartFiles(t, "shop", "shop", reg.Host()))
 	a.create(t, app{name: "shop", ns: "shop", repo: repo, path: "shop"})
 
 	if ap := a.reconciled(t, "shop"); syncStatus(ap) != "OutOfSync" {
@@ -127,8 +127,8 @@ func testCacheTTL(t *testing.T, a *argoCD) {
 	reg.PushImage(t, "app:dev")
 	reg.PushImage(t, "api:1.0")
 	reg.ResetCounts() // the pushes
-	repo := a.git.repo(t, "shop-cached")
-	a.git.commit(t, repo, "shop chart", chartFiles(t, "shop", "shop", reg.Host()))
+	repo := a.git.Repo(t, "shop-cached")
+	repo.Commit(t, "shop chart", chartFiles(t, "shop", "shop", reg.Host()))
 	a.create(t, app{name: "shop-cached", ns: "shop-cached", repo: repo, path: "shop", env: []string{"DIGESTPIN_CACHE_TTL=" + ttl.String()}})
 	begin := time.Now() // no resolution is older
 	a.reconciled(t, "shop-cached")

@@ -3,13 +3,9 @@
 package argocd
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
-	"net/http"
-	"net/http/cgi"
-	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -23,6 +19,7 @@ import (
 
 	"github.com/digestpin/digestpin/e2e/kube/controlplane"
 	"github.com/digestpin/digestpin/internal/testfiles"
+	"github.com/digestpin/digestpin/internal/testgit"
 	"github.com/digestpin/digestpin/internal/testredis"
 )
 
@@ -50,7 +47,7 @@ func repoRoot() string {
 // argoCD is a running Argo CD on a running control plane.
 type argoCD struct {
 	cluster *controlplane.Cluster
-	git     *gitServer
+	git     *testgit.Server
 	redis   *testredis.Server
 	bin     string // digestpin
 	procs   []*controlplane.Proc
@@ -93,7 +90,7 @@ func startArgoCD(t *testing.T) *argoCD {
 	a.install(t)
 
 	a.redis = testredis.Start(t, testredis.Options{})
-	a.git = startGit(t, filepath.Join(dir, "git"))
+	a.git = testgit.Start(t, filepath.Join(dir, "git"))
 
 	// The sidecar: argocd-cmp-server with the plugin's files, its
 	// folders as repo-server-patch.yaml mounts them, under dir/cmp. A
@@ -194,16 +191,9 @@ func (a *argoCD) install(t *testing.T) {
 		t.Fatalf("go list -m github.com/argoproj/argo-cd/v3: no folder in %s (%v); run go mod download", out, err)
 	}
 	a.kubectl(t, nil, "apply", "--server-side", "--field-manager=digestpin-test", "-k", filepath.Join(mod.Dir, "manifests", "crds"))
-	// Established before anything of theirs is made (kubectl wait fails
-	// on a CRD whose status is not written yet).
-	deadline := time.Now().Add(time.Minute)
-	for _, crd := range []string{"applications.argoproj.io", "appprojects.argoproj.io"} {
-		for !established(t, a.kubectl(t, nil, "get", "crd", crd, "-o", "json")) {
-			if time.Now().After(deadline) {
-				t.Fatalf("CRD %s: not Established in a minute", crd)
-			}
-			time.Sleep(100 * time.Millisecond)
-		}
+	// Established before anything of theirs is made.
+	if err := a.cluster.WaitEstablished(context.Background(), "applications.argoproj.io", "appprojects.argoproj.io"); err != nil {
+		t.Fatal(err)
 	}
 	a.kubectl(t, []byte(`apiVersion: v1
 kind: Namespace
@@ -246,26 +236,6 @@ spec:
   destinations: [{server: "*", namespace: "*"}]
   clusterResourceWhitelist: [{group: "*", kind: "*"}]
 `), "apply", "--server-side", "--field-manager=digestpin-test", "-f", "-")
-}
-
-// established reports whether the CRD (JSON) has the condition
-// Established.
-func established(t *testing.T, crd string) bool {
-	t.Helper()
-	var c struct {
-		Status struct {
-			Conditions []struct{ Type, Status string }
-		}
-	}
-	if err := json.Unmarshal([]byte(crd), &c); err != nil {
-		t.Fatalf("decoding a CRD: %v", err)
-	}
-	for _, cond := range c.Status.Conditions {
-		if cond.Type == "Established" && cond.Status == "True" {
-			return true
-		}
-	}
-	return false
 }
 
 // sidecar lays out the sidecar's files under root (the plugin's files in
@@ -360,51 +330,16 @@ func (a *argoCD) waitSocket(t *testing.T, p *controlplane.Proc, path string) {
 	}
 }
 
-// startOnFreePorts starts the server name on n ports that were free a
-// moment ago and waits until it is ready: start starts it on ports and
-// returns it with the URL that answers 200 once it is. Another process on
-// the machine (another test suite's control plane) can take a port
-// between the pick and the server's bind: when the server exits saying
-// "address already in use", it is started again on new ports, up to three
-// times in all, as controlplane.Start does for its own.
+// startOnFreePorts starts the server name on n free ports and waits
+// until it is ready (controlplane's RunOnFreePorts: start starts it on
+// ports and returns it with the URL that answers 200 once it is).
 func (a *argoCD) startOnFreePorts(t *testing.T, name string, n int, start func(ports []int) (*controlplane.Proc, string, error)) {
 	t.Helper()
-	for attempt := 1; ; attempt++ {
-		ports := make([]int, n)
-		for i := range ports {
-			ports[i] = freePort(t)
-		}
-		p, url, err := start(ports)
-		if err != nil {
-			t.Fatal(err)
-		}
-		a.procs = append(a.procs, p)
-		err = a.ready(p, url)
-		if err == nil {
-			return
-		}
-		if attempt == 3 || !strings.Contains(err.Error(), "address already in use") {
-			t.Fatal(err)
-		}
-		t.Logf("%s, attempt %d: %v; again on other ports", name, attempt, err)
-	}
-}
-
-// ready waits until url answers 200, or p exits.
-func (a *argoCD) ready(p *controlplane.Proc, url string) error {
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	defer cancel()
-	return a.cluster.WaitReady(ctx, p, &http.Client{Timeout: 5 * time.Second}, url, nil)
-}
-
-// freePort returns a port on 127.0.0.1 that was free a moment ago.
-func freePort(t *testing.T) int {
-	t.Helper()
-	p, err := controlplane.FreePort()
+	procs, err := a.cluster.RunOnFreePorts(context.Background(), n, start)
+	a.procs = append(a.procs, procs...)
 	if err != nil {
-		t.Fatal(err)
+		t.Fatalf("%s: %v", name, err)
 	}
-	return p
 }
 
 // result is what a command printed and how it ended.
@@ -413,34 +348,17 @@ type result struct {
 	err            error
 }
 
-// run runs name with args and stdin, with the environment plus env.
+// run runs name with args and stdin, with the environment (without the
+// developer's DIGESTPIN_* settings) plus env.
 func run(stdin []byte, env []string, name string, args ...string) result {
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, name, args...)
-	cmd.Env = append(baseEnv(), env...)
-	if stdin != nil {
-		cmd.Stdin = bytes.NewReader(stdin)
-	}
-	var out, errb bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &out, &errb
-	err := cmd.Run()
-	return result{stdout: out.String(), stderr: errb.String(), err: err}
+	r := testfiles.Run(stdin, env, name, args...)
+	return result{stdout: r.Stdout, stderr: r.Stderr, err: r.Err}
 }
 
 // baseEnv is this process's environment without the developer's own
 // DIGESTPIN_* settings (DIGESTPIN_TEST_* stay), so that they change no
 // render, no sidecar and no command of a test.
-func baseEnv() []string {
-	var env []string
-	for _, kv := range os.Environ() {
-		if strings.HasPrefix(kv, "DIGESTPIN_") && !strings.HasPrefix(kv, "DIGESTPIN_TEST_") {
-			continue
-		}
-		env = append(env, kv)
-	}
-	return env
-}
+func baseEnv() []string { return testfiles.CleanEnv() }
 
 // kubeEnv points kubectl and digestpin at the cluster.
 func (a *argoCD) kubeEnv() []string {
@@ -455,91 +373,6 @@ func (a *argoCD) kubectl(t *testing.T, stdin []byte, args ...string) string {
 		t.Fatalf("kubectl %s: %v\n%s", strings.Join(args, " "), res.err, res.stderr)
 	}
 	return res.stdout
-}
-
-// gitServer serves bare repositories under root over smart HTTP on
-// loopback: git http-backend behind net/http/cgi.
-type gitServer struct {
-	root string
-	srv  *httptest.Server
-}
-
-func startGit(t *testing.T, root string) *gitServer {
-	t.Helper()
-	gitBin, err := exec.LookPath("git")
-	if err != nil {
-		t.Fatalf("git: %v", err)
-	}
-	if err := os.MkdirAll(root, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	g := &gitServer{root: root}
-	g.srv = httptest.NewServer(&cgi.Handler{
-		Path: gitBin,
-		Args: []string{"http-backend"},
-		Env:  []string{"GIT_PROJECT_ROOT=" + root, "GIT_HTTP_EXPORT_ALL=1"},
-	})
-	t.Cleanup(g.srv.Close)
-	return g
-}
-
-// gitRepo is a repository on the git server and a work tree to commit in.
-type gitRepo struct {
-	URL  string // what an Application's spec.source.repoURL names
-	work string
-}
-
-// gitEnv makes commits independent of the developer's git settings.
-var gitEnv = []string{
-	"GIT_CONFIG_GLOBAL=/dev/null", "GIT_CONFIG_NOSYSTEM=1",
-	"GIT_AUTHOR_NAME=ci", "GIT_AUTHOR_EMAIL=ci@example.com",
-	"GIT_COMMITTER_NAME=ci", "GIT_COMMITTER_EMAIL=ci@example.com",
-}
-
-func (g *gitServer) gitT(t *testing.T, dir string, args ...string) string {
-	t.Helper()
-	res := run(nil, gitEnv, "git", append([]string{"-C", dir}, args...)...)
-	if res.err != nil {
-		t.Fatalf("git %s: %v\n%s", strings.Join(args, " "), res.err, res.stderr)
-	}
-	return strings.TrimSpace(res.stdout)
-}
-
-// repo creates the bare repository name.git and a work tree for it.
-func (g *gitServer) repo(t *testing.T, name string) *gitRepo {
-	t.Helper()
-	bare := filepath.Join(g.root, name+".git")
-	if err := os.MkdirAll(bare, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	g.gitT(t, bare, "init", "--quiet", "--bare", "--initial-branch=main")
-	work := t.TempDir()
-	g.gitT(t, work, "init", "--quiet", "--initial-branch=main")
-	g.gitT(t, work, "remote", "add", "origin", bare)
-	return &gitRepo{URL: g.srv.URL + "/" + name + ".git", work: work}
-}
-
-// commit writes files (path → content; "" removes the file), commits them
-// on main, pushes, and returns the commit.
-func (g *gitServer) commit(t *testing.T, r *gitRepo, msg string, files map[string]string) string {
-	t.Helper()
-	for p, content := range files {
-		full := filepath.Join(r.work, p)
-		if content == "" {
-			_ = os.Remove(full)
-			continue
-		}
-		if err := os.MkdirAll(filepath.Dir(full), 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(full, []byte(content), 0o644); err != nil { //nolint:gosec // a repository's files
-			t.Fatal(err)
-		}
-	}
-	g.gitT(t, r.work, "add", "-A")
-	g.gitT(t, r.work, "commit", "--quiet", "--allow-empty", "-m", msg)
-	g.gitT(t, r.work, "push", "--quiet", "origin", "HEAD:main")
-	return g.gitT(t, r.work, "rev-parse", "HEAD")
 }
 
 // limitedKubeconfig makes the service account sa in Argo CD's namespace,

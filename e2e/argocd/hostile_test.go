@@ -241,11 +241,11 @@ func TestHostile(t *testing.T) {
 	// it), so that Argo CD renders them side by side.
 	files := chartFiles(t, "single", "single", reg.Host())
 	for _, tc := range cases {
-		repo := a.git.repo(t, tc.name)
+		repo := a.git.Repo(t, tc.name)
 		if tc.prepare != nil {
-			tc.prepare(t, repo.work)
+			tc.prepare(t, repo.Work)
 		}
-		a.git.commit(t, repo, tc.desc, files)
+		repo.Commit(t, tc.desc, files)
 		path := tc.path
 		if path == "" {
 			path = "single"
@@ -255,8 +255,8 @@ func TestHostile(t *testing.T) {
 	// The control: a benign Application whose env names sidecar settings
 	// (argocd_hostile_test.go, TestArgoCDApplicationEnv), which change
 	// nothing.
-	control := a.git.repo(t, "benign")
-	a.git.commit(t, control, "benign", files)
+	control := a.git.Repo(t, "benign")
+	control.Commit(t, "benign", files)
 	a.create(t, app{name: "benign", ns: "benign", repo: control, path: "single", env: []string{
 		"DIGESTPIN_LOG_FILE=" + logFile, "DIGESTPIN_CACHE_DIR=" + cacheDir, "DOCKER_CONFIG=" + dockerConfig,
 		"DIGESTPIN_INSECURE_REGISTRY=" + reg.Host(),

@@ -26,14 +26,14 @@ func testRefreshMoved(t *testing.T, a *argoCD) {
 	reg.PushImage(t, "web:dev")
 	reg.PushImage(t, "api:dev")
 	webRequests, apiRequests := countRepo(reg, "web"), countRepo(reg, "api")
-	repo := a.git.repo(t, "moved")
+	repo := a.git.Repo(t, "moved")
 	files := map[string]string{}
 	for dir, image := range map[string]string{"web": "web", "api": "api"} {
 		for p, content := range chartFiles(t, "single", dir, reg.Host()) {
 			files[p] = strings.Replace(content, "image: app", "image: "+image, 1)
 		}
 	}
-	a.git.commit(t, repo, "two apps", files)
+	repo.Commit(t, "two apps", files)
 	names := []string{"m-web", "m-api"}
 	labels := map[string]string{"digestpin.dev/test": "moved"}
 	for _, n := range names {
@@ -196,12 +196,12 @@ func testImageUpdaterHandOff(t *testing.T, a *argoCD) {
 	reg.PushImage(t, "web:dev")
 	v2 := reg.PushImage(t, "web:v2").String()
 	v3 := reg.PushImage(t, "web:v3").String()
-	repo := a.git.repo(t, "image-updater")
+	repo := a.git.Repo(t, "image-updater")
 	files := map[string]string{}
 	for p, content := range chartFiles(t, "single", "iu", reg.Host()) {
 		files[p] = strings.Replace(content, "image: app", "image: web", 1)
 	}
-	a.git.commit(t, repo, "one app", files)
+	repo.Commit(t, "one app", files)
 	const name = "iu-web"
 	a.create(t, app{name: name, ns: name, repo: repo, path: "iu", env: []string{"WEB_IMAGE_TAG=v2"},
 		params: []map[string]any{{"name": "set-from-env", "map": map[string]any{"tag": "WEB_IMAGE_TAG"}}}})

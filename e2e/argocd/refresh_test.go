@@ -21,14 +21,14 @@ func testRefreshCommand(t *testing.T, a *argoCD) {
 	reg.PushImage(t, "web:dev")
 	reg.PushImage(t, "api:dev")
 	webRequests, apiRequests := countRepo(reg, "web"), countRepo(reg, "api")
-	repo := a.git.repo(t, "refresh")
+	repo := a.git.Repo(t, "refresh")
 	files := map[string]string{}
 	for dir, image := range map[string]string{"web": "web", "web2": "web", "api": "api"} {
 		for p, content := range chartFiles(t, "single", dir, reg.Host()) {
 			files[p] = strings.Replace(content, "image: app", "image: "+image, 1)
 		}
 	}
-	a.git.commit(t, repo, "three apps", files)
+	repo.Commit(t, "three apps", files)
 	names := []string{"r-web", "r-web2", "r-api"}
 	for _, n := range names {
 		a.create(t, app{name: n, ns: n, repo: repo, path: strings.TrimPrefix(n, "r-")})

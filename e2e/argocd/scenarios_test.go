@@ -57,8 +57,8 @@ func testGeneratedCert(t *testing.T, a *argoCD) {
 		t.Fatalf("helm template renders checksum/config %s twice: the chart generates nothing, and this test would prove nothing", sums[0])
 	}
 
-	repo := a.git.repo(t, "certs")
-	a.git.commit(t, repo, "certs chart", files)
+	repo := a.git.Repo(t, "certs")
+	repo.Commit(t, "certs chart", files)
 	a.create(t, app{name: "certs", ns: "certs", repo: repo, path: "certs"})
 	a.reconciled(t, "certs")
 	a.sync(t, "certs")
@@ -83,7 +83,7 @@ func testGeneratedCert(t *testing.T, a *argoCD) {
 
 	// A values change: one new ReplicaSet.
 	values := strings.Replace(files["certs/values.yaml"], "greeting: hello", "greeting: bonjour", 1)
-	a.git.commit(t, repo, "greeting", map[string]string{"certs/values.yaml": values})
+	repo.Commit(t, "greeting", map[string]string{"certs/values.yaml": values})
 	if ap := a.refresh(t, "certs", "normal"); syncStatus(ap) != "OutOfSync" {
 		t.Fatalf("values change: sync status %q, want OutOfSync", syncStatus(ap))
 	}
@@ -114,8 +114,8 @@ func testLock(t *testing.T, a *argoCD) {
 	files := chartFiles(t, "shop", "shop", reg.Host())
 	files["shop/digests.lock"] = lockFile(t, map[string]v1.Hash{reg.Ref("app:dev"): appDev, reg.Ref("api:1.0"): api1})
 	reg.ResetCounts() // the pushes
-	repo := a.git.repo(t, "shop-lock")
-	a.git.commit(t, repo, "shop chart and lock", files)
+	repo := a.git.Repo(t, "shop-lock")
+	repo.Commit(t, "shop chart and lock", files)
 	a.create(t, app{name: "shop-lock", ns: "shop-lock", repo: repo, path: "shop", env: []string{"DIGESTPIN_LOCK=digests.lock"}})
 	a.reconciled(t, "shop-lock")
 	a.sync(t, "shop-lock")
@@ -127,7 +127,7 @@ func testLock(t *testing.T, a *argoCD) {
 	// CI: a new api:1.0, recorded in the lock and committed. Argo CD's
 	// webhook asks for a normal refresh of the new commit.
 	api2 := reg.PushImage(t, "api:1.0")
-	a.git.commit(t, repo, "lock: api:1.0", map[string]string{
+	repo.Commit(t, "lock: api:1.0", map[string]string{
 		"shop/digests.lock": lockFile(t, map[string]v1.Hash{reg.Ref("app:dev"): appDev, reg.Ref("api:1.0"): api2}),
 	})
 	if ap := a.refresh(t, "shop-lock", "normal"); syncStatus(ap) != "OutOfSync" {
@@ -161,8 +161,8 @@ func testMissingImage(t *testing.T, a *argoCD) {
 	reg.PushImage(t, "app:dev")
 	files := chartFiles(t, "single", "single", reg.Host())
 	files["single/values.yaml"] = strings.Replace(files["single/values.yaml"], "tag: dev", "tag: missing", 1)
-	repo := a.git.repo(t, "missing")
-	a.git.commit(t, repo, "missing image", files)
+	repo := a.git.Repo(t, "missing")
+	repo.Commit(t, "missing image", files)
 	a.create(t, app{name: "missing", ns: "missing", repo: repo, path: "single"})
 	ap := a.reconciled(t, "missing")
 	var msg string

@@ -3,12 +3,10 @@
 package kube
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"runtime"
 	"slices"
@@ -142,23 +140,8 @@ type result struct {
 // DIGESTPIN_* settings of the developer's own are dropped, so that they
 // cannot change a test.
 func run(stdin []byte, env []string, name string, args ...string) result {
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, name, args...)
-	for _, kv := range os.Environ() {
-		if strings.HasPrefix(kv, "DIGESTPIN_") && !strings.HasPrefix(kv, "DIGESTPIN_TEST_") {
-			continue
-		}
-		cmd.Env = append(cmd.Env, kv)
-	}
-	cmd.Env = append(cmd.Env, env...)
-	if stdin != nil {
-		cmd.Stdin = bytes.NewReader(stdin)
-	}
-	var out, errb bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &out, &errb
-	err := cmd.Run()
-	return result{stdout: out.String(), stderr: errb.String(), err: err}
+	r := testfiles.Run(stdin, env, name, args...)
+	return result{stdout: r.Stdout, stderr: r.Stderr, err: r.Err}
 }
 
 // mustRun is run that fails the test when the command fails.

@@ -556,3 +556,39 @@ func portFree(port int) error {
 	}
 	return l.Close()
 }
+
+// RunOnFreePorts starts a server of the test's own on n ports that were
+// free a moment ago and waits until it is ready: start starts it on ports
+// and returns it with the URL that answers 200 once it is (plain HTTP on
+// loopback). Another process on the machine (another suite's control
+// plane) can take a port between the pick and the server's bind: when the
+// server exits saying "address already in use", it is started again on
+// new ports, up to three times in all, as Start does for its own. It
+// returns every process it started, the ready one last.
+func (c *Cluster) RunOnFreePorts(ctx context.Context, n int, start func(ports []int) (*Proc, string, error)) ([]*Proc, error) {
+	var procs []*Proc
+	for attempt := 1; ; attempt++ {
+		ports := make([]int, n)
+		for i := range ports {
+			p, err := FreePort()
+			if err != nil {
+				return procs, fmt.Errorf("picking a free port: %w", err)
+			}
+			ports[i] = p
+		}
+		p, url, err := start(ports)
+		if err != nil {
+			return procs, err
+		}
+		procs = append(procs, p)
+		wctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
+		err = c.WaitReady(wctx, p, &http.Client{Timeout: 5 * time.Second}, url, nil)
+		cancel()
+		if err == nil {
+			return procs, nil
+		}
+		if attempt == 3 || !strings.Contains(err.Error(), "address already in use") {
+			return procs, err
+		}
+	}
+}
