@@ -44,6 +44,15 @@ KUBE_TOOLS := $(TOOLS)/kube-$(KUBE_VERSION)
 # cold Go cache) into a folder outside the clone named by that version,
 # and linked under the names of the commands the tests run.
 ARGOCD_TOOLS := $(TOOLS)/argocd-$(ARGOCD_VERSION)
+# Flux's source-controller, kustomize-controller and helm-controller, for
+# the tests of the Flux routes (e2e/flux): built from e2e/flux/tools at the
+# versions its go.mod pins (about 3 minutes of wall time on two cores with
+# a warm module cache, a minute to link the three on a warm build cache),
+# into a folder outside the clone named by a hash of that go.mod and
+# go.sum (which carry the versions and the replace directives that decide
+# the build), so that a fresh clone on the same machine (CI) reuses it.
+FLUX_KEY := $(shell cat e2e/flux/tools/go.mod e2e/flux/tools/go.sum | sha256sum | cut -c1-12)
+FLUX_TOOLS := $(TOOLS)/flux-$(FLUX_KEY)
 # The cosign CLI, a real client whose signatures the verification tests
 # read (e2e/verify_cosign_test.go): a released version, built once (minutes
 # on a cold Go cache) into a folder outside the clone named by that version.
@@ -59,8 +68,9 @@ export DIGESTPIN_TEST_ARGOCD_CMP_SERVER := $(ARGOCD_CMP_SERVER)
 export DIGESTPIN_TEST_KUBE := $(KUBE_TOOLS)
 export DIGESTPIN_TEST_ARGOCD := $(ARGOCD_TOOLS)
 export DIGESTPIN_TEST_COSIGN := $(COSIGN)
+export DIGESTPIN_TEST_FLUX := $(FLUX_TOOLS)
 
-.PHONY: all build build-slim tools test test-quick soak test-kube test-argocd run-helmsdk run-cmpserver run-kube run-argocd argocd-tools kube-tools cosign demo helm argocd-cmp-server lint lint-mod bench fuzz clean install release dist
+.PHONY: all build build-slim tools test test-quick soak test-kube test-argocd test-flux run-helmsdk run-cmpserver run-kube run-argocd run-flux argocd-tools kube-tools flux-tools cosign demo helm argocd-cmp-server lint lint-mod bench fuzz clean install release dist
 
 all: build
 
@@ -111,12 +121,12 @@ TEST_PACKAGES := ./e2e ./...
 # GiB in use a minute into both.
 # The tools it runs are built two at a time (each is mostly a link on a
 # warm Go cache, which uses one core), and not at all when they are there.
-TEST_TOOLS := helm $(KUSTOMIZE) argocd-cmp-server kube-tools argocd-tools cosign
+TEST_TOOLS := helm $(KUSTOMIZE) argocd-cmp-server kube-tools argocd-tools flux-tools cosign
 test: build
 	$(MAKE) --no-print-directory -j2 $(TEST_TOOLS)
 	scripts/test-deps.sh
 	go test -race -cover -timeout 30m $(TEST_PACKAGES)
-	$(MAKE) --no-print-directory -j4 --output-sync=target run-helmsdk run-cmpserver run-kube run-argocd
+	$(MAKE) --no-print-directory -j5 --output-sync=target run-helmsdk run-cmpserver run-kube run-argocd run-flux
 
 # The inner loop: the unit tests and the fast end-to-end cases of the main
 # module, with -race, in a few minutes. -short leaves out the tests marked
@@ -180,12 +190,22 @@ run-kube:
 run-argocd:
 	$(TEST_ARGOCD)
 
+run-flux:
+	$(TEST_FLUX)
+
 # The scenarios under a running Argo CD, never cached (the figures they
 # print show), with -race: the module's own packages are test code and
 # the harness, which import none of Argo CD.
 TEST_ARGOCD = cd e2e/argocd && go vet ./... && go test -race -count=1 -timeout 30m
 test-argocd: build helm kube-tools argocd-tools
 	$(TEST_ARGOCD)
+
+# The Flux routes under Flux's controllers, never cached, with -race: as
+# e2e/argocd, the module's packages are test code and the harness, which
+# import none of Flux.
+TEST_FLUX = cd e2e/flux && go vet ./... && go test -race -count=1 -timeout 20m
+test-flux: build helm $(KUSTOMIZE) kube-tools flux-tools cosign
+	$(TEST_FLUX)
 
 demo: build-slim
 	go run ./internal/cmd/demo -- $(BIN) testdata/example.yaml
@@ -232,6 +252,17 @@ $(ARGOCD_TOOLS)/argocd-application-controller:
 	ln -sf argocd $@
 
 kube-tools: $(KUBE_TOOLS)/kubectl
+
+flux-tools: $(FLUX_TOOLS)/helm-controller
+
+# Built into a folder beside FLUX_TOOLS and renamed into place, so that an
+# interrupted build leaves no half-built folder; helm-controller, the
+# target, is built with the other two.
+$(FLUX_TOOLS)/helm-controller:
+	mkdir -p $(TOOLS)
+	tmp=$$(mktemp -d $(FLUX_TOOLS).tmp.XXXXXX) && \
+	  (cd e2e/flux/tools && go build -trimpath -o $$tmp/ github.com/fluxcd/source-controller github.com/fluxcd/kustomize-controller github.com/fluxcd/helm-controller) && \
+	  chmod 0755 $$tmp && rm -rf $(FLUX_TOOLS) && mv $$tmp $(FLUX_TOOLS)
 
 cosign: $(COSIGN)
 
@@ -287,11 +318,15 @@ $(KUSTOMIZE):
 # checked, and each that fails is named. It may download modules the
 # builds never needed (test dependencies of dependencies): a minute or
 # two on a cold module cache, 4 to 7 s for the seven modules on a warm
-# one (a busy 2-core machine).
+# one (a busy 2-core machine). e2e/flux/tools is checked with -e: tidy
+# wants the modules of source-controller's own tests too, and the module
+# proxy refuses one of them (github.com/fluxcd/pkg/helmtestserver v0.40.2,
+# 403), which the build never needs.
 lint-mod:
 	@failed=; for mod in $$(git ls-files go.mod '*/go.mod'); do \
-	  dir=$$(dirname "$$mod"); \
-	  (cd "$$dir" && go mod tidy -diff) || failed="$$failed $$mod"; \
+	  dir=$$(dirname "$$mod"); flags=; \
+	  if [ "$$dir" = e2e/flux/tools ]; then flags=-e; fi; \
+	  (cd "$$dir" && go mod tidy $$flags -diff) || failed="$$failed $$mod"; \
 	done; \
 	if [ -n "$$failed" ]; then echo "lint: not tidy (run go mod tidy in its folder):$$failed" >&2; exit 1; fi
 

@@ -28,6 +28,10 @@ import (
 //	                                          internet); docsNotRun counts them
 //	<!-- test: file NAME -->                 (on any block) written to NAME in
 //	                                          the workspace, for the blocks after it
+//	<!-- test: flux NAME -->                 run by the Flux suite (e2e/flux), in
+//	                                          its scenario NAME, against Flux's
+//	                                          controllers; it fails when a block
+//	                                          so marked is not one it runs
 //
 // The blocks of one file run in order, in one workspace of their own, as a
 // reader would run them one after the other: its folder is the working
@@ -40,7 +44,7 @@ import (
 
 // docsNotRun is how many blocks the docs mark as not run. A change is
 // deliberate: TestDocsCommands fails until this says the new number.
-const docsNotRun = 15
+const docsNotRun = 14
 
 // docsFiles are the Markdown files whose commands and links are tested.
 func docsFiles(t *testing.T) []string {
@@ -144,10 +148,11 @@ func newDocsWorkspace(t *testing.T) *docsWorkspace {
 		}
 	}
 	// PATH holds what a release archive holds (the binary and the CI
-	// steps), and the Helm CLI.
+	// steps), the Helm CLI and kustomize (which digestpin flux pin runs).
+	kustomize := kustomizeBin(t)
 	onPath := func(helm string) map[string]string {
 		ci := filepath.Join(repoRoot(t), "scripts", "ci")
-		return map[string]string{"digestpin": bin, "helm": helm,
+		return map[string]string{"digestpin": bin, "helm": helm, "kustomize": kustomize,
 			"digestpin-lock.sh": filepath.Join(ci, "digestpin-lock.sh"), "digestpin-ci.sh": filepath.Join(ci, "digestpin-ci.sh")}
 	}
 	w := &docsWorkspace{dir: dir, bin: bin, helm: map[string]string{"3": h3, "4": h4}, plugin: map[string]bool{}, path: map[string]string{
@@ -201,6 +206,7 @@ type marker struct {
 	run    bool
 	file   string // the workspace file the block is written to
 	reason string // of a skip
+	flux   string // the e2e/flux scenario that runs it
 	helm   string // "3" or "4"
 	plugin bool
 }
@@ -213,6 +219,11 @@ func parseMarker(text string) (marker, error) {
 			return marker{}, fmt.Errorf("file %q: want a path inside the workspace", rest)
 		}
 		return marker{file: rest}, nil
+	case "flux":
+		if len(strings.Fields(rest)) != 1 {
+			return marker{}, fmt.Errorf("flux %q: want the name of one e2e/flux scenario", rest)
+		}
+		return marker{flux: rest}, nil
 	case "skip":
 		if strings.TrimSpace(rest) == "" {
 			return marker{}, fmt.Errorf("skip without a reason")
@@ -232,7 +243,7 @@ func parseMarker(text string) (marker, error) {
 		}
 		return m, nil
 	}
-	return marker{}, fmt.Errorf("want run or skip, not %q", verb)
+	return marker{}, fmt.Errorf("want run, skip, flux or file, not %q", verb)
 }
 
 // TestDocsCommands runs every command block of README.md and docs/*.md as
@@ -241,7 +252,7 @@ func parseMarker(text string) (marker, error) {
 // skip are listed and counted.
 func TestDocsCommands(t *testing.T) {
 	t.Parallel()
-	var notRun []string
+	var notRun, elsewhere []string
 	for _, path := range docsFiles(t) {
 		var runs []docBlock
 		for _, b := range docBlocks(t, path) {
@@ -262,6 +273,10 @@ func TestDocsCommands(t *testing.T) {
 			}
 			if m.file != "" {
 				runs = append(runs, b)
+				continue
+			}
+			if m.flux != "" {
+				elsewhere = append(elsewhere, fmt.Sprintf("%s: e2e/flux, scenario %s", b, m.flux))
 				continue
 			}
 			if !m.run {
@@ -296,6 +311,9 @@ func TestDocsCommands(t *testing.T) {
 				}
 			}
 		})
+	}
+	for _, n := range elsewhere {
+		t.Logf("run by another suite: %s", n)
 	}
 	for _, n := range notRun {
 		t.Logf("not run: %s", n)

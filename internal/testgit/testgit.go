@@ -56,7 +56,8 @@ func Start(t testing.TB, root string) *Server {
 // Repo is a repository on the server and a work tree to commit in.
 type Repo struct {
 	URL  string // the repository's clone URL
-	Work string // the work tree, whose origin is the served repository
+	Bare string // the served repository's folder, for a local clone (file://)
+	Work string // a work tree, whose origin is Bare
 }
 
 // Repo creates the bare repository name.git, on branch main, and a work
@@ -71,7 +72,7 @@ func (s *Server) Repo(t testing.TB, name string) *Repo {
 	work := t.TempDir()
 	Git(t, work, "init", "--quiet", "--initial-branch=main")
 	Git(t, work, "remote", "add", "origin", bare)
-	return &Repo{URL: s.URL + "/" + name + ".git", Work: work}
+	return &Repo{URL: s.URL + "/" + name + ".git", Bare: bare, Work: work}
 }
 
 // Commit writes files into r's work tree (path → content; "" removes the

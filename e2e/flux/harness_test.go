@@ -1,0 +1,209 @@
+//go:build linux
+
+package flux
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/digestpin/digestpin/e2e/kube/controlplane"
+	"github.com/digestpin/digestpin/internal/testfiles"
+	"github.com/digestpin/digestpin/internal/testgit"
+)
+
+// fluxNamespace is where Flux's own objects live, as flux install makes it.
+const fluxNamespace = "flux-system"
+
+// The controllers, the modules they are built from (tools/go.mod) and the
+// CRDs each one serves, which the tests install from the module.
+var controllers = []struct {
+	name, module string
+	crds         []string
+}{
+	{"source-controller", "github.com/fluxcd/source-controller", []string{
+		"buckets", "externalartifacts", "gitrepositories", "helmcharts", "helmrepositories", "ocirepositories",
+	}},
+	{"kustomize-controller", "github.com/fluxcd/kustomize-controller", []string{"kustomizations"}},
+	{"helm-controller", "github.com/fluxcd/helm-controller", []string{"helmreleases"}},
+}
+
+// tool returns the path named by env (testfiles.Tool: skipped outside
+// CI when missing, failed in CI).
+func tool(t *testing.T, env string) string {
+	t.Helper()
+	return testfiles.Tool(t, env, env+" does not name what the test needs; run the tests with `make test-flux`, which builds it")
+}
+
+// repoRoot returns the digestpin repository's root folder.
+func repoRoot() string {
+	_, file, _, _ := runtime.Caller(0)
+	return filepath.Join(filepath.Dir(file), "..", "..")
+}
+
+// fluxCD is Flux's three controllers running on a control plane, with a
+// git server beside them.
+type fluxCD struct {
+	cluster  *controlplane.Cluster
+	git      *testgit.Server
+	dir      string
+	versions map[string]string // controller → module version
+	procs    []*controlplane.Proc
+}
+
+// startFlux starts the control plane, installs Flux's CRDs and namespace,
+// and starts source-controller, kustomize-controller and helm-controller
+// as Flux's own local development runs them (make run: the kubeconfig of
+// the cluster, no leader election), watching every namespace, and a git
+// server. Everything stops when the test ends.
+func startFlux(t *testing.T) *fluxCD {
+	t.Helper()
+	kubeBin := tool(t, "DIGESTPIN_TEST_KUBE")
+	fluxBin := tool(t, "DIGESTPIN_TEST_FLUX")
+	begin := time.Now()
+
+	dir, err := os.MkdirTemp("", "digestpin-flux-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := controlplane.Start(context.Background(), controlplane.Config{Bin: kubeBin, Dir: filepath.Join(dir, "cluster")})
+	if err != nil {
+		t.Fatalf("starting the control plane: %v", err)
+	}
+	f := &fluxCD{cluster: c, dir: dir, versions: map[string]string{}}
+	t.Cleanup(func() {
+		c.Stop()
+		if t.Failed() {
+			for _, p := range f.procs {
+				t.Logf("%s: last words: %s (log %s)", filepath.Base(p.Log()), p.Why(), p.Log())
+			}
+			if os.Getenv("DIGESTPIN_TEST_KEEP") != "" {
+				t.Logf("kept %s", dir)
+				return
+			}
+		}
+		_ = os.RemoveAll(dir)
+	})
+	f.install(t)
+	f.git = testgit.Start(t, filepath.Join(dir, "git"))
+
+	env := func(name string) []string {
+		home := filepath.Join(dir, name)
+		if err := os.MkdirAll(filepath.Join(home, "tmp"), 0o700); err != nil {
+			t.Fatal(err)
+		}
+		return testfiles.CleanEnv("KUBECONFIG="+c.Kubeconfig, "RUNTIME_NAMESPACE="+fluxNamespace, "HOME="+home, "TMPDIR="+filepath.Join(home, "tmp"))
+	}
+	common := func(ports []int) []string {
+		return []string{
+			"--metrics-addr", "127.0.0.1:" + strconv.Itoa(ports[0]),
+			"--health-addr", "127.0.0.1:" + strconv.Itoa(ports[1]),
+			"--enable-leader-election=false", "--watch-all-namespaces=true",
+			"--log-level", "debug", "--log-encoding", "console",
+		}
+	}
+	for _, ctl := range controllers {
+		n := 2
+		if ctl.name == "source-controller" {
+			n = 3 // and its artifact server, which the other two download from
+		}
+		f.startOnFreePorts(t, ctl.name, n, func(ports []int) (*controlplane.Proc, string, error) {
+			args := common(ports)
+			switch ctl.name {
+			case "source-controller":
+				storage, data := "127.0.0.1:"+strconv.Itoa(ports[2]), filepath.Join(dir, ctl.name, "data")
+				if err := os.MkdirAll(data, 0o700); err != nil {
+					return nil, "", err
+				}
+				args = append(args, "--storage-path", data,
+					"--storage-addr", storage, "--storage-adv-addr", storage)
+			case "helm-controller":
+				args = append(args, "--graceful-shutdown-timeout", "1s")
+			}
+			p, err := c.Run(ctl.name, filepath.Join(fluxBin, ctl.name), env(ctl.name), args...)
+			return p, fmt.Sprintf("http://127.0.0.1:%d/readyz", ports[1]), err
+		})
+	}
+	t.Logf("Flux (source-controller %s, kustomize-controller %s, helm-controller %s) on Kubernetes %s ready in %.1f s",
+		f.versions["source-controller"], f.versions["kustomize-controller"], f.versions["helm-controller"], c.Version, time.Since(begin).Seconds())
+	return f
+}
+
+// startOnFreePorts starts the controller name on n free ports and waits
+// until it is ready (controlplane's RunOnFreePorts).
+func (f *fluxCD) startOnFreePorts(t *testing.T, name string, n int, start func(ports []int) (*controlplane.Proc, string, error)) {
+	t.Helper()
+	procs, err := f.cluster.RunOnFreePorts(context.Background(), n, start)
+	f.procs = append(f.procs, procs...)
+	if err != nil {
+		t.Fatalf("%s: %v", name, err)
+	}
+}
+
+// install applies the CRDs of each controller, from the module tools/
+// requires (read where `go mod download` put it, never copied), and
+// Flux's namespace.
+func (f *fluxCD) install(t *testing.T) {
+	t.Helper()
+	var established []string
+	for _, ctl := range controllers {
+		list := exec.Command("go", "list", "-m", "-json", ctl.module)
+		list.Dir = "tools"
+		out, err := list.Output()
+		if err != nil {
+			t.Fatalf("go list -m %s: %v", ctl.module, err)
+		}
+		var mod struct{ Dir, Version string }
+		if err := json.Unmarshal(out, &mod); err != nil || mod.Dir == "" {
+			t.Fatalf("go list -m %s: no folder in %s (%v); run go mod download", ctl.module, out, err)
+		}
+		f.versions[ctl.name] = mod.Version
+		f.kubectl(t, nil, "apply", "--server-side", "--field-manager=digestpin-test", "-f", filepath.Join(mod.Dir, "config", "crd", "bases"))
+		group := map[string]string{"source-controller": "source", "kustomize-controller": "kustomize", "helm-controller": "helm"}[ctl.name]
+		for _, crd := range ctl.crds {
+			established = append(established, crd+"."+group+".toolkit.fluxcd.io")
+		}
+	}
+	if err := f.cluster.WaitEstablished(context.Background(), established...); err != nil {
+		t.Fatal(err)
+	}
+	f.kubectl(t, nil, "create", "namespace", fluxNamespace)
+}
+
+// kubeEnv points kubectl at the cluster.
+func (f *fluxCD) kubeEnv() []string {
+	return []string{"KUBECONFIG=" + f.cluster.Kubeconfig, "KUBECACHEDIR=" + f.cluster.File("kubecache")}
+}
+
+// kubectl runs kubectl against the cluster and fails the test on error.
+func (f *fluxCD) kubectl(t *testing.T, stdin []byte, args ...string) string {
+	t.Helper()
+	res := testfiles.Run(stdin, f.kubeEnv(), f.cluster.Kubectl, args...)
+	if res.Err != nil {
+		t.Fatalf("kubectl %s: %v\n%s", strings.Join(args, " "), res.Err, res.Stderr)
+	}
+	return res.Stdout
+}
+
+// runKubectl runs kubectl against the cluster.
+func runKubectl(f *fluxCD, args ...string) testfiles.Result {
+	return testfiles.Run(nil, f.kubeEnv(), f.cluster.Kubectl, args...)
+}
+
+// replicaSets returns the number of ReplicaSets of each Deployment in ns.
+func (f *fluxCD) replicaSets(t *testing.T, ns string) map[string]int {
+	t.Helper()
+	counts, err := f.cluster.ReplicaSets(context.Background(), ns)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return counts
+}
