@@ -103,11 +103,13 @@ TEST_PACKAGES := ./e2e ./...
 # would add minutes to CI; make lint covers the main module).
 # e2e/kube (the rollouts on a real control plane) is a third; test-kube
 # runs it alone. e2e/argocd (the plugin under a running Argo CD) is a
-# fourth; test-argocd runs it alone. make test runs the four at once
-# (run-helmsdk, run-cmpserver, run-kube, run-argocd), after the main
-# module: e2e/kube and e2e/argocd each start a control plane of their own
-# on ports picked free and picked again when another process takes one
-# first, and all four mostly wait on the processes they run, so together
+# fourth; test-argocd runs it alone. e2e/flux (the Flux routes under
+# Flux's controllers) is a fifth; test-flux runs it alone. make test runs
+# the five at once (run-helmsdk, run-cmpserver, run-kube, run-argocd,
+# run-flux), after the main module: e2e/kube, e2e/argocd and e2e/flux
+# each start a control plane of their own on ports picked free and picked
+# again when another process takes one first, and all five mostly wait on
+# the processes they run, so together
 # they take about 3 minutes, not 6 one after the other. --output-sync
 # prints each suite's output whole, as it ends; a failure of any fails the
 # target once all have ended.

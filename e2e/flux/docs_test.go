@@ -82,3 +82,14 @@ func TestDocsFluxMarkers(t *testing.T) {
 		}
 	}
 }
+
+// TestDocsFluxVersions checks that docs/flux.md names the versions of the
+// controllers the suite runs, as tools/go.mod requires them.
+func TestDocsFluxVersions(t *testing.T) {
+	doc := string(testfiles.Read(t, filepath.Join(repoRoot(), "docs", "flux.md")))
+	for _, ctl := range controllers {
+		if v := toolModule(t, ctl.module).Version; !strings.Contains(doc, ctl.name+" "+v) {
+			t.Errorf("docs/flux.md does not name %s %s, the version e2e/flux/tools requires", ctl.name, v)
+		}
+	}
+}

@@ -155,16 +155,7 @@ func (f *fluxCD) install(t *testing.T) {
 	t.Helper()
 	var established []string
 	for _, ctl := range controllers {
-		list := exec.Command("go", "list", "-m", "-json", ctl.module)
-		list.Dir = "tools"
-		out, err := list.Output()
-		if err != nil {
-			t.Fatalf("go list -m %s: %v", ctl.module, err)
-		}
-		var mod struct{ Dir, Version string }
-		if err := json.Unmarshal(out, &mod); err != nil || mod.Dir == "" {
-			t.Fatalf("go list -m %s: no folder in %s (%v); run go mod download", ctl.module, out, err)
-		}
+		mod := toolModule(t, ctl.module)
 		f.versions[ctl.name] = mod.Version
 		f.kubectl(t, nil, "apply", "--server-side", "--field-manager=digestpin-test", "-f", filepath.Join(mod.Dir, "config", "crd", "bases"))
 		group := map[string]string{"source-controller": "source", "kustomize-controller": "kustomize", "helm-controller": "helm"}[ctl.name]
@@ -176,6 +167,25 @@ func (f *fluxCD) install(t *testing.T) {
 		t.Fatal(err)
 	}
 	f.kubectl(t, nil, "create", "namespace", fluxNamespace)
+}
+
+// module is where the go command keeps a module, and its version.
+type module struct{ Dir, Version string }
+
+// toolModule returns the module path as tools/ requires it.
+func toolModule(t *testing.T, path string) module {
+	t.Helper()
+	list := exec.Command("go", "list", "-m", "-json", path)
+	list.Dir = "tools"
+	out, err := list.Output()
+	if err != nil {
+		t.Fatalf("go list -m %s: %v", path, err)
+	}
+	var mod module
+	if err := json.Unmarshal(out, &mod); err != nil || mod.Dir == "" {
+		t.Fatalf("go list -m %s: no folder in %s (%v); run go mod download", path, out, err)
+	}
+	return mod
 }
 
 // kubeEnv points kubectl at the cluster.
