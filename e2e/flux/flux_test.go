@@ -22,6 +22,7 @@ func TestFlux(t *testing.T) {
 	f := startFlux(t)
 	t.Run("GitRoute", func(t *testing.T) { testGitRoute(t, f) })
 	t.Run("OCIArtifact", func(t *testing.T) { testOCIArtifact(t, f) })
+	t.Run("OCIChart", func(t *testing.T) { testOCIChart(t, f) })
 }
 
 // fleetFiles returns the files of testdata/fleet, with REGISTRY replaced
@@ -142,6 +143,11 @@ func testGitRoute(t *testing.T, f *fluxCD) {
 		}
 		if !maps.Equal(got, exp) {
 			t.Fatalf("the Deployments run\n%v\nwant\n%v", got, exp)
+		}
+		// The chart's post-install and post-upgrade hook.
+		hook := f.kubectl(t, nil, "-n", "shop", "get", "cronjob", "cleanup", "-o", "jsonpath={.spec.jobTemplate.spec.template.spec.containers[0].image}")
+		if want := reg.Host() + "/shop/api:dev@" + digests["api"]; hook != want {
+			t.Fatalf("the hook runs %s, want %s", hook, want)
 		}
 	}
 	rolled := func(t *testing.T, head string) {
