@@ -295,6 +295,9 @@ func (o *fluxOptions) renderRelease(ctx context.Context, f *fluxpin.File, root s
 	var hlog bytes.Buffer
 	ro.Log = &hlog
 	out, err := helmaction.Template(ctx, ro)
+	if vfe := (*valuesFileError)(nil); errors.As(err, &vfe) {
+		return nil, fail("%s", vfe)
+	}
 	if err != nil {
 		return nil, fail("rendering chart %s: %s", ro.Chart, oneLine(err))
 	}
@@ -302,13 +305,30 @@ func (o *fluxOptions) renderRelease(ctx context.Context, f *fluxpin.File, root s
 }
 
 // chart sets ro's chart and where it comes from, from the HelmRelease's
-// spec.chart or spec.chartRef.
+// spec.chart or spec.chartRef, and the chart's values files.
 func (o *fluxOptions) chart(f *fluxpin.File, root string, ro *helmaction.Options) error {
 	spec := f.Target.Spec
 	if ref, ok := spec["chartRef"].(map[string]any); ok {
 		kind, name := str(ref, "kind"), str(ref, "name")
-		if kind != "OCIRepository" {
-			return fmt.Errorf("spec.chartRef is a %s: digestpin reads the chart of an OCIRepository, or of spec.chart", kind)
+		switch kind {
+		case "HelmChart":
+			ns := str(ref, "namespace")
+			if ns == "" {
+				ns = f.Target.Namespace
+			}
+			hc := o.source(f, kind, name, ns)
+			if hc == nil {
+				return fmt.Errorf("spec.chartRef: no HelmChart %s in %s or beside it, and digestpin reads no cluster: put the HelmChart beside the file, or name the chart in spec.chart", name, f.Path)
+			}
+			if hc.Spec == nil {
+				return fmt.Errorf("spec.chartRef: %s (%s:%d) has no spec", hc.Describe(), hc.Path, hc.Line)
+			}
+			cs := chartSpecOf(hc.Spec, hc.Namespace)
+			cs.at = fmt.Sprintf("spec.chartRef: %s (%s:%d): spec", hc.Describe(), hc.Path, hc.Line)
+			return o.chartOf(f, root, cs, ro)
+		case "OCIRepository":
+		default:
+			return fmt.Errorf("spec.chartRef is a %s: digestpin reads the chart of an OCIRepository or a HelmChart, or of spec.chart", kind)
 		}
 		url, src := o.chartRepo, o.source(f, kind, name, str(ref, "namespace"))
 		if url == "" {
@@ -327,12 +347,52 @@ func (o *fluxOptions) chart(f *fluxpin.File, root string, ro *helmaction.Options
 		}
 		return nil
 	}
-	chart := str(spec, "chart", "spec", "chart")
-	if chart == "" {
+	cs, _ := spec["chart"].(map[string]any)
+	inner, _ := cs["spec"].(map[string]any)
+	if str(inner, "chart") == "" {
 		return errors.New("neither spec.chart.spec.chart nor spec.chartRef: no chart to render")
 	}
-	kind, name := str(spec, "chart", "spec", "sourceRef", "kind"), str(spec, "chart", "spec", "sourceRef", "name")
-	ro.ChartPath.Version = str(spec, "chart", "spec", "version")
+	return o.chartOf(f, root, chartSpecOf(inner, str(inner, "sourceRef", "namespace")), ro)
+}
+
+// chartSpec is a chart as a HelmRelease's spec.chart.spec, or a HelmChart's
+// spec, names it: both render alike, as helm-controller makes the one a
+// HelmChart of the other.
+type chartSpec struct {
+	// at is where the spec is, for messages: "spec.chart.spec".
+	at                 string
+	chart, version     string
+	kind, name, srcNS  string // the sourceRef, and the namespace to find it in
+	valuesFiles        []string
+	hasValuesFile      bool // the first of valuesFiles is the deprecated valuesFile
+	ignoreMissingFiles bool
+}
+
+// chartSpecOf reads the chart spec m; sourceNS is the namespace of its
+// source ("" for any). The deprecated valuesFile comes before valuesFiles,
+// as source-controller takes it.
+func chartSpecOf(m map[string]any, sourceNS string) chartSpec {
+	cs := chartSpec{
+		at: "spec.chart.spec", chart: str(m, "chart"), version: str(m, "version"),
+		kind: str(m, "sourceRef", "kind"), name: str(m, "sourceRef", "name"), srcNS: sourceNS,
+	}
+	if v := str(m, "valuesFile"); v != "" {
+		cs.valuesFiles, cs.hasValuesFile = append(cs.valuesFiles, v), true
+	}
+	files, _ := m["valuesFiles"].([]any)
+	for _, v := range files {
+		s, _ := v.(string)
+		cs.valuesFiles = append(cs.valuesFiles, s)
+	}
+	cs.ignoreMissingFiles, _ = m["ignoreMissingValuesFiles"].(bool)
+	return cs
+}
+
+// chartOf sets ro's chart from cs: a folder of the repository, or a chart
+// of a HelmRepository; and its values files.
+func (o *fluxOptions) chartOf(f *fluxpin.File, root string, cs chartSpec, ro *helmaction.Options) error {
+	chart, kind, name := cs.chart, cs.kind, cs.name
+	ro.ChartPath.Version = cs.version
 	if ro.ChartPath.Version == "*" {
 		ro.ChartPath.Version = ""
 	}
@@ -346,10 +406,10 @@ func (o *fluxOptions) chart(f *fluxpin.File, root string, ro *helmaction.Options
 			return fmt.Errorf("the chart %s of %s %s is no folder under %s (--repo-root)", chart, kind, name, root)
 		}
 		ro.Chart = dir
-		return nil
+		return cs.localValues(root, ro)
 	case "HelmRepository":
 		url, typ := o.chartRepo, ""
-		if src := o.source(f, kind, name, str(spec, "chart", "spec", "sourceRef", "namespace")); src != nil {
+		if src := o.source(f, kind, name, cs.srcNS); src != nil {
 			typ = str(src.Spec, "type")
 			ro.ChartPath.PlainHTTP = typ == "oci" && insecure(src)
 			if url == "" {
@@ -364,9 +424,9 @@ func (o *fluxOptions) chart(f *fluxpin.File, root string, ro *helmaction.Options
 		default:
 			ro.Chart, ro.ChartPath.RepoURL = chart, url
 		}
-		return nil
+		return cs.chartValues(ro)
 	}
-	return fmt.Errorf("spec.chart.spec.sourceRef is a %q: digestpin reads a chart of a GitRepository, Bucket or HelmRepository", kind)
+	return fmt.Errorf("%s.sourceRef is a %q: digestpin reads a chart of a GitRepository, Bucket or HelmRepository", cs.at, kind)
 }
 
 // source is the object of kind and name (and namespace, when given) in
