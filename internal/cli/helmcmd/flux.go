@@ -38,16 +38,18 @@ kustomize-controller then run exactly that digest, with Helm's hooks and
 rollback intact. Commit the files (CI: after a push of the tags).
 
 A HelmRelease's chart is rendered with Helm 4's engine and its spec.values
-(and valuesFrom ConfigMaps and Secrets found beside it): a chart folder of
-the repository (sourceRef GitRepository or Bucket, its path under
---repo-root), or the chart of a HelmRepository or OCIRepository whose
-object is in FILE or a file beside it (or whose URL --chart-repo gives).
+(and valuesFrom ConfigMaps and Secrets found beside it), over the chart's
+valuesFiles: a chart folder of the repository (sourceRef GitRepository or
+Bucket, its path under --repo-root), or the chart of a HelmRepository or
+OCIRepository whose object is in FILE or a file beside it (or whose URL
+--chart-repo gives); spec.chartRef may name a HelmChart found so too.
 A Kustomization's spec.path (under --repo-root) is built with kustomize.
 
 Only the entries digestpin writes change, each marked "# digestpin" on its
 name; every other byte of the file stays. Hand-written entries are kept
 and listed; one for an image the release runs is an error. Any error
-writes no file.
+writes no file. --summary and --summary-text say what moved in each file:
+old → new digest per image, images added and removed.
 
 Flags:
 `
@@ -59,6 +61,8 @@ type fluxOptions struct {
 	kustomize string
 	timeout   time.Duration
 	dryRun    bool
+	summary   string
+	summaryT  string
 	pin       *cli.Options
 	pinFS     *pflag.FlagSet
 }
@@ -75,6 +79,8 @@ func (o *fluxOptions) flags() *pflag.FlagSet {
 	fs.StringVar(&o.kustomize, "kustomize", "kustomize", "the kustomize binary that builds a Kustomization's spec.path: a `PATH`, or a name on PATH")
 	fs.DurationVar(&o.timeout, "timeout", 5*time.Minute, "bound on the whole run")
 	fs.BoolVar(&o.dryRun, "dry-run", false, "say what would change, write no file")
+	fs.StringVar(&o.summary, "summary", "", "also write what moved, per file and object, in Markdown to `FILE` (old → new digest per image, images added and removed, the workloads that roll): a job summary, a pull-request comment; with --dry-run too")
+	fs.StringVar(&o.summaryT, "summary-text", "", "the same in plain text to `FILE`: a commit message, a log")
 	o.pin, o.pinFS = resolvingFlags(fs)
 	return fs
 }
@@ -85,6 +91,8 @@ type fluxFile struct {
 	f    *fluxpin.File
 	res  *fluxpin.Result
 	perm os.FileMode
+	// changes are what moved in the file's digests.
+	changes *pin.ChangeSet
 }
 
 // runFluxPin is `digestpin flux pin [flags] FILE...`: every FILE is
@@ -113,6 +121,9 @@ func runFluxPin(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	if err != nil {
 		return &cli.UsageError{Err: o.pin.LibraryError(err)}
 	}
+	if err := o.checkSummaries(fs.Args()); err != nil {
+		return &cli.UsageError{Err: err}
+	}
 	ctx, cancel := context.WithTimeout(ctx, o.timeout)
 	defer cancel()
 	var files []*fluxFile
@@ -138,6 +149,51 @@ func runFluxPin(ctx context.Context, args []string, stdout, stderr io.Writer) er
 				return fmt.Errorf("writing %s: %w", ff.path, err)
 			}
 			fmt.Fprintf(stdout, "%s: %s: wrote %d images\n", ff.path, t.Describe(), len(ff.res.Owned))
+		}
+	}
+	return o.writeSummaries(files)
+}
+
+// checkSummaries refuses a summary file that is one of the FILEs, or
+// both summaries in one file.
+func (o *fluxOptions) checkSummaries(paths []string) error {
+	same := func(a, b string) bool {
+		x, err1 := filepath.Abs(a)
+		y, err2 := filepath.Abs(b)
+		return err1 == nil && err2 == nil && x == y
+	}
+	for _, s := range []string{o.summary, o.summaryT} {
+		for _, p := range paths {
+			if s != "" && same(s, p) {
+				return fmt.Errorf("the summary file %s is a FILE to pin: give it a file of its own", s)
+			}
+		}
+	}
+	if o.summary != "" && same(o.summary, o.summaryT) {
+		return fmt.Errorf("--summary and --summary-text are both %s: give each a file of its own", o.summary)
+	}
+	return nil
+}
+
+// writeSummaries writes the --summary and --summary-text files: what
+// moved in each file, with pin's own summaries of a change set.
+func (o *fluxOptions) writeSummaries(files []*fluxFile) error {
+	if o.summary == "" && o.summaryT == "" {
+		return nil
+	}
+	sums := make([]fluxpin.Summary, len(files))
+	for i, ff := range files {
+		sums[i] = fluxpin.Summary{Path: ff.path, Object: ff.f.Target.Describe(), Changes: ff.changes}
+	}
+	for _, out := range []struct {
+		path string
+		data []byte
+	}{{o.summary, fluxpin.Markdown(sums)}, {o.summaryT, fluxpin.Text(sums)}} {
+		if out.path == "" {
+			continue
+		}
+		if err := atomicfile.WriteFile(out.path, out.data, 0o644); err != nil {
+			return fmt.Errorf("writing the summary %s: %w", out.path, err)
 		}
 	}
 	return nil
@@ -195,7 +251,7 @@ func (o *fluxOptions) pinFile(ctx context.Context, p *pin.Pinner, path string) (
 	if err != nil {
 		return nil, err
 	}
-	return &fluxFile{path: path, f: f, res: r, perm: st.Mode().Perm()}, nil
+	return &fluxFile{path: path, f: f, res: r, perm: st.Mode().Perm(), changes: r.Changes(res.Images)}, nil
 }
 
 // gitTop is the top level of the git work tree that holds dir.
