@@ -105,7 +105,7 @@ func (cs chartSpec) localValues(root string, ro *helmaction.Options) error {
 			return err
 		}
 		p := filepath.Join(root, rel)
-		real, err := filepath.EvalSymlinks(p)
+		resolved, err := filepath.EvalSymlinks(p)
 		switch {
 		case errors.Is(err, os.ErrNotExist):
 			if cs.ignoreMissingFiles {
@@ -115,10 +115,10 @@ func (cs chartSpec) localValues(root string, ro *helmaction.Options) error {
 		case err != nil:
 			return cs.failf(v, "%v", err)
 		}
-		if r, err := filepath.Rel(realRoot, real); err != nil || !filepath.IsLocal(r) {
-			return cs.failf(v, "is a symbolic link to %s, outside %s: refusing to read it", real, what)
+		if r, err := filepath.Rel(realRoot, resolved); err != nil || !filepath.IsLocal(r) {
+			return cs.failf(v, "is a symbolic link to %s, outside %s: refusing to read it", resolved, what)
 		}
-		b, err := os.ReadFile(real) //nolint:gosec // G304: checked to be inside the repository above
+		b, err := os.ReadFile(resolved) //nolint:gosec // G304: checked to be inside the repository above
 		if err != nil {
 			return cs.failf(v, "%v", err)
 		}
