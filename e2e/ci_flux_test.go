@@ -3,6 +3,7 @@
 package e2e
 
 import (
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -15,7 +16,9 @@ import (
 // tag moved; a pipeline whose push the branch moved past (another
 // pipeline pinned a moved image first) fetches the branch, pins again and
 // pushes, once, with both digests on the branch; and a run with nothing
-// new commits nothing.
+// new commits nothing. What moved in the file goes where mode update puts
+// a lock file's: the log, the job summary, DIGESTPIN_CI_SUMMARY and the
+// commit's message.
 func TestCIStepFlux(t *testing.T) {
 	t.Parallel()
 	g := newGitopsRepo(t, 2)
@@ -49,10 +52,13 @@ spec:
 	g.git(t, seed, "push", "--quiet", "origin", "HEAD:refs/heads/main")
 
 	step := filepath.Join(repoRoot(t), "scripts", "ci", "digestpin-ci.sh")
+	jobSummary := filepath.Join(t.TempDir(), "step-summary.md")
 	run := func(t *testing.T, dir, mode string) result {
 		t.Helper()
-		return runCmd(t, dir, nil, append(append([]string(nil), g.env...), "DIGESTPIN_CI_MODE="+mode, "DIGESTPIN_CI_FLUX_FILES=clusters/shop.yaml"), step)
+		return runCmd(t, dir, nil, append(append([]string(nil), g.env...), "DIGESTPIN_CI_MODE="+mode, "DIGESTPIN_CI_FLUX_FILES=clusters/shop.yaml",
+			"DIGESTPIN_CI_SUMMARY=digestpin-summary.md", "GITHUB_STEP_SUMMARY="+jobSummary), step)
 	}
+	const object = "clusters/shop.yaml: HelmRelease shop/shop: "
 	onMain := func(t *testing.T) string {
 		t.Helper()
 		return g.git(t, "", "--git-dir", g.bare, "show", "main:clusters/shop.yaml")
@@ -70,6 +76,15 @@ spec:
 	r := run(t, first, "flux")
 	if r.err != nil || !strings.Contains(r.stderr, "digestpin-lock: clusters/shop.yaml: HelmRelease shop/shop: wrote 2 images\n") || !strings.Contains(r.stderr, "digestpin-lock: pushed to branch main\n") {
 		t.Fatalf("the first step: %v\n%s", r.err, r.stderr)
+	}
+	if !strings.Contains(r.stderr, "digestpin-lock: "+object+"no image moved, 2 added (against the digests in the file)\n") {
+		t.Errorf("the first step's log has no summary:\n%s", r.stderr)
+	}
+	if msg := g.git(t, "", "--git-dir", g.bare, "log", "-1", "--format=%B", "main"); !strings.Contains(msg, "\n"+object+"no image moved, 2 added (against the digests in the file)\n"+g.reg.Ref(serviceImage(0))+" added ") {
+		t.Errorf("the commit's message has no summary:\n%s", msg)
+	}
+	if b, err := os.ReadFile(filepath.Join(first, "digestpin-summary.md")); err != nil || !strings.HasPrefix(string(b), "## `clusters/shop.yaml`: HelmRelease shop/shop\n\n### digestpin: no image moved, 2 added") {
+		t.Errorf("DIGESTPIN_CI_SUMMARY: %v\n%s", err, b)
 	}
 	got := onMain(t)
 	if !strings.HasPrefix(got, hr) {
@@ -89,7 +104,7 @@ spec:
 	late := g.clone(t, true)
 	other := g.clone(t, true)
 	svc0 := pushFixed(t, g.reg, serviceImage(0), "2").String()
-	if r := run(t, late, "flux-check"); exitStatus(r.err) != 3 || !strings.Contains(r.stderr, "would write 2 images") {
+	if r := run(t, late, "flux-check"); exitStatus(r.err) != 3 || !strings.Contains(r.stderr, "would write 2 images") || !strings.Contains(r.stderr, "digestpin-lock: "+object+"1 image moved, 1 unchanged") {
 		t.Errorf("flux-check after a move: exit %d\n%s", exitStatus(r.err), r.stderr)
 	}
 	if r := run(t, other, "flux"); r.err != nil {
@@ -106,6 +121,14 @@ spec:
 	got = onMain(t)
 	has(t, got, serviceImage(0), svc0)
 	has(t, got, serviceImage(1), svc1)
+	// The late step's summary is of its last pin, on the branch as the
+	// other left it: its own image moved, the other's unchanged.
+	if msg := g.git(t, "", "--git-dir", g.bare, "log", "-1", "--format=%B", "main"); !strings.Contains(msg, "\n"+object+"1 image moved, 1 unchanged (against the digests in the file)\n"+g.reg.Ref(serviceImage(1))+" ") {
+		t.Errorf("the late commit's message:\n%s", msg)
+	}
+	if b, err := os.ReadFile(jobSummary); err != nil || strings.Count(string(b), "## `clusters/shop.yaml`: HelmRelease shop/shop\n") < 4 {
+		t.Errorf("the job summary: %v\n%s", err, b)
+	}
 
 	if r := run(t, g.clone(t, true), "flux"); r.err != nil || !strings.Contains(r.stderr, "as committed, nothing to commit") {
 		t.Errorf("a step with nothing new: %v\n%s", r.err, r.stderr)

@@ -287,3 +287,216 @@ func TestFluxPinChartSources(t *testing.T) {
 		})
 	}
 }
+
+// TestFluxPinValuesFiles: a chart's valuesFiles render as source-controller
+// merges them (a chart folder's from the repository's top level, later
+// files winning; a HelmRepository chart's from inside the chart, for a
+// HelmChart that spec.chartRef names); --summary and --summary-text say
+// per file what moved, then that nothing did; each bad input is one line,
+// with no file and no summary written.
+func TestFluxPinValuesFiles(t *testing.T) {
+	t.Parallel()
+	bin, h4 := digestpinBin(t), helm4(t)
+	reg := testregistry.New(t)
+	digests := map[string]string{}
+	for _, img := range []string{"app:1.0", "app:prod", "db:1.0", "tools:1.0"} {
+		digests[img] = reg.PushImage(t, img).String()
+	}
+	env := helmHome(t, "")
+	// values-reg.yaml points every image at the registry; values-prod.yaml
+	// then moves the app to its prod tag.
+	regValues := "image:\n  app: " + reg.Ref("app:1.0") + "\n  db: " + reg.Ref("db:1.0") + "\n  tools: " + reg.Ref("tools:1.0") + "\n"
+	repo := t.TempDir()
+	chart := filepath.Join(repo, "charts", "web")
+	if err := os.CopyFS(chart, os.DirFS(filepath.Join(repoRoot(t), "testdata", "chart"))); err != nil {
+		t.Fatal(err)
+	}
+	writeFile(t, filepath.Join(chart, "values-reg.yaml"), regValues)
+	writeFile(t, filepath.Join(chart, "values-prod.yaml"), "image:\n  app: "+reg.Ref("app:prod")+"\n")
+	// The same chart, packaged with its values files, in an HTTP chart
+	// repository.
+	pkg := t.TempDir()
+	mustRun(t, env, h4, "package", chart, "-d", pkg)
+	srv := httptest.NewServer(http.FileServer(http.Dir(pkg)))
+	t.Cleanup(srv.Close)
+	mustRun(t, env, h4, "repo", "index", pkg, "--url", srv.URL)
+
+	web := `apiVersion: helm.toolkit.fluxcd.io/v2
+kind: HelmRelease
+metadata:
+  name: web
+  namespace: shop
+spec:
+  interval: 10m
+  chart:
+    spec:
+      chart: ./charts/web
+      sourceRef:
+        kind: GitRepository
+        name: shop
+        namespace: flux-system
+      ignoreMissingValuesFiles: true
+      valuesFiles:
+        - charts/web/values-reg.yaml
+        - charts/web/values-prod.yaml
+        - charts/web/values-not-yet.yaml   # may be missing
+`
+	api := `apiVersion: helm.toolkit.fluxcd.io/v2
+kind: HelmRelease
+metadata:
+  name: api
+  namespace: shop
+spec:
+  interval: 10m
+  chartRef:
+    kind: HelmChart
+    name: api-chart
+`
+	sources := `apiVersion: source.toolkit.fluxcd.io/v1
+kind: HelmChart
+metadata:
+  name: api-chart
+  namespace: shop
+spec:
+  chart: pinchart
+  version: "0.1.x"
+  sourceRef:
+    kind: HelmRepository
+    name: charts
+  valuesFiles: [values.yaml, values-reg.yaml]
+---
+apiVersion: source.toolkit.fluxcd.io/v1
+kind: HelmRepository
+metadata:
+  name: charts
+  namespace: shop
+spec:
+  url: ` + srv.URL + "\n"
+	writeFile(t, filepath.Join(repo, "clusters", "web.yaml"), web)
+	writeFile(t, filepath.Join(repo, "clusters", "api.yaml"), api)
+	writeFile(t, filepath.Join(repo, "clusters", "sources.yaml"), sources)
+	pinRun := func(t *testing.T, files ...string) result {
+		t.Helper()
+		args := append([]string{"flux", "pin", "--repo-root", repo, "--summary", "out/summary.md", "--summary-text", "out/summary.txt"}, files...)
+		return runCmd(t, repo, nil, env, bin, args...)
+	}
+	if err := os.MkdirAll(filepath.Join(repo, "out"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	r := pinRun(t, "clusters/web.yaml", "clusters/api.yaml")
+	if r.err != nil || r.stdout != "clusters/web.yaml: HelmRelease shop/web: wrote 3 images\nclusters/api.yaml: HelmRelease shop/api: wrote 3 images\n" {
+		t.Fatalf("%v\nstdout:\n%s\nstderr:\n%s", r.err, r.stdout, r.stderr)
+	}
+	entry := func(img string) string {
+		name, tag, _ := strings.Cut(img, ":")
+		if tag == "1.0" {
+			tag = `"1.0"` // a number, quoted to stay a string
+		}
+		return "- name: " + reg.Ref(name) + " # digestpin\n            newTag: " + tag + "\n            digest: " + digests[img] + "\n"
+	}
+	webPinned, apiPinned := readFile(t, filepath.Join(repo, "clusters", "web.yaml")), readFile(t, filepath.Join(repo, "clusters", "api.yaml"))
+	for _, c := range []struct{ file, img string }{{webPinned, "app:prod"}, {webPinned, "db:1.0"}, {apiPinned, "app:1.0"}, {apiPinned, "tools:1.0"}} {
+		if !strings.Contains(c.file, entry(c.img)) {
+			t.Errorf("no entry for %s:\n%s", c.img, c.file)
+		}
+	}
+	if strings.Contains(webPinned, reg.Ref("app")+" # digestpin\n            newTag: \"1.0\"") || !strings.HasPrefix(webPinned, web) || !strings.HasPrefix(apiPinned, api) {
+		t.Errorf("web runs the values-reg.yaml app, or a file lost its text:\n%s\n%s", webPinned, apiPinned)
+	}
+	text := readFile(t, filepath.Join(repo, "out", "summary.txt"))
+	if !strings.Contains(text, "clusters/web.yaml: HelmRelease shop/web: no image moved, 3 added (against the digests in the file)\n") ||
+		!strings.Contains(text, "clusters/api.yaml: HelmRelease shop/api: no image moved, 3 added (against the digests in the file)\n") {
+		t.Errorf("the first summary:\n%s", text)
+	}
+
+	// app:prod pushed again: its digest moved, in web only.
+	moved := reg.PushImage(t, "app:prod").String()
+	r = pinRun(t, "clusters/web.yaml", "clusters/api.yaml")
+	if r.err != nil {
+		t.Fatalf("after the push: %v\n%s", r.err, r.stderr)
+	}
+	short := func(d string) string { return strings.TrimPrefix(d, "sha256:")[:12] }
+	wantText := "clusters/web.yaml: HelmRelease shop/web: 1 image moved, 2 unchanged (against the digests in the file)\n" +
+		reg.Ref("app:prod") + " " + short(digests["app:prod"]) + " → " + short(moved) + ": Deployment/web-web, Job/web-migrate\n" +
+		"clusters/api.yaml: HelmRelease shop/api: no image moved, 3 unchanged (against the digests in the file)\n"
+	if got := readFile(t, filepath.Join(repo, "out", "summary.txt")); got != wantText {
+		t.Errorf("summary text:\n%s\nwant:\n%s", got, wantText)
+	}
+	md := readFile(t, filepath.Join(repo, "out", "summary.md"))
+	for _, want := range []string{
+		"## `clusters/web.yaml`: HelmRelease shop/web\n\n### digestpin: 1 image moved, 2 unchanged (against the digests in the file)\n",
+		"| `" + reg.Ref("app:prod") + "` | `" + short(digests["app:prod"]) + "` | `" + short(moved) + "` | Deployment/web-web (web)<br>Job/web-migrate (migrate) |\n",
+		"\n## `clusters/api.yaml`: HelmRelease shop/api\n\n### digestpin: no image moved, 3 unchanged (against the digests in the file)\n",
+	} {
+		if !strings.Contains(md, want) {
+			t.Errorf("summary Markdown lacks\n%s\nin\n%s", want, md)
+		}
+	}
+	// Nothing moved: the files stay, the summaries say so.
+	webPinned = readFile(t, filepath.Join(repo, "clusters", "web.yaml"))
+	r = pinRun(t, "clusters/web.yaml", "clusters/api.yaml")
+	if r.err != nil || readFile(t, filepath.Join(repo, "clusters", "web.yaml")) != webPinned || readFile(t, filepath.Join(repo, "clusters", "api.yaml")) != apiPinned {
+		t.Errorf("a run with nothing moved: %v, or it changed a file\n%s", r.err, r.stderr)
+	}
+	if got := readFile(t, filepath.Join(repo, "out", "summary.txt")); got != "clusters/web.yaml: HelmRelease shop/web: no image moved, 3 unchanged (against the digests in the file)\nclusters/api.yaml: HelmRelease shop/api: no image moved, 3 unchanged (against the digests in the file)\n" {
+		t.Errorf("nothing moved, summary:\n%s", got)
+	}
+
+	// Bad input: one line, no file written, no summary. (The link is not
+	// in the chart folder, whose files Helm loads, links followed.)
+	if err := os.Symlink("/etc/hostname", filepath.Join(repo, "values-link.yaml")); err != nil {
+		t.Fatal(err)
+	}
+	noIgnore := strings.Replace(web, "      ignoreMissingValuesFiles: true\n", "", 1)
+	for _, tc := range []struct {
+		name, file, content, want string
+	}{
+		{"a missing values file", "web.yaml", noIgnore,
+			`clusters/bad/web.yaml:1: HelmRelease shop/web: spec.chart.spec.valuesFiles[2] "charts/web/values-not-yet.yaml": no such file under the repository `},
+		{"a values file out of the repository", "web.yaml", strings.Replace(web, "charts/web/values-prod.yaml", "../../../etc/passwd", 1),
+			`spec.chart.spec.valuesFiles[1] "../../../etc/passwd": leaves the repository `},
+		{"an absolute values file", "web.yaml", strings.Replace(web, "charts/web/values-prod.yaml", "/etc/passwd", 1),
+			`spec.chart.spec.valuesFiles[1] "/etc/passwd": is an absolute path`},
+		{"a link out of the repository", "web.yaml", strings.Replace(web, "charts/web/values-prod.yaml", "values-link.yaml", 1),
+			`spec.chart.spec.valuesFiles[1] "values-link.yaml": is a symbolic link to /etc/hostname, outside the repository `},
+		{"a chart's values file that leaves it", "sources.yaml", strings.Replace(sources, "values-reg.yaml]", "../x.yaml]", 1),
+			`spec.chartRef: HelmChart shop/api-chart (clusters/bad/sources.yaml:1): spec.valuesFiles[1] "../x.yaml": leaves the chart: refusing to read it`},
+		{"a chart's missing values file", "sources.yaml", strings.Replace(sources, "values-reg.yaml]", "values-gone.yaml]", 1),
+			`spec.chartRef: HelmChart shop/api-chart (clusters/bad/sources.yaml:1): spec.valuesFiles[1] "values-gone.yaml": no such file in the chart pinchart`},
+		{"no HelmChart", "sources.yaml", strings.Replace(sources, "name: api-chart", "name: other", 1),
+			`clusters/bad/api.yaml:1: HelmRelease shop/api: spec.chartRef: no HelmChart api-chart in clusters/bad/api.yaml or beside it, and digestpin reads no cluster`},
+		{"a HelmChart of an unknown source", "sources.yaml", strings.Replace(sources, "kind: HelmRepository\n    name: charts", "kind: S3Bucket\n    name: charts", 1),
+			`clusters/bad/api.yaml:1: HelmRelease shop/api: spec.chartRef: HelmChart shop/api-chart (clusters/bad/sources.yaml:1): spec.sourceRef is a "S3Bucket": digestpin reads a chart of a GitRepository, Bucket or HelmRepository`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := filepath.Join(repo, "clusters", "bad")
+			if err := os.RemoveAll(dir); err != nil {
+				t.Fatal(err)
+			}
+			files := map[string]string{"web.yaml": web, "api.yaml": api, "sources.yaml": sources}
+			files[tc.file] = tc.content
+			for name, content := range files {
+				writeFile(t, filepath.Join(dir, name), content)
+			}
+			if err := os.RemoveAll(filepath.Join(repo, "out")); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.MkdirAll(filepath.Join(repo, "out"), 0o755); err != nil {
+				t.Fatal(err)
+			}
+			r := pinRun(t, "clusters/bad/web.yaml", "clusters/bad/api.yaml")
+			lines := strings.Split(strings.TrimSpace(r.stderr), "\n")
+			if r.err == nil || len(lines) != 1 || !strings.Contains(lines[0], tc.want) || !strings.HasPrefix(lines[0], "digestpin: error: ") {
+				t.Errorf("err %v, stderr:\n%s\nwant one line with %q", r.err, r.stderr, tc.want)
+			}
+			for name, content := range files {
+				if readFile(t, filepath.Join(dir, name)) != content {
+					t.Errorf("%s was written", name)
+				}
+			}
+			if entries, _ := os.ReadDir(filepath.Join(repo, "out")); len(entries) != 0 || r.stdout != "" {
+				t.Errorf("a summary was written (%d files), or stdout %q", len(entries), r.stdout)
+			}
+		})
+	}
+}

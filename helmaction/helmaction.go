@@ -88,6 +88,10 @@ type Source struct {
 	// "mychart/templates/secret.yaml"), before rendering, and returns the
 	// source to render.
 	Rewrite func(name, src string) (string, error)
+	// Loaded, when set, gets the chart once it is loaded, before Rewrite
+	// and the render, and may change it: Flux's HelmChart valuesFiles
+	// replace the chart's default values (Chart.Values) so.
+	Loaded func(ch *chart.Chart) error
 
 	// Log receives Helm's own messages (warnings and, with
 	// Settings.Debug, debug lines); nil discards them.
@@ -352,6 +356,11 @@ func (s *Source) load(cp *action.ChartPathOptions, rc *registry.Client, logger *
 	}
 	if ch.Metadata.Deprecated {
 		logger.Warn("this chart is deprecated")
+	}
+	if s.Loaded != nil {
+		if err := s.Loaded(ch); err != nil {
+			return nil, nil, nil, err
+		}
 	}
 	if s.Rewrite != nil {
 		if restore, err = rewrite(ch, s.Rewrite); err != nil {

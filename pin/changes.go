@@ -15,7 +15,7 @@ import (
 // sorted by image name; workloads are in stream order.
 type ChangeSet struct {
 	// Against is what the run was compared with: AgainstLock,
-	// AgainstOutput, AgainstCache, or "" when there was nothing to
+	// AgainstOutput, AgainstCache, AgainstFile, or "" when there was nothing to
 	// compare with (then every pinned image is in Added).
 	Against string `json:"against,omitempty"`
 	// Moved are the images whose digest differs from the previous one.
@@ -81,7 +81,7 @@ type Change struct {
 // Previous is an image's digest before the run.
 type Previous struct {
 	Digest string `json:"digest"`
-	// Source is AgainstLock, AgainstOutput or AgainstCache.
+	// Source is AgainstLock, AgainstOutput, AgainstCache or AgainstFile.
 	Source string `json:"source"`
 	// Tag is the tag a tag policy had chosen, per the lock file.
 	Tag string `json:"tag,omitempty"`

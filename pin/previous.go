@@ -29,6 +29,10 @@ const (
 	// run with a cache and neither a lock file nor DiffAgainst): per
 	// image, the last digest it recorded, past the TTL too.
 	AgainstCache = "cache"
+	// AgainstFile is the digests a file held before the run: the images
+	// entries that digestpin flux pin wrote into a Flux object's file. No
+	// Pinner compares with it; its caller builds the ChangeSet.
+	AgainstFile = "file"
 )
 
 // previous is what a run compares its images with: the digests of a

@@ -58,6 +58,8 @@ func (cs *ChangeSet) against() string {
 		return "against the earlier output"
 	case AgainstCache:
 		return "against the cache"
+	case AgainstFile:
+		return "against the digests in the file"
 	}
 	return "nothing to compare with: no lock file, earlier output or cache"
 }

@@ -20,6 +20,8 @@ type Result struct {
 	Kept []Image
 	// Owned are digestpin's entries as written now.
 	Owned []Image
+	// Before are digestpin's entries as the input held them.
+	Before []Image
 }
 
 // entry is one images entry found in the file.
@@ -114,6 +116,7 @@ func (f *File) Pin(want []Image) (*Result, error) {
 		for _, en := range l.entries {
 			switch {
 			case en.owned:
+				res.Before = append(res.Before, en.im)
 			case wanted[en.im.Name]:
 				return nil, fmt.Errorf("%s:%d: the images entry for %s is written by hand (no %q on its name): digestpin never overwrites it; remove it, or mark its name %q to hand it over", f.Path, en.first+1, en.im.Name, Mark, Mark)
 			default:

@@ -37,7 +37,9 @@ type Object struct {
 	// Data is a ConfigMap's or Secret's data (a Secret's in base64),
 	// StringData a Secret's stringData.
 	Data, StringData map[string]any
-	// Line is the line the object starts on, from 1.
+	// Path is the file the object is in (File.Path), Line the line it
+	// starts on, from 1.
+	Path string
 	Line int
 	node *yaml.Node
 }
@@ -80,6 +82,7 @@ func Parse(path string, src []byte) (*File, error) {
 		if err != nil {
 			return nil, fmt.Errorf("%s:%d: %w", path, doc.Content[0].Line, err)
 		}
+		o.Path = path
 		f.Objects = append(f.Objects, o)
 	}
 	return f, nil

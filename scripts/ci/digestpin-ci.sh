@@ -31,7 +31,8 @@
 #                              flux-check: fail when one would change
 #   DIGESTPIN_CI_FLUX_FILES    flux, flux-check: the files, separated by
 #                              spaces, commas or newlines; no chart, lock
-#                              file, seed, output or summary
+#                              file, seed or output (DIGESTPIN_CI_SUMMARY
+#                              gets what moved in them)
 #   DIGESTPIN_CI_IMAGES        refresh: the pushed images, REPOSITORY:TAG,
 #                              separated by spaces, commas or newlines
 #   DIGESTPIN_CI_ARGOCD_NAMESPACE
@@ -177,6 +178,9 @@ if [[ ${DIGESTPIN_CI_MODE:-update} == flux || ${DIGESTPIN_CI_MODE:-update} == fl
 		while IFS= read -r a; do
 			args+=("$a")
 		done < <(commitArgs)
+	fi
+	if [[ -n "${DIGESTPIN_CI_SUMMARY:-}" ]]; then
+		args+=(--summary "$DIGESTPIN_CI_SUMMARY")
 	fi
 	gitEnv
 	# -- first: a file name may begin with -.

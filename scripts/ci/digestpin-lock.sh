@@ -4,7 +4,7 @@
 #
 # Usage:
 #   digestpin-lock.sh [--check] [--lock FILE] [--output FILE] [--summary FILE] [--seed-file FILE] [--commit|--push] [--] CHART [HELM TEMPLATE FLAGS...]
-#   digestpin-lock.sh --flux [--check] [--commit|--push] [--] FILE...
+#   digestpin-lock.sh --flux [--check] [--summary FILE] [--commit|--push] [--] FILE...
 #
 # Record (the default), after CI pushed the images:
 #   digestpin template RELEASE CHART [FLAGS...] --seed-file SEED --write-lock FILE
@@ -67,7 +67,11 @@
 # into the FILE itself (docs/flux.md) in place of a lock file; --commit and
 # --push commit the FILEs, and a push the branch moved past pins them again
 # on the branch as it is now, as for a lock file. --check runs it with
-# --dry-run and exits 3 when a FILE would change.
+# --dry-run and exits 3 when a FILE would change. What moved (per FILE and
+# object: old → new digest per image, images added and removed, or that
+# nothing moved; digestpin flux pin --summary) goes where a lock file's
+# does: stderr, $GITHUB_STEP_SUMMARY, --summary FILE and the commit's
+# message.
 #
 # The HELM TEMPLATE FLAGS are passed as they are (--values, --set,
 # --namespace, …). A CHART that begins with - follows --; file names may
@@ -158,11 +162,14 @@ done
 [[ "$check" == false || "$commit" == false ]] || bad_usage "--commit and --push record a lock file; --check only reads it"
 digestpin=${DIGESTPIN:-digestpin}
 if [[ "$flux" == true ]]; then
-	[[ -z "$lock" && "$output" == /dev/null && -z "$summary" && -z "$seed" ]] ||
-		bad_usage "--flux writes the digests into the Flux FILEs themselves: --lock, --output, --summary and --seed-file are for a chart"
+	[[ -z "$lock" && "$output" == /dev/null && -z "$seed" ]] ||
+		bad_usage "--flux writes the digests into the Flux FILEs themselves: --lock, --output and --seed-file are for a chart"
 	fluxfiles=("$@")
 	for f in "${fluxfiles[@]}"; do
 		[[ -f "$f" ]] || bad_usage "Flux file $f not found"
+		if [[ -n "$summary" && "$(readlink -m -- "$summary")" == "$(readlink -m -- "$f")" ]]; then
+			bad_usage "--summary $summary is a Flux file: give it a file of its own"
+		fi
 	done
 	chart="the Flux files ${fluxfiles[*]}"
 	lock=/dev/null
@@ -320,11 +327,13 @@ flux_pin() {
 	for f in "${fluxfiles[@]}"; do
 		in_work "Flux file" "$f"
 	done
-	"$digestpin" flux pin "$@" -- "${fluxfiles[@]}" >"$tmp/flux.out" || {
+	rm -f -- "$tmp/summary.md" "$tmp/summary.txt"
+	"$digestpin" flux pin "$@" "${summary_flags[@]}" -- "${fluxfiles[@]}" >"$tmp/flux.out" || {
 		sed 's/^/digestpin-lock: /' -- "$tmp/flux.out" >&2
 		fail "digestpin flux pin failed (its error is above), no file was written"
 	}
 	sed 's/^/digestpin-lock: /' -- "$tmp/flux.out" >&2
+	say_summary
 }
 
 if [[ "$check" == true && "$flux" == true ]]; then

@@ -38,16 +38,18 @@ kustomize-controller then run exactly that digest, with Helm's hooks and
 rollback intact. Commit the files (CI: after a push of the tags).
 
 A HelmRelease's chart is rendered with Helm 4's engine and its spec.values
-(and valuesFrom ConfigMaps and Secrets found beside it): a chart folder of
-the repository (sourceRef GitRepository or Bucket, its path under
---repo-root), or the chart of a HelmRepository or OCIRepository whose
-object is in FILE or a file beside it (or whose URL --chart-repo gives).
+(and valuesFrom ConfigMaps and Secrets found beside it), over the chart's
+valuesFiles: a chart folder of the repository (sourceRef GitRepository or
+Bucket, its path under --repo-root), or the chart of a HelmRepository or
+OCIRepository whose object is in FILE or a file beside it (or whose URL
+--chart-repo gives); spec.chartRef may name a HelmChart found so too.
 A Kustomization's spec.path (under --repo-root) is built with kustomize.
 
 Only the entries digestpin writes change, each marked "# digestpin" on its
 name; every other byte of the file stays. Hand-written entries are kept
 and listed; one for an image the release runs is an error. Any error
-writes no file.
+writes no file. --summary and --summary-text say what moved in each file:
+old → new digest per image, images added and removed.
 
 Flags:
 `
@@ -59,6 +61,8 @@ type fluxOptions struct {
 	kustomize string
 	timeout   time.Duration
 	dryRun    bool
+	summary   string
+	summaryT  string
 	pin       *cli.Options
 	pinFS     *pflag.FlagSet
 }
@@ -75,6 +79,8 @@ func (o *fluxOptions) flags() *pflag.FlagSet {
 	fs.StringVar(&o.kustomize, "kustomize", "kustomize", "the kustomize binary that builds a Kustomization's spec.path: a `PATH`, or a name on PATH")
 	fs.DurationVar(&o.timeout, "timeout", 5*time.Minute, "bound on the whole run")
 	fs.BoolVar(&o.dryRun, "dry-run", false, "say what would change, write no file")
+	fs.StringVar(&o.summary, "summary", "", "also write what moved, per file and object, in Markdown to `FILE` (old → new digest per image, images added and removed, the workloads that roll): a job summary, a pull-request comment; with --dry-run too")
+	fs.StringVar(&o.summaryT, "summary-text", "", "the same in plain text to `FILE`: a commit message, a log")
 	o.pin, o.pinFS = resolvingFlags(fs)
 	return fs
 }
@@ -85,6 +91,8 @@ type fluxFile struct {
 	f    *fluxpin.File
 	res  *fluxpin.Result
 	perm os.FileMode
+	// changes are what moved in the file's digests.
+	changes *pin.ChangeSet
 }
 
 // runFluxPin is `digestpin flux pin [flags] FILE...`: every FILE is
@@ -113,6 +121,9 @@ func runFluxPin(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	if err != nil {
 		return &cli.UsageError{Err: o.pin.LibraryError(err)}
 	}
+	if err := o.checkSummaries(fs.Args()); err != nil {
+		return &cli.UsageError{Err: err}
+	}
 	ctx, cancel := context.WithTimeout(ctx, o.timeout)
 	defer cancel()
 	var files []*fluxFile
@@ -138,6 +149,51 @@ func runFluxPin(ctx context.Context, args []string, stdout, stderr io.Writer) er
 				return fmt.Errorf("writing %s: %w", ff.path, err)
 			}
 			fmt.Fprintf(stdout, "%s: %s: wrote %d images\n", ff.path, t.Describe(), len(ff.res.Owned))
+		}
+	}
+	return o.writeSummaries(files)
+}
+
+// checkSummaries refuses a summary file that is one of the FILEs, or
+// both summaries in one file.
+func (o *fluxOptions) checkSummaries(paths []string) error {
+	same := func(a, b string) bool {
+		x, err1 := filepath.Abs(a)
+		y, err2 := filepath.Abs(b)
+		return err1 == nil && err2 == nil && x == y
+	}
+	for _, s := range []string{o.summary, o.summaryT} {
+		for _, p := range paths {
+			if s != "" && same(s, p) {
+				return fmt.Errorf("the summary file %s is a FILE to pin: give it a file of its own", s)
+			}
+		}
+	}
+	if o.summary != "" && same(o.summary, o.summaryT) {
+		return fmt.Errorf("--summary and --summary-text are both %s: give each a file of its own", o.summary)
+	}
+	return nil
+}
+
+// writeSummaries writes the --summary and --summary-text files: what
+// moved in each file, with pin's own summaries of a change set.
+func (o *fluxOptions) writeSummaries(files []*fluxFile) error {
+	if o.summary == "" && o.summaryT == "" {
+		return nil
+	}
+	sums := make([]fluxpin.Summary, len(files))
+	for i, ff := range files {
+		sums[i] = fluxpin.Summary{Path: ff.path, Object: ff.f.Target.Describe(), Changes: ff.changes}
+	}
+	for _, out := range []struct {
+		path string
+		data []byte
+	}{{o.summary, fluxpin.Markdown(sums)}, {o.summaryT, fluxpin.Text(sums)}} {
+		if out.path == "" {
+			continue
+		}
+		if err := atomicfile.WriteFile(out.path, out.data, 0o644); err != nil {
+			return fmt.Errorf("writing the summary %s: %w", out.path, err)
 		}
 	}
 	return nil
@@ -195,7 +251,7 @@ func (o *fluxOptions) pinFile(ctx context.Context, p *pin.Pinner, path string) (
 	if err != nil {
 		return nil, err
 	}
-	return &fluxFile{path: path, f: f, res: r, perm: st.Mode().Perm()}, nil
+	return &fluxFile{path: path, f: f, res: r, perm: st.Mode().Perm(), changes: r.Changes(res.Images)}, nil
 }
 
 // gitTop is the top level of the git work tree that holds dir.
@@ -295,6 +351,9 @@ func (o *fluxOptions) renderRelease(ctx context.Context, f *fluxpin.File, root s
 	var hlog bytes.Buffer
 	ro.Log = &hlog
 	out, err := helmaction.Template(ctx, ro)
+	if vfe := (*valuesFileError)(nil); errors.As(err, &vfe) {
+		return nil, fail("%s", vfe)
+	}
 	if err != nil {
 		return nil, fail("rendering chart %s: %s", ro.Chart, oneLine(err))
 	}
@@ -302,13 +361,30 @@ func (o *fluxOptions) renderRelease(ctx context.Context, f *fluxpin.File, root s
 }
 
 // chart sets ro's chart and where it comes from, from the HelmRelease's
-// spec.chart or spec.chartRef.
+// spec.chart or spec.chartRef, and the chart's values files.
 func (o *fluxOptions) chart(f *fluxpin.File, root string, ro *helmaction.Options) error {
 	spec := f.Target.Spec
 	if ref, ok := spec["chartRef"].(map[string]any); ok {
 		kind, name := str(ref, "kind"), str(ref, "name")
-		if kind != "OCIRepository" {
-			return fmt.Errorf("spec.chartRef is a %s: digestpin reads the chart of an OCIRepository, or of spec.chart", kind)
+		switch kind {
+		case "HelmChart":
+			ns := str(ref, "namespace")
+			if ns == "" {
+				ns = f.Target.Namespace
+			}
+			hc := o.source(f, kind, name, ns)
+			if hc == nil {
+				return fmt.Errorf("spec.chartRef: no HelmChart %s in %s or beside it, and digestpin reads no cluster: put the HelmChart beside the file, or name the chart in spec.chart", name, f.Path)
+			}
+			if hc.Spec == nil {
+				return fmt.Errorf("spec.chartRef: %s (%s:%d) has no spec", hc.Describe(), hc.Path, hc.Line)
+			}
+			cs := chartSpecOf(hc.Spec, hc.Namespace)
+			cs.at = fmt.Sprintf("spec.chartRef: %s (%s:%d): spec", hc.Describe(), hc.Path, hc.Line)
+			return o.chartOf(f, root, cs, ro)
+		case "OCIRepository":
+		default:
+			return fmt.Errorf("spec.chartRef is a %s: digestpin reads the chart of an OCIRepository or a HelmChart, or of spec.chart", kind)
 		}
 		url, src := o.chartRepo, o.source(f, kind, name, str(ref, "namespace"))
 		if url == "" {
@@ -327,12 +403,52 @@ func (o *fluxOptions) chart(f *fluxpin.File, root string, ro *helmaction.Options
 		}
 		return nil
 	}
-	chart := str(spec, "chart", "spec", "chart")
-	if chart == "" {
+	cs, _ := spec["chart"].(map[string]any)
+	inner, _ := cs["spec"].(map[string]any)
+	if str(inner, "chart") == "" {
 		return errors.New("neither spec.chart.spec.chart nor spec.chartRef: no chart to render")
 	}
-	kind, name := str(spec, "chart", "spec", "sourceRef", "kind"), str(spec, "chart", "spec", "sourceRef", "name")
-	ro.ChartPath.Version = str(spec, "chart", "spec", "version")
+	return o.chartOf(f, root, chartSpecOf(inner, str(inner, "sourceRef", "namespace")), ro)
+}
+
+// chartSpec is a chart as a HelmRelease's spec.chart.spec, or a HelmChart's
+// spec, names it: both render alike, as helm-controller makes the one a
+// HelmChart of the other.
+type chartSpec struct {
+	// at is where the spec is, for messages: "spec.chart.spec".
+	at                 string
+	chart, version     string
+	kind, name, srcNS  string // the sourceRef, and the namespace to find it in
+	valuesFiles        []string
+	hasValuesFile      bool // the first of valuesFiles is the deprecated valuesFile
+	ignoreMissingFiles bool
+}
+
+// chartSpecOf reads the chart spec m; sourceNS is the namespace of its
+// source ("" for any). The deprecated valuesFile comes before valuesFiles,
+// as source-controller takes it.
+func chartSpecOf(m map[string]any, sourceNS string) chartSpec {
+	cs := chartSpec{
+		at: "spec.chart.spec", chart: str(m, "chart"), version: str(m, "version"),
+		kind: str(m, "sourceRef", "kind"), name: str(m, "sourceRef", "name"), srcNS: sourceNS,
+	}
+	if v := str(m, "valuesFile"); v != "" {
+		cs.valuesFiles, cs.hasValuesFile = append(cs.valuesFiles, v), true
+	}
+	files, _ := m["valuesFiles"].([]any)
+	for _, v := range files {
+		s, _ := v.(string)
+		cs.valuesFiles = append(cs.valuesFiles, s)
+	}
+	cs.ignoreMissingFiles, _ = m["ignoreMissingValuesFiles"].(bool)
+	return cs
+}
+
+// chartOf sets ro's chart from cs: a folder of the repository, or a chart
+// of a HelmRepository; and its values files.
+func (o *fluxOptions) chartOf(f *fluxpin.File, root string, cs chartSpec, ro *helmaction.Options) error {
+	chart, kind, name := cs.chart, cs.kind, cs.name
+	ro.ChartPath.Version = cs.version
 	if ro.ChartPath.Version == "*" {
 		ro.ChartPath.Version = ""
 	}
@@ -346,10 +462,10 @@ func (o *fluxOptions) chart(f *fluxpin.File, root string, ro *helmaction.Options
 			return fmt.Errorf("the chart %s of %s %s is no folder under %s (--repo-root)", chart, kind, name, root)
 		}
 		ro.Chart = dir
-		return nil
+		return cs.localValues(root, ro)
 	case "HelmRepository":
 		url, typ := o.chartRepo, ""
-		if src := o.source(f, kind, name, str(spec, "chart", "spec", "sourceRef", "namespace")); src != nil {
+		if src := o.source(f, kind, name, cs.srcNS); src != nil {
 			typ = str(src.Spec, "type")
 			ro.ChartPath.PlainHTTP = typ == "oci" && insecure(src)
 			if url == "" {
@@ -364,9 +480,9 @@ func (o *fluxOptions) chart(f *fluxpin.File, root string, ro *helmaction.Options
 		default:
 			ro.Chart, ro.ChartPath.RepoURL = chart, url
 		}
-		return nil
+		return cs.chartValues(ro)
 	}
-	return fmt.Errorf("spec.chart.spec.sourceRef is a %q: digestpin reads a chart of a GitRepository, Bucket or HelmRepository", kind)
+	return fmt.Errorf("%s.sourceRef is a %q: digestpin reads a chart of a GitRepository, Bucket or HelmRepository", cs.at, kind)
 }
 
 // source is the object of kind and name (and namespace, when given) in
