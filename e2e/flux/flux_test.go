@@ -189,7 +189,9 @@ func testGitRoute(t *testing.T, f *fluxCD) {
 		t.Errorf("nothing moved: %d Helm release versions, want 1 (an upgrade ran)", n)
 	}
 
-	// web:dev pushed again: one commit, web and web-canary roll, once.
+	// web:dev pushed again: one commit, which says what moved, and web
+	// and web-canary roll, once.
+	before := digests["web"]
 	digests["web"] = reg.PushImage(t, "shop/web:dev").String()
 	stderr, moved := f.ciJob(t, repo, pinned...)
 	if moved == head {
@@ -197,6 +199,10 @@ func testGitRoute(t *testing.T, f *fluxCD) {
 	}
 	if n := testgit.Git(t, repo.Bare, "rev-list", "--count", head+"..main"); n != "1" {
 		t.Errorf("web:dev moved: %s commits, want 1", n)
+	}
+	msg := testgit.Git(t, repo.Bare, "log", "-1", "--format=%B", "main")
+	if want := reg.Host() + "/shop/web:dev " + strings.TrimPrefix(before, "sha256:")[:12] + " → " + strings.TrimPrefix(digests["web"], "sha256:")[:12]; !strings.Contains(msg, want) {
+		t.Errorf("web:dev moved: the commit's message does not say %q:\n%s", want, msg)
 	}
 	changed := strings.Fields(testgit.Git(t, repo.Bare, "diff", "--name-only", head, "main"))
 	if want := []string{"clusters/shop-kustomization.yaml", "clusters/web.yaml"}; !slices.Equal(changed, want) {
