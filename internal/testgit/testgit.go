@@ -8,7 +8,7 @@ package testgit
 import (
 	"bytes"
 	"context"
-	"net/http/cgi"
+	"net/http/cgi" //nolint:gosec // git http-backend for tests, on a Go far past 1.6.3
 	"net/http/httptest"
 	"os"
 	"os/exec"
@@ -41,7 +41,7 @@ func Start(t testing.TB, root string) *Server {
 	if err != nil {
 		t.Fatalf("git: %v", err)
 	}
-	if err := os.MkdirAll(root, 0o755); err != nil {
+	if err := os.MkdirAll(root, 0o750); err != nil {
 		t.Fatal(err)
 	}
 	srv := httptest.NewServer(&cgi.Handler{
@@ -65,7 +65,7 @@ type Repo struct {
 func (s *Server) Repo(t testing.TB, name string) *Repo {
 	t.Helper()
 	bare := filepath.Join(s.root, name+".git")
-	if err := os.MkdirAll(bare, 0o755); err != nil {
+	if err := os.MkdirAll(bare, 0o750); err != nil {
 		t.Fatal(err)
 	}
 	Git(t, bare, "init", "--quiet", "--bare", "--initial-branch=main")
@@ -85,7 +85,7 @@ func (r *Repo) Commit(t testing.TB, msg string, files map[string]string) string 
 			_ = os.Remove(full)
 			continue
 		}
-		if err := os.MkdirAll(filepath.Dir(full), 0o755); err != nil {
+		if err := os.MkdirAll(filepath.Dir(full), 0o750); err != nil {
 			t.Fatal(err)
 		}
 		if err := os.WriteFile(full, []byte(content), 0o644); err != nil { //nolint:gosec // a repository's files
