@@ -50,7 +50,6 @@ type argoCD struct {
 	git     *testgit.Server
 	redis   *testredis.Server
 	bin     string // digestpin
-	procs   []*controlplane.Proc
 }
 
 // startArgoCD starts the control plane, installs Argo CD's CRDs and
@@ -65,28 +64,8 @@ func startArgoCD(t *testing.T) *argoCD {
 	helm := tool(t, "DIGESTPIN_TEST_HELM4")
 	begin := time.Now()
 
-	dir, err := os.MkdirTemp("", "digestpin-argocd-")
-	if err != nil {
-		t.Fatal(err)
-	}
-	c, err := controlplane.Start(context.Background(), controlplane.Config{Bin: kubeBin, Dir: filepath.Join(dir, "cluster")})
-	if err != nil {
-		t.Fatalf("starting the control plane: %v", err)
-	}
+	c, dir := controlplane.StartT(t, kubeBin, "digestpin-argocd-")
 	a := &argoCD{cluster: c, bin: digestpin}
-	t.Cleanup(func() {
-		c.Stop()
-		if t.Failed() {
-			for _, p := range a.procs {
-				t.Logf("%s: last words: %s (log %s)", filepath.Base(p.Log()), p.Why(), p.Log())
-			}
-			if os.Getenv("DIGESTPIN_TEST_KEEP") != "" {
-				t.Logf("kept %s", dir)
-				return
-			}
-		}
-		_ = os.RemoveAll(dir)
-	})
 	a.install(t)
 
 	a.redis = testredis.Start(t, testredis.Options{})
@@ -107,15 +86,14 @@ func startArgoCD(t *testing.T) *argoCD {
 	if err != nil {
 		t.Fatal(err)
 	}
-	a.procs = append(a.procs, cmp)
 	a.waitSocket(t, cmp, filepath.Join(sockDir, pluginName+".sock"))
 
 	// The repo server, which asks the sidecar through the socket folder,
 	// then the application controller, which asks the repo server.
 	repoTmp := filepath.Join(dir, "repo-server")
 	var repoPort int
-	a.startOnFreePorts(t, "argocd-repo-server", 2, a.repoServer(argoBin, sockDir, repoTmp, &repoPort))
-	a.startOnFreePorts(t, "argocd-application-controller", 1, a.controller(argoBin, repoTmp, filepath.Join(dir, "cluster"), repoPort))
+	c.StartOnFreePortsT(t, "argocd-repo-server", 2, a.repoServer(argoBin, sockDir, repoTmp, &repoPort))
+	c.StartOnFreePortsT(t, "argocd-application-controller", 1, a.controller(argoBin, repoTmp, filepath.Join(dir, "cluster"), repoPort))
 	t.Logf("Argo CD (controller, repo server, cmp server) on Kubernetes %s ready in %.1f s", c.Version, time.Since(begin).Seconds())
 	return a
 }
@@ -330,18 +308,6 @@ func (a *argoCD) waitSocket(t *testing.T, p *controlplane.Proc, path string) {
 	}
 }
 
-// startOnFreePorts starts the server name on n free ports and waits
-// until it is ready (controlplane's RunOnFreePorts: start starts it on
-// ports and returns it with the URL that answers 200 once it is).
-func (a *argoCD) startOnFreePorts(t *testing.T, name string, n int, start func(ports []int) (*controlplane.Proc, string, error)) {
-	t.Helper()
-	procs, err := a.cluster.RunOnFreePorts(context.Background(), n, start)
-	a.procs = append(a.procs, procs...)
-	if err != nil {
-		t.Fatalf("%s: %v", name, err)
-	}
-}
-
 // result is what a command printed and how it ended.
 type result struct {
 	stdout, stderr string
@@ -361,18 +327,12 @@ func run(stdin []byte, env []string, name string, args ...string) result {
 func baseEnv() []string { return testfiles.CleanEnv() }
 
 // kubeEnv points kubectl and digestpin at the cluster.
-func (a *argoCD) kubeEnv() []string {
-	return []string{"KUBECONFIG=" + a.cluster.Kubeconfig, "KUBECACHEDIR=" + a.cluster.File("kubecache")}
-}
+func (a *argoCD) kubeEnv() []string { return a.cluster.KubeEnv() }
 
 // kubectl runs kubectl against the cluster and fails the test on error.
 func (a *argoCD) kubectl(t *testing.T, stdin []byte, args ...string) string {
 	t.Helper()
-	res := run(stdin, a.kubeEnv(), a.cluster.Kubectl, args...)
-	if res.err != nil {
-		t.Fatalf("kubectl %s: %v\n%s", strings.Join(args, " "), res.err, res.stderr)
-	}
-	return res.stdout
+	return a.cluster.KubectlT(t, stdin, args...)
 }
 
 // limitedKubeconfig makes the service account sa in Argo CD's namespace,

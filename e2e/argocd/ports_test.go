@@ -39,7 +39,7 @@ func TestPortTakenBeforeTheBind(t *testing.T) {
 		var repoPort int
 		start := a.repoServer(argoBin, sockDir, filepath.Join(t.TempDir(), "repo-server"), &repoPort)
 		var tried [][]int
-		a.startOnFreePorts(t, "argocd-repo-server", 2, func(ports []int) (*controlplane.Proc, string, error) {
+		c.StartOnFreePortsT(t, "argocd-repo-server", 2, func(ports []int) (*controlplane.Proc, string, error) {
 			if len(tried) == 0 {
 				ports[1-i] = busyPort // taken between the pick and the bind
 			}

@@ -106,6 +106,23 @@ func (f *fluxCD) images(t *testing.T, ns string) map[string]string {
 	return got
 }
 
+// wantImages fails the test unless every Deployment in ns, and no other,
+// runs host/shop/SVC:dev at digests[SVC], SVC the Deployment's name or
+// what svc maps it to.
+func (f *fluxCD) wantImages(t *testing.T, ns, host string, digests, svc map[string]string) {
+	t.Helper()
+	want := map[string]string{}
+	for dep, d := range digests {
+		want[dep] = host + "/shop/" + dep + ":dev@" + d
+	}
+	for dep, s := range svc {
+		want[dep] = host + "/shop/" + s + ":dev@" + digests[s]
+	}
+	if got := f.images(t, ns); !maps.Equal(got, want) {
+		t.Fatalf("the Deployments of %s run\n%v\nwant\n%v", ns, got, want)
+	}
+}
+
 // testGitRoute is docs/flux.md's git route under Flux's controllers: a
 // GitRepository of the shop's repository, a Kustomization that applies
 // its clusters/ folder (the HelmRelease web, of the repository's chart,
@@ -136,14 +153,7 @@ func testGitRoute(t *testing.T, f *fluxCD) {
 	// want says each Deployment runs its image at the digest of digests.
 	want := func(t *testing.T) {
 		t.Helper()
-		got := f.images(t, "shop")
-		exp := map[string]string{}
-		for dep, svc := range map[string]string{"web": "web", "api": "api", "worker": "worker", "web-canary": "web"} {
-			exp[dep] = reg.Host() + "/shop/" + svc + ":dev@" + digests[svc]
-		}
-		if !maps.Equal(got, exp) {
-			t.Fatalf("the Deployments run\n%v\nwant\n%v", got, exp)
-		}
+		f.wantImages(t, "shop", reg.Host(), digests, map[string]string{"web-canary": "web"})
 		// The chart's post-install and post-upgrade hook.
 		hook := f.kubectl(t, nil, "-n", "shop", "get", "cronjob", "cleanup", "-o", "jsonpath={.spec.jobTemplate.spec.template.spec.containers[0].image}")
 		if want := reg.Host() + "/shop/api:dev@" + digests["api"]; hook != want {

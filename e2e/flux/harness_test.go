@@ -11,7 +11,6 @@ import (
 	"path/filepath"
 	"runtime"
 	"strconv"
-	"strings"
 	"testing"
 	"time"
 
@@ -56,7 +55,6 @@ type fluxCD struct {
 	git      *testgit.Server
 	dir      string
 	versions map[string]string // controller → module version
-	procs    []*controlplane.Proc
 }
 
 // startFlux starts the control plane, installs Flux's CRDs and namespace,
@@ -70,28 +68,8 @@ func startFlux(t *testing.T) *fluxCD {
 	fluxBin := tool(t, "DIGESTPIN_TEST_FLUX")
 	begin := time.Now()
 
-	dir, err := os.MkdirTemp("", "digestpin-flux-")
-	if err != nil {
-		t.Fatal(err)
-	}
-	c, err := controlplane.Start(context.Background(), controlplane.Config{Bin: kubeBin, Dir: filepath.Join(dir, "cluster")})
-	if err != nil {
-		t.Fatalf("starting the control plane: %v", err)
-	}
+	c, dir := controlplane.StartT(t, kubeBin, "digestpin-flux-")
 	f := &fluxCD{cluster: c, dir: dir, versions: map[string]string{}}
-	t.Cleanup(func() {
-		c.Stop()
-		if t.Failed() {
-			for _, p := range f.procs {
-				t.Logf("%s: last words: %s (log %s)", filepath.Base(p.Log()), p.Why(), p.Log())
-			}
-			if os.Getenv("DIGESTPIN_TEST_KEEP") != "" {
-				t.Logf("kept %s", dir)
-				return
-			}
-		}
-		_ = os.RemoveAll(dir)
-	})
 	f.install(t)
 	f.git = testgit.Start(t, filepath.Join(dir, "git"))
 
@@ -115,7 +93,7 @@ func startFlux(t *testing.T) *fluxCD {
 		if ctl.name == "source-controller" {
 			n = 3 // and its artifact server, which the other two download from
 		}
-		f.startOnFreePorts(t, ctl.name, n, func(ports []int) (*controlplane.Proc, string, error) {
+		c.StartOnFreePortsT(t, ctl.name, n, func(ports []int) (*controlplane.Proc, string, error) {
 			args := common(ports)
 			switch ctl.name {
 			case "source-controller":
@@ -135,17 +113,6 @@ func startFlux(t *testing.T) *fluxCD {
 	t.Logf("Flux (source-controller %s, kustomize-controller %s, helm-controller %s) on Kubernetes %s ready in %.1f s",
 		f.versions["source-controller"], f.versions["kustomize-controller"], f.versions["helm-controller"], c.Version, time.Since(begin).Seconds())
 	return f
-}
-
-// startOnFreePorts starts the controller name on n free ports and waits
-// until it is ready (controlplane's RunOnFreePorts).
-func (f *fluxCD) startOnFreePorts(t *testing.T, name string, n int, start func(ports []int) (*controlplane.Proc, string, error)) {
-	t.Helper()
-	procs, err := f.cluster.RunOnFreePorts(context.Background(), n, start)
-	f.procs = append(f.procs, procs...)
-	if err != nil {
-		t.Fatalf("%s: %v", name, err)
-	}
 }
 
 // install applies the CRDs of each controller, from the module tools/
@@ -188,24 +155,10 @@ func toolModule(t *testing.T, path string) module {
 	return mod
 }
 
-// kubeEnv points kubectl at the cluster.
-func (f *fluxCD) kubeEnv() []string {
-	return []string{"KUBECONFIG=" + f.cluster.Kubeconfig, "KUBECACHEDIR=" + f.cluster.File("kubecache")}
-}
-
 // kubectl runs kubectl against the cluster and fails the test on error.
 func (f *fluxCD) kubectl(t *testing.T, stdin []byte, args ...string) string {
 	t.Helper()
-	res := testfiles.Run(stdin, f.kubeEnv(), f.cluster.Kubectl, args...)
-	if res.Err != nil {
-		t.Fatalf("kubectl %s: %v\n%s", strings.Join(args, " "), res.Err, res.Stderr)
-	}
-	return res.Stdout
-}
-
-// runKubectl runs kubectl against the cluster.
-func runKubectl(f *fluxCD, args ...string) testfiles.Result {
-	return testfiles.Run(nil, f.kubeEnv(), f.cluster.Kubectl, args...)
+	return f.cluster.KubectlT(t, stdin, args...)
 }
 
 // replicaSets returns the number of ReplicaSets of each Deployment in ns.

@@ -78,8 +78,8 @@ func (f *fluxCD) wait(t *testing.T, kind, ns, name, what string, done func(objec
 	deadline := time.Now().Add(2 * time.Minute)
 	for {
 		var o object
-		out := runQuiet(f, "-n", ns, "get", kind, name, "-o", "json")
-		if out != "" {
+		if res := f.cluster.TryKubectl(nil, "-n", ns, "get", kind, name, "-o", "json"); res.Err == nil {
+			out := res.Stdout
 			if err := json.Unmarshal([]byte(out), &o); err != nil {
 				t.Fatalf("decoding %s %s/%s: %v", kind, ns, name, err)
 			}
@@ -92,16 +92,6 @@ func (f *fluxCD) wait(t *testing.T, kind, ns, name, what string, done func(objec
 		}
 		time.Sleep(200 * time.Millisecond)
 	}
-}
-
-// runQuiet runs kubectl and returns its output, "" when it fails (an
-// object not made yet).
-func runQuiet(f *fluxCD, args ...string) string {
-	res := runKubectl(f, args...)
-	if res.Err != nil {
-		return ""
-	}
-	return res.Stdout
 }
 
 // reconcile asks the object kind ns/name to reconcile now, as `flux

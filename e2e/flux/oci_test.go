@@ -108,14 +108,7 @@ func testOCIArtifact(t *testing.T, f *fluxCD) {
 		f.wait(t, "kustomization", fluxNamespace, ns, "applied "+rev, func(o object) bool {
 			return o.ready() && o.Status.LastAppliedRevision == rev
 		})
-		got := f.images(t, ns)
-		want := map[string]string{}
-		for svc, d := range digests {
-			want[svc] = reg.Host() + "/shop/" + svc + ":dev@" + d
-		}
-		if !maps.Equal(got, want) {
-			t.Fatalf("the Deployments run\n%v\nwant\n%v", got, want)
-		}
+		f.wantImages(t, ns, reg.Host(), digests, nil)
 	}
 	applied(t, first, true)
 	rs := map[string]int{"web": 1, "api": 1}

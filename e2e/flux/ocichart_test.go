@@ -110,14 +110,7 @@ spec:
 			return o.ready() && o.Status.LastAppliedRevision == rev
 		})
 		f.wait(t, "helmrelease", ns, "shop", "released", object.ready)
-		got := f.images(t, ns)
-		want := map[string]string{}
-		for svc, d := range digests {
-			want[svc] = reg.Host() + "/shop/" + svc + ":dev@" + d
-		}
-		if !maps.Equal(got, want) {
-			t.Fatalf("the Deployments run\n%v\nwant\n%v", got, want)
-		}
+		f.wantImages(t, ns, reg.Host(), digests, nil)
 	}
 	rolled(t, head)
 	rs := map[string]int{"web": 1, "api": 1}
