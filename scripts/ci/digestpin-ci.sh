@@ -93,6 +93,18 @@ trim() {
 	printf '%s' "${v%"${v##*[![:space:]]}"}"
 }
 
+# items prints the items of the list $2, split at each character of $1
+# (and at newlines), one per line, each trimmed, the empty ones left out.
+items() {
+	local item
+	while IFS= read -r item; do
+		item=$(trim "$item")
+		if [[ -n "$item" ]]; then
+			printf '%s\n' "$item"
+		fi
+	done < <(printf '%s\n' "$2" | tr -s "$1" '\n')
+}
+
 # refreshArgs prints the flags of digestpin argocd refresh that the
 # DIGESTPIN_CI_ARGOCD_* variables set, one per line.
 refreshArgs() {
@@ -119,11 +131,8 @@ fi
 if [[ ${DIGESTPIN_CI_MODE:-update} == refresh ]]; then
 	images=()
 	while IFS= read -r i; do
-		i=$(trim "$i")
-		if [[ -n "$i" ]]; then
-			images+=("$i")
-		fi
-	done < <(printf '%s\n' "${DIGESTPIN_CI_IMAGES:-}" | tr -s ', \t' '\n')
+		images+=("$i")
+	done < <(items ', \t' "${DIGESTPIN_CI_IMAGES:-}")
 	((${#images[@]})) || {
 		echo "digestpin-ci: DIGESTPIN_CI_MODE=refresh: DIGESTPIN_CI_IMAGES (the action's images input) names no image" >&2
 		exit 2
@@ -162,11 +171,8 @@ gitEnv() {
 if [[ ${DIGESTPIN_CI_MODE:-update} == flux || ${DIGESTPIN_CI_MODE:-update} == flux-check ]]; then
 	files=()
 	while IFS= read -r f; do
-		f=$(trim "$f")
-		if [[ -n "$f" ]]; then
-			files+=("$f")
-		fi
-	done < <(printf '%s\n' "${DIGESTPIN_CI_FLUX_FILES:-}" | tr -s ', \t' '\n')
+		files+=("$f")
+	done < <(items ', \t' "${DIGESTPIN_CI_FLUX_FILES:-}")
 	((${#files[@]})) || {
 		echo "digestpin-ci: DIGESTPIN_CI_MODE=$DIGESTPIN_CI_MODE: DIGESTPIN_CI_FLUX_FILES (the action's flux-files input) names no file" >&2
 		exit 2
@@ -244,19 +250,11 @@ if [[ -n "${DIGESTPIN_CI_NAMESPACE:-}" ]]; then
 	args+=("--namespace=$DIGESTPIN_CI_NAMESPACE")
 fi
 while IFS= read -r f; do
-	f=${f#"${f%%[![:space:]]*}"}
-	f=${f%"${f##*[![:space:]]}"}
-	if [[ -n "$f" ]]; then
-		args+=("--values=$f")
-	fi
-done < <(printf '%s\n' "${DIGESTPIN_CI_VALUES:-}" | tr ',' '\n')
+	args+=("--values=$f")
+done < <(items , "${DIGESTPIN_CI_VALUES:-}")
 while IFS= read -r a; do
-	a=${a#"${a%%[![:space:]]*}"}
-	a=${a%"${a##*[![:space:]]}"}
-	if [[ -n "$a" ]]; then
-		args+=("$a")
-	fi
-done <<<"${DIGESTPIN_CI_HELM_ARGS:-}"
+	args+=("$a")
+done < <(items '' "${DIGESTPIN_CI_HELM_ARGS:-}")
 
 if [[ -n "${DIGESTPIN_CI_RELEASE:-}" ]]; then
 	export RELEASE=$DIGESTPIN_CI_RELEASE
