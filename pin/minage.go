@@ -16,6 +16,7 @@ import (
 
 	"github.com/digestpin/digestpin/internal/imageglob"
 	"github.com/digestpin/digestpin/internal/imageref"
+	"github.com/digestpin/digestpin/internal/textlist"
 	"github.com/digestpin/digestpin/lockfile"
 	"github.com/digestpin/digestpin/resolution"
 	"github.com/digestpin/digestpin/resolve"
@@ -473,28 +474,30 @@ func (l *minAgeLayer) say(ctx context.Context) {
 	if len(l.waiting) > 0 {
 		keys := slices.Sorted(maps.Keys(l.waiting))
 		var items []string
-		for _, k := range keys[:min(len(keys), sayMax)] {
+		for _, k := range keys {
 			ref, _, _ := strings.Cut(k, "\n")
 			w := l.waiting[k]
 			items = append(items, fmt.Sprintf("%s (%s until %s)", ref, ShortDigest(w.Digest), w.Until.Format(builtLayout)))
 		}
-		l.warnf("%s for %s: the digest pinned before stays until then: %s%s", plural(len(keys), "new digest waits", "new digests wait"), flag, strings.Join(items, ", "), andMore(len(keys)))
+		l.warnf("%s for %s: the digest pinned before stays until then: %s", plural(len(keys), "new digest waits", "new digests wait"), flag, listed(items))
 	}
 	if len(l.first) > 0 {
 		refs := slices.Sorted(maps.Values(l.first))
-		l.warnf("%s seen for the first time, pinned at once: %s has no earlier digest of theirs to keep: %s%s", plural(len(refs), "image", "images"), flag, strings.Join(refs[:min(len(refs), sayMax)], ", "), andMore(len(refs)))
+		l.warnf("%s seen for the first time, pinned at once: %s has no earlier digest of theirs to keep: %s", plural(len(refs), "image", "images"), flag, listed(refs))
 	}
 }
 
 // sayMax is how many images a line of say names.
 const sayMax = 5
 
-// andMore is ", and N more" past sayMax of n, or "".
-func andMore(n int) string {
-	if n <= sayMax {
-		return ""
+// listed lists at most sayMax of items and, when there are more, where
+// to find them all.
+func listed(items []string) string {
+	s := textlist.Some(items, sayMax)
+	if len(items) > sayMax {
+		s += " (the report lists every image)"
 	}
-	return fmt.Sprintf(", and %d more (the report lists every image)", n-sayMax)
+	return s
 }
 
 // plural is "1 one" or "N many".

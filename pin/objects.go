@@ -5,6 +5,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/digestpin/digestpin/internal/textlist"
 	"github.com/digestpin/digestpin/renderer"
 )
 
@@ -109,15 +110,7 @@ func why(r Roll, quote func(string) string) string {
 	if r.Change != renderer.ChangeChanged {
 		return r.Change
 	}
-	shown := make([]string, 0, maxFields)
-	for _, f := range r.Fields[:min(len(r.Fields), maxFields)] {
-		shown = append(shown, quote(f))
-	}
-	s := strings.Join(shown, ", ")
-	if more := len(r.Fields) - maxFields; more > 0 {
-		s += fmt.Sprintf(" and %d more", more)
-	}
-	return s
+	return textlist.Some(quoted(r.Fields, quote), maxFields)
 }
 
 // secretKeys says which keys of a Secret changed, by name: "tls.crt,

@@ -5,11 +5,11 @@ import (
 	"errors"
 	"fmt"
 	"sort"
-	"strings"
 
 	"github.com/google/go-containerregistry/pkg/name"
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 
+	"github.com/digestpin/digestpin/internal/textlist"
 	"github.com/digestpin/digestpin/resolution"
 )
 
@@ -51,7 +51,7 @@ func (r *Renderer) resolveAll(ctx context.Context, c *collection) ([]Image, map[
 		if len(left) == 0 {
 			return nil, nil, fmt.Errorf("resolving %d images: %w", len(c.order), context.Cause(ctx))
 		}
-		return nil, nil, fmt.Errorf("resolving %d images: %w, with %s unresolved", len(c.order), context.Cause(ctx), listSome(left, 5))
+		return nil, nil, fmt.Errorf("resolving %d images: %w, with %s unresolved", len(c.order), context.Cause(ctx), textlist.Some(left, 5))
 	}
 	digests := make(map[string]string, len(c.order))
 	var errs []error
@@ -98,12 +98,4 @@ func (r *Renderer) settle(ctx context.Context, img *Image, ref name.Reference) {
 		return
 	}
 	img.Digest, img.Source, img.Tag, img.Mirror, img.MediaType = h.String(), res.Source, res.Tag, res.Mirror, res.MediaType
-}
-
-// listSome lists at most n of names, and how many more there are.
-func listSome(names []string, n int) string {
-	if len(names) <= n {
-		return strings.Join(names, ", ")
-	}
-	return fmt.Sprintf("%s and %d more", strings.Join(names[:n], ", "), len(names)-n)
 }

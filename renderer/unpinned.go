@@ -9,6 +9,7 @@ import (
 	"github.com/google/go-containerregistry/pkg/name"
 	"sigs.k8s.io/kustomize/kyaml/yaml"
 
+	"github.com/digestpin/digestpin/internal/textlist"
 	"github.com/digestpin/digestpin/kindpath"
 	"github.com/digestpin/digestpin/renderer/stream"
 	"github.com/digestpin/digestpin/resolution"
@@ -115,7 +116,7 @@ func unpinnedList(us []Unpinned) string {
 			list[i] = g.u.String()
 			continue
 		}
-		list[i] = fmt.Sprintf("%s %q in %d places (%s)", g.u.Workload.describe(g.u.Workload.Kind), g.u.Reference, g.places, listSome(g.objects, maxPlaces))
+		list[i] = fmt.Sprintf("%s %q in %d places (%s)", g.u.Workload.describe(g.u.Workload.Kind), g.u.Reference, g.places, textlist.Some(g.objects, maxPlaces))
 	}
 	return strings.Join(list, ", ")
 }
