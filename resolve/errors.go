@@ -185,6 +185,8 @@ func stepOf(req *http.Request) string {
 		return "ping " + req.URL.Host
 	case strings.Contains(p, "/manifests/"):
 		return req.Method + " manifest"
+	case strings.Contains(p, "/blobs/uploads/"):
+		return req.Method + " blob upload" // a push (Resolver.Push)
 	case strings.Contains(p, "/blobs/"):
 		return req.Method + " config blob"
 	}

@@ -9,12 +9,13 @@ import (
 	"path/filepath"
 	"time"
 
-	"github.com/google/go-containerregistry/pkg/authn"
 	"github.com/google/go-containerregistry/pkg/name"
 	"github.com/google/go-containerregistry/pkg/v1/remote"
 	"github.com/spf13/pflag"
 
 	"github.com/digestpin/digestpin/internal/fluxoci"
+	"github.com/digestpin/digestpin/resolution"
+	"github.com/digestpin/digestpin/resolve"
 )
 
 // FluxPushUsage is the help of digestpin flux push, before its flags.
@@ -33,8 +34,14 @@ artifact is signed as cosign sign --key does (the .sig tag, no
 transparency log), for an OCIRepository's spec.verify with provider
 cosign; the key's password is read from COSIGN_PASSWORD.
 
-Registry credentials come from the Docker config (docker login) and its
-credential helpers.
+The registry is reached as the pinning commands reach registries: with
+the credentials of --pull-secret, then of the Docker config (docker
+login) and its credential helpers; the CAs of --ca-file; plain HTTP or
+unverified TLS only for an --insecure-registry; --request-timeout per
+request, with the same retries; the same User-Agent. These four flags
+are also read from their DIGESTPIN_* variables, as the pinning commands
+read them. Mirrors (--registry-mirror) do not apply: a push goes to the
+registry named.
 
 Flags:
 `
@@ -43,7 +50,17 @@ Flags:
 type fluxPushOptions struct {
 	path, name, source, revision, signKey string
 	timeout                               time.Duration
+	// reg holds the registry flags, bound as the pinning commands bind
+	// them (fluxPushRegistryFlags); regFlags are those flags alone, which
+	// the environment sets too.
+	reg      *Options
+	regFlags *pflag.FlagSet
 }
+
+// fluxPushRegistryFlags are the pinning flags that say how digestpin
+// flux push reaches the registry: the resolver's settings, but the
+// mirrors, since a push goes to the registry named.
+var fluxPushRegistryFlags = []string{"pull-secret", "ca-file", "insecure-registry", "request-timeout"}
 
 // flags are the flags of digestpin flux push; docs/reference.md is
 // written from them. --path/-f, --source and --revision are flux push
@@ -58,6 +75,16 @@ func (o *fluxPushOptions) flags() *pflag.FlagSet {
 	fs.StringVar(&o.revision, "revision", "", "the source `REVISION`, e.g. main@sha1:COMMIT (annotation org.opencontainers.image.revision)")
 	fs.StringVar(&o.signKey, "sign-key", "", "sign the pushed artifact with this cosign private `KEY` file (cosign generate-key-pair; password in COSIGN_PASSWORD)")
 	fs.DurationVar(&o.timeout, "timeout", 5*time.Minute, "bound on the whole run")
+	// The registry flags, as the pinning commands define them.
+	o.reg = NewOptions()
+	pinning := pflag.NewFlagSet("pinning", pflag.ContinueOnError)
+	o.reg.Bind(pinning)
+	o.regFlags = pflag.NewFlagSet("registry", pflag.ContinueOnError)
+	for _, n := range fluxPushRegistryFlags {
+		f := pinning.Lookup(n)
+		fs.AddFlag(f)
+		o.regFlags.AddFlag(f)
+	}
 	return fs
 }
 
@@ -78,6 +105,9 @@ func runFluxPush(ctx context.Context, args []string, stdin io.Reader, stdout, st
 		}
 		return &UsageError{fmt.Errorf("digestpin flux push: %w", err)}
 	}
+	if err := o.reg.setFromEnv(o.regFlags, os.LookupEnv); err != nil {
+		return &UsageError{fmt.Errorf("digestpin flux push: %w", err)}
+	}
 	switch {
 	case fs.NArg() != 1:
 		return &UsageError{errors.New("digestpin flux push: name one artifact, oci://REGISTRY/REPOSITORY:TAG")}
@@ -93,6 +123,16 @@ func runFluxPush(ctx context.Context, args []string, stdin io.Reader, stdout, st
 	if err != nil {
 		return err
 	}
+	// The registry as the resolver reaches it: its HTTP layer and
+	// keychain, through Resolver.Push, with messages that name the flags.
+	ropts, err := o.reg.ResolveOptions(nil)
+	if err != nil {
+		return &UsageError{fmt.Errorf("digestpin flux push: %w", err)}
+	}
+	res, err := resolve.New(ropts...)
+	if err != nil {
+		return &UsageError{fmt.Errorf("digestpin flux push: %w", o.reg.LibraryError(err))}
+	}
 	var sign func(context.Context, name.Digest) error
 	if o.signKey != "" {
 		s, err := fluxoci.LoadSigner(o.signKey, []byte(os.Getenv("COSIGN_PASSWORD")))
@@ -100,18 +140,25 @@ func runFluxPush(ctx context.Context, args []string, stdin io.Reader, stdout, st
 			return &UsageError{err}
 		}
 		sign = func(ctx context.Context, d name.Digest) error {
-			return fluxoci.Sign(ctx, d, s, remote.WithAuthFromKeychain(authn.DefaultKeychain))
+			return res.Push(ctx, d, func(ctx context.Context, opts ...remote.Option) error {
+				return fluxoci.Sign(ctx, d, s, opts...)
+			})
 		}
 	}
 	img, err := fluxoci.Artifact(files, o.source, o.revision)
 	if err != nil {
 		return err
 	}
-	ctx, cancel := context.WithTimeout(ctx, o.timeout)
+	ctx, cancel := context.WithTimeout(resolution.WithOptionNames(ctx, o.reg.OptionName), o.timeout)
 	defer cancel()
-	out, err := fluxoci.Push(ctx, ref, img, remote.WithAuthFromKeychain(authn.DefaultKeychain))
+	var out *fluxoci.Outcome
+	err = res.Push(ctx, ref, func(ctx context.Context, opts ...remote.Option) error {
+		var perr error
+		out, perr = fluxoci.Push(ctx, ref, img, opts...)
+		return perr
+	})
 	if err != nil {
-		return err
+		return fmt.Errorf("digestpin flux push: %w", err)
 	}
 	if !out.Pushed {
 		what := "the same files"
@@ -123,7 +170,7 @@ func runFluxPush(ctx context.Context, args []string, stdin io.Reader, stdout, st
 	}
 	if sign != nil {
 		if err := sign(ctx, out.Digest); err != nil {
-			return err
+			return fmt.Errorf("digestpin flux push: pushed %s, but not its signature: %w", out.Digest.DigestStr(), err)
 		}
 		fmt.Fprintf(stdout, "%s: pushed and signed %s\n", ref, out.Digest.DigestStr())
 		return nil

@@ -175,7 +175,11 @@ func (ts *TokenServer) serveToken(w http.ResponseWriter, r *http.Request) {
 	granted := map[string]bool{}
 	for _, s := range scopes {
 		for _, one := range strings.Fields(s) {
-			granted[one] = true
+			// repository:NAME:push,pull grants each action.
+			i := strings.LastIndex(one, ":")
+			for _, action := range strings.Split(one[i+1:], ",") {
+				granted[one[:i+1]+action] = true
+			}
 		}
 	}
 	ts.mu.Lock()
@@ -212,20 +216,24 @@ func (ts *TokenServer) Scopes() [][]string {
 }
 
 // Guard returns a Handler that makes the registry accept only tokens of
-// ts that grant pull on the repository asked for. Other requests get 401
-// with a Bearer challenge naming the scope they need; the ping gets one
-// without a scope.
+// ts that grant pull on the repository asked for (GET and HEAD), or
+// push (the other methods: an upload, a manifest PUT). Other requests
+// get 401 with a Bearer challenge naming the scope they need; the ping
+// gets one without a scope.
 func (ts *TokenServer) Guard() Handler {
 	return func(w http.ResponseWriter, r *http.Request) bool {
 		scope := ""
 		if repo, ok := repository(r.URL.Path); ok {
 			scope = "repository:" + repo + ":pull"
+			if r.Method != http.MethodGet && r.Method != http.MethodHead {
+				scope = "repository:" + repo + ":push,pull"
+			}
 		}
 		if tok, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer "); ok {
 			ts.mu.Lock()
 			granted, known := ts.tokens[tok]
 			ts.mu.Unlock()
-			if known && (scope == "" || granted[scope]) {
+			if known && (scope == "" || grants(granted, scope)) {
 				return false
 			}
 		}
@@ -237,6 +245,18 @@ func (ts *TokenServer) Guard() Handler {
 		writeError(w, http.StatusUnauthorized, "UNAUTHORIZED", "authentication required")
 		return true
 	}
+}
+
+// grants reports whether granted holds every action of scope
+// (repository:NAME:push,pull).
+func grants(granted map[string]bool, scope string) bool {
+	i := strings.LastIndex(scope, ":")
+	for _, action := range strings.Split(scope[i+1:], ",") {
+		if !granted[scope[:i+1]+action] {
+			return false
+		}
+	}
+	return true
 }
 
 // repository returns the repository of a /v2/<name>/(manifests|blobs|tags)/… path.

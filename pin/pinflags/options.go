@@ -237,6 +237,20 @@ func (o *Options) addTagFilters(opts *pin.Options) error {
 	return nil
 }
 
+// ResolveOptions are the registry resolver's options that the registry
+// flags (o.Registry) and UserAgent set, with logf for its debug
+// messages (nil discards them): the resolver of PinOptions, without the
+// rest of the pinning, for a command that reaches registries as the
+// pinning does and pins nothing (digestpin flux push). It reads the pull
+// secrets. resolve.New checks the options; LibraryError names their
+// flags.
+func (o *Options) ResolveOptions(logf func(format string, args ...any)) ([]resolve.Option, error) {
+	if logf == nil {
+		logf = discard
+	}
+	return o.Registry.options(o, logf)
+}
+
 // options yields the registry resolver's options: credentials from the
 // pull secrets in the order given, then the docker config with its
 // credential helpers. resolve.New checks them.
