@@ -220,7 +220,7 @@ func (c *Client) call(ctx context.Context, what string, f func(ctx context.Conte
 	}
 	c.offOnce.Do(func() {
 		c.off.Store(true)
-		c.warnf("Redis %s: %s: %s; going on without Redis for the rest of this run (registries asked directly)", c.where, what, c.says(err))
+		c.warnf("Redis %s: %s: %s; going on without Redis for the rest of this run (digests from the registries, keys derived anew)", c.where, what, c.says(err))
 	})
 	return err
 }
