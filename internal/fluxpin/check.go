@@ -1,0 +1,94 @@
+package fluxpin
+
+import (
+	"fmt"
+	"strings"
+
+	"sigs.k8s.io/kustomize/kyaml/kio"
+	"sigs.k8s.io/kustomize/kyaml/yaml"
+)
+
+// Check reads what the controller would apply with digestpin's entries
+// written (final) and says that every container image in it runs the
+// digest digestpin resolved for it: resolved maps each image as the
+// manifests wrote it to its digest. An image that the controller changes
+// after the images entries apply (a variable substituted after the
+// build, a later post-renderer) would run unpinned, or under another
+// image's digest: that is an error naming it, where at says what may
+// change it, so that digestpin writes nothing rather than pin something else.
+func Check(final []byte, resolved map[string]string, at string) error {
+	nodes, err := kio.FromBytes(final)
+	if err != nil {
+		return fmt.Errorf("reading the manifests with digestpin's entries: %w", err)
+	}
+	for _, n := range nodes {
+		var bad error
+		walkContainers(n.YNode(), func(image string) {
+			if bad != nil {
+				return
+			}
+			if _, ok := resolved[image]; ok && strings.Contains(image, "@") {
+				return // pinned as written
+			}
+			ref, digest, pinned := strings.Cut(image, "@")
+			switch want, known := resolved[ref]; {
+			case pinned && known && want == digest:
+			case !pinned:
+				bad = fmt.Errorf("%s would still run %s unpinned once digestpin's images entries are written (%s), so digestpin writes none: write the image as it runs in the manifests", describe(n), image, at)
+			default:
+				bad = fmt.Errorf("%s would run %s, not the digest of %s, once digestpin's images entries are written (%s), so digestpin writes none: write the image as it runs in the manifests", describe(n), image, ref, at)
+			}
+		})
+		if bad != nil {
+			return bad
+		}
+	}
+	return nil
+}
+
+// Images are the container images of a stream, as the kustomize images
+// transformer finds them (the image of every containers,
+// initContainers and ephemeralContainers entry, at any depth), each
+// once, in stream order.
+func Images(stream []byte) ([]string, error) {
+	nodes, err := kio.FromBytes(stream)
+	if err != nil {
+		return nil, fmt.Errorf("reading the manifests: %w", err)
+	}
+	var out []string
+	seen := map[string]bool{}
+	for _, n := range nodes {
+		walkContainers(n.YNode(), func(image string) {
+			if !seen[image] {
+				seen[image] = true
+				out = append(out, image)
+			}
+		})
+	}
+	return out, nil
+}
+
+// walkContainers calls fn on each container image under n.
+func walkContainers(n *yaml.Node, fn func(image string)) {
+	switch n.Kind {
+	case yaml.DocumentNode, yaml.SequenceNode:
+		for _, c := range n.Content {
+			walkContainers(c, fn)
+		}
+	case yaml.MappingNode:
+		for i := 0; i+1 < len(n.Content); i += 2 {
+			k, v := n.Content[i], n.Content[i+1]
+			switch k.Value {
+			case "containers", "initContainers", "ephemeralContainers":
+				if v.Kind == yaml.SequenceNode {
+					for _, c := range v.Content {
+						if _, img := get(c, "image"); img != nil && img.Kind == yaml.ScalarNode && img.Value != "" {
+							fn(img.Value)
+						}
+					}
+				}
+			}
+			walkContainers(v, fn)
+		}
+	}
+}
