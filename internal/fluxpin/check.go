@@ -23,7 +23,7 @@ func Check(final []byte, resolved map[string]string, at string) error {
 	}
 	for _, n := range nodes {
 		var bad error
-		walkContainers(n.YNode(), func(image string) {
+		walkImages(n, func(image string) {
 			if bad != nil {
 				return
 			}
@@ -46,10 +46,11 @@ func Check(final []byte, resolved map[string]string, at string) error {
 	return nil
 }
 
-// Images are the container images of a stream, as the kustomize images
-// transformer finds them (the image of every containers,
-// initContainers and ephemeralContainers entry, at any depth), each
-// once, in stream order.
+// Images are the images of a stream that a kustomize images entry pins,
+// as its transformer finds them: the image of every containers and
+// initContainers entry at any depth (of any kind but a
+// CustomResourceDefinition), and the image.reference of every volumes
+// entry (an image volume); each once, in stream order.
 func Images(stream []byte) ([]string, error) {
 	nodes, err := kio.FromBytes(stream)
 	if err != nil {
@@ -58,7 +59,7 @@ func Images(stream []byte) ([]string, error) {
 	var out []string
 	seen := map[string]bool{}
 	for _, n := range nodes {
-		walkContainers(n.YNode(), func(image string) {
+		walkImages(n, func(image string) {
 			if !seen[image] {
 				seen[image] = true
 				out = append(out, image)
@@ -68,27 +69,43 @@ func Images(stream []byte) ([]string, error) {
 	return out, nil
 }
 
-// walkContainers calls fn on each container image under n.
-func walkContainers(n *yaml.Node, fn func(image string)) {
+// walkImages calls fn on each image of object n that an images entry
+// pins.
+func walkImages(n *yaml.RNode, fn func(image string)) {
+	if n.GetKind() != "CustomResourceDefinition" {
+		walkNode(n.YNode(), fn)
+	}
+}
+
+// walkNode calls fn on each image under n.
+func walkNode(n *yaml.Node, fn func(image string)) {
+	scalar := func(n *yaml.Node) {
+		if n != nil && n.Kind == yaml.ScalarNode && n.Value != "" {
+			fn(n.Value)
+		}
+	}
 	switch n.Kind {
 	case yaml.DocumentNode, yaml.SequenceNode:
 		for _, c := range n.Content {
-			walkContainers(c, fn)
+			walkNode(c, fn)
 		}
 	case yaml.MappingNode:
 		for i := 0; i+1 < len(n.Content); i += 2 {
 			k, v := n.Content[i], n.Content[i+1]
-			switch k.Value {
-			case "containers", "initContainers", "ephemeralContainers":
-				if v.Kind == yaml.SequenceNode {
-					for _, c := range v.Content {
-						if _, img := get(c, "image"); img != nil && img.Kind == yaml.ScalarNode && img.Value != "" {
-							fn(img.Value)
-						}
+			if v.Kind == yaml.SequenceNode {
+				for _, c := range v.Content {
+					switch k.Value {
+					case "containers", "initContainers":
+						_, img := get(c, "image")
+						scalar(img)
+					case "volumes":
+						_, img := get(c, "image")
+						_, ref := get(img, "reference")
+						scalar(ref)
 					}
 				}
 			}
-			walkContainers(v, fn)
+			walkNode(v, fn)
 		}
 	}
 }

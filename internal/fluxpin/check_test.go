@@ -35,8 +35,8 @@ func TestCheck(t *testing.T) {
 			t.Errorf("%s: error %v\nwant %s", tc.name, err, tc.err)
 		}
 	}
-	got, err := Images([]byte(pod("a:1", "b:2", "a:1") + "---\napiVersion: batch/v1\nkind: CronJob\nmetadata: {name: c}\nspec:\n  jobTemplate:\n    spec:\n      template:\n        spec:\n          containers: [{name: c, image: c:3}]\n          ephemeralContainers: [{name: e, image: e:4}]\n"))
-	if want := []string{"quay.io/x@" + db, "a:1", "b:2", "c:3", "e:4"}; err != nil || !reflect.DeepEqual(got, want) {
+	got, err := Images([]byte(pod("a:1", "b:2", "a:1") + "---\napiVersion: batch/v1\nkind: CronJob\nmetadata: {name: c}\nspec:\n  jobTemplate:\n    spec:\n      template:\n        spec:\n          containers: [{name: c, image: c:3}]\n          ephemeralContainers: [{name: e, image: e:4}]\n          volumes: [{name: v, image: {reference: v:5}}]\n---\napiVersion: apiextensions.k8s.io/v1\nkind: CustomResourceDefinition\nmetadata: {name: x}\nspec: {containers: [{image: crd:6}]}\n"))
+	if want := []string{"quay.io/x@" + db, "a:1", "b:2", "c:3", "v:5"}; err != nil || !reflect.DeepEqual(got, want) {
 		t.Errorf("Images = %q, %v; want %q", got, err, want)
 	}
 }
