@@ -242,8 +242,14 @@ func kustomizationOf(dir string) (kfile string, existing []byte, resources []str
 }
 
 // copyTree copies the files, folders and symbolic links of src into
-// dst, but no .git folder.
+// dst, but no .git folder; everything is written through a root at
+// dst, which nothing leaves.
 func copyTree(src, dst string) error {
+	to, err := os.OpenRoot(dst)
+	if err != nil {
+		return err
+	}
+	defer to.Close()
 	return filepath.WalkDir(src, func(p string, d fs.DirEntry, err error) error {
 		if err != nil {
 			return err
@@ -252,18 +258,17 @@ func copyTree(src, dst string) error {
 		if err != nil {
 			return err
 		}
-		to := filepath.Join(dst, rel)
 		switch {
 		case d.IsDir() && d.Name() == ".git":
 			return filepath.SkipDir
 		case d.IsDir():
-			return os.MkdirAll(to, 0o750)
+			return to.MkdirAll(rel, 0o750)
 		case d.Type()&fs.ModeSymlink != 0:
 			target, err := os.Readlink(p)
 			if err != nil {
 				return err
 			}
-			return os.Symlink(target, to)
+			return to.Symlink(target, rel)
 		case !d.Type().IsRegular():
 			return nil
 		}
@@ -271,7 +276,7 @@ func copyTree(src, dst string) error {
 		if err != nil {
 			return err
 		}
-		return os.WriteFile(to, b, 0o600) //nolint:gosec // G703: our own temporary folder
+		return to.WriteFile(rel, b, 0o600)
 	})
 }
 
