@@ -124,7 +124,7 @@ func (f *File) Pin(want []Image) (*Result, error) {
 			}
 		}
 	}
-	if e == nil {
+	if e == nil && parent != nil {
 		e = f.editList(parent, lists, want)
 	}
 	res.Out = f.src
