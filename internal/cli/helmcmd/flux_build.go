@@ -140,6 +140,9 @@ func (o *fluxOptions) build(ctx context.Context, f *fluxpin.File, root string) (
 	return &built{
 		stream: stream,
 		with: func(ctx context.Context, want []fluxpin.Image) ([]byte, string, error) {
+			if len(want) == 0 {
+				return stream, after, nil // the same build
+			}
 			out, err := run(ctx, append(b.Images[:len(b.Images):len(b.Images)], want...))
 			return out, after, err
 		},
