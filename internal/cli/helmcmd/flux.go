@@ -144,7 +144,11 @@ func runFluxPin(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	for _, ff := range files {
 		t := ff.f.Target
 		for _, k := range ff.res.Kept {
-			fmt.Fprintf(stdout, "%s: %s: kept the hand-written images entry %s (not digestpin's)\n", ff.path, t.Describe(), k)
+			renamed := ""
+			if k.NewName != "" {
+				renamed = ", newName " + k.NewName
+			}
+			fmt.Fprintf(stdout, "%s: %s: kept the hand-written images entry %s (not digestpin's%s)\n", ff.path, t.Describe(), k, renamed)
 		}
 		switch {
 		case !ff.res.Changed:
