@@ -617,6 +617,8 @@ patches:
 		{name: "substitution disabled on an object", file: ks("./deploy/disabled", "  postBuild:\n    substitute: {TAG: \"2.0\"}\n"), want: []string{"app:1.0"}},
 		{name: "HelmRelease post-renderer patch", file: hr + "    - kustomize:\n        patches:\n" + jsonPatch(reg.Ref("other:1.0")),
 			want: []string{"app:1.0", "db:1.0", "other:1.0", "tools:1.0"}},
+		{name: "HelmRelease entries handed to the last post-renderer", file: hr + "    - kustomize:\n        patches: []\n    - kustomize:\n        patches:\n" + jsonPatch(reg.Ref("other:1.0")) + "        images:\n          - name: here # digestpin\n",
+			want: []string{"app:1.0", "db:1.0", "other:1.0", "tools:1.0"}},
 		{name: "HelmRelease post-renderer newName", file: hr + "    - kustomize:\n        images:\n          - {name: " + reg.Ref("db") + ", newName: " + reg.Ref("other") + "}\n",
 			want: []string{"app:1.0", "other:1.0", "tools:1.0"}, kept: "kept the hand-written images entry " + reg.Ref("db")},
 
@@ -629,15 +631,15 @@ patches:
 		{name: "strategy Always, a variable not set", file: ks("./deploy/vars", "  postBuild:\n    substituteStrategy: Always\n"),
 			err: `spec.postBuild: substituting into Deployment app: variable not set (strict mode): "GREETING"`},
 		{name: "a tag substituted after the images apply", file: ks("./deploy/tag", "  postBuild:\n    substitute: {TAG: \"2.0\"}\n"),
-			err: "Deployment app would still run " + reg.Ref("app:2.0") + " unpinned once digestpin's images entries are written (spec.postBuild substitutes its variables after the images entries apply"},
+			err: "Deployment app would still run " + reg.Ref("app:2.0") + " unpinned once digestpin's images entries are written, so digestpin writes none: spec.postBuild substitutes its variables after the images entries apply"},
 		{name: "component leaves the repository", file: ks("./deploy/base", "  components: [../../../outside]\n"),
 			err: `spec.components[0] "../../../outside" leaves the repository`},
 		{name: "remote component", file: ks("./deploy/base", "  components: [https://example.com/c]\n"),
 			err: `spec.components[0] "https://example.com/c" is not a local, relative path`},
 		{name: "a name substituted after the images apply", file: ks("./deploy/registry", "  postBuild:\n    substitute: {REGISTRY: \""+reg.Host()+"\"}\n"),
-			err: "Deployment app would still run " + reg.Ref("app:1.0") + " unpinned once digestpin's images entries are written (spec.postBuild substitutes its variables after the images entries apply"},
+			err: "Deployment app would still run " + reg.Ref("app:1.0") + " unpinned once digestpin's images entries are written, so digestpin writes none: spec.postBuild substitutes its variables after the images entries apply"},
 		{name: "HelmRelease later post-renderer changes an image", file: hr + "    - kustomize:\n        patches: []\n    - kustomize:\n        patches:\n" + jsonPatch(reg.Ref("other:1.0")),
-			err: "Deployment web-web would still run " + reg.Ref("other:1.0") + " unpinned once digestpin's images entries are written (spec.postRenderers[1] runs after spec.postRenderers[0]"},
+			err: "Deployment web-web would still run " + reg.Ref("other:1.0") + " unpinned once digestpin's images entries are written, so digestpin writes none: spec.postRenderers[1] runs after spec.postRenderers[0], which holds digestpin's entries: move its patch before them"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()

@@ -14,8 +14,8 @@ import (
 // manifests wrote it to its digest. An image that the controller changes
 // after the images entries apply (a variable substituted after the
 // build, a later post-renderer) would run unpinned, or under another
-// image's digest: that is an error naming it, where at says what may
-// change it, so that digestpin writes nothing rather than pin something else.
+// image's digest: that is an error naming it, and at (what may change
+// it, and what to do), so that digestpin writes nothing rather than pin something else.
 func Check(final []byte, resolved map[string]string, at string) error {
 	nodes, err := kio.FromBytes(final)
 	if err != nil {
@@ -34,9 +34,9 @@ func Check(final []byte, resolved map[string]string, at string) error {
 			switch want, known := resolved[ref]; {
 			case pinned && known && want == digest:
 			case !pinned:
-				bad = fmt.Errorf("%s would still run %s unpinned once digestpin's images entries are written (%s), so digestpin writes none: write the image as it runs in the manifests", describe(n), image, at)
+				bad = fmt.Errorf("%s would still run %s unpinned once digestpin's images entries are written, so digestpin writes none: %s", describe(n), image, at)
 			default:
-				bad = fmt.Errorf("%s would run %s, not the digest of %s, once digestpin's images entries are written (%s), so digestpin writes none: write the image as it runs in the manifests", describe(n), image, ref, at)
+				bad = fmt.Errorf("%s would run %s, not the digest of %s, once digestpin's images entries are written, so digestpin writes none: %s", describe(n), image, ref, at)
 			}
 		})
 		if bad != nil {

@@ -24,9 +24,9 @@ func TestCheck(t *testing.T) {
 	}{
 		{name: "all pinned", final: pod("reg.example/app:1.0@"+da, "redis@"+db) + "---\n" + strings.Replace(pod("redis@"+db), "kind: Pod", "kind: CronJob", 1)},
 		{name: "unpinned", final: pod("reg.example/app:2.0"),
-			err: "Pod p would still run reg.example/app:2.0 unpinned once digestpin's images entries are written (AT), so digestpin writes none: write the image as it runs in the manifests"},
+			err: "Pod p would still run reg.example/app:2.0 unpinned once digestpin's images entries are written, so digestpin writes none: AT"},
 		{name: "another's digest", final: pod("reg.example/app:1.0@" + db),
-			err: "Pod p would run reg.example/app:1.0@" + db + ", not the digest of reg.example/app:1.0, once digestpin's images entries are written (AT)"},
+			err: "Pod p would run reg.example/app:1.0@" + db + ", not the digest of reg.example/app:1.0, once digestpin's images entries are written, so digestpin writes none: AT"},
 		{name: "a digest of an image not resolved", final: pod("reg.example/other:1.0@" + da),
 			err: "Pod p would run reg.example/other:1.0@" + da + ", not the digest of reg.example/other:1.0"},
 	} {

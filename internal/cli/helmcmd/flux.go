@@ -370,7 +370,7 @@ func (o *fluxOptions) renderRelease(ctx context.Context, f *fluxpin.File, root s
 	}
 	after := "no images entry matches it"
 	if at+1 < len(rs) {
-		after = fmt.Sprintf("spec.postRenderers[%d] runs after spec.postRenderers[%d], which holds digestpin's entries, and may change it", rs[at+1].Index, rs[at].Index)
+		after = fmt.Sprintf("spec.postRenderers[%d] runs after spec.postRenderers[%d], which holds digestpin's entries: move its patch before them, or mark an images entry of the last post-renderer %q for digestpin to write there", rs[at+1].Index, rs[at].Index, fluxpin.Mark)
 	}
 	return &built{
 		stream: stream,

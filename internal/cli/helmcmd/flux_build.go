@@ -135,7 +135,7 @@ func (o *fluxOptions) build(ctx context.Context, f *fluxpin.File, root string) (
 	}
 	after := "no images entry matches it"
 	if pb.Substitutes(vars) {
-		after = "spec.postBuild substitutes its variables after the images entries apply, and an images entry matches no name or tag with a ${VARIABLE} in it"
+		after = "spec.postBuild substitutes its variables after the images entries apply, and an images entry matches no name or tag with a ${VARIABLE} in it: write the image without one"
 	}
 	return &built{
 		stream: stream,
