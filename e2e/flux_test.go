@@ -561,14 +561,16 @@ patches:
         path: /spec/template/spec/containers/-
         value: {name: sidecar, image: ` + reg.Ref("sidecar:1.0") + `}
 `,
-		"deploy/plain/app.yaml":      app(reg.Ref("app:1.0")),
-		"deploy/plain/db/db.yml":     strings.ReplaceAll(app(reg.Ref("db:1.0")), "name: app\n", "name: db\n"),
-		"deploy/plain/notes.txt":     "not a manifest\n",
-		"deploy/vars/app.yaml":       strings.Replace(app(reg.Ref("app:1.0")), "          image:", "          env: [{name: GREETING, value: \"${GREETING}\"}, {name: MODE, value: \"${MODE:=fast}\"}]\n          image:", 1),
-		"deploy/tag/app.yaml":        app(reg.Ref("app:${TAG}")),
-		"deploy/registry/app.yaml":   app("${REGISTRY}/app:1.0"),
-		"deploy/disabled/app.yaml":   app(reg.Ref("app:1.0")),
-		"deploy/disabled/other.yaml": "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: raw\n  annotations:\n    kustomize.toolkit.fluxcd.io/substitute: disabled\ndata:\n  script: echo ${NOT_SET}\n",
+		"deploy/plain/app.yaml":  app(reg.Ref("app:1.0")),
+		"deploy/plain/db/db.yml": strings.ReplaceAll(app(reg.Ref("db:1.0")), "name: app\n", "name: db\n"),
+		"deploy/plain/notes.txt": "not a manifest\n",
+		// Not in the GitRepository's artifact: source-controller leaves it out.
+		"deploy/plain/.github/workflows/ci.yml": "on: push\njobs: {}\n",
+		"deploy/vars/app.yaml":                  strings.Replace(app(reg.Ref("app:1.0")), "          image:", "          env: [{name: GREETING, value: \"${GREETING}\"}, {name: MODE, value: \"${MODE:=fast}\"}]\n          image:", 1),
+		"deploy/tag/app.yaml":                   app(reg.Ref("app:${TAG}")),
+		"deploy/registry/app.yaml":              app("${REGISTRY}/app:1.0"),
+		"deploy/disabled/app.yaml":              app(reg.Ref("app:1.0")),
+		"deploy/disabled/other.yaml":            "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: raw\n  annotations:\n    kustomize.toolkit.fluxcd.io/substitute: disabled\ndata:\n  script: echo ${NOT_SET}\n",
 	}
 	for p, content := range files {
 		writeFile(t, filepath.Join(repo, p), content)

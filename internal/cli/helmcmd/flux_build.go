@@ -94,7 +94,7 @@ func (o *fluxOptions) build(ctx context.Context, f *fluxpin.File, root string) (
 		return nil, fmt.Errorf("making a folder to build %s: %w", f.Path, err)
 	}
 	cleanup := func() { _ = os.RemoveAll(tmp) }
-	if err := copyTree(root, tmp); err != nil {
+	if err := copyTree(root, tmp, str(t.Spec, "sourceRef", "kind") == "GitRepository"); err != nil {
 		cleanup()
 		return nil, fail("copying the repository %s to build it: %s", root, err)
 	}
@@ -245,9 +245,10 @@ func kustomizationOf(dir string) (kfile string, existing []byte, resources []str
 }
 
 // copyTree copies the files, folders and symbolic links of src into
-// dst, but no .git folder; everything is written through a root at
-// dst, which nothing leaves.
-func copyTree(src, dst string) error {
+// dst, but no .git folder, and, for a GitRepository's (git), none that
+// source-controller leaves out of its artifact by default; everything
+// is written through a root at dst, which nothing leaves.
+func copyTree(src, dst string, git bool) error {
 	to, err := os.OpenRoot(dst)
 	if err != nil {
 		return err
@@ -264,6 +265,11 @@ func copyTree(src, dst string) error {
 		switch {
 		case d.IsDir() && d.Name() == ".git":
 			return filepath.SkipDir
+		case git && p != src && gitExcluded(d):
+			if d.IsDir() {
+				return filepath.SkipDir
+			}
+			return nil
 		case d.IsDir():
 			return to.MkdirAll(rel, 0o750)
 		case d.Type()&fs.ModeSymlink != 0:
@@ -281,6 +287,29 @@ func copyTree(src, dst string) error {
 		}
 		return to.WriteFile(rel, b, 0o600)
 	})
+}
+
+// gitExcluded says that source-controller leaves d out of a
+// GitRepository's artifact by default, at any depth: its version
+// control files, CI configurations, images and archives, and the
+// .sourceignore patterns it always applies (.sops.yaml, .flux.yaml,
+// .goreleaser.yml). A repository's own .sourceignore files are not read.
+func gitExcluded(d fs.DirEntry) bool {
+	name := d.Name()
+	if d.IsDir() {
+		return name == ".github" || name == ".circleci"
+	}
+	switch name {
+	case ".gitignore", ".gitmodules", ".gitattributes", ".travis.yml", ".gitlab-ci.yml", "appveyor.yml", ".drone.yml",
+		"cloudbuild.yaml", "codeship-services.yml", "codeship-steps.yml", ".goreleaser.yml", ".sops.yaml", ".flux.yaml":
+		return true
+	}
+	for _, ext := range []string{".jpg", ".jpeg", ".gif", ".png", ".wmv", ".flv", ".tar.gz", ".zip"} {
+		if strings.HasSuffix(name, ext) {
+			return true
+		}
+	}
+	return false
 }
 
 // kustomizeMu keeps one kustomize build at a time in the process, as

@@ -115,17 +115,30 @@ func TestFluxKustomizationOf(t *testing.T) {
 	if err != nil || kfile != filepath.Join(dir, "Kustomization") || string(existing) != "resources: [a.yml]\n" || resources != nil {
 		t.Errorf("%s %q %q %v", kfile, existing, resources, err)
 	}
-	// The copy leaves .git out, keeps links.
+	// The copy leaves .git out, keeps links; of a GitRepository, it
+	// leaves out what source-controller leaves out of the artifact.
 	put(t, filepath.Join(dir, ".git", "HEAD"), "ref\n")
+	put(t, filepath.Join(dir, "sub", ".github", "workflows", "ci.yml"), "on: push\n")
+	put(t, filepath.Join(dir, "sub", ".sops.yaml"), "creation_rules: []\n")
+	put(t, filepath.Join(dir, "logo.png"), "png")
 	if err := os.Symlink("b.yaml", filepath.Join(dir, "link.yaml")); err != nil {
 		t.Fatal(err)
 	}
-	cp := t.TempDir()
-	if err := copyTree(dir, cp); err != nil {
-		t.Fatal(err)
+	for _, git := range []bool{false, true} {
+		cp := t.TempDir()
+		if err := copyTree(dir, cp, git); err != nil {
+			t.Fatal(err)
+		}
+		for _, p := range []string{".git", "sub/.github", "sub/.sops.yaml", "logo.png"} {
+			_, err := os.Stat(filepath.Join(cp, p))
+			if copied := err == nil; copied != (!git && p != ".git") {
+				t.Errorf("git %v: %s copied: %v", git, p, copied)
+			}
+		}
 	}
-	if _, err := os.Stat(filepath.Join(cp, ".git")); !os.IsNotExist(err) {
-		t.Errorf(".git copied: %v", err)
+	cp := t.TempDir()
+	if err := copyTree(dir, cp, true); err != nil {
+		t.Fatal(err)
 	}
 	if l, err := os.Readlink(filepath.Join(cp, "link.yaml")); err != nil || l != "b.yaml" {
 		t.Errorf("link %q %v", l, err)
