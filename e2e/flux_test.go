@@ -172,7 +172,7 @@ spec:
 			`Kustomization flux-system/shop: spec.path "../../etc" leaves the repository`},
 		{"two releases", fluxKustomization + "---\n" + fluxKustomization,
 			"FILE: 2 objects to pin"},
-		{"hand-written entry", fluxKustomization + "  images:\n    - name: " + reg.Ref("api") + "\n      newTag: \"1\"\n",
+		{"hand-written entry", fluxKustomization + "  images:\n    - name: " + reg.Ref("api") + "\n      newTag: \"2\"\n",
 			"the images entry for " + reg.Ref("api") + " is written by hand"},
 		{"values from the cluster", strings.Replace(release, "name: web-values\n  namespace", "name: other\n  namespace", 1),
 			"spec.valuesFrom[0]: no ConfigMap web-values in FILE or beside it"},
@@ -496,6 +496,192 @@ spec:
 			}
 			if entries, _ := os.ReadDir(filepath.Join(repo, "out")); len(entries) != 0 || r.stdout != "" {
 				t.Errorf("a summary was written (%d files), or stdout %q", len(entries), r.stdout)
+			}
+		})
+	}
+}
+
+// fluxBuildApp is the Deployment app of deploy/base, its image REG/app:1.0.
+const fluxBuildApp = `apiVersion: apps/v1
+kind: Deployment
+metadata:
+  name: app
+spec:
+  selector: {matchLabels: {app: app}}
+  template:
+    metadata: {labels: {app: app}}
+    spec:
+      containers:
+        - name: app
+          image: IMAGE
+`
+
+// fluxBuildKS is a Kustomization of PATH; SPEC are more lines of its spec.
+const fluxBuildKS = `apiVersion: kustomize.toolkit.fluxcd.io/v1
+kind: Kustomization
+metadata:
+  name: shop
+  namespace: flux-system
+spec:
+  interval: 10m
+  path: PATH
+  prune: true
+  sourceRef:
+    kind: GitRepository
+    name: shop
+SPEC`
+
+// TestFluxPinBuild: what kustomize-controller applies before the images
+// are read — the Kustomization's patches (strategic merge, JSON 6902 with
+// a target), components, target namespace and name prefix, hand-written
+// images entries, a folder with no kustomization, and spec.postBuild's
+// substitution (inline, from a ConfigMap and a Secret beside it, an
+// optional one missing, a default, an object that turns it off) — and
+// what helm-controller's post-renderers apply to a HelmRelease: digestpin
+// pins the images that run. Each bad input is one line, nothing written.
+func TestFluxPinBuild(t *testing.T) {
+	t.Parallel()
+	bin, kust := digestpinBin(t), kustomizeBin(t)
+	reg := testregistry.New(t)
+	digests := map[string]string{}
+	for _, img := range []string{"app:1.0", "app:2.0", "other:1.0", "sidecar:1.0", "db:1.0", "tools:1.0"} {
+		digests[img] = reg.PushImage(t, img).String()
+	}
+	repo := t.TempDir()
+	app := func(image string) string { return strings.ReplaceAll(fluxBuildApp, "IMAGE", image) }
+	files := map[string]string{
+		"deploy/base/kustomization.yaml": "resources: [app.yaml]\n",
+		"deploy/base/app.yaml":           app(reg.Ref("app:1.0")),
+		"deploy/components/sidecar/kustomization.yaml": `apiVersion: kustomize.config.k8s.io/v1alpha1
+kind: Component
+patches:
+  - target: {kind: Deployment, name: app}
+    patch: |
+      - op: add
+        path: /spec/template/spec/containers/-
+        value: {name: sidecar, image: ` + reg.Ref("sidecar:1.0") + `}
+`,
+		"deploy/plain/app.yaml":  app(reg.Ref("app:1.0")),
+		"deploy/plain/db/db.yml": strings.ReplaceAll(app(reg.Ref("db:1.0")), "name: app\n", "name: db\n"),
+		"deploy/plain/notes.txt": "not a manifest\n",
+		// Not in the GitRepository's artifact: source-controller leaves it out.
+		"deploy/plain/.github/workflows/ci.yml": "on: push\njobs: {}\n",
+		"deploy/vars/app.yaml":                  strings.Replace(app(reg.Ref("app:1.0")), "          image:", "          env: [{name: GREETING, value: \"${GREETING}\"}, {name: MODE, value: \"${MODE:=fast}\"}]\n          image:", 1),
+		"deploy/tag/app.yaml":                   app(reg.Ref("app:${TAG}")),
+		"deploy/registry/app.yaml":              app("${REGISTRY}/app:1.0"),
+		"deploy/disabled/app.yaml":              app(reg.Ref("app:1.0")),
+		"deploy/disabled/other.yaml":            "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: raw\n  annotations:\n    kustomize.toolkit.fluxcd.io/substitute: disabled\ndata:\n  script: echo ${NOT_SET}\n",
+	}
+	for p, content := range files {
+		writeFile(t, filepath.Join(repo, p), content)
+	}
+	if err := os.CopyFS(filepath.Join(repo, "charts", "web"), os.DirFS(filepath.Join(repoRoot(t), "testdata", "chart"))); err != nil {
+		t.Fatal(err)
+	}
+	if out, err := exec.Command("git", "-C", repo, "init", "-q").CombinedOutput(); err != nil {
+		t.Fatalf("git init: %v: %s", err, out)
+	}
+	ks := func(path, spec string) string {
+		return strings.NewReplacer("PATH", path, "SPEC", spec).Replace(fluxBuildKS)
+	}
+	smPatch := "  patches:\n    - patch: |\n        apiVersion: apps/v1\n        kind: Deployment\n        metadata: {name: app}\n        spec:\n          template:\n            spec:\n              containers:\n                - {name: app, image: " + reg.Ref("app:2.0") + "}\n"
+	configMap := "---\napiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: vars\n  namespace: flux-system\ndata:\n  MODE: slow\n"
+	secret := "---\napiVersion: v1\nkind: Secret\nmetadata:\n  name: secret-vars\n  namespace: flux-system\ndata:\n  GREETING: aGVsbG8=\n"
+	hr := "apiVersion: helm.toolkit.fluxcd.io/v2\nkind: HelmRelease\nmetadata:\n  name: web\n  namespace: shop\nspec:\n  chart:\n    spec:\n      chart: ./charts/web\n      sourceRef: {kind: GitRepository, name: shop}\n" +
+		"  values:\n    image: {app: " + reg.Ref("app:1.0") + ", db: " + reg.Ref("db:1.0") + ", tools: " + reg.Ref("tools:1.0") + "}\n  postRenderers:\n"
+	jsonPatch := func(image string) string {
+		return "          - target: {kind: Deployment, name: web-web}\n            patch: |\n              - {op: replace, path: /spec/template/spec/containers/0/image, value: " + image + "}\n"
+	}
+	for _, tc := range []struct {
+		name, file string
+		want       []string // images pinned
+		kept       string   // a line of stdout
+		err        string
+	}{
+		{name: "strategic merge patch", file: ks("./deploy/base", smPatch), want: []string{"app:2.0"}},
+		{name: "JSON 6902 patch with a target", file: ks("./deploy/base", "  patches:\n    - target: {kind: Deployment, name: app}\n      patch: |\n        - {op: replace, path: /spec/template/spec/containers/0/image, value: "+reg.Ref("app:2.0")+"}\n"),
+			want: []string{"app:2.0"}},
+		{name: "a patch that targets nothing", file: ks("./deploy/base", "  patches:\n    - target: {kind: StatefulSet}\n      patch: |\n        - {op: replace, path: /spec/template/spec/containers/0/image, value: "+reg.Ref("app:2.0")+"}\n"),
+			want: []string{"app:1.0"}},
+		{name: "component", file: ks("./deploy/base", "  components: [../components/sidecar, ../components/not-yet]\n  ignoreMissingComponents: true\n"),
+			want: []string{"app:1.0", "sidecar:1.0"}},
+		{name: "target namespace and name prefix", file: ks("./deploy/base", "  targetNamespace: shop\n  namePrefix: pre-\n  nameSuffix: -suf\n"+smPatch),
+			want: []string{"app:2.0"}},
+		{name: "hand-written newName", file: ks("./deploy/base", "  images:\n    - name: "+reg.Ref("app")+"\n      newName: "+reg.Ref("other")+"\n"),
+			want: []string{"other:1.0"}, kept: "kept the hand-written images entry " + reg.Ref("app") + " (not digestpin's, newName " + reg.Ref("other") + ")\n"},
+		{name: "hand-written digest", file: ks("./deploy/base", "  images:\n    - name: "+reg.Ref("app")+"\n      digest: "+digests["app:2.0"]+"\n")},
+		{name: "folder without a kustomization", file: ks("./deploy/plain", ""), want: []string{"app:1.0", "db:1.0"}},
+		{name: "inline substitute", file: ks("./deploy/vars", "  postBuild:\n    substitute:\n      GREETING: hello\n"), want: []string{"app:1.0"}},
+		{name: "substituteFrom a ConfigMap and a Secret", file: ks("./deploy/vars", "  postBuild:\n    substituteFrom:\n      - {kind: ConfigMap, name: vars}\n      - {kind: Secret, name: secret-vars}\n      - {kind: ConfigMap, name: gone, optional: true}\n") + configMap + secret,
+			want: []string{"app:1.0"}},
+		{name: "postBuild with no variable substitutes nothing", file: ks("./deploy/vars", "  postBuild:\n    substituteFrom:\n      - {kind: ConfigMap, name: gone, optional: true}\n"),
+			want: []string{"app:1.0"}},
+		{name: "substitution disabled on an object", file: ks("./deploy/disabled", "  postBuild:\n    substitute: {TAG: \"2.0\"}\n"), want: []string{"app:1.0"}},
+		{name: "HelmRelease post-renderer patch", file: hr + "    - kustomize:\n        patches:\n" + jsonPatch(reg.Ref("other:1.0")),
+			want: []string{"app:1.0", "db:1.0", "other:1.0", "tools:1.0"}},
+		{name: "HelmRelease entries handed to the last post-renderer", file: hr + "    - kustomize:\n        patches: []\n    - kustomize:\n        patches:\n" + jsonPatch(reg.Ref("other:1.0")) + "        images:\n          - name: here # digestpin\n",
+			want: []string{"app:1.0", "db:1.0", "other:1.0", "tools:1.0"}},
+		{name: "HelmRelease post-renderer newName", file: hr + "    - kustomize:\n        images:\n          - {name: " + reg.Ref("db") + ", newName: " + reg.Ref("other") + "}\n",
+			want: []string{"app:1.0", "other:1.0", "tools:1.0"}, kept: "kept the hand-written images entry " + reg.Ref("db")},
+
+		{name: "patch does not apply", file: ks("./deploy/base", strings.Replace(smPatch, "{name: app}", "{name: gone}", 1)),
+			err: "build of spec.path ./deploy/base (with the spec's patches, components, images and names merged in, as kustomize-controller builds it): "},
+		{name: "substituteFrom missing", file: ks("./deploy/vars", "  postBuild:\n    substituteFrom:\n      - {kind: ConfigMap, name: gone}\n"),
+			err: "spec.postBuild.substituteFrom[0]: no ConfigMap gone in FILE or beside it"},
+		{name: "variable not set", file: ks("./deploy/vars", "  postBuild:\n    substitute: {OTHER: x}\n"),
+			err: `spec.postBuild: substituting into Deployment app: variable not set (strict mode): "GREETING"`},
+		{name: "strategy Always, a variable not set", file: ks("./deploy/vars", "  postBuild:\n    substituteStrategy: Always\n"),
+			err: `spec.postBuild: substituting into Deployment app: variable not set (strict mode): "GREETING"`},
+		{name: "a tag substituted after the images apply", file: ks("./deploy/tag", "  postBuild:\n    substitute: {TAG: \"2.0\"}\n"),
+			err: "Deployment app would still run " + reg.Ref("app:2.0") + " unpinned once digestpin's images entries are written, so digestpin writes none: spec.postBuild substitutes its variables after the images entries apply"},
+		{name: "component leaves the repository", file: ks("./deploy/base", "  components: [../../../outside]\n"),
+			err: `spec.components[0] "../../../outside" leaves the repository`},
+		{name: "remote component", file: ks("./deploy/base", "  components: [https://example.com/c]\n"),
+			err: `spec.components[0] "https://example.com/c" is not a local, relative path`},
+		{name: "a name substituted after the images apply", file: ks("./deploy/registry", "  postBuild:\n    substitute: {REGISTRY: \""+reg.Host()+"\"}\n"),
+			err: "Deployment app would still run " + reg.Ref("app:1.0") + " unpinned once digestpin's images entries are written, so digestpin writes none: spec.postBuild substitutes its variables after the images entries apply"},
+		{name: "HelmRelease later post-renderer changes an image", file: hr + "    - kustomize:\n        patches: []\n    - kustomize:\n        patches:\n" + jsonPatch(reg.Ref("other:1.0")),
+			err: "Deployment web-web would still run " + reg.Ref("other:1.0") + " unpinned once digestpin's images entries are written, so digestpin writes none: spec.postRenderers[1] runs after spec.postRenderers[0], which holds digestpin's entries: move its patch before them"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			rel := "clusters/" + strings.ReplaceAll(tc.name, " ", "-") + ".yaml"
+			p := filepath.Join(repo, rel)
+			writeFile(t, p, tc.file)
+			r := runCmd(t, repo, nil, helmHome(t, ""), bin, "flux", "pin", "--kustomize", kust, rel)
+			if tc.err != "" {
+				want := strings.ReplaceAll(tc.err, "FILE", rel)
+				lines := strings.Split(strings.TrimSpace(r.stderr), "\n")
+				if r.err == nil || len(lines) != 1 || !strings.Contains(lines[0], want) || r.stdout != "" {
+					t.Errorf("err %v, stdout %q, stderr:\n%s\nwant one line with %q", r.err, r.stdout, r.stderr, want)
+				}
+				if readFile(t, p) != tc.file {
+					t.Errorf("%s was written", rel)
+				}
+				return
+			}
+			if r.err != nil {
+				t.Fatalf("%v\n%s%s", r.err, r.stdout, r.stderr)
+			}
+			got := readFile(t, p)
+			if n := strings.Count(got, "# digestpin"); n != len(tc.want) {
+				t.Errorf("%d entries of digestpin's, want %d:\n%s", n, len(tc.want), got)
+			}
+			for _, img := range tc.want {
+				name, tag, _ := strings.Cut(img, ":")
+				entry := "- name: " + reg.Ref(name) + " # digestpin\n"
+				i := strings.Index(got, entry)
+				if i < 0 || !strings.Contains(got[i:], "newTag: \""+tag+"\"\n") || !strings.Contains(got[i:], "digest: "+digests[img]+"\n") {
+					t.Errorf("no entry for %s@%s:\n%s", img, digests[img], got)
+				}
+			}
+			if !strings.Contains(r.stdout, tc.kept) {
+				t.Errorf("stdout:\n%s\nwant %q", r.stdout, tc.kept)
+			}
+			// A second run changes nothing.
+			again := runCmd(t, repo, nil, helmHome(t, ""), bin, "flux", "pin", "--kustomize", kust, rel)
+			if again.err != nil || readFile(t, p) != got || !strings.Contains(again.stdout, "unchanged") {
+				t.Errorf("second run: %v\n%s%s", again.err, again.stdout, again.stderr)
 			}
 		})
 	}

@@ -124,7 +124,7 @@ func (f *File) Pin(want []Image) (*Result, error) {
 			}
 		}
 	}
-	if e == nil {
+	if e == nil && parent != nil {
 		e = f.editList(parent, lists, want)
 	}
 	res.Out = f.src
@@ -160,15 +160,16 @@ func (f *File) listIn(m *yaml.Node, path string) (*list, error) {
 			return nil, fmt.Errorf("%s:%d: %s.images[%d] is not a mapping", f.Path, item.Line, path, i)
 		}
 		var im struct {
-			Name   string `yaml:"name"`
-			NewTag string `yaml:"newTag"`
-			Digest string `yaml:"digest"`
+			Name    string `yaml:"name"`
+			NewName string `yaml:"newName"`
+			NewTag  string `yaml:"newTag"`
+			Digest  string `yaml:"digest"`
 		}
 		if err := item.Decode(&im); err != nil {
 			return nil, fmt.Errorf("%s:%d: %s.images[%d]: %w", f.Path, item.Line, path, i, err)
 		}
 		_, name := get(item, "name")
-		en := entry{im: Image{Name: im.Name, NewTag: im.NewTag, Digest: im.Digest}, first: f.itemStart(item)}
+		en := entry{im: Image{Name: im.Name, NewTag: im.NewTag, Digest: im.Digest, NewName: im.NewName}, first: f.itemStart(item)}
 		en.owned = name != nil && strings.Contains(name.LineComment, strings.TrimPrefix(Mark, "# "))
 		if i+1 < len(v.Content) {
 			en.end = f.itemStart(v.Content[i+1])

@@ -156,6 +156,8 @@ func (f *File) SetTarget() error {
 // which tag runs) and its digest.
 type Image struct {
 	Name, NewTag, Digest string
+	// NewName is a hand-written entry's newName (digestpin writes none).
+	NewName string
 }
 
 // String is NAME[:TAG]@DIGEST.

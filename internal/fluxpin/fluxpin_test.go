@@ -180,6 +180,18 @@ func outside(t *testing.T, in, out []byte) {
 	}
 }
 
+// TestPinNothing: a HelmRelease with no post-renderer and no image to
+// pin (every one pinned in the chart already) stays as it is.
+func TestPinNothing(t *testing.T) {
+	t.Parallel()
+	for _, file := range []string{"hr-new.yaml", "ks-new.yaml"} {
+		in := read(t, file)
+		if res := pin(t, file, in, nil); res.Changed || string(res.Out) != string(in) || len(res.Owned) != 0 {
+			t.Errorf("%s: changed:\n%s", file, res.Out)
+		}
+	}
+}
+
 // TestPinLineEnds: a file in CRLF gets its entries in CRLF, and a file
 // without a last line break gets one before them; both stay idempotent.
 func TestPinLineEnds(t *testing.T) {

@@ -43,7 +43,14 @@ valuesFiles: a chart folder of the repository (sourceRef GitRepository or
 Bucket, its path under --repo-root), or the chart of a HelmRepository or
 OCIRepository whose object is in FILE or a file beside it (or whose URL
 --chart-repo gives); spec.chartRef may name a HelmChart found so too.
-A Kustomization's spec.path (under --repo-root) is built with kustomize.
+A Kustomization's spec.path (under --repo-root) is built with kustomize as
+kustomize-controller builds it: its patches, components, targetNamespace,
+namePrefix, nameSuffix and hand-written images merged into the folder's
+kustomization, then spec.postBuild's variables substituted (substituteFrom
+ConfigMaps and Secrets found as valuesFrom's are). A HelmRelease's kustomize
+post-renderers apply in order, as helm-controller applies them. digestpin
+then builds what runs with its entries, and writes nothing if an image
+would not run at the digest it resolved.
 
 Only the entries digestpin writes change, each marked "# digestpin" on its
 name; every other byte of the file stays. Hand-written entries are kept
@@ -137,7 +144,11 @@ func runFluxPin(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	for _, ff := range files {
 		t := ff.f.Target
 		for _, k := range ff.res.Kept {
-			fmt.Fprintf(stdout, "%s: %s: kept the hand-written images entry %s (not digestpin's)\n", ff.path, t.Describe(), k)
+			renamed := ""
+			if k.NewName != "" {
+				renamed = ", newName " + k.NewName
+			}
+			fmt.Fprintf(stdout, "%s: %s: kept the hand-written images entry %s (not digestpin's%s)\n", ff.path, t.Describe(), k, renamed)
 		}
 		switch {
 		case !ff.res.Changed:
@@ -223,16 +234,19 @@ func (o *fluxOptions) pinFile(ctx context.Context, p *pin.Pinner, path string) (
 			return nil, err
 		}
 	}
-	var stream []byte
+	var bd *built
 	if f.Target.Kind == fluxpin.HelmRelease {
-		stream, err = o.renderRelease(ctx, f, root)
+		bd, err = o.renderRelease(ctx, f, root)
 	} else {
-		stream, err = o.build(ctx, f, root)
+		bd, err = o.build(ctx, f, root)
 	}
 	if err != nil {
 		return nil, err
 	}
-	res, err := p.Pin(ctx, stream)
+	if bd.cleanup != nil {
+		defer bd.cleanup()
+	}
+	res, err := p.Pin(ctx, bd.stream)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %s: %w", path, f.Target.Describe(), err)
 	}
@@ -245,6 +259,15 @@ func (o *fluxOptions) pinFile(ctx context.Context, p *pin.Pinner, path string) (
 	}
 	entries, err := fluxpin.Entries(images)
 	if err != nil {
+		return nil, fmt.Errorf("%s: %s: %w", path, f.Target.Describe(), err)
+	}
+	// What runs once the entries are written: every image pinned to the
+	// digest resolved for it, else nothing is written.
+	final, after, err := bd.with(ctx, entries)
+	if err != nil {
+		return nil, err
+	}
+	if err := fluxpin.Check(final, images, after); err != nil {
 		return nil, fmt.Errorf("%s: %s: %w", path, f.Target.Describe(), err)
 	}
 	r, err := f.Pin(entries)
@@ -290,31 +313,11 @@ func str(m map[string]any, path ...string) string {
 	return s
 }
 
-// build is kustomize build of the Kustomization's spec.path.
-func (o *fluxOptions) build(ctx context.Context, f *fluxpin.File, root string) ([]byte, error) {
-	t := f.Target
-	rel := str(t.Spec, "path")
-	dir, err := inRepo(root, rel)
-	if err != nil {
-		return nil, fmt.Errorf("%s:%d: %s: spec.path %w", f.Path, t.Line, t.Describe(), err)
-	}
-	if st, err := os.Stat(dir); err != nil || !st.IsDir() { //nolint:gosec // G703: inRepo keeps it inside the repository
-		return nil, fmt.Errorf("%s:%d: %s: spec.path %q is no folder under %s", f.Path, t.Line, t.Describe(), rel, root)
-	}
-	var out, errb bytes.Buffer
-	cmd := exec.CommandContext(ctx, o.kustomize, "build", dir)
-	cmd.Stdout, cmd.Stderr = &out, &errb
-	if err := cmd.Run(); err != nil {
-		return nil, fmt.Errorf("%s:%d: %s: %s build %s: %s", f.Path, t.Line, t.Describe(), o.kustomize, dir, firstLine(errb.String(), err))
-	}
-	return out.Bytes(), nil
-}
-
 // renderRelease renders the HelmRelease's chart with its values, as
 // helm-controller would, with Helm's own template functions: only the
 // images of the manifests matter here, which no generator makes, so no
 // seed is needed.
-func (o *fluxOptions) renderRelease(ctx context.Context, f *fluxpin.File, root string) ([]byte, error) {
+func (o *fluxOptions) renderRelease(ctx context.Context, f *fluxpin.File, root string) (*built, error) {
 	t := f.Target
 	fail := func(format string, args ...any) error {
 		return fmt.Errorf("%s:%d: %s: %s", f.Path, t.Line, t.Describe(), fmt.Sprintf(format, args...))
@@ -357,7 +360,28 @@ func (o *fluxOptions) renderRelease(ctx context.Context, f *fluxpin.File, root s
 	if err != nil {
 		return nil, fail("rendering chart %s: %s", ro.Chart, oneLine(err))
 	}
-	return out, nil
+	rs, at, err := f.PostRenderers()
+	if err != nil {
+		return nil, err
+	}
+	stream, err := postRender(out, rs, at, nil)
+	if err != nil {
+		return nil, fail("%s", err)
+	}
+	after := "no images entry matches it"
+	if at+1 < len(rs) {
+		after = fmt.Sprintf("spec.postRenderers[%d] runs after spec.postRenderers[%d], which holds digestpin's entries: move its patch before them, or mark an images entry of the last post-renderer %q for digestpin to write there", rs[at+1].Index, rs[at].Index, fluxpin.Mark)
+	}
+	return &built{
+		stream: stream,
+		with: func(_ context.Context, want []fluxpin.Image) ([]byte, string, error) {
+			final, err := postRender(out, rs, at, want)
+			if err != nil {
+				return nil, "", fail("with digestpin's images entries: %s", err)
+			}
+			return final, after, nil
+		},
+	}, nil
 }
 
 // chart sets ro's chart and where it comes from, from the HelmRelease's

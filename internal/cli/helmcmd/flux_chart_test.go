@@ -183,7 +183,7 @@ func TestFluxValuesFiles(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if got := imagesOf(out); !slices.Equal(got, tc.images) {
+			if got := imagesOf(out.stream); !slices.Equal(got, tc.images) {
 				t.Errorf("images %q, want %q", got, tc.images)
 			}
 		})
