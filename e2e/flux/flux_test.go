@@ -23,6 +23,7 @@ func TestFlux(t *testing.T) {
 	t.Run("GitRoute", func(t *testing.T) { testGitRoute(t, f) })
 	t.Run("OCIArtifact", func(t *testing.T) { testOCIArtifact(t, f) })
 	t.Run("OCIChart", func(t *testing.T) { testOCIChart(t, f) })
+	t.Run("KustomizationPatches", func(t *testing.T) { testKustomizationPatches(t, f) })
 }
 
 // fleetFiles returns the files of testdata/fleet, with REGISTRY replaced
