@@ -338,14 +338,14 @@ func (o *fluxOptions) renderRelease(ctx context.Context, f *fluxpin.File, root s
 			ro.ReleaseName = tn + "-" + t.Name
 		}
 	}
-	if err := o.chart(f, root, &ro); err != nil {
-		return nil, fail("%s", err)
-	}
 	tmp, err := os.MkdirTemp("", "digestpin-flux-")
 	if err != nil {
-		return nil, fmt.Errorf("making a folder for the values of %s: %w", f.Path, err)
+		return nil, fmt.Errorf("making a folder for the chart and values of %s: %w", f.Path, err)
 	}
 	defer os.RemoveAll(tmp)
+	if err := o.chart(f, root, tmp, &ro); err != nil {
+		return nil, fail("%s", err)
+	}
 	files, err := o.values(f, tmp)
 	if err != nil {
 		return nil, fail("%s", err)
@@ -386,7 +386,7 @@ func (o *fluxOptions) renderRelease(ctx context.Context, f *fluxpin.File, root s
 
 // chart sets ro's chart and where it comes from, from the HelmRelease's
 // spec.chart or spec.chartRef, and the chart's values files.
-func (o *fluxOptions) chart(f *fluxpin.File, root string, ro *helmaction.Options) error {
+func (o *fluxOptions) chart(f *fluxpin.File, root, tmp string, ro *helmaction.Options) error {
 	spec := f.Target.Spec
 	if ref, ok := spec["chartRef"].(map[string]any); ok {
 		kind, name := str(ref, "kind"), str(ref, "name")
@@ -405,7 +405,7 @@ func (o *fluxOptions) chart(f *fluxpin.File, root string, ro *helmaction.Options
 			}
 			cs := chartSpecOf(hc.Spec, hc.Namespace)
 			cs.at = fmt.Sprintf("spec.chartRef: %s (%s:%d): spec", hc.Describe(), hc.Path, hc.Line)
-			return o.chartOf(f, root, cs, ro)
+			return o.chartOf(f, root, tmp, cs, ro)
 		case "OCIRepository":
 		default:
 			return fmt.Errorf("spec.chartRef is a %s: digestpin reads the chart of an OCIRepository or a HelmChart, or of spec.chart", kind)
@@ -432,7 +432,7 @@ func (o *fluxOptions) chart(f *fluxpin.File, root string, ro *helmaction.Options
 	if str(inner, "chart") == "" {
 		return errors.New("neither spec.chart.spec.chart nor spec.chartRef: no chart to render")
 	}
-	return o.chartOf(f, root, chartSpecOf(inner, str(inner, "sourceRef", "namespace")), ro)
+	return o.chartOf(f, root, tmp, chartSpecOf(inner, str(inner, "sourceRef", "namespace")), ro)
 }
 
 // chartSpec is a chart as a HelmRelease's spec.chart.spec, or a HelmChart's
@@ -469,8 +469,12 @@ func chartSpecOf(m map[string]any, sourceNS string) chartSpec {
 }
 
 // chartOf sets ro's chart from cs: a folder of the repository, or a chart
-// of a HelmRepository; and its values files.
-func (o *fluxOptions) chartOf(f *fluxpin.File, root string, cs chartSpec, ro *helmaction.Options) error {
+// of a HelmRepository; and its values files. A folder of the repository
+// is rendered from a copy of the repository in tmp, made as
+// source-controller archives it (copyTree: no links, no .git), since
+// helm-controller renders the chart of that archive: a link in the chart,
+// or a values file that is a link, is not there for Flux either.
+func (o *fluxOptions) chartOf(f *fluxpin.File, root, tmp string, cs chartSpec, ro *helmaction.Options) error {
 	chart, kind, name := cs.chart, cs.kind, cs.name
 	ro.ChartPath.Version = cs.version
 	if ro.ChartPath.Version == "*" {
@@ -485,8 +489,22 @@ func (o *fluxOptions) chartOf(f *fluxpin.File, root string, cs chartSpec, ro *he
 		if st, err := os.Stat(dir); err != nil || !st.IsDir() { //nolint:gosec // G703: inRepo keeps it inside the repository
 			return fmt.Errorf("the chart %s of %s %s is no folder under %s (--repo-root)", chart, kind, name, root)
 		}
-		ro.Chart = dir
-		return cs.localValues(root, ro)
+		rel, err := filepath.Rel(root, dir)
+		if err != nil {
+			return fmt.Errorf("the chart %s: %w", chart, err)
+		}
+		artifact := filepath.Join(tmp, "source")
+		if err := os.Mkdir(artifact, 0o700); err != nil {
+			return fmt.Errorf("copying the repository %s to render its chart: %w", root, err)
+		}
+		if err := copyTree(root, artifact, kind == "GitRepository"); err != nil {
+			return fmt.Errorf("copying the repository %s to render its chart: %w", root, err)
+		}
+		ro.Chart = filepath.Join(artifact, rel)
+		if st, err := os.Stat(ro.Chart); err != nil || !st.IsDir() {
+			return fmt.Errorf("the chart %s of %s %s is a link, which source-controller leaves out of the artifact: make it a folder", chart, kind, name)
+		}
+		return cs.localValues(artifact, root, ro)
 	case "HelmRepository":
 		url, typ := o.chartRepo, ""
 		if src := o.source(f, kind, name, cs.srcNS); src != nil {

@@ -244,10 +244,14 @@ func kustomizationOf(dir string) (kfile string, existing []byte, resources []str
 	return filepath.Join(dir, kustomizationFiles[0]), nil, resources, err
 }
 
-// copyTree copies the files, folders and symbolic links of src into
-// dst, but no .git folder, and, for a GitRepository's (git), none that
-// source-controller leaves out of its artifact by default; everything
-// is written through a root at dst, which nothing leaves.
+// copyTree copies the files and folders of src into dst as
+// source-controller archives a source into the artifact the other
+// controllers build from: no symbolic link (its archive holds regular
+// files and folders only, so a link, inside the repository or out of
+// it, is not there for kustomize-controller either), no .git folder,
+// and, for a GitRepository's (git), none of what source-controller
+// leaves out by default; everything is written through a root at dst,
+// which nothing leaves.
 func copyTree(src, dst string, git bool) error {
 	to, err := os.OpenRoot(dst)
 	if err != nil {
@@ -272,12 +276,6 @@ func copyTree(src, dst string, git bool) error {
 			return nil
 		case d.IsDir():
 			return to.MkdirAll(rel, 0o750)
-		case d.Type()&fs.ModeSymlink != 0:
-			target, err := os.Readlink(p)
-			if err != nil {
-				return err
-			}
-			return to.Symlink(target, rel)
 		case !d.Type().IsRegular():
 			return nil
 		}

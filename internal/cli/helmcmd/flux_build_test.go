@@ -115,8 +115,9 @@ func TestFluxKustomizationOf(t *testing.T) {
 	if err != nil || kfile != filepath.Join(dir, "Kustomization") || string(existing) != "resources: [a.yml]\n" || resources != nil {
 		t.Errorf("%s %q %q %v", kfile, existing, resources, err)
 	}
-	// The copy leaves .git out, keeps links; of a GitRepository, it
-	// leaves out what source-controller leaves out of the artifact.
+	// The copy leaves .git and links out, as source-controller's archive
+	// does; of a GitRepository, it leaves out what source-controller
+	// leaves out of the artifact.
 	put(t, filepath.Join(dir, ".git", "HEAD"), "ref\n")
 	put(t, filepath.Join(dir, "sub", ".github", "workflows", "ci.yml"), "on: push\n")
 	put(t, filepath.Join(dir, "sub", ".sops.yaml"), "creation_rules: []\n")
@@ -140,8 +141,8 @@ func TestFluxKustomizationOf(t *testing.T) {
 	if err := copyTree(dir, cp, true); err != nil {
 		t.Fatal(err)
 	}
-	if l, err := os.Readlink(filepath.Join(cp, "link.yaml")); err != nil || l != "b.yaml" {
-		t.Errorf("link %q %v", l, err)
+	if _, err := os.Lstat(filepath.Join(cp, "link.yaml")); !os.IsNotExist(err) {
+		t.Errorf("the link link.yaml was copied (%v); source-controller's archive has no links", err)
 	}
 	if b, err := os.ReadFile(filepath.Join(cp, "sub", "c.yaml")); err != nil || string(b) != "x: 1\n" {
 		t.Errorf("copy %q %v", b, err)

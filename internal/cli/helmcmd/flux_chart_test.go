@@ -126,7 +126,10 @@ func TestFluxValuesFiles(t *testing.T) {
 			err:     `clusters/web.yaml:1: HelmRelease shop/web: spec.chart.spec.valuesFiles[1] "/etc/passwd": is an absolute path: name the file relative to the repository ROOT`},
 		{name: "a symbolic link out of the repository",
 			release: hr("      valuesFiles: [charts/web/LINK]", ""), link: "/etc/hostname",
-			err: `clusters/web.yaml:1: HelmRelease shop/web: spec.chart.spec.valuesFiles[0] "charts/web/LINK": is a symbolic link to /etc/hostname, outside the repository ROOT: refusing to read it`},
+			err: `clusters/web.yaml:1: HelmRelease shop/web: spec.chart.spec.valuesFiles[0] "charts/web/LINK": is a symbolic link, which source-controller leaves out of the GitRepository's artifact, so Flux has no such file either: make it a file`},
+		{name: "a symbolic link in the repository",
+			release: hr("      valuesFiles: [charts/web/LINK]", ""), link: "values.yaml",
+			err: `clusters/web.yaml:1: HelmRelease shop/web: spec.chart.spec.valuesFiles[0] "charts/web/LINK": is a symbolic link, which source-controller leaves out of the GitRepository's artifact, so Flux has no such file either: make it a file`},
 		{name: "not YAML",
 			release: hr("      valuesFiles: [charts/web/bad.yaml]", ""), files: map[string]string{"charts/web/bad.yaml": "image: [\n"},
 			err: `clusters/web.yaml:1: HelmRelease shop/web: spec.chart.spec.valuesFiles[0] "charts/web/bad.yaml": not YAML values:`},
@@ -282,5 +285,40 @@ func put(t *testing.T, path, content string) {
 	}
 	if err := os.WriteFile(path, []byte(content), 0o644); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// TestFluxChartLinksLeftOut: a chart of a GitRepository is rendered from
+// the repository as source-controller archives it, without its symbolic
+// links: a template that is a link (here to a file of the repository)
+// is not rendered, as helm-controller does not render it, so its image
+// is not pinned.
+func TestFluxChartLinksLeftOut(t *testing.T) {
+	t.Parallel()
+	root := t.TempDir()
+	if err := os.CopyFS(filepath.Join(root, "charts", "web"), os.DirFS(filepath.Join(repoRoot, "testdata", "chart"))); err != nil {
+		t.Fatal(err)
+	}
+	put(t, filepath.Join(root, "extra.yaml"), "apiVersion: v1\nkind: Pod\nmetadata:\n  name: extra\nspec:\n  containers:\n    - name: extra\n      image: registry.example/shop/extra:1\n")
+	if err := os.Symlink(filepath.Join("..", "..", "..", "extra.yaml"), filepath.Join(root, "charts", "web", "templates", "extra.yaml")); err != nil {
+		t.Fatal(err)
+	}
+	release := hr("", "")
+	put(t, filepath.Join(root, "clusters", "web.yaml"), release)
+	f, err := fluxpin.Parse(filepath.Join(root, "clusters", "web.yaml"), []byte(release))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := f.SetTarget(); err != nil {
+		t.Fatal(err)
+	}
+	var o fluxOptions
+	out, err := o.renderRelease(context.Background(), f, root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := imagesOf(out.stream)
+	if len(got) == 0 || slices.ContainsFunc(got, func(img string) bool { return strings.Contains(img, "extra") }) {
+		t.Errorf("images %q: want the chart's, without the linked template's shop/extra:1", got)
 	}
 }

@@ -86,14 +86,15 @@ func (cs chartSpec) relPath(v valuesFile, what string) (string, error) {
 }
 
 // localValues sets ro to render with the chart's values files read from
-// the repository root (a chart of a GitRepository or Bucket): each is
-// checked and read now, before anything renders.
-func (cs chartSpec) localValues(root string, ro *helmaction.Options) error {
+// root, the copy of the repository repo as source-controller archives it
+// (a chart of a GitRepository or Bucket): each is checked and read now,
+// before anything renders; messages name repo.
+func (cs chartSpec) localValues(root, repo string, ro *helmaction.Options) error {
 	files := cs.files()
 	if len(files) == 0 {
 		return nil
 	}
-	what := "the repository " + root
+	what := "the repository " + repo
 	realRoot, err := filepath.EvalSymlinks(root)
 	if err != nil {
 		return fmt.Errorf("reading the repository %s: %w", root, err)
@@ -110,6 +111,9 @@ func (cs chartSpec) localValues(root string, ro *helmaction.Options) error {
 		case errors.Is(err, os.ErrNotExist):
 			if cs.ignoreMissingFiles {
 				continue
+			}
+			if st, lerr := os.Lstat(filepath.Join(repo, rel)); lerr == nil && st.Mode()&os.ModeSymlink != 0 {
+				return cs.failf(v, "is a symbolic link, which source-controller leaves out of the %s's artifact, so Flux has no such file either: make it a file", cs.kind)
 			}
 			return cs.failf(v, "no such file under %s (paths of a %s's chart are from its top level; ignoreMissingValuesFiles: true lets one be missing)", what, cs.kind)
 		case err != nil:
