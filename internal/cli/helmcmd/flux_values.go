@@ -112,7 +112,7 @@ func (cs chartSpec) localValues(root, repo string, ro *helmaction.Options) error
 			if cs.ignoreMissingFiles {
 				continue
 			}
-			if st, lerr := os.Lstat(filepath.Join(repo, rel)); lerr == nil && st.Mode()&os.ModeSymlink != 0 {
+			if st, lerr := os.Lstat(filepath.Join(repo, rel)); lerr == nil && st.Mode()&os.ModeSymlink != 0 { //nolint:gosec // G703: rel is checked to be inside the repository (relPath)
 				return cs.failf(v, "is a symbolic link, which source-controller leaves out of the %s's artifact, so Flux has no such file either: make it a file", cs.kind)
 			}
 			return cs.failf(v, "no such file under %s (paths of a %s's chart are from its top level; ignoreMissingValuesFiles: true lets one be missing)", what, cs.kind)
