@@ -166,16 +166,7 @@ func TestFluxValuesFiles(t *testing.T) {
 			if tc.beside != "" {
 				put(t, filepath.Join(root, "clusters", "chart.yaml"), tc.beside)
 			}
-			put(t, filepath.Join(root, "clusters", "web.yaml"), tc.release)
-			f, err := fluxpin.Parse(filepath.Join(root, "clusters", "web.yaml"), []byte(tc.release))
-			if err != nil {
-				t.Fatal(err)
-			}
-			if err := f.SetTarget(); err != nil {
-				t.Fatal(err)
-			}
-			var o fluxOptions
-			out, err := o.renderRelease(context.Background(), f, root)
+			out, err := renderReleaseIn(t, root, tc.release)
 			if tc.err != "" {
 				want := strings.ReplaceAll(strings.ReplaceAll(tc.err, "ROOT", root), "clusters/", root+"/clusters/")
 				if err == nil || !strings.Contains(err.Error(), want) || strings.Contains(err.Error(), "\n") {
@@ -303,7 +294,20 @@ func TestFluxChartLinksLeftOut(t *testing.T) {
 	if err := os.Symlink(filepath.Join("..", "..", "..", "extra.yaml"), filepath.Join(root, "charts", "web", "templates", "extra.yaml")); err != nil {
 		t.Fatal(err)
 	}
-	release := hr("", "")
+	out, err := renderReleaseIn(t, root, hr("", ""))
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := imagesOf(out.stream)
+	if len(got) == 0 || slices.ContainsFunc(got, func(img string) bool { return strings.Contains(img, "extra") }) {
+		t.Errorf("images %q: want the chart's, without the linked template's shop/extra:1", got)
+	}
+}
+
+// renderReleaseIn writes release as root/clusters/web.yaml and renders
+// it as flux pin does, with root as the repository.
+func renderReleaseIn(t *testing.T, root, release string) (*built, error) {
+	t.Helper()
 	put(t, filepath.Join(root, "clusters", "web.yaml"), release)
 	f, err := fluxpin.Parse(filepath.Join(root, "clusters", "web.yaml"), []byte(release))
 	if err != nil {
@@ -313,12 +317,5 @@ func TestFluxChartLinksLeftOut(t *testing.T) {
 		t.Fatal(err)
 	}
 	var o fluxOptions
-	out, err := o.renderRelease(context.Background(), f, root)
-	if err != nil {
-		t.Fatal(err)
-	}
-	got := imagesOf(out.stream)
-	if len(got) == 0 || slices.ContainsFunc(got, func(img string) bool { return strings.Contains(img, "extra") }) {
-		t.Errorf("images %q: want the chart's, without the linked template's shop/extra:1", got)
-	}
+	return o.renderRelease(context.Background(), f, root)
 }
