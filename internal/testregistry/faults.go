@@ -194,10 +194,17 @@ func (s *switchListener) start() error {
 // pushTransport marks the test's own pushes, which faults spare.
 type pushTransport struct{}
 
+// pushBase carries the test's own pushes: a transport of their own, not
+// http.DefaultTransport, whose idle connections every
+// httptest.Server.Close closes. Another test's server closing in
+// parallel broke a push mid-upload ("HTTP/1.x transport connection
+// broken: http: CloseIdleConnections called": a PATCH is not retried).
+var pushBase = http.DefaultTransport.(*http.Transport).Clone()
+
 func (pushTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 	req = req.Clone(req.Context())
 	req.Header.Set(pushHeader, "1")
-	return http.DefaultTransport.RoundTrip(req)
+	return pushBase.RoundTrip(req)
 }
 
 // pushOption is the remote option of the test's own pushes.
