@@ -17,8 +17,8 @@ import (
 
 	"github.com/digestpin/digestpin/internal/atomicfile"
 
+	"github.com/digestpin/digestpin/internal/oneline"
 	"github.com/digestpin/digestpin/resolution"
-	"github.com/digestpin/digestpin/resolve/internal/oneline"
 	"github.com/digestpin/digestpin/resolve/internal/smallfile"
 	"github.com/digestpin/digestpin/resolve/internal/store"
 )

@@ -13,9 +13,9 @@ import (
 	"github.com/google/go-containerregistry/pkg/name"
 	"github.com/google/go-containerregistry/pkg/v1/remote/transport"
 
+	"github.com/digestpin/digestpin/internal/oneline"
 	"github.com/digestpin/digestpin/internal/redact"
 	"github.com/digestpin/digestpin/resolve/credentials"
-	"github.com/digestpin/digestpin/resolve/internal/oneline"
 	regtransport "github.com/digestpin/digestpin/resolve/transport"
 )
 

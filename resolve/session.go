@@ -13,8 +13,8 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/remote"
 	"github.com/google/go-containerregistry/pkg/v1/remote/transport"
 
+	"github.com/digestpin/digestpin/internal/oneline"
 	"github.com/digestpin/digestpin/internal/redact"
-	"github.com/digestpin/digestpin/resolve/internal/oneline"
 )
 
 // maxScopes caps the repositories asked for in one token request. Both

@@ -13,9 +13,9 @@ import (
 
 	"github.com/google/go-containerregistry/pkg/v1/remote/transport"
 
+	"github.com/digestpin/digestpin/internal/oneline"
 	"github.com/digestpin/digestpin/internal/testregistry"
 	"github.com/digestpin/digestpin/resolution"
-	"github.com/digestpin/digestpin/resolve/internal/oneline"
 	"github.com/digestpin/digestpin/resolve/tagpolicy"
 	regtransport "github.com/digestpin/digestpin/resolve/transport"
 )

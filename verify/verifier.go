@@ -20,6 +20,7 @@ import (
 	"github.com/sigstore/sigstore-go/pkg/root"
 	sgverify "github.com/sigstore/sigstore-go/pkg/verify"
 
+	"github.com/digestpin/digestpin/internal/oneline"
 	"github.com/digestpin/digestpin/verification"
 )
 
@@ -328,13 +329,7 @@ func signedBy(c *candidate) string {
 }
 
 // oneLine flattens a message onto one line and bounds it.
-func oneLine(s string) string {
-	s = strings.Join(strings.Fields(s), " ")
-	if len(s) > 300 {
-		s = s[:300] + "…"
-	}
-	return s
-}
+func oneLine(s string) string { return oneline.Of(s, 300) }
 
 // legacyTag is cosign's signature tag of h: sha256-<hex>.sig.
 func legacyTag(h v1.Hash) string { return h.Algorithm + "-" + h.Hex + ".sig" }

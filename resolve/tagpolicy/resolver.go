@@ -9,8 +9,8 @@ import (
 
 	"github.com/google/go-containerregistry/pkg/name"
 
+	"github.com/digestpin/digestpin/internal/oneline"
 	"github.com/digestpin/digestpin/resolution"
-	"github.com/digestpin/digestpin/resolve/internal/oneline"
 	"github.com/digestpin/digestpin/resolve/internal/store"
 )
 

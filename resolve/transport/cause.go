@@ -10,9 +10,9 @@ import (
 	"net/url"
 	"syscall"
 
+	"github.com/digestpin/digestpin/internal/oneline"
 	"github.com/digestpin/digestpin/internal/redact"
 	"github.com/digestpin/digestpin/resolution"
-	"github.com/digestpin/digestpin/resolve/internal/oneline"
 )
 
 // Cause names the network failure in err in a few words, without URLs:

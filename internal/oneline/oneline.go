@@ -1,6 +1,7 @@
 // Package oneline makes the text of a message one line of bounded
-// length: a registry's own words (an error body, an HTML page) in the
-// resolver's errors and logs, masked before they are cut.
+// length: a server's own words (a registry's error body, an HTML page, a
+// Sigstore service's answer) in errors and logs, masked before they are
+// cut.
 package oneline
 
 import (
