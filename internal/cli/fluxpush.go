@@ -2,11 +2,15 @@ package cli
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
+	"net/http"
+	"net/url"
 	"os"
 	"path/filepath"
+	"strings"
 	"time"
 
 	"github.com/google/go-containerregistry/pkg/name"
@@ -34,6 +38,16 @@ artifact is signed as cosign sign --key does (the .sig tag, no
 transparency log), for an OCIRepository's spec.verify with provider
 cosign; the key's password is read from COSIGN_PASSWORD.
 
+With --sign-keyless, a pushed artifact is signed as cosign sign does
+without a key: an ephemeral key, a short-lived certificate from Fulcio for
+the CI job's OIDC identity, the signature in Rekor's transparency log, and
+the bundle attached to the artifact as an OCI referrer, for an
+OCIRepository's spec.verify.matchOIDCIdentity. The identity token is read
+from --identity-token's FILE, else SIGSTORE_ID_TOKEN, else asked of GitHub
+Actions (a job with permissions id-token: write). The Sigstore instance is
+the public one unless --fulcio-url and --rekor-url (or DIGESTPIN_FULCIO_URL
+and DIGESTPIN_REKOR_URL) name your own.
+
 The registry is reached as the pinning commands reach registries: with
 the credentials of --pull-secret, then of the Docker config (docker
 login) and its credential helpers; the CAs of --ca-file; plain HTTP or
@@ -50,6 +64,9 @@ Flags:
 type fluxPushOptions struct {
 	path, name, source, revision, signKey string
 	timeout                               time.Duration
+	// keyless signing: --sign-keyless, the token's file, the instance.
+	keyless                        bool
+	tokenFile, fulcioURL, rekorURL string
 	// reg holds the registry flags, bound as the pinning commands bind
 	// them (fluxPushRegistryFlags); regFlags are those flags alone, which
 	// the environment sets too.
@@ -74,6 +91,10 @@ func (o *fluxPushOptions) flags() *pflag.FlagSet {
 	fs.StringVar(&o.source, "source", "", "the source address, e.g. the Git `URL` (annotation org.opencontainers.image.source)")
 	fs.StringVar(&o.revision, "revision", "", "the source `REVISION`, e.g. main@sha1:COMMIT (annotation org.opencontainers.image.revision)")
 	fs.StringVar(&o.signKey, "sign-key", "", "sign the pushed artifact with this cosign private `KEY` file (cosign generate-key-pair; password in COSIGN_PASSWORD)")
+	fs.BoolVar(&o.keyless, "sign-keyless", false, "sign the pushed artifact keylessly, as cosign sign does without a key: a Fulcio certificate for the job's OIDC identity, logged in Rekor")
+	fs.StringVar(&o.tokenFile, "identity-token", "", "the `FILE` holding the OIDC identity token for --sign-keyless (default: $SIGSTORE_ID_TOKEN, else GitHub Actions' token for audience sigstore)")
+	fs.StringVar(&o.fulcioURL, "fulcio-url", DefaultFulcioURL, "the Fulcio `URL` --sign-keyless gets its certificate from")
+	fs.StringVar(&o.rekorURL, "rekor-url", DefaultRekorURL, "the Rekor `URL` --sign-keyless logs the signature in")
 	fs.DurationVar(&o.timeout, "timeout", 5*time.Minute, "bound on the whole run")
 	// The registry flags, as the pinning commands define them.
 	o.reg = NewOptions()
@@ -108,6 +129,14 @@ func runFluxPush(ctx context.Context, args []string, stdin io.Reader, stdout, st
 	if err := o.reg.setFromEnv(o.regFlags, os.LookupEnv); err != nil {
 		return &UsageError{fmt.Errorf("digestpin flux push: %w", err)}
 	}
+	keylessFlags := fs.Changed("identity-token") || fs.Changed("fulcio-url") || fs.Changed("rekor-url")
+	// The Sigstore instance from DIGESTPIN_FULCIO_URL and
+	// DIGESTPIN_REKOR_URL, as the registry flags from theirs.
+	for _, n := range []string{"fulcio-url", "rekor-url"} {
+		if v := os.Getenv(envName(n)); v != "" && !fs.Changed(n) {
+			_ = fs.Set(n, v)
+		}
+	}
 	switch {
 	case fs.NArg() != 1:
 		return &UsageError{errors.New("digestpin flux push: name one artifact, oci://REGISTRY/REPOSITORY:TAG")}
@@ -134,7 +163,28 @@ func runFluxPush(ctx context.Context, args []string, stdin io.Reader, stdout, st
 		return &UsageError{fmt.Errorf("digestpin flux push: %w", o.reg.LibraryError(err))}
 	}
 	var sign func(context.Context, name.Digest) error
-	if o.signKey != "" {
+	var signedFor string
+	switch {
+	case o.signKey != "" && o.keyless:
+		return &UsageError{errors.New("digestpin flux push: --sign-key and --sign-keyless: choose one")}
+	case !o.keyless && keylessFlags:
+		return &UsageError{errors.New("digestpin flux push: --identity-token, --fulcio-url and --rekor-url are for --sign-keyless")}
+	case o.keyless:
+		k, id, err := o.keylessSigner(ctx)
+		if err != nil {
+			return err
+		}
+		signedFor = " for " + id.Subject + " (issuer " + id.Issuer + ")"
+		sign = func(ctx context.Context, d name.Digest) error {
+			bundle, err := fluxoci.SignKeyless(ctx, d, k)
+			if err != nil {
+				return err
+			}
+			return res.Push(ctx, d, func(ctx context.Context, opts ...remote.Option) error {
+				return fluxoci.Attach(ctx, d, bundle, opts...)
+			})
+		}
+	case o.signKey != "":
 		s, err := fluxoci.LoadSigner(o.signKey, []byte(os.Getenv("COSIGN_PASSWORD")))
 		if err != nil {
 			return &UsageError{err}
@@ -172,7 +222,7 @@ func runFluxPush(ctx context.Context, args []string, stdin io.Reader, stdout, st
 		if err := sign(ctx, out.Digest); err != nil {
 			return fmt.Errorf("digestpin flux push: pushed %s, but not its signature: %w", out.Digest.DigestStr(), err)
 		}
-		fmt.Fprintf(stdout, "%s: pushed and signed %s\n", ref, out.Digest.DigestStr())
+		fmt.Fprintf(stdout, "%s: pushed and signed %s%s\n", ref, out.Digest.DigestStr(), signedFor)
 		return nil
 	}
 	fmt.Fprintf(stdout, "%s: pushed %s\n", ref, out.Digest.DigestStr())
@@ -219,4 +269,94 @@ func (o *fluxPushOptions) files(stdin io.Reader) ([]fluxoci.File, error) {
 		n = filepath.Base(o.path)
 	}
 	return []fluxoci.File{{Name: n, Data: b}}, nil
+}
+
+// The public Sigstore instance, cosign's defaults.
+const (
+	DefaultFulcioURL = "https://fulcio.sigstore.dev"
+	DefaultRekorURL  = "https://rekor.sigstore.dev"
+)
+
+// keylessSigner is where --sign-keyless gets its certificate and log
+// entry, with the identity token and whom it names: a token that is no
+// JWT or has expired is refused here, before anything is pushed.
+func (o *fluxPushOptions) keylessSigner(ctx context.Context) (fluxoci.Keyless, fluxoci.Identity, error) {
+	k := fluxoci.Keyless{FulcioURL: o.fulcioURL, RekorURL: o.rekorURL, Timeout: o.reg.Registry.RequestTimeout}
+	for _, u := range []struct{ flag, url string }{{"--fulcio-url", o.fulcioURL}, {"--rekor-url", o.rekorURL}} {
+		if p, err := url.Parse(u.url); err != nil || (p.Scheme != "https" && p.Scheme != "http") || p.Host == "" {
+			return k, fluxoci.Identity{}, &UsageError{fmt.Errorf("digestpin flux push: %s %q is no http(s) URL", u.flag, u.url)}
+		}
+	}
+	token, from, err := identityToken(ctx, o.tokenFile, os.Getenv, http.DefaultClient)
+	if err != nil {
+		return k, fluxoci.Identity{}, &UsageError{fmt.Errorf("digestpin flux push: --sign-keyless: %w", err)}
+	}
+	id, err := fluxoci.TokenIdentity(token, time.Now())
+	if err != nil {
+		return k, fluxoci.Identity{}, &UsageError{fmt.Errorf("digestpin flux push: --sign-keyless: %s: %w", from, err)}
+	}
+	k.Token = token
+	return k, id, nil
+}
+
+// identityToken is the OIDC identity token for keyless signing, and where
+// it came from: the file named, else $SIGSTORE_ID_TOKEN, else GitHub
+// Actions' token for the audience sigstore (its
+// ACTIONS_ID_TOKEN_REQUEST_URL and _TOKEN, which a job with permissions
+// id-token: write has), as cosign finds one.
+func identityToken(ctx context.Context, file string, getenv func(string) string, client *http.Client) (string, string, error) {
+	switch {
+	case file != "":
+		b, err := os.ReadFile(file) //nolint:gosec // G304: the token file the user named
+		if err != nil {
+			return "", "", fmt.Errorf("reading the identity token: %w", err)
+		}
+		if t := strings.TrimSpace(string(b)); t != "" {
+			return t, "--identity-token " + file, nil
+		}
+		return "", "", fmt.Errorf("the identity token file %s is empty", file)
+	case strings.TrimSpace(getenv("SIGSTORE_ID_TOKEN")) != "":
+		return strings.TrimSpace(getenv("SIGSTORE_ID_TOKEN")), "SIGSTORE_ID_TOKEN", nil
+	case getenv("ACTIONS_ID_TOKEN_REQUEST_URL") != "":
+		t, err := githubToken(ctx, getenv("ACTIONS_ID_TOKEN_REQUEST_URL"), getenv("ACTIONS_ID_TOKEN_REQUEST_TOKEN"), client)
+		return t, "GitHub Actions' identity token", err
+	}
+	return "", "", errors.New("no OIDC identity token: name its file with --identity-token, set SIGSTORE_ID_TOKEN, or run in GitHub Actions with permissions id-token: write")
+}
+
+// githubToken asks GitHub Actions for an identity token for the audience
+// sigstore, as its documented token request does.
+func githubToken(ctx context.Context, reqURL, bearer string, client *http.Client) (string, error) {
+	u, err := url.Parse(reqURL)
+	if err != nil {
+		return "", fmt.Errorf("ACTIONS_ID_TOKEN_REQUEST_URL is no URL: %w", err)
+	}
+	q := u.Query()
+	q.Set("audience", "sigstore")
+	u.RawQuery = q.Encode()
+	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u.String(), nil)
+	if err != nil {
+		return "", fmt.Errorf("asking GitHub Actions for an identity token: %w", err)
+	}
+	req.Header.Set("Authorization", "Bearer "+bearer)
+	req.Header.Set("Accept", "application/json")
+	resp, err := client.Do(req)
+	if err != nil {
+		return "", fmt.Errorf("asking GitHub Actions for an identity token: %w", err)
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(io.LimitReader(resp.Body, 64<<10))
+	if err != nil {
+		return "", fmt.Errorf("reading GitHub Actions' identity token: %w", err)
+	}
+	if resp.StatusCode != http.StatusOK {
+		return "", fmt.Errorf("GitHub Actions refused an identity token: %s (does the job have permissions id-token: write?)", resp.Status)
+	}
+	var v struct{ Value string }
+	if err := json.Unmarshal(body, &v); err != nil || v.Value == "" {
+		return "", fmt.Errorf("GitHub Actions' answer holds no identity token (%d bytes)", len(body))
+	}
+	return v.Value, nil
 }

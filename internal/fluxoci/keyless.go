@@ -1,0 +1,224 @@
+package fluxoci
+
+import (
+	"bytes"
+	"context"
+	"encoding/base64"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/google/go-containerregistry/pkg/name"
+	v1 "github.com/google/go-containerregistry/pkg/v1"
+	"github.com/google/go-containerregistry/pkg/v1/remote"
+	"github.com/google/go-containerregistry/pkg/v1/static"
+	"github.com/google/go-containerregistry/pkg/v1/types"
+	protobundle "github.com/sigstore/protobuf-specs/gen/pb-go/bundle/v1"
+	"github.com/sigstore/sigstore-go/pkg/sign"
+	"google.golang.org/protobuf/encoding/protojson"
+
+	"github.com/digestpin/digestpin/internal/oneline"
+)
+
+// The in-toto statement cosign v3 signs for an image, and how it attaches
+// the bundle: an OCI referrer whose config is the empty descriptor.
+const (
+	// SignPredicateType is the predicate of cosign sign's statement.
+	SignPredicateType = "https://sigstore.dev/cosign/sign/v1"
+	// BundleMediaType is the media type of a Sigstore bundle v0.3, the
+	// referrer's artifactType and layer.
+	BundleMediaType types.MediaType = "application/vnd.dev.sigstore.bundle.v0.3+json"
+	// EmptyMediaType is the OCI empty descriptor's, the referrer's config.
+	EmptyMediaType types.MediaType = "application/vnd.oci.empty.v1+json"
+	// BundleContentAnnotation and BundlePredicateAnnotation are the
+	// referrer's annotations that say what the bundle holds.
+	BundleContentAnnotation   = "dev.sigstore.bundle.content"
+	BundlePredicateAnnotation = "dev.sigstore.bundle.predicateType"
+	statementType             = "https://in-toto.io/Statement/v1"
+	intotoPayloadType         = "application/vnd.in-toto+json"
+)
+
+// Keyless says where a keyless signature gets its certificate and its
+// transparency log entry.
+type Keyless struct {
+	// FulcioURL and RekorURL are the Sigstore instance's certificate
+	// authority and transparency log (Rekor's v1 API).
+	FulcioURL, RekorURL string
+	// Token is the OIDC identity token Fulcio issues the certificate for.
+	Token string
+	// Timeout bounds each request to Fulcio and to Rekor.
+	Timeout time.Duration
+	// Transport carries the requests to Fulcio; nil is Go's default.
+	Transport http.RoundTripper
+}
+
+// Identity is whom a keyless certificate names, read from the token.
+type Identity struct {
+	// Subject is the token's email (when verified) or its sub, the
+	// identity Fulcio's certificate names.
+	Subject string
+	// Issuer is the token's iss.
+	Issuer string
+	// Expires is the token's exp.
+	Expires time.Time
+}
+
+// TokenIdentity reads whom a token names and when it expires, without
+// checking its signature (Fulcio checks it): to say whom a signature will
+// name, and to refuse a token that is no JWT or has expired before any
+// key is made.
+func TokenIdentity(token string, now time.Time) (Identity, error) {
+	parts := strings.Split(strings.TrimSpace(token), ".")
+	if len(parts) != 3 {
+		return Identity{}, errors.New("the identity token is no JWT (three base64url parts joined by dots)")
+	}
+	raw, err := base64.RawURLEncoding.DecodeString(strings.TrimRight(parts[1], "="))
+	if err != nil {
+		return Identity{}, fmt.Errorf("the identity token's claims are not base64url: %w", err)
+	}
+	var c struct {
+		Iss, Sub, Email string
+		EmailVerified   any   `json:"email_verified"`
+		Exp             int64 `json:"exp"`
+	}
+	if err := json.Unmarshal(raw, &c); err != nil {
+		return Identity{}, fmt.Errorf("the identity token's claims are not JSON: %w", err)
+	}
+	if c.Iss == "" {
+		return Identity{}, errors.New("the identity token names no issuer (iss)")
+	}
+	id := Identity{Subject: c.Sub, Issuer: c.Iss}
+	if c.Email != "" && (c.EmailVerified == true || c.EmailVerified == "true") {
+		id.Subject = c.Email
+	}
+	if c.Exp != 0 {
+		id.Expires = time.Unix(c.Exp, 0).UTC()
+		if !now.Before(id.Expires) {
+			return id, fmt.Errorf("the identity token from %s expired at %s", c.Iss, id.Expires.Format(time.RFC3339))
+		}
+	}
+	return id, nil
+}
+
+// Statement is the in-toto statement cosign sign signs for d: d's digest
+// as the subject, the predicate type SignPredicateType, an empty predicate.
+func Statement(d name.Digest) ([]byte, error) {
+	h, err := v1.NewHash(d.DigestStr())
+	if err != nil {
+		return nil, fmt.Errorf("reading the digest of %s: %w", d, err)
+	}
+	return json.Marshal(map[string]any{
+		"_type":         statementType,
+		"subject":       []any{map[string]any{"digest": map[string]string{h.Algorithm: h.Hex}}},
+		"predicateType": SignPredicateType,
+		"predicate":     map[string]any{},
+	})
+}
+
+// SignKeyless signs d as cosign sign does without a key: an ephemeral key
+// signs d's Statement as a DSSE envelope; Fulcio certifies the key for the
+// token's identity, with the certificate transparency log's timestamp in
+// it; Rekor logs the signature. It returns the bundle (v0.3, JSON), which
+// Attach pushes. Nothing is pushed here.
+func SignKeyless(ctx context.Context, d name.Digest, k Keyless) ([]byte, error) {
+	stmt, err := Statement(d)
+	if err != nil {
+		return nil, err
+	}
+	kp, err := sign.NewEphemeralKeypair(nil)
+	if err != nil {
+		return nil, fmt.Errorf("making a signing key for %s: %w", d, err)
+	}
+	b, err := sign.Bundle(&sign.DSSEData{Data: stmt, PayloadType: intotoPayloadType}, kp, sign.BundleOptions{
+		CertificateProvider: sign.NewFulcio(&sign.FulcioOptions{
+			BaseURL: k.FulcioURL, Timeout: k.Timeout, Retries: 1, Transport: k.Transport,
+		}),
+		CertificateProviderOptions: &sign.CertificateProviderOptions{IDToken: k.Token},
+		TransparencyLogs: []sign.Transparency{sign.NewRekor(&sign.RekorOptions{
+			BaseURL: k.RekorURL, Timeout: k.Timeout, Retries: 1, Version: 1,
+		})},
+		Context: ctx,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("signing %s keylessly (Fulcio %s, Rekor %s): %w", d, k.FulcioURL, k.RekorURL, flatError{err})
+	}
+	return marshalBundle(b)
+}
+
+// marshalBundle is b as the JSON of a bundle file.
+func marshalBundle(b *protobundle.Bundle) ([]byte, error) {
+	j, err := protojson.Marshal(b)
+	if err != nil {
+		return nil, fmt.Errorf("writing the signature bundle: %w", err)
+	}
+	return j, nil
+}
+
+// flatError is an error on one line of bounded length: sigstore-go's
+// errors carry a service's answer, which may span lines.
+type flatError struct{ err error }
+
+func (e flatError) Error() string { return oneline.Of(e.err.Error(), 400) }
+func (e flatError) Unwrap() error { return e.err }
+
+// Attach pushes bundleJSON as cosign v3 attaches a signature bundle to d:
+// an OCI image manifest of artifactType BundleMediaType, with the empty
+// config, the bundle as its one layer, the bundle annotations and d as its
+// subject. go-containerregistry keeps the referrers tag (sha256-<hex>) up
+// to date for a registry without the referrers API.
+func Attach(ctx context.Context, d name.Digest, bundleJSON []byte, opts ...remote.Option) error {
+	opts = append([]remote.Option{remote.WithContext(ctx)}, opts...)
+	subject, err := remote.Head(d, opts...)
+	if err != nil {
+		return fmt.Errorf("reading %s to attach its signature: %w", d, err)
+	}
+	repo := d.Context()
+	config := static.NewLayer([]byte("{}"), EmptyMediaType)
+	layer := static.NewLayer(bundleJSON, BundleMediaType)
+	descs := make([]v1.Descriptor, 2)
+	for i, l := range []v1.Layer{config, layer} {
+		if err := remote.WriteLayer(repo, l, opts...); err != nil {
+			return fmt.Errorf("pushing the signature of %s: %w", d, err)
+		}
+		h, _ := l.Digest()
+		n, _ := l.Size()
+		mt, _ := l.MediaType()
+		descs[i] = v1.Descriptor{MediaType: mt, Digest: h, Size: n}
+	}
+	m := v1.Manifest{
+		SchemaVersion: 2,
+		MediaType:     types.OCIManifestSchema1,
+		ArtifactType:  string(BundleMediaType),
+		Config:        descs[0],
+		Layers:        descs[1:],
+		Subject:       &v1.Descriptor{MediaType: subject.MediaType, Digest: subject.Digest, Size: subject.Size},
+		Annotations: map[string]string{
+			CreatedAnnotation:         time.Now().UTC().Format(time.RFC3339),
+			BundleContentAnnotation:   "dsse-envelope",
+			BundlePredicateAnnotation: SignPredicateType,
+		},
+	}
+	raw, err := json.Marshal(m)
+	if err != nil {
+		return fmt.Errorf("writing the signature manifest of %s: %w", d, err)
+	}
+	h, _, err := v1.SHA256(bytes.NewReader(raw))
+	if err != nil {
+		return fmt.Errorf("digesting the signature manifest of %s: %w", d, err)
+	}
+	if err := remote.Put(repo.Digest(h.String()), rawManifest(raw), opts...); err != nil {
+		return fmt.Errorf("pushing the signature of %s: %w", d, err)
+	}
+	return nil
+}
+
+// rawManifest is an OCI image manifest's bytes, pushed as they are.
+type rawManifest []byte
+
+func (r rawManifest) RawManifest() ([]byte, error) { return r, nil }
+func (r rawManifest) MediaType() (types.MediaType, error) {
+	return types.OCIManifestSchema1, nil
+}
