@@ -180,3 +180,33 @@ func TestFluxPushSigned(t *testing.T) {
 	// with provider cosign and a key.
 	cosign.run(t, "verify", "--key", "cosign.pub", "--insecure-ignore-tlog=true", "--allow-insecure-registry", "--allow-http-registry", "--new-bundle-format=false", d)
 }
+
+// TestFluxPushSignsUnsigned: an artifact the tag holds unsigned (pushed
+// without --sign-key, or by a run whose signing failed) is signed by the
+// next run with --sign-key, which pushes nothing; the run after it finds
+// it signed and does nothing.
+func TestFluxPushSignsUnsigned(t *testing.T) {
+	t.Parallel()
+	bin := digestpinBin(t)
+	cosign := cosignRunner{bin: cosignCLI(t), dir: t.TempDir()}
+	cosign.run(t, "generate-key-pair")
+	reg := testregistry.New(t)
+	art := reg.Ref("shop/manifests:prod")
+	env := []string{"COSIGN_PASSWORD=digestpin-test"}
+	push := func(args ...string) string {
+		t.Helper()
+		r := runCmd(t, cosign.dir, []byte("kind: ConfigMap\n"), env, bin, append([]string{"flux", "push", "oci://" + art, "--path", "-"}, args...)...)
+		if r.err != nil {
+			t.Fatalf("digestpin flux push %v = %v\n%s%s", args, r.err, r.stdout, r.stderr)
+		}
+		return r.stdout
+	}
+	h := pushedDigest(t, push())
+	if out := push("--sign-key", "cosign.key"); out != art+": unchanged, not pushed (the tag holds this artifact: "+h+"), which had no signature: signed it\n" {
+		t.Errorf("the unsigned artifact with --sign-key: %q", out)
+	}
+	if out := push("--sign-key", "cosign.key"); out != art+": unchanged, not pushed (the tag holds this artifact: "+h+")\n" {
+		t.Errorf("the signed artifact with --sign-key: %q", out)
+	}
+	cosign.run(t, "verify", "--key", "cosign.pub", "--insecure-ignore-tlog=true", "--allow-insecure-registry", "--allow-http-registry", "--new-bundle-format=false", reg.Ref("shop/manifests")+"@"+h)
+}

@@ -215,7 +215,26 @@ func runFluxPush(ctx context.Context, args []string, stdin io.Reader, stdout, st
 		if out.Same {
 			what = "this artifact"
 		}
-		fmt.Fprintf(stdout, "%s: unchanged, not pushed (the tag holds %s: %s)\n", ref, what, out.Digest.DigestStr())
+		// An artifact a run pushed but failed to sign is signed now.
+		var signed bool
+		if sign != nil {
+			err = res.Push(ctx, out.Digest, func(ctx context.Context, opts ...remote.Option) error {
+				var serr error
+				signed, serr = fluxoci.Signed(ctx, out.Digest, o.keyless, opts...)
+				return serr
+			})
+			if err != nil {
+				return fmt.Errorf("digestpin flux push: %w", err)
+			}
+		}
+		if sign == nil || signed {
+			fmt.Fprintf(stdout, "%s: unchanged, not pushed (the tag holds %s: %s)\n", ref, what, out.Digest.DigestStr())
+			return nil
+		}
+		if err := sign(ctx, out.Digest); err != nil {
+			return fmt.Errorf("digestpin flux push: %s holds %s unsigned, and signing it failed: %w", ref, out.Digest.DigestStr(), err)
+		}
+		fmt.Fprintf(stdout, "%s: unchanged, not pushed (the tag holds %s: %s), which had no signature: signed it%s\n", ref, what, out.Digest.DigestStr(), signedFor)
 		return nil
 	}
 	if sign != nil {

@@ -14,6 +14,7 @@ import (
 	"github.com/google/go-containerregistry/pkg/name"
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 	"github.com/google/go-containerregistry/pkg/v1/remote"
+	"github.com/google/go-containerregistry/pkg/v1/remote/transport"
 	"github.com/google/go-containerregistry/pkg/v1/static"
 	"github.com/google/go-containerregistry/pkg/v1/types"
 	protobundle "github.com/sigstore/protobuf-specs/gen/pb-go/bundle/v1"
@@ -221,4 +222,49 @@ type rawManifest []byte
 func (r rawManifest) RawManifest() ([]byte, error) { return r, nil }
 func (r rawManifest) MediaType() (types.MediaType, error) {
 	return types.OCIManifestSchema1, nil
+}
+
+// Signed says whether d already carries a signature of the kind asked
+// for: keyless, a referrer that is a bundle of cosign sign's statement;
+// else cosign's signature tag sha256-<hex>.sig. A run that finds its files
+// unchanged asks it, so that an artifact pushed by a run whose signing
+// failed is signed by the next, not left unsigned for good.
+func Signed(ctx context.Context, d name.Digest, keyless bool, opts ...remote.Option) (bool, error) {
+	opts = append([]remote.Option{remote.WithContext(ctx)}, opts...)
+	h, err := v1.NewHash(d.DigestStr())
+	if err != nil {
+		return false, fmt.Errorf("reading the digest of %s: %w", d, err)
+	}
+	if !keyless {
+		tag := d.Context().Tag(h.Algorithm + "-" + h.Hex + ".sig")
+		_, err := remote.Head(tag, opts...)
+		var terr *transport.Error
+		switch {
+		case errors.As(err, &terr) && terr.StatusCode == http.StatusNotFound:
+			return false, nil
+		case err != nil:
+			return false, fmt.Errorf("reading the signature of %s: %w", d, err)
+		}
+		return true, nil
+	}
+	idx, err := remote.Referrers(d, opts...)
+	if err != nil {
+		return false, fmt.Errorf("listing the referrers of %s: %w", d, err)
+	}
+	im, err := idx.IndexManifest()
+	if err != nil {
+		return false, fmt.Errorf("listing the referrers of %s: %w", d, err)
+	}
+	for _, desc := range im.Manifests {
+		got, err := remote.Get(d.Context().Digest(desc.Digest.String()), opts...)
+		if err != nil {
+			return false, fmt.Errorf("reading the referrer %s of %s: %w", desc.Digest, d, err)
+		}
+		var m v1.Manifest
+		if json.Unmarshal(got.Manifest, &m) == nil && m.ArtifactType == string(BundleMediaType) &&
+			m.Annotations[BundlePredicateAnnotation] == SignPredicateType {
+			return true, nil
+		}
+	}
+	return false, nil
 }
