@@ -53,6 +53,12 @@ ARGOCD_TOOLS := $(TOOLS)/argocd-$(ARGOCD_VERSION)
 # the build), so that a fresh clone on the same machine (CI) reuses it.
 FLUX_KEY := $(shell cat e2e/flux/tools/go.mod e2e/flux/tools/go.sum | sha256sum | cut -c1-12)
 FLUX_TOOLS := $(TOOLS)/flux-$(FLUX_KEY)
+# A private Sigstore for the keyless signing test of e2e/flux: Fulcio,
+# Rekor, Trillian's log server and signer, and TesseraCT, built from
+# e2e/flux/sigstore at the versions its go.mod pins, into a folder named
+# by a hash of that go.mod and go.sum, as the controllers are.
+SIGSTORE_KEY := $(shell cat e2e/flux/sigstore/go.mod e2e/flux/sigstore/go.sum | sha256sum | cut -c1-12)
+SIGSTORE_TOOLS := $(TOOLS)/sigstore-$(SIGSTORE_KEY)
 # The cosign CLI, a real client whose signatures the verification tests
 # read (e2e/verify_cosign_test.go): a released version, built once (minutes
 # on a cold Go cache) into a folder outside the clone named by that version.
@@ -69,8 +75,9 @@ export DIGESTPIN_TEST_KUBE := $(KUBE_TOOLS)
 export DIGESTPIN_TEST_ARGOCD := $(ARGOCD_TOOLS)
 export DIGESTPIN_TEST_COSIGN := $(COSIGN)
 export DIGESTPIN_TEST_FLUX := $(FLUX_TOOLS)
+export DIGESTPIN_TEST_SIGSTORE := $(SIGSTORE_TOOLS)
 
-.PHONY: all build build-slim tools test test-quick soak test-kube test-argocd test-flux run-helmsdk run-cmpserver run-kube run-argocd run-flux argocd-tools kube-tools flux-tools cosign demo helm argocd-cmp-server lint lint-mod bench fuzz clean install release dist
+.PHONY: all build build-slim tools test test-quick soak test-kube test-argocd test-flux run-helmsdk run-cmpserver run-kube run-argocd run-flux argocd-tools kube-tools flux-tools sigstore-tools cosign demo helm argocd-cmp-server lint lint-mod bench fuzz clean install release dist
 
 all: build
 
@@ -123,7 +130,7 @@ TEST_PACKAGES := ./e2e ./...
 # GiB in use a minute into both.
 # The tools it runs are built two at a time (each is mostly a link on a
 # warm Go cache, which uses one core), and not at all when they are there.
-TEST_TOOLS := helm $(KUSTOMIZE) argocd-cmp-server kube-tools argocd-tools flux-tools cosign
+TEST_TOOLS := helm $(KUSTOMIZE) argocd-cmp-server kube-tools argocd-tools flux-tools sigstore-tools cosign
 test: build
 	$(MAKE) --no-print-directory -j2 $(TEST_TOOLS)
 	scripts/test-deps.sh
@@ -206,7 +213,8 @@ test-argocd: build helm kube-tools argocd-tools
 # e2e/argocd, the module's packages are test code and the harness, which
 # import none of Flux.
 TEST_FLUX = cd e2e/flux && go vet ./... && go test -race -count=1 -timeout 20m
-test-flux: build helm $(KUSTOMIZE) kube-tools flux-tools cosign
+test-flux: build helm $(KUSTOMIZE) kube-tools flux-tools sigstore-tools cosign
+	scripts/test-deps.sh
 	$(TEST_FLUX)
 
 demo: build-slim
@@ -266,6 +274,16 @@ $(FLUX_TOOLS)/helm-controller:
 	  (cd e2e/flux/tools && go build -trimpath -o $$tmp/ github.com/fluxcd/source-controller github.com/fluxcd/kustomize-controller github.com/fluxcd/helm-controller) && \
 	  chmod 0755 $$tmp && rm -rf $(FLUX_TOOLS) && mv $$tmp $(FLUX_TOOLS)
 
+sigstore-tools: $(SIGSTORE_TOOLS)/fulcio
+
+# As flux-tools: built beside the target's folder and renamed into place;
+# fulcio, the target, is built with the others.
+$(SIGSTORE_TOOLS)/fulcio:
+	mkdir -p $(TOOLS)
+	tmp=$$(mktemp -d $(SIGSTORE_TOOLS).tmp.XXXXXX) && \
+	  (cd e2e/flux/sigstore && go build -trimpath -o $$tmp/ github.com/sigstore/fulcio github.com/sigstore/rekor/cmd/rekor-server github.com/google/trillian/cmd/trillian_log_server github.com/google/trillian/cmd/trillian_log_signer github.com/transparency-dev/tesseract/cmd/tesseract/posix) && \
+	  chmod 0755 $$tmp && rm -rf $(SIGSTORE_TOOLS) && mv $$tmp $(SIGSTORE_TOOLS)
+
 cosign: $(COSIGN)
 
 # Built into a folder beside the target and moved into place, so that an
@@ -323,11 +341,12 @@ $(KUSTOMIZE):
 # one (a busy 2-core machine). e2e/flux/tools is checked with -e: tidy
 # wants the modules of source-controller's own tests too, and the module
 # proxy refuses one of them (github.com/fluxcd/pkg/helmtestserver v0.40.2,
-# 403), which the build never needs.
+# 403), which the build never needs; e2e/flux/sigstore likewise (Fulcio's
+# tests want chainguard.dev/sdk v0.1.103, refused).
 lint-mod:
 	@failed=; for mod in $$(git ls-files go.mod '*/go.mod'); do \
 	  dir=$$(dirname "$$mod"); flags=; \
-	  if [ "$$dir" = e2e/flux/tools ]; then flags=-e; fi; \
+	  case "$$dir" in e2e/flux/tools|e2e/flux/sigstore) flags=-e;; esac; \
 	  (cd "$$dir" && go mod tidy $$flags -diff) || failed="$$failed $$mod"; \
 	done; \
 	if [ -n "$$failed" ]; then echo "lint: not tidy (run go mod tidy in its folder):$$failed" >&2; exit 1; fi

@@ -3,7 +3,8 @@
 # when it is missing: script(1) for a pseudo-terminal (Helm 4's
 # --tty-errors), bash-completion, zsh and fish for the completion scripts, curl for the
 # plugin install hook, wget for the Argo CD init container's busybox branch, git for the Helm 3 plugin install from a git URL,
-# redis-server for the shared cache and state on Redis, time(1) for the
+# redis-server for the shared cache and state on Redis, PostgreSQL and
+# setpriv for the private Sigstore's Trillian (e2e/flux), time(1) for the
 # peak memory of the hostile-input runs, shellcheck for `make lint`.
 # `make test` runs it, so the README's quick start works on a fresh
 # Debian or Ubuntu machine; elsewhere it names what to install.
@@ -19,6 +20,8 @@ command -v wget >/dev/null || need+=(wget)
 [ -x /usr/bin/time ] || need+=(time)
 command -v git >/dev/null || need+=(git)
 command -v redis-server >/dev/null || need+=(redis-server)
+compgen -G '/usr/lib/postgresql/*/bin/postgres' >/dev/null || need+=(postgresql)
+command -v setpriv >/dev/null || need+=(util-linux)
 command -v shellcheck >/dev/null || need+=(shellcheck)
 ((${#need[@]})) || exit 0
 

@@ -23,7 +23,7 @@ const (
 // fluxScenarios are the scenarios that run docs/flux.md's command blocks
 // marked <!-- test: flux NAME --> (e2e/docs_test.go leaves them to this
 // suite).
-var fluxScenarios = []string{"OCIArtifact"}
+var fluxScenarios = []string{"OCIArtifact", "OCIArtifactKeyless"}
 
 // fluxMarker is the marker of such a block.
 var fluxMarker = regexp.MustCompile(`^\s*<!-- test: flux (\S+) -->\s*$`)
@@ -90,6 +90,11 @@ func TestDocsFluxVersions(t *testing.T) {
 	for _, ctl := range controllers {
 		if v := toolModule(t, ctl.module).Version; !strings.Contains(doc, ctl.name+" "+v) {
 			t.Errorf("docs/flux.md does not name %s %s, the version e2e/flux/tools requires", ctl.name, v)
+		}
+	}
+	for _, tl := range sigstoreTools {
+		if v := moduleIn(t, "sigstore", tl.module).Version; !strings.Contains(doc, tl.name+" "+v) {
+			t.Errorf("docs/flux.md does not name %s %s, the version e2e/flux/sigstore requires", tl.name, v)
 		}
 	}
 }

@@ -22,6 +22,7 @@ func TestFlux(t *testing.T) {
 	f := startFlux(t)
 	t.Run("GitRoute", func(t *testing.T) { testGitRoute(t, f) })
 	t.Run("OCIArtifact", func(t *testing.T) { testOCIArtifact(t, f) })
+	t.Run("OCIArtifactKeyless", func(t *testing.T) { testOCIArtifactKeyless(t, f) })
 	t.Run("OCIChart", func(t *testing.T) { testOCIChart(t, f) })
 	t.Run("KustomizationPatches", func(t *testing.T) { testKustomizationPatches(t, f) })
 }

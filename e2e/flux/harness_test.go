@@ -142,8 +142,14 @@ type module struct{ Dir, Version string }
 // toolModule returns the module path as tools/ requires it.
 func toolModule(t *testing.T, path string) module {
 	t.Helper()
+	return moduleIn(t, "tools", path)
+}
+
+// moduleIn returns the module path as the module in dir requires it.
+func moduleIn(t *testing.T, dir, path string) module {
+	t.Helper()
 	list := exec.Command("go", "list", "-m", "-json", path)
-	list.Dir = "tools"
+	list.Dir = dir
 	out, err := list.Output()
 	if err != nil {
 		t.Fatalf("go list -m %s: %v", path, err)

@@ -16,7 +16,101 @@ import (
 )
 
 // pushed is what digestpin flux push prints for a pushed artifact.
-var pushed = regexp.MustCompile(`: pushed and signed (sha256:[0-9a-f]{64})\n`)
+var pushed = regexp.MustCompile(`: pushed and signed (sha256:[0-9a-f]{64})( for [^\n]*)?\n`)
+
+// ociJob is a CI job of docs/flux.md's OCI route: a registry with the
+// images web:dev and api:dev, a repository with the shop's chart, and a
+// clone of it with helm, cosign and digestpin on PATH.
+type ociJob struct {
+	reg     *testregistry.Registry
+	digests map[string]string // service → digest of its :dev
+	ws      string
+	env     []string
+}
+
+// newOCIJob makes the registry, the repository name and the job's clone,
+// with env added to the job's environment.
+func newOCIJob(t *testing.T, f *fluxCD, name string, env ...string) *ociJob {
+	t.Helper()
+	j := &ociJob{reg: testregistry.New(t), digests: map[string]string{}}
+	for _, svc := range []string{"web", "api"} {
+		j.digests[svc] = j.reg.PushImage(t, "shop/"+svc+":dev").String()
+	}
+	repo := f.git.Repo(t, name)
+	chart := map[string]string{}
+	for name, body := range fleetFiles(t, j.reg.Host()) {
+		if strings.HasPrefix(name, "chart/") {
+			chart[name] = body
+		}
+	}
+	chart["values-prod.yaml"] = "replicas: 0\n"
+	repo.Commit(t, "the shop's chart", chart)
+
+	j.ws = filepath.Join(t.TempDir(), "work")
+	testgit.Git(t, "", "clone", "--quiet", repo.URL, j.ws)
+	bin := f.pathDir(t, map[string]string{"helm": tool(t, "DIGESTPIN_TEST_HELM4"), "cosign": tool(t, "DIGESTPIN_TEST_COSIGN")})
+	j.env = append(append([]string{
+		"PATH=" + bin + string(os.PathListSeparator) + os.Getenv("PATH"),
+		"HOME=" + t.TempDir(),
+	}, env...), testgit.Env...)
+	return j
+}
+
+// sh runs script in the job's clone and returns its output.
+func (j *ociJob) sh(t *testing.T, script string) string {
+	t.Helper()
+	res := testfiles.Run(nil, j.env, "bash", "-c", "set -o errexit -o pipefail; cd \"$1\"; "+script, "ci", j.ws)
+	if res.Err != nil {
+		t.Fatalf("%s: %v\n%s", script, res.Err, res.Stderr)
+	}
+	return res.Stdout + res.Stderr
+}
+
+// push runs the CI commands ci and returns the digest they pushed and
+// signed, or "" when they said unchanged.
+func (j *ociJob) push(t *testing.T, ci string) string {
+	t.Helper()
+	out := j.sh(t, ci)
+	if m := pushed.FindStringSubmatch(out); m != nil {
+		return m[1]
+	}
+	if !strings.Contains(out, ": unchanged, not pushed") {
+		t.Fatalf("the CI commands neither pushed nor said unchanged:\n%s", out)
+	}
+	return ""
+}
+
+// movedOnce runs the OCI route's next two steps after a first rollout of
+// first (ReplicaSets rs): nothing moved (nothing pushed; both objects
+// reconciled twice: +0), then web:dev pushed again (a new artifact: web
+// +1, api +0). It returns the second artifact's digest.
+func (j *ociJob) movedOnce(t *testing.T, f *fluxCD, ns, first string, rs map[string]int, push func(*testing.T) string, applied func(*testing.T, string)) string {
+	t.Helper()
+	if d := push(t); d != "" {
+		t.Fatalf("nothing moved, yet the CI commands pushed %s", d)
+	}
+	for range 2 {
+		f.reconcile(t, "ocirepository", fluxNamespace, ns)
+		f.reconcile(t, "kustomization", fluxNamespace, ns)
+	}
+	applied(t, first)
+	if got := f.replicaSets(t, ns); !maps.Equal(got, rs) {
+		t.Fatalf("nothing moved: ReplicaSets %v, want %v", got, rs)
+	}
+
+	j.digests["web"] = j.reg.PushImage(t, "shop/web:dev").String()
+	second := push(t)
+	if second == "" || second == first {
+		t.Fatalf("web:dev moved: pushed %q after %s", second, first)
+	}
+	f.reconcile(t, "ocirepository", fluxNamespace, ns)
+	applied(t, second)
+	rs["web"] = 2
+	if got := f.replicaSets(t, ns); !maps.Equal(got, rs) {
+		t.Fatalf("web:dev moved: ReplicaSets %v, want %v", got, rs)
+	}
+	return second
+}
 
 // testOCIArtifact is docs/flux.md's OCI route under source-controller and
 // kustomize-controller: CI renders the chart, pins it and pushes it with
@@ -29,51 +123,11 @@ var pushed = regexp.MustCompile(`: pushed and signed (sha256:[0-9a-f]{64})\n`)
 // nothing is applied.
 func testOCIArtifact(t *testing.T, f *fluxCD) {
 	const ns = "shop-prod"
-	reg := testregistry.New(t)
-	digests := map[string]string{}
-	for _, svc := range []string{"web", "api"} {
-		digests[svc] = reg.PushImage(t, "shop/"+svc+":dev").String()
-	}
-	repo := f.git.Repo(t, "shop-prod")
-	chart := map[string]string{}
-	for name, body := range fleetFiles(t, reg.Host()) {
-		if strings.HasPrefix(name, "chart/") {
-			chart[name] = body
-		}
-	}
-	chart["values-prod.yaml"] = "replicas: 0\n"
-	repo.Commit(t, "the shop's chart", chart)
-
-	// The CI job's clone, its tools and its key.
-	ws := filepath.Join(t.TempDir(), "work")
-	testgit.Git(t, "", "clone", "--quiet", repo.URL, ws)
-	bin := f.pathDir(t, map[string]string{"helm": tool(t, "DIGESTPIN_TEST_HELM4"), "cosign": tool(t, "DIGESTPIN_TEST_COSIGN")})
-	env := append([]string{
-		"PATH=" + bin + string(os.PathListSeparator) + os.Getenv("PATH"),
-		"HOME=" + t.TempDir(),
-		"COSIGN_PASSWORD=digestpin-test",
-	}, testgit.Env...)
-	sh := func(t *testing.T, script string) string {
-		t.Helper()
-		res := testfiles.Run(nil, env, "bash", "-c", "set -o errexit -o pipefail; cd \"$1\"; "+script, "ci", ws)
-		if res.Err != nil {
-			t.Fatalf("%s: %v\n%s", script, res.Err, res.Stderr)
-		}
-		return res.Stdout + res.Stderr
-	}
+	j := newOCIJob(t, f, ns, "COSIGN_PASSWORD=digestpin-test")
+	reg, digests, ws, sh := j.reg, j.digests, j.ws, j.sh
 	sh(t, "cosign generate-key-pair >/dev/null")
 	ci := strings.ReplaceAll(docsCommands(t, "OCIArtifact"), docsRegistry, reg.Host())
-	push := func(t *testing.T) string {
-		t.Helper()
-		out := sh(t, ci)
-		if m := pushed.FindStringSubmatch(out); m != nil {
-			return m[1]
-		}
-		if !strings.Contains(out, ": unchanged, not pushed") {
-			t.Fatalf("the CI commands neither pushed nor said unchanged:\n%s", out)
-		}
-		return ""
-	}
+	push := func(t *testing.T) string { t.Helper(); return j.push(t, ci) }
 	first := push(t)
 	if first == "" {
 		t.Fatal("the first push pushed nothing")
@@ -116,31 +170,7 @@ func testOCIArtifact(t *testing.T, f *fluxCD) {
 		t.Fatalf("first rollout: ReplicaSets %v, want %v", got, rs)
 	}
 
-	// Nothing moved: nothing pushed, and reconciles apply nothing new.
-	if d := push(t); d != "" {
-		t.Fatalf("nothing moved, yet the CI commands pushed %s", d)
-	}
-	for range 2 {
-		f.reconcile(t, "ocirepository", fluxNamespace, ns)
-		f.reconcile(t, "kustomization", fluxNamespace, ns)
-	}
-	applied(t, first, true)
-	if got := f.replicaSets(t, ns); !maps.Equal(got, rs) {
-		t.Fatalf("nothing moved: ReplicaSets %v, want %v", got, rs)
-	}
-
-	// web:dev pushed again: a new artifact, and web rolls, once.
-	digests["web"] = reg.PushImage(t, "shop/web:dev").String()
-	second := push(t)
-	if second == "" || second == first {
-		t.Fatalf("web:dev moved: pushed %q after %s", second, first)
-	}
-	f.reconcile(t, "ocirepository", fluxNamespace, ns)
-	applied(t, second, true)
-	rs["web"] = 2
-	if got := f.replicaSets(t, ns); !maps.Equal(got, rs) {
-		t.Fatalf("web:dev moved: ReplicaSets %v, want %v", got, rs)
-	}
+	second := j.movedOnce(t, f, ns, first, rs, push, func(t *testing.T, d string) { applied(t, d, true) })
 
 	// An artifact pushed to the tag without the key's signature (the
 	// pinned manifests with one Deployment more): source-controller

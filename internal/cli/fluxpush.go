@@ -33,7 +33,8 @@ manifests are pushed as given: pin them first (helm template ... |
 digestpin | digestpin flux push ... --path -).
 
 When the tag already holds an artifact of the same files, nothing is
-pushed, and the digest it holds is printed. With --sign-key, a pushed
+pushed, and the digest it holds is printed; with a signing flag, that
+artifact is signed if it carries no signature of that kind. With --sign-key, a pushed
 artifact is signed as cosign sign --key does (the .sig tag, no
 transparency log), for an OCIRepository's spec.verify with provider
 cosign; the key's password is read from COSIGN_PASSWORD.
