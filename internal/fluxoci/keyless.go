@@ -224,6 +224,10 @@ func (r rawManifest) MediaType() (types.MediaType, error) {
 	return types.OCIManifestSchema1, nil
 }
 
+// maxReferrers bounds the referrers Signed reads: a registry that lists
+// more makes it sign again, not read without end.
+const maxReferrers = 64
+
 // Signed says whether d already carries a signature of the kind asked
 // for: keyless, a referrer that is a bundle of cosign sign's statement;
 // else cosign's signature tag sha256-<hex>.sig. A run that finds its files
@@ -255,7 +259,18 @@ func Signed(ctx context.Context, d name.Digest, keyless bool, opts ...remote.Opt
 	if err != nil {
 		return false, fmt.Errorf("listing the referrers of %s: %w", d, err)
 	}
+	// Each candidate costs a GET: those the listing says are something
+	// else are skipped (a registry that lists the config's media type as
+	// the artifactType, as go-containerregistry's does, lists a bundle as
+	// the empty one), and at most maxReferrers are read.
+	read := 0
 	for _, desc := range im.Manifests {
+		if at := desc.ArtifactType; at != "" && at != string(BundleMediaType) && at != string(EmptyMediaType) {
+			continue
+		}
+		if read++; read > maxReferrers {
+			break
+		}
 		got, err := remote.Get(d.Context().Digest(desc.Digest.String()), opts...)
 		if err != nil {
 			return false, fmt.Errorf("reading the referrer %s of %s: %w", desc.Digest, d, err)

@@ -7,6 +7,9 @@ import (
 	"time"
 
 	"github.com/google/go-containerregistry/pkg/name"
+
+	"github.com/digestpin/digestpin/internal/testregistry"
+	"github.com/digestpin/digestpin/internal/testsign"
 )
 
 // TestTokenIdentity: whom a token names is its verified email, else its
@@ -64,5 +67,49 @@ func TestStatement(t *testing.T) {
 	want := `{"_type":"https://in-toto.io/Statement/v1","predicate":{},"predicateType":"https://sigstore.dev/cosign/sign/v1","subject":[{"digest":{"sha256":"ab0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcd"}}]}`
 	if string(b) != want {
 		t.Errorf("Statement =\n%s\nwant\n%s", b, want)
+	}
+}
+
+// TestSigned: a digest is signed keylessly when a referrer is a bundle of
+// cosign sign's statement (another referrer is not), and with a key when
+// its .sig tag is there; Attach's and Sign's own pushes are what Signed
+// finds.
+func TestSigned(t *testing.T) {
+	reg := testregistry.New(t)
+	d, err := name.NewDigest(reg.Ref("shop/manifests") + "@" + reg.PushImage(t, "shop/manifests:prod").String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := t.Context()
+	signed := func(keyless bool) bool {
+		t.Helper()
+		ok, err := Signed(ctx, d, keyless)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return ok
+	}
+	if signed(true) || signed(false) {
+		t.Fatal("a digest without signatures: Signed")
+	}
+	testsign.AttachArtifact(t, d, "application/vnd.example.sbom+json", []byte(`{}`))
+	if signed(true) {
+		t.Error("a referrer that is no bundle: Signed")
+	}
+	if err := Attach(ctx, d, []byte(`{"mediaType":"application/vnd.dev.sigstore.bundle.v0.3+json"}`)); err != nil {
+		t.Fatal(err)
+	}
+	if !signed(true) {
+		t.Error("a bundle attached: not Signed keylessly")
+	}
+	if signed(false) {
+		t.Error("a bundle attached: Signed with a key")
+	}
+	s, _ := testsign.NewSigner(t)
+	if err := Sign(ctx, d, s); err != nil {
+		t.Fatal(err)
+	}
+	if !signed(false) {
+		t.Error("a .sig pushed: not Signed with a key")
 	}
 }
