@@ -18,6 +18,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/digestpin/digestpin/internal/fluxoci"
+	"github.com/digestpin/digestpin/internal/readfile"
 	"github.com/digestpin/digestpin/resolution"
 	"github.com/digestpin/digestpin/resolve"
 )
@@ -327,7 +328,7 @@ func (o *fluxPushOptions) keylessSigner(ctx context.Context) (fluxoci.Keyless, f
 func identityToken(ctx context.Context, file string, getenv func(string) string, client *http.Client) (string, string, error) {
 	switch {
 	case file != "":
-		b, err := os.ReadFile(file) //nolint:gosec // G304: the token file the user named
+		b, err := readfile.Regular(file, 1<<20)
 		if err != nil {
 			return "", "", fmt.Errorf("reading the identity token: %w", err)
 		}

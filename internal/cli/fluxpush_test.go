@@ -85,6 +85,8 @@ func TestFluxPushKeylessErrors(t *testing.T) {
 		{desc: "Fulcio without keyless", args: []string{"--fulcio-url", "https://fulcio.example"}, want: "are for --sign-keyless"},
 		{desc: "no token", args: []string{"--sign-keyless"}, want: "no OIDC identity token: name its file with --identity-token, set SIGSTORE_ID_TOKEN, or run in GitHub Actions"},
 		{desc: "token file missing", args: []string{"--sign-keyless", "--identity-token", filepath.Join(dir, "none")}, want: "reading the identity token: open " + filepath.Join(dir, "none")},
+		{desc: "token file a device", args: []string{"--sign-keyless", "--identity-token", "/dev/zero"}, want: "reading the identity token: /dev/zero: not a regular file"},
+		{desc: "signing key a device", args: []string{"--sign-key", "/dev/zero"}, want: "reading the signing key /dev/zero: /dev/zero: not a regular file"},
 		{desc: "token file empty", args: []string{"--sign-keyless", "--identity-token", file("empty", "\n")}, want: "the identity token file " + filepath.Join(dir, "empty") + " is empty"},
 		{desc: "token no JWT", env: map[string]string{"SIGSTORE_ID_TOKEN": "secret"}, args: []string{"--sign-keyless"}, want: "SIGSTORE_ID_TOKEN: the identity token is no JWT"},
 		{desc: "token without issuer", args: []string{"--sign-keyless", "--identity-token", file("noiss", jwt(t, map[string]any{"sub": "ci"}))}, want: "names no issuer"},

@@ -5,11 +5,12 @@ import (
 	"crypto/x509"
 	"encoding/pem"
 	"fmt"
-	"os"
 
 	"github.com/secure-systems-lab/go-securesystemslib/encrypted"
 	"github.com/sigstore/sigstore/pkg/cryptoutils"
 	"github.com/sigstore/sigstore/pkg/signature"
+
+	"github.com/digestpin/digestpin/internal/readfile"
 )
 
 // LoadSigner reads the private key at path: a key of cosign
@@ -17,7 +18,7 @@ import (
 // "ENCRYPTED COSIGN PRIVATE KEY"), decrypted with password, or an
 // unencrypted PEM private key (PKCS#8, EC or PKCS#1).
 func LoadSigner(path string, password []byte) (signature.Signer, error) {
-	b, err := os.ReadFile(path) //nolint:gosec // G304: the key file the user named
+	b, err := readfile.Regular(path, 1<<20)
 	if err != nil {
 		return nil, fmt.Errorf("reading the signing key %s: %w", path, err)
 	}
