@@ -51,6 +51,10 @@ func testOCIArtifactKeyless(t *testing.T, f *fluxCD) {
 	if first == "" {
 		t.Fatal("the first push pushed nothing")
 	}
+	// The line names whom Fulcio's certificate names.
+	if want := " for " + identity + " (issuer " + ss.Issuer + ")\n"; !strings.Contains(j.out, want) {
+		t.Errorf("the push's output names no %q:\n%s", want, j.out)
+	}
 
 	// cosign's own verification of the same signature.
 	ref := reg.Host() + "/shop/manifests@" + first

@@ -26,6 +26,7 @@ type ociJob struct {
 	digests map[string]string // service → digest of its :dev
 	ws      string
 	env     []string
+	out     string // the output of the last push
 }
 
 // newOCIJob makes the registry, the repository name and the job's clone,
@@ -71,6 +72,7 @@ func (j *ociJob) sh(t *testing.T, script string) string {
 func (j *ociJob) push(t *testing.T, ci string) string {
 	t.Helper()
 	out := j.sh(t, ci)
+	j.out = out
 	if m := pushed.FindStringSubmatch(out); m != nil {
 		return m[1]
 	}

@@ -172,16 +172,16 @@ func runFluxPush(ctx context.Context, args []string, stdin io.Reader, stdout, st
 	case !o.keyless && keylessFlags:
 		return &UsageError{errors.New("digestpin flux push: --identity-token, --fulcio-url and --rekor-url are for --sign-keyless")}
 	case o.keyless:
-		k, id, err := o.keylessSigner(ctx)
+		k, err := o.keylessSigner(ctx)
 		if err != nil {
 			return err
 		}
-		signedFor = " for " + id.Subject + " (issuer " + id.Issuer + ")"
 		sign = func(ctx context.Context, d name.Digest) error {
-			bundle, err := fluxoci.SignKeyless(ctx, d, k)
+			bundle, id, err := fluxoci.SignKeyless(ctx, d, k)
 			if err != nil {
 				return err
 			}
+			signedFor = " for " + id.Subject + " (issuer " + id.Issuer + ")"
 			return res.Push(ctx, d, func(ctx context.Context, opts ...remote.Option) error {
 				return fluxoci.Attach(ctx, d, bundle, opts...)
 			})
@@ -299,25 +299,24 @@ const (
 )
 
 // keylessSigner is where --sign-keyless gets its certificate and log
-// entry, with the identity token and whom it names: a token that is no
-// JWT or has expired is refused here, before anything is pushed.
-func (o *fluxPushOptions) keylessSigner(ctx context.Context) (fluxoci.Keyless, fluxoci.Identity, error) {
+// entry, with the identity token: a token that is no JWT, names no issuer
+// or has expired is refused here, before anything is pushed.
+func (o *fluxPushOptions) keylessSigner(ctx context.Context) (fluxoci.Keyless, error) {
 	k := fluxoci.Keyless{FulcioURL: o.fulcioURL, RekorURL: o.rekorURL, Timeout: o.reg.Registry.RequestTimeout}
 	for _, u := range []struct{ flag, url string }{{"--fulcio-url", o.fulcioURL}, {"--rekor-url", o.rekorURL}} {
 		if p, err := url.Parse(u.url); err != nil || (p.Scheme != "https" && p.Scheme != "http") || p.Host == "" {
-			return k, fluxoci.Identity{}, &UsageError{fmt.Errorf("digestpin flux push: %s %q is no http(s) URL", u.flag, u.url)}
+			return k, &UsageError{fmt.Errorf("digestpin flux push: %s %q is no http(s) URL", u.flag, u.url)}
 		}
 	}
 	token, from, err := identityToken(ctx, o.tokenFile, os.Getenv, http.DefaultClient)
 	if err != nil {
-		return k, fluxoci.Identity{}, &UsageError{fmt.Errorf("digestpin flux push: --sign-keyless: %w", err)}
+		return k, &UsageError{fmt.Errorf("digestpin flux push: --sign-keyless: %w", err)}
 	}
-	id, err := fluxoci.TokenIdentity(token, time.Now())
-	if err != nil {
-		return k, fluxoci.Identity{}, &UsageError{fmt.Errorf("digestpin flux push: --sign-keyless: %s: %w", from, err)}
+	if err := fluxoci.CheckToken(token, time.Now()); err != nil {
+		return k, &UsageError{fmt.Errorf("digestpin flux push: --sign-keyless: %s: %w", from, err)}
 	}
 	k.Token = token
-	return k, id, nil
+	return k, nil
 }
 
 // identityToken is the OIDC identity token for keyless signing, and where

@@ -3,6 +3,7 @@ package fluxoci
 import (
 	"bytes"
 	"context"
+	"crypto/x509"
 	"encoding/base64"
 	"encoding/json"
 	"errors"
@@ -18,6 +19,7 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/static"
 	"github.com/google/go-containerregistry/pkg/v1/types"
 	protobundle "github.com/sigstore/protobuf-specs/gen/pb-go/bundle/v1"
+	"github.com/sigstore/sigstore-go/pkg/fulcio/certificate"
 	"github.com/sigstore/sigstore-go/pkg/sign"
 	"google.golang.org/protobuf/encoding/protojson"
 
@@ -56,52 +58,43 @@ type Keyless struct {
 	Transport http.RoundTripper
 }
 
-// Identity is whom a keyless certificate names, read from the token.
+// Identity is whom a keyless certificate names.
 type Identity struct {
-	// Subject is the token's email (when verified) or its sub, the
-	// identity Fulcio's certificate names.
+	// Subject is the certificate's subject alternative name: an email, or
+	// a URI such as a CI workflow's.
 	Subject string
-	// Issuer is the token's iss.
+	// Issuer is the OIDC issuer the certificate names.
 	Issuer string
-	// Expires is the token's exp.
+	// Expires is when the certificate stops being valid.
 	Expires time.Time
 }
 
-// TokenIdentity reads whom a token names and when it expires, without
-// checking its signature (Fulcio checks it): to say whom a signature will
-// name, and to refuse a token that is no JWT or has expired before any
-// key is made.
-func TokenIdentity(token string, now time.Time) (Identity, error) {
+// CheckToken refuses an identity token that is no JWT, names no issuer
+// or has expired at now, without checking its signature (Fulcio checks
+// it): before any key is made or anything pushed.
+func CheckToken(token string, now time.Time) error {
 	parts := strings.Split(strings.TrimSpace(token), ".")
 	if len(parts) != 3 {
-		return Identity{}, errors.New("the identity token is no JWT (three base64url parts joined by dots)")
+		return errors.New("the identity token is no JWT (three base64url parts joined by dots)")
 	}
 	raw, err := base64.RawURLEncoding.DecodeString(strings.TrimRight(parts[1], "="))
 	if err != nil {
-		return Identity{}, fmt.Errorf("the identity token's claims are not base64url: %w", err)
+		return fmt.Errorf("the identity token's claims are not base64url: %w", err)
 	}
 	var c struct {
-		Iss, Sub, Email string
-		EmailVerified   any   `json:"email_verified"`
-		Exp             int64 `json:"exp"`
+		Iss string
+		Exp int64 `json:"exp"`
 	}
 	if err := json.Unmarshal(raw, &c); err != nil {
-		return Identity{}, fmt.Errorf("the identity token's claims are not JSON: %w", err)
+		return fmt.Errorf("the identity token's claims are not JSON: %w", err)
 	}
 	if c.Iss == "" {
-		return Identity{}, errors.New("the identity token names no issuer (iss)")
+		return errors.New("the identity token names no issuer (iss)")
 	}
-	id := Identity{Subject: c.Sub, Issuer: c.Iss}
-	if c.Email != "" && (c.EmailVerified == true || c.EmailVerified == "true") {
-		id.Subject = c.Email
+	if exp := time.Unix(c.Exp, 0).UTC(); c.Exp != 0 && !now.Before(exp) {
+		return fmt.Errorf("the identity token from %s expired at %s", c.Iss, exp.Format(time.RFC3339))
 	}
-	if c.Exp != 0 {
-		id.Expires = time.Unix(c.Exp, 0).UTC()
-		if !now.Before(id.Expires) {
-			return id, fmt.Errorf("the identity token from %s expired at %s", c.Iss, id.Expires.Format(time.RFC3339))
-		}
-	}
-	return id, nil
+	return nil
 }
 
 // Statement is the in-toto statement cosign sign signs for d: d's digest
@@ -123,15 +116,17 @@ func Statement(d name.Digest) ([]byte, error) {
 // signs d's Statement as a DSSE envelope; Fulcio certifies the key for the
 // token's identity, with the certificate transparency log's timestamp in
 // it; Rekor logs the signature. It returns the bundle (v0.3, JSON), which
-// Attach pushes. Nothing is pushed here.
-func SignKeyless(ctx context.Context, d name.Digest, k Keyless) ([]byte, error) {
+// Attach pushes, and the identity the certificate names (for a CI
+// system's token, Fulcio's own reading of it, e.g. a workflow's URI, not
+// the token's sub). Nothing is pushed here.
+func SignKeyless(ctx context.Context, d name.Digest, k Keyless) ([]byte, Identity, error) {
 	stmt, err := Statement(d)
 	if err != nil {
-		return nil, err
+		return nil, Identity{}, err
 	}
 	kp, err := sign.NewEphemeralKeypair(nil)
 	if err != nil {
-		return nil, fmt.Errorf("making a signing key for %s: %w", d, err)
+		return nil, Identity{}, fmt.Errorf("making a signing key for %s: %w", d, err)
 	}
 	b, err := sign.Bundle(&sign.DSSEData{Data: stmt, PayloadType: intotoPayloadType}, kp, sign.BundleOptions{
 		CertificateProvider: sign.NewFulcio(&sign.FulcioOptions{
@@ -144,9 +139,18 @@ func SignKeyless(ctx context.Context, d name.Digest, k Keyless) ([]byte, error) 
 		Context: ctx,
 	})
 	if err != nil {
-		return nil, fmt.Errorf("signing %s keylessly (Fulcio %s, Rekor %s): %w", d, k.FulcioURL, k.RekorURL, flatError{err})
+		return nil, Identity{}, fmt.Errorf("signing %s keylessly (Fulcio %s, Rekor %s): %w", d, k.FulcioURL, k.RekorURL, flatError{err})
 	}
-	return marshalBundle(b)
+	cert, err := x509.ParseCertificate(b.GetVerificationMaterial().GetCertificate().GetRawBytes())
+	if err != nil {
+		return nil, Identity{}, fmt.Errorf("reading the certificate Fulcio %s issued for %s: %w", k.FulcioURL, d, err)
+	}
+	sum, err := certificate.SummarizeCertificate(cert)
+	if err != nil {
+		return nil, Identity{}, fmt.Errorf("reading the certificate Fulcio %s issued for %s: %w", k.FulcioURL, d, err)
+	}
+	j, err := marshalBundle(b)
+	return j, Identity{Subject: sum.SubjectAlternativeName, Issuer: sum.Issuer, Expires: cert.NotAfter}, err
 }
 
 // marshalBundle is b as the JSON of a bundle file.
