@@ -151,15 +151,23 @@ func TestFluxPush(t *testing.T) {
 	}
 }
 
+// signingSetup is what a signed push needs: digestpin, the cosign CLI in
+// a folder with a key pair of cosign generate-key-pair (password
+// digestpin-test), and a loopback registry.
+func signingSetup(t *testing.T) (string, cosignRunner, *testregistry.Registry) {
+	t.Helper()
+	bin := digestpinBin(t)
+	cosign := cosignRunner{bin: cosignCLI(t), dir: t.TempDir()}
+	cosign.run(t, "generate-key-pair")
+	return bin, cosign, testregistry.New(t)
+}
+
 // TestFluxPushSigned: an artifact pushed with --sign-key (a key of cosign
 // generate-key-pair) verifies with digestpin's own verification and with
 // the cosign CLI's cosign verify --key.
 func TestFluxPushSigned(t *testing.T) {
 	t.Parallel()
-	bin := digestpinBin(t)
-	cosign := cosignRunner{bin: cosignCLI(t), dir: t.TempDir()}
-	cosign.run(t, "generate-key-pair")
-	reg := testregistry.New(t)
+	bin, cosign, reg := signingSetup(t)
 	art := reg.Ref("shop/manifests:prod")
 	r := runCmd(t, cosign.dir, []byte("kind: ConfigMap\n"), []string{"COSIGN_PASSWORD=digestpin-test"}, bin,
 		"flux", "push", "oci://"+art, "--path", "-", "--sign-key", "cosign.key")
@@ -187,10 +195,7 @@ func TestFluxPushSigned(t *testing.T) {
 // it signed and does nothing.
 func TestFluxPushSignsUnsigned(t *testing.T) {
 	t.Parallel()
-	bin := digestpinBin(t)
-	cosign := cosignRunner{bin: cosignCLI(t), dir: t.TempDir()}
-	cosign.run(t, "generate-key-pair")
-	reg := testregistry.New(t)
+	bin, cosign, reg := signingSetup(t)
 	art := reg.Ref("shop/manifests:prod")
 	env := []string{"COSIGN_PASSWORD=digestpin-test"}
 	push := func(args ...string) string {

@@ -32,21 +32,7 @@ func TestFluxPushRegistryFlagErrors(t *testing.T) {
 		{desc: "missing pull secret", args: []string{"--pull-secret", "/nonexistent.json"}, want: "digestpin flux push: --pull-secret: reading pull secret /nonexistent.json"},
 		{desc: "a mirror", args: []string{"--registry-mirror", "docker.io=mirror.example"}, want: "unknown flag: --registry-mirror"},
 	} {
-		t.Run(tc.desc, func(t *testing.T) {
-			for k, v := range tc.env {
-				t.Setenv(k, v)
-			}
-			args := append([]string{"oci://127.0.0.1:1/shop/manifests:prod", "--path", "-"}, tc.args...)
-			var stdout, stderr bytes.Buffer
-			err := runFluxPush(t.Context(), args, strings.NewReader("kind: ConfigMap\n"), &stdout, &stderr)
-			var ue *UsageError
-			if !errors.As(err, &ue) || !strings.Contains(err.Error(), tc.want) {
-				t.Errorf("digestpin flux push %s = %v, want a usage error with %q", strings.Join(tc.args, " "), err, tc.want)
-			}
-			if stdout.Len() != 0 {
-				t.Errorf("stdout %q, want nothing", stdout.String())
-			}
-		})
+		t.Run(tc.desc, func(t *testing.T) { wantFluxPushUsageError(t, tc.args, tc.env, tc.want) })
 	}
 }
 
@@ -94,24 +80,31 @@ func TestFluxPushKeylessErrors(t *testing.T) {
 		{desc: "Fulcio URL no URL", args: []string{"--sign-keyless", "--fulcio-url", "fulcio.example"}, want: `--fulcio-url "fulcio.example" is no http(s) URL`},
 		{desc: "Rekor URL from the environment", env: map[string]string{"DIGESTPIN_REKOR_URL": "ftp://rekor.example"}, args: []string{"--sign-keyless"}, want: `--rekor-url "ftp://rekor.example" is no http(s) URL`},
 	} {
-		t.Run(tc.desc, func(t *testing.T) {
-			for _, k := range []string{"SIGSTORE_ID_TOKEN", "ACTIONS_ID_TOKEN_REQUEST_URL", "ACTIONS_ID_TOKEN_REQUEST_TOKEN"} {
-				t.Setenv(k, "")
-			}
-			for k, v := range tc.env {
-				t.Setenv(k, v)
-			}
-			args := append([]string{"oci://127.0.0.1:1/shop/manifests:prod", "--path", "-"}, tc.args...)
-			var stdout, stderr bytes.Buffer
-			err := runFluxPush(t.Context(), args, strings.NewReader("kind: ConfigMap\n"), &stdout, &stderr)
-			var ue *UsageError
-			if !errors.As(err, &ue) || !strings.Contains(err.Error(), tc.want) || strings.Contains(err.Error(), "\n") {
-				t.Errorf("digestpin flux push %s = %v, want a one-line usage error with %q", strings.Join(tc.args, " "), err, tc.want)
-			}
-			if stdout.Len() != 0 {
-				t.Errorf("stdout %q, want nothing", stdout.String())
-			}
-		})
+		t.Run(tc.desc, func(t *testing.T) { wantFluxPushUsageError(t, tc.args, tc.env, tc.want) })
+	}
+}
+
+// wantFluxPushUsageError runs digestpin flux push with args and the
+// environment env (the identity token's variables cleared) against a
+// registry that answers nothing, and wants a one-line usage error with
+// want and nothing on stdout.
+func wantFluxPushUsageError(t *testing.T, args []string, env map[string]string, want string) {
+	t.Helper()
+	for _, k := range []string{"SIGSTORE_ID_TOKEN", "ACTIONS_ID_TOKEN_REQUEST_URL", "ACTIONS_ID_TOKEN_REQUEST_TOKEN"} {
+		t.Setenv(k, "")
+	}
+	for k, v := range env {
+		t.Setenv(k, v)
+	}
+	all := append([]string{"oci://127.0.0.1:1/shop/manifests:prod", "--path", "-"}, args...)
+	var stdout, stderr bytes.Buffer
+	err := runFluxPush(t.Context(), all, strings.NewReader("kind: ConfigMap\n"), &stdout, &stderr)
+	var ue *UsageError
+	if !errors.As(err, &ue) || !strings.Contains(err.Error(), want) || strings.Contains(err.Error(), "\n") {
+		t.Errorf("digestpin flux push %s = %v, want a one-line usage error with %q", strings.Join(args, " "), err, want)
+	}
+	if stdout.Len() != 0 {
+		t.Errorf("stdout %q, want nothing", stdout.String())
 	}
 }
 
