@@ -81,10 +81,7 @@ func TestFluxPin(t *testing.T) {
 	t.Parallel()
 	bin, kust := digestpinBin(t), kustomizeBin(t)
 	reg := testregistry.New(t)
-	digests := map[string]string{}
-	for _, img := range []string{"app:1.0", "db:1.0", "tools:1.0", "api:2"} {
-		digests[img] = reg.PushImage(t, img).String()
-	}
+	digests := reg.PushImages(t, "app:1.0", "db:1.0", "tools:1.0", "api:2")
 	repo := t.TempDir()
 	if err := os.CopyFS(filepath.Join(repo, "charts", "web"), os.DirFS(filepath.Join(repoRoot(t), "testdata", "chart"))); err != nil {
 		t.Fatal(err)
@@ -227,10 +224,7 @@ func TestFluxPinChartSources(t *testing.T) {
 	t.Parallel()
 	bin, h4 := digestpinBin(t), helm4(t)
 	reg := testregistry.New(t)
-	digests := map[string]string{}
-	for _, img := range []string{"app:1.0", "db:1.0", "tools:1.0"} {
-		digests[img] = reg.PushImage(t, img).String()
-	}
+	digests := reg.PushImages(t, "app:1.0", "db:1.0", "tools:1.0")
 	env := helmHome(t, "")
 	// The chart, packaged, served by an HTTP chart repository and pushed
 	// to the registry, by the Helm CLI.
@@ -298,10 +292,7 @@ func TestFluxPinValuesFiles(t *testing.T) {
 	t.Parallel()
 	bin, h4 := digestpinBin(t), helm4(t)
 	reg := testregistry.New(t)
-	digests := map[string]string{}
-	for _, img := range []string{"app:1.0", "app:prod", "db:1.0", "tools:1.0"} {
-		digests[img] = reg.PushImage(t, img).String()
-	}
+	digests := reg.PushImages(t, "app:1.0", "app:prod", "db:1.0", "tools:1.0")
 	env := helmHome(t, "")
 	// values-reg.yaml points every image at the registry; values-prod.yaml
 	// then moves the app to its prod tag.
@@ -542,10 +533,7 @@ func TestFluxPinBuild(t *testing.T) {
 	t.Parallel()
 	bin, kust := digestpinBin(t), kustomizeBin(t)
 	reg := testregistry.New(t)
-	digests := map[string]string{}
-	for _, img := range []string{"app:1.0", "app:2.0", "other:1.0", "sidecar:1.0", "db:1.0", "tools:1.0"} {
-		digests[img] = reg.PushImage(t, img).String()
-	}
+	digests := reg.PushImages(t, "app:1.0", "app:2.0", "other:1.0", "sidecar:1.0", "db:1.0", "tools:1.0")
 	repo := t.TempDir()
 	app := func(image string) string { return strings.ReplaceAll(fluxBuildApp, "IMAGE", image) }
 	files := map[string]string{

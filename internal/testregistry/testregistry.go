@@ -210,6 +210,17 @@ func (r *Registry) PushImage(t TB, repoTag string) v1.Hash {
 	return r.Push(t, repoTag, img)
 }
 
+// PushImages pushes a small random image for each repo:tag and returns
+// their digests by repo:tag.
+func (r *Registry) PushImages(t TB, repoTags ...string) map[string]string {
+	t.Helper()
+	digests := make(map[string]string, len(repoTags))
+	for _, rt := range repoTags {
+		digests[rt] = r.PushImage(t, rt).String()
+	}
+	return digests
+}
+
 // Push pushes img as repo:tag and returns its digest.
 func (r *Registry) Push(t TB, repoTag string, img v1.Image) v1.Hash {
 	t.Helper()
