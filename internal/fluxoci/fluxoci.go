@@ -266,13 +266,22 @@ func Sign(ctx context.Context, d name.Digest, signer signature.Signer, opts ...r
 	if err != nil {
 		return fmt.Errorf("signing %s: %w", d, err)
 	}
-	h, err := v1.NewHash(d.DigestStr())
+	tag, err := signatureTag(d)
 	if err != nil {
 		return fmt.Errorf("signing %s: %w", d, err)
 	}
-	tag := d.Context().Tag(h.Algorithm + "-" + h.Hex + ".sig")
 	if err := remote.Write(tag, img, append([]remote.Option{remote.WithContext(ctx)}, opts...)...); err != nil {
 		return fmt.Errorf("pushing the signature of %s to %s: %w", d, tag, err)
 	}
 	return nil
+}
+
+// signatureTag is cosign's signature tag of d: sha256-<hex>.sig in d's
+// repository.
+func signatureTag(d name.Digest) (name.Tag, error) {
+	h, err := v1.NewHash(d.DigestStr())
+	if err != nil {
+		return name.Tag{}, err
+	}
+	return d.Context().Tag(h.Algorithm + "-" + h.Hex + ".sig"), nil
 }

@@ -239,13 +239,12 @@ const maxReferrers = 64
 // failed is signed by the next, not left unsigned for good.
 func Signed(ctx context.Context, d name.Digest, keyless bool, opts ...remote.Option) (bool, error) {
 	opts = append([]remote.Option{remote.WithContext(ctx)}, opts...)
-	h, err := v1.NewHash(d.DigestStr())
-	if err != nil {
-		return false, fmt.Errorf("reading the digest of %s: %w", d, err)
-	}
 	if !keyless {
-		tag := d.Context().Tag(h.Algorithm + "-" + h.Hex + ".sig")
-		_, err := remote.Head(tag, opts...)
+		tag, err := signatureTag(d)
+		if err != nil {
+			return false, fmt.Errorf("reading the digest of %s: %w", d, err)
+		}
+		_, err = remote.Head(tag, opts...)
 		var terr *transport.Error
 		switch {
 		case errors.As(err, &terr) && terr.StatusCode == http.StatusNotFound:
